@@ -1,0 +1,1 @@
+"""The outside world (files, processes, git, models), each behind a small interface."""

@@ -1,0 +1,1 @@
+"""Persistence: the halt state files and the SQL ledger."""

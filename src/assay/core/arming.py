@@ -1,0 +1,144 @@
+"""Turning a contract's ``halt_classes`` into armed halt states (pure)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from assay.core.halts import CANONICAL_HALTS, SEVERITY_RANK, HaltState
+from assay.core.vocab import ArmHalt, CheckHalt, HaltLifecycle, HaltSeverity
+
+
+class Violation(BaseModel):
+    """One entry of a ``violations`` list in the halt commands' JSON."""
+
+    model_config = ConfigDict(frozen=True)
+
+    halt_class: str
+    severity: HaltSeverity = HaltSeverity.BLOCK
+    detail: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "halt_class": self.halt_class,
+            "severity": self.severity.value,
+            "detail": self.detail,
+        }
+
+
+class ArmedHalts(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    halts: tuple[HaltState, ...]
+    canonical_halt_count: int
+    per_dispatch_addition_count: int
+
+
+def arm_halts(contract: object, *, at: str) -> ArmedHalts | list[Violation]:
+    """Arm every halt a parsed contract declares, or say every reason it cannot be armed."""
+    if not isinstance(contract, Mapping):
+        kind = type(contract).__name__
+        return [
+            _violation(
+                ArmHalt.CONTRACT_YAML_MALFORMED, f"contract top level is {kind}, not a mapping"
+            )
+        ]
+    declared = contract.get("halt_classes")
+    if not isinstance(declared, list):
+        return [
+            _violation(
+                ArmHalt.HALT_CLASSES_MISSING,
+                "contract has no `halt_classes:` field (or non-list value)",
+            )
+        ]
+
+    halts: list[HaltState] = []
+    problems: list[Violation] = []
+    seen: set[str] = set()
+    for index, entry in enumerate(declared):
+        built = _build(index, entry, at)
+        if isinstance(built, Violation):
+            problems.append(built)
+            continue
+        if built.name in seen:
+            problems.append(
+                _violation(
+                    ArmHalt.STATE_CONSTRUCTION_FAILURE,
+                    f"halt_classes[{index}]: {built.name} is named twice",
+                )
+            )
+            continue
+        seen.add(built.name)
+        halts.append(built)
+    if problems:
+        return problems
+
+    by_name = {h.name: h for h in halts}
+    for name, floor in CANONICAL_HALTS.items():
+        armed = by_name.get(name.value)
+        if armed is None:
+            problems.append(
+                _violation(
+                    ArmHalt.CANONICAL_HALT_INCOMPLETE,
+                    f"canonical halt {name.value} is missing (all seven are required)",
+                )
+            )
+        elif SEVERITY_RANK[armed.severity] > SEVERITY_RANK[floor]:
+            problems.append(
+                _violation(
+                    ArmHalt.CANONICAL_HALT_INCOMPLETE,
+                    f"canonical halt {name.value} is listed as {armed.severity.value}; "
+                    f"its severity may be raised from {floor.value}, never lowered",
+                )
+            )
+    if problems:
+        return problems
+
+    canonical = sum(1 for h in halts if h.name in _CANONICAL_NAMES)
+    return ArmedHalts(
+        halts=tuple(halts),
+        canonical_halt_count=canonical,
+        per_dispatch_addition_count=len(halts) - canonical,
+    )
+
+
+_CANONICAL_NAMES = frozenset(name.value for name in CANONICAL_HALTS)
+
+
+def _build(index: int, entry: object, at: str) -> HaltState | Violation:
+    if not isinstance(entry, Mapping):
+        return _violation(
+            ArmHalt.STATE_CONSTRUCTION_FAILURE,
+            f"halt_classes[{index}] is {type(entry).__name__}, not a {{name, severity}} mapping",
+        )
+    unknown = sorted(str(k) for k in entry if k not in ("name", "severity"))
+    if unknown:
+        return _violation(
+            ArmHalt.STATE_CONSTRUCTION_FAILURE,
+            f"halt_classes[{index}] has unknown key(s): {', '.join(unknown)}",
+        )
+    name = entry.get("name")
+    if not isinstance(name, str) or not name.strip():
+        return _violation(
+            ArmHalt.STATE_CONSTRUCTION_FAILURE, f"halt_classes[{index}] has no usable `name`"
+        )
+    try:
+        return HaltState(
+            name=name,
+            severity=entry.get("severity"),  # validated by pydantic
+            lifecycle=HaltLifecycle.ARMED,
+            armed_at=at,
+        )
+    except ValidationError:
+        allowed = ", ".join(s.value for s in HaltSeverity)
+        return _violation(
+            ArmHalt.STATE_CONSTRUCTION_FAILURE,
+            f"halt_classes[{index}] ({name}): severity {entry.get('severity')!r} "
+            f"is not one of {allowed}",
+        )
+
+
+def _violation(halt_class: ArmHalt | CheckHalt, detail: str) -> Violation:
+    return Violation(halt_class=halt_class.value, detail=detail)

@@ -1,0 +1,227 @@
+"""Halt classes, the state of one armed halt, and the rules by which it moves.
+
+The lifecycle is DECLARED → ARMED → CHECKED → FIRED → ATTESTED. Every move goes through
+:func:`transition`, a pure function: it returns the new state or a :class:`Rejection` naming
+the tool-local halt class that explains why the move is not allowed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from assay.core.vocab import CanonicalHalt, CheckHalt, HaltLifecycle, HaltSeverity
+
+CANONICAL_HALTS: dict[CanonicalHalt, HaltSeverity] = {
+    CanonicalHalt.ANCHOR_RESOLUTION_FAILURE: HaltSeverity.BLOCK,
+    CanonicalHalt.SCOPE_BREACH: HaltSeverity.BLOCK,
+    CanonicalHalt.SECRET_EXPOSURE: HaltSeverity.BLOCK,
+    CanonicalHalt.SPEC_CONTRADICTION: HaltSeverity.BLOCK,
+    CanonicalHalt.IRREVERSIBLE_ACTION: HaltSeverity.BLOCK,
+    CanonicalHalt.BUDGET_EXHAUSTED: HaltSeverity.WARN,
+    CanonicalHalt.VERIFICATION_GAP: HaltSeverity.WARN,
+}
+
+# Lower rank = more severe; a canonical halt may be raised (lower rank), never lowered.
+SEVERITY_RANK: dict[HaltSeverity, int] = {
+    HaltSeverity.BLOCK: 0,
+    HaltSeverity.WARN: 1,
+    HaltSeverity.LOG: 2,
+}
+
+
+class HaltRearm(BaseModel):
+    """One re-arm of a halt: what it cleared and the evidence of the remedy."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    cleared: HaltLifecycle
+    cleared_evidence: dict[str, Any] | None = None
+    cleared_fired_at: str | None = None
+    rearmed_at: str
+    evidence: dict[str, Any]
+
+
+class HaltState(BaseModel):
+    """One halt of one dispatch. The first six fields are the 1.0.0 shape of seed 002."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    name: str
+    severity: HaltSeverity
+    lifecycle: HaltLifecycle
+    evidence: dict[str, Any] | None = None
+    armed_at: str
+    fired_at: str | None = None
+    # 1.1.0 additions, written only by attest and rearm.
+    attested_at: str | None = None
+    history: tuple[HaltRearm, ...] = ()
+
+    @property
+    def has_fired(self) -> bool:
+        return self.fired_at is not None
+
+    def uses_v1_1(self) -> bool:
+        return self.attested_at is not None or bool(self.history)
+
+    def to_json(self) -> dict[str, Any]:
+        """The state-file form: the six 1.0.0 keys, plus 1.1.0 keys only when set."""
+        data: dict[str, Any] = {
+            "name": self.name,
+            "severity": self.severity.value,
+            "lifecycle": self.lifecycle.value,
+            "evidence": self.evidence,
+            "armed_at": self.armed_at,
+            "fired_at": self.fired_at,
+        }
+        if self.attested_at is not None:
+            data["attested_at"] = self.attested_at
+        if self.history:
+            data["history"] = [h.model_dump(mode="json") for h in self.history]
+        return data
+
+
+class Transitioned(BaseModel):
+    """A move that was allowed; ``applied`` is False for a no-op read."""
+
+    model_config = ConfigDict(frozen=True)
+
+    state: HaltState
+    previous: HaltLifecycle
+    applied: bool
+
+
+class Rejection(BaseModel):
+    """A move that was refused, named by its tool-local halt class."""
+
+    model_config = ConfigDict(frozen=True)
+
+    halt_class: CheckHalt
+    detail: str
+
+
+def evidence_of(text: str | None) -> dict[str, Any] | None:
+    """Evidence as stored: ``{"detail": text}``; blank text is no evidence."""
+    if text is None or not text.strip():
+        return None
+    return {"detail": text}
+
+
+def transition(
+    state: HaltState,
+    target: HaltLifecycle | str,
+    *,
+    at: str,
+    evidence: str | None = None,
+) -> Transitioned | Rejection:
+    """Move ``state`` towards ``target`` at time ``at`` (an ISO-8601 UTC string).
+
+    - CHECKED (a query): ARMED → CHECKED; on CHECKED, FIRED or ATTESTED it is a no-op read.
+    - FIRED: from ARMED or CHECKED, with evidence. A FIRED block halt is sticky.
+    - ARMED (a re-arm, with evidence of the remedy): from CHECKED or FIRED; keeps ``armed_at``
+      and appends what it clears to ``history``.
+    - ATTESTED (closure): from any armed state; after it nothing moves.
+    """
+    current = state.lifecycle
+    try:
+        goal = HaltLifecycle(target)
+    except ValueError:
+        return _reject(CheckHalt.TRANSITION_REJECTED, f"unknown lifecycle {target!r}")
+
+    if goal is HaltLifecycle.CHECKED:
+        if current is HaltLifecycle.ARMED:
+            return _moved(state, state.model_copy(update={"lifecycle": goal}))
+        if current in (HaltLifecycle.CHECKED, HaltLifecycle.FIRED, HaltLifecycle.ATTESTED):
+            return Transitioned(state=state, previous=current, applied=False)
+        return _reject(
+            CheckHalt.TRANSITION_REJECTED,
+            f"halt {state.name} is {current.value}, not armed; it cannot be checked",
+        )
+
+    if current is HaltLifecycle.ATTESTED:
+        if goal is HaltLifecycle.ATTESTED:
+            return Transitioned(state=state, previous=current, applied=False)
+        return _reject(
+            CheckHalt.TRANSITION_REJECTED,
+            f"transition rejected: halt {state.name} is ATTESTED; nothing moves after closure",
+        )
+
+    if goal is HaltLifecycle.FIRED:
+        proof = evidence_of(evidence)
+        if proof is None:
+            return _reject(
+                CheckHalt.FIRE_EVIDENCE_MISSING,
+                f"--fire on {state.name} needs --evidence: a FIRED halt must say why",
+            )
+        if current is HaltLifecycle.FIRED:
+            if state.severity is HaltSeverity.BLOCK:
+                return _reject(
+                    CheckHalt.STICKY_REJECTION,
+                    f"transition rejected: Block-severity halt {state.name} is FIRED and "
+                    "sticky; an operator must re-arm it with evidence (assay halt rearm)",
+                )
+            return _reject(
+                CheckHalt.TRANSITION_REJECTED,
+                f"transition rejected: {state.severity.value}-severity halt {state.name} is "
+                "already FIRED; re-arm it before firing again",
+            )
+        if current in (HaltLifecycle.ARMED, HaltLifecycle.CHECKED):
+            fired = state.model_copy(update={"lifecycle": goal, "evidence": proof, "fired_at": at})
+            return _moved(state, fired)
+        return _reject(
+            CheckHalt.TRANSITION_REJECTED,
+            f"transition rejected: halt {state.name} is {current.value}; only an armed halt fires",
+        )
+
+    if goal is HaltLifecycle.ARMED:
+        proof = evidence_of(evidence)
+        if proof is None:
+            return _reject(
+                CheckHalt.REARM_EVIDENCE_MISSING,
+                f"rearm of {state.name} needs --evidence of the remedy",
+            )
+        if current not in (HaltLifecycle.CHECKED, HaltLifecycle.FIRED):
+            return _reject(
+                CheckHalt.TRANSITION_REJECTED,
+                f"transition rejected: halt {state.name} is {current.value}; "
+                "only a CHECKED or FIRED halt can be re-armed",
+            )
+        record = HaltRearm(
+            cleared=current,
+            cleared_evidence=state.evidence,
+            cleared_fired_at=state.fired_at,
+            rearmed_at=at,
+            evidence=proof,
+        )
+        rearmed = state.model_copy(
+            update={
+                "lifecycle": goal,
+                "evidence": None,
+                "fired_at": None,
+                "history": (*state.history, record),
+            }
+        )
+        return _moved(state, rearmed)
+
+    if goal is HaltLifecycle.ATTESTED:
+        if current is HaltLifecycle.DECLARED:
+            return _reject(
+                CheckHalt.TRANSITION_REJECTED,
+                f"transition rejected: halt {state.name} was never armed",
+            )
+        # Evidence and fired_at survive attestation: closure must still see what fired.
+        return _moved(state, state.model_copy(update={"lifecycle": goal, "attested_at": at}))
+
+    return _reject(
+        CheckHalt.TRANSITION_REJECTED,
+        f"transition rejected: {current.value} → {goal.value} is backward",
+    )
+
+
+def _moved(before: HaltState, after: HaltState) -> Transitioned:
+    return Transitioned(state=after, previous=before.lifecycle, applied=True)
+
+
+def _reject(halt_class: CheckHalt, detail: str) -> Rejection:
+    return Rejection(halt_class=halt_class, detail=detail)

@@ -1,0 +1,100 @@
+"""The halt state file document (seed 002, schema 1.0.0; 1.1.0 after attest or rearm).
+
+Pure: turns a decoded JSON document into a :class:`HaltStateFile` or a violation, and back.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from assay.core.arming import Violation
+from assay.core.halts import HaltState
+from assay.core.vocab import CheckHalt
+
+SCHEMA_V1_0 = "1.0.0"
+SCHEMA_V1_1 = "1.1.0"
+_SUPPORTED_MAJOR = re.compile(r"^1\.\d+\.\d+$")
+
+
+class HaltStateFile(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    dispatch_id: str
+    contract_path: str
+    armed_at: str
+    halts: tuple[HaltState, ...]
+    canonical_halt_count: int
+    per_dispatch_addition_count: int
+
+    @property
+    def schema_version(self) -> str:
+        """1.0.0 until an attest or re-arm adds its optional keys."""
+        return SCHEMA_V1_1 if any(h.uses_v1_1() for h in self.halts) else SCHEMA_V1_0
+
+    def find(self, name: str) -> HaltState | None:
+        return next((h for h in self.halts if h.name == name), None)
+
+    def replace(self, halt: HaltState) -> HaltStateFile:
+        return self.model_copy(
+            update={"halts": tuple(halt if h.name == halt.name else h for h in self.halts)}
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema_version": self.schema_version,
+            "dispatch_id": self.dispatch_id,
+            "contract_path": self.contract_path,
+            "armed_at": self.armed_at,
+            "halts": [h.to_json() for h in self.halts],
+            "canonical_halt_count": self.canonical_halt_count,
+            "per_dispatch_addition_count": self.per_dispatch_addition_count,
+        }
+
+
+_REQUIRED_TEXT = ("dispatch_id", "contract_path", "armed_at")
+_REQUIRED_COUNT = ("canonical_halt_count", "per_dispatch_addition_count")
+
+
+def parse_state_document(doc: object) -> HaltStateFile | Violation:
+    """Validate a decoded state file; malformed shape and bad halts are told apart."""
+    if not isinstance(doc, dict):
+        return _malformed(f"top level is {type(doc).__name__}, not an object")
+    version = doc.get("schema_version")
+    if not isinstance(version, str) or not _SUPPORTED_MAJOR.match(version):
+        return _malformed(f"schema_version {version!r} is not a supported 1.x version")
+    halts = doc.get("halts")
+    if not isinstance(halts, list):
+        return _malformed("`halts` field is missing or not a list")
+    for key in _REQUIRED_TEXT:
+        if not isinstance(doc.get(key), str):
+            return _malformed(f"`{key}` is missing or not a string")
+    for key in _REQUIRED_COUNT:
+        value = doc.get(key)
+        if not isinstance(value, int) or isinstance(value, bool):
+            return _malformed(f"`{key}` is missing or not an integer")
+    built: list[HaltState] = []
+    for index, raw in enumerate(halts):
+        try:
+            built.append(HaltState.model_validate(raw))
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "entry"
+            return Violation(
+                halt_class=CheckHalt.STATE_CONSTRUCTION_FAILURE.value,
+                detail=f"halts[{index}].{where}: {first['msg']}",
+            )
+    return HaltStateFile(
+        dispatch_id=doc["dispatch_id"],
+        contract_path=doc["contract_path"],
+        armed_at=doc["armed_at"],
+        halts=tuple(built),
+        canonical_halt_count=doc["canonical_halt_count"],
+        per_dispatch_addition_count=doc["per_dispatch_addition_count"],
+    )
+
+
+def _malformed(detail: str) -> Violation:
+    return Violation(halt_class=CheckHalt.STATE_FILE_MALFORMED.value, detail=detail)
