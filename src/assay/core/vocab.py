@@ -1,0 +1,231 @@
+"""Every closed vocabulary of assay.
+
+Each set of tokens is a ``StrEnum``; ``tests/core/vocab_baseline.json`` pins them, so widening
+one means editing that baseline on purpose.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Severity(StrEnum):
+    """A validator result's severity."""
+
+    PASS = "pass"
+    WARN = "warn"
+    BLOCK = "block"
+
+
+class HaltSeverity(StrEnum):
+    BLOCK = "block"
+    WARN = "warn"
+    LOG = "log"
+
+
+class AttemptOutcome(StrEnum):
+    PASSED = "passed"
+    WARNED = "warned"
+    BLOCKED = "blocked"
+    ERROR = "error"
+
+
+class StopReason(StrEnum):
+    """Why a coder stopped, by its own account (seed 001)."""
+
+    COMPLETED = "completed"
+    TURN_BUDGET = "turn_budget"
+    CONTEXT_BUDGET = "context_budget"
+    PROVIDER_FAULT = "provider_fault"
+    ABANDONED = "abandoned"
+
+
+class FileChangeKind(StrEnum):
+    CREATED = "created"
+    MODIFIED = "modified"
+    DELETED = "deleted"
+
+
+class RunStatus(StrEnum):
+    PREP = "prep"
+    IMPLEMENTING = "implementing"
+    VALIDATING = "validating"
+    JUDGING = "judging"
+    LANDING = "landing"
+    MERGED = "merged"
+    READY = "ready"
+    STALLED = "stalled"
+    BLOCKED = "blocked"
+    FAILED = "failed"
+    VERIFIED_NOOP = "verified_noop"
+
+    @property
+    def terminal(self) -> bool:
+        return self in TERMINAL_RUN_STATUSES
+
+
+TERMINAL_RUN_STATUSES: frozenset[RunStatus] = frozenset(
+    {
+        RunStatus.MERGED,
+        RunStatus.READY,
+        RunStatus.STALLED,
+        RunStatus.BLOCKED,
+        RunStatus.FAILED,
+        RunStatus.VERIFIED_NOOP,
+    }
+)
+
+
+class TaskStatus(StrEnum):
+    QUEUED = "queued"
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+    HELD = "held"
+
+
+class HoldSource(StrEnum):
+    MANUAL = "manual"
+    MACHINE = "machine"
+
+
+class HaltLifecycle(StrEnum):
+    DECLARED = "DECLARED"
+    ARMED = "ARMED"
+    CHECKED = "CHECKED"
+    FIRED = "FIRED"
+    ATTESTED = "ATTESTED"
+
+
+class StageVerdict(StrEnum):
+    ADVANCE = "advance"
+    LOOP_BACK = "loop_back"
+    ESCALATE = "escalate"
+    UNVISITED = "unvisited"
+
+
+class PolicyAction(StrEnum):
+    PROCEED = "proceed"
+    RECOVER = "recover"
+    HALT = "halt"
+
+
+class HaltType(StrEnum):
+    """The payload's account of why a run stopped."""
+
+    NONE = "none"
+    BLOCKER = "blocker"
+    ESCALATE = "escalate"
+    VALIDATOR_ERROR = "validator_error"
+    ENVIRONMENT_ERROR = "environment_error"
+    INTERNAL_ERROR = "internal_error"
+
+
+class CanonicalHalt(StrEnum):
+    """The seven halt classes every contract arms."""
+
+    ANCHOR_RESOLUTION_FAILURE = "halt-anchor-resolution-failure"
+    SCOPE_BREACH = "halt-scope-breach"
+    SECRET_EXPOSURE = "halt-secret-exposure"
+    SPEC_CONTRADICTION = "halt-spec-contradiction"
+    IRREVERSIBLE_ACTION = "halt-irreversible-action"
+    BUDGET_EXHAUSTED = "halt-budget-exhausted"
+    VERIFICATION_GAP = "halt-verification-gap"
+
+
+class ArmHalt(StrEnum):
+    """Tool-local failures of ``assay halt arm`` (seed 002); never canonical halts."""
+
+    CONTRACT_YAML_MALFORMED = "halt-contract-yaml-malformed"
+    HALT_CLASSES_MISSING = "halt-halt-classes-missing"
+    CANONICAL_HALT_INCOMPLETE = "halt-canonical-halt-incomplete"
+    STATE_CONSTRUCTION_FAILURE = "halt-state-construction-failure"
+    STATE_FILE_WRITE_FAILURE = "halt-state-file-write-failure"
+    STATE_ALREADY_ARMED = "halt-state-already-armed"
+
+
+class CheckHalt(StrEnum):
+    """Tool-local failures of ``assay halt check|attest|rearm`` (seed 002)."""
+
+    STATE_FILE_MISSING = "halt-check-state-file-missing"
+    STATE_FILE_MALFORMED = "halt-check-state-file-malformed"
+    CONDITION_NOT_FOUND = "halt-check-condition-not-found"
+    STATE_CONSTRUCTION_FAILURE = "halt-check-state-construction-failure"
+    STICKY_REJECTION = "halt-check-sticky-rejection"
+    TRANSITION_REJECTED = "halt-check-transition-rejected"
+    STATE_FILE_WRITE_FAILURE = "halt-check-state-file-write-failure"
+    FIRE_EVIDENCE_MISSING = "halt-check-fire-evidence-missing"
+    REARM_EVIDENCE_MISSING = "halt-rearm-evidence-missing"
+
+
+class PolicyMode(StrEnum):
+    UNANIMOUS = "unanimous"
+    MAJORITY = "majority"
+    QUORUM = "quorum"
+    ANY = "any"
+
+
+class LandMode(StrEnum):
+    MERGE = "merge"
+    BRANCH = "branch"
+    PR = "pr"
+    NONE = "none"
+
+
+class Stage(StrEnum):
+    """Convergence-ledger stages: every attempt counter lives under one of these."""
+
+    TASK = "task"
+    RECOVER = "recover"
+    DISPATCH = "dispatch"
+    JUDGE = "judge"
+    LAND = "land"
+
+
+class OnFail(StrEnum):
+    """What a failing validator does: block the wave, or only warn (advisory)."""
+
+    BLOCK = "block"
+    WARN = "warn"
+
+
+class CoderKind(StrEnum):
+    COMMAND = "command"
+    REPLAY = "replay"
+    CLAUDE = "claude"
+    CODEX = "codex"
+    AIDER = "aider"
+    MINI = "mini"
+    LLM = "llm"
+
+
+class ValidatorKind(StrEnum):
+    COMMAND = "command"
+    SCOPE = "scope"
+    SECRETS = "secrets"
+    JUDGE = "judge"
+
+
+class TieBreak(StrEnum):
+    """Which rule settled a tie on first choices in a blind tally."""
+
+    BORDA = "borda"
+    SEED = "seed"
+
+
+class SettleRow(StrEnum):
+    """Which row of the settle table decided a finished run's effect on its task.
+
+    In match order: the first row whose condition holds wins.
+    """
+
+    PARKED = "parked"
+    SUCCEEDED = "succeeded"
+    STALLED_QUOTA = "stalled_quota"
+    FAILED_QUOTA_NO_VIABLE = "failed_quota_no_viable"
+    STALLED_OR_FAILED = "stalled_or_failed"
+    HALTED = "halted"
+    BLOCKED_WITH_PR = "blocked_with_pr"
+    BLOCKED = "blocked"
+    VERIFIED_NOOP = "verified_noop"
+    NON_TERMINAL = "non_terminal"
