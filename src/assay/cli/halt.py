@@ -3,144 +3,133 @@
 Output is JSON on stdout (``--json`` is the default; ``--pretty`` indents by 2). Exit codes:
 0 success, or a fired warn/log halt; 1 a fired block halt, or any failure named in
 ``violations``; 2 an invocation error (bad flags, a dispatch id that is not a safe file name).
+
+A coder calls ``assay halt check`` in the middle of its turn, so this path is parsed with the
+standard library's argparse rather than typer: typer alone would add about 20 ms to every
+call, and pydantic (which validates the state file) already takes most of the budget.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
-import typer
-
-from assay.adapters.store import halt_files, halt_ops
-
-app = typer.Typer(
-    context_settings={"help_option_names": ["-h", "--help"]},
-    no_args_is_help=True,
-    add_completion=False,
-    rich_markup_mode=None,
-    pretty_exceptions_enable=False,
+HELP = (
+    "Arm, check, fire, attest and re-arm a dispatch's halts (exit 0 ok, 1 halt/failure, 2 usage)."
 )
+
+EPILOG = """exit codes:
+  0  armed; queried; a warn/log halt fired; attested with no block halt fired
+  1  a block halt fired (halt and surface), or a failure named in "violations"
+  2  invocation error (unknown flag, missing flag, bad dispatch id)
+
+state dir: --state-dir, else $ASSAY_HALT_STATE_DIR, else .assay/halt-state"""
+
+_ID_RULE = "1-128 characters from [A-Za-z0-9._-], starting with a letter or digit"
 
 
 def _dispatch_id(value: str) -> str:
-    if not halt_files.valid_dispatch_id(value):
-        raise typer.BadParameter(
-            f"{value!r} is not a dispatch id: use 1-128 characters from [A-Za-z0-9._-], "
-            "starting with a letter or digit"
-        )
+    from assay.adapters.store.halt_files import valid_dispatch_id
+
+    if not valid_dispatch_id(value):
+        raise argparse.ArgumentTypeError(f"{value!r} is not a dispatch id: use {_ID_RULE}")
     return value
 
 
-DispatchId = Annotated[
-    str,
-    typer.Option(
-        "--dispatch-id",
-        help="The dispatch whose halts to use; the state file is <state-dir>/<id>.json.",
-        callback=_dispatch_id,
-    ),
-]
-StateDir = Annotated[
-    str | None,
-    typer.Option(
-        "--state-dir",
-        help="Where state files live. Default: $ASSAY_HALT_STATE_DIR, else .assay/halt-state.",
-    ),
-]
-Json = Annotated[bool, typer.Option("--json", help="Machine-readable JSON output (the default).")]
-Pretty = Annotated[bool, typer.Option("--pretty", help="Pretty-print the JSON (indent 2).")]
-Condition = Annotated[
-    str, typer.Option("--condition", help="The halt class name, e.g. halt-scope-breach.")
-]
+def _parser() -> argparse.ArgumentParser:
+    root = argparse.ArgumentParser(
+        prog="assay halt",
+        description=HELP,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        allow_abbrev=False,
+    )
+    commands = root.add_subparsers(dest="command", metavar="{arm,check,attest,rearm}")
+    commands.required = True
+
+    def command(name: str, summary: str, details: str) -> argparse.ArgumentParser:
+        sub = commands.add_parser(
+            name,
+            help=summary,
+            description=f"{summary}\n\n{details}",
+            epilog=EPILOG,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+            allow_abbrev=False,
+        )
+        sub.add_argument(
+            "--dispatch-id",
+            required=True,
+            type=_dispatch_id,
+            help=f"the dispatch; its state file is <state-dir>/<id>.json ({_ID_RULE})",
+        )
+        sub.add_argument("--state-dir", help="where state files live (see below)")
+        sub.add_argument(
+            "--json", action="store_true", help="machine-readable JSON output (the default)"
+        )
+        sub.add_argument("--pretty", action="store_true", help="pretty-print the JSON (indent 2)")
+        return sub
+
+    arm = command(
+        "arm",
+        "Arm every halt the contract's `halt_classes:` declares.",
+        "All seven canonical halts are required (a canonical severity may be raised, never\n"
+        "lowered). Writes <state-dir>/<dispatch-id>.json with every halt ARMED, and refuses\n"
+        "(exit 1, halt-state-already-armed) when it exists: overwriting could erase a FIRED halt.",
+    )
+    arm.add_argument("--contract", required=True, type=Path, help="the dispatch contract YAML")
+
+    check = command(
+        "check",
+        "Query a halt (ARMED -> CHECKED, idempotent after) or fire it with evidence.",
+        "A fired block halt exits 1 (halt and surface); a fired warn/log halt exits 0 with\n"
+        "`warnings`. A FIRED block halt is sticky: firing it again is rejected until an\n"
+        "operator re-arms it (`assay halt rearm`).",
+    )
+    check.add_argument("--condition", required=True, help="the halt class, e.g. halt-scope-breach")
+    check.add_argument("--fire", action="store_true", help="fire the halt (needs --evidence)")
+    check.add_argument("--evidence", help="why the halt fires; mandatory with --fire")
+
+    command(
+        "attest",
+        "Closure: take every halt of the dispatch to ATTESTED; nothing moves after that.",
+        "Exits 1 when a block halt had fired during the dispatch, else 0.",
+    )
+
+    rearm = command(
+        "rearm",
+        "Take a CHECKED or FIRED halt back to ARMED, with evidence of the remedy.",
+        "Keeps the original armed_at and appends what it clears to the halt's `history`;\n"
+        "the file is then written as schema 1.1.0.",
+    )
+    rearm.add_argument("--condition", required=True, help="the halt class to re-arm")
+    rearm.add_argument("--evidence", help="evidence that the cause was remedied (required)")
+    return root
 
 
-def _emit(outcome: tuple[dict[str, Any], int], pretty: bool) -> None:
+def run(argv: Sequence[str]) -> int:
+    """Parse ``argv`` (what follows ``assay halt``), act, print JSON, return the exit code."""
+    args = _parser().parse_args(list(argv))
+    from assay.adapters.store import halt_files, halt_ops
+
+    state_dir = halt_files.resolve_state_dir(args.state_dir)
+    outcome: tuple[dict[str, Any], int]
+    if args.command == "arm":
+        outcome = halt_ops.arm(args.contract, args.dispatch_id, state_dir)
+    elif args.command == "check":
+        outcome = halt_ops.check(
+            args.dispatch_id, args.condition, state_dir, fire=args.fire, evidence=args.evidence
+        )
+    elif args.command == "rearm":
+        outcome = halt_ops.rearm(
+            args.dispatch_id, args.condition, state_dir, evidence=args.evidence
+        )
+    else:
+        outcome = halt_ops.attest(args.dispatch_id, state_dir)
     document, code = outcome
-    sys.stdout.write(json.dumps(document, indent=2 if pretty else None) + "\n")
+    sys.stdout.write(json.dumps(document, indent=2 if args.pretty else None) + "\n")
     sys.stdout.flush()
-    raise typer.Exit(code)
-
-
-@app.command()
-def arm(
-    contract: Annotated[
-        Path, typer.Option("--contract", help="The dispatch contract YAML with `halt_classes:`.")
-    ],
-    dispatch_id: DispatchId,
-    state_dir: StateDir = None,
-    json_output: Json = True,
-    pretty: Pretty = False,
-) -> None:
-    """Arm every halt the contract declares (all seven canonical ones are required).
-
-    Writes <state-dir>/<dispatch-id>.json with every halt ARMED. Refuses (exit 1) when that
-    file already exists, since overwriting it could erase a FIRED halt.
-    """
-    _emit(halt_ops.arm(contract, dispatch_id, halt_files.resolve_state_dir(state_dir)), pretty)
-
-
-@app.command()
-def check(
-    dispatch_id: DispatchId,
-    condition: Condition,
-    fire: Annotated[
-        bool, typer.Option("--fire", help="Fire the halt (needs --evidence). Block halts exit 1.")
-    ] = False,
-    evidence: Annotated[
-        str | None, typer.Option("--evidence", help="Why the halt fires; mandatory with --fire.")
-    ] = None,
-    state_dir: StateDir = None,
-    json_output: Json = True,
-    pretty: Pretty = False,
-) -> None:
-    """Query a halt (ARMED -> CHECKED, idempotent after) or fire it with evidence.
-
-    Exit 0: queried, or a warn/log halt fired. Exit 1: a block halt fired (halt and surface),
-    or the request failed (see `violations`). A FIRED block halt is sticky until re-armed.
-    """
-    outcome = halt_ops.check(
-        dispatch_id,
-        condition,
-        halt_files.resolve_state_dir(state_dir),
-        fire=fire,
-        evidence=evidence,
-    )
-    _emit(outcome, pretty)
-
-
-@app.command()
-def attest(
-    dispatch_id: DispatchId,
-    state_dir: StateDir = None,
-    json_output: Json = True,
-    pretty: Pretty = False,
-) -> None:
-    """Closure: take every halt of the dispatch to ATTESTED; nothing moves after that.
-
-    Exit 1 when a block halt had fired during the dispatch, else 0.
-    """
-    _emit(halt_ops.attest(dispatch_id, halt_files.resolve_state_dir(state_dir)), pretty)
-
-
-@app.command()
-def rearm(
-    dispatch_id: DispatchId,
-    condition: Condition,
-    evidence: Annotated[
-        str | None,
-        typer.Option("--evidence", help="Evidence that the cause was remedied (required)."),
-    ] = None,
-    state_dir: StateDir = None,
-    json_output: Json = True,
-    pretty: Pretty = False,
-) -> None:
-    """Take a CHECKED or FIRED halt back to ARMED, with evidence of the remedy.
-
-    Keeps the original armed_at and appends the firing it clears to the halt's history.
-    """
-    outcome = halt_ops.rearm(
-        dispatch_id, condition, halt_files.resolve_state_dir(state_dir), evidence=evidence
-    )
-    _emit(outcome, pretty)
+    return code

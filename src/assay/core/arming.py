@@ -3,22 +3,22 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ValidationError
 
 from assay.core.halts import CANONICAL_HALTS, SEVERITY_RANK, HaltState
 from assay.core.vocab import ArmHalt, CheckHalt, HaltLifecycle, HaltSeverity
 
 
-class Violation(BaseModel):
+@dataclass(frozen=True, slots=True)
+class Violation:
     """One entry of a ``violations`` list in the halt commands' JSON."""
 
-    model_config = ConfigDict(frozen=True)
-
     halt_class: str
-    severity: HaltSeverity = HaltSeverity.BLOCK
     detail: str
+    severity: HaltSeverity = HaltSeverity.BLOCK
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -28,9 +28,8 @@ class Violation(BaseModel):
         }
 
 
-class ArmedHalts(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
+@dataclass(frozen=True, slots=True)
+class ArmedHalts:
     halts: tuple[HaltState, ...]
     canonical_halt_count: int
     per_dispatch_addition_count: int

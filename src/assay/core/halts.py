@@ -7,6 +7,7 @@ the tool-local halt class that explains why the move is not allowed.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -82,20 +83,22 @@ class HaltState(BaseModel):
         return data
 
 
-class Transitioned(BaseModel):
-    """A move that was allowed; ``applied`` is False for a no-op read."""
+@dataclass(frozen=True, slots=True)
+class Transitioned:
+    """A move that was allowed; ``applied`` is False for a no-op read.
 
-    model_config = ConfigDict(frozen=True)
+    Results are plain dataclasses: only persisted shapes pay for a pydantic model, which keeps
+    ``assay halt check`` fast to start.
+    """
 
     state: HaltState
     previous: HaltLifecycle
     applied: bool
 
 
-class Rejection(BaseModel):
+@dataclass(frozen=True, slots=True)
+class Rejection:
     """A move that was refused, named by its tool-local halt class."""
-
-    model_config = ConfigDict(frozen=True)
 
     halt_class: CheckHalt
     detail: str

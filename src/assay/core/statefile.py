@@ -6,9 +6,10 @@ Pure: turns a decoded JSON document into a :class:`HaltStateFile` or a violation
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, replace
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ValidationError
 
 from assay.core.arming import Violation
 from assay.core.halts import HaltState
@@ -19,8 +20,9 @@ SCHEMA_V1_1 = "1.1.0"
 _SUPPORTED_MAJOR = re.compile(r"^1\.\d+\.\d+$")
 
 
-class HaltStateFile(BaseModel):
-    model_config = ConfigDict(frozen=True)
+@dataclass(frozen=True, slots=True)
+class HaltStateFile:
+    """A whole state file; each halt in it is a validated :class:`HaltState`."""
 
     dispatch_id: str
     contract_path: str
@@ -37,10 +39,11 @@ class HaltStateFile(BaseModel):
     def find(self, name: str) -> HaltState | None:
         return next((h for h in self.halts if h.name == name), None)
 
-    def replace(self, halt: HaltState) -> HaltStateFile:
-        return self.model_copy(
-            update={"halts": tuple(halt if h.name == halt.name else h for h in self.halts)}
-        )
+    def with_halt(self, halt: HaltState) -> HaltStateFile:
+        return replace(self, halts=tuple(halt if h.name == halt.name else h for h in self.halts))
+
+    def with_halts(self, halts: tuple[HaltState, ...]) -> HaltStateFile:
+        return replace(self, halts=halts)
 
     def to_json(self) -> dict[str, Any]:
         return {

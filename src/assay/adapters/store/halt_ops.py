@@ -128,7 +128,7 @@ def attest(dispatch_id: str, state_dir: Path, *, now: str | None = None) -> Outc
                 if isinstance(result, Rejection):
                     return _failure(base | {"attested": False}, [_as_violation(result)], None)
                 moved.append(result.state)
-            attested = state.model_copy(update={"halts": tuple(moved)})
+            attested = state.with_halts(tuple(moved))
             if attested != state:
                 write_state(path, attested)
     except StateFileError as exc:
@@ -188,7 +188,7 @@ def _move_one(
             if isinstance(result, Rejection):
                 return _failure(failed_flags | base, [_as_violation(result)], current)
             if result.applied:
-                write_state(path, state.replace(result.state))
+                write_state(path, state.with_halt(result.state))
     except StateFileError as exc:
         return _failure(failed_flags | base, [exc.violation], current)
     except OSError as exc:
