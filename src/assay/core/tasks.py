@@ -1,0 +1,182 @@
+"""A task and its lifecycle.
+
+Every move is a method that checks the task's current status first and raises
+``TaskTransitionError`` on a move the lifecycle does not allow, so a caller bug shows up as a
+clear error instead of a task in an impossible state. Time is always passed in: ``core`` never
+reads a clock.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+
+from assay.core.vocab import HoldSource, TaskStatus
+
+RUNNABLE_STATUSES: frozenset[TaskStatus] = frozenset({TaskStatus.QUEUED, TaskStatus.FAILED})
+"""Statuses a worker may pick a task up from."""
+
+
+class TaskTransitionError(Exception):
+    """A lifecycle move was asked of a task whose status does not allow it.
+
+    The task is left exactly as it was.
+    """
+
+    def __init__(self, task_id: str, move: str, status: TaskStatus, allowed: frozenset[TaskStatus]):
+        self.task_id = task_id
+        self.move = move
+        self.status = status
+        self.allowed = allowed
+        expected = " or ".join(sorted(allowed))
+        super().__init__(
+            f"task {task_id!r}: cannot {move} a task that is {status} (it must be {expected})"
+        )
+
+
+_RUNNING = frozenset({TaskStatus.RUNNING})
+_HELD = frozenset({TaskStatus.HELD})
+
+
+class Task(BaseModel):
+    """A unit of work and where it stands.
+
+    ``attempts`` counts the runs spent against ``max_attempts``. The store fills it from the
+    ledger; here it is a plain field. ``run_ids`` and ``last_error`` are history: no move
+    clears them. ``diagnostic`` is free text a caller may attach; no move touches it.
+    """
+
+    model_config = ConfigDict(extra="ignore", validate_assignment=True)
+
+    id: str = Field(min_length=1)
+    title: str
+    instruction: str
+    status: TaskStatus = TaskStatus.QUEUED
+    attempts: int = Field(default=0, ge=0)
+    last_error: str | None = None
+    hold_reason: str | None = None
+    hold_source: HoldSource | None = None
+    diagnostic: str | None = None
+    run_ids: list[str] = Field(default_factory=list)
+    created_at: AwareDatetime
+    updated_at: AwareDatetime
+
+    @classmethod
+    def new(cls, *, id: str, title: str, instruction: str, now: AwareDatetime) -> Task:
+        """A fresh queued task created at ``now``."""
+        return cls(id=id, title=title, instruction=instruction, created_at=now, updated_at=now)
+
+    def runnable(self) -> bool:
+        """Whether a worker may start this task: it is queued, or failed and requeued."""
+        return self.status in RUNNABLE_STATUSES
+
+    def start(self, now: AwareDatetime, *, run_id: str | None = None) -> None:
+        """Begin a run: the attempt is spent up front, so a crash mid-run still counts it.
+
+        Allowed from queued or failed. ``run_id``, when given, is appended to ``run_ids``; a
+        run id the task already has raises ``ValueError``.
+        """
+        self._require("start", RUNNABLE_STATUSES)
+        changes: dict[str, Any] = {"status": TaskStatus.RUNNING, "attempts": self.attempts + 1}
+        if run_id is not None:
+            if run_id in self.run_ids:
+                raise ValueError(f"task {self.id!r}: run {run_id!r} is already recorded")
+            changes["run_ids"] = [*self.run_ids, run_id]
+        self._apply(now, changes)
+
+    def stall(self, detail: str, now: AwareDatetime) -> None:
+        """The run ended on a machine fact (quota, parking): Failed, and the attempt refunded.
+
+        The refund never takes ``attempts`` below zero. Allowed from running only.
+        """
+        self._require("stall", _RUNNING)
+        self._apply(
+            now,
+            {
+                "status": TaskStatus.FAILED,
+                "attempts": max(0, self.attempts - 1),
+                "last_error": detail,
+            },
+        )
+
+    def fail(self, detail: str, max_attempts: int, now: AwareDatetime) -> None:
+        """The run failed and the attempt stands: Failed, or Held (machine) once spent out.
+
+        Held once ``attempts >= max_attempts``, so a task cannot retry forever. Allowed from
+        running only; ``max_attempts`` below 1 raises ``ValueError``.
+        """
+        check_max_attempts(max_attempts)
+        self._require("fail", _RUNNING)
+        changes: dict[str, Any] = {"status": TaskStatus.FAILED, "last_error": detail}
+        if self.attempts >= max_attempts:
+            changes |= {
+                "status": TaskStatus.HELD,
+                "hold_source": HoldSource.MACHINE,
+                "hold_reason": (
+                    f"attempts exhausted ({self.attempts} of {max_attempts} spent): {detail}"
+                ),
+            }
+        self._apply(now, changes)
+
+    def succeed(self, now: AwareDatetime) -> None:
+        """The run landed (merged or ready): Done. Allowed from running only."""
+        self._require("succeed", _RUNNING)
+        self._apply(now, {"status": TaskStatus.DONE})
+
+    def handed_off(self, detail: str, now: AwareDatetime) -> None:
+        """The run finished into a gate a human must pass (a PR, a halt, a no-op claim).
+
+        Held (machine) with ``detail`` as the reason; the attempt stands. Held rather than
+        Failed so nothing retries on an unverified claim. Allowed from running only.
+        """
+        self._require("hand off", _RUNNING)
+        self._apply(
+            now,
+            {"status": TaskStatus.HELD, "hold_source": HoldSource.MACHINE, "hold_reason": detail},
+        )
+
+    def hold(self, reason: str, now: AwareDatetime) -> None:
+        """An operator parks the task: Held (manual).
+
+        Allowed from queued or failed only: a running task is settled by its run, and a held
+        or done task has nothing to park.
+        """
+        self._require("hold", RUNNABLE_STATUSES)
+        self._apply(
+            now,
+            {"status": TaskStatus.HELD, "hold_source": HoldSource.MANUAL, "hold_reason": reason},
+        )
+
+    def release(self, now: AwareDatetime) -> None:
+        """A human lets a held task run again: Queued with a fresh attempt budget.
+
+        The hold is cleared; ``run_ids`` and ``last_error`` are kept. Allowed from held only.
+        """
+        self._require("release", _HELD)
+        self._apply(
+            now,
+            {
+                "status": TaskStatus.QUEUED,
+                "attempts": 0,
+                "hold_reason": None,
+                "hold_source": None,
+            },
+        )
+
+    def _require(self, move: str, allowed: frozenset[TaskStatus]) -> None:
+        if self.status not in allowed:
+            raise TaskTransitionError(self.id, move, self.status, allowed)
+
+    def _apply(self, now: AwareDatetime, changes: dict[str, Any]) -> None:
+        """Validate the whole new state first, then commit it: all of a move or none of it."""
+        changes = {**changes, "updated_at": now}
+        checked = self.model_validate({**self.model_dump(), **changes})
+        for name in changes:
+            setattr(self, name, getattr(checked, name))
+
+
+def check_max_attempts(max_attempts: int) -> None:
+    """Reject a budget that could never allow a run: ``ValueError`` below 1."""
+    if max_attempts < 1:
+        raise ValueError(f"max_attempts must be at least 1, got {max_attempts}")

@@ -1,0 +1,341 @@
+"""settle(): every row of the table by name, the match order, and the bounds it guarantees."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from pydantic import ValidationError
+
+from assay.core.settle import (
+    REFUND_ROWS,
+    Settlement,
+    Verdict,
+    non_terminal_detail,
+    settle,
+    settle_row,
+)
+from assay.core.tasks import Task, TaskTransitionError
+from assay.core.vocab import HoldSource, RunStatus, SettleRow, TaskStatus
+
+NOW = datetime(2025, 1, 1, 12, 0, tzinfo=UTC)
+MAX = 3
+
+
+def started(prior_attempts: int = 0) -> Task:
+    """A task that start() has just put into a run, as settle expects."""
+    task = Task.new(id="t1", title="digits", instruction="keep digits", now=NOW)
+    task.attempts = prior_attempts
+    task.start(NOW)
+    return task
+
+
+@dataclass(frozen=True)
+class Row:
+    verdict: Verdict
+    row: SettleRow
+    status: TaskStatus
+    hold_source: HoldSource | None
+    spent: bool
+
+
+ROWS: dict[str, Row] = {
+    "parked": Row(
+        Verdict(status=RunStatus.IMPLEMENTING, parked=True),
+        SettleRow.PARKED,
+        TaskStatus.FAILED,
+        None,
+        False,
+    ),
+    "succeeded_merged": Row(
+        Verdict(status=RunStatus.MERGED), SettleRow.SUCCEEDED, TaskStatus.DONE, None, True
+    ),
+    "succeeded_ready": Row(
+        Verdict(status=RunStatus.READY), SettleRow.SUCCEEDED, TaskStatus.DONE, None, True
+    ),
+    "stalled_quota": Row(
+        Verdict(status=RunStatus.STALLED, quota_hit=True),
+        SettleRow.STALLED_QUOTA,
+        TaskStatus.FAILED,
+        None,
+        False,
+    ),
+    "failed_quota_no_viable": Row(
+        Verdict(status=RunStatus.FAILED, quota_hit=True, no_viable_candidates=True),
+        SettleRow.FAILED_QUOTA_NO_VIABLE,
+        TaskStatus.FAILED,
+        None,
+        False,
+    ),
+    "stalled_or_failed_stalled": Row(
+        Verdict(status=RunStatus.STALLED),
+        SettleRow.STALLED_OR_FAILED,
+        TaskStatus.FAILED,
+        None,
+        True,
+    ),
+    "stalled_or_failed_failed": Row(
+        Verdict(status=RunStatus.FAILED),
+        SettleRow.STALLED_OR_FAILED,
+        TaskStatus.FAILED,
+        None,
+        True,
+    ),
+    "halted": Row(
+        Verdict(status=RunStatus.BLOCKED, halted=True),
+        SettleRow.HALTED,
+        TaskStatus.HELD,
+        HoldSource.MACHINE,
+        True,
+    ),
+    "blocked_with_pr": Row(
+        Verdict(status=RunStatus.BLOCKED, left_pr=True),
+        SettleRow.BLOCKED_WITH_PR,
+        TaskStatus.HELD,
+        HoldSource.MACHINE,
+        True,
+    ),
+    "blocked": Row(
+        Verdict(status=RunStatus.BLOCKED), SettleRow.BLOCKED, TaskStatus.FAILED, None, True
+    ),
+    "verified_noop": Row(
+        Verdict(status=RunStatus.VERIFIED_NOOP),
+        SettleRow.VERIFIED_NOOP,
+        TaskStatus.HELD,
+        HoldSource.MACHINE,
+        True,
+    ),
+    "non_terminal": Row(
+        Verdict(status=RunStatus.JUDGING), SettleRow.NON_TERMINAL, TaskStatus.FAILED, None, True
+    ),
+}
+
+
+def test_every_row_has_a_case() -> None:
+    assert {case.row for case in ROWS.values()} == set(SettleRow)
+
+
+@pytest.mark.parametrize("name", list(ROWS))
+def test_row(name: str) -> None:
+    case = ROWS[name]
+    task = started()
+    assert task.attempts == 1
+
+    result = settle(task, case.verdict, "detail", MAX, NOW)
+
+    assert result == Settlement(row=case.row, new_status=case.status, attempt_spent=case.spent)
+    assert task.status == case.status
+    assert task.hold_source == case.hold_source
+    assert task.attempts == (1 if case.spent else 0)
+    assert settle_row(case.verdict) == case.row
+
+
+@pytest.mark.parametrize(
+    "name",
+    [n for n, c in ROWS.items() if c.row in {SettleRow.STALLED_OR_FAILED, SettleRow.BLOCKED}],
+)
+def test_failing_rows_hold_once_the_budget_is_spent(name: str) -> None:
+    task = started(prior_attempts=MAX - 1)
+    result = settle(task, ROWS[name].verdict, "tests failed", MAX, NOW)
+    assert result.new_status == TaskStatus.HELD
+    assert result.attempt_spent
+    assert task.hold_source == HoldSource.MACHINE
+    assert task.attempts == MAX
+    assert task.last_error == "tests failed"
+
+
+def test_refund_rows_stay_failed_even_at_the_budget() -> None:
+    task = started(prior_attempts=MAX - 1)
+    result = settle(task, Verdict(status=RunStatus.STALLED, quota_hit=True), "quota", MAX, NOW)
+    assert result.new_status == TaskStatus.FAILED
+    assert task.attempts == MAX - 1
+
+
+def test_non_terminal_records_where_the_run_stopped() -> None:
+    task = started()
+    settle(task, Verdict(status=RunStatus.LANDING), "ignored", MAX, NOW)
+    assert task.last_error == "the run stopped at `landing` without reaching a terminal status"
+    assert task.last_error == non_terminal_detail(RunStatus.LANDING)
+
+
+@pytest.mark.parametrize("status", [s for s in RunStatus if not s.terminal])
+def test_every_non_terminal_status_is_the_non_terminal_row(status: RunStatus) -> None:
+    assert settle_row(Verdict(status=status)) == SettleRow.NON_TERMINAL
+
+
+def test_handoffs_record_the_detail_as_the_hold_reason() -> None:
+    task = started()
+    settle(task, Verdict(status=RunStatus.BLOCKED, left_pr=True), "PR #7 needs review", MAX, NOW)
+    assert task.hold_reason == "PR #7 needs review"
+
+
+# Match order.
+
+
+@pytest.mark.parametrize(
+    ("verdict", "row"),
+    [
+        # parked wins over everything, even a landed run
+        (Verdict(status=RunStatus.MERGED, parked=True), SettleRow.PARKED),
+        (Verdict(status=RunStatus.BLOCKED, parked=True, halted=True), SettleRow.PARKED),
+        # a landed run succeeds whatever else is flagged
+        (
+            Verdict(status=RunStatus.READY, quota_hit=True, halted=True, left_pr=True),
+            SettleRow.SUCCEEDED,
+        ),
+        # a failed+quota run WITH a viable candidate spends the attempt
+        (Verdict(status=RunStatus.FAILED, quota_hit=True), SettleRow.STALLED_OR_FAILED),
+        # no viable candidates without a quota hit is ordinary failure
+        (
+            Verdict(status=RunStatus.FAILED, no_viable_candidates=True),
+            SettleRow.STALLED_OR_FAILED,
+        ),
+        # the no-viable guard is only on the failed row; stalled+quota refunds regardless
+        (
+            Verdict(status=RunStatus.STALLED, quota_hit=True, no_viable_candidates=True),
+            SettleRow.STALLED_QUOTA,
+        ),
+        # stalled|failed come before halted
+        (Verdict(status=RunStatus.STALLED, halted=True), SettleRow.STALLED_OR_FAILED),
+        # halted beats blocked+left_pr
+        (Verdict(status=RunStatus.BLOCKED, halted=True, left_pr=True), SettleRow.HALTED),
+        # halted beats verified_noop and non-terminal
+        (Verdict(status=RunStatus.VERIFIED_NOOP, halted=True), SettleRow.HALTED),
+        (Verdict(status=RunStatus.PREP, halted=True), SettleRow.HALTED),
+        # verified_noop is independent of the quota rows
+        (
+            Verdict(status=RunStatus.VERIFIED_NOOP, quota_hit=True, no_viable_candidates=True),
+            SettleRow.VERIFIED_NOOP,
+        ),
+        # left_pr only splits the blocked row
+        (Verdict(status=RunStatus.FAILED, left_pr=True), SettleRow.STALLED_OR_FAILED),
+        # blocked ignores quota
+        (Verdict(status=RunStatus.BLOCKED, quota_hit=True), SettleRow.BLOCKED),
+    ],
+)
+def test_match_order(verdict: Verdict, row: SettleRow) -> None:
+    assert settle_row(verdict) == row
+
+
+def test_failed_quota_with_a_viable_candidate_spends_the_attempt() -> None:
+    task = started()
+    result = settle(task, Verdict(status=RunStatus.FAILED, quota_hit=True), "lost", MAX, NOW)
+    assert result.attempt_spent
+    assert task.attempts == 1
+
+
+# Refused settles.
+
+
+@pytest.mark.parametrize("status", [s for s in TaskStatus if s != TaskStatus.RUNNING])
+def test_settle_refuses_a_task_that_is_not_running(status: TaskStatus) -> None:
+    task = started()
+    task.status = status
+    before = task.model_dump()
+    with pytest.raises(TaskTransitionError, match="settle"):
+        settle(task, Verdict(status=RunStatus.MERGED), "d", MAX, NOW)
+    assert task.model_dump() == before
+
+
+def test_settle_refuses_a_budget_below_one() -> None:
+    task = started()
+    before = task.model_dump()
+    with pytest.raises(ValueError, match="max_attempts"):
+        settle(task, Verdict(status=RunStatus.MERGED), "d", 0, NOW)
+    assert task.model_dump() == before
+
+
+def test_verdict_is_frozen_and_strict() -> None:
+    verdict = Verdict(status=RunStatus.MERGED)
+    with pytest.raises(ValidationError):
+        verdict.parked = True  # type: ignore[misc]
+    with pytest.raises(ValidationError):
+        Verdict.model_validate({"status": "merged", "unknown": True})
+    with pytest.raises(ValidationError):
+        Verdict.model_validate({"status": "exploded"})
+    assert Verdict.model_validate({"status": "ready"}).status == RunStatus.READY
+
+
+# Properties.
+
+
+def test_the_refund_rows_are_the_three_machine_facts() -> None:
+    assert {
+        SettleRow.PARKED,
+        SettleRow.STALLED_QUOTA,
+        SettleRow.FAILED_QUOTA_NO_VIABLE,
+    } == REFUND_ROWS
+
+
+verdicts = st.builds(
+    Verdict,
+    status=st.sampled_from(list(RunStatus)),
+    left_pr=st.booleans(),
+    quota_hit=st.booleans(),
+    parked=st.booleans(),
+    no_viable_candidates=st.booleans(),
+    halted=st.booleans(),
+)
+budgets = st.integers(min_value=1, max_value=5)
+
+
+@given(
+    st.lists(st.one_of(verdicts, st.just("release"), st.just("hold")), max_size=60),
+    budgets,
+)
+def test_attempts_never_go_negative(steps: list[Verdict | str], max_attempts: int) -> None:
+    task = Task.new(id="t", title="t", instruction="i", now=NOW)
+    for step in steps:
+        if step == "release":
+            if task.status == TaskStatus.HELD:
+                task.release(NOW)
+        elif step == "hold":
+            if task.runnable():
+                task.hold("operator", NOW)
+        elif isinstance(step, Verdict) and task.runnable():
+            task.start(NOW)
+            settle(task, step, "d", max_attempts, NOW)
+        assert task.attempts >= 0
+
+
+@given(verdicts, st.integers(min_value=0, max_value=10), budgets)
+def test_only_machine_fact_rows_refund(verdict: Verdict, prior: int, max_attempts: int) -> None:
+    task = started(prior_attempts=prior)
+    before = task.attempts
+    result = settle(task, verdict, "d", max_attempts, NOW)
+    assert result.attempt_spent == (result.row not in REFUND_ROWS)
+    assert task.attempts == (before if result.attempt_spent else before - 1)
+    assert result.new_status == task.status
+
+
+@given(st.lists(verdicts, max_size=80), budgets)
+def test_spent_attempts_never_exceed_the_budget(verdicts: list[Verdict], max_attempts: int) -> None:
+    task = Task.new(id="t", title="t", instruction="i", now=NOW)
+    spent = 0
+    for verdict in verdicts:
+        if not task.runnable():
+            break
+        task.start(NOW)
+        if settle(task, verdict, "d", max_attempts, NOW).attempt_spent:
+            spent += 1
+        assert spent <= max_attempts
+        assert task.attempts == spent
+        if spent == max_attempts:
+            assert task.status in {TaskStatus.HELD, TaskStatus.DONE}
+    if task.status == TaskStatus.HELD:
+        assert task.hold_source == HoldSource.MACHINE
+
+
+def test_a_task_that_keeps_failing_is_held_after_exactly_max_attempts() -> None:
+    task = Task.new(id="t", title="t", instruction="i", now=NOW)
+    statuses = []
+    while task.runnable():
+        task.start(NOW)
+        statuses.append(settle(task, Verdict(status=RunStatus.FAILED), "red", MAX, NOW).new_status)
+    assert statuses == [TaskStatus.FAILED, TaskStatus.FAILED, TaskStatus.HELD]
+    task.release(NOW)
+    assert task.runnable()
+    assert task.attempts == 0
