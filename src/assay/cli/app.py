@@ -9,7 +9,9 @@ import typer
 from assay.cli import halt
 
 # Command groups: name -> (module, attribute, one-line help), imported only when used.
-GROUPS: dict[str, tuple[str, str, str]] = {}
+GROUPS: dict[str, tuple[str, str, str]] = {
+    "payload": ("assay.cli.payload", "app", "The halt payload: its JSON Schema, a run's payload."),
+}
 
 
 def build_app(only: str | None = None) -> typer.Typer:

@@ -1,0 +1,188 @@
+"""The halt payload: one JSON object per run accounting for everything that happened in it.
+
+Schema id ``assay.payload/1``. The JSON Schema generated from :class:`Payload` is committed at
+``schemas/payload.schema.json``; ``assay payload schema`` prints it. Every summary in here is
+derived from records passed in (attempt records, results, reports), never journaled twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+
+from assay.core.attempts import AttemptRecord, AttemptsSummary, summarize_attempts
+from assay.core.policy import PolicyDecision
+from assay.core.report import CoderReport, DiffComparison, FileChange
+from assay.core.results import ValidatorResult
+from assay.core.tally import Tally
+from assay.core.vocab import HaltSeverity, HaltType, RunStatus, StopReason, TaskStatus
+
+PAYLOAD_SCHEMA_ID = "assay.payload/1"
+
+
+class _Persisted(BaseModel):
+    # Payloads are read back by other tools and later versions: ignore keys we do not know.
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+
+class CandidateSummary(_Persisted):
+    """One seat's candidate: who wrote it (never shown to judges), what it touched, its fate."""
+
+    seat: int = Field(ge=1)
+    label: str | None = Field(default=None, description="blind label shown to judges (A, B, …)")
+    coder: str
+    files_changed: list[str] = Field(default_factory=list)
+    viable: bool
+    lost_to_quota: bool = False
+    stop_reason: StopReason | None = None
+
+
+class PayloadCoderReport(_Persisted):
+    """The chosen candidate's coder report, marked as evidence that decides nothing."""
+
+    source: Literal["coder"] = "coder"
+    evidence_only: Literal[True] = True
+    files: list[FileChange] | None = None
+    summary: str | None = None
+    turns_used: int | None = None
+    turns_available: int | None = None
+    tokens_used: int | None = None
+    context_window: int | None = None
+    wall_time_ms: int | None = None
+    cost_usd: float | None = None
+    stop_reason: StopReason | None = None
+    claimed_but_missing: list[str] = Field(default_factory=list)
+    unclaimed_but_present: list[str] = Field(default_factory=list)
+
+
+class HaltNotice(_Persisted):
+    """A halt that fired during the run, with its evidence."""
+
+    name: str
+    severity: HaltSeverity
+    detail: str = ""
+    fired_at: str | None = None
+
+
+class PayloadHalts(_Persisted):
+    fired: list[HaltNotice] = Field(default_factory=list, description="block halts that fired")
+    warnings: list[HaltNotice] = Field(
+        default_factory=list, description="warn and log halts that fired"
+    )
+
+
+class Usage(_Persisted):
+    tokens: int = Field(default=0, ge=0)
+    cost_usd: float = Field(default=0.0, ge=0)
+    wall_time_ms: int = Field(default=0, ge=0)
+
+
+class Payload(_Persisted):
+    """Everything a reader needs to tell a clean pass from a hard-won one, and why a run stopped."""
+
+    schema_id: Literal["assay.payload/1"] = Field(default="assay.payload/1", alias="schema")
+    task_id: str
+    run_id: str
+    dispatch_id: str
+    status: RunStatus
+    halt_type: HaltType
+    reason: str
+    task_status: TaskStatus
+    attempt_spent: bool
+    task_spec: str
+    validator_results: list[ValidatorResult] = Field(default_factory=list)
+    policy_decision: PolicyDecision | None = None
+    attempts: AttemptsSummary
+    candidates: list[CandidateSummary] = Field(default_factory=list)
+    tally: Tally | None = None
+    coder_report: PayloadCoderReport | None = None
+    halts: PayloadHalts = Field(default_factory=PayloadHalts)
+    usage: Usage = Field(default_factory=Usage)
+    started_at: AwareDatetime
+    finished_at: AwareDatetime
+
+    model_config = ConfigDict(extra="ignore", frozen=True, populate_by_name=True)
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON document: ``schema`` first, ``attempts.omitted`` only when history was cut."""
+        data = self.model_dump(mode="json", by_alias=True)
+        data["attempts"] = self.attempts.to_json()
+        return data
+
+
+def payload_coder_report(
+    report: CoderReport | None, comparison: DiffComparison
+) -> PayloadCoderReport | None:
+    """The payload form of a report; ``None`` when the coder left none (or a garbled one)."""
+    if report is None:
+        return None
+    return PayloadCoderReport(
+        **report.model_dump(),
+        claimed_but_missing=comparison.claimed_but_missing,
+        unclaimed_but_present=comparison.unclaimed_but_present,
+    )
+
+
+def build_payload(
+    *,
+    task_id: str,
+    run_id: str,
+    dispatch_id: str,
+    status: RunStatus,
+    halt_type: HaltType,
+    reason: str,
+    task_status: TaskStatus,
+    attempt_spent: bool,
+    task_spec: str,
+    attempts: Sequence[AttemptRecord],
+    started_at: AwareDatetime,
+    finished_at: AwareDatetime,
+    validator_results: Sequence[ValidatorResult] = (),
+    policy_decision: PolicyDecision | None = None,
+    candidates: Sequence[CandidateSummary] = (),
+    tally: Tally | None = None,
+    coder_report: CoderReport | None = None,
+    report_comparison: DiffComparison | None = None,
+    fired_halts: Sequence[HaltNotice] = (),
+    usage: Usage | None = None,
+) -> Payload:
+    """Assemble a run's payload; a non-terminal status is refused (it is a bug, not a result)."""
+    if not status.terminal:
+        raise ValueError(f"a payload needs a terminal run status, not {status.value}")
+    if finished_at < started_at:
+        raise ValueError("finished_at is before started_at")
+    comparison = report_comparison or DiffComparison()
+    return Payload(
+        task_id=task_id,
+        run_id=run_id,
+        dispatch_id=dispatch_id,
+        status=status,
+        halt_type=halt_type,
+        reason=reason,
+        task_status=task_status,
+        attempt_spent=attempt_spent,
+        task_spec=task_spec,
+        validator_results=list(validator_results),
+        policy_decision=policy_decision,
+        attempts=summarize_attempts(attempts),
+        candidates=list(candidates),
+        tally=tally,
+        coder_report=payload_coder_report(coder_report, comparison),
+        halts=PayloadHalts(
+            fired=[h for h in fired_halts if h.severity is HaltSeverity.BLOCK],
+            warnings=[h for h in fired_halts if h.severity is not HaltSeverity.BLOCK],
+        ),
+        usage=usage or Usage(),
+        started_at=started_at,
+        finished_at=finished_at,
+    )
+
+
+def payload_json_schema() -> dict[str, Any]:
+    """The JSON Schema of the payload document (serialisation mode, by alias)."""
+    schema = Payload.model_json_schema(mode="serialization", by_alias=True)
+    schema["$id"] = "https://assay.dev/schemas/payload.schema.json"
+    schema["title"] = "assay halt payload (assay.payload/1)"
+    return schema
