@@ -1,0 +1,82 @@
+"""The one interface every coder adapter implements.
+
+A coder is handed a worktree and a prompt, works, and leaves. What it wrote is read back from
+disk by the engine (never taken from the coder's word); what the adapter returns is evidence:
+a best-effort :class:`CoderReport`, usage, and the machine facts the policy needs (a provider
+fault or quota hit, a timeout, an environment error such as a missing binary).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Protocol
+
+from assay.core.report import CoderReport
+from assay.core.vocab import StopReason
+
+
+class CoderEnvironmentError(Exception):
+    """The coder cannot run here (binary missing, bad setting); the message says how to fix it."""
+
+
+@dataclass(frozen=True)
+class QuotaSignal:
+    """A provider said "not now": a rate limit or a usage limit, with its reset time if given."""
+
+    kind: str  # "rate_limit" | "usage_limit"
+    detail: str
+    reset_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class DispatchRequest:
+    """Everything one seat's coder needs for one attempt."""
+
+    worktree: Path
+    prompt: str
+    dispatch_id: str
+    attempt: int
+    seat: int
+    halt_state_dir: Path
+    report_path: Path
+    log_dir: Path
+    env: Mapping[str, str]  # already filtered by the allowlist; the adapter adds nothing secret
+    settings: Mapping[str, Any]  # the contract's coder block for this seat
+    timeout_seconds: float = 1800.0
+    max_turns: int | None = None
+
+
+@dataclass
+class DispatchResult:
+    """What the adapter could see of one dispatch. Never a verdict."""
+
+    exit_code: int | None
+    stop_reason: StopReason | None = None
+    report: CoderReport | None = None  # derived by the adapter from the tool's own output
+    tokens_used: int | None = None
+    cost_usd: float | None = None
+    turns_used: int | None = None
+    wall_time_ms: int = 0
+    timed_out: bool = False
+    quota: QuotaSignal | None = None
+    environment_error: str | None = None
+    error: str | None = None  # a crash or provider fault in words, for the recovery spec
+    log_path: Path | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def provider_fault(self) -> bool:
+        return self.stop_reason is StopReason.PROVIDER_FAULT or self.quota is not None
+
+
+class Coder(Protocol):
+    """A coder adapter: one per kind, stateless, safe to call from several threads."""
+
+    kind: str
+    # Contract settings this adapter acts on; a setting outside this set gets a warning.
+    honoured_settings: frozenset[str]
+
+    def dispatch(self, request: DispatchRequest) -> DispatchResult: ...

@@ -1,0 +1,71 @@
+"""The environment a coder or validator process gets: an allowlist, never the operator's shell.
+
+A token in the operator's shell must not leak into an agent's process unless the contract
+says so. The child gets PATH, HOME, locale and temp settings, the named credential variables
+of its own coder kind, and whatever the contract declares under ``env:``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+BASE_ALLOWLIST: frozenset[str] = frozenset(
+    {"PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "TMPDIR", "TZ", "LANG", "LANGUAGE"}
+)
+_LOCALE_PREFIX = "LC_"
+
+# Each coder kind's own credential and endpoint variables (from each tool's documentation).
+CODER_CREDENTIALS: dict[str, frozenset[str]] = {
+    "claude": frozenset(
+        {
+            "ANTHROPIC_API_KEY",
+            "ANTHROPIC_AUTH_TOKEN",
+            "ANTHROPIC_BASE_URL",
+            "ANTHROPIC_MODEL",
+            "CLAUDE_CODE_USE_BEDROCK",
+            "CLAUDE_CODE_USE_VERTEX",
+            "CLAUDE_CONFIG_DIR",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC",
+        }
+    ),
+    "codex": frozenset({"OPENAI_API_KEY", "OPENAI_BASE_URL", "CODEX_HOME"}),
+    "aider": frozenset({"OPENAI_API_KEY", "OPENAI_API_BASE", "ANTHROPIC_API_KEY", "AIDER_MODEL"}),
+    "mini": frozenset(
+        {"OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "MSWEA_MODEL_NAME"}
+    ),
+    "llm": frozenset(),  # our own loop: the key is read by assay, not given to a child
+    "command": frozenset(),
+    "replay": frozenset(),
+}
+
+
+def child_environment(
+    operator_env: Mapping[str, str],
+    *,
+    credentials: Iterable[str] = (),
+    declared: Mapping[str, str] | None = None,
+    extra: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """Build a child's environment from the operator's, keeping only what is allowed.
+
+    ``credentials``: variable names passed through when set (the coder's own keys).
+    ``declared``: the contract's ``env:`` block; a value of ``"$NAME"`` passes the operator's
+    ``NAME`` through, any other value is set literally.
+    ``extra``: variables assay itself sets (``ASSAY_DISPATCH_ID`` and friends).
+    """
+    allowed = set(BASE_ALLOWLIST) | set(credentials)
+    env = {
+        key: value
+        for key, value in operator_env.items()
+        if key in allowed or key.startswith(_LOCALE_PREFIX)
+    }
+    for key, value in (declared or {}).items():
+        if value.startswith("$") and len(value) > 1:
+            source = value[1:]
+            if source in operator_env:
+                env[key] = operator_env[source]
+        else:
+            env[key] = value
+    env.update(extra or {})
+    env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
+    return env

@@ -1,0 +1,107 @@
+"""Running a child process the way coders and validators need it.
+
+The child gets its own process group, so a timeout kills everything it started (a coder's
+shells, test runners, language servers), not just the direct child. Output is streamed to a
+log file as it arrives, so what was written before a timeout or crash is kept.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+TAIL_CHARS = 4000
+KILL_GRACE_SECONDS = 3.0
+
+
+@dataclass(frozen=True)
+class ProcessResult:
+    exit_code: int | None  # None when it was killed on timeout
+    stdout: str
+    stderr: str
+    timed_out: bool
+    wall_time_ms: int
+    log_path: Path
+
+    def tail(self, chars: int = TAIL_CHARS) -> str:
+        text = (self.stdout + ("\n" if self.stdout and self.stderr else "") + self.stderr).strip()
+        return text[-chars:]
+
+
+def run_process(
+    argv: Sequence[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    timeout: float,
+    log_path: Path,
+    stdin: str | None = None,
+) -> ProcessResult:
+    """Run ``argv`` to completion or ``timeout``; raises FileNotFoundError if it does not exist.
+
+    stdout and stderr go to ``log_path`` (``.out`` and ``.err`` siblings) as they arrive.
+    """
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    out_path = log_path.with_suffix(log_path.suffix + ".out")
+    err_path = log_path.with_suffix(log_path.suffix + ".err")
+    start = time.monotonic()
+    timed_out = False
+    with out_path.open("wb") as out, err_path.open("wb") as err:
+        child = subprocess.Popen(
+            list(argv),
+            cwd=cwd,
+            env=dict(env),
+            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+            stdout=out,
+            stderr=err,
+            start_new_session=True,
+        )
+        try:
+            if stdin is not None and child.stdin is not None:
+                with contextlib.suppress(BrokenPipeError):
+                    child.stdin.write(stdin.encode())
+                child.stdin.close()
+            child.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            _kill_group(child)
+        except BaseException:
+            _kill_group(child)
+            raise
+        finally:
+            # Anything the child left behind in its group goes too.
+            _signal_group(child.pid, signal.SIGKILL)
+    wall = int((time.monotonic() - start) * 1000)
+    stdout = out_path.read_text(errors="replace")
+    stderr = err_path.read_text(errors="replace")
+    log_path.write_text(
+        f"$ {' '.join(argv)}\n--- stdout ---\n{stdout}\n--- stderr ---\n{stderr}", errors="replace"
+    )
+    return ProcessResult(
+        exit_code=None if timed_out else child.returncode,
+        stdout=stdout,
+        stderr=stderr,
+        timed_out=timed_out,
+        wall_time_ms=wall,
+        log_path=log_path,
+    )
+
+
+def _kill_group(child: subprocess.Popen[bytes]) -> None:
+    _signal_group(child.pid, signal.SIGTERM)
+    try:
+        child.wait(timeout=KILL_GRACE_SECONDS)
+    except subprocess.TimeoutExpired:
+        _signal_group(child.pid, signal.SIGKILL)
+        child.wait()
+
+
+def _signal_group(pid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, sig)

@@ -1,0 +1,41 @@
+"""The one interface every validator adapter implements.
+
+A validator looks at a candidate's worktree and change and reaches a verdict that does not
+depend on anything the coder said. ``error=True`` means it could not reach one (never a pass).
+Engine-side checks (scope, secrets) may also ask the engine to fire a canonical halt.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from assay.core.changes import ChangeSet
+from assay.core.results import ValidatorResult
+from assay.core.vocab import CanonicalHalt
+
+
+@dataclass(frozen=True)
+class ValidationContext:
+    worktree: Path
+    change: ChangeSet
+    task: str  # the instruction, for judges
+    env: Mapping[str, str]
+    settings: Mapping[str, Any]  # this validator's contract block
+    log_dir: Path
+    captured_output: str = ""  # the coder's captured output, for the secret scan
+
+
+@dataclass(frozen=True)
+class ValidationOutcome:
+    result: ValidatorResult
+    fire: CanonicalHalt | None = None  # a canonical halt the engine must fire
+    evidence: str | None = None  # the evidence to fire it with (never a secret's value)
+
+
+class Validator(Protocol):
+    kind: str
+
+    def validate(self, context: ValidationContext) -> ValidationOutcome: ...
