@@ -47,7 +47,8 @@ class HaltRearm(BaseModel):
 class HaltState(BaseModel):
     """One halt of one dispatch. The first six fields are the 1.0.0 shape of seed 002."""
 
-    model_config = ConfigDict(extra="ignore", frozen=True)
+    # Keys a newer 1.x writer added are kept (``model_extra``) and written back unchanged.
+    model_config = ConfigDict(extra="allow", frozen=True)
 
     name: str
     severity: HaltSeverity
@@ -80,6 +81,8 @@ class HaltState(BaseModel):
             data["attested_at"] = self.attested_at
         if self.history:
             data["history"] = [h.model_dump(mode="json") for h in self.history]
+        for key, value in (self.model_extra or {}).items():
+            data.setdefault(key, value)
         return data
 
 

@@ -30,11 +30,15 @@ class HaltStateFile:
     halts: tuple[HaltState, ...]
     canonical_halt_count: int
     per_dispatch_addition_count: int
+    read_version: str = SCHEMA_V1_0
+    extra: tuple[tuple[str, Any], ...] = ()  # top-level keys a newer 1.x writer added
 
     @property
     def schema_version(self) -> str:
-        """1.0.0 until an attest or re-arm adds its optional keys."""
-        return SCHEMA_V1_1 if any(h.uses_v1_1() for h in self.halts) else SCHEMA_V1_0
+        """1.0.0 until an attest or re-arm adds its optional keys; never below what was read,
+        so a newer 1.x file keeps its version (and its keys) when we write it back."""
+        needed = SCHEMA_V1_1 if any(h.uses_v1_1() for h in self.halts) else SCHEMA_V1_0
+        return max(needed, self.read_version, key=_version_key)
 
     def find(self, name: str) -> HaltState | None:
         return next((h for h in self.halts if h.name == name), None)
@@ -54,10 +58,19 @@ class HaltStateFile:
             "halts": [h.to_json() for h in self.halts],
             "canonical_halt_count": self.canonical_halt_count,
             "per_dispatch_addition_count": self.per_dispatch_addition_count,
+            **dict(self.extra),
         }
 
 
 _REQUIRED_TEXT = ("dispatch_id", "contract_path", "armed_at")
+_KNOWN_KEYS = frozenset(
+    {"schema_version", "halts", "canonical_halt_count", "per_dispatch_addition_count"}
+    | set(_REQUIRED_TEXT)
+)
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.split("."))
 _REQUIRED_COUNT = ("canonical_halt_count", "per_dispatch_addition_count")
 
 
@@ -79,9 +92,10 @@ def parse_state_document(doc: object) -> HaltStateFile | Violation:
         if not isinstance(value, int) or isinstance(value, bool):
             return _malformed(f"`{key}` is missing or not an integer")
     built: list[HaltState] = []
+    seen: set[str] = set()
     for index, raw in enumerate(halts):
         try:
-            built.append(HaltState.model_validate(raw))
+            halt = HaltState.model_validate(raw)
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"]) or "entry"
@@ -89,6 +103,13 @@ def parse_state_document(doc: object) -> HaltStateFile | Violation:
                 halt_class=CheckHalt.STATE_CONSTRUCTION_FAILURE.value,
                 detail=f"halts[{index}].{where}: {first['msg']}",
             )
+        if halt.name in seen:
+            return Violation(
+                halt_class=CheckHalt.STATE_CONSTRUCTION_FAILURE.value,
+                detail=f"halts[{index}].name: {halt.name} is named twice",
+            )
+        seen.add(halt.name)
+        built.append(halt)
     return HaltStateFile(
         dispatch_id=doc["dispatch_id"],
         contract_path=doc["contract_path"],
@@ -96,6 +117,8 @@ def parse_state_document(doc: object) -> HaltStateFile | Violation:
         halts=tuple(built),
         canonical_halt_count=doc["canonical_halt_count"],
         per_dispatch_addition_count=doc["per_dispatch_addition_count"],
+        read_version=version,
+        extra=tuple((k, v) for k, v in doc.items() if k not in _KNOWN_KEYS),
     )
 
 

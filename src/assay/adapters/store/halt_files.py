@@ -100,9 +100,18 @@ def read_state(path: Path) -> HaltStateFile:
 
 def write_json_atomic(path: Path, document: dict[str, Any]) -> None:
     """Write ``document`` to ``path`` so a reader sees the old file or the new, never half."""
-    data = (json.dumps(document, indent=2) + "\n").encode()
+    write_bytes_atomic(path, (json.dumps(document, indent=2) + "\n").encode())
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    write_bytes_atomic(path, text.encode())
+
+
+def write_bytes_atomic(path: Path, data: bytes) -> None:
+    """Temporary file in the same directory, fsync, rename over ``path``, fsync the directory."""
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, 0o644)  # mkstemp makes it 0600; other users' coders must read it
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
