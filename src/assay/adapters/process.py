@@ -11,10 +11,12 @@ import contextlib
 import os
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 TAIL_CHARS = 4000
 KILL_GRACE_SECONDS = 3.0
@@ -30,7 +32,7 @@ class ProcessResult:
     log_path: Path
 
     def tail(self, chars: int = TAIL_CHARS) -> str:
-        text = (self.stdout + ("\n" if self.stdout and self.stderr else "") + self.stderr).strip()
+        text = "\n".join(part.strip() for part in (self.stdout, self.stderr) if part.strip())
         return text[-chars:]
 
 
@@ -64,9 +66,11 @@ def run_process(
         )
         try:
             if stdin is not None and child.stdin is not None:
-                with contextlib.suppress(BrokenPipeError):
-                    child.stdin.write(stdin.encode())
-                child.stdin.close()
+                # Fed from a thread: a child that never reads its stdin must not block us
+                # before the timeout clock is even running.
+                threading.Thread(
+                    target=_feed, args=(child.stdin, stdin.encode()), daemon=True
+                ).start()
             child.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             timed_out = True
@@ -91,6 +95,13 @@ def run_process(
         wall_time_ms=wall,
         log_path=log_path,
     )
+
+
+def _feed(pipe: IO[bytes], data: bytes) -> None:
+    with contextlib.suppress(OSError):
+        pipe.write(data)
+    with contextlib.suppress(OSError):
+        pipe.close()
 
 
 def _kill_group(child: subprocess.Popen[bytes]) -> None:

@@ -47,6 +47,10 @@ class DispatchRequest:
     settings: Mapping[str, Any]  # the contract's coder block for this seat
     timeout_seconds: float = 1800.0
     max_turns: int | None = None
+    # The repository the run started from, for settings that name files in it (replay diffs).
+    repo_root: Path | None = None
+    # The contract's command validators (id -> command line), for coders that can run them.
+    validator_commands: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -70,6 +74,26 @@ class DispatchResult:
     @property
     def provider_fault(self) -> bool:
         return self.stop_reason is StopReason.PROVIDER_FAULT or self.quota is not None
+
+
+def assay_env(request: DispatchRequest) -> dict[str, str]:
+    """The child environment of a dispatch: the allowlisted ``request.env`` plus assay's own
+    variables, so a coder can fire a halt (``assay halt check --fire``) and leave a report.
+
+    Every adapter that starts a process uses this, so the variables are the same whatever the
+    coder kind.
+    """
+    env = dict(request.env)
+    env.update(
+        {
+            "ASSAY_DISPATCH_ID": request.dispatch_id,
+            "ASSAY_HALT_STATE_DIR": str(request.halt_state_dir),
+            "ASSAY_REPORT_PATH": str(request.report_path),
+            "ASSAY_ATTEMPT": str(request.attempt),
+            "ASSAY_SEAT": str(request.seat),
+        }
+    )
+    return env
 
 
 class Coder(Protocol):

@@ -1,0 +1,142 @@
+"""The ``command`` coder: any command line as a coder.
+
+It is the escape hatch for tools assay has no adapter for, and the simplest honest adapter:
+the command runs in the worktree, what it wrote is read back from disk by the engine, and the
+adapter reports only what it can see (exit code, timeout, wall time). It parses no output, so
+it derives no report; a command that wants to report writes ``$ASSAY_REPORT_PATH`` itself.
+
+The prompt is always written to a file outside the worktree (``$ASSAY_PROMPT_FILE``, and
+``{prompt_file}`` in the command line is replaced by its path); ``prompt_via: stdin`` also
+pipes it to the command's stdin, and ``prompt_via: env`` also sets ``$ASSAY_PROMPT``.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from assay.adapters.coders.base import DispatchRequest, DispatchResult, assay_env
+from assay.adapters.process import ProcessResult, run_process
+
+PROMPT_PLACEHOLDER = "{prompt_file}"
+SHELL = "/bin/sh"
+# What a failed dispatch keeps of the output in its error text (the whole output is in the log).
+ERROR_TAIL_CHARS = 1200
+# POSIX shells exit 127 for "command not found" and 126 for "found but not executable".
+_SHELL_NOT_FOUND = 127
+_SHELL_NOT_EXECUTABLE = 126
+
+
+class CommandCoder:
+    """Runs ``coder.command`` (a shell string or an argv list) in the worktree."""
+
+    kind = "command"
+    honoured_settings: frozenset[str] = frozenset(
+        {"command", "prompt_via", "timeout_seconds", "args"}
+    )
+
+    def dispatch(self, request: DispatchRequest) -> DispatchResult:
+        command = request.settings.get("command")
+        if not command:
+            return DispatchResult(
+                exit_code=None,
+                environment_error=(
+                    "the command coder has no command to run: set `coder.command` in the "
+                    'contract (a shell string such as "my-agent --prompt-file {prompt_file}", '
+                    "or a list of arguments)"
+                ),
+            )
+        prompt_file = write_prompt_file(request)
+        via = str(request.settings.get("prompt_via") or "file")
+        argv = build_argv(command, prompt_file, _string_list(request.settings.get("args")))
+        env = assay_env(request)
+        env["ASSAY_PROMPT_FILE"] = str(prompt_file)
+        if via == "env":
+            env["ASSAY_PROMPT"] = request.prompt
+        log_path = request.log_dir / f"coder-attempt{request.attempt}.log"
+        try:
+            ran = run_process(
+                argv,
+                cwd=request.worktree,
+                env=env,
+                timeout=request.timeout_seconds,
+                log_path=log_path,
+                stdin=request.prompt if via == "stdin" else None,
+            )
+        except FileNotFoundError as exc:
+            return DispatchResult(
+                exit_code=None,
+                environment_error=missing_executable_message(exc, argv, request.worktree),
+            )
+        except OSError as exc:  # not executable, argument list too long, ...
+            return DispatchResult(
+                exit_code=None,
+                environment_error=(
+                    f"the command coder could not start {argv[0]!r}: {exc.strerror or exc}; "
+                    "check `coder.command` (and use prompt_via: file for a long prompt)"
+                ),
+                log_path=log_path,
+            )
+        return result_from_process(ran, argv, shell=isinstance(command, str))
+
+
+def write_prompt_file(request: DispatchRequest) -> Path:
+    """Write the prompt next to the seat's logs: outside the worktree, so never in the diff."""
+    request.log_dir.mkdir(parents=True, exist_ok=True)
+    path = request.log_dir / f"prompt-attempt{request.attempt}.md"
+    path.write_text(request.prompt, encoding="utf-8")
+    return path.resolve()
+
+
+def build_argv(command: str | Sequence[str], prompt_file: Path, args: Sequence[str]) -> list[str]:
+    """A shell string runs via ``/bin/sh -c``; a list is the argv itself (no shell)."""
+    if isinstance(command, str):
+        line = command.replace(PROMPT_PLACEHOLDER, shlex.quote(str(prompt_file)))
+        if args:
+            line = " ".join([line, *(shlex.quote(a) for a in args)])
+        return [SHELL, "-c", line]
+    argv = [str(part).replace(PROMPT_PLACEHOLDER, str(prompt_file)) for part in command]
+    return [*argv, *args]
+
+
+def result_from_process(ran: ProcessResult, argv: Sequence[str], *, shell: bool) -> DispatchResult:
+    """Map what the process did onto a dispatch result; a timeout is a fact, not a stop reason."""
+    result = DispatchResult(
+        exit_code=ran.exit_code,
+        wall_time_ms=ran.wall_time_ms,
+        timed_out=ran.timed_out,
+        log_path=ran.log_path,
+    )
+    if ran.timed_out or ran.exit_code == 0:
+        return result
+    shown = argv[-1] if shell else shlex.join(argv)
+    if shell and ran.exit_code in (_SHELL_NOT_FOUND, _SHELL_NOT_EXECUTABLE):
+        what = "was not found" if ran.exit_code == _SHELL_NOT_FOUND else "is not executable"
+        result.environment_error = (
+            f"the command coder's command {what} (exit {ran.exit_code}): "
+            f"{ran.tail(400) or shown}; install the tool or fix `coder.command`"
+        )
+        return result
+    result.error = f"`{shown}` exited with code {ran.exit_code}: {ran.tail(ERROR_TAIL_CHARS)}"
+    return result
+
+
+def missing_executable_message(exc: FileNotFoundError, argv: Sequence[str], worktree: Path) -> str:
+    if exc.filename is not None and Path(str(exc.filename)) == worktree:
+        return f"the worktree {worktree} does not exist; the run's preparation failed"
+    return (
+        f"the command coder's executable {argv[0]!r} was not found on the PATH given to coders; "
+        "install it, or name it by absolute path in `coder.command`"
+    )
+
+
+def _string_list(value: Any) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list | tuple):
+        return [str(v) for v in value]
+    return [str(value)]

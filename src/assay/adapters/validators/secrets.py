@@ -1,0 +1,233 @@
+"""The ``secrets`` check: no credential in what the coder added or printed.
+
+detect-secrets scans the diff's added lines (file by file, so its file-type rules apply) and
+the coder's captured output. A finding blocks and asks the engine to fire
+``halt-secret-exposure``. What is reported names the file, the line and the secret's type,
+never its value: the value must not reach the payload, the ledger or a log.
+
+False positives hold a task for a human, so the plugin sets are chosen to keep them down:
+hex high-entropy strings (hashes, digests, commit ids) and public IP addresses are not
+credentials; captured output (JSON event streams full of random-looking ids) is scanned only
+with the detectors that recognise a credential by its format. Besides detect-secrets, the
+exact values of credential-like variables in the validator's environment are looked for.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import re
+import tempfile
+import threading
+import warnings
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from assay.adapters.validators.base import ValidationContext, ValidationOutcome
+from assay.core.results import ValidatorResult
+from assay.core.vocab import CanonicalHalt, Severity
+
+OUTPUT_SOURCE = "coder output"
+MAX_NAMED = 20
+# Not credentials, and frequent in ordinary code.
+DIFF_EXCLUDED_PLUGINS: frozenset[str] = frozenset({"HexHighEntropyString", "IPPublicDetector"})
+# Output is scanned with format detectors only (AWS, GitHub, Slack, private keys, JWT, ...).
+OUTPUT_EXCLUDED_PLUGINS: frozenset[str] = DIFF_EXCLUDED_PLUGINS | {
+    "Base64HighEntropyString",
+    "KeywordDetector",
+}
+_CREDENTIAL_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH)", re.I)
+_MIN_KNOWN_VALUE = 12
+_HUNK = re.compile(r"^@@ -\d+(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+
+# detect-secrets keeps its settings in a process-wide singleton: one scan at a time.
+_SCAN_LOCK = threading.Lock()
+
+
+@dataclass(frozen=True, order=True)
+class SecretFinding:
+    """Where a secret is and what kind it is. Deliberately no field for the value."""
+
+    source: str  # a path in the change, or "coder output"
+    line: int
+    type: str
+
+    def __str__(self) -> str:
+        if self.source == OUTPUT_SOURCE:
+            return f"{OUTPUT_SOURCE} line {self.line}: {self.type}"
+        return f"{self.source}:{self.line}: {self.type}"
+
+
+class SecretsValidator:
+    """Blocks a change (and fires ``halt-secret-exposure``) when a credential is exposed."""
+
+    kind = "secrets"
+
+    def validate(self, context: ValidationContext) -> ValidationOutcome:
+        validator_id = str(context.settings.get("id") or "secrets")
+        added = added_lines(context.change.diff)
+        output_lines = list(enumerate(context.captured_output.splitlines(), start=1))
+        try:
+            found = set(scan_with_detect_secrets(added, output_lines))
+        except Exception as exc:  # a scanner fault is no verdict, and never a pass
+            return ValidationOutcome(
+                result=ValidatorResult(
+                    validator_id=validator_id,
+                    severity=Severity.BLOCK,
+                    error=True,
+                    justification=f"the secret scan failed ({type(exc).__name__})",
+                )
+            )
+        found |= set(scan_known_values(context.env, added, output_lines))
+        findings = sorted(found)
+        if not findings:
+            return ValidationOutcome(
+                result=ValidatorResult(
+                    validator_id=validator_id,
+                    severity=Severity.PASS,
+                    justification=(
+                        f"no credential in {sum(len(v) for v in added.values())} added line(s) "
+                        f"or {len(output_lines)} line(s) of coder output"
+                    ),
+                )
+            )
+        named = "; ".join(str(f) for f in findings[:MAX_NAMED])
+        more = len(findings) - MAX_NAMED
+        evidence = f"a credential is exposed: {named}" + (f" (and {more} more)" if more > 0 else "")
+        return ValidationOutcome(
+            result=ValidatorResult(
+                validator_id=validator_id,
+                severity=Severity.BLOCK,
+                justification=evidence,
+                findings=[str(f) for f in findings],
+            ),
+            fire=CanonicalHalt.SECRET_EXPOSURE,
+            evidence=evidence,
+        )
+
+
+def added_lines(diff: str) -> dict[str, list[tuple[int, str]]]:
+    """The added lines of a unified diff, per new path, with their line numbers in the new file.
+
+    Hunk line counts are followed exactly, so an added line that itself begins with ``++`` is
+    not mistaken for a file header.
+    """
+    files: dict[str, list[tuple[int, str]]] = {}
+    path: str | None = None
+    old_left = new_left = 0
+    line_no = 0
+    for line in diff.splitlines():
+        if line.startswith("diff --git "):
+            old_left = new_left = 0
+        if old_left > 0 or new_left > 0:
+            if line.startswith("+"):
+                if path is not None:
+                    files.setdefault(path, []).append((line_no, line[1:]))
+                line_no += 1
+                new_left -= 1
+            elif line.startswith("-"):
+                old_left -= 1
+            elif line.startswith("\\"):
+                pass  # "\ No newline at end of file"
+            else:
+                line_no += 1
+                old_left -= 1
+                new_left -= 1
+            continue
+        if line.startswith("+++ "):
+            target = line[4:].split("\t")[0]
+            path = None if target == "/dev/null" else _strip_prefix(_unquote(target))
+        elif match := _HUNK.match(line):
+            old_left = int(match.group(1)) if match.group(1) is not None else 1
+            line_no = int(match.group(2))
+            new_left = int(match.group(3)) if match.group(3) is not None else 1
+    return files
+
+
+def scan_with_detect_secrets(
+    added: Mapping[str, Sequence[tuple[int, str]]], output: Sequence[tuple[int, str]]
+) -> Iterator[SecretFinding]:
+    """Run detect-secrets in-process over the added lines and the output; values stay inside."""
+    before = warnings.showwarning
+    from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
+    from detect_secrets.core.scan import scan_file
+    from detect_secrets.settings import transient_settings
+
+    if warnings.showwarning is not before:
+        # Importing detect-secrets turns on logging.captureWarnings for the whole process.
+        logging.captureWarnings(False)
+    jobs: list[tuple[str, str, Sequence[tuple[int, str]], frozenset[str]]] = [
+        (path, PurePosixPath(path).name or "file", lines, DIFF_EXCLUDED_PLUGINS)
+        for path, lines in sorted(added.items())
+        if lines
+    ]
+    if output:
+        jobs.append((OUTPUT_SOURCE, "coder-output.log", output, OUTPUT_EXCLUDED_PLUGINS))
+    if not jobs:
+        return
+    results: list[SecretFinding] = []
+    with _SCAN_LOCK, _quiet_detect_secrets(), tempfile.TemporaryDirectory() as tmp:
+        classes: list[type] = list(get_mapping_from_secret_type_to_class().values())
+        names = [cls.__name__ for cls in classes]
+        for index, (source, name, lines, excluded) in enumerate(jobs):
+            folder = Path(tmp) / str(index)
+            folder.mkdir()
+            target = folder / name
+            target.write_text("\n".join(text for _, text in lines) + "\n", encoding="utf-8")
+            plugins = [{"name": n} for n in sorted(names) if n not in excluded]
+            with transient_settings({"plugins_used": plugins}):
+                for secret in scan_file(str(target)):
+                    at = secret.line_number - 1
+                    line = lines[at][0] if 0 <= at < len(lines) else secret.line_number
+                    results.append(SecretFinding(source, line, str(secret.type)))
+    yield from results
+
+
+def scan_known_values(
+    env: Mapping[str, str],
+    added: Mapping[str, Sequence[tuple[int, str]]],
+    output: Sequence[tuple[int, str]],
+) -> Iterator[SecretFinding]:
+    """The exact value of a credential-like variable of the environment, wherever it appears."""
+    known = {
+        name: value
+        for name, value in env.items()
+        if _CREDENTIAL_NAME.search(name)
+        and len(value) >= _MIN_KNOWN_VALUE
+        and not value.startswith(("/", "~", "$"))
+        and not any(c.isspace() for c in value)
+    }
+    if not known:
+        return
+    sources: list[tuple[str, Sequence[tuple[int, str]]]] = [*sorted(added.items())]
+    sources.append((OUTPUT_SOURCE, output))
+    for source, lines in sources:
+        for line_no, text in lines:
+            for name, value in sorted(known.items()):
+                if value in text:
+                    yield SecretFinding(source, line_no, f"value of the variable {name}")
+
+
+@contextlib.contextmanager
+def _quiet_detect_secrets() -> Iterator[None]:
+    """detect-secrets logs skipped secrets with their values at info level: silence it."""
+    logger = logging.getLogger("detect-secrets")
+    was = logger.disabled
+    logger.disabled = True
+    try:
+        yield
+    finally:
+        logger.disabled = was
+
+
+def _strip_prefix(path: str) -> str:
+    return path[2:] if path.startswith(("b/", "a/")) else path
+
+
+def _unquote(path: str) -> str:
+    """git quotes unusual paths ("a/caf\\303\\251.txt"); undo its C-style escapes."""
+    if len(path) >= 2 and path.startswith('"') and path.endswith('"'):
+        raw = path[1:-1].encode("latin-1", "backslashreplace").decode("unicode_escape")
+        return raw.encode("latin-1", "replace").decode("utf-8", "replace")
+    return path
