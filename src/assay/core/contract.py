@@ -1,17 +1,53 @@
 """The dispatch contract: what to do, who codes it, who judges it, and what may stop it.
 
 Inputs we own are parsed strictly (``extra="forbid"``) so a misspelt key is an error, not a
-silently ignored setting.
+silently ignored setting. :func:`parse_contract` reads the YAML text (pure: the caller reads the
+file) and reports every problem with its key path and line; :func:`contract_from_flags` builds
+the same model from ``assay run`` flags.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from assay.core.halts import CANONICAL_HALTS
-from assay.core.vocab import CoderKind, HaltSeverity, LandMode, OnFail, PolicyMode, ValidatorKind
+from assay.core.contract_yaml import (
+    TEMPLATE,
+    ContractError,
+    ContractProblem,
+    load_mapping,
+    validation_problems,
+)
+from assay.core.halts import CANONICAL_HALTS, SEVERITY_RANK
+from assay.core.vocab import (
+    CanonicalHalt,
+    CoderKind,
+    HaltSeverity,
+    LandMode,
+    OnFail,
+    PolicyMode,
+    ValidatorKind,
+)
+
+__all__ = [
+    "Budgets",
+    "CoderSpec",
+    "Contract",
+    "ContractError",
+    "ContractProblem",
+    "HaltClass",
+    "Scope",
+    "ValidatorSpec",
+    "canonical_halt_classes",
+    "contract_from_flags",
+    "contract_template",
+    "contract_to_yaml",
+    "parse_contract",
+]
 
 
 class _Input(BaseModel):
@@ -65,9 +101,35 @@ class Budgets(_Input):
     max_recovery: int = Field(default=2, ge=0)
 
 
+def _not_blank(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must not be empty")
+    return value
+
+
 class HaltClass(_Input):
-    name: str = Field(min_length=1)
+    """One halt the run arms. A canonical halt may be made more severe, never less."""
+
+    name: str
     severity: HaltSeverity
+
+    @field_validator("name")
+    @classmethod
+    def _name_not_blank(cls, value: str) -> str:
+        return _not_blank(value)
+
+    @model_validator(mode="after")
+    def _canonical_floor(self) -> HaltClass:
+        floor = _CANONICAL_FLOORS.get(self.name)
+        if floor is not None and SEVERITY_RANK[self.severity] > SEVERITY_RANK[floor]:
+            raise ValueError(
+                f"{self.name} is a canonical halt of severity {floor.value}; it may be raised, "
+                f"never lowered to {self.severity.value}"
+            )
+        return self
+
+
+_CANONICAL_FLOORS: dict[str, HaltSeverity] = {n.value: s for n, s in CANONICAL_HALTS.items()}
 
 
 def canonical_halt_classes() -> list[HaltClass]:
@@ -75,7 +137,7 @@ def canonical_halt_classes() -> list[HaltClass]:
 
 
 class Contract(_Input):
-    task: str = Field(min_length=1)
+    task: str
     anchors: list[str] = Field(default_factory=list)
     scope: Scope = Field(default_factory=Scope)
     coder: CoderSpec | list[CoderSpec] = Field(default_factory=CoderSpec)
@@ -89,6 +151,28 @@ class Contract(_Input):
     env: dict[str, str] = Field(default_factory=dict)
     halt_classes: list[HaltClass] = Field(default_factory=canonical_halt_classes)
 
+    @field_validator("task")
+    @classmethod
+    def _task_not_blank(cls, value: str) -> str:
+        return _not_blank(value)
+
+    @field_validator("coder", mode="before")
+    @classmethod
+    def _coder_shorthand(cls, value: object) -> object:
+        """``coder: claude`` (or a list of kinds) is short for ``coder: {kind: claude}``."""
+        if isinstance(value, str):
+            return {"kind": value}
+        if isinstance(value, list):
+            return [{"kind": item} if isinstance(item, str) else item for item in value]
+        return value
+
+    @field_validator("coder")
+    @classmethod
+    def _some_coder(cls, value: CoderSpec | list[CoderSpec]) -> CoderSpec | list[CoderSpec]:
+        if isinstance(value, list) and not value:
+            raise ValueError("the list of coders is empty")
+        return value
+
     @field_validator("validators")
     @classmethod
     def _unique_validator_ids(cls, value: list[ValidatorSpec]) -> list[ValidatorSpec]:
@@ -99,6 +183,21 @@ class Contract(_Input):
             seen.add(spec.id)
         return value
 
+    @field_validator("halt_classes")
+    @classmethod
+    def _all_canonical_halts(cls, value: list[HaltClass]) -> list[HaltClass]:
+        """Additive only: every canonical halt is listed, and no halt twice."""
+        names = [h.name for h in value]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise ValueError(f"halt class(es) listed twice: {', '.join(twice)}")
+        missing = [c.value for c in CanonicalHalt if c.value not in names]
+        if missing:
+            raise ValueError(
+                f"all seven canonical halts are required; missing: {', '.join(missing)}"
+            )
+        return value
+
     def coder_for_seat(self, seat: int) -> CoderSpec:
         """Seat numbers start at 1; a list of coders is cycled over the seats."""
         coders = self.coder if isinstance(self.coder, list) else [self.coder]
@@ -107,3 +206,80 @@ class Contract(_Input):
     def halt_document(self) -> dict[str, Any]:
         """The contract as ``assay halt arm`` reads it (only ``halt_classes`` matters)."""
         return {"halt_classes": [h.model_dump(mode="json") for h in self.halt_classes]}
+
+
+def parse_contract(text: str, source: str = "<contract>") -> Contract:
+    """The contract in ``text``, or a ContractError naming each bad key and its line."""
+    data, root = load_mapping(text, source)
+    try:
+        return Contract.model_validate(data)
+    except ValidationError as exc:
+        raise ContractError(source, validation_problems(exc, Contract, root)) from None
+
+
+def contract_template() -> str:
+    """A commented contract that parses: what ``assay contract init`` writes."""
+    return TEMPLATE
+
+
+def contract_to_yaml(contract: Contract) -> str:
+    """The contract as YAML that :func:`parse_contract` reads back to an equal contract."""
+    data = contract.model_dump(mode="json", exclude_defaults=True)
+    data["halt_classes"] = contract.halt_document()["halt_classes"]
+    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100)
+
+
+# An ``id=`` prefix names a validator; lower case only, so ``FOO=1 make test`` stays a command.
+_NAMED_VALIDATOR = re.compile(r"^([a-z][a-z0-9_.-]*)=(.+)$", re.DOTALL)
+
+
+def contract_from_flags(
+    instruction: str,
+    *,
+    coder: str | None = None,
+    coder_command: str | None = None,
+    validators: Sequence[str] | None = None,
+    land: LandMode | str = LandMode.BRANCH,
+    seats: int = 1,
+    judges: int = 0,
+    max_attempts: int = 3,
+    max_recovery: int = 2,
+    policy: PolicyMode | str = PolicyMode.UNANIMOUS,
+    scope_allow: Sequence[str] | None = None,
+    scope_protect: Sequence[str] | None = None,
+) -> Contract:
+    """The contract ``assay run "instruction"`` uses when no contract file is given.
+
+    ``coder`` is a kind, optionally with a model (``claude:claude-sonnet-4-5``); without it,
+    ``coder_command`` selects the ``command`` coder, and with neither the coder is ``claude``.
+    Each validator is a shell command (ids ``v1``, ``v2``… by position) or ``id=command``.
+    The seven canonical halts are always included.
+    """
+    kind, _, model = (coder or "").partition(":")
+    coder_data: dict[str, Any] = {
+        "kind": kind or (CoderKind.COMMAND.value if coder_command else CoderKind.CLAUDE.value)
+    }
+    if model:
+        coder_data["model"] = model
+    if coder_command:
+        coder_data["command"] = coder_command
+    specs: list[dict[str, Any]] = []
+    for position, text in enumerate(validators or (), start=1):
+        named = _NAMED_VALIDATOR.match(text.strip())
+        vid, run = (named.group(1), named.group(2)) if named else (f"v{position}", text)
+        specs.append({"id": vid, "kind": ValidatorKind.COMMAND.value, "run": run.strip()})
+    data: dict[str, Any] = {
+        "task": instruction,
+        "coder": coder_data,
+        "validators": specs,
+        "land": str(land),
+        "seats": seats,
+        "judges": judges,
+        "budgets": {"max_attempts": max_attempts, "max_recovery": max_recovery},
+        "policy": str(policy),
+        "scope": {"allow": list(scope_allow or ["**"]), "protect": list(scope_protect or [])},
+    }
+    try:
+        return Contract.model_validate(data)
+    except ValidationError as exc:
+        raise ContractError("command-line flags", validation_problems(exc, Contract)) from None

@@ -71,6 +71,8 @@ _KNOWN_KEYS = frozenset(
 
 def _version_key(version: str) -> tuple[int, ...]:
     return tuple(int(part) for part in version.split("."))
+
+
 _REQUIRED_COUNT = ("canonical_halt_count", "per_dispatch_addition_count")
 
 

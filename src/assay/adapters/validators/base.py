@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from assay.adapters.coders.base import QuotaSignal
 from assay.core.changes import ChangeSet
 from assay.core.results import ValidatorResult
 from assay.core.vocab import CanonicalHalt
@@ -33,6 +34,7 @@ class ValidationOutcome:
     result: ValidatorResult
     fire: CanonicalHalt | None = None  # a canonical halt the engine must fire
     evidence: str | None = None  # the evidence to fire it with (never a secret's value)
+    quota: QuotaSignal | None = None  # a model judge lost to a rate or usage limit
 
 
 class Validator(Protocol):

@@ -1,0 +1,425 @@
+"""Git through its command line: seat worktrees, the change read back from disk, and landing.
+
+Every call is ``git -C <dir> …`` with the user's hooks, signing and colour switched off, so a
+pre-commit hook or a gpg prompt in the user's config cannot stall or alter a run. Seats work on
+their own branch ``assay/<run>/<seat>`` in ``.assay/worktrees/<run>/<seat>`` (a branch rather
+than a detached HEAD, so the ``branch`` land mode only has to keep it). Landing computes the
+merge in the object store first (``merge-tree --write-tree``), so a conflict is refused before
+any ref or working tree moves, and a dirty checkout of the target branch is never touched.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from assay.core.changes import ChangeSet, FileDelta
+from assay.core.vocab import FileChangeKind, LandMode
+
+ASSAY_NAME = "assay"
+ASSAY_EMAIL = "assay@localhost"
+GIT_TIMEOUT_SECONDS = 300.0
+_STDERR_TAIL = 1500
+_NO_MODE = "000000"
+_CONFIG = (
+    *("-c", "core.hooksPath=/dev/null"),
+    *("-c", "core.quotePath=false"),
+    *("-c", "commit.gpgSign=false"),
+    *("-c", "color.ui=false"),
+    *("-c", f"user.name={ASSAY_NAME}"),
+    *("-c", f"user.email={ASSAY_EMAIL}"),
+)
+# Variables that would point git at another repository than the one we name with -C.
+_LOCATION_VARS = (
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_COMMON_DIR",
+    "GIT_NAMESPACE",
+    "GIT_CEILING_DIRECTORIES",
+)
+
+
+class GitError(RuntimeError):
+    """A git command failed; the message has the command and the end of its stderr."""
+
+    def __init__(self, args: Sequence[str], cwd: Path, returncode: int | None, stderr: str):
+        self.args_used = tuple(args)
+        self.cwd = cwd
+        self.returncode = returncode
+        self.stderr = stderr
+        tail = stderr.strip()[-_STDERR_TAIL:] or "(no output)"
+        status = "timed out" if returncode is None else f"exit {returncode}"
+        super().__init__(f"`git {' '.join(args)}` in {cwd} failed ({status}): {tail}")
+
+
+class LandRefused(Exception):
+    """Landing was refused and nothing was changed; the candidate branch is left as it is."""
+
+    def __init__(self, reason: str, paths: Sequence[str] = ()) -> None:
+        self.reason = reason
+        self.paths = tuple(paths)
+        listed = f": {', '.join(self.paths)}" if self.paths else ""
+        super().__init__(reason + listed)
+
+
+@dataclass(frozen=True, slots=True)
+class Landed:
+    """What landing did: the mode, the branch it left or updated, and the new commit."""
+
+    mode: LandMode
+    branch: str | None = None
+    commit: str | None = None
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in _LOCATION_VARS}
+    env.update(
+        LC_ALL="C",
+        GIT_TERMINAL_PROMPT="0",
+        GIT_OPTIONAL_LOCKS="0",
+        GIT_AUTHOR_NAME=ASSAY_NAME,
+        GIT_AUTHOR_EMAIL=ASSAY_EMAIL,
+        GIT_COMMITTER_NAME=ASSAY_NAME,
+        GIT_COMMITTER_EMAIL=ASSAY_EMAIL,
+    )
+    return env
+
+
+def _run(cwd: Path, *args: str, ok: Sequence[int] = (0,)) -> subprocess.CompletedProcess[bytes]:
+    argv = ["git", "-C", str(cwd), *_CONFIG, *args]
+    try:
+        done = subprocess.run(
+            argv,
+            capture_output=True,
+            stdin=subprocess.DEVNULL,
+            env=_env(),
+            timeout=GIT_TIMEOUT_SECONDS,
+            check=False,
+        )
+    except FileNotFoundError:
+        raise GitError(args, cwd, 127, "git is not installed or not on PATH") from None
+    except subprocess.TimeoutExpired as exc:
+        raise GitError(args, cwd, None, _text(exc.stderr or b"")) from None
+    if done.returncode not in ok:
+        raise GitError(args, cwd, done.returncode, _text(done.stderr))
+    return done
+
+
+def _out(cwd: Path, *args: str) -> str:
+    return _text(_run(cwd, *args).stdout).strip()
+
+
+def _text(data: bytes) -> str:
+    return data.decode("utf-8", "replace")
+
+
+def _git_path(cwd: Path, name: str) -> Path:
+    """A file in the git directory (``info/`` resolves to the common one of all worktrees)."""
+    path = Path(_out(cwd, "rev-parse", "--git-path", name))
+    return path if path.is_absolute() else cwd / path
+
+
+def _stage_all(worktree: Path) -> None:
+    """``git add -A``. A coder killed mid-command can leave ``index.lock`` behind; by the time
+    the seat is read back its processes are gone, so such a lock is stale and is removed."""
+    try:
+        _run(worktree, "add", "-A")
+    except GitError as exc:
+        if "index.lock" not in exc.stderr:
+            raise
+        _git_path(worktree, "index.lock").unlink(missing_ok=True)
+        _run(worktree, "add", "-A")
+
+
+# --- the repository --------------------------------------------------------------------------
+
+
+def repo_root(path: Path) -> Path:
+    """The top of the working tree that contains ``path``."""
+    return Path(_out(path, "rev-parse", "--show-toplevel"))
+
+
+def head_commit(repo: Path) -> str:
+    try:
+        return _out(repo, "rev-parse", "--verify", "--end-of-options", "HEAD^{commit}")
+    except GitError as exc:
+        if _run(repo, "rev-parse", "--git-dir", ok=(0, 128)).returncode != 0:
+            raise
+        raise GitError(
+            exc.args_used, repo, exc.returncode, "the repository has no commits yet"
+        ) from None
+
+
+def read_file_at(repo: Path, commit: str, path: str) -> str | None:
+    """A file's text at ``commit``, or None when it does not exist there (anchor checks)."""
+    done = _run(repo, "cat-file", "-p", f"{commit}:{path}", ok=(0, 128))
+    return _text(done.stdout) if done.returncode == 0 else None
+
+
+def current_branch(repo: Path) -> str | None:
+    """The checked-out branch's short name, or None on a detached HEAD."""
+    done = _run(repo, "symbolic-ref", "--quiet", "--short", "HEAD", ok=(0, 1))
+    return _text(done.stdout).strip() or None
+
+
+def _status(repo: Path) -> tuple[list[str], list[str]]:
+    """(tracked paths with changes, untracked paths) of a working tree."""
+    raw = _run(repo, "status", "--porcelain=v1", "-z", "--untracked-files=all").stdout
+    tracked: list[str] = []
+    untracked: list[str] = []
+    fields = iter(_text(raw).split("\0"))
+    for entry in fields:
+        if not entry:
+            continue
+        code, path = entry[:2], entry[3:]
+        if code == "??":
+            untracked.append(path)
+        else:
+            tracked.append(path)
+            if code[0] in "RC":
+                next(fields, None)  # the rename's source path
+    return tracked, untracked
+
+
+def is_dirty(repo: Path, *, untracked: bool = True) -> bool:
+    """Whether the working tree has changes (staged, unstaged, and by default untracked files)."""
+    tracked, new = _status(repo)
+    return bool(tracked or (untracked and new))
+
+
+def ensure_excluded(repo: Path, pattern: str = ".assay/") -> bool:
+    """Add ``pattern`` to the repository's ``info/exclude`` once; True when it was added.
+
+    ``--git-path`` resolves to the common directory, so this works from a linked worktree too.
+    """
+    exclude = _git_path(repo, "info/exclude")
+    existing = exclude.read_text(encoding="utf-8") if exclude.exists() else ""
+    if pattern in (line.strip() for line in existing.splitlines()):
+        return False
+    exclude.parent.mkdir(parents=True, exist_ok=True)
+    separator = "" if not existing or existing.endswith("\n") else "\n"
+    with exclude.open("a", encoding="utf-8") as handle:
+        handle.write(f"{separator}{pattern}\n")
+    return True
+
+
+# --- seat worktrees --------------------------------------------------------------------------
+
+
+def seat_branch(run_id: str, seat: int | str) -> str:
+    return f"assay/{run_id}/{seat}"
+
+
+def seat_worktree(assay_dir: Path, run_id: str, seat: int | str) -> Path:
+    return assay_dir / "worktrees" / run_id / str(seat)
+
+
+def add_worktree(repo: Path, path: Path, base_commit: str, branch: str) -> Path:
+    """Check ``base_commit`` out at ``path`` on the new branch ``branch``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _run(repo, "worktree", "add", "--quiet", "-b", branch, str(path), base_commit)
+    return path
+
+
+def remove_worktree(repo: Path, path: Path, branch: str | None = None) -> None:
+    """Remove the worktree even with uncommitted work in it; delete ``branch`` if given."""
+    _run(repo, "worktree", "remove", "--force", "--force", str(path), ok=(0, 128))
+    if path.exists():
+        shutil.rmtree(path, ignore_errors=True)
+    _run(repo, "worktree", "prune")
+    if branch is not None:
+        _run(repo, "branch", "-D", "--", branch, ok=(0, 1))
+
+
+# --- the change, read back from disk ---------------------------------------------------------
+
+
+def read_changes(worktree: Path, base_commit: str) -> ChangeSet:
+    """Everything the worktree holds that differs from ``base_commit``, whatever was claimed.
+
+    Everything is staged first (untracked files too, ``.gitignore`` respected), then the index
+    is compared with the base with rename detection. A rename is reported as the new path
+    ``created`` with ``renamed_from`` plus the old path ``deleted``.
+    """
+    _stage_all(worktree)
+    compare = ("diff", "--cached", "-M", "--no-ext-diff", "--no-textconv")
+    raw = _text(_run(worktree, *compare, "--raw", "-z", base_commit, "--").stdout)
+    numstat = _text(_run(worktree, *compare, "--numstat", "-z", base_commit, "--").stdout)
+    prefixes = ("--src-prefix=a/", "--dst-prefix=b/")
+    diff = _text(_run(worktree, *compare, *prefixes, base_commit, "--").stdout)
+    counts = _parse_numstat(numstat)
+    files: list[FileDelta] = []
+    for old_mode, new_mode, status, paths in _parse_raw(raw):
+        added, removed, binary = counts.get(paths[-1], (0, 0, False))
+        before = None if old_mode == _NO_MODE else old_mode
+        after = None if new_mode == _NO_MODE else new_mode
+        if status == "R":
+            source, target = paths
+            files.append(
+                FileDelta(path=source, kind=FileChangeKind.DELETED, binary=binary, old_mode=before)
+            )
+        else:
+            target, source = paths[-1], None
+        kind = {"A": FileChangeKind.CREATED, "D": FileChangeKind.DELETED}.get(
+            status, FileChangeKind.CREATED if source else FileChangeKind.MODIFIED
+        )
+        files.append(
+            FileDelta(
+                path=target,
+                kind=kind,
+                renamed_from=source,
+                binary=binary,
+                old_mode=before,
+                new_mode=after,
+                added_lines=added,
+                removed_lines=removed,
+            )
+        )
+    files.sort(key=lambda f: (f.path, f.kind.value))
+    return ChangeSet(base_commit=base_commit, files=files, diff=diff)
+
+
+def _parse_raw(raw: str) -> list[tuple[str, str, str, tuple[str, ...]]]:
+    """``:old new osha nsha STATUS\\0path\\0[path\\0]`` entries of ``diff --raw -z``."""
+    entries: list[tuple[str, str, str, tuple[str, ...]]] = []
+    fields = raw.split("\0")
+    index = 0
+    while index < len(fields) and fields[index].startswith(":"):
+        old_mode, new_mode, _old, _new, status = fields[index][1:].split(" ")
+        letter = status[:1]
+        count = 2 if letter in ("R", "C") else 1
+        paths = tuple(fields[index + 1 : index + 1 + count])
+        entries.append((old_mode, new_mode, letter, paths))
+        index += 1 + count
+    return entries
+
+
+def _parse_numstat(numstat: str) -> dict[str, tuple[int, int, bool]]:
+    """Lines added and removed per (new) path; ``-`` counts mean a binary file."""
+    counts: dict[str, tuple[int, int, bool]] = {}
+    fields = numstat.split("\0")
+    index = 0
+    while index < len(fields) and fields[index]:
+        added, removed, path = fields[index].split("\t", 2)
+        index += 1
+        if not path:  # a rename: the old and the new path follow
+            path = fields[index + 1]
+            index += 2
+        binary = added == "-"
+        counts[path] = (0 if binary else int(added), 0 if binary else int(removed), binary)
+    return counts
+
+
+def commit_all(worktree: Path, message: str) -> str | None:
+    """Commit everything in the worktree as assay; the new commit, or None if nothing changed."""
+    _stage_all(worktree)
+    if _run(worktree, "diff", "--cached", "--quiet", ok=(0, 1)).returncode == 0:
+        return None
+    _run(worktree, "commit", "--quiet", "--no-verify", "-m", message)
+    return _out(worktree, "rev-parse", "HEAD")
+
+
+def restore_checkpoint(worktree: Path) -> None:
+    """Put the worktree back to its last commit: what validators left behind (caches, build
+    output) must not become part of the candidate. Ignored files are kept."""
+    _run(worktree, "reset", "--quiet", "--hard", "HEAD")
+    _run(worktree, "clean", "--quiet", "-f", "-d")
+
+
+# --- landing ---------------------------------------------------------------------------------
+
+
+def land(repo: Path, mode: LandMode, *, branch: str, into_branch: str | None) -> Landed:
+    """Land the candidate ``branch`` by ``mode`` (``pr`` is pushed and opened elsewhere)."""
+    if mode is LandMode.MERGE:
+        if into_branch is None:
+            raise LandRefused("there is no branch to merge into (the base was a detached HEAD)")
+        return Landed(mode, into_branch, land_merge(repo, branch, into_branch))
+    if mode is LandMode.BRANCH:
+        kept = land_branch(repo, branch)
+        return Landed(mode, kept, _out(repo, "rev-parse", f"refs/heads/{kept}"))
+    if mode is LandMode.NONE:
+        return Landed(mode)
+    raise ValueError(f"land mode {mode.value} is not handled by the git adapter")
+
+
+def land_branch(repo: Path, branch: str) -> str:
+    """Keep the candidate branch for a human; its name."""
+    found = _run(repo, "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}", ok=(0, 1))
+    if found.returncode != 0:
+        raise GitError(("rev-parse", branch), repo, 1, f"there is no branch {branch}")
+    return branch
+
+
+def land_merge(repo: Path, branch: str, into_branch: str, message: str | None = None) -> str:
+    """Merge ``branch`` into ``into_branch``; the merge commit (or the tip, if already in).
+
+    Where ``into_branch`` is checked out, that checkout must be clean (and no untracked file may
+    sit where the merge writes) or the merge is refused; it is then fast-forwarded to the merge
+    commit. Where it is not checked out, only the ref moves. A conflict is refused and nothing
+    changes.
+    """
+    target = f"refs/heads/{into_branch}"
+    old = _out(repo, "rev-parse", "--verify", "--end-of-options", f"{target}^{{commit}}")
+    tip = _out(repo, "rev-parse", "--verify", "--end-of-options", f"refs/heads/{branch}^{{commit}}")
+    if _run(repo, "merge-base", "--is-ancestor", tip, old, ok=(0, 1)).returncode == 0:
+        return old
+    checkout = _checked_out_at(repo, target)
+    if checkout is not None:
+        tracked, _ = _status(checkout)
+        if tracked:
+            raise LandRefused(
+                f"{into_branch} is checked out at {checkout} with uncommitted changes; "
+                f"the change is left on {branch}",
+                tracked,
+            )
+    merge_tree = ("merge-tree", "--write-tree", "--name-only", "--no-messages", "-z")
+    merged = _run(repo, *merge_tree, old, tip, ok=(0, 1))
+    tree, *conflicts = [p for p in _text(merged.stdout).split("\0") if p]
+    if merged.returncode == 1:
+        raise LandRefused(f"merging {branch} into {into_branch} conflicts", sorted(set(conflicts)))
+    text = message or f"assay: merge {branch} into {into_branch}"
+    commit = _out(repo, "commit-tree", tree, "-p", old, "-p", tip, "-m", text)
+    if checkout is None:
+        moved = _run(
+            repo, "update-ref", "-m", f"assay: land {branch}", target, commit, old, ok=(0, 1, 128)
+        )
+        if moved.returncode != 0:
+            raise LandRefused(f"{into_branch} moved while {branch} was being merged into it")
+        return commit
+    _, untracked = _status(checkout)
+    written = set(_text(_run(repo, "diff", "--name-only", "-z", old, commit).stdout).split("\0"))
+    collisions = sorted(written.intersection(untracked))
+    if collisions:
+        raise LandRefused(f"untracked files in {checkout} would be overwritten", collisions)
+    if current_branch(checkout) != into_branch:
+        raise LandRefused(f"{checkout} no longer has {into_branch} checked out")
+    try:
+        _run(checkout, "merge", "--ff-only", "--no-autostash", "--no-verify-signatures", commit)
+    except GitError as exc:
+        raise LandRefused(f"git refused to update {checkout}: {exc.stderr.strip()}") from None
+    return commit
+
+
+def _checked_out_at(repo: Path, ref: str) -> Path | None:
+    """The working tree that has ``ref`` checked out, if any."""
+    listing = _text(_run(repo, "worktree", "list", "--porcelain", "-z").stdout)
+    path: Path | None = None
+    for field in listing.split("\0"):
+        if field.startswith("worktree "):
+            path = Path(field.removeprefix("worktree "))
+        elif field == f"branch {ref}" and path is not None:
+            return path
+    return None
+
+
+def push_branch(repo: Path, branch: str, remote: str = "origin") -> None:
+    """Publish the candidate branch (for the ``pr`` land mode)."""
+    _run(repo, "push", "--quiet", remote, f"refs/heads/{branch}:refs/heads/{branch}")

@@ -1,0 +1,299 @@
+"""A thin client for any OpenAI-compatible chat endpoint, speaking assay's failure vocabulary.
+
+The ``llm`` coder and the judges share it. The SDK's own retries are off (``max_retries=0``):
+a rate limit must reach assay's policy, which refunds the attempt and waits for the reset the
+provider gave, instead of being retried blindly inside one dispatch. Every SDK error is mapped
+onto one :class:`LlmError` kind. The SDK is imported lazily so commands that never talk to a
+model (``assay halt``) stay fast.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import re
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+from assay.adapters.coders.base import QuotaSignal
+
+DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
+BASE_URL_ENV = "OPENAI_BASE_URL"
+_CONTEXT_MARKERS = ("context_length_exceeded", "maximum context length", "context window")
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
+_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+class FailureKind(enum.Enum):
+    QUOTA = "quota"  # 429: a rate limit or usage limit, with a reset time when one was given
+    PROVIDER = "provider"  # 5xx, connection lost, timeout, an unreadable answer
+    CONTEXT = "context"  # the conversation no longer fits the model's context window
+    CONFIG = "config"  # no key, no model, bad credentials, unknown model or endpoint
+    REQUEST = "request"  # any other refusal of the request itself (4xx)
+
+
+class LlmError(Exception):
+    """A model call that did not produce an answer, classified for the policy."""
+
+    def __init__(
+        self,
+        kind: FailureKind,
+        detail: str,
+        *,
+        status: int | None = None,
+        quota: QuotaSignal | None = None,
+    ) -> None:
+        super().__init__(detail)
+        self.kind = kind
+        self.detail = detail
+        self.status = status
+        self.quota = quota
+
+
+@dataclass(frozen=True)
+class ToolCallRequest:
+    """A tool call the model asked for; ``arguments`` is the raw JSON text it sent."""
+
+    id: str
+    name: str
+    arguments: str
+
+    def parsed_arguments(self) -> dict[str, Any]:
+        """The arguments as an object; raises ValueError when they are not one."""
+        loaded = json.loads(self.arguments or "{}")
+        if not isinstance(loaded, dict):
+            raise ValueError(f"arguments must be a JSON object, got {type(loaded).__name__}")
+        return loaded
+
+
+@dataclass(frozen=True)
+class ChatReply:
+    text: str | None
+    tool_calls: tuple[ToolCallRequest, ...]
+    finish_reason: str | None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+
+    def as_message(self) -> dict[str, Any]:
+        """The assistant message to append to the conversation before the tool results."""
+        message: dict[str, Any] = {"role": "assistant", "content": self.text}
+        if self.tool_calls:
+            message["tool_calls"] = [
+                {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": call.arguments},
+                }
+                for call in self.tool_calls
+            ]
+        return message
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    model: str
+    base_url: str | None  # None: the SDK's default (api.openai.com)
+    api_key: str
+    timeout: float
+
+
+def resolve_endpoint(
+    settings: Mapping[str, Any], environ: Mapping[str, str], *, timeout: float, role: str
+) -> Endpoint:
+    """The endpoint a contract block names: ``model``, ``base_url``, ``api_key_env``.
+
+    ``base_url`` falls back to ``$OPENAI_BASE_URL``; the key is read from the variable
+    ``api_key_env`` names (``OPENAI_API_KEY`` by default). A local server accepts any
+    non-empty key. Raises ``LlmError(CONFIG)`` with a message that says what to set.
+    """
+    model = settings.get("model")
+    if not isinstance(model, str) or not model:
+        raise LlmError(FailureKind.CONFIG, f"the {role} needs `model:` in the contract")
+    key_env = settings.get("api_key_env") or DEFAULT_API_KEY_ENV
+    api_key = environ.get(str(key_env), "")
+    if not api_key:
+        raise LlmError(
+            FailureKind.CONFIG,
+            f"the {role} reads its API key from ${key_env}, which is not set; export it (any "
+            "non-empty value for a local server) or name another variable with `api_key_env:`",
+        )
+    base_url = settings.get("base_url") or environ.get(BASE_URL_ENV) or None
+    return Endpoint(model=model, base_url=base_url, api_key=api_key, timeout=timeout)
+
+
+def function_tool(
+    name: str, description: str, properties: Mapping[str, Any], required: Sequence[str]
+) -> dict[str, Any]:
+    """A Chat Completions function tool whose arguments are exactly ``properties``."""
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": description,
+            "parameters": {
+                "type": "object",
+                "properties": dict(properties),
+                "required": list(required),
+                "additionalProperties": False,
+            },
+        },
+    }
+
+
+class ChatClient:
+    """One endpoint, one model; ``complete`` is one request with no retries."""
+
+    def __init__(self, endpoint: Endpoint) -> None:
+        import openai
+
+        self.endpoint = endpoint
+        self._sdk = openai.OpenAI(
+            api_key=endpoint.api_key,
+            base_url=endpoint.base_url,
+            timeout=endpoint.timeout,
+            max_retries=0,
+        )
+
+    def complete(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        tool_choice: str | Mapping[str, Any] | None = None,
+        timeout: float | None = None,
+    ) -> ChatReply:
+        """Ask for one turn; raises :class:`LlmError` when there is no usable answer."""
+        import openai
+
+        options: dict[str, Any] = {"model": self.endpoint.model, "messages": list(messages)}
+        if tools:
+            options["tools"] = list(tools)
+        if tool_choice is not None:
+            options["tool_choice"] = tool_choice
+        if timeout is not None:
+            options["timeout"] = max(timeout, 1.0)
+        try:
+            response: Any = self._sdk.chat.completions.create(**options)
+        except openai.APIStatusError as exc:
+            raise classify_status(
+                exc.status_code, exc.response.headers, exc.body, exc.message
+            ) from exc
+        except openai.APIConnectionError as exc:
+            raise LlmError(FailureKind.PROVIDER, f"cannot reach the model endpoint: {exc}") from exc
+        except openai.OpenAIError as exc:
+            raise LlmError(
+                FailureKind.PROVIDER, f"unusable answer from the endpoint: {exc}"
+            ) from exc
+        return _reply(response)
+
+
+def _reply(response: Any) -> ChatReply:
+    choices = getattr(response, "choices", None) or []
+    if not choices:
+        raise LlmError(FailureKind.PROVIDER, "the endpoint answered without any choice")
+    message = choices[0].message
+    calls = []
+    for call in getattr(message, "tool_calls", None) or []:
+        function = getattr(call, "function", None)
+        if function is None:
+            continue
+        ident = getattr(call, "id", None) or f"call_{uuid.uuid4().hex[:12]}"
+        calls.append(ToolCallRequest(ident, function.name, function.arguments or ""))
+    usage = getattr(response, "usage", None)
+    prompt = int(getattr(usage, "prompt_tokens", 0) or 0)
+    completion = int(getattr(usage, "completion_tokens", 0) or 0)
+    total = int(getattr(usage, "total_tokens", 0) or 0) or prompt + completion
+    return ChatReply(
+        text=message.content,
+        tool_calls=tuple(calls),
+        finish_reason=choices[0].finish_reason,
+        prompt_tokens=prompt,
+        completion_tokens=completion,
+        total_tokens=total,
+    )
+
+
+def classify_status(
+    status: int,
+    headers: Mapping[str, str],
+    body: object,
+    message: str,
+    *,
+    now: datetime | None = None,
+) -> LlmError:
+    """Map an HTTP error answer onto an :class:`LlmError` (``body`` is the ``error`` object)."""
+    code = str(body.get("code") or "") if isinstance(body, Mapping) else ""
+    detail = f"HTTP {status}: {message}"
+    if status == 429:
+        limit = "usage_limit" if code == "insufficient_quota" else "rate_limit"
+        reset_at = reset_time(headers, now=now)
+        quota = QuotaSignal(kind=limit, detail=detail, reset_at=reset_at)
+        return LlmError(FailureKind.QUOTA, detail, status=status, quota=quota)
+    lowered = f"{code} {message}".lower()
+    if status == 413 or (status == 400 and any(m in lowered for m in _CONTEXT_MARKERS)):
+        return LlmError(FailureKind.CONTEXT, detail, status=status)
+    if status >= 500:
+        return LlmError(FailureKind.PROVIDER, detail, status=status)
+    if status in (401, 403, 404):
+        return LlmError(FailureKind.CONFIG, detail, status=status)
+    return LlmError(FailureKind.REQUEST, detail, status=status)
+
+
+def reset_time(headers: Mapping[str, str], *, now: datetime | None = None) -> datetime | None:
+    """When a rate limit lifts, from the answer's headers; None when they do not say.
+
+    ``retry-after-ms`` / ``retry-after`` (seconds or an HTTP date) are the server's explicit
+    instruction and win; otherwise the later of OpenAI's ``x-ratelimit-reset-requests`` and
+    ``x-ratelimit-reset-tokens`` (durations such as ``"1m30s"`` or ``"250ms"``).
+    """
+    now = now or datetime.now(UTC)
+    lowered = {name.lower(): value for name, value in headers.items()}
+    millis = _number(lowered.get("retry-after-ms"))
+    if millis is not None:
+        return now + timedelta(milliseconds=millis)
+    retry_after = lowered.get("retry-after")
+    if retry_after:
+        seconds = _number(retry_after)
+        if seconds is not None:
+            return now + timedelta(seconds=seconds)
+        try:
+            when = parsedate_to_datetime(retry_after)
+        except (TypeError, ValueError):
+            when = None
+        if when is not None:
+            return when if when.tzinfo else when.replace(tzinfo=UTC)
+    delays = [
+        _duration(lowered.get(name))
+        for name in ("x-ratelimit-reset-requests", "x-ratelimit-reset-tokens")
+    ]
+    known = [d for d in delays if d is not None]
+    return now + timedelta(seconds=max(known)) if known else None
+
+
+def _number(text: str | None) -> float | None:
+    if text is None:
+        return None
+    try:
+        value = float(text.strip())
+    except ValueError:
+        return None
+    return value if value >= 0 else None
+
+
+def _duration(text: str | None) -> float | None:
+    """``"1h2m3.5s"``, ``"20ms"`` or a bare number of seconds, in seconds."""
+    if not text:
+        return None
+    text = text.strip()
+    bare = _number(text)
+    if bare is not None:
+        return bare
+    parts = _DURATION.findall(text)
+    if not parts or "".join(n + u for n, u in parts) != text:
+        return None
+    return sum(float(n) * _UNIT_SECONDS[u] for n, u in parts)

@@ -1,0 +1,345 @@
+"""Reading a contract's YAML text and explaining what is wrong with it, line by line.
+
+A contract is written by hand, so an error that only says "invalid" wastes the author's time:
+every problem names the key path (``validators[1].on_fail``) and the line it sits on. The YAML
+node graph (``yaml.compose``) keeps the positions that the plain data loses; pydantic's error
+locations are walked through it to find them.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from typing import Any, get_args, get_origin
+
+import yaml
+from pydantic import BaseModel, ValidationError
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+Loc = tuple[int | str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ContractProblem:
+    """One thing wrong with a contract: where (key path, line) and what."""
+
+    key: str
+    message: str
+    line: int | None = None
+    column: int | None = None
+
+    def render(self) -> str:
+        where = f"line {self.line}" if self.line is not None else ""
+        if self.column is not None:
+            where += f", column {self.column}"
+        parts = [p for p in (where, self.key, self.message) if p]
+        return ": ".join(parts)
+
+
+class ContractError(ValueError):
+    """A contract that cannot be used; ``str()`` names every problem's key and line."""
+
+    def __init__(self, source: str, problems: list[ContractProblem]) -> None:
+        self.source = source
+        self.problems = tuple(problems) or (ContractProblem(key="", message="invalid contract"),)
+        first = self.problems[0]
+        self.line = first.line
+        self.key = first.key
+        if len(self.problems) == 1:
+            message = f"{source}: {first.render()}"
+        else:
+            lines = [f"  {p.render()}" for p in self.problems]
+            message = "\n".join([f"{source}: {len(self.problems)} problems", *lines])
+        super().__init__(message)
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader whose value errors (a 30th of February) carry the node's position."""
+
+    def construct_object(self, node: Node, deep: bool = False) -> Any:
+        try:
+            return super().construct_object(node, deep=deep)
+        except (ValueError, TypeError, OverflowError) as exc:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"cannot read this value: {exc}", node.start_mark
+            ) from None
+
+
+def load_mapping(text: str, source: str) -> tuple[dict[str, Any], MappingNode]:
+    """The contract's top-level mapping and its node graph, or a ContractError."""
+    loader: _Loader | None = None
+    try:
+        loader = _Loader(text)
+        root = loader.get_single_node()
+        data = loader.construct_document(root) if root is not None else None
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        problem = " ".join(p for p in (exc.context, exc.problem) if p) or "invalid YAML"
+        if not isinstance(exc, yaml.constructor.ConstructorError):
+            problem = f"YAML syntax error: {problem}"
+        raise ContractError(
+            source,
+            [
+                ContractProblem(
+                    key="",
+                    message=problem,
+                    line=mark.line + 1 if mark else 1,
+                    column=mark.column + 1 if mark else None,
+                )
+            ],
+        ) from None
+    except yaml.reader.ReaderError as exc:
+        line = text.count("\n", 0, exc.position) + 1
+        code = exc.character if isinstance(exc.character, int) else ord(exc.character)
+        message = f"the character U+{code:04X} is not allowed in YAML"
+        raise ContractError(source, [ContractProblem("", message, line=line)]) from None
+    except yaml.YAMLError as exc:
+        raise ContractError(source, [ContractProblem("", f"not YAML: {exc}", line=1)]) from None
+    except RecursionError:
+        raise ContractError(source, [ContractProblem("", "nested too deeply", line=1)]) from None
+    finally:
+        if loader is not None:
+            loader.dispose()
+    if root is None:
+        raise ContractError(source, [ContractProblem("", "the contract is empty", line=1)])
+    if not isinstance(root, MappingNode) or not isinstance(data, dict):
+        kind = {ScalarNode: "a scalar", SequenceNode: "a list"}.get(type(root), "not a mapping")
+        raise ContractError(
+            source,
+            [
+                ContractProblem(
+                    key="",
+                    message=f"the top level must be a mapping of keys (task, coder, …), not {kind}",
+                    line=root.start_mark.line + 1,
+                )
+            ],
+        )
+    duplicates = _duplicate_keys(root)
+    if duplicates:
+        raise ContractError(source, duplicates)
+    return data, root
+
+
+def _duplicate_keys(root: Node) -> list[ContractProblem]:
+    """YAML keeps the last of two equal keys silently; in a contract that hides a mistake."""
+    problems: list[ContractProblem] = []
+    seen_nodes: set[int] = set()
+    stack: list[tuple[Node, str]] = [(root, "")]
+    while stack:
+        node, path = stack.pop()
+        if id(node) in seen_nodes:
+            continue
+        seen_nodes.add(id(node))
+        if isinstance(node, MappingNode):
+            first_line: dict[str, int] = {}
+            for key_node, value_node in node.value:
+                name = str(key_node.value) if isinstance(key_node, ScalarNode) else "?"
+                key = f"{path}.{name}" if path else name
+                line = key_node.start_mark.line + 1
+                if isinstance(key_node, ScalarNode) and name in first_line:
+                    problems.append(
+                        ContractProblem(
+                            key, f"key appears twice (first on line {first_line[name]})", line
+                        )
+                    )
+                first_line.setdefault(name, line)
+                stack.append((value_node, key))
+        elif isinstance(node, SequenceNode):
+            stack.extend((item, f"{path}[{i}]") for i, item in enumerate(node.value))
+    return sorted(problems, key=lambda p: p.line or 0)
+
+
+def validation_problems(
+    exc: ValidationError, model: type[BaseModel], root: Node | None = None
+) -> list[ContractProblem]:
+    """pydantic's errors, each mapped onto the key path and line it came from."""
+    kept: list[ContractProblem] = []
+    fallback: list[ContractProblem] = []
+    for error in exc.errors(include_url=False):
+        loc: Loc = tuple(error["loc"])
+        path, line, consistent = _locate(loc, root)
+        problem = ContractProblem(
+            key=_render_path(path), message=_describe(error, path, model), line=line
+        )
+        (kept if consistent else fallback).append(problem)
+    problems = kept or fallback[:1]
+    unique = list(dict.fromkeys(problems))
+    return sorted(unique, key=lambda p: p.line or 0)
+
+
+def _is_union_tag(part: int | str) -> bool:
+    # pydantic names the union member it tried ("CoderSpec", "list[CoderSpec]"); field
+    # names are lower case and never contain brackets.
+    return isinstance(part, str) and ("[" in part or part[:1].isupper())
+
+
+def _locate(loc: Loc, root: Node | None) -> tuple[list[int | str], int | None, bool]:
+    """Walk ``loc`` through the node graph: the clean key path, its line, and whether every
+    union member named on the way matches the YAML's shape (other members' errors are noise)."""
+    node = root
+    line = root.start_mark.line + 1 if root is not None else None
+    path: list[int | str] = []
+    consistent = True
+    for index, part in enumerate(loc):
+        child: Node | None = None
+        if isinstance(node, MappingNode):
+            for key_node, value_node in node.value:
+                if isinstance(key_node, ScalarNode) and str(key_node.value) == str(part):
+                    line = key_node.start_mark.line + 1
+                    child = value_node
+                    break
+        elif (
+            isinstance(node, SequenceNode) and isinstance(part, int) and 0 <= part < len(node.value)
+        ):
+            child = node.value[part]
+            line = child.start_mark.line + 1
+        if child is None and _is_union_tag(part):
+            if node is not None:
+                wants_list = str(part).startswith("list[")
+                consistent &= isinstance(node, SequenceNode if wants_list else MappingNode)
+            continue
+        path.append(part)
+        if child is None:
+            path.extend(p for p in loc[index + 1 :] if not _is_union_tag(p))
+            break
+        node = child
+    return path, line, consistent
+
+
+def _render_path(path: list[int | str]) -> str:
+    text = ""
+    for part in path:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text
+
+
+def _describe(error: Any, path: list[int | str], model: type[BaseModel]) -> str:
+    kind = error["type"]
+    if kind == "extra_forbidden":
+        allowed = _allowed_keys(model, path[:-1])
+        hint = difflib.get_close_matches(str(path[-1]), allowed, n=1) if allowed else []
+        text = f"unknown key `{path[-1]}`"
+        if hint:
+            text += f" (did you mean `{hint[0]}`?)"
+        if allowed:
+            text += f"; allowed here: {', '.join(allowed)}"
+        return text
+    if kind == "missing":
+        return f"the required key `{path[-1]}` is missing" if path else "a required key is missing"
+    message = str(error["msg"]).removeprefix("Value error, ")
+    value = error.get("input")
+    if isinstance(value, str | int | float | bool) and kind not in (
+        "value_error",
+        "assertion_error",
+    ):
+        message += f" (got {value!r})"
+    return message
+
+
+def _allowed_keys(model: type[BaseModel], path: list[int | str]) -> list[str]:
+    """The field names of the model found at ``path`` (through lists and unions)."""
+    current: Any = model
+    for part in path:
+        if isinstance(part, int):
+            args = get_args(_member(current, want_list=True))
+            current = args[0] if args else None
+            continue
+        found = _member(current, want_list=False)
+        field = found.model_fields.get(part) if found is not None else None
+        if field is None:
+            return []
+        current = field.annotation
+    found = _member(current, want_list=False)
+    return sorted(found.model_fields) if found is not None else []
+
+
+def _member(annotation: Any, *, want_list: bool) -> Any:
+    """``annotation``, or the member of its union, that is a list (or a model class)."""
+    for candidate in (annotation, *get_args(annotation)):
+        if want_list and get_origin(candidate) is list:
+            return candidate
+        if want_list or get_origin(candidate) is not None:
+            continue
+        if isinstance(candidate, type) and issubclass(candidate, BaseModel):
+            return candidate
+    return None
+
+
+TEMPLATE = """\
+# assay dispatch contract. Every key but `task` is optional; the values shown are the defaults
+# unless the comment says otherwise. Unknown keys are errors, so a typo never goes unnoticed.
+
+# What to do, in plain words, with the check that says it is done.
+task: |
+  Describe the change. Name the test or command that must pass when it is done.
+
+# Paths and symbols the task relies on ("path" or "path::symbol"). Each is resolved against the
+# base commit before any coder runs; one that does not resolve fires
+# halt-anchor-resolution-failure.
+anchors: []
+
+# Which paths the change may touch (glob patterns). A path outside `allow`, or inside
+# `protect`, fires halt-scope-breach.
+scope:
+  allow: ["**"]
+  protect: [".github/**"]
+
+# Who writes the code: one coder, or a list cycled over the seats. Kinds: command, replay,
+# claude, codex, aider, mini, llm. `coder: claude` is short for `coder: {kind: claude}`.
+# A setting the chosen kind does not honour is reported as a warning when the run starts.
+coder:
+  kind: claude
+  model: null              # the coder's own default when null
+  timeout_seconds: 1800    # the whole process group is killed after this; its work is kept
+  max_turns: 40            # null: no turn limit of ours
+  # command: "my-agent --prompt-file {prompt_file}"   # kind command: the command line
+  # prompt_via: file       # kind command: how the prompt is passed: file | stdin | env
+  # steps: [{diff: fix.patch}, {script: "./fix.sh"}]  # kind replay: one step per attempt
+  # base_url: http://localhost:8000/v1                 # kind llm: OpenAI-compatible endpoint
+  # api_key_env: OPENAI_API_KEY                        # kind llm: variable with the key
+  # args: []               # extra arguments for CLI coders
+
+# Competing implementations per attempt, each in its own git worktree (1-16).
+seats: 1
+
+# Blind judges that rank the candidates when more than one passes validation (0-9).
+judges: 0
+
+# Checks that do not depend on the coder. kind: command (exit code 0 passes), scope, secrets,
+# judge (a model answering through a verdict schema). on_fail: block (the attempt fails and is
+# recovered) or warn (reported only). Ids are unique.
+validators:
+  - {id: tests, kind: command, run: "pytest -q", timeout_seconds: 600}
+  - {id: lint, kind: command, run: "ruff check .", on_fail: warn}
+  # - {id: review, kind: judge, model: gpt-5-mini, criteria: ["public API unchanged"]}
+
+# How validator results combine: unanimous | majority | quorum | any. Only pass counts as a
+# vote for; any block stops the wave. `threshold` is the share `quorum` needs (0-1].
+policy: unanimous
+threshold: 0.67
+
+# max_attempts: runs of this task before it is held for a human (>= 1).
+# max_recovery: recovery waves inside one run after a blocked attempt (>= 0).
+budgets:
+  max_attempts: 3
+  max_recovery: 2
+
+# Where a passing change goes: merge (into the base branch; never into a dirty checkout),
+# branch (left on assay/<run>/<seat>, status ready), pr (pushed, pull request), none.
+land: branch
+
+# Variables passed to coders and validators on top of a small allowlist (PATH, HOME, locale,
+# the coder's own credentials). Nothing else from your shell reaches them.
+env: {}
+
+# Halts the run arms. All seven canonical classes are required; add your own below them. A
+# canonical severity may be raised (warn -> block), never lowered. Severities: block, warn, log.
+halt_classes:
+  - {name: halt-anchor-resolution-failure, severity: block}
+  - {name: halt-scope-breach, severity: block}
+  - {name: halt-secret-exposure, severity: block}
+  - {name: halt-spec-contradiction, severity: block}
+  - {name: halt-irreversible-action, severity: block}
+  - {name: halt-budget-exhausted, severity: warn}
+  - {name: halt-verification-gap, severity: warn}
+"""

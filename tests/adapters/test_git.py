@@ -1,0 +1,409 @@
+"""The git adapter against real temporary repositories (no global or system git config)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from assay.adapters import git
+from assay.core.changes import FileDelta
+from assay.core.vocab import FileChangeKind, LandMode
+
+
+@pytest.fixture(autouse=True)
+def _isolated_git(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(tmp_path / "no-global-gitconfig"))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    for name in ("GIT_DIR", "GIT_WORK_TREE", "GIT_AUTHOR_NAME", "GIT_COMMITTER_NAME"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def sh(cwd: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout.strip()
+
+
+def write(path: Path, text: str | bytes) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text, encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    root.mkdir()
+    sh(root, "init", "-q", "-b", "main")
+    write(root / "keep.txt", "keep\n")
+    write(root / "edit.txt", "one\ntwo\n")
+    write(root / "gone.txt", "bye\n")
+    write(root / "old_name.txt", "a stable body\nthat is long enough\nto rename\n")
+    write(root / "run.sh", "#!/bin/sh\necho hi\n")
+    write(root / "image.bin", b"\x00\x01\x02binary")
+    write(root / ".gitignore", "*.log\nbuild/\n")
+    sh(root, "add", "-A")
+    sh(root, "commit", "-q", "-m", "base")
+    git.ensure_excluded(root)
+    return root
+
+
+def seat(repo: Path, run: str = "r1", number: int = 1) -> tuple[Path, str]:
+    path = git.seat_worktree(repo / ".assay", run, number)
+    branch = git.seat_branch(run, number)
+    git.add_worktree(repo, path, git.head_commit(repo), branch)
+    return path, branch
+
+
+def by_path(files: list[FileDelta]) -> dict[tuple[str, FileChangeKind], FileDelta]:
+    return {(f.path, f.kind): f for f in files}
+
+
+# --- the repository --------------------------------------------------------------------------
+
+
+def test_repository_queries(repo: Path) -> None:
+    (repo / "sub").mkdir()
+    assert git.repo_root(repo / "sub").resolve() == repo.resolve()
+    head = git.head_commit(repo)
+    assert len(head) == 40 and head == sh(repo, "rev-parse", "HEAD")
+    assert git.current_branch(repo) == "main"
+    assert not git.is_dirty(repo)
+    write(repo / "new.txt", "x")
+    assert git.is_dirty(repo) and not git.is_dirty(repo, untracked=False)
+    write(repo / "keep.txt", "changed\n")
+    assert git.is_dirty(repo, untracked=False)
+    sh(repo, "checkout", "-q", "--detach")
+    assert git.current_branch(repo) is None
+
+
+def test_errors_name_the_command_and_the_reason(tmp_path: Path) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    with pytest.raises(git.GitError) as info:
+        git.repo_root(plain)
+    assert "git rev-parse --show-toplevel" in str(info.value)
+    assert "not a git repository" in str(info.value)
+    sh(plain, "init", "-q")
+    with pytest.raises(git.GitError, match="no commits yet"):
+        git.head_commit(plain)
+
+
+def test_ensure_excluded_is_idempotent_and_shared_with_worktrees(repo: Path) -> None:
+    exclude = repo / ".git" / "info" / "exclude"
+    assert not git.ensure_excluded(repo)  # the fixture added it already
+    assert exclude.read_text().splitlines().count(".assay/") == 1
+    path, _ = seat(repo)
+    assert not git.ensure_excluded(path)
+    assert git.ensure_excluded(path, "scratch/")
+    assert not git.ensure_excluded(repo, "scratch/")
+    lines = exclude.read_text().splitlines()
+    assert lines.count(".assay/") == 1 and lines.count("scratch/") == 1
+    assert not (path / ".git").is_dir()  # a linked worktree has a .git file, not a directory
+
+
+def test_ensure_excluded_appends_after_a_missing_newline(repo: Path) -> None:
+    exclude = repo / ".git" / "info" / "exclude"
+    exclude.write_text("*.tmp")
+    assert git.ensure_excluded(repo)
+    assert exclude.read_text() == "*.tmp\n.assay/\n"
+
+
+# --- worktrees -------------------------------------------------------------------------------
+
+
+def test_worktree_add_and_remove(repo: Path) -> None:
+    path, branch = seat(repo, "run-7", 2)
+    assert path == repo / ".assay" / "worktrees" / "run-7" / "2"
+    assert branch == "assay/run-7/2"
+    assert (path / "keep.txt").read_text() == "keep\n"
+    assert git.current_branch(path) == branch
+    assert not git.is_dirty(repo)  # the worktree under .assay/ is excluded
+    write(path / "keep.txt", "uncommitted work\n")
+    git.remove_worktree(repo, path, branch)
+    assert not path.exists()
+    assert branch not in sh(repo, "branch", "--list")
+    assert str(path) not in sh(repo, "worktree", "list")
+    git.remove_worktree(repo, path, branch)  # already gone: no error
+
+
+def test_remove_worktree_keeps_the_branch_unless_asked(repo: Path) -> None:
+    path, branch = seat(repo)
+    git.remove_worktree(repo, path)
+    assert branch in sh(repo, "branch", "--list")
+
+
+# --- reading the change back -----------------------------------------------------------------
+
+
+def test_read_changes_sees_every_kind_of_change(repo: Path) -> None:
+    path, _ = seat(repo)
+    base = git.head_commit(repo)
+    write(path / "edit.txt", "one\nTWO\nthree\n")
+    write(path / "created.txt", "new file, never staged\n")
+    write(path / "src" / "deep" / "mod.py", "x = 1\n")
+    (path / "gone.txt").unlink()
+    (path / "old_name.txt").rename(path / "new_name.txt")
+    write(path / "image.bin", b"\x00\x01\x02changed binary")
+    write(path / "photo.png", b"\x89PNG\x00\x00\xff")
+    (path / "run.sh").chmod(0o755)
+    write(path / "debug.log", "ignored\n")
+    write(path / "build" / "out.o", "ignored\n")
+
+    changes = git.read_changes(path, base)
+    files = by_path(changes.files)
+    assert changes.base_commit == base
+    assert set(files) == {
+        ("edit.txt", FileChangeKind.MODIFIED),
+        ("created.txt", FileChangeKind.CREATED),
+        ("src/deep/mod.py", FileChangeKind.CREATED),
+        ("gone.txt", FileChangeKind.DELETED),
+        ("new_name.txt", FileChangeKind.CREATED),
+        ("old_name.txt", FileChangeKind.DELETED),
+        ("image.bin", FileChangeKind.MODIFIED),
+        ("photo.png", FileChangeKind.CREATED),
+        ("run.sh", FileChangeKind.MODIFIED),
+    }
+    edit = files["edit.txt", FileChangeKind.MODIFIED]
+    assert (edit.added_lines, edit.removed_lines, edit.binary) == (2, 1, False)
+    renamed = files["new_name.txt", FileChangeKind.CREATED]
+    assert renamed.renamed_from == "old_name.txt"
+    assert files["created.txt", FileChangeKind.CREATED].renamed_from is None
+    created = files["created.txt", FileChangeKind.CREATED]
+    assert (created.old_mode, created.new_mode, created.added_lines) == (None, "100644", 1)
+    assert files["gone.txt", FileChangeKind.DELETED].new_mode is None
+    assert files["image.bin", FileChangeKind.MODIFIED].binary
+    assert files["photo.png", FileChangeKind.CREATED].binary
+    mode = files["run.sh", FileChangeKind.MODIFIED]
+    assert (mode.old_mode, mode.new_mode, mode.mode_changed) == ("100644", "100755", True)
+    assert not edit.mode_changed
+    assert "debug.log" not in changes.paths and "build/out.o" not in changes.paths
+    assert "Binary files a/image.bin and b/image.bin differ" in changes.diff
+    assert "GIT binary patch" not in changes.diff
+    assert "+TWO" in changes.diff and "new mode 100755" in changes.diff
+    assert "rename from old_name.txt" in changes.diff
+    assert "TWO" in changes.added_text() and "one" not in changes.added_text()
+
+
+def test_read_changes_of_an_untouched_worktree_is_empty(repo: Path) -> None:
+    path, _ = seat(repo)
+    changes = git.read_changes(path, git.head_commit(repo))
+    assert changes.empty and changes.diff == ""
+
+
+def test_read_changes_includes_commits_the_coder_made(repo: Path) -> None:
+    path, _ = seat(repo)
+    base = git.head_commit(repo)
+    write(path / "committed.txt", "by the coder\n")
+    sh(path, "add", "committed.txt")
+    sh(path, "commit", "-q", "-m", "coder commit")
+    write(path / "later.txt", "not committed\n")
+    assert git.read_changes(path, base).paths == ["committed.txt", "later.txt"]
+
+
+def test_a_stale_index_lock_left_by_a_killed_coder_is_cleared(repo: Path) -> None:
+    path, _ = seat(repo)
+    write(path / "feature.txt", "feature\n")
+    lock = Path(sh(path, "rev-parse", "--absolute-git-dir")) / "index.lock"
+    lock.write_bytes(b"")
+    assert git.read_changes(path, git.head_commit(repo)).paths == ["feature.txt"]
+    assert not lock.exists()
+
+
+def test_paths_with_spaces_and_unicode(repo: Path) -> None:
+    path, _ = seat(repo)
+    write(path / "dir with space" / "naïve file.txt", "x\n")
+    changes = git.read_changes(path, git.head_commit(repo))
+    assert changes.paths == ["dir with space/naïve file.txt"]
+
+
+def test_commit_all(repo: Path) -> None:
+    path, branch = seat(repo)
+    assert git.commit_all(path, "nothing") is None
+    write(path / "feature.txt", "feature\n")
+    commit = git.commit_all(path, "assay: seat 1")
+    assert commit is not None and commit == sh(repo, "rev-parse", branch)
+    assert sh(repo, "log", "-1", "--format=%an <%ae>|%s", commit) == (
+        "assay <assay@localhost>|assay: seat 1"
+    )
+    assert git.commit_all(path, "again") is None
+
+
+# --- landing ---------------------------------------------------------------------------------
+
+
+def candidate(repo: Path, files: dict[str, str], run: str = "r1") -> str:
+    path, branch = seat(repo, run)
+    for name, text in files.items():
+        write(path / name, text)
+    assert git.commit_all(path, f"assay: {run}") is not None
+    return branch
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    """Every file outside .git and .assay, byte for byte."""
+    found: dict[str, bytes] = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if d not in (".git", ".assay")]
+        for name in filenames:
+            full = Path(dirpath) / name
+            found[str(full.relative_to(root))] = full.read_bytes()
+    return found
+
+
+def test_merge_into_a_clean_checked_out_branch(repo: Path) -> None:
+    branch = candidate(repo, {"feature.txt": "feature\n"})
+    base = git.head_commit(repo)
+    commit = git.land_merge(repo, branch, "main")
+    assert git.head_commit(repo) == commit
+    assert sh(repo, "rev-parse", f"{commit}^1", f"{commit}^2").split() == [
+        base,
+        sh(repo, "rev-parse", branch),
+    ]
+    assert (repo / "feature.txt").read_text() == "feature\n"
+    assert not git.is_dirty(repo)
+    assert git.land_merge(repo, branch, "main") == commit  # already merged: nothing to do
+
+
+def test_merge_into_a_branch_that_is_not_checked_out(repo: Path) -> None:
+    branch = candidate(repo, {"feature.txt": "feature\n"})
+    sh(repo, "checkout", "-q", "-b", "elsewhere")
+    write(repo / "keep.txt", "the user's dirty edit\n")
+    write(repo / "scratch.txt", "untracked\n")
+    before = snapshot(repo)
+    old_main = sh(repo, "rev-parse", "main")
+    landed = git.land(repo, LandMode.MERGE, branch=branch, into_branch="main")
+    assert landed.branch == "main" and landed.commit == sh(repo, "rev-parse", "main")
+    assert landed.commit != old_main
+    assert sh(repo, "show", "main:feature.txt") == "feature"
+    assert snapshot(repo) == before
+    assert git.current_branch(repo) == "elsewhere"
+
+
+def test_a_dirty_checkout_is_never_touched(repo: Path) -> None:
+    branch = candidate(repo, {"feature.txt": "feature\n", "keep.txt": "seat\n"})
+    write(repo / "edit.txt", "the user's unsaved work\n")
+    write(repo / "notes.txt", "untracked notes\n")
+    sh(repo, "add", "notes.txt")
+    write(repo / "notes.txt", "untracked notes, edited again\n")
+    before = snapshot(repo)
+    old_main = sh(repo, "rev-parse", "main")
+    index = (repo / ".git" / "index").read_bytes()
+    with pytest.raises(git.LandRefused) as info:
+        git.land_merge(repo, branch, "main")
+    assert "uncommitted changes" in str(info.value)
+    assert set(info.value.paths) == {"edit.txt", "notes.txt"}
+    assert snapshot(repo) == before
+    assert (repo / ".git" / "index").read_bytes() == index
+    assert sh(repo, "rev-parse", "main") == old_main
+    assert sh(repo, "rev-parse", branch)  # the candidate is left for a human
+
+
+def test_an_untracked_file_in_the_way_refuses_the_merge(repo: Path) -> None:
+    branch = candidate(repo, {"feature.txt": "feature\n"})
+    write(repo / "feature.txt", "the user's own untracked file\n")
+    old_main = sh(repo, "rev-parse", "main")
+    with pytest.raises(git.LandRefused) as info:
+        git.land_merge(repo, branch, "main")
+    assert info.value.paths == ("feature.txt",)
+    assert (repo / "feature.txt").read_text() == "the user's own untracked file\n"
+    assert sh(repo, "rev-parse", "main") == old_main
+
+
+def test_an_unrelated_untracked_file_does_not_block_the_merge(repo: Path) -> None:
+    branch = candidate(repo, {"feature.txt": "feature\n"})
+    write(repo / "scratch.txt", "mine\n")
+    git.land_merge(repo, branch, "main")
+    assert (repo / "feature.txt").exists()
+    assert (repo / "scratch.txt").read_text() == "mine\n"
+
+
+@pytest.mark.parametrize("checked_out", [True, False])
+def test_a_conflict_is_refused_and_nothing_changes(repo: Path, checked_out: bool) -> None:
+    branch = candidate(repo, {"edit.txt": "seat version\n", "feature.txt": "f\n"})
+    write(repo / "edit.txt", "main version\n")
+    sh(repo, "commit", "-q", "-am", "main moved on")
+    if not checked_out:
+        sh(repo, "checkout", "-q", "-b", "elsewhere")
+    before = snapshot(repo)
+    old_main = sh(repo, "rev-parse", "main")
+    with pytest.raises(git.LandRefused) as info:
+        git.land_merge(repo, branch, "main")
+    assert "conflicts" in str(info.value) and info.value.paths == ("edit.txt",)
+    assert sh(repo, "rev-parse", "main") == old_main
+    assert snapshot(repo) == before
+    assert not git.is_dirty(repo)
+    assert not (repo / ".git" / "MERGE_HEAD").exists()
+
+
+def test_a_branch_that_moves_during_the_merge_is_not_overwritten(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    branch = candidate(repo, {"feature.txt": "feature\n"})
+    sh(repo, "checkout", "-q", "-b", "elsewhere")
+    real_run = git._run
+
+    def racing_run(cwd: Path, *args: str, ok: tuple[int, ...] = (0,)) -> object:
+        if args[:1] == ("update-ref",):  # someone commits to main just before we move it
+            sh(repo, "commit", "-q", "--allow-empty", "-m", "x")
+            sh(repo, "branch", "-f", "main", "elsewhere")
+        return real_run(cwd, *args, ok=ok)
+
+    monkeypatch.setattr(git, "_run", racing_run)
+    with pytest.raises(git.LandRefused, match="moved"):
+        git.land_merge(repo, branch, "main")
+    assert sh(repo, "rev-parse", "main") == sh(repo, "rev-parse", "elsewhere")
+
+
+def test_merge_after_the_base_branch_moved_without_conflict(repo: Path) -> None:
+    branch = candidate(repo, {"feature.txt": "feature\n"})
+    write(repo / "keep.txt", "main moved\n")
+    sh(repo, "commit", "-q", "-am", "main moved on")
+    git.land_merge(repo, branch, "main")
+    assert (repo / "keep.txt").read_text() == "main moved\n"
+    assert (repo / "feature.txt").read_text() == "feature\n"
+
+
+def test_land_branch_and_none(repo: Path) -> None:
+    branch = candidate(repo, {"feature.txt": "feature\n"})
+    old_main = sh(repo, "rev-parse", "main")
+    landed = git.land(repo, LandMode.BRANCH, branch=branch, into_branch="main")
+    assert (landed.branch, landed.commit) == (branch, sh(repo, "rev-parse", branch))
+    assert git.land(repo, LandMode.NONE, branch=branch, into_branch="main") == git.Landed(
+        LandMode.NONE
+    )
+    assert sh(repo, "rev-parse", "main") == old_main
+    with pytest.raises(git.GitError, match="no branch"):
+        git.land_branch(repo, "assay/missing/1")
+    with pytest.raises(git.LandRefused, match="detached"):
+        git.land(repo, LandMode.MERGE, branch=branch, into_branch=None)
+
+
+def test_push_branch_to_a_remote(repo: Path, tmp_path: Path) -> None:
+    remote = tmp_path / "remote.git"
+    sh(tmp_path, "init", "-q", "--bare", str(remote))
+    sh(repo, "remote", "add", "origin", str(remote))
+    branch = candidate(repo, {"feature.txt": "feature\n"})
+    git.push_branch(repo, branch)
+    assert sh(remote, "rev-parse", branch) == sh(repo, "rev-parse", branch)
+
+
+def test_user_hooks_do_not_run(repo: Path) -> None:
+    hook = write(repo / ".git" / "hooks" / "pre-commit", "#!/bin/sh\nexit 1\n")
+    hook.chmod(0o755)
+    write(repo / ".git" / "hooks" / "post-checkout", "#!/bin/sh\ntouch HOOK_RAN\n").chmod(0o755)
+    path, _ = seat(repo)
+    write(path / "feature.txt", "feature\n")
+    assert git.commit_all(path, "despite the hook") is not None
+    assert not (path / "HOOK_RAN").exists()

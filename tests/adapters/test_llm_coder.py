@@ -1,0 +1,278 @@
+"""The ``llm`` coder's tool loop, against the scripted model server over real HTTP."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support.model_server import ModelServer, ToolCall, Turn
+
+from assay.adapters.coders.base import DispatchRequest, DispatchResult
+from assay.adapters.coders.llm import LlmCoder, PathRefused, confine
+from assay.adapters.store import halt_ops
+from assay.core.contract import canonical_halt_classes
+from assay.core.vocab import FileChangeKind, StopReason
+
+
+@pytest.fixture
+def worktree(tmp_path: Path) -> Path:
+    root = tmp_path / "wt"
+    (root / "src").mkdir(parents=True)
+    (root / "src" / "greet.py").write_text("def greet():\n    return 'hi'\n")
+    (root / ".git").write_text("gitdir: elsewhere\n")
+    return root
+
+
+def make_request(
+    server: ModelServer, worktree: Path, *, max_turns: int | None = 10, **settings: Any
+) -> DispatchRequest:
+    base = worktree.parent
+    return DispatchRequest(
+        worktree=worktree,
+        prompt="Create hello.txt saying hello.",
+        dispatch_id="d-1",
+        attempt=1,
+        seat=1,
+        halt_state_dir=base / "halts",
+        report_path=base / "report.json",
+        log_dir=base / "logs",
+        env={"PATH": os.environ["PATH"], "LOCAL_KEY": "anything"},
+        settings={
+            "kind": "llm",
+            "model": "scripted-model",
+            "base_url": server.base_url,
+            "api_key_env": "LOCAL_KEY",
+            **settings,
+        },
+        timeout_seconds=30,
+        max_turns=max_turns,
+        validator_commands={"check": "test -f hello.txt && cat hello.txt"},
+    )
+
+
+def dispatch(server: ModelServer, worktree: Path, **kw: Any) -> DispatchResult:
+    return LlmCoder().dispatch(make_request(server, worktree, **kw))
+
+
+def tool_results(server: ModelServer) -> list[str]:
+    """The tool results the coder sent back, in order, from the recorded requests."""
+    last = server.completions[-1].messages
+    return [m["content"] for m in last if m["role"] == "tool"]
+
+
+def test_solves_a_scripted_task(model_server: ModelServer, worktree: Path) -> None:
+    model_server.script(
+        Turn.call("list_files", {"path": "."}),
+        Turn.call("write_file", {"path": "hello.txt", "content": "hello\n"}),
+        Turn.calls(
+            ToolCall("replace", {"path": "src/greet.py", "old": "'hi'", "new": "'hello'"}),
+            ToolCall("run_validator", {"id": "check"}),
+        ),
+        Turn.call("finish", {"summary": "wrote hello.txt"}),
+    )
+    result = dispatch(model_server, worktree)
+
+    assert (worktree / "hello.txt").read_text() == "hello\n"
+    assert "'hello'" in (worktree / "src" / "greet.py").read_text()
+    assert result.stop_reason is StopReason.COMPLETED
+    assert result.exit_code == 0
+    assert (result.turns_used, result.tokens_used) == (4, 4 * 120)
+    report = result.report
+    assert report is not None
+    assert report.summary == "wrote hello.txt"
+    assert report.stop_reason is StopReason.COMPLETED
+    assert [(f.path, f.kind) for f in report.files or []] == [
+        ("hello.txt", FileChangeKind.CREATED),
+        ("src/greet.py", FileChangeKind.MODIFIED),
+    ]
+    listing, wrote, replaced, validated = tool_results(model_server)
+    assert listing.splitlines() == ["src/greet.py"]  # .git is not listed
+    assert wrote.startswith("wrote 6 characters")
+    assert replaced.startswith("replaced 1 occurrence")
+    assert validated.splitlines() == ["exit code: 0", "hello"]
+    first = model_server.completions[0].body
+    assert {t["function"]["name"] for t in first["tools"]} >= {"write_file", "finish"}
+    assert "check: test -f hello.txt" in first["messages"][0]["content"]
+    assert json.loads((worktree.parent / "report.json").read_text())["summary"] == "wrote hello.txt"
+    assert result.log_path is not None
+    events = [json.loads(line)["event"] for line in result.log_path.read_text().splitlines()]
+    assert events[0] == "start"
+    assert events[-1] == "end"
+
+
+def test_paths_outside_the_worktree_are_refused(
+    model_server: ModelServer, worktree: Path, tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("s3cret")
+    (worktree / "link").symlink_to(outside)
+    (worktree / "to-secret").symlink_to(outside / "secret.txt")
+    attempts = [
+        ("write_file", {"path": "../escaped.txt", "content": "x"}),
+        ("write_file", {"path": str(tmp_path / "abs.txt"), "content": "x"}),
+        ("write_file", {"path": "link/planted.txt", "content": "x"}),
+        ("read_file", {"path": "to-secret"}),
+        ("read_file", {"path": "src/../../outside/secret.txt"}),
+        ("write_file", {"path": ".git/config", "content": "x"}),
+    ]
+    model_server.script(
+        Turn.calls(*(ToolCall(name, args) for name, args in attempts)),
+        Turn.call("finish", {"summary": "tried"}),
+    )
+    result = dispatch(model_server, worktree)
+
+    assert result.stop_reason is StopReason.COMPLETED
+    results = tool_results(model_server)
+    assert len(results) == len(attempts)
+    assert all(r.startswith("error: refused") for r in results), results
+    assert not any("s3cret" in r for r in results)
+    assert not (tmp_path / "escaped.txt").exists()
+    assert not (tmp_path / "abs.txt").exists()
+    assert sorted(p.name for p in outside.iterdir()) == ["secret.txt"]
+    assert result.report is not None
+    assert result.report.files == []
+
+
+def test_confine_allows_inner_dot_dot_and_refuses_escapes(worktree: Path) -> None:
+    assert confine(worktree, "src/../new.txt") == worktree.resolve() / "new.txt"
+    for bad in ("", "..", "../x", "/etc/passwd", "src/../../x"):
+        with pytest.raises(PathRefused):
+            confine(worktree, bad)
+
+
+def test_file_tools_report_errors_to_the_model(model_server: ModelServer, worktree: Path) -> None:
+    (worktree / "twice.txt").write_text("a a\n")
+    model_server.script(
+        Turn.calls(
+            ToolCall("replace", {"path": "twice.txt", "old": "a", "new": "b"}),
+            ToolCall("replace", {"path": "twice.txt", "old": "zzz", "new": "b"}),
+            ToolCall("read_file", {"path": "missing.txt"}),
+            ToolCall("run_validator", {"id": "nope"}),
+            ToolCall("no_such_tool", {}),
+            ToolCall("write_file", "{not json"),
+            ToolCall("write_file", {"path": "x.txt"}),
+        ),
+        Turn.call("finish", {"summary": "done"}),
+    )
+    dispatch(model_server, worktree)
+    results = tool_results(model_server)
+    assert "found 2 times" in results[0]
+    assert "not found" in results[1]
+    assert all(r.startswith("error:") for r in results), results
+    assert (worktree / "twice.txt").read_text() == "a a\n"
+    assert not (worktree / "x.txt").exists()
+
+
+def test_max_turns_stops_on_the_turn_budget(model_server: ModelServer, worktree: Path) -> None:
+    model_server.script(*(Turn.call("list_files", {"path": "."}) for _ in range(3)))
+    result = dispatch(model_server, worktree, max_turns=2)
+    assert result.stop_reason is StopReason.TURN_BUDGET
+    assert result.turns_used == 2
+    assert model_server.remaining == 1
+    assert result.report is not None
+    assert result.report.turns_available == 2
+
+
+def test_a_text_reply_is_nudged_back_to_the_tools(
+    model_server: ModelServer, worktree: Path
+) -> None:
+    model_server.script(Turn.reply("I am done."), Turn.call("finish", {"summary": "ok"}))
+    result = dispatch(model_server, worktree)
+    assert result.stop_reason is StopReason.COMPLETED
+    assert result.turns_used == 2
+    assert "finish" in model_server.completions[1].messages[-1]["content"]
+
+
+def test_a_rate_limit_is_a_provider_fault_with_its_reset_time(
+    model_server: ModelServer, worktree: Path
+) -> None:
+    model_server.script(
+        Turn.call("write_file", {"path": "hello.txt", "content": "hi"}),
+        Turn.rate_limited(retry_after=7, reset="7s"),
+    )
+    before = datetime.now(UTC)
+    result = dispatch(model_server, worktree)
+    assert result.stop_reason is StopReason.PROVIDER_FAULT
+    assert result.provider_fault
+    assert result.exit_code == 1
+    assert result.quota is not None
+    assert result.quota.kind == "rate_limit"
+    assert result.quota.reset_at is not None
+    assert before + timedelta(seconds=6) < result.quota.reset_at < before + timedelta(seconds=9)
+    assert result.turns_used == 1
+    assert (worktree / "hello.txt").exists()  # what was written is kept
+
+
+def test_a_server_error_is_a_provider_fault_without_quota(
+    model_server: ModelServer, worktree: Path
+) -> None:
+    model_server.script(Turn.server_error())
+    result = dispatch(model_server, worktree)
+    assert result.stop_reason is StopReason.PROVIDER_FAULT
+    assert result.quota is None
+    assert result.error is not None
+    assert "500" in result.error
+
+
+def test_a_context_overflow_stops_on_the_context_budget(
+    model_server: ModelServer, worktree: Path
+) -> None:
+    model_server.script(Turn.call("list_files", {"path": "."}), Turn.context_exceeded())
+    result = dispatch(model_server, worktree)
+    assert result.stop_reason is StopReason.CONTEXT_BUDGET
+    assert result.quota is None
+    assert result.turns_used == 1
+
+
+def test_fire_halt_fires_in_the_dispatch_state_file(
+    model_server: ModelServer, worktree: Path, tmp_path: Path
+) -> None:
+    contract = tmp_path / "contract.yaml"
+    halts = "".join(
+        f"  - {{name: {h.name}, severity: {h.severity.value}}}\n" for h in canonical_halt_classes()
+    )
+    contract.write_text(f"task: t\nhalt_classes:\n{halts}")
+    _, code = halt_ops.arm(contract, "d-1", tmp_path / "halts")
+    assert code == 0
+    model_server.script(
+        Turn.call(
+            "fire_halt", {"name": "halt-spec-contradiction", "evidence": "asks for a and not a"}
+        ),
+        Turn.call("finish", {"summary": "halted"}),
+    )
+    dispatch(model_server, worktree)
+    state = json.loads((tmp_path / "halts" / "d-1.json").read_text())
+    [halt] = [h for h in state["halts"] if h["name"] == "halt-spec-contradiction"]
+    assert halt["lifecycle"] == "FIRED"
+    assert json.loads(tool_results(model_server)[0])["fired"] is True
+
+
+def test_a_missing_key_is_an_environment_error(model_server: ModelServer, worktree: Path) -> None:
+    result = dispatch(model_server, worktree, api_key_env="ASSAY_TEST_UNSET_KEY")
+    assert result.environment_error is not None
+    assert "ASSAY_TEST_UNSET_KEY" in result.environment_error
+    assert model_server.requests == []
+
+
+def test_honoured_settings_cover_the_endpoint_settings() -> None:
+    assert {"model", "base_url", "api_key_env", "max_turns"} <= LlmCoder.honoured_settings
+    assert "command" not in LlmCoder.honoured_settings
+
+
+def test_the_wall_clock_budget_ends_a_slow_dispatch(
+    model_server: ModelServer, worktree: Path
+) -> None:
+    model_server.script(Turn(text="late", delay_seconds=1.5))
+    request = make_request(model_server, worktree)
+    slow = dataclasses.replace(request, timeout_seconds=0.5)
+    result = LlmCoder().dispatch(slow)
+    assert result.timed_out is True
+    assert result.exit_code is None
+    assert result.stop_reason is None
+    assert result.quota is None

@@ -1,0 +1,375 @@
+"""The dispatch contract: parsing from YAML text, errors with key and line, the template, flags."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from assay.core.contract import (
+    CoderSpec,
+    Contract,
+    ContractError,
+    HaltClass,
+    contract_from_flags,
+    contract_template,
+    contract_to_yaml,
+    parse_contract,
+)
+from assay.core.halts import CANONICAL_HALTS
+from assay.core.vocab import CoderKind, HaltSeverity, LandMode, OnFail, PolicyMode
+
+SEVEN = {name.value: sev for name, sev in CANONICAL_HALTS.items()}
+
+
+def halts_yaml(overrides: dict[str, str] | None = None, extra: str = "") -> str:
+    severities = {name: sev.value for name, sev in SEVEN.items()} | (overrides or {})
+    lines = [f"  - {{name: {name}, severity: {sev}}}\n" for name, sev in severities.items()]
+    return "halt_classes:\n" + "".join(lines) + extra
+
+
+def refused(text: str) -> ContractError:
+    with pytest.raises(ContractError) as info:
+        parse_contract(text, "c.yaml")
+    error = info.value
+    assert str(error).startswith("c.yaml"), error
+    assert error.line is not None
+    return error
+
+
+def assert_names(error: ContractError, key: str, line: int) -> None:
+    assert (error.key, error.line) == (key, line), str(error)
+    assert key in str(error) and f"line {line}" in str(error), str(error)
+
+
+# --- parsing -------------------------------------------------------------------------------
+
+
+def test_the_design_example_parses() -> None:
+    text = """\
+task: |
+  Make slugify() keep digits; tests/test_slug.py::test_digits must pass.
+anchors: [src/slug.py, "src/slug.py::slugify"]
+scope: {allow: ["src/**", "tests/**"], protect: [".github/**"]}
+coder: {kind: claude, model: claude-sonnet-4-5, timeout_seconds: 1800, max_turns: 40}
+seats: 1
+judges: 0
+validators:
+  - {id: tests, kind: command, run: "pytest -q"}
+  - {id: lint, kind: command, run: "ruff check .", on_fail: warn}
+  - {id: review, kind: judge, model: gpt-5-mini, criteria: ["public API unchanged"]}
+policy: unanimous
+budgets: {max_attempts: 3, max_recovery: 2}
+land: branch
+"""
+    contract = parse_contract(text + halts_yaml())
+    assert contract.task.startswith("Make slugify()")
+    assert contract.anchors == ["src/slug.py", "src/slug.py::slugify"]
+    assert contract.coder_for_seat(1).kind is CoderKind.CLAUDE
+    assert contract.coder_for_seat(1).max_turns == 40
+    assert [v.id for v in contract.validators] == ["tests", "lint", "review"]
+    assert contract.validators[1].on_fail is OnFail.WARN
+    assert contract.land is LandMode.BRANCH
+    assert contract.scope.protect == [".github/**"]
+
+
+def test_a_minimal_contract_gets_the_defaults_and_the_seven_halts() -> None:
+    contract = parse_contract("task: fix it\n")
+    assert {h.name: h.severity for h in contract.halt_classes} == SEVEN
+    assert contract.seats == 1 and contract.land is LandMode.BRANCH
+    assert contract.policy is PolicyMode.UNANIMOUS
+    assert contract.halt_document()["halt_classes"][0] == {
+        "name": "halt-anchor-resolution-failure",
+        "severity": "block",
+    }
+
+
+def test_coder_shorthand_and_lists_cycle_over_seats() -> None:
+    assert parse_contract("task: x\ncoder: codex\n").coder_for_seat(1).kind is CoderKind.CODEX
+    contract = parse_contract("task: x\nseats: 3\ncoder: [claude, {kind: aider}]\n")
+    kinds = [contract.coder_for_seat(seat).kind for seat in (1, 2, 3)]
+    assert kinds == [CoderKind.CLAUDE, CoderKind.AIDER, CoderKind.CLAUDE]
+
+
+def test_halts_may_be_added_and_raised() -> None:
+    text = "task: x\n" + halts_yaml(
+        {"halt-verification-gap": "block"}, extra="  - {name: halt-own, severity: log}\n"
+    )
+    contract = parse_contract(text)
+    by_name = {h.name: h.severity for h in contract.halt_classes}
+    assert by_name["halt-verification-gap"] is HaltSeverity.BLOCK
+    assert by_name["halt-own"] is HaltSeverity.LOG
+    assert len(by_name) == 8
+
+
+# --- errors name the key and the line -------------------------------------------------------
+
+
+def test_unknown_top_level_key() -> None:
+    error = refused("task: x\nseats: 2\nlnad: merge\n")
+    assert_names(error, "lnad", 3)
+    assert "unknown key `lnad`" in str(error) and "did you mean `land`" in str(error)
+
+
+def test_unknown_nested_key_in_a_list_item() -> None:
+    text = "task: x\nvalidators:\n  - id: a\n    run: b\n  - id: c\n    run: d\n    on_fial: warn\n"
+    error = refused(text)
+    assert_names(error, "validators[1].on_fial", 7)
+    assert "on_fail" in str(error)
+
+
+def test_bad_enum_value_in_a_flow_mapping() -> None:
+    text = "task: x\nvalidators:\n  - {id: a, run: b}\n  - {id: c, run: d, on_fail: explode}\n"
+    error = refused(text)
+    assert_names(error, "validators[1].on_fail", 4)
+    assert "'explode'" in str(error)
+
+
+def test_bad_coder_setting_reports_only_the_matching_shape() -> None:
+    error = refused("task: x\ncoder:\n  kind: claude\n  max_turn: 3\n")
+    assert_names(error, "coder.max_turn", 4)
+    assert len(error.problems) == 1  # not the list[CoderSpec] branch's noise
+    error = refused("task: x\ncoder:\n  - kind: claude\n  - kind: nope\n")
+    assert_names(error, "coder[1].kind", 4)
+    assert len(error.problems) == 1
+
+
+def test_nested_mapping_value() -> None:
+    assert_names(refused("task: x\nbudgets:\n  max_attempts: 0\n"), "budgets.max_attempts", 3)
+    assert_names(refused("task: x\nenv:\n  PORT: 8080\n"), "env.PORT", 3)
+    assert_names(refused("task: x\nscope:\n  allw: []\n"), "scope.allw", 3)
+
+
+def test_missing_task_points_at_the_top() -> None:
+    error = refused("\n\nseats: 2\n")
+    assert error.key == "task" and "missing" in str(error)
+    assert error.line == 3  # the mapping starts on line 3
+
+
+def test_blank_task_is_refused() -> None:
+    assert_names(refused("seats: 1\ntask: '   '\n"), "task", 2)
+
+
+def test_command_validator_without_run() -> None:
+    error = refused("task: x\nvalidators:\n  - id: t\n    kind: command\n")
+    assert_names(error, "validators[0]", 3)
+    assert "needs `run`" in str(error)
+
+
+def test_duplicate_validator_ids() -> None:
+    error = refused("task: x\nvalidators:\n  - {id: t, run: a}\n  - {id: t, run: b}\n")
+    assert_names(error, "validators", 2)
+    assert "used twice" in str(error)
+
+
+def test_several_problems_are_all_reported_in_line_order() -> None:
+    error = refused("task: x\nseats: 0\njudges: -1\nland: sideways\n")
+    assert [(p.key, p.line) for p in error.problems] == [
+        ("seats", 2),
+        ("judges", 3),
+        ("land", 4),
+    ]
+    assert "3 problems" in str(error)
+
+
+def test_duplicate_keys_are_refused() -> None:
+    error = refused("task: x\nseats: 1\ncoder:\n  kind: claude\n  kind: codex\n")
+    assert_names(error, "coder.kind", 5)
+    assert "first on line 4" in str(error)
+
+
+def test_yaml_syntax_error_gives_line_and_column() -> None:
+    error = refused("task: x\nvalidators: [\n  {id: a\nseats: 1\n")
+    assert error.line is not None and error.line >= 3
+    assert "YAML syntax error" in str(error) and "column" in str(error)
+    error = refused("task: x\n  bad: [\n")
+    assert error.line == 2 and error.problems[0].column == 6
+
+
+def test_a_value_yaml_cannot_construct_names_its_line() -> None:
+    error = refused("task: x\nenv:\n  A: 2020-02-30\n")
+    assert error.line == 3 and "day is out of range" in str(error)
+
+
+@pytest.mark.parametrize(
+    ("text", "shape"),
+    [("- a\n- b\n", "a list"), ("just words\n", "a scalar"), ("", "empty"), ("# c\n", "empty")],
+)
+def test_top_level_must_be_a_mapping(text: str, shape: str) -> None:
+    error = refused(text)
+    assert shape in str(error) and error.line == 1
+
+
+# --- halt classes ---------------------------------------------------------------------------
+
+
+def test_a_lowered_canonical_severity_is_refused_on_its_line() -> None:
+    error = refused("task: x\n" + halts_yaml({"halt-scope-breach": "warn"}))
+    assert_names(error, "halt_classes[1]", 4)
+    assert "never lowered" in str(error)
+    error = refused("task: x\n" + halts_yaml({"halt-budget-exhausted": "log"}))
+    assert_names(error, "halt_classes[5]", 8)
+
+
+def test_a_missing_canonical_halt_is_refused() -> None:
+    text = "task: x\nhalt_classes:\n  - {name: halt-scope-breach, severity: block}\n"
+    error = refused(text)
+    assert_names(error, "halt_classes", 2)
+    assert "halt-secret-exposure" in str(error)
+    assert_names(refused("task: x\nhalt_classes: []\n"), "halt_classes", 2)
+
+
+def test_a_halt_listed_twice_is_refused() -> None:
+    extra = "  - {name: halt-scope-breach, severity: block}\n"
+    assert "twice" in str(refused("task: x\n" + halts_yaml(extra=extra)))
+
+
+def test_halt_class_model_enforces_the_floor() -> None:
+    with pytest.raises(ValueError, match="never lowered"):
+        HaltClass(name="halt-secret-exposure", severity=HaltSeverity.LOG)
+    assert HaltClass(name="halt-own", severity=HaltSeverity.LOG).severity is HaltSeverity.LOG
+
+
+# --- template and YAML output ---------------------------------------------------------------
+
+
+def test_the_template_parses_and_explains_every_key() -> None:
+    text = contract_template()
+    contract = parse_contract(text, "template")
+    assert {h.name: h.severity for h in contract.halt_classes} == SEVEN
+    data = yaml.safe_load(text)
+    assert set(data) == set(Contract.model_fields)
+    lines = text.splitlines()
+    top_level = [i for i, ln in enumerate(lines) if ln[:1].isalpha()]
+    for key in Contract.model_fields:
+        at = next(i for i in top_level if lines[i].startswith(f"{key}:"))
+        above = at - 1
+        while above in top_level:  # keys that share one comment (policy, threshold)
+            above -= 1
+        assert lines[above].startswith("#"), f"{key} has no comment above it"
+        comment = []
+        while above >= 0 and lines[above].startswith("#"):
+            comment.append(lines[above])
+            above -= 1
+        assert at - 1 not in top_level or key in " ".join(comment), key
+    for key in CoderSpec.model_fields:
+        assert f"{key}:" in text, f"coder setting {key} is not explained"
+
+
+def test_contract_to_yaml_round_trips() -> None:
+    contract = parse_contract(contract_template())
+    assert parse_contract(contract_to_yaml(contract)) == contract
+    built = contract_from_flags("do: it\n", coder="claude:m", validators=["pytest -q"])
+    assert parse_contract(contract_to_yaml(built)) == built
+
+
+# --- built from flags -----------------------------------------------------------------------
+
+
+def test_contract_from_flags() -> None:
+    contract = contract_from_flags(
+        "Fix the bug",
+        coder_command="./agent.sh {prompt_file}",
+        validators=["pytest -q", "lint=ruff check .", "FOO=1 make test"],
+        land="merge",
+        seats=2,
+        judges=1,
+        max_attempts=4,
+        max_recovery=1,
+        policy=PolicyMode.MAJORITY,
+        scope_allow=["src/**"],
+        scope_protect=["secrets/**"],
+    )
+    spec = contract.coder_for_seat(1)
+    assert spec.kind is CoderKind.COMMAND and spec.command == "./agent.sh {prompt_file}"
+    assert [(v.id, v.run) for v in contract.validators] == [
+        ("v1", "pytest -q"),
+        ("lint", "ruff check ."),
+        ("v3", "FOO=1 make test"),
+    ]
+    assert contract.land is LandMode.MERGE and contract.policy is PolicyMode.MAJORITY
+    assert (contract.seats, contract.judges) == (2, 1)
+    assert (contract.budgets.max_attempts, contract.budgets.max_recovery) == (4, 1)
+    assert contract.scope.allow == ["src/**"] and contract.scope.protect == ["secrets/**"]
+    assert {h.name: h.severity for h in contract.halt_classes} == SEVEN
+
+
+def test_contract_from_flags_defaults_and_coder_model() -> None:
+    contract = contract_from_flags("Fix it")
+    assert contract_from_flags("Fix it", validators=None, scope_allow=None) == contract
+    assert contract.coder_for_seat(1).kind is CoderKind.CLAUDE
+    assert contract.validators == [] and contract.scope.allow == ["**"]
+    assert len(contract.halt_classes) == 7
+    spec = contract_from_flags("x", coder="codex:gpt-5-codex").coder_for_seat(1)
+    assert (spec.kind, spec.model) == (CoderKind.CODEX, "gpt-5-codex")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "key"),
+    [
+        ({"coder": "wizard"}, "coder.kind"),
+        ({"land": "sideways"}, "land"),
+        ({"seats": 0}, "seats"),
+        ({"validators": ["a=x", "a=y"]}, "validators"),
+    ],
+)
+def test_contract_from_flags_refuses_bad_values(kwargs: dict[str, Any], key: str) -> None:
+    with pytest.raises(ContractError) as info:
+        contract_from_flags("x", **kwargs)
+    assert info.value.key == key and str(info.value).startswith("command-line flags")
+
+
+# --- nothing but ContractError ----------------------------------------------------------------
+
+_scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=8))
+_keys = st.sampled_from([*Contract.model_fields, "id", "run", "kind", "name", "severity", "x"])
+_values = st.recursive(
+    _scalars,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_keys, inner, max_size=4),
+    max_leaves=12,
+)
+
+
+def _only_contract_errors(text: str) -> None:
+    try:
+        result = parse_contract(text, "h.yaml")
+    except ContractError as error:
+        assert error.problems and all(p.line is not None for p in error.problems), str(error)
+    else:
+        assert isinstance(result, Contract)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.text(max_size=200))
+def test_arbitrary_text_raises_only_contract_errors(text: str) -> None:
+    _only_contract_errors(text)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(_keys, _values, max_size=6), st.booleans())
+def test_arbitrary_yaml_documents_raise_only_contract_errors(
+    data: dict[str, Any], flow: bool
+) -> None:
+    _only_contract_errors(yaml.safe_dump(data, default_flow_style=flow))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "task: &a [*a]\n",
+        "a: &x {b: *x}\ntask: y\n",
+        "[" * 5000 + "]" * 5000,
+        "task: !!python/object:os.system echo\n",
+        "task: x\n? [a]\n: b\n",
+        "task: x\n1: 2\n",
+        "task: x\n---\ntask: y\n",
+        "\x00",
+        "task: x\nenv: {A: !!binary aGVsbG8=}\nseats: [1]\n",
+    ],
+)
+def test_hostile_yaml_raises_only_contract_errors(text: str) -> None:
+    with pytest.raises(ContractError):
+        parse_contract(text)

@@ -1,0 +1,1 @@
+"""Reusable test support: real local servers and stand-ins that tests drive end to end."""

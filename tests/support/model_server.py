@@ -1,0 +1,240 @@
+"""A scripted model server: a real HTTP server on 127.0.0.1 that answers like a model provider.
+
+Not a mock: the clients under test (the ``openai`` SDK today, real agent programs later) go
+through real sockets, status codes, headers and server-sent events, so their parsing and error
+handling is what gets tested. A test scripts the turns; the server hands them out in order to
+whichever completion endpoint is called, and records every request for assertions.
+
+Each provider API is a *dialect* (``support.script.Dialect``) that renders the same
+API-neutral :class:`Turn` in its own wire format; OpenAI Chat Completions is
+``support.openai_chat``. Another API (Anthropic Messages, OpenAI Responses) is one more module
+with a class that has ``paths``, ``render`` and ``render_error``, passed in
+``ModelServer(dialects=...)``.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import deque
+from collections.abc import Iterable, Mapping, Sequence
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from support.openai_chat import OpenAIChat
+from support.script import (
+    CREATED,
+    DEFAULT_MODEL,
+    Dialect,
+    HttpError,
+    RecordedRequest,
+    Response,
+    ScriptEntry,
+    ToolCall,
+    Turn,
+    Usage,
+    json_response,
+    sse_event,
+)
+
+__all__ = [
+    "DEFAULT_MODEL",
+    "Dialect",
+    "HttpError",
+    "ModelServer",
+    "OpenAIChat",
+    "RecordedRequest",
+    "Response",
+    "ScriptEntry",
+    "ToolCall",
+    "Turn",
+    "Usage",
+    "json_response",
+    "sse_event",
+]
+
+
+class ModelServer:
+    """The scripted server. Use as a context manager, or ``start()`` / ``stop()``.
+
+    ``base_url`` (``http://127.0.0.1:PORT/v1``) is what an OpenAI client is given. When the
+    script runs out the server answers 500 "script exhausted", so an over-long loop fails
+    loudly instead of hanging.
+    """
+
+    def __init__(
+        self,
+        turns: Iterable[ScriptEntry] = (),
+        *,
+        dialects: Sequence[Dialect] | None = None,
+        models: Sequence[str] = (DEFAULT_MODEL,),
+    ) -> None:
+        self._lock = threading.Lock()
+        self._script: deque[ScriptEntry] = deque(turns)
+        self._requests: list[RecordedRequest] = []
+        self._served = 0
+        self.models = list(models)
+        self._routes: dict[str, Dialect] = {}
+        for dialect in dialects or (OpenAIChat(),):
+            self.add_dialect(dialect)
+        self._httpd: _Server | None = None
+        self._thread: threading.Thread | None = None
+
+    def add_dialect(self, dialect: Dialect) -> None:
+        for path in dialect.paths:
+            self._routes[path] = dialect
+
+    def script(self, *turns: ScriptEntry) -> ModelServer:
+        """Append turns to the script; returns the server, for chaining."""
+        with self._lock:
+            self._script.extend(turns)
+        return self
+
+    @property
+    def remaining(self) -> int:
+        with self._lock:
+            return len(self._script)
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        """Every request received so far, in arrival order."""
+        with self._lock:
+            return list(self._requests)
+
+    @property
+    def completions(self) -> list[RecordedRequest]:
+        """The requests that asked a completion endpoint for a turn."""
+        return [r for r in self.requests if r.method == "POST" and r.path in self._routes]
+
+    @property
+    def url(self) -> str:
+        if self._httpd is None:
+            raise RuntimeError("the model server is not started")
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    @property
+    def base_url(self) -> str:
+        return f"{self.url}/v1"
+
+    def start(self) -> ModelServer:
+        if self._httpd is None:
+            self._httpd = _Server(("127.0.0.1", 0), _Handler)
+            self._httpd.owner = self
+            self._thread = threading.Thread(
+                target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+            )
+            self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            if self._thread is not None:
+                self._thread.join(timeout=5)
+            self._httpd = self._thread = None
+
+    def __enter__(self) -> ModelServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def handle(self, method: str, target: str, headers: Mapping[str, str], raw: bytes) -> Response:
+        """Record one request and answer it (called from the server's threads)."""
+        path = target.split("?", 1)[0]
+        request = RecordedRequest(method, path, dict(headers), _parse_json(raw), raw)
+        with self._lock:
+            self._requests.append(request)
+        if method == "GET" and path == "/v1/models":
+            data = [
+                {"id": name, "object": "model", "created": CREATED, "owned_by": "assay-tests"}
+                for name in self.models
+            ]
+            return json_response(200, {"object": "list", "data": data})
+        dialect = self._routes.get(path) if method == "POST" else None
+        if dialect is None:
+            error = {"message": f"no route for {method} {path}", "type": "invalid_request_error"}
+            return json_response(404, {"error": {**error, "param": None, "code": "not_found"}})
+        if request.body is None:
+            return dialect.render_error(HttpError(400, "other", "body is not JSON"), request)
+        with self._lock:
+            entry = self._script.popleft() if self._script else None
+            self._served += 1
+            seq = self._served
+        if entry is None:
+            message = f"script exhausted: turn {seq} was requested but only {seq - 1} were scripted"
+            return dialect.render_error(HttpError(500, "server", message), request)
+        turn = entry if isinstance(entry, Turn) else entry(request)
+        if turn.delay_seconds:
+            time.sleep(turn.delay_seconds)
+        if turn.error is not None:
+            return dialect.render_error(turn.error, request)
+        return dialect.render(turn, request, seq)
+
+
+def _parse_json(raw: bytes) -> Any:
+    if not raw:
+        return None
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return None
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    owner: ModelServer
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive for JSON answers; streams close when done
+    server: _Server
+
+    def do_GET(self) -> None:
+        self._serve("GET")
+
+    def do_POST(self) -> None:
+        self._serve("POST")
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet test output
+        return
+
+    def _serve(self, method: str) -> None:
+        raw = self._read_body()
+        headers = {name.lower(): value for name, value in self.headers.items()}
+        response = self.server.owner.handle(method, self.path, headers, raw)
+        try:
+            self.send_response(response.status)
+            for name, value in response.headers.items():
+                self.send_header(name, value)
+            if response.events is None:
+                self.send_header("content-length", str(len(response.body)))
+                self.end_headers()
+                self.wfile.write(response.body)
+                return
+            self.send_header("content-type", "text/event-stream")
+            self.send_header("cache-control", "no-cache")
+            self.send_header("connection", "close")
+            self.end_headers()
+            self.close_connection = True
+            for event in response.events:
+                self.wfile.write(event)
+                self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+
+    def _read_body(self) -> bytes:
+        if self.headers.get("transfer-encoding", "").lower() == "chunked":
+            parts: list[bytes] = []
+            while True:
+                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    self.rfile.readline()
+                    return b"".join(parts)
+                parts.append(self.rfile.read(size))
+                self.rfile.readline()
+        length = int(self.headers.get("content-length") or 0)
+        return self.rfile.read(length) if length else b""
