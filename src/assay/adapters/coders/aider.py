@@ -1,0 +1,188 @@
+"""The Aider adapter: one ``--message-file`` run, read from its console output.
+
+Aider's exit code is not evidence: it prints a fatal API error and still exits 0. So the
+output is scanned for litellm's exception names and aider's own descriptions of them, and an
+error counts as the run's end only when no successful model call (a ``Tokens:`` line) follows.
+
+Format sources:
+- Scripting flags (``--message-file``, ``--yes-always``, ``--no-auto-commits``,
+  ``--no-stream``, ``--no-pretty``, ...): https://aider.chat/docs/scripting.html and
+  https://aider.chat/docs/config/options.html.
+- The usage line ``Tokens: 2.3k sent, 1.1k cache write, 181 received. Cost: $0.0076 message,
+  $0.02 session.`` (counts under 1000 raw, under 10000 as ``1.2k``, else ``12k``): aider's
+  ``Coder.calculate_and_show_tokens_and_cost`` in Aider-AI/aider ``aider/coders/base_coder.py``
+  and ``format_tokens`` in ``aider/utils.py``; one line per model call.
+- Error names and descriptions ("The API provider has rate limited you. ...", "The API
+  provider's servers are down or overloaded.", ...): Aider-AI/aider ``aider/exceptions.py``;
+  a context overflow prints ``Model X has hit a token limit!`` (``show_exhausted_error``).
+
+Aider has no turn limit, so ``max_turns`` is not honoured. Its history files are sent to the
+log directory, and a ``.aider.tags.cache*`` directory it creates in the worktree is removed
+afterwards: they are aider's bookkeeping, not the seat's work.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from datetime import datetime
+from pathlib import Path
+
+from assay.adapters.coders.agentcli import (
+    ParsedRun,
+    apply_fault,
+    conclude,
+    model_and_args,
+    non_negative_float,
+    now_utc,
+    run_cli,
+    setting,
+)
+from assay.adapters.coders.base import DispatchRequest, DispatchResult, assay_env
+from assay.core.vocab import StopReason
+
+INSTALL = "pip install aider-chat"
+_TAGS_CACHE = ".aider.tags.cache*"
+
+_TOKENS = re.compile(
+    r"Tokens:\s*(?P<sent>[\d.,]+k?)\s+sent"
+    r"(?:,\s*(?P<write>[\d.,]+k?)\s+cache write)?"
+    r"(?:,\s*(?P<hit>[\d.,]+k?)\s+cache (?:hit|read))?"
+    r"(?:[,;]\s*(?P<received>[\d.,]+k?)\s+(?:received|Total))?",
+    re.IGNORECASE,
+)
+_COST = re.compile(
+    r"Cost:\s*\$(?P<message>[\d.,]+)\s+message,\s*\$(?P<session>[\d.,]+)\s+session",
+    re.IGNORECASE,
+)
+# An error line starts with litellm's exception (optionally after a short label such as
+# "API Error:"), or is one of aider's own descriptions; code in a reply does not count.
+_ERROR = re.compile(
+    r"^(?:[A-Za-z ]{1,24}:\s*)?(?:litellm\.Timeout\b|(?:litellm\.)?(?:RateLimitError"
+    r"|APIError|APIConnectionError|AuthenticationError|BadRequestError"
+    r"|ContextWindowExceededError|InternalServerError|ServiceUnavailableError|NotFoundError"
+    r"|PermissionDeniedError|BudgetExceededError|ContentPolicyViolationError"
+    r"|UnprocessableEntityError|InvalidRequestError|OpenAIError)\b)"
+    r"|The API provider(?: has rate limited you|'s servers are down| is not able to authenticate"
+    r"| timed out| has refused)"
+    r"|has hit a token limit|possibly exhausted context window",
+)
+_APPLIED = re.compile(r"^Applied edit to (.+)$")
+
+
+class AiderCoder:
+    """Aider with every confirmation answered yes and no commits of its own."""
+
+    kind = "aider"
+    honoured_settings = frozenset({"kind", "model", "timeout_seconds", "args", "base_url"})
+
+    def command(self, request: DispatchRequest, message_file: Path) -> list[str]:
+        model, args = model_and_args(request)
+        log = request.log_dir
+        argv = [
+            "aider",
+            "--yes-always",
+            "--no-auto-commits",
+            "--no-dirty-commits",
+            "--no-gitignore",
+            "--no-check-update",
+            "--no-show-model-warnings",
+            "--analytics-disable",
+            "--no-stream",
+            "--no-pretty",
+            "--no-fancy-input",
+            "--chat-history-file",
+            str(log / "aider.chat.history.md"),
+            "--input-history-file",
+            str(log / "aider.input.history"),
+        ]
+        if model:
+            argv += ["--model", model]
+        base_url = setting(request, "base_url")
+        if isinstance(base_url, str) and base_url:
+            argv += ["--openai-api-base", base_url]
+        return [*argv, *args, "--message-file", str(message_file)]
+
+    def dispatch(self, request: DispatchRequest) -> DispatchResult:
+        request.log_dir.mkdir(parents=True, exist_ok=True)
+        message_file = request.log_dir / "aider.message.md"
+        message_file.write_text(request.prompt, encoding="utf-8")
+        before = set(request.worktree.glob(_TAGS_CACHE))
+        try:
+            return run_cli(
+                request,
+                tool="aider",
+                install=INSTALL,
+                argv=self.command(request, message_file),
+                env=assay_env(request),
+                parse=lambda proc: parse_aider_output(
+                    proc.stdout, stderr=proc.stderr, exit_code=proc.exit_code, now=now_utc()
+                ),
+            )
+        finally:
+            for path in set(request.worktree.glob(_TAGS_CACHE)) - before:
+                shutil.rmtree(path, ignore_errors=True)
+
+
+def parse_aider_output(
+    stdout: str,
+    *,
+    stderr: str = "",
+    exit_code: int | None = 0,
+    now: datetime | None = None,
+) -> ParsedRun:
+    """Read aider's console output. Pure and total: any text gives a ParsedRun."""
+    parsed = ParsedRun()
+    lines = (stdout + "\n" + stderr).splitlines()
+    tokens: int | None = None
+    turns = 0
+    session_cost: float | None = None
+    message_costs = 0.0
+    last_call = -1
+    errors: list[tuple[int, str]] = []
+    applied: list[str] = []
+    for index, raw in enumerate(lines):
+        line = raw.strip()
+        if match := _TOKENS.search(line):
+            turns += 1
+            last_call = index
+            used = _count(match.group("sent")) + _count(match.group("received"))
+            tokens = (tokens or 0) + used
+            if cost := _COST.search(line):
+                session_cost = _money(cost.group("session"))
+                message_costs += _money(cost.group("message")) or 0.0
+        elif _ERROR.search(line):
+            errors.append((index, line))
+        elif match := _APPLIED.match(line):
+            applied.append(match.group(1).strip())
+    parsed.turns_used = turns or None
+    parsed.tokens_used = tokens
+    parsed.cost_usd = session_cost if session_cost is not None else (message_costs or None)
+    if applied:
+        parsed.summary = "Applied edit to " + ", ".join(dict.fromkeys(applied))
+    fatal = [line for index, line in errors if index > last_call]
+    if fatal:
+        apply_fault(parsed, " ".join(fatal[-6:]), now=now)
+    elif exit_code == 0:
+        parsed.stop_reason = StopReason.COMPLETED
+        if turns == 0:
+            parsed.warnings.append("aider printed no usage line: it may not have called a model")
+    return conclude(parsed, tool="aider", exit_code=exit_code, stderr=stderr, now=now)
+
+
+def _count(text: str | None) -> int:
+    """A count as aider prints it: ``181``, ``2.3k``, ``12k``, ``1,234``."""
+    if not text:
+        return 0
+    text = text.replace(",", "").lower()
+    try:
+        return round(float(text[:-1]) * 1000) if text.endswith("k") else round(float(text))
+    except (ValueError, OverflowError):
+        return 0
+
+
+def _money(text: str) -> float | None:
+    try:
+        return non_negative_float(float(text.replace(",", "")))
+    except ValueError:
+        return None

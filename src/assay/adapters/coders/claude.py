@@ -1,0 +1,221 @@
+"""The Claude Code adapter: ``claude -p`` headless, read through its ``stream-json`` events.
+
+Format sources:
+- Headless mode and flags (``-p``, ``--output-format stream-json``, ``--verbose``,
+  ``--max-turns``, ``--model``, ``--permission-mode``): https://code.claude.com/docs/en/headless
+  and https://docs.claude.com/en/docs/claude-code/sdk/sdk-headless ("each conversation begins
+  with an initial ``init`` system message, followed by a list of user and assistant messages,
+  followed by a final ``result`` system message with stats").
+- The ``result`` message (``subtype`` success | error_max_turns | error_during_execution |
+  error_max_budget_usd, ``is_error``, ``num_turns``, ``total_cost_usd``, ``usage``,
+  ``result``) and the assistant message's ``error`` (rate_limit, server_error,
+  authentication_failed, ...): the Agent SDK's ``SDKResultMessage`` / ``SDKAssistantMessage``
+  types, https://tessl.io/registry/tessl/npm-anthropic-ai--claude-agent-sdk/0.1.0/files/docs/
+  apis/messages.md. A failed API call still ends in ``subtype: success`` with ``is_error: true``
+  and the message in ``result`` (https://docs.rs/claude-code-agent/0.6.0/claude_code_agent/
+  protocol/struct.ResultMessage.html).
+- ``rate_limit_event`` lines with ``rate_limit_info.resetsAt`` (epoch seconds): a captured
+  2.1.83 stream in https://github.com/anthropics/claude-code/issues/38673.
+- Limit messages: ``Claude AI usage limit reached|<epoch>`` (anthropics/claude-code issues
+  #6119, #4375), ``You've hit your limit - resets Feb 7, 11am (Asia/Seoul)`` (#22976),
+  ``API Error: 429 {... rate_limit_error ...}`` and ``You have reached your specified API usage
+  limits. You will regain access on 2026-04-01 at 00:00 UTC.`` (#38035).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from assay.adapters.coders.agentcli import (
+    ParsedRun,
+    apply_fault,
+    conclude,
+    json_object,
+    model_and_args,
+    non_negative_float,
+    non_negative_int,
+    now_utc,
+    run_cli,
+    setting,
+    turn_limit,
+)
+from assay.adapters.coders.base import DispatchRequest, DispatchResult, assay_env
+from assay.core.vocab import StopReason
+
+INSTALL = "npm install -g @anthropic-ai/claude-code"
+_PERMISSION_FLAGS = ("--permission-mode", "--dangerously-skip-permissions")
+_USAGE_KEYS = (
+    "input_tokens",
+    "output_tokens",
+    "cache_creation_input_tokens",
+    "cache_read_input_tokens",
+)
+
+
+class ClaudeCoder:
+    """Claude Code in print mode; the prompt goes in on stdin, events come out on stdout."""
+
+    kind = "claude"
+    honoured_settings = frozenset(
+        {"kind", "model", "timeout_seconds", "max_turns", "args", "base_url"}
+    )
+
+    def command(self, request: DispatchRequest) -> list[str]:
+        """The command line. Edits are accepted without asking unless ``args`` chooses a
+        permission mode of its own (``--dangerously-skip-permissions`` lets it run commands)."""
+        model, args = model_and_args(request)
+        argv = ["claude", "-p", "--output-format", "stream-json", "--verbose"]
+        if (limit := turn_limit(request)) is not None:
+            argv += ["--max-turns", str(limit)]
+        if model:
+            argv += ["--model", model]
+        if not any(arg.split("=", 1)[0] in _PERMISSION_FLAGS for arg in args):
+            argv += ["--permission-mode", "acceptEdits"]
+        return argv + args
+
+    def dispatch(self, request: DispatchRequest) -> DispatchResult:
+        env = assay_env(request)
+        base_url = setting(request, "base_url")
+        if isinstance(base_url, str) and base_url:
+            env["ANTHROPIC_BASE_URL"] = base_url
+        return run_cli(
+            request,
+            tool="claude",
+            install=INSTALL,
+            argv=self.command(request),
+            env=env,
+            stdin=request.prompt,
+            max_turns=turn_limit(request),
+            parse=lambda proc: parse_claude_stream(
+                proc.stdout, stderr=proc.stderr, exit_code=proc.exit_code, now=now_utc()
+            ),
+        )
+
+
+def parse_claude_stream(
+    stdout: str,
+    *,
+    stderr: str = "",
+    exit_code: int | None = 0,
+    now: datetime | None = None,
+) -> ParsedRun:
+    """Read a ``stream-json`` transcript. Pure and total: any text gives a ParsedRun."""
+    parsed = ParsedRun()
+    result: dict[str, Any] | None = None
+    usage_by_message: dict[str, int] = {}
+    api_errors: list[str] = []
+    last_text: str | None = None
+    reset_at: datetime | None = None
+    reset_rejected = False
+    for line in stdout.splitlines():
+        event = json_object(line)
+        if event is None:
+            continue
+        kind = event.get("type")
+        if kind == "assistant":
+            message = event.get("message")
+            message = message if isinstance(message, dict) else {}
+            text = _text(message.get("content"))
+            if text:
+                last_text = text
+            flagged = event.get("error") or message.get("error") or event.get("isApiErrorMessage")
+            if flagged or (text or "").startswith("API Error"):
+                api_errors.append(text or str(flagged))
+            key = str(message.get("id") or f"#{len(usage_by_message)}")
+            tokens = _usage_tokens(message.get("usage"))
+            if tokens is not None:
+                usage_by_message[key] = tokens
+        elif kind == "rate_limit_event":
+            info = event.get("rate_limit_info")
+            info = info if isinstance(info, dict) else {}
+            epoch = non_negative_float(info.get("resetsAt"))
+            rejected = info.get("status") not in (None, "allowed")
+            if epoch is not None and (rejected or not reset_rejected):
+                reset_at = _from_epoch(epoch) or reset_at
+                reset_rejected = reset_rejected or rejected
+        elif kind == "result":
+            result = event
+    if result is None:
+        parsed.tokens_used = sum(usage_by_message.values()) if usage_by_message else None
+        parsed.turns_used = len(usage_by_message) or None
+        parsed.summary = last_text
+        if api_errors:
+            apply_fault(parsed, api_errors[-1], now=now, reset_at=reset_at)
+        elif exit_code == 0:
+            parsed.error = "claude ended without its final result event"
+        return conclude(parsed, tool="claude", exit_code=exit_code, stderr=stderr, now=now)
+    _read_result(parsed, result, api_errors, reset_at, now)
+    if parsed.tokens_used is None and usage_by_message:
+        parsed.tokens_used = sum(usage_by_message.values())
+    if parsed.summary is None and parsed.stop_reason is StopReason.COMPLETED:
+        parsed.summary = last_text
+    return conclude(parsed, tool="claude", exit_code=exit_code, stderr=stderr, now=now)
+
+
+def _read_result(
+    parsed: ParsedRun,
+    result: dict[str, Any],
+    api_errors: list[str],
+    reset_at: datetime | None,
+    now: datetime | None,
+) -> None:
+    parsed.turns_used = non_negative_int(result.get("num_turns"))
+    parsed.cost_usd = non_negative_float(result.get("total_cost_usd"))
+    parsed.tokens_used = _usage_tokens(result.get("usage"))
+    subtype = result.get("subtype")
+    text = result.get("result") if isinstance(result.get("result"), str) else None
+    if subtype == "error_max_turns":
+        parsed.stop_reason = StopReason.TURN_BUDGET
+        parsed.error = "claude stopped at its --max-turns limit"
+        return
+    if subtype == "error_max_budget_usd":
+        parsed.stop_reason = StopReason.TURN_BUDGET
+        parsed.warnings.append("claude stopped on its cost budget; recorded as turn_budget")
+        parsed.error = "claude stopped at its --max-budget-usd limit"
+        return
+    if subtype == "success" and result.get("is_error") is not True:
+        parsed.stop_reason = StopReason.COMPLETED
+        parsed.summary = text
+        return
+    parts = [text or ""]
+    errors = result.get("errors")
+    if isinstance(errors, list):
+        parts += [str(e) for e in errors]
+    parts += api_errors
+    status = non_negative_int(result.get("api_error_status"))
+    if status is not None:
+        parts.append(f"API Error: {status}")
+    message = " ".join(p for p in parts if p).strip() or f"claude reported an error ({subtype})"
+    apply_fault(parsed, message, now=now, reset_at=reset_at)
+
+
+def _text(content: object) -> str | None:
+    if isinstance(content, str):
+        return content or None
+    if not isinstance(content, list):
+        return None
+    texts = [
+        block["text"]
+        for block in content
+        if isinstance(block, dict)
+        and block.get("type") == "text"
+        and isinstance(block.get("text"), str)
+    ]
+    return "\n".join(texts) or None
+
+
+def _usage_tokens(usage: object) -> int | None:
+    """Every token the call processed: fresh and cached input, and output."""
+    if not isinstance(usage, dict):
+        return None
+    counts = [non_negative_int(usage.get(key)) for key in _USAGE_KEYS]
+    present = [c for c in counts if c is not None]
+    return sum(present) if present else None
+
+
+def _from_epoch(epoch: float) -> datetime | None:
+    try:
+        return datetime.fromtimestamp(epoch, UTC)
+    except (OverflowError, OSError, ValueError):
+        return None

@@ -1,0 +1,157 @@
+"""The Codex CLI adapter: ``codex exec --json``, read through its JSONL thread events.
+
+Format sources:
+- ``codex exec`` non-interactive mode, ``--json``, ``--sandbox workspace-write``,
+  ``--skip-git-repo-check``, the sample JSONL stream and the event list (``thread.started``,
+  ``turn.started``, ``turn.completed`` with ``usage`` {input_tokens, cached_input_tokens,
+  output_tokens}, ``turn.failed`` with ``error.message``, ``item.*``): openai/codex
+  ``docs/exec.md`` and https://developers.openai.com/codex/noninteractive (a prompt of ``-``
+  is read from stdin).
+- The event types themselves (``error`` events carry ``message``; ``error`` items are
+  non-fatal): openai/codex ``codex-rs/exec/src/exec_events.rs``.
+- Limit and overflow messages: openai/codex ``codex-rs/core/src/error.rs``
+  (``You've hit your usage limit. ... Try again at 3:28 PM.`` / ``at Aug 8th, 2026 12:30
+  PM``, in local time; ``Codex ran out of room in the model's context window. ...``);
+  transient ``Reconnecting... 1/5`` errors precede a retry, so an ``error`` event followed by
+  ``turn.completed`` is not a failure.
+
+Codex has no turn limit of its own, so ``max_turns`` is not honoured; ``turns_used`` counts
+codex's own turns (one per prompt), and no cost is reported.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from assay.adapters.coders.agentcli import (
+    ParsedRun,
+    apply_fault,
+    conclude,
+    json_object,
+    model_and_args,
+    non_negative_int,
+    now_utc,
+    run_cli,
+    setting,
+)
+from assay.adapters.coders.base import DispatchRequest, DispatchResult, assay_env
+from assay.core.vocab import StopReason
+
+INSTALL = "npm install -g @openai/codex"
+
+
+class CodexCoder:
+    """Codex in exec mode, sandboxed to the worktree; the prompt goes in on stdin."""
+
+    kind = "codex"
+    honoured_settings = frozenset({"kind", "model", "timeout_seconds", "args", "base_url"})
+
+    def command(self, request: DispatchRequest) -> list[str]:
+        model, args = model_and_args(request)
+        argv = [
+            "codex",
+            "exec",
+            "--json",
+            "--sandbox",
+            "workspace-write",
+            "--skip-git-repo-check",
+        ]
+        if model:
+            argv += ["--model", model]
+        return [*argv, *args, "-"]
+
+    def dispatch(self, request: DispatchRequest) -> DispatchResult:
+        env = assay_env(request)
+        base_url = setting(request, "base_url")
+        if isinstance(base_url, str) and base_url:
+            env["OPENAI_BASE_URL"] = base_url
+        return run_cli(
+            request,
+            tool="codex",
+            install=INSTALL,
+            argv=self.command(request),
+            env=env,
+            stdin=request.prompt,
+            parse=lambda proc: parse_codex_events(
+                proc.stdout, stderr=proc.stderr, exit_code=proc.exit_code, now=now_utc()
+            ),
+        )
+
+
+def parse_codex_events(
+    stdout: str,
+    *,
+    stderr: str = "",
+    exit_code: int | None = 0,
+    now: datetime | None = None,
+) -> ParsedRun:
+    """Read a ``codex exec --json`` stream. Pure and total: any text gives a ParsedRun."""
+    parsed = ParsedRun()
+    turns = 0
+    completed = 0
+    tokens: int | None = None
+    failure: str | None = None
+    errors: list[str] = []
+    pending_error: str | None = None
+    for line in stdout.splitlines():
+        event = json_object(line)
+        if event is None:
+            continue
+        kind = event.get("type")
+        if kind == "turn.started":
+            turns += 1
+        elif kind == "turn.completed":
+            completed += 1
+            pending_error = None
+            used = _usage_tokens(event.get("usage"))
+            if used is not None:
+                tokens = (tokens or 0) + used
+        elif kind == "turn.failed":
+            failure = _message(event.get("error")) or "codex reported a failed turn"
+        elif kind == "error":
+            message = _message(event) or "codex reported an error"
+            errors.append(message)
+            pending_error = message
+        elif kind == "item.completed":
+            _read_item(parsed, event.get("item"))
+    parsed.turns_used = turns or None
+    parsed.tokens_used = tokens
+    context = " ".join(errors)
+    if failure is not None:
+        apply_fault(parsed, failure, now=now, context=context)
+    elif pending_error is not None:
+        apply_fault(parsed, pending_error, now=now, context=context)
+    elif completed:
+        parsed.stop_reason = StopReason.COMPLETED
+    elif exit_code == 0:
+        parsed.error = "codex ended without turn.completed or turn.failed"
+    return conclude(parsed, tool="codex", exit_code=exit_code, stderr=stderr, now=now)
+
+
+def _read_item(parsed: ParsedRun, item: object) -> None:
+    if not isinstance(item, dict):
+        return
+    kind = item.get("type") or item.get("item_type")  # item_type: the 0.4x field name
+    text = item.get("text")
+    if kind in ("agent_message", "assistant_message") and isinstance(text, str) and text:
+        parsed.summary = text
+    elif kind == "error":
+        message = _message(item)
+        if message:
+            parsed.warnings.append(f"codex: {message}")
+
+
+def _message(value: object) -> str | None:
+    if isinstance(value, dict):
+        message = value.get("message")
+        return message if isinstance(message, str) and message else None
+    return value if isinstance(value, str) and value else None
+
+
+def _usage_tokens(usage: object) -> int | None:
+    """Input (which already includes ``cached_input_tokens``) plus output."""
+    if not isinstance(usage, dict):
+        return None
+    counts = [non_negative_int(usage.get(k)) for k in ("input_tokens", "output_tokens")]
+    present = [c for c in counts if c is not None]
+    return sum(present) if present else None

@@ -1,0 +1,182 @@
+"""The mini-swe-agent adapter: ``mini`` headless, read from the trajectory file it saves.
+
+Format sources (SWE-agent/mini-swe-agent):
+- The command line (``-t/--task``, ``-y/--yolo``, ``--exit-immediately``, ``-m/--model``,
+  ``-o/--output``, ``-c/--config`` taking files and ``key=value`` specs, merged in order, the
+  default ``mini.yaml`` dropped once ``-c`` is given): ``src/minisweagent/run/mini.py`` and
+  ``docs/usage/mini.md``. ``MSWEA_CONFIGURED`` skips the first-run setup prompt
+  (``src/minisweagent/run/extra/config.py``).
+- The trajectory (``trajectory_format`` mini-swe-agent-1 / 1.1): ``info.exit_status`` (the
+  name of the exception that ended the run: ``Submitted``, ``LimitsExceeded``, or an uncaught
+  one such as ``RateLimitError`` with ``exception_str`` on the final ``exit`` message),
+  ``info.submission``, ``info.model_stats.instance_cost`` and ``api_calls``; each model
+  message keeps the provider response, usage included, under ``extra.response``:
+  ``src/minisweagent/agents/default.py``, ``run/utils/save.py``, ``models/litellm_model.py``.
+- ``LimitsExceeded`` (step or cost limit; ``TimeExceeded`` is a subclass) and
+  ``ContextWindowExceeded``: ``src/minisweagent/exceptions.py``. Older interactive agents ask
+  for new limits on stdin and die on EOF after printing ``Limits exceeded.``.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+from assay.adapters.coders.agentcli import (
+    ParsedRun,
+    apply_fault,
+    conclude,
+    model_and_args,
+    non_negative_float,
+    non_negative_int,
+    now_utc,
+    run_cli,
+    setting,
+    turn_limit,
+)
+from assay.adapters.coders.base import DispatchRequest, DispatchResult, assay_env
+from assay.adapters.process import ProcessResult
+from assay.core.vocab import StopReason
+
+INSTALL = "pip install mini-swe-agent"
+TRAJECTORY = "mini.traj.json"
+_BUDGET = frozenset({"LimitsExceeded", "TimeExceeded"})
+_CONTEXT = frozenset({"ContextWindowExceeded", "ContextWindowExceededError"})
+
+
+class MiniCoder:
+    """mini in yolo mode that exits when the agent submits; the trajectory goes to the logs."""
+
+    kind = "mini"
+    honoured_settings = frozenset(
+        {"kind", "model", "timeout_seconds", "max_turns", "args", "base_url"}
+    )
+
+    def command(self, request: DispatchRequest) -> list[str]:
+        model, args = model_and_args(request)
+        argv = [
+            "mini",
+            "-y",
+            "--exit-immediately",
+            "-o",
+            str(request.log_dir / TRAJECTORY),
+            "-c",
+            "mini.yaml",
+        ]
+        if (limit := turn_limit(request)) is not None:
+            argv += ["-c", f"agent.step_limit={limit}"]
+        base_url = setting(request, "base_url")
+        if isinstance(base_url, str) and base_url:
+            argv += ["-c", f"model.model_kwargs.api_base={base_url}"]
+        if model:
+            argv += ["-m", model]
+        return [*argv, *args, "-t", request.prompt]
+
+    def dispatch(self, request: DispatchRequest) -> DispatchResult:
+        request.log_dir.mkdir(parents=True, exist_ok=True)
+        trajectory = request.log_dir / TRAJECTORY
+        trajectory.unlink(missing_ok=True)
+        env = assay_env(request)
+        env.setdefault("MSWEA_CONFIGURED", "true")  # no first-run setup wizard
+        env.setdefault("MSWEA_COST_TRACKING", "ignore_errors")  # unpriced models do not crash
+        env.setdefault("MSWEA_VISUAL_MODE_DEFAULT", "false")
+
+        def parse(proc: ProcessResult) -> ParsedRun:
+            text = trajectory.read_text(errors="replace") if trajectory.is_file() else None
+            return parse_mini_run(
+                text,
+                stdout=proc.stdout,
+                stderr=proc.stderr,
+                exit_code=proc.exit_code,
+                now=now_utc(),
+            )
+
+        return run_cli(
+            request,
+            tool="mini",
+            install=INSTALL,
+            argv=self.command(request),
+            env=env,
+            parse=parse,
+            max_turns=turn_limit(request),
+        )
+
+
+def parse_mini_run(
+    trajectory: str | None,
+    *,
+    stdout: str = "",
+    stderr: str = "",
+    exit_code: int | None = 0,
+    now: datetime | None = None,
+) -> ParsedRun:
+    """Read a trajectory file (and the console output). Pure and total."""
+    parsed = ParsedRun()
+    data = _load(trajectory)
+    info = _dict(data.get("info"))
+    stats = _dict(info.get("model_stats"))
+    parsed.turns_used = non_negative_int(stats.get("api_calls"))
+    parsed.cost_usd = non_negative_float(stats.get("instance_cost"))
+    messages = data.get("messages")
+    messages = messages if isinstance(messages, list) else []
+    parsed.tokens_used = _tokens(messages)
+    status = info.get("exit_status") if isinstance(info.get("exit_status"), str) else ""
+    submission = info.get("submission")
+    if status == "Submitted":
+        parsed.stop_reason = StopReason.COMPLETED
+        parsed.summary = submission if isinstance(submission, str) and submission else None
+    elif status in _BUDGET or (status in ("", "EOFError") and "Limits exceeded." in stdout):
+        parsed.stop_reason = StopReason.TURN_BUDGET
+        parsed.error = "mini stopped at its step or cost limit"
+    elif status in _CONTEXT:
+        parsed.stop_reason = StopReason.CONTEXT_BUDGET
+        parsed.error = f"{status}: {_exit_text(messages)}".strip(": ")
+    elif status:
+        apply_fault(parsed, f"{status}: {_exit_text(messages)}".strip(": "), now=now)
+    elif data:
+        parsed.warnings.append("the trajectory has no exit status: mini did not finish")
+    elif exit_code == 0:
+        parsed.error = "mini left no trajectory"
+    return conclude(parsed, tool="mini", exit_code=exit_code, stderr=stderr, now=now)
+
+
+def _load(text: str | None) -> dict[str, Any]:
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _dict(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _exit_text(messages: list[Any]) -> str:
+    """What the final ``exit`` message says about the exception that ended the run."""
+    for message in reversed(messages):
+        if isinstance(message, dict) and message.get("role") == "exit":
+            extra = _dict(message.get("extra"))
+            text = extra.get("exception_str") or message.get("content")
+            return text if isinstance(text, str) else ""
+    return ""
+
+
+def _tokens(messages: list[Any]) -> int | None:
+    """The sum of the usage every model response reported (``extra.response.usage``)."""
+    total: int | None = None
+    for message in messages:
+        if not isinstance(message, dict):
+            continue
+        usage = _dict(_dict(_dict(message.get("extra")).get("response")).get("usage"))
+        count = non_negative_int(usage.get("total_tokens"))
+        if count is None:
+            parts = [non_negative_int(usage.get(k)) for k in ("prompt_tokens", "completion_tokens")]
+            present = [p for p in parts if p is not None]
+            count = sum(present) if present else None
+        if count is not None:
+            total = (total or 0) + count
+    return total

@@ -1,0 +1,267 @@
+"""The claude adapter: its stream-json parser on captured lines, and the adapter end to end
+against the stand-in ``claude`` in a real git worktree."""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from assay.adapters.coders.agentcli import ParsedRun, to_result
+from assay.adapters.coders.claude import ClaudeCoder, parse_claude_stream
+from assay.adapters.process import ProcessResult
+from assay.core.vocab import StopReason
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "standins"))
+
+from coder_harness import changed, make_request, recorded
+
+NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+RESET = 1_900_000_020  # a whole minute, so every format of it round-trips
+
+# Captured from a 2.1.83 run (anthropics/claude-code#38673), trimmed.
+SUCCESS = "\n".join(
+    [
+        '{"type":"system","subtype":"init","cwd":"/home/user/p","session_id":"S","tools":["Bash"],'
+        '"mcp_servers":[],"model":"claude-opus-4-6","permissionMode":"default",'
+        '"apiKeySource":"none","claude_code_version":"2.1.83"}',
+        '{"type":"assistant","message":{"model":"claude-opus-4-6","id":"m1","type":"message",'
+        '"role":"assistant","content":[{"type":"text","text":"\\n\\nHello."}],"stop_reason":null,'
+        '"usage":{"input_tokens":3,"cache_creation_input_tokens":2783,'
+        '"cache_read_input_tokens":14707,"output_tokens":2}}}',
+        '{"type":"rate_limit_event","rate_limit_info":{"status":"allowed","resetsAt":1774447200,'
+        '"rateLimitType":"five_hour","overageStatus":"rejected","isUsingOverage":false}}',
+        '{"type":"result","subtype":"success","is_error":false,"duration_ms":4086,"num_turns":1,'
+        '"result":"Hello.","stop_reason":"end_turn","total_cost_usd":0.024,'
+        '"usage":{"input_tokens":3,"output_tokens":6}}',
+    ]
+)
+
+
+def result_line(**fields: object) -> str:
+    return json.dumps({"type": "result", "session_id": "S", **fields})
+
+
+def test_success_reads_turns_cost_and_usage() -> None:
+    parsed = parse_claude_stream(SUCCESS, now=NOW)
+    assert parsed.stop_reason is StopReason.COMPLETED
+    assert (parsed.turns_used, parsed.cost_usd, parsed.tokens_used) == (1, 0.024, 9)
+    assert parsed.summary == "Hello."
+    assert parsed.quota is None and parsed.error is None
+
+
+def test_max_turns_is_turn_budget() -> None:
+    line = result_line(subtype="error_max_turns", is_error=False, num_turns=11, total_cost_usd=1)
+    parsed = parse_claude_stream(line, exit_code=1)
+    assert parsed.stop_reason is StopReason.TURN_BUDGET
+    assert parsed.turns_used == 11
+
+
+def test_usage_limit_epoch_is_quota_with_reset() -> None:
+    text = "Claude AI usage limit reached|1755615600"
+    parsed = parse_claude_stream(
+        result_line(subtype="success", is_error=True, result=text), now=NOW
+    )
+    assert parsed.stop_reason is StopReason.PROVIDER_FAULT
+    assert parsed.quota is not None and parsed.quota.kind == "usage_limit"
+    assert parsed.quota.reset_at == datetime.fromtimestamp(1755615600, UTC)
+
+
+def test_rate_limit_takes_reset_from_rate_limit_event() -> None:
+    text = 'API Error: 429 {"type":"error","error":{"type":"rate_limit_error"}}'
+    stream = "\n".join(
+        [
+            json.dumps(
+                {
+                    "type": "rate_limit_event",
+                    "rate_limit_info": {"status": "rejected", "resetsAt": RESET},
+                }
+            ),
+            result_line(subtype="success", is_error=True, result=text),
+        ]
+    )
+    parsed = parse_claude_stream(stream, now=NOW)
+    assert parsed.quota is not None and parsed.quota.kind == "rate_limit"
+    assert parsed.quota.reset_at == datetime.fromtimestamp(RESET, UTC)
+
+
+def test_dated_usage_limit_and_clock_reset() -> None:
+    text = (
+        "You have reached your specified API usage limits. "
+        "You will regain access on 2026-04-01 at 00:00 UTC."
+    )
+    parsed = parse_claude_stream(result_line(subtype="success", is_error=True, result=text))
+    assert parsed.quota is not None and parsed.quota.reset_at == datetime(2026, 4, 1, tzinfo=UTC)
+    text = "You've hit your limit · resets 5pm (Europe/Warsaw)"
+    parsed = parse_claude_stream(
+        result_line(subtype="success", is_error=True, result=text), now=NOW
+    )
+    assert parsed.quota is not None and parsed.quota.reset_at == datetime(
+        2026, 3, 1, 16, tzinfo=UTC
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "stop"),
+    [
+        ("Prompt is too long", StopReason.CONTEXT_BUDGET),
+        (
+            'API Error: 529 {"type":"error","error":{"type":"overloaded_error"}}',
+            StopReason.PROVIDER_FAULT,
+        ),
+        ("API Error: 500 Internal server error", StopReason.PROVIDER_FAULT),
+    ],
+)
+def test_error_results_map_to_stop_reasons(text: str, stop: StopReason) -> None:
+    parsed = parse_claude_stream(result_line(subtype="success", is_error=True, result=text))
+    assert parsed.stop_reason is stop
+    assert parsed.quota is None
+    assert parsed.error
+
+
+def test_no_result_event_is_a_crash_with_partial_usage() -> None:
+    stream = SUCCESS.splitlines()[1] + "\nnot json at all\n{broken"
+    parsed = parse_claude_stream(stream, stderr="TypeError: boom", exit_code=1)
+    assert parsed.stop_reason is None
+    assert parsed.error is not None and "exited with code 1" in parsed.error
+    assert parsed.tokens_used == 3 + 2783 + 14707 + 2
+
+
+JSONISH = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=12),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+EVENT = st.fixed_dictionaries(
+    {"type": st.sampled_from(["assistant", "result", "rate_limit_event", "user", "system"])},
+    optional={
+        "subtype": st.sampled_from(["success", "error_max_turns", "error_during_execution"])
+        | st.text(max_size=5),
+        "is_error": JSONISH,
+        "num_turns": JSONISH,
+        "total_cost_usd": JSONISH,
+        "usage": JSONISH,
+        "result": JSONISH,
+        "message": JSONISH,
+        "rate_limit_info": st.dictionaries(st.sampled_from(["status", "resetsAt"]), JSONISH),
+        "errors": JSONISH,
+        "api_error_status": JSONISH,
+    },
+).map(json.dumps)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(EVENT | st.text(max_size=40), max_size=8), st.integers(-2, 3) | st.none())
+def test_parser_never_raises(lines: list[str], code: int | None) -> None:
+    parsed = parse_claude_stream("\n".join(lines), stderr="x", exit_code=code, now=NOW)
+    assert isinstance(parsed, ParsedRun)
+    proc = ProcessResult(code, "", "", code is None, 5, Path("log"))
+    to_result("claude", proc, parsed)  # the report validates whatever was parsed
+
+
+# The adapter against the stand-in ---------------------------------------------------------
+
+
+def test_edit_completes_with_usage_cost_and_turns(tmp_path: Path) -> None:
+    request = make_request(tmp_path, settings={"model": "claude-opus-4-1"}, max_turns=7)
+    result = ClaudeCoder().dispatch(request)
+    assert result.stop_reason is StopReason.COMPLETED, result
+    assert (result.turns_used, result.cost_usd, result.tokens_used) == (3, 0.0123, 13262)
+    assert result.exit_code == 0 and not result.timed_out and result.error is None
+    assert result.report is not None and result.report.turns_available == 7
+    assert result.report.summary == "I wrote standin.txt."
+    assert changed(request.worktree) == ["standin.txt"]
+    seen = recorded(tmp_path)
+    assert seen["argv"] == [
+        "-p",
+        "--output-format",
+        "stream-json",
+        "--verbose",
+        "--max-turns",
+        "7",
+        "--model",
+        "claude-opus-4-1",
+        "--permission-mode",
+        "acceptEdits",
+    ]
+    assert seen["stdin"] == request.prompt
+    assert Path(seen["cwd"]) == request.worktree
+    assert seen["env"]["ASSAY_DISPATCH_ID"] == "d-1"
+    assert seen["env"]["ASSAY_REPORT_PATH"] == str(request.report_path)
+    assert result.log_path is not None and result.log_path.exists()
+
+
+def test_own_permission_flag_and_base_url_are_passed(tmp_path: Path) -> None:
+    settings_ = {"args": ["--dangerously-skip-permissions"], "base_url": "http://127.0.0.1:9"}
+    ClaudeCoder().dispatch(make_request(tmp_path, settings=settings_))
+    seen = recorded(tmp_path)
+    assert "--permission-mode" not in seen["argv"]
+    assert seen["argv"][-1] == "--dangerously-skip-permissions"
+    assert seen["env"]["ANTHROPIC_BASE_URL"] == "http://127.0.0.1:9"
+
+
+def test_max_turns_is_turn_budget_end_to_end(tmp_path: Path) -> None:
+    result = ClaudeCoder().dispatch(make_request(tmp_path, scenario="max_turns", max_turns=4))
+    assert result.stop_reason is StopReason.TURN_BUDGET
+    assert result.turns_used == 4 and result.cost_usd == 0.0456
+
+
+@pytest.mark.parametrize(
+    ("scenario", "kind"), [("rate_limit", "rate_limit"), ("usage_limit", "usage_limit")]
+)
+def test_limits_are_provider_faults_with_reset(tmp_path: Path, scenario: str, kind: str) -> None:
+    env = {"STANDIN_RESET_EPOCH": str(RESET)}
+    result = ClaudeCoder().dispatch(make_request(tmp_path, scenario=scenario, env=env))
+    assert result.stop_reason is StopReason.PROVIDER_FAULT and result.provider_fault
+    assert result.quota is not None and result.quota.kind == kind
+    assert result.quota.reset_at == datetime.fromtimestamp(RESET, UTC)
+    assert changed(make_request(tmp_path).worktree) == []
+
+
+@pytest.mark.parametrize(
+    ("scenario", "stop"),
+    [("context", StopReason.CONTEXT_BUDGET), ("server_error", StopReason.PROVIDER_FAULT)],
+)
+def test_context_and_server_errors(tmp_path: Path, scenario: str, stop: StopReason) -> None:
+    result = ClaudeCoder().dispatch(make_request(tmp_path, scenario=scenario))
+    assert result.stop_reason is stop
+    assert result.quota is None and result.error
+
+
+def test_rejected_key_is_an_environment_error(tmp_path: Path) -> None:
+    result = ClaudeCoder().dispatch(make_request(tmp_path, scenario="auth"))
+    assert result.environment_error is not None and "Invalid API key" in result.environment_error
+
+
+def test_crash_sets_error(tmp_path: Path) -> None:
+    result = ClaudeCoder().dispatch(make_request(tmp_path, scenario="crash"))
+    assert result.stop_reason is None and result.exit_code == 1
+    assert result.error is not None and "TypeError" in result.error
+
+
+def test_missing_binary_is_environment_error_with_install_hint(tmp_path: Path) -> None:
+    empty = tmp_path / "empty-bin"
+    empty.mkdir()
+    result = ClaudeCoder().dispatch(make_request(tmp_path, path=str(empty)))
+    assert result.exit_code is None
+    assert result.environment_error == (
+        "claude not found on PATH: install it with `npm install -g @anthropic-ai/claude-code`"
+    )
+
+
+def test_timeout_kills_and_reports_timed_out(tmp_path: Path) -> None:
+    result = ClaudeCoder().dispatch(make_request(tmp_path, scenario="sleep", timeout=0.5))
+    assert result.timed_out and result.exit_code is None
+    assert result.wall_time_ms < 5000
+    assert result.error is not None and "timed out" in result.error
+
+
+def test_honoured_settings() -> None:
+    assert {"model", "max_turns", "timeout_seconds", "args"} <= ClaudeCoder.honoured_settings

@@ -1,0 +1,239 @@
+"""The codex adapter: its ``exec --json`` parser on captured lines, and the adapter end to end
+against the stand-in ``codex`` in a real git worktree."""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from assay.adapters.coders.agentcli import ParsedRun, to_result
+from assay.adapters.coders.codex import CodexCoder, parse_codex_events
+from assay.adapters.process import ProcessResult
+from assay.core.vocab import StopReason
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "standins"))
+
+from coder_harness import changed, make_request, recorded
+
+NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+RESET = 1_900_000_020  # a whole minute: codex prints reset times to the minute
+
+# The sample stream of openai/codex docs/exec.md.
+SAMPLE = "\n".join(
+    [
+        '{"type":"thread.started","thread_id":"0199a213-81c0-7800-8aa1-bbab2a035a53"}',
+        '{"type":"turn.started"}',
+        '{"type":"item.completed","item":{"id":"item_0","type":"reasoning",'
+        '"text":"**Searching for README files**"}}',
+        '{"type":"item.started","item":{"id":"item_1","type":"command_execution",'
+        '"command":"bash -lc ls","aggregated_output":"","status":"in_progress"}}',
+        '{"type":"item.completed","item":{"id":"item_1","type":"command_execution",'
+        '"command":"bash -lc ls","aggregated_output":"README.md\\n","exit_code":0,'
+        '"status":"completed"}}',
+        '{"type":"item.completed","item":{"id":"item_3","type":"agent_message",'
+        '"text":"Yep \\u2014 there is a `README.md` in the repository root."}}',
+        '{"type":"turn.completed","usage":{"input_tokens":24763,"cached_input_tokens":24448,'
+        '"output_tokens":122}}',
+    ]
+)
+
+
+def failed(message: str, *errors: str) -> str:
+    lines = ['{"type":"thread.started","thread_id":"t"}', '{"type":"turn.started"}']
+    lines += [json.dumps({"type": "error", "message": e}) for e in errors]
+    lines.append(json.dumps({"type": "turn.failed", "error": {"message": message}}))
+    return "\n".join(lines)
+
+
+def test_sample_stream_completes_with_usage() -> None:
+    parsed = parse_codex_events(SAMPLE)
+    assert parsed.stop_reason is StopReason.COMPLETED
+    assert parsed.tokens_used == 24763 + 122
+    assert parsed.turns_used == 1 and parsed.cost_usd is None
+    assert parsed.summary is not None and parsed.summary.startswith("Yep")
+
+
+def test_transient_reconnect_error_does_not_fail_a_completed_turn() -> None:
+    lines = SAMPLE.splitlines()
+    lines.insert(2, '{"type":"error","message":"Reconnecting... 1/5"}')
+    assert parse_codex_events("\n".join(lines)).stop_reason is StopReason.COMPLETED
+
+
+def test_usage_limit_with_local_clock_reset() -> None:
+    local = NOW.astimezone() + timedelta(days=3)
+    stamp = local.strftime("%b %d, %Y %I:%M %p").replace(f" {local:%d},", f" {local.day}th,")
+    text = f"You've hit your usage limit. Upgrade to Pro or try again at {stamp}."
+    parsed = parse_codex_events(failed(text), exit_code=1, now=NOW)
+    assert parsed.stop_reason is StopReason.PROVIDER_FAULT
+    assert parsed.quota is not None and parsed.quota.kind == "usage_limit"
+    assert parsed.quota.reset_at == (NOW + timedelta(days=3)).replace(second=0)
+
+
+def test_usage_limit_with_relative_reset() -> None:
+    text = "You've hit your usage limit. Try again in 4 days 20 hours 9 minutes."
+    parsed = parse_codex_events(failed(text), exit_code=1, now=NOW)
+    assert parsed.quota is not None
+    assert parsed.quota.reset_at == NOW + timedelta(days=4, hours=20, minutes=9)
+
+
+def test_rate_limit_reset_read_from_an_earlier_error_event() -> None:
+    stream = failed(
+        "exceeded retry limit, last status: 429 Too Many Requests",
+        "Rate limit reached for gpt-5 on tokens per min. Please try again in 2.5s.",
+    )
+    parsed = parse_codex_events(stream, exit_code=1, now=NOW)
+    assert parsed.quota is not None and parsed.quota.kind == "rate_limit"
+    assert parsed.quota.reset_at == NOW + timedelta(seconds=2.5)
+
+
+@pytest.mark.parametrize(
+    ("message", "stop"),
+    [
+        (
+            "Codex ran out of room in the model's context window. Start a new thread or clear "
+            "earlier history before retrying.",
+            StopReason.CONTEXT_BUDGET,
+        ),
+        ("exceeded retry limit, last status: 500 Internal Server Error", StopReason.PROVIDER_FAULT),
+        ("stream error: stream disconnected before completion", StopReason.PROVIDER_FAULT),
+    ],
+)
+def test_failed_turns_map_to_stop_reasons(message: str, stop: StopReason) -> None:
+    parsed = parse_codex_events(failed(message), exit_code=1)
+    assert parsed.stop_reason is stop and parsed.quota is None
+
+
+def test_final_error_without_turn_end_is_the_failure() -> None:
+    stream = '{"type":"turn.started"}\n{"type":"error","message":"stream error: broken pipe"}'
+    parsed = parse_codex_events(stream, exit_code=1)
+    assert parsed.stop_reason is StopReason.PROVIDER_FAULT
+    assert parsed.error == "stream error: broken pipe"
+
+
+JSONISH = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=12),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+EVENT = st.fixed_dictionaries(
+    {
+        "type": st.sampled_from(
+            [
+                "thread.started",
+                "turn.started",
+                "turn.completed",
+                "turn.failed",
+                "error",
+                "item.started",
+                "item.completed",
+            ]
+        )
+    },
+    optional={"usage": JSONISH, "error": JSONISH, "message": JSONISH, "item": JSONISH},
+).map(json.dumps)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(EVENT | st.text(max_size=40), max_size=8), st.integers(-2, 3) | st.none())
+def test_parser_never_raises(lines: list[str], code: int | None) -> None:
+    parsed = parse_codex_events("\n".join(lines), stderr="x", exit_code=code, now=NOW)
+    assert isinstance(parsed, ParsedRun)
+    to_result("codex", ProcessResult(code, "", "", False, 5, Path("log")), parsed)
+
+
+# The adapter against the stand-in ---------------------------------------------------------
+
+
+def test_edit_completes_with_usage(tmp_path: Path) -> None:
+    request = make_request(tmp_path, settings={"model": "gpt-5-codex"})
+    result = CodexCoder().dispatch(request)
+    assert result.stop_reason is StopReason.COMPLETED, result
+    assert result.tokens_used == 24763 + 122 and result.turns_used == 1
+    assert result.cost_usd is None and result.exit_code == 0
+    assert result.report is not None and result.report.summary == "Updated standin.txt."
+    assert changed(request.worktree) == ["standin.txt"]
+    seen = recorded(tmp_path)
+    assert seen["argv"] == [
+        "exec",
+        "--json",
+        "--sandbox",
+        "workspace-write",
+        "--skip-git-repo-check",
+        "--model",
+        "gpt-5-codex",
+        "-",
+    ]
+    assert seen["stdin"] == request.prompt
+    assert seen["env"]["ASSAY_HALT_STATE_DIR"] == str(request.halt_state_dir)
+
+
+def test_reconnect_then_success_is_completed(tmp_path: Path) -> None:
+    result = CodexCoder().dispatch(make_request(tmp_path, scenario="reconnect"))
+    assert result.stop_reason is StopReason.COMPLETED and result.error is None
+
+
+def test_rate_limit_is_provider_fault_with_reset(tmp_path: Path) -> None:
+    before = datetime.now(UTC)
+    result = CodexCoder().dispatch(make_request(tmp_path, scenario="rate_limit"))
+    assert result.stop_reason is StopReason.PROVIDER_FAULT
+    assert result.quota is not None and result.quota.kind == "rate_limit"
+    assert result.quota.reset_at is not None
+    assert before + timedelta(seconds=2) < result.quota.reset_at < before + timedelta(seconds=60)
+
+
+def test_usage_limit_reset_is_read_from_the_local_clock_time(tmp_path: Path) -> None:
+    env = {"STANDIN_RESET_EPOCH": str(RESET)}
+    result = CodexCoder().dispatch(make_request(tmp_path, scenario="usage_limit", env=env))
+    assert result.quota is not None and result.quota.kind == "usage_limit"
+    assert result.quota.reset_at == datetime.fromtimestamp(RESET, UTC)
+
+
+@pytest.mark.parametrize(
+    ("scenario", "stop"),
+    [("context", StopReason.CONTEXT_BUDGET), ("server_error", StopReason.PROVIDER_FAULT)],
+)
+def test_context_and_server_errors(tmp_path: Path, scenario: str, stop: StopReason) -> None:
+    result = CodexCoder().dispatch(make_request(tmp_path, scenario=scenario))
+    assert result.stop_reason is stop and result.quota is None and result.exit_code == 1
+
+
+def test_rejected_key_is_an_environment_error(tmp_path: Path) -> None:
+    result = CodexCoder().dispatch(
+        make_request(tmp_path, scenario="auth", settings={"base_url": "http://127.0.0.1:9/v1"})
+    )
+    assert result.environment_error is not None and "401" in result.environment_error
+    assert recorded(tmp_path)["env"]["OPENAI_BASE_URL"] == "http://127.0.0.1:9/v1"
+
+
+def test_crash_sets_error(tmp_path: Path) -> None:
+    result = CodexCoder().dispatch(make_request(tmp_path, scenario="crash"))
+    assert result.stop_reason is None and result.exit_code == 101
+    assert result.error is not None and "panicked" in result.error
+
+
+def test_missing_binary_is_environment_error_with_install_hint(tmp_path: Path) -> None:
+    empty = tmp_path / "empty-bin"
+    empty.mkdir()
+    result = CodexCoder().dispatch(make_request(tmp_path, path=str(empty)))
+    assert result.environment_error == (
+        "codex not found on PATH: install it with `npm install -g @openai/codex`"
+    )
+
+
+def test_timeout_kills_and_reports_timed_out(tmp_path: Path) -> None:
+    result = CodexCoder().dispatch(make_request(tmp_path, scenario="sleep", timeout=0.5))
+    assert result.timed_out and result.exit_code is None and result.wall_time_ms < 5000
+
+
+def test_max_turns_is_not_honoured() -> None:
+    # codex exec has no turn limit: the engine warns when a contract sets one for codex.
+    assert "max_turns" not in CodexCoder.honoured_settings
+    assert {"model", "timeout_seconds", "args"} <= CodexCoder.honoured_settings
