@@ -1,0 +1,112 @@
+"""Where the ledger lives and how to connect to it.
+
+SQLite by default (``<ASSAY_HOME or .assay>/assay.db``), in WAL mode so readers never block the
+writer, with a busy timeout so concurrent writers queue instead of failing. Write transactions
+on SQLite start with ``BEGIN IMMEDIATE``: taking the write lock up front means a transaction
+that read first cannot later fail to upgrade (in WAL mode that failure skips the busy
+handler). ``ASSAY_DATABASE_URL`` (e.g. ``postgresql+psycopg://...``) switches to PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy import event
+from sqlalchemy.engine import URL, make_url
+
+DATABASE_URL_ENV = "ASSAY_DATABASE_URL"
+HOME_ENV = "ASSAY_HOME"
+DEFAULT_HOME = ".assay"
+DB_FILE = "assay.db"
+BUSY_TIMEOUT_MS = 30_000
+WRITE_OPTION = "assay_write"
+"""Execution option marking a connection whose next transaction writes (SQLite: IMMEDIATE)."""
+
+_SCHEMA_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
+
+
+def default_url() -> str:
+    """``ASSAY_DATABASE_URL`` if set, else the SQLite file under ``ASSAY_HOME`` (or .assay)."""
+    configured = os.environ.get(DATABASE_URL_ENV)
+    if configured:
+        return configured
+    home = Path(os.environ.get(HOME_ENV) or DEFAULT_HOME)
+    return f"sqlite:///{(home / DB_FILE).absolute()}"
+
+
+def make_engine(url: str | URL, *, schema: str | None = None) -> sa.Engine:
+    """An engine for ``url`` with the pragmas and transaction rules the ledger relies on.
+
+    ``schema`` (PostgreSQL only) puts every table in that schema via ``search_path``; tests use
+    it to get a fresh, disposable schema.
+    """
+    parsed = make_url(url)
+    backend = parsed.get_backend_name()
+    if backend == "sqlite":
+        if schema is not None:
+            raise ValueError("a schema is a PostgreSQL option; SQLite has one per file")
+        return _sqlite_engine(parsed)
+    if backend != "postgresql":
+        raise ValueError(f"unsupported ledger database {backend!r}: use sqlite or postgresql")
+    connect_args: dict[str, Any] = {}
+    if schema is not None:
+        if not _SCHEMA_NAME.fullmatch(schema):
+            raise ValueError(f"invalid schema name {schema!r}")
+        connect_args["options"] = f"-csearch_path={schema}"
+    return sa.create_engine(parsed, connect_args=connect_args, pool_pre_ping=True)
+
+
+def _sqlite_engine(url: URL) -> sa.Engine:
+    database = url.database
+    if database and database != ":memory:" and not database.startswith("file:"):
+        Path(database).parent.mkdir(parents=True, exist_ok=True)
+    engine = sa.create_engine(url)
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        # Autocommit at the driver level: transactions are begun explicitly below, so
+        # pysqlite's own implicit BEGIN never picks the (deferred) mode for us.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        try:
+            cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+            _ensure_wal(cursor)
+            cursor.execute("PRAGMA foreign_keys=ON")
+            # Safe with WAL: a crash never corrupts or half-applies; it can lose only the
+            # newest commits on power loss, which is the trade SQLite recommends for WAL.
+            cursor.execute("PRAGMA synchronous=NORMAL")
+        finally:
+            cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(connection: sa.Connection) -> None:
+        writing = connection.get_execution_options().get(WRITE_OPTION, False)
+        connection.exec_driver_sql("BEGIN IMMEDIATE" if writing else "BEGIN")
+
+    return engine
+
+
+def _ensure_wal(cursor: Any) -> None:
+    """Put the database in WAL mode (it persists in the file, so this is usually a read).
+
+    Switching a new file to WAL needs an exclusive lock, and SQLite reports a clash there as
+    busy without calling the busy handler; connections opening a new file at the same moment
+    therefore retry here, within the busy timeout, instead of failing.
+    """
+    if str(cursor.execute("PRAGMA journal_mode").fetchone()[0]).lower() == "wal":
+        return
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.005)

@@ -1,0 +1,1 @@
+"""Alembic migrations of the ledger database (run through ``Ledger.migrate()``)."""

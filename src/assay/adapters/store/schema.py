@@ -1,0 +1,151 @@
+"""The ledger's tables, as SQLAlchemy Core metadata.
+
+This is the *current* shape, used to build queries and to check (in tests) that the alembic
+migrations produce exactly it; the migrations themselves are frozen snapshots and never import
+this module's tables.
+
+There is deliberately no attempts column on ``tasks``: a task's spent attempts are its ``task``
+row in ``stage_records``, the one place any counter lives.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql
+from sqlalchemy.engine import Dialect
+
+NAME_LENGTH = 200
+TOKEN_LENGTH = 32
+
+
+class UTCDateTime(sa.TypeDecorator[datetime]):
+    """Aware datetimes in, aware UTC datetimes out, on every backend.
+
+    SQLite has no time zones, so values are stored as naive UTC there; a naive datetime is
+    refused on the way in rather than guessed at.
+    """
+
+    impl = sa.DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None or value.utcoffset() is None:
+            raise ValueError(f"naive datetime {value!r}: the ledger stores aware times only")
+        value = value.astimezone(UTC)
+        return value if dialect.name == "postgresql" else value.replace(tzinfo=None)
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def json_type() -> sa.types.TypeEngine[Any]:
+    """JSON on SQLite, JSONB on PostgreSQL."""
+    return sa.JSON().with_variant(postgresql.JSONB(), "postgresql")
+
+
+def event_id_type() -> sa.types.TypeEngine[int]:
+    """64-bit on PostgreSQL; on SQLite an INTEGER primary key is the rowid."""
+    return sa.BigInteger().with_variant(sa.Integer(), "sqlite")
+
+
+metadata = sa.MetaData()
+
+tasks = sa.Table(
+    "tasks",
+    metadata,
+    sa.Column("id", sa.String(NAME_LENGTH), primary_key=True),
+    sa.Column("title", sa.Text(), nullable=False),
+    sa.Column("instruction", sa.Text(), nullable=False),
+    sa.Column("status", sa.String(TOKEN_LENGTH), nullable=False),
+    sa.Column("last_error", sa.Text()),
+    sa.Column("hold_reason", sa.Text()),
+    sa.Column("hold_source", sa.String(TOKEN_LENGTH)),
+    sa.Column("diagnostic", sa.Text()),
+    sa.Column("created_at", UTCDateTime(), nullable=False),
+    sa.Column("updated_at", UTCDateTime(), nullable=False),
+)
+sa.Index("ix_tasks_status", tasks.c.status)
+
+runs = sa.Table(
+    "runs",
+    metadata,
+    sa.Column("id", sa.String(NAME_LENGTH), primary_key=True),
+    sa.Column("task_id", sa.String(NAME_LENGTH), sa.ForeignKey("tasks.id"), nullable=False),
+    sa.Column("dispatch_id", sa.String(NAME_LENGTH)),
+    sa.Column("status", sa.String(TOKEN_LENGTH), nullable=False),
+    sa.Column("settle_row", sa.String(TOKEN_LENGTH)),
+    sa.Column("attempt_spent", sa.Boolean()),
+    sa.Column("task_status", sa.String(TOKEN_LENGTH)),
+    sa.Column("reason", sa.Text()),
+    sa.Column("payload_path", sa.Text()),
+    sa.Column("started_at", UTCDateTime(), nullable=False),
+    sa.Column("finished_at", UTCDateTime()),
+)
+sa.Index("ix_runs_task_started", runs.c.task_id, runs.c.started_at)
+
+attempts = sa.Table(
+    "attempts",
+    metadata,
+    sa.Column("run_id", sa.String(NAME_LENGTH), sa.ForeignKey("runs.id"), primary_key=True),
+    sa.Column("attempt", sa.Integer(), primary_key=True),
+    sa.Column("outcome", sa.String(TOKEN_LENGTH), nullable=False),
+    sa.Column("failures", json_type(), nullable=False),
+    sa.Column("finding_signatures", json_type(), nullable=False),
+    sa.CheckConstraint("attempt >= 1", name="ck_attempts_attempt_positive"),
+)
+
+dispatches = sa.Table(
+    "dispatches",
+    metadata,
+    sa.Column("id", sa.String(NAME_LENGTH), primary_key=True),
+    sa.Column("run_id", sa.String(NAME_LENGTH), nullable=False),
+    sa.Column("attempt", sa.Integer(), nullable=False),
+    sa.Column("seat", sa.Integer(), nullable=False),
+    sa.Column("coder", sa.String(NAME_LENGTH), nullable=False),
+    sa.Column("label", sa.String(TOKEN_LENGTH)),
+    sa.Column("viable", sa.Boolean(), nullable=False),
+    sa.Column("lost_to_quota", sa.Boolean(), nullable=False),
+    sa.Column("stop_reason", sa.String(TOKEN_LENGTH)),
+    sa.Column("files_changed", sa.Integer(), nullable=False),
+    sa.Column("tokens_used", sa.BigInteger()),
+    sa.Column("cost_usd", sa.Float()),
+    sa.Column("wall_time_ms", sa.BigInteger()),
+    sa.ForeignKeyConstraint(
+        ["run_id", "attempt"],
+        ["attempts.run_id", "attempts.attempt"],
+        name="fk_dispatches_attempt",
+    ),
+    sa.UniqueConstraint("run_id", "attempt", "seat", name="uq_dispatches_seat"),
+)
+
+stage_records = sa.Table(
+    "stage_records",
+    metadata,
+    sa.Column("task_id", sa.String(NAME_LENGTH), sa.ForeignKey("tasks.id"), primary_key=True),
+    sa.Column("stage", sa.String(TOKEN_LENGTH), primary_key=True),
+    sa.Column("attempts", sa.Integer(), nullable=False),
+    sa.Column("last_verdict", sa.String(TOKEN_LENGTH), nullable=False),
+    sa.Column("last_finding_signatures", json_type(), nullable=False),
+    sa.CheckConstraint("attempts >= 0", name="ck_stage_records_attempts_nonnegative"),
+)
+
+events = sa.Table(
+    "events",
+    metadata,
+    sa.Column("id", event_id_type(), primary_key=True, autoincrement=True),
+    sa.Column("at", UTCDateTime(), nullable=False),
+    sa.Column("task_id", sa.String(NAME_LENGTH), sa.ForeignKey("tasks.id")),
+    sa.Column("run_id", sa.String(NAME_LENGTH), sa.ForeignKey("runs.id")),
+    sa.Column("kind", sa.String(NAME_LENGTH), nullable=False),
+    sa.Column("data", json_type(), nullable=False),
+    sqlite_autoincrement=True,
+)
+sa.Index("ix_events_task", events.c.task_id, events.c.id)
+sa.Index("ix_events_run", events.c.run_id)

@@ -1,0 +1,357 @@
+"""The SQL ledger: tasks, runs, attempts, dispatches, stage records and the event log.
+
+One source of truth: a task's spent attempts are its ``task`` stage record, and every other
+counter is a stage record too; a loaded ``Task`` gets ``attempts`` from there. Every write is
+one transaction, so a crash leaves all of an operation or none of it.
+
+How the ``task`` stage tracks what settle decided: ``Task.start()`` spends the attempt up
+front, and ``start_run`` writes that (a crash mid-run therefore still counts the run, so a task
+that kills its worker cannot retry forever). ``close_run`` then writes ``task.attempts`` as
+settle left it, after checking it is the started count when the settlement says the attempt was
+spent, or one less when it was refunded. Outside a run the count can only be reset to zero (a
+release); any other change is refused, so a stale copy of a task cannot rewind the counter.
+
+``Task.run_ids`` is likewise read back from the runs table, never stored on the task row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Any, Self
+
+import sqlalchemy as sa
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy.exc import IntegrityError
+
+from assay.adapters.store import statements as st
+from assay.adapters.store.connect import WRITE_OPTION, default_url, make_engine
+from assay.adapters.store.records import DispatchRecord, Event, EventIn, RunClose, RunRecord
+from assay.adapters.store.schema import attempts, dispatches, events, runs, stage_records, tasks
+from assay.core.attempts import AttemptRecord
+from assay.core.ledger import MAX_LAP_HISTORY, ConvergenceLedger, StageRecord
+from assay.core.tasks import Task
+from assay.core.vocab import RunStatus, TaskStatus
+
+MIGRATIONS = "assay.adapters.store:migrations"
+_MIGRATE_LOCK = 0x61737361  # "assa": a PostgreSQL advisory lock id for concurrent migrates
+
+
+class LedgerError(Exception):
+    """The ledger refused an operation; nothing of it was written."""
+
+
+class TaskNotFound(LedgerError, LookupError):
+    pass
+
+
+class RunNotFound(LedgerError, LookupError):
+    pass
+
+
+class LedgerConflict(LedgerError):
+    """The write disagrees with what the ledger holds (a duplicate, a stale or wrong count)."""
+
+
+class Ledger:
+    """The ledger database. Thread-safe: every call takes its own pooled connection."""
+
+    def __init__(self, url: str | None = None, *, schema: str | None = None) -> None:
+        self.url = url or default_url()
+        self._engine = make_engine(self.url, schema=schema)
+
+    @classmethod
+    def open(cls, url: str | None = None, *, schema: str | None = None) -> Self:
+        """A ledger whose schema has been brought up to date."""
+        ledger = cls(url, schema=schema)
+        ledger.migrate()
+        return ledger
+
+    def close(self) -> None:
+        self._engine.dispose()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    # -- schema -------------------------------------------------------------------------------
+
+    def migrate(self) -> str | None:
+        """Create or upgrade the schema to the newest revision; a no-op when already there.
+
+        Runs under the write lock (SQLite) or an advisory lock (PostgreSQL), so two processes
+        migrating at once apply each revision once.
+        """
+        config = Config()
+        config.set_main_option("script_location", MIGRATIONS)
+        with self._write() as conn:
+            if conn.dialect.name == "postgresql":
+                conn.execute(sa.select(sa.func.pg_advisory_xact_lock(_MIGRATE_LOCK)))
+            config.attributes["connection"] = conn
+            command.upgrade(config, "head")
+        return self.revision()
+
+    def revision(self) -> str | None:
+        """The schema revision the database is at (None before the first migrate)."""
+        with self._engine.connect() as conn:
+            return MigrationContext.configure(conn).get_current_revision()
+
+    # -- tasks --------------------------------------------------------------------------------
+
+    def add_task(self, task: Task) -> None:
+        """Record a new task; its ``task`` stage starts at ``task.attempts``."""
+        if task.run_ids:
+            raise ValueError(f"task {task.id!r}: a new task has no runs yet")
+        with self._write() as conn:
+            conn.execute(sa.insert(tasks).values(id=task.id, **st.task_values(task)))
+            st.set_task_attempts(conn, task.id, task.attempts)
+            st.append_event(conn, task.created_at, "task_added", {"status": task.status}, task.id)
+
+    def get_task(self, task_id: str) -> Task:
+        with self._read() as conn:
+            found = st.load_tasks(conn, tasks.c.id == task_id)
+        if not found:
+            raise TaskNotFound(f"no task {task_id!r}")
+        return found[0]
+
+    def list_tasks(self, status: TaskStatus | None = None) -> list[Task]:
+        """Tasks oldest first, optionally only those with ``status``."""
+        where = sa.true() if status is None else tasks.c.status == status.value
+        with self._read() as conn:
+            return st.load_tasks(conn, where)
+
+    def save_task(self, task: Task) -> None:
+        """Write an operator's move (hold, release, a diagnostic) outside any run.
+
+        Refused while the task has an open run (the run's close settles it), and refused if
+        ``task.attempts`` differs from the ledger other than by a reset to zero.
+        """
+        with self._write() as conn:
+            _status, stored = _locked(conn, task.id)
+            open_run = conn.execute(
+                sa.select(runs.c.id).where(runs.c.task_id == task.id, runs.c.finished_at.is_(None))
+            ).scalar()
+            if open_run is not None:
+                raise LedgerConflict(f"task {task.id!r} has run {open_run!r} open")
+            if task.attempts not in (stored, 0):
+                raise LedgerConflict(
+                    f"task {task.id!r}: attempts {task.attempts} but the ledger holds {stored}; "
+                    "outside a run they can only be reset to 0"
+                )
+            st.update_task(conn, task)
+            if task.attempts != stored:
+                st.set_task_attempts(conn, task.id, task.attempts)
+            st.append_event(conn, task.updated_at, "task_saved", {"status": task.status}, task.id)
+
+    # -- runs ---------------------------------------------------------------------------------
+
+    def start_run(
+        self,
+        task: Task,
+        run_id: str,
+        *,
+        dispatch_id: str | None = None,
+        started_at: datetime | None = None,
+    ) -> RunRecord:
+        """Record a run of ``task`` after ``task.start()``, claiming the task for it.
+
+        The ledger's copy must still be runnable with one attempt fewer than ``task``: a
+        second worker that started the same task loses with ``LedgerConflict``.
+        """
+        if task.status is not TaskStatus.RUNNING:
+            raise ValueError(f"task {task.id!r} is {task.status}: call task.start() first")
+        record = RunRecord(
+            id=run_id,
+            task_id=task.id,
+            dispatch_id=dispatch_id,
+            status=RunStatus.PREP,
+            started_at=started_at or task.updated_at,
+        )
+        with self._write() as conn:
+            status, stored = _locked(conn, task.id)
+            if status not in (TaskStatus.QUEUED, TaskStatus.FAILED):
+                raise LedgerConflict(f"task {task.id!r} is {status} in the ledger, not runnable")
+            if task.attempts != stored + 1:
+                raise LedgerConflict(
+                    f"task {task.id!r}: started with attempts {task.attempts}, "
+                    f"but the ledger holds {stored} before this run"
+                )
+            conn.execute(sa.insert(runs).values(record.model_dump(exclude={"finished_at"})))
+            st.update_task(conn, task)
+            st.set_task_attempts(conn, task.id, task.attempts)
+            data = {"dispatch_id": dispatch_id}
+            st.append_event(conn, record.started_at, "run_started", data, task.id, run_id)
+        return record
+
+    def close_run(self, close: RunClose) -> RunRecord:
+        """Write everything a run's close records, in one transaction: all of it or none.
+
+        Attempt and dispatch rows, the stage counters, the settled task, the run's status and
+        payload path, and the events. Refused (nothing written) if the run is unknown, not this
+        task's, already closed, or if the settled ``task.attempts`` is not what the ledger and
+        the settlement imply.
+        """
+        task = close.task
+        with self._write() as conn:
+            _status, stored = _locked(conn, task.id)
+            run = st.lock_run(conn, close.run_id)
+            if run is None:
+                raise RunNotFound(f"no run {close.run_id!r}")
+            if run.task_id != task.id:
+                raise LedgerConflict(f"run {close.run_id!r} belongs to task {run.task_id!r}")
+            if not run.open:
+                raise LedgerConflict(f"run {close.run_id!r} is already closed")
+            expected = stored if close.settlement.attempt_spent else max(0, stored - 1)
+            if task.attempts != expected:
+                raise LedgerConflict(
+                    f"task {task.id!r}: settled attempts {task.attempts}, expected {expected} "
+                    f"(ledger {stored}, attempt spent: {close.settlement.attempt_spent})"
+                )
+            st.update_task(conn, task)
+            st.record_stages(conn, close)
+            st.write_attempts(conn, close)
+            st.write_dispatches(conn, close)
+            closed = st.finish_run(conn, close, run)
+            st.write_close_events(conn, close, closed)
+        return closed
+
+    def get_run(self, run_id: str) -> RunRecord:
+        with self._read() as conn:
+            row = conn.execute(sa.select(runs).where(runs.c.id == run_id)).first()
+        if row is None:
+            raise RunNotFound(f"no run {run_id!r}")
+        return RunRecord.model_validate(row._asdict())
+
+    def open_runs(self) -> list[RunRecord]:
+        """Runs started and not closed, oldest first: after a crash, the ones to settle."""
+        query = sa.select(runs).where(runs.c.finished_at.is_(None)).order_by(*st.RUN_ORDER)
+        with self._read() as conn:
+            return [RunRecord.model_validate(r._asdict()) for r in conn.execute(query)]
+
+    def runs(self, task_id: str) -> list[RunRecord]:
+        """The task's runs in the order they started."""
+        query = sa.select(runs).where(runs.c.task_id == task_id).order_by(*st.RUN_ORDER)
+        with self._read() as conn:
+            return [RunRecord.model_validate(r._asdict()) for r in conn.execute(query)]
+
+    def attempts(self, run_id: str) -> list[AttemptRecord]:
+        """The run's attempts; each one's ``coder_dispatches`` is counted from its dispatches."""
+        counts = (
+            sa.select(dispatches.c.attempt, sa.func.count().label("n"))
+            .where(dispatches.c.run_id == run_id)
+            .group_by(dispatches.c.attempt)
+            .subquery()
+        )
+        query = (
+            sa.select(attempts, sa.func.coalesce(counts.c.n, 0).label("coder_dispatches"))
+            .select_from(attempts.outerjoin(counts, counts.c.attempt == attempts.c.attempt))
+            .where(attempts.c.run_id == run_id)
+            .order_by(attempts.c.attempt)
+        )
+        with self._read() as conn:
+            return [AttemptRecord.model_validate(r._asdict()) for r in conn.execute(query)]
+
+    def dispatches(self, run_id: str) -> list[DispatchRecord]:
+        query = (
+            sa.select(dispatches)
+            .where(dispatches.c.run_id == run_id)
+            .order_by(dispatches.c.attempt, dispatches.c.seat)
+        )
+        with self._read() as conn:
+            return [st.dispatch_from_row(r._asdict()) for r in conn.execute(query)]
+
+    # -- the convergence ledger and the event log ---------------------------------------------
+
+    def ledger(self, task_id: str) -> ConvergenceLedger:
+        """The task's convergence ledger, rebuilt from its stage records and attempt rows.
+
+        Each judged attempt is one lap; its finding signatures are the lap's set.
+        """
+        laps_of_task = (
+            sa.select(attempts.c.finding_signatures)
+            .select_from(attempts.join(runs, runs.c.id == attempts.c.run_id))
+            .where(runs.c.task_id == task_id)
+        )
+        with self._read() as conn:
+            if conn.execute(sa.select(tasks.c.id).where(tasks.c.id == task_id)).first() is None:
+                raise TaskNotFound(f"no task {task_id!r}")
+            stages = conn.execute(
+                sa.select(stage_records).where(stage_records.c.task_id == task_id)
+            ).all()
+            laps = conn.execute(
+                sa.select(sa.func.count()).select_from(laps_of_task.subquery())
+            ).scalar_one()
+            newest = conn.execute(
+                laps_of_task.order_by(
+                    *(c.desc() for c in st.RUN_ORDER), attempts.c.attempt.desc()
+                ).limit(MAX_LAP_HISTORY)
+            ).scalars()
+            lap_signatures = list(reversed(list(newest)))
+        return ConvergenceLedger(
+            task_id=task_id,
+            stage_state={
+                r.stage: StageRecord(
+                    attempts=r.attempts,
+                    last_verdict=r.last_verdict,
+                    last_finding_signatures=r.last_finding_signatures,
+                )
+                for r in stages
+            },
+            laps=laps,
+            lap_signatures=lap_signatures,
+        )
+
+    def events(self, task_id: str | None = None, *, run_id: str | None = None) -> list[Event]:
+        """Events in the order they were appended, optionally of one task and/or run."""
+        query = sa.select(events).order_by(events.c.id)
+        if task_id is not None:
+            query = query.where(events.c.task_id == task_id)
+        if run_id is not None:
+            query = query.where(events.c.run_id == run_id)
+        with self._read() as conn:
+            return [Event.model_validate(r._asdict()) for r in conn.execute(query)]
+
+    def append_event(
+        self,
+        kind: str,
+        data: Mapping[str, Any],
+        *,
+        at: datetime,
+        task_id: str | None = None,
+        run_id: str | None = None,
+    ) -> int:
+        """Append one event outside a run's close; returns its id."""
+        checked = EventIn(kind=kind, data=dict(data))
+        with self._write() as conn:
+            return st.append_event(conn, at, checked.kind, checked.data, task_id, run_id)
+
+    # -- connections --------------------------------------------------------------------------
+
+    @contextmanager
+    def _write(self) -> Iterator[sa.Connection]:
+        """One write transaction; constraint violations surface as ``LedgerConflict``."""
+        try:
+            with self._engine.connect() as conn:
+                conn.execution_options(**{WRITE_OPTION: True})
+                with conn.begin():
+                    yield conn
+        except IntegrityError as exc:
+            raise LedgerConflict(str(exc.orig)) from exc
+
+    @contextmanager
+    def _read(self) -> Iterator[sa.Connection]:
+        """One read transaction: a consistent snapshot for every query inside it."""
+        with self._engine.connect() as conn, conn.begin():
+            yield conn
+
+
+def _locked(conn: sa.Connection, task_id: str) -> tuple[TaskStatus, int]:
+    found = st.lock_task(conn, task_id)
+    if found is None:
+        raise TaskNotFound(f"no task {task_id!r}")
+    return found

@@ -1,0 +1,248 @@
+"""The SQL behind each ledger operation, one function per step.
+
+Each function runs inside a transaction the caller (``Ledger``) owns; none commits. Statements
+on the run-close path are built once per dialect and executed with parameters, because building
+SQLAlchemy statement objects per call costs more than SQLite takes to run them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from functools import cache
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
+
+from assay.adapters.store.records import DispatchRecord, EventIn, RunClose, RunRecord
+from assay.adapters.store.schema import attempts, dispatches, events, runs, stage_records, tasks
+from assay.core.ledger import finding_signatures, outcome_verdict, task_verdict
+from assay.core.tasks import Task
+from assay.core.vocab import Stage, StageVerdict, TaskStatus
+
+RUN_ORDER = (runs.c.started_at, runs.c.id)
+_TASK_STAGE = sa.and_(
+    stage_records.c.task_id == tasks.c.id, stage_records.c.stage == Stage.TASK.value
+)
+_LOCK_TASK = (
+    sa.select(tasks.c.status, sa.func.coalesce(stage_records.c.attempts, 0))
+    .select_from(tasks.outerjoin(stage_records, _TASK_STAGE))
+    .where(tasks.c.id == sa.bindparam("task_id"))
+    .with_for_update(of=tasks)
+)
+_LOCK_RUN = sa.select(runs).where(runs.c.id == sa.bindparam("run_id")).with_for_update()
+_UPDATE_TASK = sa.update(tasks).where(tasks.c.id == sa.bindparam("key"))
+_UPDATE_RUN = sa.update(runs).where(runs.c.id == sa.bindparam("key"))
+
+
+def task_values(task: Task) -> dict[str, Any]:
+    """The ``tasks`` row of a task: no attempts (a stage record) and no run ids (the runs)."""
+    return {
+        "title": task.title,
+        "instruction": task.instruction,
+        "status": task.status.value,
+        "last_error": task.last_error,
+        "hold_reason": task.hold_reason,
+        "hold_source": task.hold_source.value if task.hold_source else None,
+        "diagnostic": task.diagnostic,
+        "created_at": task.created_at,
+        "updated_at": task.updated_at,
+    }
+
+
+def update_task(conn: sa.Connection, task: Task) -> None:
+    conn.execute(_UPDATE_TASK, {"key": task.id, **task_values(task)})
+
+
+def load_tasks(conn: sa.Connection, where: sa.ColumnElement[bool]) -> list[Task]:
+    """Tasks matching ``where``, oldest first, with attempts from their ``task`` stage record
+    and run ids from their runs."""
+    rows = conn.execute(
+        sa.select(tasks, sa.func.coalesce(stage_records.c.attempts, 0).label("attempts"))
+        .select_from(tasks.outerjoin(stage_records, _TASK_STAGE))
+        .where(where)
+        .order_by(tasks.c.created_at, tasks.c.id)
+    ).all()
+    run_ids: dict[str, list[str]] = {}
+    chosen = sa.select(tasks.c.id).where(where)
+    for task_id, run_id in conn.execute(
+        sa.select(runs.c.task_id, runs.c.id).where(runs.c.task_id.in_(chosen)).order_by(*RUN_ORDER)
+    ):
+        run_ids.setdefault(task_id, []).append(run_id)
+    return [Task.model_validate({**r._asdict(), "run_ids": run_ids.get(r.id, [])}) for r in rows]
+
+
+def lock_task(conn: sa.Connection, task_id: str) -> tuple[TaskStatus, int] | None:
+    """The task's stored status and spent attempts (None if unknown), locking its row on
+    PostgreSQL for the rest of the transaction; on SQLite ``BEGIN IMMEDIATE`` already holds
+    the database's write lock."""
+    row = conn.execute(_LOCK_TASK, {"task_id": task_id}).first()
+    return None if row is None else (TaskStatus(row[0]), int(row[1]))
+
+
+def lock_run(conn: sa.Connection, run_id: str) -> RunRecord | None:
+    row = conn.execute(_LOCK_RUN, {"run_id": run_id}).first()
+    return None if row is None else RunRecord.model_validate(row._asdict())
+
+
+@cache
+def _stage_upsert(dialect: str, add: bool, verdict: bool) -> sa.Insert:
+    """Create a stage record or update it in place. ``add`` increments in SQL (no
+    read-modify-write, so concurrent writers cannot lose an update); otherwise the count is
+    set. Without ``verdict`` the stored verdict and signatures are left alone."""
+    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    stmt = insert(stage_records)
+    changes: dict[str, Any] = {
+        "attempts": stage_records.c.attempts + stmt.excluded.attempts
+        if add
+        else stmt.excluded.attempts
+    }
+    if verdict:
+        changes["last_verdict"] = stmt.excluded.last_verdict
+        changes["last_finding_signatures"] = stmt.excluded.last_finding_signatures
+    return stmt.on_conflict_do_update(index_elements=["task_id", "stage"], set_=changes)
+
+
+def _stage_row(
+    task_id: str,
+    stage: Stage,
+    attempts: int,
+    verdict: StageVerdict | None = None,
+    signatures: Sequence[str] = (),
+) -> dict[str, Any]:
+    return {
+        "task_id": task_id,
+        "stage": stage.value,
+        "attempts": attempts,
+        "last_verdict": (verdict or StageVerdict.UNVISITED).value,
+        "last_finding_signatures": finding_signatures(signatures) if verdict is not None else [],
+    }
+
+
+def set_task_attempts(conn: sa.Connection, task_id: str, value: int) -> None:
+    """Set the task's spent attempts: the one place that count is kept."""
+    stmt = _stage_upsert(conn.dialect.name, add=False, verdict=False)
+    conn.execute(stmt, _stage_row(task_id, Stage.TASK, value))
+
+
+def record_stages(conn: sa.Connection, close: RunClose) -> None:
+    """The close's counters and verdicts: the ``task`` stage is set to what settle decided
+    (with the task's verdict), ``recover`` takes the last attempt's verdict, the other stages
+    only count. Both verdicts carry the last attempt's finding signatures."""
+    dialect = conn.dialect.name
+    last = max(close.attempts, key=lambda a: a.attempt, default=None)
+    signatures = last.finding_signatures if last is not None else []
+    verdict = task_verdict(close.task.status)
+    conn.execute(
+        _stage_upsert(dialect, add=False, verdict=True),
+        _stage_row(close.task_id, Stage.TASK, close.task.attempts, verdict, signatures),
+    )
+    increments = close.stage_increments()
+    if last is not None:
+        row = _stage_row(
+            close.task_id,
+            Stage.RECOVER,
+            increments.pop(Stage.RECOVER),
+            outcome_verdict(last.outcome),
+            signatures,
+        )
+        conn.execute(_stage_upsert(dialect, add=True, verdict=True), row)
+    counted = [_stage_row(close.task_id, s, n) for s, n in increments.items() if n]
+    if counted:
+        conn.execute(_stage_upsert(dialect, add=True, verdict=False), counted)
+
+
+def write_attempts(conn: sa.Connection, close: RunClose) -> None:
+    if close.attempts:
+        conn.execute(
+            sa.insert(attempts),
+            [
+                {
+                    "run_id": close.run_id,
+                    "attempt": a.attempt,
+                    "outcome": a.outcome.value,
+                    "failures": list(a.failures),
+                    "finding_signatures": finding_signatures(a.finding_signatures),
+                }
+                for a in close.attempts
+            ],
+        )
+
+
+def write_dispatches(conn: sa.Connection, close: RunClose) -> None:
+    if close.dispatches:
+        conn.execute(
+            sa.insert(dispatches),
+            [
+                {**d.model_dump(mode="json", exclude={"dispatch_id"}), "id": d.dispatch_id}
+                | {"run_id": close.run_id}
+                for d in close.dispatches
+            ],
+        )
+
+
+def dispatch_from_row(row: dict[str, Any]) -> DispatchRecord:
+    row["dispatch_id"] = row.pop("id")
+    del row["run_id"]
+    return DispatchRecord.model_validate(row)
+
+
+def finish_run(conn: sa.Connection, close: RunClose, run: RunRecord) -> RunRecord:
+    """Mark the run closed with what settle made of it; returns the closed record."""
+    closed = run.model_copy(
+        update={
+            "status": close.status,
+            "finished_at": close.finished_at,
+            "settle_row": close.settlement.row,
+            "attempt_spent": close.settlement.attempt_spent,
+            "task_status": close.task.status,
+            "reason": close.reason,
+            "payload_path": close.payload_path,
+        }
+    )
+    values = closed.model_dump(mode="json", exclude={"id", "task_id", "started_at", "finished_at"})
+    conn.execute(_UPDATE_RUN, {"key": close.run_id, "finished_at": close.finished_at, **values})
+    return closed
+
+
+def write_close_events(conn: sa.Connection, close: RunClose, run: RunRecord) -> None:
+    """The caller's events, then ``run_closed`` with what settle did (facts, no counters)."""
+    summary: dict[str, Any] = {
+        "status": run.status,
+        "settle_row": run.settle_row,
+        "attempt_spent": run.attempt_spent,
+        "task_status": run.task_status,
+        "payload_path": run.payload_path,
+    }
+    entries = [*close.events, EventIn(kind="run_closed", data=summary)]
+    conn.execute(
+        sa.insert(events),
+        [
+            {
+                "at": close.finished_at,
+                "task_id": close.task_id,
+                "run_id": close.run_id,
+                "kind": e.kind,
+                "data": e.data,
+            }
+            for e in entries
+        ],
+    )
+
+
+def append_event(
+    conn: sa.Connection,
+    at: datetime,
+    kind: str,
+    data: Mapping[str, Any],
+    task_id: str | None = None,
+    run_id: str | None = None,
+) -> int:
+    """Append one event; returns its id."""
+    inserted = conn.execute(
+        sa.insert(events)
+        .values(at=at, task_id=task_id, run_id=run_id, kind=kind, data=dict(data))
+        .returning(events.c.id)
+    )
+    return int(inserted.scalar_one())
