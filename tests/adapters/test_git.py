@@ -407,3 +407,28 @@ def test_user_hooks_do_not_run(repo: Path) -> None:
     write(path / "feature.txt", "feature\n")
     assert git.commit_all(path, "despite the hook") is not None
     assert not (path / "HOOK_RAN").exists()
+
+
+def test_restore_checkpoint_removes_what_validators_left_but_keeps_the_coders(
+    tmp_path: Path,
+) -> None:
+    from assay.adapters.git import commit_all, ignored_entries, restore_checkpoint
+
+    repo = tmp_path / "r"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / ".gitignore").write_text("__pycache__/\nnode_modules/\n")
+    (repo / "a.py").write_text("x = 1\n")
+    commit_all(repo, "base")
+    (repo / "node_modules").mkdir()
+    (repo / "node_modules" / "dep.js").write_text("coder installed this\n")
+    keep = ignored_entries(repo)
+    (repo / "__pycache__").mkdir()
+    (repo / "__pycache__" / "a.pyc").write_bytes(b"stale")
+    (repo / "a.py").write_text("x = 2  # a validator rewrote this\n")
+    (repo / "report.xml").write_text("junit\n")
+    restore_checkpoint(repo, keep)
+    assert (repo / "a.py").read_text() == "x = 1\n"
+    assert not (repo / "__pycache__").exists()
+    assert not (repo / "report.xml").exists()
+    assert (repo / "node_modules" / "dep.js").exists()

@@ -326,11 +326,26 @@ def commit_all(worktree: Path, message: str) -> str | None:
     return _out(worktree, "rev-parse", "HEAD")
 
 
-def restore_checkpoint(worktree: Path) -> None:
-    """Put the worktree back to its last commit: what validators left behind (caches, build
-    output) must not become part of the candidate. Ignored files are kept."""
+def ignored_entries(worktree: Path) -> frozenset[str]:
+    """Untracked, ignored files and folders (a folder is listed once, as ``dir/``)."""
+    out = _run(
+        worktree, "ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory"
+    ).stdout
+    return frozenset(entry for entry in _text(out).split("\0") if entry)
+
+
+def restore_checkpoint(worktree: Path, keep_ignored: frozenset[str] = frozenset()) -> None:
+    """Put the worktree back to its last commit: what validators left behind (caches such as a
+    stale ``__pycache__``, build output) must not leak into the candidate or the next attempt.
+    Ignored entries in ``keep_ignored`` (the coder's own, e.g. ``node_modules/``) stay."""
     _run(worktree, "reset", "--quiet", "--hard", "HEAD")
     _run(worktree, "clean", "--quiet", "-f", "-d")
+    for entry in ignored_entries(worktree) - keep_ignored:
+        target = worktree / entry
+        if target.is_dir() and not target.is_symlink():
+            shutil.rmtree(target, ignore_errors=True)
+        else:
+            target.unlink(missing_ok=True)
 
 
 # --- landing ---------------------------------------------------------------------------------

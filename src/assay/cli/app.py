@@ -10,7 +10,15 @@ from assay.cli import halt
 
 # Command groups: name -> (module, attribute, one-line help), imported only when used.
 GROUPS: dict[str, tuple[str, str, str]] = {
+    "task": ("assay.cli.tasks", "app", "Queue tasks, list them, show, hold, release, cancel."),
+    "ledger": ("assay.cli.ledger", "app", "A task's counters, derived from the ledger."),
     "payload": ("assay.cli.payload", "app", "The halt payload: its JSON Schema, a run's payload."),
+    "contract": ("assay.cli.contract", "app", "Write a contract template; check a contract."),
+}
+# Single commands: name -> (module, function).
+COMMANDS: dict[str, tuple[str, str]] = {
+    "run": ("assay.cli.run", "run"),
+    "serve": ("assay.cli.serve", "serve"),
 }
 
 
@@ -29,6 +37,10 @@ def build_app(only: str | None = None) -> typer.Typer:
         if only is not None and name != only:
             continue
         app.add_typer(getattr(import_module(module), attribute), name=name, help=help_text)
+    for name, (module, function) in COMMANDS.items():
+        if only is not None and name != only:
+            continue
+        app.command(name=name)(getattr(import_module(module), function))
 
     @app.callback(invoke_without_command=True)
     def _root(

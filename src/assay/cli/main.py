@@ -18,10 +18,11 @@ def main(argv: Sequence[str] | None = None) -> None:
 
         sys.exit(halt.run(args[1:]))
 
-    from assay.cli.app import GROUPS, build_app
+    from assay.cli.app import COMMANDS, GROUPS, build_app
 
     first = args[0] if args else None
-    build_app(first if first in GROUPS else None)(args=args, prog_name="assay")
+    only = first if first in GROUPS or first in COMMANDS else None
+    build_app(only)(args=args, prog_name="assay")
 
 
 if __name__ == "__main__":

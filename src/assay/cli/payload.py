@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
+from typing import Annotated
 
 import typer
+
+from assay.cli.workspace import Workspace, fail, print_json
 
 app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
@@ -22,3 +26,24 @@ def schema(
     from assay.core.payload import payload_json_schema
 
     typer.echo(json.dumps(payload_json_schema(), indent=2 if pretty else None))
+
+
+@app.command()
+def show(
+    run_id: str,
+    json_output: Annotated[bool, typer.Option("--json", help="JSON output (the default).")] = True,
+) -> None:
+    """Print a run's payload (from the ledger's record of where it was written)."""
+    from assay.adapters.store.sql import RunNotFound
+
+    ledger = Workspace.find().ledger()
+    try:
+        record = ledger.get_run(run_id)
+    except RunNotFound:
+        fail(f"no run {run_id!r}")
+    if record.payload_path is None:
+        fail(f"run {run_id} has no payload yet (it is {record.status.value})")
+    try:
+        print_json(json.loads(Path(record.payload_path).read_text(encoding="utf-8")))
+    except (OSError, ValueError) as exc:
+        fail(f"cannot read the payload of {run_id}: {exc}", 4)

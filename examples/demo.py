@@ -1,0 +1,135 @@
+"""The demo: one real task, end to end, on the embedded defaults.
+
+Builds a small git repository with a real bug (slugify drops digits) and a failing test, then
+runs the real ``assay run`` on it with the ``replay`` coder, scripted to submit a wrong fix
+first and the right one second. The output shows a blocked attempt, a recovery wave fed with
+the failure, a pass, the merge, the settled task and the payload.
+
+``replay`` stands in for the coder because no model is reachable from here; with Claude Code
+installed, change ``kind: replay`` to ``kind: claude`` in the contract below (and drop
+``steps``), and the same run drives the real agent.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from rich.console import Console
+from rich.syntax import Syntax
+
+BIN = Path(sys.executable).parent
+console = Console()
+
+BUGGY = '''\
+import re
+
+
+def slugify(text: str) -> str:
+    """Lower-case words joined by hyphens."""
+    words = re.findall(r"[a-zA-Z]+", text)
+    return "-".join(w.lower() for w in words)
+'''
+WRONG_FIX = BUGGY.replace('"""Lower-case words', '"""Lower-case, trimmed words').replace(
+    're.findall(r"[a-zA-Z]+", text)', 're.findall(r"[a-zA-Z]+", text.strip())'
+)
+RIGHT_FIX = BUGGY.replace("[a-zA-Z]+", "[a-zA-Z0-9]+")
+TESTS = """\
+from slug import slugify
+
+
+def test_words():
+    assert slugify("Hello World") == "hello-world"
+
+
+def test_digits():
+    assert slugify("Python 3 rocks") == "python-3-rocks"
+"""
+CONFTEST = """\
+import pathlib
+import sys
+
+sys.path.insert(0, str(pathlib.Path(__file__).parent.parent / "src"))
+"""
+CONTRACT = """\
+task: |
+  slugify() drops digits: "Python 3 rocks" must become "python-3-rocks".
+  Fix src/slug.py; tests/test_slug.py::test_digits must pass.
+anchors: [src/slug.py, "src/slug.py::slugify"]
+scope: {{allow: ["src/**"], protect: ["tests/**"]}}
+coder:
+  kind: replay          # with a model: kind: claude (and no steps)
+  steps:
+    - {{script: "cp {fixes}/wrong_slug.py src/slug.py"}}
+    - {{script: "cp {fixes}/right_slug.py src/slug.py"}}
+validators:
+  - {{id: tests, kind: command, run: "python -m pytest -q -p no:cacheprovider tests"}}
+policy: unanimous
+budgets: {{max_attempts: 3, max_recovery: 2}}
+land: merge
+"""
+
+
+def git(repo: Path, *args: str) -> None:
+    subprocess.run(
+        ["git", "-c", "user.name=demo", "-c", "user.email=demo@example.com", *args],
+        cwd=repo,
+        check=True,
+        capture_output=True,
+    )
+
+
+def main() -> int:
+    work = Path(tempfile.mkdtemp(prefix="assay-demo-"))
+    try:
+        repo, fixes = work / "slugs", work / "fixes"
+        (repo / "src").mkdir(parents=True)
+        (repo / "tests").mkdir()
+        fixes.mkdir()
+        (repo / "src" / "slug.py").write_text(BUGGY)
+        (repo / "tests" / "test_slug.py").write_text(TESTS)
+        (repo / "tests" / "conftest.py").write_text(CONFTEST)
+        (fixes / "wrong_slug.py").write_text(WRONG_FIX)
+        (fixes / "right_slug.py").write_text(RIGHT_FIX)
+        git(repo, "init", "-q", "-b", "main")
+        git(repo, "add", ".")
+        git(repo, "commit", "-q", "-m", "slugify, with a bug")
+        contract = work / "assay.yaml"  # outside the repository: its checkout stays clean
+        contract.write_text(CONTRACT.format(fixes=fixes))
+        console.rule("[bold]A repository with a real bug")
+        console.print(f"{repo}: src/slug.py, tests/test_slug.py (test_digits fails)")
+        console.print(Syntax(CONTRACT.format(fixes=fixes), "yaml"))
+        console.rule("[bold]assay run --contract assay.yaml")
+        env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+        env.pop("ASSAY_HOME", None)
+        env.pop("ASSAY_DATABASE_URL", None)
+        done = subprocess.run(
+            [str(BIN / "assay"), "run", "--contract", str(contract)], cwd=repo, env=env, check=False
+        )
+        console.print(f"exit code {done.returncode} (0: the task is done)")
+        console.rule("[bold]main after the merge")
+        log = subprocess.run(
+            ["git", "log", "--oneline", "-3"], cwd=repo, capture_output=True, text=True, check=True
+        )
+        console.print(log.stdout.strip())
+        console.print(Syntax((repo / "src" / "slug.py").read_text(), "python"))
+        payload = next((repo / ".assay" / "runs").glob("*/payload.json"))
+        console.rule(f"[bold]The payload ({payload.relative_to(repo)})")
+        document = json.loads(payload.read_text())
+        shown = {
+            k: document[k]
+            for k in ("status", "reason", "task_status", "attempt_spent", "attempts", "usage")
+        }
+        console.print(Syntax(json.dumps(shown, indent=2), "json"))
+        return done.returncode
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,41 @@
+"""``assay contract init``: write a commented contract template."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from assay.cli.workspace import fail
+
+app = typer.Typer(
+    context_settings={"help_option_names": ["-h", "--help"]},
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode=None,
+)
+
+
+@app.command()
+def init(
+    path: Annotated[Path, typer.Argument(help="Where to write it.")] = Path("assay.yaml"),
+    force: Annotated[bool, typer.Option(help="Overwrite an existing file.")] = False,
+) -> None:
+    """Write a commented dispatch contract template (every key explained)."""
+    from assay.adapters.store.halt_files import write_text_atomic
+    from assay.core.contract import contract_template
+
+    if path.exists() and not force:
+        fail(f"{path} exists; pass --force to overwrite it")
+    write_text_atomic(path, contract_template())
+    typer.echo(f"wrote {path}")
+
+
+@app.command()
+def check(path: Annotated[Path, typer.Argument(help="The contract to check.")]) -> None:
+    """Parse and validate a contract; exit 2 with the key and line of the first problem."""
+    from assay.cli.run import load_contract_file
+
+    load_contract_file(path)
+    typer.echo(f"{path}: ok")

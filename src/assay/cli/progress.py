@@ -1,0 +1,44 @@
+"""Live progress of a run, printed as it happens (to stderr, so ``--json`` stdout stays clean)."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.markup import escape
+
+from assay.engine.effects import RunEvent
+
+_STYLE = {"pass": "green", "warn": "yellow", "block": "red"}
+
+
+class Progress:
+    def __init__(self, *, quiet: bool = False) -> None:
+        self.console = Console(stderr=True, highlight=False)
+        self.quiet = quiet
+
+    def __call__(self, event: RunEvent) -> None:
+        if self.quiet:
+            return
+        data = event.data
+        out = self.console.print
+        if event.kind == "run.started":
+            out(f"[bold]run {data['run_id']}[/bold] · {data['seats']} seat(s)")
+        elif event.kind == "attempt.started":
+            out(f"[bold cyan]attempt {data['attempt']}[/bold cyan]")
+        elif event.kind == "seat.finished":
+            files = data.get("files") or []
+            shown = ", ".join(files[:5]) + (" …" if len(files) > 5 else "")
+            what = f"{len(files)} file(s) changed ({shown})" if files else "no change"
+            err = f" · [red]{escape(str(data['error']))}[/red]" if data.get("error") else ""
+            stop = f" · stopped: {data['stop_reason']}" if data.get("stop_reason") else ""
+            coder = escape(f"[{data['coder']}]")
+            out(f"  seat {data['seat']} {coder}: {escape(what)}{stop}{err}")
+        elif event.kind == "validator.finished":
+            severity = "error" if data.get("error") else str(data["severity"])
+            style = _STYLE.get(severity, "magenta")
+            out(f"  validator {data['validator']}: [{style}]{severity}[/{style}]")
+        elif event.kind == "attempt.decided":
+            out(f"  decision: [bold]{data['action']}[/bold] (seat {data['seat']})")
+            for failure in data.get("failures") or []:
+                out(f"    [red]✗[/red] {escape(str(failure))}")
+        elif event.kind == "warning":
+            out(f"  [yellow]warning:[/yellow] {escape(str(data['message']))}")

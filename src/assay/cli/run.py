@@ -1,0 +1,205 @@
+"""``assay run``: run one task now, with live progress, and exit by what settle made of it.
+
+Exit codes: 0 done, 1 failed (runnable again), 2 a bad invocation or contract, 3 held for a
+human, 4 an internal error.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from assay.cli.workspace import (
+    EXIT_DONE,
+    EXIT_FAILED,
+    EXIT_HELD,
+    EXIT_INTERNAL,
+    Workspace,
+    fail,
+    print_json,
+)
+from assay.core.vocab import HaltType, TaskStatus
+
+if TYPE_CHECKING:
+    from assay.core.contract import Contract
+
+
+def exit_code_for(status: TaskStatus, halt_type: HaltType) -> int:
+    if halt_type is HaltType.INTERNAL_ERROR:
+        return EXIT_INTERNAL
+    if status is TaskStatus.DONE:
+        return EXIT_DONE
+    if status is TaskStatus.HELD:
+        return EXIT_HELD
+    return EXIT_FAILED
+
+
+def load_contract_file(path: Path) -> object:
+    from assay.core.contract import ContractError, parse_contract
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        fail(f"cannot read contract {path}: {exc}")
+    try:
+        return parse_contract(text, str(path))
+    except ContractError as exc:
+        fail(f"invalid contract: {exc}")
+
+
+def run(
+    instruction: Annotated[
+        str | None, typer.Argument(help="What to do. Omit it when --contract gives the task.")
+    ] = None,
+    contract: Annotated[
+        Path | None, typer.Option("--contract", "-c", help="A dispatch contract (YAML).")
+    ] = None,
+    coder: Annotated[
+        str | None,
+        typer.Option(help="Coder kind: claude, codex, aider, mini, llm, command or replay."),
+    ] = None,
+    coder_command: Annotated[
+        str | None, typer.Option(help="For --coder command: the command line to run.")
+    ] = None,
+    validator: Annotated[
+        list[str] | None,
+        typer.Option("--validator", "-v", help='A validator command, e.g. "pytest -q" (repeat).'),
+    ] = None,
+    land: Annotated[str, typer.Option(help="merge, branch, pr or none.")] = "branch",
+    seats: Annotated[int, typer.Option(min=1, help="Competing coders per attempt.")] = 1,
+    max_attempts: Annotated[int, typer.Option(min=1, help="Runs before the task is Held.")] = 3,
+    max_recovery: Annotated[int, typer.Option(min=0, help="Recovery waves per run.")] = 2,
+    task_id: Annotated[
+        str | None, typer.Option("--task", help="Run an existing task instead of a new one.")
+    ] = None,
+    resume: Annotated[
+        bool, typer.Option("--resume", help="Close runs a crash interrupted, then run them again.")
+    ] = False,
+    keep_worktrees: Annotated[
+        bool, typer.Option(help="Keep every worktree (they are kept anyway when a run fails).")
+    ] = False,
+    json_output: Annotated[bool, typer.Option("--json", help="Print the payload as JSON.")] = False,
+) -> None:
+    """Run a task now: coders in worktrees, validators decide, the task is settled.
+
+    Give an instruction (and flags), or a contract file. The payload is written to
+    .assay/runs/<run>/payload.json. Exit: 0 done, 1 failed, 2 bad input, 3 held, 4 internal.
+    """
+    from assay.cli.progress import Progress
+    from assay.core.tasks import Task
+    from assay.engine.runner import recover_interrupted, run_task
+
+    workspace = Workspace.find()
+    ledger = workspace.ledger()
+    now = datetime.now(UTC)
+    jobs: list[tuple[Task, Contract]] = []
+    if resume:
+        recovered = recover_interrupted(
+            home=workspace.home, ledger=ledger, contract_for=workspace.load_contract
+        )
+        for run_id in recovered:
+            task = ledger.get_task(ledger.get_run(run_id).task_id)
+            typer.echo(f"recovered interrupted run {run_id} of task {task.id}", err=True)
+            if task.runnable():
+                jobs.append((task, workspace.load_contract(task.id)))
+        if not recovered and instruction is None and contract is None and task_id is None:
+            typer.echo("no interrupted run to resume", err=True)
+            raise typer.Exit(EXIT_DONE)
+    if task_id is not None:
+        from assay.adapters.store.sql import TaskNotFound
+
+        try:
+            task = ledger.get_task(task_id)
+        except TaskNotFound:
+            fail(f"no task {task_id!r} (see `assay task list`)")
+        if not task.runnable():
+            fail(f"task {task_id} is {task.status.value}, not runnable")
+        jobs.append((task, workspace.load_contract(task_id)))
+    elif instruction is not None or contract is not None:
+        built = build_contract(
+            instruction, contract, coder, coder_command, validator, land, seats,
+            max_attempts, max_recovery,
+        )  # fmt: skip
+        title = built.task.strip().splitlines()[0][:80]
+        task = Task.new(id=new_task_id(now), title=title, instruction=built.task, now=now)
+        ledger.add_task(task)
+        workspace.save_contract(task.id, built)
+        jobs.append((task, built))
+    if not jobs:
+        fail("give an instruction, --contract FILE, --task ID or --resume (see assay run -h)")
+
+    code = EXIT_DONE
+    for task, chosen in jobs:
+        report = run_task(
+            repo=workspace.repo,
+            home=workspace.home,
+            ledger=ledger,
+            task=task,
+            contract=chosen,
+            sink=Progress(quiet=False),
+            keep_worktrees=keep_worktrees,
+        )
+        payload = report.payload
+        if json_output:
+            print_json(payload.to_json())
+        else:
+            typer.echo(
+                f"{payload.status.value}: {payload.reason}\n"
+                f"task {task.id}: {report.settlement.new_status.value} "
+                f"(row {report.settlement.row.value}, attempt "
+                f"{'spent' if report.settlement.attempt_spent else 'refunded'}, "
+                f"{task.attempts} of {chosen.budgets.max_attempts} used)\n"
+                f"payload: {report.payload_path}"
+            )
+        code = max(code, exit_code_for(report.settlement.new_status, payload.halt_type))
+    raise typer.Exit(code)
+
+
+def build_contract(
+    instruction: str | None,
+    contract_file: Path | None,
+    coder: str | None,
+    coder_command: str | None,
+    validators: list[str] | None,
+    land: str,
+    seats: int,
+    max_attempts: int,
+    max_recovery: int,
+) -> Contract:
+    from pydantic import ValidationError
+
+    from assay.core.contract import Contract, contract_from_flags
+
+    if contract_file is not None:
+        loaded = load_contract_file(contract_file)
+        assert isinstance(loaded, Contract)
+        if instruction is not None:
+            loaded = loaded.model_copy(update={"task": instruction})
+        return loaded
+    assert instruction is not None
+    try:
+        return contract_from_flags(
+            instruction,
+            coder=coder,
+            coder_command=coder_command,
+            validators=validators or [],
+            land=land,
+            seats=seats,
+            judges=0,
+            max_attempts=max_attempts,
+            max_recovery=max_recovery,
+            policy="unanimous",
+            scope_allow=None,
+            scope_protect=None,
+        )
+    except (ValidationError, ValueError) as exc:
+        fail(f"invalid options: {exc}")
+
+
+def new_task_id(now: datetime) -> str:
+    import secrets
+
+    return f"t{now:%Y%m%d-%H%M%S}-{secrets.token_hex(2)}"

@@ -1,0 +1,86 @@
+"""``assay serve``: work the queue with N concurrent runs until stopped (or until idle)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Annotated
+
+import typer
+
+from assay.cli.workspace import Workspace
+
+
+def serve(
+    concurrency: Annotated[int, typer.Option(min=1, max=64, help="Runs at once.")] = 1,
+    once: Annotated[
+        bool, typer.Option("--once", help="Exit when nothing is runnable instead of waiting.")
+    ] = False,
+    poll: Annotated[float, typer.Option(min=0.1, help="Seconds between queue checks.")] = 2.0,
+) -> None:
+    """Run queued (and failed, runnable) tasks, N at a time; interrupted runs are closed first.
+
+    Each task runs until settle makes it done, held, or failed; a failed task is picked up
+    again until max_attempts hold it for a human.
+    """
+    from assay.adapters.store.sql import LedgerConflict
+    from assay.cli.progress import Progress
+    from assay.engine.runner import recover_interrupted, run_task
+
+    workspace = Workspace.find()
+    ledger = workspace.ledger()
+    for run_id in recover_interrupted(
+        home=workspace.home, ledger=ledger, contract_for=workspace.load_contract
+    ):
+        typer.echo(f"recovered interrupted run {run_id}", err=True)
+
+    busy: set[str] = set()
+    guard = threading.Lock()
+    progress = Progress(quiet=concurrency > 1)
+
+    def work(task_id: str) -> None:
+        try:
+            task = ledger.get_task(task_id)
+            if not task.runnable():
+                return
+            report = run_task(
+                repo=workspace.repo,
+                home=workspace.home,
+                ledger=ledger,
+                task=task,
+                contract=workspace.load_contract(task_id),
+                sink=progress,
+            )
+            settled = report.settlement
+            typer.echo(
+                f"{task_id}: {report.payload.status.value} -> {settled.new_status.value}", err=True
+            )
+        except LedgerConflict:
+            pass  # another worker claimed it first
+        finally:
+            with guard:
+                busy.discard(task_id)
+
+    done = 0
+    with ThreadPoolExecutor(max_workers=concurrency) as pool:
+        futures: list[Future[None]] = []
+        try:
+            while True:
+                with guard:
+                    free = concurrency - len(busy)
+                    runnable = [
+                        t.id for t in ledger.list_tasks() if t.runnable() and t.id not in busy
+                    ][:free]
+                    busy.update(runnable)
+                futures.extend(pool.submit(work, task_id) for task_id in runnable)
+                for future in [f for f in futures if f.done()]:
+                    futures.remove(future)
+                    future.result()
+                    done += 1
+                if once and not runnable and not futures:
+                    break
+                time.sleep(poll if not runnable else 0.05)
+        except KeyboardInterrupt:
+            typer.echo("stopping: waiting for the runs in progress to close", err=True)
+    typer.echo(f"served {done} run(s)", err=True)

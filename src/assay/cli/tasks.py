@@ -1,0 +1,183 @@
+"""``assay task add | list | show | hold | release | cancel``: the queue of tasks."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from assay.cli.workspace import EXIT_USAGE, Workspace, fail, print_json
+
+if TYPE_CHECKING:
+    from assay.adapters.store.sql import Ledger
+    from assay.core.tasks import Task
+
+app = typer.Typer(
+    context_settings={"help_option_names": ["-h", "--help"]},
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode=None,
+)
+
+JsonFlag = Annotated[bool, typer.Option("--json", help="Machine-readable JSON output.")]
+
+
+def _get(ledger: Ledger, task_id: str) -> Task:
+    from assay.adapters.store.sql import TaskNotFound
+
+    try:
+        return ledger.get_task(task_id)
+    except TaskNotFound:
+        fail(f"no task {task_id!r} (see `assay task list`)")
+
+
+def _dump(task: Task) -> dict[str, object]:
+    return task.model_dump(mode="json")
+
+
+@app.command()
+def add(
+    instruction: Annotated[str | None, typer.Argument(help="What to do.")] = None,
+    contract: Annotated[Path | None, typer.Option("--contract", "-c", help="A contract.")] = None,
+    coder: Annotated[str | None, typer.Option(help="Coder kind.")] = None,
+    coder_command: Annotated[str | None, typer.Option(help="For --coder command.")] = None,
+    validator: Annotated[
+        list[str] | None, typer.Option("--validator", "-v", help="A validator command (repeat).")
+    ] = None,
+    land: Annotated[str, typer.Option(help="merge, branch, pr or none.")] = "branch",
+    seats: Annotated[int, typer.Option(min=1)] = 1,
+    max_attempts: Annotated[int, typer.Option(min=1)] = 3,
+    max_recovery: Annotated[int, typer.Option(min=0)] = 2,
+    json_output: JsonFlag = False,
+) -> None:
+    """Queue a task (an instruction with flags, or a contract) for `assay serve`."""
+    from assay.cli.run import build_contract, new_task_id
+    from assay.core.tasks import Task
+
+    if instruction is None and contract is None:
+        fail("give an instruction or --contract FILE")
+    built = build_contract(
+        instruction, contract, coder, coder_command, validator, land, seats,
+        max_attempts, max_recovery,
+    )  # fmt: skip
+    workspace = Workspace.find()
+    ledger = workspace.ledger()
+    now = datetime.now(UTC)
+    title = built.task.strip().splitlines()[0][:80]
+    task = Task.new(id=new_task_id(now), title=title, instruction=built.task, now=now)
+    workspace.save_contract(task.id, built)
+    ledger.add_task(task)
+    if json_output:
+        print_json(_dump(task))
+    else:
+        typer.echo(f"queued {task.id}: {task.title}")
+
+
+@app.command("list")
+def list_tasks(
+    status: Annotated[str | None, typer.Option(help="Only tasks with this status.")] = None,
+    json_output: JsonFlag = False,
+) -> None:
+    """List tasks, oldest first, with status, attempts and why a task waits or is held."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from assay.core.vocab import TaskStatus
+
+    chosen = None
+    if status is not None:
+        try:
+            chosen = TaskStatus(status)
+        except ValueError:
+            fail(f"unknown status {status!r}: use one of {', '.join(s.value for s in TaskStatus)}")
+    workspace = Workspace.find()
+    tasks = workspace.ledger().list_tasks(chosen)
+    if json_output:
+        print_json([_dump(t) for t in tasks])
+        return
+    table = Table("id", "status", "attempts", "title", "note")
+    for task in tasks:
+        note = task.hold_reason or task.last_error or ""
+        table.add_row(task.id, task.status.value, str(task.attempts), task.title, note[:60])
+    Console().print(table)
+
+
+@app.command()
+def show(task_id: str, json_output: JsonFlag = False) -> None:
+    """One task: status, attempts, runs, and — when held — why, by whom, and what to do."""
+    from assay.core.vocab import HoldSource, TaskStatus
+
+    workspace = Workspace.find()
+    ledger = workspace.ledger()
+    task = _get(ledger, task_id)
+    runs = ledger.runs(task_id)
+    next_step = {
+        TaskStatus.QUEUED: f"`assay serve` or `assay run --task {task_id}` will run it",
+        TaskStatus.RUNNING: "a run is in progress",
+        TaskStatus.FAILED: f"runnable again: `assay run --task {task_id}`",
+        TaskStatus.DONE: "nothing: it is done",
+        TaskStatus.HELD: (
+            f"read the last payload, then `assay task release {task_id}` to run it again "
+            "(attempts reset, history kept)"
+        ),
+    }[task.status]
+    document = {
+        **_dump(task),
+        "held_by": (task.hold_source.value if task.hold_source else None),
+        "next": next_step,
+        "runs": [r.model_dump(mode="json") for r in runs],
+    }
+    if json_output:
+        print_json(document)
+        return
+    typer.echo(f"{task.id}: {task.title}\nstatus: {task.status.value}  attempts: {task.attempts}")
+    if task.status is TaskStatus.HELD:
+        who = "a human (manual hold)" if task.hold_source is HoldSource.MANUAL else "the machine"
+        typer.echo(f"held by {who}: {task.hold_reason}")
+    if task.last_error:
+        typer.echo(f"last error: {task.last_error}")
+    for record in runs:
+        state = record.status.value
+        typer.echo(f"  run {record.id}: {state} {record.reason or ''} {record.payload_path or ''}")
+    typer.echo(f"next: {next_step}")
+
+
+def _move(task_id: str, move: str, reason: str | None = None) -> None:
+    from assay.core.tasks import TaskTransitionError
+
+    workspace = Workspace.find()
+    ledger = workspace.ledger()
+    task = _get(ledger, task_id)
+    now = datetime.now(UTC)
+    try:
+        if move == "release":
+            task.release(now)
+        else:
+            task.hold(reason or "held by an operator", now)
+    except TaskTransitionError as exc:
+        fail(str(exc), EXIT_USAGE)
+    ledger.save_task(task)
+    typer.echo(f"{task.id}: {task.status.value}")
+
+
+@app.command()
+def hold(
+    task_id: str,
+    reason: Annotated[str, typer.Option(help="Why it is held.")] = "held by an operator",
+) -> None:
+    """Hold a queued or failed task (manual); `release` lets it run again."""
+    _move(task_id, "hold", reason)
+
+
+@app.command()
+def release(task_id: str) -> None:
+    """Release a held task: queued again, attempts reset to 0, history kept."""
+    _move(task_id, "release")
+
+
+@app.command()
+def cancel(task_id: str) -> None:
+    """Cancel a queued or failed task: held (manual) with the reason "cancelled"."""
+    _move(task_id, "hold", "cancelled by an operator")

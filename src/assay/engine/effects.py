@@ -1,0 +1,99 @@
+"""The Effects interface: every side effect of a run, as the graph sees it.
+
+The graph (:mod:`assay.engine.graph`) decides; effects act. The local executor performs each
+call in-process; the Temporal executor performs each as an activity. Keeping every step behind
+this interface is what lets the graph be deterministic and tested without git or a model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from assay.adapters.coders.base import DispatchResult
+from assay.adapters.validators.base import ValidationOutcome
+from assay.core.changes import ChangeSet
+from assay.core.contract import Contract
+from assay.core.payload import HaltNotice
+from assay.core.report import CoderReport, DiffComparison
+from assay.core.vocab import CanonicalHalt, RunStatus
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """What a run is about; fixed before the graph starts."""
+
+    task_id: str
+    run_id: str
+    dispatch_id: str
+    contract: Contract
+    repo_root: Path
+    base_commit: str
+    base_branch: str | None
+
+
+@dataclass
+class SeatOutcome:
+    """One seat's dispatch in one attempt, read back from disk."""
+
+    seat: int
+    attempt: int
+    coder: str
+    result: DispatchResult
+    change: ChangeSet
+    worktree: Path
+    report: CoderReport | None = None
+    comparison: DiffComparison = field(default_factory=DiffComparison)
+
+    @property
+    def lost_to_quota(self) -> bool:
+        return self.result.quota is not None
+
+    @property
+    def environment_error(self) -> str | None:
+        return self.result.environment_error
+
+    @property
+    def viable(self) -> bool:
+        """A candidate the validators can judge: it ran, was not lost, and changed something."""
+        return not self.lost_to_quota and self.environment_error is None and not self.change.empty
+
+
+@dataclass(frozen=True)
+class LandOutcome:
+    status: RunStatus  # merged or ready
+    detail: str
+    branch: str | None = None
+    left_pr: bool = False
+    pr_url: str | None = None
+
+
+@dataclass(frozen=True)
+class RunEvent:
+    """Progress, for the live display and the ledger's event log."""
+
+    kind: str
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+class Effects(Protocol):
+    async def preflight(self, plan: RunPlan) -> list[str]:
+        """Anchors of the contract that do not resolve at the base commit."""
+        ...
+
+    async def arm(self, plan: RunPlan) -> None: ...
+
+    async def dispatch(
+        self, plan: RunPlan, attempt: int, seat: int, prompt: str
+    ) -> SeatOutcome: ...
+
+    async def validate(self, plan: RunPlan, seat: SeatOutcome) -> list[ValidationOutcome]: ...
+
+    async def fire(self, plan: RunPlan, halt: CanonicalHalt, evidence: str) -> None: ...
+
+    async def fired_halts(self, plan: RunPlan) -> list[HaltNotice]: ...
+
+    async def land(self, plan: RunPlan, seat: SeatOutcome) -> LandOutcome: ...
+
+    async def emit(self, event: RunEvent) -> None: ...

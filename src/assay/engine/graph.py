@@ -1,0 +1,346 @@
+"""run_graph(): one run of a task, written only against :class:`Effects`.
+
+Deterministic: the same plan and the same effect results give the same decisions, whether the
+effects run in-process or as Temporal activities. Order of a run: preflight and arm; then
+attempts — dispatch every seat, read coder-fired halts, validate the chosen candidate, decide
+(proceed, recover or halt); land; and the result the executor closes the run with.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from assay.adapters.validators.base import ValidationOutcome
+from assay.core.attempts import AttemptRecord, attempt_outcome
+from assay.core.ledger import finding_signatures
+from assay.core.payload import HaltNotice, Usage
+from assay.core.policy import PolicyDecision, decide
+from assay.core.recovery import PriorFailure, recovery_spec
+from assay.core.results import ValidatorResult
+from assay.core.settle import Verdict
+from assay.core.vocab import (
+    CanonicalHalt,
+    HaltSeverity,
+    HaltType,
+    PolicyAction,
+    RunStatus,
+    Severity,
+    StopReason,
+)
+from assay.engine.effects import Effects, LandOutcome, RunEvent, RunPlan, SeatOutcome
+
+NO_CHANGE_CHECK = "assay.change"
+
+
+@dataclass
+class RunResult:
+    """Everything the executor needs to close the run: settle, payload, ledger."""
+
+    status: RunStatus
+    halt_type: HaltType
+    reason: str
+    attempts: list[AttemptRecord] = field(default_factory=list)
+    dispatches: list[SeatOutcome] = field(default_factory=list)
+    validator_results: list[ValidatorResult] = field(default_factory=list)
+    policy_decision: PolicyDecision | None = None
+    winner: SeatOutcome | None = None
+    fired: list[HaltNotice] = field(default_factory=list)
+    land: LandOutcome | None = None
+    quota_hit: bool = False
+    quota_reset_at: datetime | None = None
+    no_viable_candidates: bool = False
+    halted: bool = False
+    recovery_waves: int = 0
+    validations: int = 0
+
+    @property
+    def verdict(self) -> Verdict:
+        return Verdict(
+            status=self.status,
+            left_pr=self.land.left_pr if self.land else False,
+            quota_hit=self.quota_hit,
+            no_viable_candidates=self.no_viable_candidates,
+            halted=self.halted,
+        )
+
+    @property
+    def latest_seats(self) -> list[SeatOutcome]:
+        """The newest dispatch of each seat, in seat order."""
+        latest: dict[int, SeatOutcome] = {}
+        for outcome in self.dispatches:
+            latest[outcome.seat] = outcome
+        return [latest[seat] for seat in sorted(latest)]
+
+    def usage(self) -> Usage:
+        tokens = sum(d.result.tokens_used or 0 for d in self.dispatches)
+        cost = sum(d.result.cost_usd or 0.0 for d in self.dispatches)
+        wall = sum(d.result.wall_time_ms for d in self.dispatches)
+        return Usage(tokens=tokens, cost_usd=round(cost, 6), wall_time_ms=wall)
+
+
+async def run_graph(plan: RunPlan, fx: Effects) -> RunResult:
+    contract = plan.contract
+    await fx.emit(RunEvent("run.started", {"run_id": plan.run_id, "seats": contract.seats}))
+    unresolved = await fx.preflight(plan)
+    await fx.arm(plan)
+    if unresolved:
+        evidence = "anchors do not resolve at the base commit: " + ", ".join(unresolved)
+        await fx.fire(plan, CanonicalHalt.ANCHOR_RESOLUTION_FAILURE, evidence)
+        run = RunResult(RunStatus.BLOCKED, HaltType.ESCALATE, evidence, halted=True)
+        run.fired = await fx.fired_halts(plan)
+        return run
+
+    run = RunResult(RunStatus.BLOCKED, HaltType.BLOCKER, "")
+    failures: list[PriorFailure] = []
+    previous: list[str] | None = None
+    waves = 1 + contract.budgets.max_recovery
+    for attempt in range(1, waves + 1):
+        if attempt > 1:
+            run.recovery_waves += 1
+        prompt = recovery_spec(contract.task, failures)
+        await fx.emit(RunEvent("attempt.started", {"attempt": attempt}))
+        seats = list(
+            await asyncio.gather(
+                *(fx.dispatch(plan, attempt, seat, prompt) for seat in range(1, contract.seats + 1))
+            )
+        )
+        run.dispatches.extend(seats)
+        for seat in seats:
+            await fx.emit(RunEvent("seat.finished", _seat_event(seat)))
+            if _hit_budget(seat):
+                await fx.fire(
+                    plan,
+                    CanonicalHalt.BUDGET_EXHAUSTED,
+                    f"attempt {attempt} seat {seat.seat}: {_budget_detail(seat)}",
+                )
+        run.fired = await fx.fired_halts(plan)
+        blocking = [h for h in run.fired if h.severity is HaltSeverity.BLOCK]
+        if blocking:
+            names = ", ".join(f"{h.name} ({h.detail})" for h in blocking)
+            run.attempts.append(_record(attempt, seats, [], fault=True, failures=[names]))
+            return _end(
+                run, RunStatus.BLOCKED, HaltType.ESCALATE, f"block halt fired: {names}", halted=True
+            )
+
+        viable = [s for s in seats if s.viable]
+        if not viable:
+            ended = _no_candidate(run, attempt, seats, failures)
+            if ended is not None:
+                return ended
+            if attempt == waves:
+                return _end(
+                    run, RunStatus.BLOCKED, HaltType.BLOCKER, "no attempt produced a change"
+                )
+            continue
+
+        chosen, outcomes = await _validate_best(plan, fx, viable)
+        run.validations += len(viable)
+        run.winner = chosen
+        for outcome in outcomes:
+            if outcome.fire is not None:
+                await fx.fire(plan, outcome.fire, outcome.evidence or outcome.result.justification)
+        results = [o.result for o in outcomes]
+        run.validator_results = results
+        decision = decide(results, contract.policy, contract.threshold)
+        run.policy_decision = decision
+        signatures = finding_signatures(_findings(results))
+        failed = [r for r in results if r.error or r.blocks]
+        run.attempts.append(
+            _record(
+                attempt,
+                seats,
+                results,
+                fault=False,
+                failures=[f"{r.validator_id}: {_detail(r)}" for r in failed],
+                signatures=signatures,
+            )
+        )
+        await fx.emit(
+            RunEvent(
+                "attempt.decided",
+                {
+                    "attempt": attempt,
+                    "action": decision.action.value,
+                    "seat": chosen.seat,
+                    "failures": [
+                        f"{r.validator_id}: {'; '.join(r.findings) or r.justification}"[:300]
+                        for r in failed
+                    ],
+                },
+            )
+        )
+        if any(o.fire is not None for o in outcomes):
+            run.fired = await fx.fired_halts(plan)
+            names = ", ".join(o.fire.value for o in outcomes if o.fire is not None)
+            return _end(
+                run, RunStatus.BLOCKED, HaltType.ESCALATE, f"block halt fired: {names}", halted=True
+            )
+        if decision.action is PolicyAction.PROCEED:
+            run.land = await fx.land(plan, chosen)
+            return _end(run, run.land.status, HaltType.NONE, run.land.detail)
+        if decision.action is PolicyAction.HALT:
+            return _end(run, RunStatus.FAILED, HaltType.VALIDATOR_ERROR, decision.justification)
+        failures.extend(
+            PriorFailure(attempt=attempt, source=r.validator_id, detail=_detail(r)) for r in failed
+        )
+        if previous is not None and signatures == previous:
+            return _end(
+                run,
+                RunStatus.BLOCKED,
+                HaltType.BLOCKER,
+                f"stuck: attempt {attempt} failed exactly as attempt {attempt - 1} did",
+            )
+        previous = signatures
+    return _end(
+        run,
+        RunStatus.BLOCKED,
+        HaltType.BLOCKER,
+        f"validators still block after {waves} attempt(s): {run.policy_decision.justification}"
+        if run.policy_decision
+        else f"no passing candidate after {waves} attempt(s)",
+    )
+
+
+def _no_candidate(
+    run: RunResult, attempt: int, seats: list[SeatOutcome], failures: list[PriorFailure]
+) -> RunResult | None:
+    """A wave with no viable candidate: end the run on a machine fact, or note it and recover."""
+    lost = [s for s in seats if s.lost_to_quota]
+    broken = [s for s in seats if s.environment_error]
+    if lost or broken:
+        run.attempts.append(_record(attempt, seats, [], fault=True, failures=_seat_errors(seats)))
+    if lost and len(lost) + len(broken) == len(seats):
+        run.quota_hit = True
+        run.no_viable_candidates = True
+        resets = [
+            s.result.quota.reset_at for s in lost if s.result.quota and s.result.quota.reset_at
+        ]
+        run.quota_reset_at = max(resets) if resets else None
+        detail = "; ".join(s.result.quota.detail for s in lost if s.result.quota)
+        return _end(
+            run, RunStatus.FAILED, HaltType.ENVIRONMENT_ERROR, f"every seat lost to quota: {detail}"
+        )
+    if broken and len(broken) == len(seats):
+        detail = "; ".join(s.environment_error or "" for s in broken)
+        return _end(run, RunStatus.FAILED, HaltType.ENVIRONMENT_ERROR, detail)
+    if not (lost or broken):
+        crashed = any(s.result.error or s.result.timed_out for s in seats)
+        errors = _seat_errors(seats) or ["the coder left the tree unchanged"]
+        result = ValidatorResult(
+            validator_id=NO_CHANGE_CHECK,
+            severity=Severity.BLOCK,
+            justification="no seat produced a change",
+            findings=errors,
+        )
+        run.attempts.append(
+            _record(
+                attempt,
+                seats,
+                [result],
+                fault=crashed,
+                failures=errors,
+                signatures=finding_signatures(errors),
+            )
+        )
+    failures.extend(
+        PriorFailure(attempt=attempt, source=f"seat {s.seat}", detail=_seat_error(s)) for s in seats
+    )
+    return None
+
+
+async def _validate_best(
+    plan: RunPlan, fx: Effects, viable: list[SeatOutcome]
+) -> tuple[SeatOutcome, list[ValidationOutcome]]:
+    """Validate every viable candidate; keep the first (by seat) that proceeds, else the first."""
+    judged = [(seat, await fx.validate(plan, seat)) for seat in viable]
+    contract = plan.contract
+    for seat, outcomes in judged:
+        decision = decide([o.result for o in outcomes], contract.policy, contract.threshold)
+        if decision.action is PolicyAction.PROCEED and all(o.fire is None for o in outcomes):
+            return seat, outcomes
+    return judged[0]
+
+
+def _record(
+    attempt: int,
+    seats: list[SeatOutcome],
+    results: list[ValidatorResult],
+    *,
+    fault: bool,
+    failures: list[str],
+    signatures: list[str] | None = None,
+) -> AttemptRecord:
+    return AttemptRecord(
+        attempt=attempt,
+        outcome=attempt_outcome(results, operational_fault=fault),
+        coder_dispatches=len(seats),
+        failures=failures,
+        finding_signatures=signatures or [],
+    )
+
+
+def _end(
+    run: RunResult, status: RunStatus, halt_type: HaltType, reason: str, *, halted: bool = False
+) -> RunResult:
+    run.status = status
+    run.halt_type = halt_type
+    run.reason = reason
+    run.halted = run.halted or halted
+    return run
+
+
+def _findings(results: list[ValidatorResult]) -> list[str]:
+    return [
+        f"{r.validator_id}: {finding}"
+        for r in results
+        if r.error or r.blocks
+        for finding in (r.findings or [r.justification])
+    ]
+
+
+def _detail(result: ValidatorResult) -> str:
+    findings = "; ".join(result.findings)
+    return f"{result.justification} {findings}".strip() if findings else result.justification
+
+
+def _hit_budget(seat: SeatOutcome) -> bool:
+    reason = seat.result.stop_reason
+    return seat.result.timed_out or reason in (StopReason.TURN_BUDGET, StopReason.CONTEXT_BUDGET)
+
+
+def _budget_detail(seat: SeatOutcome) -> str:
+    if seat.result.timed_out:
+        return "the coder hit its time budget and was stopped"
+    reason = seat.result.stop_reason
+    return f"the coder stopped on its {reason.value if reason else 'budget'}"
+
+
+def _seat_error(seat: SeatOutcome) -> str:
+    result = seat.result
+    if result.environment_error:
+        return result.environment_error
+    if result.quota:
+        return f"lost to quota: {result.quota.detail}"
+    if result.timed_out:
+        return "timed out"
+    if result.error:
+        return result.error
+    return "the coder left the tree unchanged"
+
+
+def _seat_errors(seats: list[SeatOutcome]) -> list[str]:
+    return [f"seat {s.seat}: {_seat_error(s)}" for s in seats if not s.viable]
+
+
+def _seat_event(seat: SeatOutcome) -> dict[str, object]:
+    return {
+        "attempt": seat.attempt,
+        "seat": seat.seat,
+        "coder": seat.coder,
+        "files": seat.change.paths,
+        "viable": seat.viable,
+        "stop_reason": seat.result.stop_reason.value if seat.result.stop_reason else None,
+        "error": _seat_error(seat) if not seat.viable else None,
+    }

@@ -1,0 +1,275 @@
+"""The local executor: every Effects call performed in-process, on this machine.
+
+Coders run in threads (each one a child process in its own worktree), so the seats of an
+attempt run in parallel while the graph itself stays single-threaded and deterministic.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+
+from assay.adapters import git
+from assay.adapters.coders import get_coder, ignored_settings
+from assay.adapters.coders.base import DispatchRequest, DispatchResult
+from assay.adapters.envpolicy import CODER_CREDENTIALS, child_environment
+from assay.adapters.store import halt_files, halt_ops
+from assay.adapters.validators import get_validator
+from assay.adapters.validators.base import ValidationContext, ValidationOutcome
+from assay.core.anchors import unresolved_anchors
+from assay.core.changes import ChangeSet
+from assay.core.payload import HaltNotice
+from assay.core.report import compare_with_diff, parse_coder_report
+from assay.core.vocab import CanonicalHalt, HaltLifecycle, LandMode, RunStatus, ValidatorKind
+from assay.engine.effects import LandOutcome, RunEvent, RunPlan, SeatOutcome
+
+EventSink = Callable[[RunEvent], None]
+
+
+class LocalEffects:
+    """Effects for one run on this machine. ``home`` is the repository's ``.assay`` folder."""
+
+    def __init__(
+        self,
+        *,
+        home: Path,
+        operator_env: Mapping[str, str],
+        sink: EventSink | None = None,
+    ) -> None:
+        self.home = home
+        self.operator_env = dict(operator_env)
+        self.sink = sink
+        self.events: list[RunEvent] = []
+        self.worktrees: dict[int, Path] = {}
+        self.branches: dict[int, str] = {}
+        self.warnings: list[str] = []
+
+    # -- paths -------------------------------------------------------------------------------
+
+    def run_dir(self, plan: RunPlan) -> Path:
+        return self.home / "runs" / plan.run_id
+
+    def state_dir(self) -> Path:
+        return self.home / "halt-state"
+
+    # -- effects -----------------------------------------------------------------------------
+
+    async def preflight(self, plan: RunPlan) -> list[str]:
+        def read(path: str) -> str | None:
+            return git.read_file_at(plan.repo_root, plan.base_commit, path)
+
+        return await asyncio.to_thread(unresolved_anchors, plan.contract.anchors, read)
+
+    async def arm(self, plan: RunPlan) -> None:
+        run_dir = self.run_dir(plan)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        contract_file = run_dir / "contract.json"
+        halt_files.write_json_atomic(contract_file, plan.contract.model_dump(mode="json"))
+        document, code = halt_ops.arm(contract_file, plan.dispatch_id, self.state_dir())
+        if code != 0:
+            raise RuntimeError(f"arming halts failed: {json.dumps(document['violations'])}")
+
+    async def dispatch(self, plan: RunPlan, attempt: int, seat: int, prompt: str) -> SeatOutcome:
+        spec = plan.contract.coder_for_seat(seat)
+        worktree = await asyncio.to_thread(self._worktree, plan, seat)
+        seat_dir = self.run_dir(plan) / f"attempt-{attempt}" / f"seat-{seat}"
+        seat_dir.mkdir(parents=True, exist_ok=True)
+        report_path = seat_dir / "report.json"
+        report_path.unlink(missing_ok=True)
+        env = child_environment(
+            self.operator_env,
+            credentials=CODER_CREDENTIALS.get(spec.kind.value, frozenset()),
+            declared=plan.contract.env,
+        )
+        request = DispatchRequest(
+            worktree=worktree,
+            prompt=prompt,
+            dispatch_id=plan.dispatch_id,
+            attempt=attempt,
+            seat=seat,
+            halt_state_dir=self.state_dir(),
+            report_path=report_path,
+            log_dir=seat_dir,
+            env=env,
+            settings=spec.model_dump(mode="json"),
+            timeout_seconds=spec.timeout_seconds,
+            max_turns=spec.max_turns,
+            repo_root=plan.repo_root,
+            validator_commands={
+                v.id: v.run
+                for v in plan.contract.validators
+                if v.kind is ValidatorKind.COMMAND and v.run
+            },
+        )
+        try:
+            coder = get_coder(spec.kind.value)
+        except Exception as exc:  # an unknown or broken adapter is this seat's environment error
+            result = DispatchResult(exit_code=None, environment_error=str(exc))
+        else:
+            for setting in ignored_settings(spec, coder):
+                self._warn(f"seat {seat}: the {spec.kind.value} coder ignores `{setting}`")
+            result = await asyncio.to_thread(coder.dispatch, request)
+        change = await asyncio.to_thread(git.read_changes, worktree, plan.base_commit)
+        # A checkpoint commit fixes the candidate, so validators' side effects can be undone.
+        await asyncio.to_thread(git.commit_all, worktree, f"assay: attempt {attempt}, seat {seat}")
+        report = result.report
+        if report_path.exists():
+            report = parse_coder_report(report_path.read_bytes()) or report
+        return SeatOutcome(
+            seat=seat,
+            attempt=attempt,
+            coder=spec.kind.value,
+            result=result,
+            change=change,
+            worktree=worktree,
+            report=report,
+            comparison=compare_with_diff(report, change.paths)
+            if report
+            else compare_with_diff(None, []),
+        )
+
+    async def validate(self, plan: RunPlan, seat: SeatOutcome) -> list[ValidationOutcome]:
+        contract = plan.contract
+        env = child_environment(self.operator_env, declared=contract.env)
+        log_dir = (
+            self.run_dir(plan) / f"attempt-{seat.attempt}" / f"seat-{seat.seat}" / "validators"
+        )
+        log_dir.mkdir(parents=True, exist_ok=True)
+        captured = _captured_output(seat.result)
+        checks: list[tuple[str, Mapping[str, object]]] = [
+            ("scope", {"id": "scope", **contract.scope.model_dump(mode="json")}),
+            ("secrets", {"id": "secrets"}),
+        ]
+        checks += [(v.kind.value, v.model_dump(mode="json")) for v in contract.validators]
+        coder_ignored = await asyncio.to_thread(git.ignored_entries, seat.worktree)
+        outcomes: list[ValidationOutcome] = []
+        # The secret scan also looks for the exact values of the coder's own credentials.
+        coder_kind = contract.coder_for_seat(seat.seat).kind.value
+        coder_env = child_environment(
+            self.operator_env,
+            credentials=CODER_CREDENTIALS.get(coder_kind, frozenset()),
+            declared=contract.env,
+        )
+        for kind, settings in checks:
+            context = ValidationContext(
+                worktree=seat.worktree,
+                change=seat.change,
+                task=contract.task,
+                env=coder_env if kind == "secrets" else env,
+                settings=settings,
+                log_dir=log_dir,
+                captured_output=captured,
+            )
+            validator = get_validator(kind)
+            outcome = await asyncio.to_thread(validator.validate, context)
+            outcomes.append(outcome)
+            await self.emit(
+                RunEvent(
+                    "validator.finished",
+                    {
+                        "attempt": seat.attempt,
+                        "seat": seat.seat,
+                        "validator": outcome.result.validator_id,
+                        "severity": outcome.result.severity.value,
+                        "error": outcome.result.error,
+                    },
+                )
+            )
+        await asyncio.to_thread(git.restore_checkpoint, seat.worktree, coder_ignored)
+        return outcomes
+
+    async def fire(self, plan: RunPlan, halt: CanonicalHalt, evidence: str) -> None:
+        # A refusal (already FIRED and sticky) leaves the earlier firing, which is what counts.
+        await asyncio.to_thread(
+            halt_ops.check,
+            plan.dispatch_id,
+            halt.value,
+            self.state_dir(),
+            fire=True,
+            evidence=evidence,
+        )
+
+    async def fired_halts(self, plan: RunPlan) -> list[HaltNotice]:
+        path = halt_files.state_path(self.state_dir(), plan.dispatch_id)
+        state = await asyncio.to_thread(halt_files.read_state, path)
+        return [
+            HaltNotice(
+                name=h.name,
+                severity=h.severity,
+                detail=str((h.evidence or {}).get("detail", "")),
+                fired_at=h.fired_at,
+            )
+            for h in state.halts
+            if h.lifecycle is HaltLifecycle.FIRED or h.has_fired
+        ]
+
+    async def land(self, plan: RunPlan, seat: SeatOutcome) -> LandOutcome:
+        return await asyncio.to_thread(self._land, plan, seat)
+
+    async def emit(self, event: RunEvent) -> None:
+        self.events.append(event)
+        if self.sink is not None:
+            self.sink(event)
+
+    # -- helpers -----------------------------------------------------------------------------
+
+    def _warn(self, message: str) -> None:
+        if message not in self.warnings:
+            self.warnings.append(message)
+            self.events.append(RunEvent("warning", {"message": message}))
+            if self.sink is not None:
+                self.sink(self.events[-1])
+
+    def _worktree(self, plan: RunPlan, seat: int) -> Path:
+        """One worktree per seat, kept across the run's attempts (recovery continues from it)."""
+        if seat not in self.worktrees:
+            path = self.home / "worktrees" / plan.run_id / f"seat-{seat}"
+            branch = f"assay/{plan.run_id}/seat-{seat}"
+            git.add_worktree(plan.repo_root, path, plan.base_commit, branch)
+            self.worktrees[seat] = path
+            self.branches[seat] = branch
+        return self.worktrees[seat]
+
+    def _land(self, plan: RunPlan, seat: SeatOutcome) -> LandOutcome:
+        mode = plan.contract.land
+        branch = self.branches[seat.seat]
+        title = plan.contract.task.strip().splitlines()[0][:72]
+        git.commit_all(seat.worktree, f"{title}\n\nassay run {plan.run_id}, seat {seat.seat}")
+        if mode is LandMode.NONE:
+            return LandOutcome(RunStatus.READY, "validators passed; nothing landed (land: none)")
+        if mode is LandMode.MERGE and plan.base_branch:
+            try:
+                with _land_lock(self.home):
+                    git.land_merge(plan.repo_root, branch, plan.base_branch)
+            except git.LandRefused as refused:
+                self._warn(f"merge refused, branch {branch} left instead: {refused}")
+                return LandOutcome(RunStatus.READY, f"branch {branch} ready ({refused})", branch)
+            return LandOutcome(RunStatus.MERGED, f"merged into {plan.base_branch}", branch)
+        if mode is LandMode.MERGE:
+            self._warn(f"the base is a detached HEAD; branch {branch} left instead of merging")
+        return LandOutcome(RunStatus.READY, f"branch {branch} ready", branch)
+
+    def cleanup(self, plan: RunPlan, *, keep_branches: set[int]) -> None:
+        for seat, path in self.worktrees.items():
+            keep = seat in keep_branches
+            git.remove_worktree(plan.repo_root, path, branch=None if keep else self.branches[seat])
+
+
+@contextlib.contextmanager
+def _land_lock(home: Path) -> Iterator[None]:
+    """Merges into the base branch happen one at a time, across threads and processes."""
+    with halt_files.locked(home / "land", create_dir=True):
+        yield
+
+
+def _captured_output(result: DispatchResult) -> str:
+    if result.log_path is None or not result.log_path.exists():
+        return ""
+    return result.log_path.read_text(errors="replace")[-200_000:]
+
+
+def empty_change(base_commit: str) -> ChangeSet:
+    return ChangeSet(base_commit=base_commit)

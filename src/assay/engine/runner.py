@@ -1,0 +1,292 @@
+"""One run, start to close, on this machine: the local executor's lifecycle.
+
+start (the task claims an attempt in the ledger) → the graph → close: attest the halts,
+settle the task, write the payload, and record it all in the ledger in one transaction.
+A run holds an exclusive lock on its run folder while it lives, so a later process can tell
+an interrupted run (lock free, run still open) from one still running.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import os
+import secrets
+import traceback
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from assay.adapters import git
+from assay.adapters.store import halt_files, halt_ops
+from assay.adapters.store.records import DispatchRecord, EventIn, RunClose
+from assay.adapters.store.sql import Ledger
+from assay.core.attempts import AttemptRecord
+from assay.core.contract import Contract
+from assay.core.payload import CandidateSummary, Payload, build_payload
+from assay.core.settle import Settlement, Verdict, settle
+from assay.core.tasks import Task
+from assay.core.vocab import AttemptOutcome, HaltType, RunStatus, ValidatorKind
+from assay.engine.effects import RunEvent, RunPlan
+from assay.engine.graph import RunResult, run_graph
+from assay.engine.local import EventSink, LocalEffects
+
+Clock = Callable[[], datetime]
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def new_run_id(now: datetime) -> str:
+    return f"r{now:%Y%m%d-%H%M%S}-{secrets.token_hex(3)}"
+
+
+@dataclass(frozen=True)
+class RunReport:
+    """What a finished run did, for the CLI."""
+
+    run_id: str
+    task: Task
+    settlement: Settlement
+    payload: Payload
+    payload_path: Path
+    warnings: list[str]
+
+
+def run_task(
+    *,
+    repo: Path,
+    home: Path,
+    ledger: Ledger,
+    task: Task,
+    contract: Contract,
+    env: Mapping[str, str] | None = None,
+    sink: EventSink | None = None,
+    keep_worktrees: bool = False,
+    clock: Clock = utc_now,
+) -> RunReport:
+    """Run ``task`` once under ``contract`` and close it; the task comes back settled."""
+    started = clock()
+    run_id = new_run_id(started)
+    git.ensure_excluded(repo, ".assay/")
+    base_commit = git.head_commit(repo)
+    plan = RunPlan(
+        task_id=task.id,
+        run_id=run_id,
+        dispatch_id=run_id,
+        contract=contract,
+        repo_root=repo,
+        base_commit=base_commit,
+        base_branch=git.current_branch(repo),
+    )
+    fx = LocalEffects(home=home, operator_env=env if env is not None else os.environ, sink=sink)
+    run_dir = fx.run_dir(plan)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    lock = _hold_run_lock(run_dir)
+    try:
+        task.start(started, run_id=run_id)
+        ledger.start_run(task, run_id, dispatch_id=run_id, started_at=started)
+        try:
+            result = asyncio.run(run_graph(plan, fx))
+        except Exception as exc:  # any bug becomes an honest internal_error payload
+            (run_dir / "internal-error.txt").write_text(traceback.format_exc())
+            result = RunResult(
+                RunStatus.FAILED, HaltType.INTERNAL_ERROR, f"internal error: {exc!r}"
+            )
+            result.dispatches = []
+        report = close_run(
+            plan=plan, fx=fx, ledger=ledger, task=task, result=result, started=started, clock=clock
+        )
+        failed = report.payload.status in (RunStatus.FAILED, RunStatus.BLOCKED, RunStatus.STALLED)
+        if not keep_worktrees and not failed:
+            keep = (
+                {result.winner.seat}
+                if result.land and result.land.branch and result.winner
+                else set()
+            )
+            fx.cleanup(plan, keep_branches=keep)
+        return report
+    finally:
+        os.close(lock)
+
+
+def close_run(
+    *,
+    plan: RunPlan,
+    fx: LocalEffects,
+    ledger: Ledger,
+    task: Task,
+    result: RunResult,
+    started: datetime,
+    clock: Clock,
+) -> RunReport:
+    contract = plan.contract
+    halt_ops.attest(plan.dispatch_id, fx.state_dir())
+    settlement = settle(task, result.verdict, result.reason, contract.budgets.max_attempts, clock())
+    winner = result.winner
+    payload = build_payload(
+        task_id=task.id,
+        run_id=plan.run_id,
+        dispatch_id=plan.dispatch_id,
+        status=result.status,
+        halt_type=result.halt_type,
+        reason=result.reason,
+        task_status=settlement.new_status,
+        attempt_spent=settlement.attempt_spent,
+        task_spec=contract.task,
+        attempts=result.attempts,
+        started_at=started,
+        finished_at=max(clock(), started),
+        validator_results=result.validator_results,
+        policy_decision=result.policy_decision,
+        candidates=[
+            CandidateSummary(
+                seat=s.seat,
+                coder=s.coder,
+                files_changed=s.change.paths,
+                viable=s.viable,
+                lost_to_quota=s.lost_to_quota,
+                stop_reason=s.result.stop_reason,
+            )
+            for s in result.latest_seats
+        ],
+        coder_report=winner.report if winner else None,
+        report_comparison=winner.comparison if winner else None,
+        fired_halts=result.fired,
+        usage=result.usage(),
+    )
+    payload_path = fx.run_dir(plan) / "payload.json"
+    halt_files.write_json_atomic(payload_path, payload.to_json())
+    judges = sum(1 for v in contract.validators if v.kind is ValidatorKind.JUDGE)
+    ledger.close_run(
+        RunClose(
+            run_id=plan.run_id,
+            status=result.status,
+            task=task,
+            settlement=settlement,
+            reason=result.reason,
+            attempts=result.attempts,
+            dispatches=[
+                DispatchRecord(
+                    dispatch_id=f"{plan.dispatch_id}.a{d.attempt}.s{d.seat}",
+                    attempt=d.attempt,
+                    seat=d.seat,
+                    coder=d.coder,
+                    viable=d.viable,
+                    lost_to_quota=d.lost_to_quota,
+                    stop_reason=d.result.stop_reason,
+                    files_changed=len(d.change.paths),
+                    tokens_used=d.result.tokens_used,
+                    cost_usd=d.result.cost_usd,
+                    wall_time_ms=d.result.wall_time_ms,
+                )
+                for d in result.dispatches
+            ],
+            judge_calls=judges * result.validations,
+            land_attempts=1 if result.land else 0,
+            payload_path=str(payload_path),
+            finished_at=payload.finished_at,
+            events=[EventIn(kind=e.kind, data=_jsonable(e.data)) for e in fx.events],
+        )
+    )
+    return RunReport(
+        run_id=plan.run_id,
+        task=task,
+        settlement=settlement,
+        payload=payload,
+        payload_path=payload_path,
+        warnings=list(fx.warnings),
+    )
+
+
+def _hold_run_lock(run_dir: Path) -> int:
+    fd = os.open(run_dir / "lock", os.O_RDWR | os.O_CREAT, 0o644)
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    os.write(fd, str(os.getpid()).encode())
+    return fd
+
+
+def run_is_alive(run_dir: Path) -> bool:
+    """True while some process holds the run's lock (it is still running)."""
+    lock = run_dir / "lock"
+    if not lock.exists():
+        return False
+    fd = os.open(lock, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+def recover_interrupted(
+    *, home: Path, ledger: Ledger, contract_for: Callable[[str], Contract], clock: Clock = utc_now
+) -> list[str]:
+    """Close every open run whose process died: once, as an environment error, refunded.
+
+    The interrupted attempt is recorded (outcome ``error``) and the task becomes runnable
+    again; a second recovery finds the run closed and does nothing, so nothing counts twice.
+    """
+    recovered: list[str] = []
+    for task in ledger.list_tasks():
+        for record in ledger.runs(task.id):
+            if not record.open or run_is_alive(home / "runs" / record.id):
+                continue
+            contract = contract_for(task.id)
+            reason = "interrupted: the process running it died before the run closed"
+            verdict = Verdict(status=RunStatus.FAILED, parked=True)
+            now = clock()
+            settlement = settle(task, verdict, reason, contract.budgets.max_attempts, now)
+            payload = build_payload(
+                task_id=task.id,
+                run_id=record.id,
+                dispatch_id=record.dispatch_id or record.id,
+                status=RunStatus.FAILED,
+                halt_type=HaltType.ENVIRONMENT_ERROR,
+                reason=reason,
+                task_status=settlement.new_status,
+                attempt_spent=settlement.attempt_spent,
+                task_spec=contract.task,
+                attempts=payload_attempts(reason),
+                started_at=record.started_at,
+                finished_at=max(now, record.started_at),
+            )
+            path = home / "runs" / record.id / "payload.json"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            halt_files.write_json_atomic(path, payload.to_json())
+            ledger.close_run(
+                RunClose(
+                    run_id=record.id,
+                    status=RunStatus.FAILED,
+                    task=task,
+                    settlement=settlement,
+                    reason=reason,
+                    attempts=payload_attempts(reason),
+                    payload_path=str(path),
+                    finished_at=payload.finished_at,
+                    events=[EventIn(kind="run.interrupted", data={"reason": reason})],
+                )
+            )
+            recovered.append(record.id)
+    return recovered
+
+
+def payload_attempts(reason: str) -> list[AttemptRecord]:
+    return [
+        AttemptRecord(
+            attempt=1, outcome=AttemptOutcome.ERROR, coder_dispatches=0, failures=[reason]
+        )
+    ]
+
+
+def _jsonable(data: Mapping[str, object]) -> dict[str, object]:
+    import json
+
+    return dict(json.loads(json.dumps(data, default=str)))
+
+
+__all__ = ["RunEvent", "RunReport", "recover_interrupted", "run_is_alive", "run_task"]

@@ -1,0 +1,68 @@
+"""A run killed with SIGKILL is found by `assay run --resume`: recorded once, then continued."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from support.repo import ASSAY, make_repo
+
+pytestmark = pytest.mark.slow
+
+
+def test_kill_9_then_resume_counts_the_interrupted_attempt_once(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    marker, pidfile = tmp_path / "second-time", tmp_path / "coder.pid"
+    coder = (
+        f"if [ -f {marker} ]; then echo fixed > src/done.txt; "
+        f"else touch {marker}; echo $$ > {pidfile}; sleep 60; fi"
+    )
+    contract = repo.contract(
+        "crash.yaml",
+        f"""task: survive a crash
+coder: {{kind: command, command: "{coder}", timeout_seconds: 120}}
+land: merge
+""",
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
+    victim = subprocess.Popen(
+        [str(ASSAY), "run", "--contract", str(contract)],
+        cwd=repo.root,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 30
+    while not pidfile.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert pidfile.exists(), "the coder never started"
+    victim.send_signal(signal.SIGKILL)
+    victim.wait()
+    os.killpg(int(pidfile.read_text()), signal.SIGKILL)  # the orphaned coder, in its own group
+
+    resumed = repo.assay("run", "--resume", "--json")
+    assert resumed.returncode == 0, resumed.stderr
+    assert "recovered interrupted run" in resumed.stderr
+    final = json.loads(resumed.stdout)
+    assert final["status"] == "merged" and final["task_status"] == "done"
+
+    shown = json.loads(repo.assay("task", "list", "--json").stdout)
+    assert len(shown) == 1
+    task = shown[0]
+    assert task["attempts"] == 1  # the interrupted attempt was refunded, the second spent
+    runs = json.loads(repo.assay("task", "show", task["id"], "--json").stdout)["runs"]
+    assert [r["status"] for r in runs] == ["failed", "merged"]
+    interrupted = json.loads(Path(runs[0]["payload_path"]).read_text())
+    assert interrupted["halt_type"] == "environment_error"
+    assert interrupted["attempts"]["history"] == [{"attempt": 1, "outcome": "error"}]
+
+    again = repo.assay("run", "--resume")
+    assert again.returncode == 0
+    assert "no interrupted run" in again.stderr
+    ledger = json.loads(repo.assay("ledger", "show", task["id"], "--json").stdout)
+    assert ledger["stage_state"]["task"]["attempts"] == 1

@@ -1,0 +1,127 @@
+"""The real `assay run` in temporary git repositories: land modes, recovery, bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+from support.repo import BUGGY, FIXED, git, make_repo, replay_contract
+
+SCHEMA = json.loads(
+    (Path(__file__).resolve().parents[2] / "schemas" / "payload.schema.json").read_text()
+)
+
+
+def test_wrong_fix_then_right_fix_recovers_and_merges(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    done = repo.assay("run", "--contract", str(replay_contract(repo, "wrong", "fixed")), "--json")
+    assert done.returncode == 0, done.stderr
+    payload = json.loads(done.stdout)
+    jsonschema.validate(payload, SCHEMA)
+    assert payload["status"] == "merged" and payload["task_status"] == "done"
+    assert payload["attempts"]["total"] == 2
+    assert [h["outcome"] for h in payload["attempts"]["history"]] == ["blocked", "passed"]
+    assert (repo.root / "src" / "slug.py").read_text() == FIXED
+    assert "merge" in git(repo.root, "log", "-1", "--format=%s")
+    assert (
+        "[attempt 1] tests"
+        in (Path(payload["candidates"] and repo.root) / ".assay")
+        .joinpath("runs", payload["run_id"], "attempt-2", "seat-1", "prompt-attempt2.md")
+        .read_text()
+    )
+    assert not list((repo.root / ".assay" / "worktrees" / payload["run_id"]).glob("*"))
+    assert ".assay/" in (repo.root / ".git" / "info" / "exclude").read_text()
+
+
+def test_land_branch_leaves_a_ready_branch_and_main_untouched(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    done = repo.assay(
+        "run", "--contract", str(replay_contract(repo, "fixed", land="branch")), "--json"
+    )
+    assert done.returncode == 0, done.stderr
+    payload = json.loads(done.stdout)
+    assert payload["status"] == "ready"
+    assert (repo.root / "src" / "slug.py").read_text() == BUGGY
+    branch = f"assay/{payload['run_id']}/seat-1"
+    assert git(repo.root, "show", f"{branch}:src/slug.py") + "\n" == FIXED
+
+
+def test_land_none_lands_nothing(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    done = repo.assay(
+        "run", "--contract", str(replay_contract(repo, "fixed", land="none")), "--json"
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["status"] == "ready"
+    assert (repo.root / "src" / "slug.py").read_text() == BUGGY
+    assert git(repo.root, "branch", "--list", "assay/*") == ""
+
+
+def test_a_dirty_checkout_is_never_touched(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    (repo.root / "src" / "slug.py").write_text(BUGGY + "# my local edit\n")
+    done = repo.assay("run", "--contract", str(replay_contract(repo, "fixed")), "--json")
+    assert done.returncode == 0, done.stderr
+    payload = json.loads(done.stdout)
+    assert payload["status"] == "ready"  # merge refused, the branch is left instead
+    assert (repo.root / "src" / "slug.py").read_text() == BUGGY + "# my local edit\n"
+
+
+def test_validators_that_keep_blocking_exhaust_recovery_and_fail(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    contract = replay_contract(repo, "wrong", extra="budgets: {max_attempts: 2, max_recovery: 3}")
+    done = repo.assay("run", "--contract", str(contract), "--json")
+    assert done.returncode == 1, done.stderr
+    payload = json.loads(done.stdout)
+    jsonschema.validate(payload, SCHEMA)
+    assert payload["status"] == "blocked" and payload["task_status"] == "failed"
+    assert payload["reason"].startswith("stuck: attempt 2")
+    assert payload["attempts"]["total"] == 2
+
+
+def test_scope_breach_fires_the_halt_and_holds_the_task(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    contract = repo.contract(
+        "scope.yaml",
+        """task: fix it
+scope: {allow: ["src/**"]}
+coder: {kind: replay, steps: [{script: "echo x > README.md"}]}
+land: merge
+""",
+    )
+    done = repo.assay("run", "--contract", str(contract), "--json")
+    assert done.returncode == 3, done.stderr
+    payload = json.loads(done.stdout)
+    assert payload["halt_type"] == "escalate" and payload["task_status"] == "held"
+    assert [h["name"] for h in payload["halts"]["fired"]] == ["halt-scope-breach"]
+
+
+@pytest.mark.parametrize(
+    ("contract", "message"),
+    [
+        ("task: x\ncoder: {kind: replay}\nbogus: 1\n", "line 3"),
+        ("task: [unclosed\n", "line"),
+        ("task: x\nland: sideways\n", "land"),
+    ],
+)
+def test_a_bad_contract_exits_2_with_key_and_line(
+    tmp_path: Path, contract: str, message: str
+) -> None:
+    repo = make_repo(tmp_path)
+    done = repo.assay("run", "--contract", str(repo.contract("bad.yaml", contract)))
+    assert done.returncode == 2
+    assert message in done.stderr and "Traceback" not in done.stderr
+
+
+def test_outside_a_repository_is_a_clear_error(tmp_path: Path) -> None:
+    import subprocess
+
+    from support.repo import ASSAY
+
+    done = subprocess.run(
+        [str(ASSAY), "run", "x"], cwd=tmp_path, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 2
+    assert "not inside a git repository" in done.stderr

@@ -1,0 +1,243 @@
+"""run_graph against scripted effects: the decisions, without git, coders or models."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from assay.adapters.coders.base import DispatchResult, QuotaSignal
+from assay.adapters.validators.base import ValidationOutcome
+from assay.core.changes import ChangeSet, FileDelta
+from assay.core.contract import Budgets, Contract
+from assay.core.payload import HaltNotice
+from assay.core.results import ValidatorResult
+from assay.core.vocab import (
+    AttemptOutcome,
+    CanonicalHalt,
+    FileChangeKind,
+    HaltSeverity,
+    HaltType,
+    RunStatus,
+    Severity,
+    StopReason,
+)
+from assay.engine.effects import LandOutcome, RunEvent, RunPlan, SeatOutcome
+from assay.engine.graph import run_graph
+
+
+def change(*paths: str) -> ChangeSet:
+    return ChangeSet(
+        base_commit="base",
+        files=[FileDelta(path=p, kind=FileChangeKind.MODIFIED) for p in paths],
+    )
+
+
+def result(severity: Severity, *findings: str, error: bool = False) -> ValidatorResult:
+    return ValidatorResult(
+        validator_id="tests", severity=severity, findings=list(findings), error=error
+    )
+
+
+@dataclass
+class Script:
+    """Per attempt: what each seat's coder does and what the validators say."""
+
+    dispatches: list[list[DispatchResult | ChangeSet]] = field(default_factory=list)
+    verdicts: list[list[ValidatorResult]] = field(default_factory=list)
+    unresolved: list[str] = field(default_factory=list)
+    coder_fires: dict[int, tuple[CanonicalHalt, HaltSeverity]] = field(default_factory=dict)
+
+
+class FakeEffects:
+    def __init__(self, script: Script) -> None:
+        self.script = script
+        self.prompts: list[str] = []
+        self.fired: list[HaltNotice] = []
+        self.landed: list[int] = []
+        self.events: list[RunEvent] = []
+
+    async def preflight(self, plan: RunPlan) -> list[str]:
+        return self.script.unresolved
+
+    async def arm(self, plan: RunPlan) -> None:
+        return None
+
+    async def dispatch(self, plan: RunPlan, attempt: int, seat: int, prompt: str) -> SeatOutcome:
+        self.prompts.append(prompt)
+        if attempt in self.script.coder_fires:
+            halt, severity = self.script.coder_fires[attempt]
+            self.fired.append(HaltNotice(name=halt.value, severity=severity, detail="coder says"))
+        step = self.script.dispatches[min(attempt, len(self.script.dispatches)) - 1][seat - 1]
+        if isinstance(step, ChangeSet):
+            res, changed = DispatchResult(exit_code=0), step
+        else:
+            res, changed = step, ChangeSet(base_commit="base")
+        return SeatOutcome(
+            seat=seat, attempt=attempt, coder="fake", result=res, change=changed, worktree=Path(".")
+        )
+
+    async def validate(self, plan: RunPlan, seat: SeatOutcome) -> list[ValidationOutcome]:
+        verdicts = self.script.verdicts[min(seat.attempt, len(self.script.verdicts)) - 1]
+        return [ValidationOutcome(result=r) for r in verdicts]
+
+    async def fire(self, plan: RunPlan, halt: CanonicalHalt, evidence: str) -> None:
+        severity = HaltSeverity.BLOCK
+        if halt in (CanonicalHalt.BUDGET_EXHAUSTED, CanonicalHalt.VERIFICATION_GAP):
+            severity = HaltSeverity.WARN
+        self.fired.append(HaltNotice(name=halt.value, severity=severity, detail=evidence))
+
+    async def fired_halts(self, plan: RunPlan) -> list[HaltNotice]:
+        return list(self.fired)
+
+    async def land(self, plan: RunPlan, seat: SeatOutcome) -> LandOutcome:
+        self.landed.append(seat.seat)
+        return LandOutcome(RunStatus.MERGED, "merged into main", "assay/x")
+
+    async def emit(self, event: RunEvent) -> None:
+        self.events.append(event)
+
+
+def plan(**contract: object) -> RunPlan:
+    settings: dict[str, object] = {"task": "Fix slugify.", "budgets": Budgets(max_recovery=2)}
+    settings.update(contract)
+    return RunPlan(
+        task_id="t1",
+        run_id="r1",
+        dispatch_id="r1",
+        contract=Contract(**settings),  # type: ignore[arg-type]
+        repo_root=Path("."),
+        base_commit="base",
+        base_branch="main",
+    )
+
+
+def run(script: Script, **contract: object) -> tuple[FakeEffects, object]:
+    fx = FakeEffects(script)
+    return fx, asyncio.run(run_graph(plan(**contract), fx))
+
+
+def test_clean_pass_lands_after_one_attempt() -> None:
+    fx, out = run(Script(dispatches=[[change("a.py")]], verdicts=[[result(Severity.PASS)]]))
+    assert out.status is RunStatus.MERGED and out.halt_type is HaltType.NONE
+    assert [a.outcome for a in out.attempts] == [AttemptOutcome.PASSED]
+    assert fx.landed == [1]
+
+
+def test_blocked_attempt_recovers_with_the_failure_in_the_spec() -> None:
+    fx, out = run(
+        Script(
+            dispatches=[[change("a.py")], [change("a.py")]],
+            verdicts=[[result(Severity.BLOCK, "FAILED test_digits")], [result(Severity.PASS)]],
+        )
+    )
+    assert out.status is RunStatus.MERGED
+    assert [a.outcome for a in out.attempts] == [AttemptOutcome.BLOCKED, AttemptOutcome.PASSED]
+    assert fx.prompts[0] == "Fix slugify."
+    assert "[attempt 1] tests:" in fx.prompts[1] and "FAILED test_digits" in fx.prompts[1]
+    assert out.recovery_waves == 1
+
+
+def test_same_findings_twice_is_stuck() -> None:
+    _, out = run(
+        Script(
+            dispatches=[[change("a.py")]],
+            verdicts=[
+                [result(Severity.BLOCK, "FAILED  test_digits")],
+                [result(Severity.BLOCK, "FAILED test_digits")],
+            ],
+        )
+    )
+    assert out.status is RunStatus.BLOCKED and out.halt_type is HaltType.BLOCKER
+    assert out.reason.startswith("stuck: attempt 2")
+    assert len(out.attempts) == 2
+
+
+def test_recovery_budget_bounds_the_attempts() -> None:
+    _, out = run(
+        Script(
+            dispatches=[[change("a.py")]],
+            verdicts=[[result(Severity.BLOCK, f"failure {i}")] for i in range(1, 10)],
+        ),
+        budgets=Budgets(max_recovery=1),
+    )
+    assert out.status is RunStatus.BLOCKED
+    assert len(out.attempts) == 2
+
+
+def test_validator_error_halts() -> None:
+    _, out = run(
+        Script(dispatches=[[change("a.py")]], verdicts=[[result(Severity.PASS, error=True)]])
+    )
+    assert out.status is RunStatus.FAILED and out.halt_type is HaltType.VALIDATOR_ERROR
+    assert out.attempts[0].outcome is AttemptOutcome.ERROR
+
+
+def test_coder_fired_block_halt_ends_the_run_halted() -> None:
+    _, out = run(
+        Script(
+            dispatches=[[change("a.py")]],
+            verdicts=[[result(Severity.PASS)]],
+            coder_fires={1: (CanonicalHalt.IRREVERSIBLE_ACTION, HaltSeverity.BLOCK)},
+        )
+    )
+    assert out.status is RunStatus.BLOCKED and out.halt_type is HaltType.ESCALATE
+    assert out.halted and out.verdict.halted
+    assert [h.name for h in out.fired] == ["halt-irreversible-action"]
+
+
+def test_unresolved_anchor_fires_before_any_coder() -> None:
+    fx, out = run(Script(unresolved=["src/gone.py (no such file)"]))
+    assert out.status is RunStatus.BLOCKED and out.halted
+    assert fx.prompts == []
+    assert fx.fired[0].name == "halt-anchor-resolution-failure"
+
+
+def test_every_seat_lost_to_quota_refunds() -> None:
+    quota = DispatchResult(
+        exit_code=1,
+        stop_reason=StopReason.PROVIDER_FAULT,
+        quota=QuotaSignal(kind="rate_limit", detail="429"),
+    )
+    _, out = run(Script(dispatches=[[quota, quota]]), seats=2)
+    assert out.status is RunStatus.FAILED
+    assert out.verdict.quota_hit and out.verdict.no_viable_candidates
+
+
+def test_missing_binary_is_an_environment_error() -> None:
+    broken = DispatchResult(exit_code=None, environment_error="claude not found on PATH")
+    _, out = run(Script(dispatches=[[broken]]))
+    assert out.status is RunStatus.FAILED and out.halt_type is HaltType.ENVIRONMENT_ERROR
+    assert "claude not found" in out.reason
+
+
+def test_a_turn_budget_stop_fires_the_warn_halt_and_goes_on() -> None:
+    tired = DispatchResult(exit_code=0, stop_reason=StopReason.TURN_BUDGET)
+    _, out = run(
+        Script(dispatches=[[tired], [change("a.py")]], verdicts=[[result(Severity.PASS)]])
+    )
+    assert out.status is RunStatus.MERGED
+    assert [h.name for h in out.fired] == ["halt-budget-exhausted"]
+
+
+def test_parallel_seats_each_dispatch_and_the_passing_one_wins() -> None:
+    fx, out = run(
+        Script(
+            dispatches=[[ChangeSet(base_commit="base"), change("b.py")]],
+            verdicts=[[result(Severity.PASS)]],
+        ),
+        seats=2,
+    )
+    assert out.status is RunStatus.MERGED
+    assert fx.landed == [2]
+    assert out.attempts[0].coder_dispatches == 2
+
+
+def test_the_graph_is_deterministic() -> None:
+    script = Script(
+        dispatches=[[change("a.py")], [change("a.py")]],
+        verdicts=[[result(Severity.BLOCK, "x")], [result(Severity.PASS)]],
+    )
+    first = run(script)[1]
+    second = run(script)[1]
+    assert first.attempts == second.attempts and first.status == second.status

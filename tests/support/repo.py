@@ -1,0 +1,100 @@
+"""A small real git repository with a bug and a failing test, for end-to-end runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ASSAY = Path(sys.executable).with_name("assay")
+BUGGY = 'def slugify(text):\n    return "-".join(w.lower() for w in text.split() if w.isalpha())\n'
+FIXED = 'def slugify(text):\n    return "-".join(w.lower() for w in text.split() if w.isalnum())\n'
+WRONG = 'def slugify(text):\n    return "-".join(w.upper() for w in text.split() if w.isalpha())\n'
+TEST = (
+    "import sys, pathlib\n"
+    "sys.path.insert(0, str(pathlib.Path(__file__).parent.parent / 'src'))\n"
+    "from slug import slugify\n\n"
+    "def test_digits():\n    assert slugify('Python 3 rocks') == 'python-3-rocks'\n"
+)
+PYTEST = f"{sys.executable} -m pytest -q -p no:cacheprovider tests"
+
+
+def git(repo: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout.strip()
+
+
+@dataclass
+class Repo:
+    root: Path
+    fixes: Path
+
+    def assay(
+        self, *args: str, timeout: float = 120, **env: str
+    ) -> subprocess.CompletedProcess[str]:
+        environ = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
+        environ.update(env)
+        return subprocess.run(
+            [str(ASSAY), *args],
+            cwd=self.root,
+            capture_output=True,
+            text=True,
+            env=environ,
+            timeout=timeout,
+            check=False,
+        )
+
+    def contract(self, name: str, text: str) -> Path:
+        path = self.fixes / name
+        path.write_text(text)
+        return path
+
+    def payloads(self) -> list[dict[str, Any]]:
+        return [
+            json.loads(p.read_text())
+            for p in sorted((self.root / ".assay" / "runs").glob("*/payload.json"))
+        ]
+
+
+def make_repo(tmp_path: Path) -> Repo:
+    root, fixes = tmp_path / "repo", tmp_path / "fixes"
+    (root / "src").mkdir(parents=True)
+    (root / "tests").mkdir()
+    fixes.mkdir()
+    (root / "src" / "slug.py").write_text(BUGGY)
+    (root / "tests" / "test_slug.py").write_text(TEST)
+    (root / ".gitignore").write_text("__pycache__/\n")
+    (fixes / "wrong.py").write_text(WRONG)
+    (fixes / "fixed.py").write_text(FIXED)
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", ".")
+    git(root, "commit", "-q", "-m", "slugify with a bug")
+    return Repo(root=root, fixes=fixes)
+
+
+def replay_contract(repo: Repo, *steps: str, land: str = "merge", extra: str = "") -> Path:
+    lines = "\n".join(f'    - {{script: "cp {repo.fixes}/{s}.py src/slug.py"}}' for s in steps)
+    return repo.contract(
+        f"{land}.yaml",
+        f"""task: Make slugify keep digits.
+anchors: [src/slug.py, "src/slug.py::slugify"]
+scope: {{allow: ["src/**"]}}
+coder:
+  kind: replay
+  steps:
+{lines}
+validators:
+  - {{id: tests, kind: command, run: "{PYTEST}"}}
+land: {land}
+{extra}""",
+    )
