@@ -213,9 +213,7 @@ def test_missing_binary_is_an_environment_error() -> None:
 
 def test_a_turn_budget_stop_fires_the_warn_halt_and_goes_on() -> None:
     tired = DispatchResult(exit_code=0, stop_reason=StopReason.TURN_BUDGET)
-    _, out = run(
-        Script(dispatches=[[tired], [change("a.py")]], verdicts=[[result(Severity.PASS)]])
-    )
+    _, out = run(Script(dispatches=[[tired], [change("a.py")]], verdicts=[[result(Severity.PASS)]]))
     assert out.status is RunStatus.MERGED
     assert [h.name for h in out.fired] == ["halt-budget-exhausted"]
 
