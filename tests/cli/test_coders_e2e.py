@@ -1,0 +1,119 @@
+"""`assay run` with real adapters: stand-in claude/codex/aider, and the llm coder and an LLM
+judge against the scripted model server."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+from support.model_server import ModelServer
+from support.repo import FIXED, PYTEST, git, make_repo
+from support.script import Turn
+
+STANDINS = Path(__file__).resolve().parents[1] / "standins"
+SCHEMA = json.loads(
+    (Path(__file__).resolve().parents[2] / "schemas" / "payload.schema.json").read_text()
+)
+SEARCH_PATH = os.pathsep.join([str(STANDINS), str(Path(sys.executable).parent), "/usr/bin:/bin"])
+
+
+def standin_contract(kind: str, scenario: str, **extra: str) -> str:
+    env = {
+        "PATH": SEARCH_PATH,
+        "STANDIN_SCENARIO": scenario,
+        "STANDIN_EDIT_FILE": "src/slug.py",
+        "STANDIN_EDIT_CONTENT": FIXED,
+        **extra,
+    }
+    return f"""task: Make slugify keep digits.
+coder: {{kind: {kind}, model: some-model}}
+validators: [{{id: tests, kind: command, run: "{PYTEST}"}}]
+budgets: {{max_attempts: 3, max_recovery: 1}}
+land: merge
+env: {json.dumps(env)}
+"""
+
+
+@pytest.mark.parametrize("kind", ["claude", "codex", "aider"])
+def test_a_standin_agent_edits_and_the_run_merges(tmp_path: Path, kind: str) -> None:
+    repo = make_repo(tmp_path)
+    contract = repo.contract(f"{kind}.yaml", standin_contract(kind, "edit"))
+    done = repo.assay("run", "--contract", str(contract), "--json")
+    assert done.returncode == 0, done.stderr
+    payload = json.loads(done.stdout)
+    jsonschema.validate(payload, SCHEMA)
+    assert payload["status"] == "merged"
+    assert payload["candidates"][0]["coder"] == kind
+    assert payload["usage"]["tokens"] > 0, "usage read from the tool's own output"
+    assert (repo.root / "src" / "slug.py").read_text() == FIXED
+
+
+def test_claude_turn_limit_is_turn_budget_and_fires_the_warn_halt(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    contract = repo.contract("turns.yaml", standin_contract("claude", "max_turns"))
+    done = repo.assay("run", "--contract", str(contract), "--json")
+    payload = json.loads(done.stdout)
+    jsonschema.validate(payload, SCHEMA)
+    assert payload["candidates"][0]["stop_reason"] == "turn_budget"
+    assert "halt-budget-exhausted" in [h["name"] for h in payload["halts"]["warnings"]]
+
+
+def test_a_missing_agent_binary_is_an_environment_error_with_an_install_hint(
+    tmp_path: Path,
+) -> None:
+    repo = make_repo(tmp_path)
+    contract = repo.contract(
+        "missing.yaml",
+        f"""task: x
+coder: {{kind: claude}}
+env: {{PATH: "{Path(sys.executable).parent}:/usr/bin:/bin"}}
+""",
+    )
+    done = repo.assay("run", "--contract", str(contract), "--json")
+    assert done.returncode == 1, done.stderr
+    payload = json.loads(done.stdout)
+    assert payload["halt_type"] == "environment_error"
+    assert "npm install" in payload["reason"]
+
+
+def test_llm_coder_and_llm_judge_against_the_model_server(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    with ModelServer() as server:
+        server.script(
+            Turn.call("read_file", {"path": "src/slug.py"}),
+            Turn.call("write_file", {"path": "src/slug.py", "content": FIXED}),
+            Turn.call("run_validator", {"id": "tests"}),
+            Turn.call("finish", {"summary": "slugify keeps digits now"}),
+            Turn.call(
+                "verdict",
+                {"severity": "pass", "justification": "digits kept", "findings": []},
+            ),
+        )
+        contract = repo.contract(
+            "llm.yaml",
+            f"""task: Make slugify keep digits.
+coder: {{kind: llm, model: m, base_url: "{server.base_url}", max_turns: 8}}
+validators:
+  - {{id: tests, kind: command, run: "{PYTEST}"}}
+  - {{id: review, kind: judge, model: m, base_url: "{server.base_url}",
+      criteria: ["public API unchanged"]}}
+land: merge
+env: {{OPENAI_API_KEY: local-test-key}}
+""",
+        )
+        done = repo.assay("run", "--contract", str(contract), "--json")
+        requests = list(server.requests)
+    assert done.returncode == 0, done.stderr
+    payload = json.loads(done.stdout)
+    jsonschema.validate(payload, SCHEMA)
+    assert payload["status"] == "merged"
+    assert {r["validator_id"] for r in payload["validator_results"]} >= {"tests", "review"}
+    assert payload["coder_report"]["summary"] == "slugify keeps digits now"
+    assert payload["coder_report"]["stop_reason"] == "completed"
+    assert len(requests) == 5
+    assert "slugify" in json.dumps(requests[-1].body)  # the judge saw the diff
+    assert "merge" in git(repo.root, "log", "-1", "--format=%s")
