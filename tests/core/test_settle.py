@@ -293,9 +293,9 @@ def test_attempts_never_go_negative(steps: list[Verdict | str], max_attempts: in
             if task.status == TaskStatus.HELD:
                 task.release(NOW)
         elif step == "hold":
-            if task.runnable():
+            if task.runnable(NOW):
                 task.hold("operator", NOW)
-        elif isinstance(step, Verdict) and task.runnable():
+        elif isinstance(step, Verdict) and task.runnable(NOW):
             task.start(NOW)
             settle(task, step, "d", max_attempts, NOW)
         assert task.attempts >= 0
@@ -316,7 +316,7 @@ def test_spent_attempts_never_exceed_the_budget(verdicts: list[Verdict], max_att
     task = Task.new(id="t", title="t", instruction="i", now=NOW)
     spent = 0
     for verdict in verdicts:
-        if not task.runnable():
+        if not task.runnable(NOW):
             break
         task.start(NOW)
         if settle(task, verdict, "d", max_attempts, NOW).attempt_spent:
@@ -332,10 +332,10 @@ def test_spent_attempts_never_exceed_the_budget(verdicts: list[Verdict], max_att
 def test_a_task_that_keeps_failing_is_held_after_exactly_max_attempts() -> None:
     task = Task.new(id="t", title="t", instruction="i", now=NOW)
     statuses = []
-    while task.runnable():
+    while task.runnable(NOW):
         task.start(NOW)
         statuses.append(settle(task, Verdict(status=RunStatus.FAILED), "red", MAX, NOW).new_status)
     assert statuses == [TaskStatus.FAILED, TaskStatus.FAILED, TaskStatus.HELD]
     task.release(NOW)
-    assert task.runnable()
+    assert task.runnable(NOW)
     assert task.attempts == 0

@@ -44,7 +44,7 @@ def test_new_task_is_queued_and_clean() -> None:
     assert task.run_ids == []
     assert task.created_at == task.updated_at == T0
     assert task.last_error is task.hold_reason is task.hold_source is task.diagnostic is None
-    assert task.runnable()
+    assert task.runnable(T1)
 
 
 def test_start_spends_an_attempt_and_records_the_run() -> None:
@@ -55,7 +55,7 @@ def test_start_spends_an_attempt_and_records_the_run() -> None:
     assert task.run_ids == ["r1"]
     assert task.updated_at == T1
     assert task.created_at == T0
-    assert not task.runnable()
+    assert not task.runnable(T1)
 
 
 def test_start_from_failed_is_allowed() -> None:
@@ -99,7 +99,7 @@ def test_fail_below_budget_requeues() -> None:
     assert task.attempts == 2
     assert task.last_error == "tests failed"
     assert task.hold_source is None
-    assert task.runnable()
+    assert task.runnable(T1)
 
 
 def test_fail_at_budget_holds_for_a_human() -> None:
@@ -111,7 +111,7 @@ def test_fail_at_budget_holds_for_a_human() -> None:
     assert "3 of 3" in task.hold_reason
     assert "tests failed" in task.hold_reason
     assert task.last_error == "tests failed"
-    assert not task.runnable()
+    assert not task.runnable(T1)
 
 
 @pytest.mark.parametrize("max_attempts", [0, -1])
@@ -130,7 +130,7 @@ def test_succeed_is_done_and_keeps_history() -> None:
     assert task.status == TaskStatus.DONE
     assert task.attempts == 1
     assert task.last_error == "earlier failure"
-    assert not task.runnable()
+    assert not task.runnable(T1)
 
 
 def test_handed_off_is_a_machine_hold_and_the_attempt_stands() -> None:
@@ -179,6 +179,8 @@ MOVES: dict[str, Move] = {
     "handed_off": lambda t: t.handed_off("d", T1),
     "hold": lambda t: t.hold("d", T1),
     "release": lambda t: t.release(T1),
+    "wait_until": lambda t: t.wait_until(T1 + timedelta(hours=1), T1),
+    "skip_wait": lambda t: t.skip_wait(T1),
 }
 
 ALLOWED: dict[str, set[TaskStatus]] = {
@@ -189,6 +191,8 @@ ALLOWED: dict[str, set[TaskStatus]] = {
     "handed_off": {TaskStatus.RUNNING},
     "hold": {TaskStatus.QUEUED, TaskStatus.FAILED},
     "release": {TaskStatus.HELD},
+    "wait_until": {TaskStatus.FAILED},
+    "skip_wait": {TaskStatus.QUEUED, TaskStatus.FAILED},
 }
 
 
@@ -262,3 +266,4 @@ def test_any_sequence_of_moves_keeps_attempts_non_negative(moves: list[str]) -> 
         assert task.attempts >= 0
         assert (task.status == TaskStatus.HELD) == (task.hold_source is not None)
         assert (task.status == TaskStatus.HELD) == (task.hold_reason is not None)
+        assert task.not_before is None or task.status == TaskStatus.FAILED

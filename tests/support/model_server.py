@@ -22,6 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from support.anthropic_messages import AnthropicMessages
 from support.openai_chat import OpenAIChat
 from support.script import (
     CREATED,
@@ -76,7 +77,7 @@ class ModelServer:
         self._served = 0
         self.models = list(models)
         self._routes: dict[str, Dialect] = {}
-        for dialect in dialects or (OpenAIChat(),):
+        for dialect in dialects or (OpenAIChat(), AnthropicMessages()):
             self.add_dialect(dialect)
         self._httpd: _Server | None = None
         self._thread: threading.Thread | None = None
@@ -148,12 +149,10 @@ class ModelServer:
         request = RecordedRequest(method, path, dict(headers), _parse_json(raw), raw)
         with self._lock:
             self._requests.append(request)
+        if method == "HEAD":  # a reachability probe
+            return Response(200, headers={"content-type": "application/json"})
         if method == "GET" and path == "/v1/models":
-            data = [
-                {"id": name, "object": "model", "created": CREATED, "owned_by": "assay-tests"}
-                for name in self.models
-            ]
-            return json_response(200, {"object": "list", "data": data})
+            return json_response(200, _model_list(self.models))
         dialect = self._routes.get(path) if method == "POST" else None
         if dialect is None:
             error = {"message": f"no route for {method} {path}", "type": "invalid_request_error"}
@@ -173,6 +172,25 @@ class ModelServer:
         if turn.error is not None:
             return dialect.render_error(turn.error, request)
         return dialect.render(turn, request, seq)
+
+
+def _model_list(models: Sequence[str]) -> dict[str, Any]:
+    """One listing both OpenAI (``object``, ``owned_by``) and Anthropic (``type``,
+    ``display_name``, ``has_more``) clients read: each ignores the other's fields."""
+    data = [
+        {
+            "id": name,
+            "object": "model",
+            "created": CREATED,
+            "owned_by": "assay-tests",
+            "type": "model",
+            "display_name": name,
+            "created_at": "2023-11-14T22:13:20Z",
+        }
+        for name in models
+    ]
+    first, last = (models[0], models[-1]) if models else (None, None)
+    return {"object": "list", "data": data, "has_more": False, "first_id": first, "last_id": last}
 
 
 def _parse_json(raw: bytes) -> Any:
@@ -199,6 +217,9 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         self._serve("POST")
 
+    def do_HEAD(self) -> None:
+        self._serve("HEAD")
+
     def log_message(self, format: str, *args: Any) -> None:  # quiet test output
         return
 
@@ -213,7 +234,8 @@ class _Handler(BaseHTTPRequestHandler):
             if response.events is None:
                 self.send_header("content-length", str(len(response.body)))
                 self.end_headers()
-                self.wfile.write(response.body)
+                if method != "HEAD":
+                    self.wfile.write(response.body)
                 return
             self.send_header("content-type", "text/event-stream")
             self.send_header("cache-control", "no-cache")

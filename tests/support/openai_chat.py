@@ -13,10 +13,9 @@ from support.script import (
     Response,
     Turn,
     json_response,
+    pieces,
     sse_event,
 )
-
-_PIECE = 16  # streamed text and arguments arrive in pieces this long, so clients must join them
 
 
 class OpenAIChat:
@@ -28,6 +27,8 @@ class OpenAIChat:
         "usage_limit": ("insufficient_quota", "insufficient_quota"),
         "context_length": ("invalid_request_error", "context_length_exceeded"),
         "server": ("server_error", "server_error"),
+        "overloaded": ("server_error", "server_error"),
+        "auth": ("invalid_request_error", "invalid_api_key"),
         "other": ("invalid_request_error", "invalid_request"),
     }
 
@@ -76,7 +77,7 @@ class OpenAIChat:
             return {**base, "choices": [choice]}
 
         yield chunk({"role": "assistant", "content": ""})
-        for piece in _pieces(text or ""):
+        for piece in pieces(text or ""):
             yield chunk({"content": piece})
         for index, call in enumerate(calls):
             function = {"name": call["function"]["name"], "arguments": ""}
@@ -87,7 +88,7 @@ class OpenAIChat:
                     ]
                 }
             )
-            for piece in _pieces(call["function"]["arguments"]):
+            for piece in pieces(call["function"]["arguments"]):
                 yield chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
         yield chunk({}, finish)
         if usage is not None:
@@ -103,9 +104,5 @@ class OpenAIChat:
             headers["x-ratelimit-remaining-requests"] = "0"
         param = "messages" if error.kind == "context_length" else None
         doc = {"error": {"message": error.message, "type": kind, "param": param, "code": code}}
-        return json_response(error.status, doc, headers)
-
-
-def _pieces(text: str) -> Iterator[str]:
-    for start in range(0, len(text), _PIECE):
-        yield text[start : start + _PIECE]
+        status = 503 if error.kind == "overloaded" else error.status
+        return json_response(status, doc, headers)

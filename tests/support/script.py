@@ -7,12 +7,13 @@ format. Keeping the script neutral is what lets one server speak several APIs.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 DEFAULT_MODEL = "scripted-model"
 CREATED = 1_700_000_000  # a fixed timestamp keeps responses reproducible
+PIECE = 16  # streamed text and arguments arrive in pieces this long, so clients must join them
 
 
 @dataclass(frozen=True)
@@ -41,7 +42,8 @@ class Usage:
 class HttpError:
     """A scripted failure in API-neutral terms; each dialect renders its own body and headers.
 
-    ``kind``: ``rate_limit``, ``usage_limit``, ``server``, ``context_length`` or ``other``.
+    ``kind``: ``rate_limit``, ``usage_limit``, ``server``, ``overloaded``, ``auth``,
+    ``context_length`` or ``other``.
     ``reset`` uses OpenAI's ``x-ratelimit-reset-*`` duration format (``"7s"``, ``"1m30s"``).
     """
 
@@ -91,6 +93,11 @@ class Turn:
         return cls(error=HttpError(status, "server", message))
 
     @classmethod
+    def overloaded(cls, message: str = "Overloaded") -> Turn:
+        """Anthropic's 529; other dialects render it as a 503."""
+        return cls(error=HttpError(529, "overloaded", message))
+
+    @classmethod
     def context_exceeded(cls, limit: int = 8192) -> Turn:
         message = (
             f"This model's maximum context length is {limit} tokens. However, your messages "
@@ -127,6 +134,12 @@ class Response:
 def json_response(status: int, doc: Any, headers: Mapping[str, str] | None = None) -> Response:
     merged = {"content-type": "application/json", **(headers or {})}
     return Response(status, json.dumps(doc).encode(), merged)
+
+
+def pieces(text: str, size: int = PIECE) -> Iterator[str]:
+    """``text`` cut into streaming pieces."""
+    for start in range(0, len(text), size):
+        yield text[start : start + size]
 
 
 def sse_event(data: Any, event: str | None = None) -> bytes:

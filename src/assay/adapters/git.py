@@ -438,3 +438,11 @@ def _checked_out_at(repo: Path, ref: str) -> Path | None:
 def push_branch(repo: Path, branch: str, remote: str = "origin") -> None:
     """Publish the candidate branch (for the ``pr`` land mode)."""
     _run(repo, "push", "--quiet", remote, f"refs/heads/{branch}:refs/heads/{branch}")
+
+
+def remote_url(repo: Path, remote: str = "origin") -> str | None:
+    """The fetch URL of ``remote``, or None when there is no such remote (for ``pr``)."""
+    done = _run(repo, "remote", "get-url", "--", remote, ok=(0, 2, 128))
+    if done.returncode != 0:
+        return None
+    return _text(done.stdout).strip() or None

@@ -9,6 +9,7 @@ the same model from ``assay run`` flags.
 from __future__ import annotations
 
 import re
+import string
 from collections.abc import Sequence
 from typing import Any
 
@@ -40,6 +41,7 @@ __all__ = [
     "ContractError",
     "ContractProblem",
     "HaltClass",
+    "PullRequestSettings",
     "Scope",
     "ValidatorSpec",
     "canonical_halt_classes",
@@ -101,6 +103,50 @@ class Budgets(_Input):
     max_recovery: int = Field(default=2, ge=0)
 
 
+PR_TEMPLATE_FIELDS = frozenset({"title", "task", "task_id", "run_id", "branch", "base"})
+"""The placeholders ``pr.title`` and ``pr.body`` may use, e.g. ``"assay: {title}"``."""
+
+
+class PullRequestSettings(_Input):
+    """How ``land: pr`` opens its pull request. Every key is optional.
+
+    ``repo`` defaults to the owner/name parsed from the remote's URL (a local-path remote has
+    none, so it must be given); ``base`` to the branch the run started from; ``api_base`` to
+    ``ASSAY_GITHUB_API`` or https://api.github.com (set it for GitHub Enterprise).
+    """
+
+    remote: str = Field(default="origin", min_length=1)
+    base: str | None = Field(default=None, min_length=1)
+    api_base: str | None = Field(default=None, pattern=r"^https?://\S+$")
+    repo: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+    draft: bool = False
+    title: str = Field(default="{title}", min_length=1)
+    body: str | None = None
+
+    @field_validator("title", "body")
+    @classmethod
+    def _known_placeholders(cls, value: str | None) -> str | None:
+        if value is None:
+            return value
+        try:
+            names = {name for _, name, _, _ in string.Formatter().parse(value) if name is not None}
+        except ValueError as exc:
+            raise ValueError(f"not a valid template: {exc}") from None
+        unknown = sorted(names - PR_TEMPLATE_FIELDS)
+        if unknown:
+            known = ", ".join("{" + f + "}" for f in sorted(PR_TEMPLATE_FIELDS))
+            raise ValueError(f"unknown placeholder(s) {', '.join(unknown)}; use {known}")
+        try:  # a bad format spec ({title:d}) fails here, not when the run lands
+            value.format_map(dict.fromkeys(PR_TEMPLATE_FIELDS, "x"))
+        except (ValueError, TypeError) as exc:
+            raise ValueError(f"not a valid template: {exc}") from None
+        return value
+
+    def render(self, template: str, fields: dict[str, str]) -> str:
+        """``template`` with its placeholders filled from ``fields``."""
+        return template.format_map({name: fields.get(name, "") for name in PR_TEMPLATE_FIELDS})
+
+
 def _not_blank(value: str) -> str:
     if not value.strip():
         raise ValueError("must not be empty")
@@ -148,6 +194,7 @@ class Contract(_Input):
     threshold: float = Field(default=0.67, gt=0, le=1)
     budgets: Budgets = Field(default_factory=Budgets)
     land: LandMode = LandMode.BRANCH
+    pr: PullRequestSettings = Field(default_factory=PullRequestSettings)
     env: dict[str, str] = Field(default_factory=dict)
     halt_classes: list[HaltClass] = Field(default_factory=canonical_halt_classes)
 

@@ -17,7 +17,14 @@ from assay.core.policy import PolicyDecision
 from assay.core.report import CoderReport, DiffComparison, FileChange
 from assay.core.results import ValidatorResult
 from assay.core.tally import Tally
-from assay.core.vocab import HaltSeverity, HaltType, RunStatus, StopReason, TaskStatus
+from assay.core.vocab import (
+    HaltSeverity,
+    HaltType,
+    LandMode,
+    RunStatus,
+    StopReason,
+    TaskStatus,
+)
 
 PAYLOAD_SCHEMA_ID = "assay.payload/1"
 
@@ -79,6 +86,14 @@ class Usage(_Persisted):
     wall_time_ms: int = Field(default=0, ge=0)
 
 
+class LandSummary(_Persisted):
+    """What landing left: the contract's mode, the branch, and the pull request if one opened."""
+
+    mode: LandMode
+    branch: str | None = None
+    pr_url: str | None = Field(default=None, description="the pull request a human reviews")
+
+
 class Payload(_Persisted):
     """Everything a reader needs to tell a clean pass from a hard-won one, and why a run stopped."""
 
@@ -100,6 +115,7 @@ class Payload(_Persisted):
     coder_report: PayloadCoderReport | None = None
     halts: PayloadHalts = Field(default_factory=PayloadHalts)
     usage: Usage = Field(default_factory=Usage)
+    land: LandSummary | None = Field(default=None, description="null when nothing was landed")
     started_at: AwareDatetime
     finished_at: AwareDatetime
 
@@ -147,6 +163,7 @@ def build_payload(
     report_comparison: DiffComparison | None = None,
     fired_halts: Sequence[HaltNotice] = (),
     usage: Usage | None = None,
+    land: LandSummary | None = None,
 ) -> Payload:
     """Assemble a run's payload; a non-terminal status is refused (it is a bug, not a result)."""
     if not status.terminal:
@@ -175,6 +192,7 @@ def build_payload(
             warnings=[h for h in fired_halts if h.severity is not HaltSeverity.BLOCK],
         ),
         usage=usage or Usage(),
+        land=land,
         started_at=started_at,
         finished_at=finished_at,
     )

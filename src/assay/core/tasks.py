@@ -45,6 +45,9 @@ class Task(BaseModel):
     ``attempts`` counts the runs spent against ``max_attempts``. The store fills it from the
     ledger; here it is a plain field. ``run_ids`` and ``last_error`` are history: no move
     clears them. ``diagnostic`` is free text a caller may attach; no move touches it.
+    ``not_before`` is a machine wait (a provider's quota): until then the task is not runnable,
+    though its status still says it may run. A wait is a scheduling rule, not a lifecycle
+    state, so ``start`` does not check it: a caller that means to run now may.
     """
 
     model_config = ConfigDict(extra="ignore", validate_assignment=True)
@@ -59,6 +62,7 @@ class Task(BaseModel):
     hold_source: HoldSource | None = None
     diagnostic: str | None = None
     run_ids: list[str] = Field(default_factory=list)
+    not_before: AwareDatetime | None = None
     created_at: AwareDatetime
     updated_at: AwareDatetime
 
@@ -67,18 +71,28 @@ class Task(BaseModel):
         """A fresh queued task created at ``now``."""
         return cls(id=id, title=title, instruction=instruction, created_at=now, updated_at=now)
 
-    def runnable(self) -> bool:
-        """Whether a worker may start this task: it is queued, or failed and requeued."""
-        return self.status in RUNNABLE_STATUSES
+    def runnable(self, now: AwareDatetime) -> bool:
+        """Whether a worker may start this task at ``now``: it is queued, or failed and
+        requeued, and not waiting (``now`` is at or past ``not_before``)."""
+        return self.status in RUNNABLE_STATUSES and not self.waiting(now)
+
+    def waiting(self, now: AwareDatetime) -> bool:
+        """Whether a machine wait (``not_before``) is still ahead of ``now``."""
+        return self.not_before is not None and now < self.not_before
 
     def start(self, now: AwareDatetime, *, run_id: str | None = None) -> None:
         """Begin a run: the attempt is spent up front, so a crash mid-run still counts it.
 
         Allowed from queued or failed. ``run_id``, when given, is appended to ``run_ids``; a
-        run id the task already has raises ``ValueError``.
+        run id the task already has raises ``ValueError``. Any wait is cleared: the run it
+        deferred is this one, and its own close decides whether to wait again.
         """
         self._require("start", RUNNABLE_STATUSES)
-        changes: dict[str, Any] = {"status": TaskStatus.RUNNING, "attempts": self.attempts + 1}
+        changes: dict[str, Any] = {
+            "status": TaskStatus.RUNNING,
+            "attempts": self.attempts + 1,
+            "not_before": None,
+        }
         if run_id is not None:
             if run_id in self.run_ids:
                 raise ValueError(f"task {self.id!r}: run {run_id!r} is already recorded")
@@ -119,6 +133,23 @@ class Task(BaseModel):
             }
         self._apply(now, changes)
 
+    def wait_until(self, not_before: AwareDatetime, now: AwareDatetime) -> None:
+        """A failed task may not run again before ``not_before`` (a provider's quota reset).
+
+        Allowed from failed only: the wait follows a refunded run, and it is how settle's
+        refund stays bounded in time when it cannot be bounded by ``max_attempts``.
+        """
+        self._require("set a wait on", frozenset({TaskStatus.FAILED}))
+        self._apply(now, {"not_before": not_before})
+
+    def skip_wait(self, now: AwareDatetime) -> None:
+        """An operator lets a waiting task run now: the wait is cleared, attempts are kept.
+
+        Allowed from queued or failed (a no-op apart from ``updated_at`` when nothing waits).
+        """
+        self._require("skip the wait of", RUNNABLE_STATUSES)
+        self._apply(now, {"not_before": None})
+
     def succeed(self, now: AwareDatetime) -> None:
         """The run landed (merged or ready): Done. Allowed from running only."""
         self._require("succeed", _RUNNING)
@@ -140,18 +171,24 @@ class Task(BaseModel):
         """An operator parks the task: Held (manual).
 
         Allowed from queued or failed only: a running task is settled by its run, and a held
-        or done task has nothing to park.
+        or done task has nothing to park. Any wait is cleared: the human now decides when.
         """
         self._require("hold", RUNNABLE_STATUSES)
         self._apply(
             now,
-            {"status": TaskStatus.HELD, "hold_source": HoldSource.MANUAL, "hold_reason": reason},
+            {
+                "status": TaskStatus.HELD,
+                "hold_source": HoldSource.MANUAL,
+                "hold_reason": reason,
+                "not_before": None,
+            },
         )
 
     def release(self, now: AwareDatetime) -> None:
         """A human lets a held task run again: Queued with a fresh attempt budget.
 
-        The hold is cleared; ``run_ids`` and ``last_error`` are kept. Allowed from held only.
+        The hold (and any wait) is cleared; ``run_ids`` and ``last_error`` are kept. Allowed
+        from held only.
         """
         self._require("release", _HELD)
         self._apply(
@@ -161,6 +198,7 @@ class Task(BaseModel):
                 "attempts": 0,
                 "hold_reason": None,
                 "hold_source": None,
+                "not_before": None,
             },
         )
 

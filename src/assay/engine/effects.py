@@ -7,6 +7,7 @@ this interface is what lets the graph be deterministic and tested without git or
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -62,7 +63,7 @@ class SeatOutcome:
 
 @dataclass(frozen=True)
 class LandOutcome:
-    status: RunStatus  # merged or ready
+    status: RunStatus  # merged or ready; blocked when a blocked run left its branch or PR
     detail: str
     branch: str | None = None
     left_pr: bool = False
@@ -94,6 +95,16 @@ class Effects(Protocol):
 
     async def fired_halts(self, plan: RunPlan) -> list[HaltNotice]: ...
 
-    async def land(self, plan: RunPlan, seat: SeatOutcome) -> LandOutcome: ...
+    async def land(
+        self,
+        plan: RunPlan,
+        seat: SeatOutcome,
+        *,
+        blocked: bool = False,
+        failures: Sequence[str] = (),
+    ) -> LandOutcome:
+        """Land the chosen candidate by the contract's mode. ``blocked``: the validators still
+        fail and the mode is ``pr``; leave it as a draft PR listing ``failures`` for a human."""
+        ...
 
     async def emit(self, event: RunEvent) -> None: ...

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from assay.adapters import git
@@ -25,6 +25,7 @@ from assay.core.payload import HaltNotice
 from assay.core.report import compare_with_diff, parse_coder_report
 from assay.core.vocab import CanonicalHalt, HaltLifecycle, LandMode, RunStatus, ValidatorKind
 from assay.engine.effects import LandOutcome, RunEvent, RunPlan, SeatOutcome
+from assay.engine.pull_request import land_pull_request
 
 EventSink = Callable[[RunEvent], None]
 
@@ -206,8 +207,15 @@ class LocalEffects:
             if h.lifecycle is HaltLifecycle.FIRED or h.has_fired
         ]
 
-    async def land(self, plan: RunPlan, seat: SeatOutcome) -> LandOutcome:
-        return await asyncio.to_thread(self._land, plan, seat)
+    async def land(
+        self,
+        plan: RunPlan,
+        seat: SeatOutcome,
+        *,
+        blocked: bool = False,
+        failures: Sequence[str] = (),
+    ) -> LandOutcome:
+        return await asyncio.to_thread(self._land, plan, seat, blocked, failures)
 
     async def emit(self, event: RunEvent) -> None:
         self.events.append(event)
@@ -233,11 +241,27 @@ class LocalEffects:
             self.branches[seat] = branch
         return self.worktrees[seat]
 
-    def _land(self, plan: RunPlan, seat: SeatOutcome) -> LandOutcome:
+    def _land(
+        self,
+        plan: RunPlan,
+        seat: SeatOutcome,
+        blocked: bool = False,
+        failures: Sequence[str] = (),
+    ) -> LandOutcome:
         mode = plan.contract.land
         branch = self.branches[seat.seat]
         title = plan.contract.task.strip().splitlines()[0][:72]
         git.commit_all(seat.worktree, f"{title}\n\nassay run {plan.run_id}, seat {seat.seat}")
+        if mode is LandMode.PR:
+            # Push and open the PR; any failure leaves the branch and says why (never raises).
+            landing = land_pull_request(
+                plan, branch, self.operator_env, blocked=blocked, failures=failures
+            )
+            if landing.warning:
+                self._warn(landing.warning)
+            return landing.outcome
+        if blocked:  # only `pr` leaves anything for a blocked run
+            return LandOutcome(RunStatus.BLOCKED, f"branch {branch} left", branch)
         if mode is LandMode.NONE:
             return LandOutcome(RunStatus.READY, "validators passed; nothing landed (land: none)")
         if mode is LandMode.MERGE and plan.base_branch:
