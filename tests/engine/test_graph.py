@@ -239,3 +239,42 @@ def test_the_graph_is_deterministic() -> None:
     first = run(script)[1]
     second = run(script)[1]
     assert first.attempts == second.attempts and first.status == second.status
+
+
+def _noop_seat(summary: str) -> DispatchResult:
+    from assay.core.report import CoderReport
+
+    return DispatchResult(exit_code=0, report=CoderReport(summary=summary))
+
+
+class NoopEffects(FakeEffects):
+    async def dispatch(self, plan: RunPlan, attempt: int, seat: int, prompt: str) -> SeatOutcome:
+        outcome = await super().dispatch(plan, attempt, seat, prompt)
+        outcome.report = outcome.result.report
+        return outcome
+
+
+def test_unanimous_no_change_with_evidence_and_passing_validators_is_verified_noop() -> None:
+    claim = _noop_seat("NO CHANGE NEEDED: slugify already keeps digits (test_digits passes)")
+    fx = NoopEffects(Script(dispatches=[[claim, claim]], verdicts=[[result(Severity.PASS)]]))
+    out = asyncio.run(run_graph(plan(seats=2), fx))
+    assert out.status is RunStatus.VERIFIED_NOOP
+    assert fx.landed == []
+    assert "already keeps digits" in out.reason
+
+
+def test_a_no_change_claim_the_validators_refute_is_not_a_noop() -> None:
+    claim = _noop_seat("NO CHANGE NEEDED: looks fine to me")
+    fx = NoopEffects(
+        Script(dispatches=[[claim]], verdicts=[[result(Severity.BLOCK, "FAILED test_digits")]])
+    )
+    out = asyncio.run(run_graph(plan(budgets=Budgets(max_recovery=0)), fx))
+    assert out.status is RunStatus.BLOCKED
+
+
+def test_a_claim_without_evidence_is_not_a_noop() -> None:
+    fx = NoopEffects(
+        Script(dispatches=[[_noop_seat("NO CHANGE NEEDED:")]], verdicts=[[result(Severity.PASS)]])
+    )
+    out = asyncio.run(run_graph(plan(budgets=Budgets(max_recovery=0)), fx))
+    assert out.status is RunStatus.BLOCKED

@@ -24,6 +24,7 @@ from assay.core.vocab import (
     CanonicalHalt,
     HaltSeverity,
     HaltType,
+    LandMode,
     PolicyAction,
     RunStatus,
     Severity,
@@ -125,6 +126,10 @@ async def run_graph(plan: RunPlan, fx: Effects) -> RunResult:
             )
 
         viable = [s for s in seats if s.viable]
+        if not viable and _claims_no_change(seats):
+            noop = await _verify_noop(plan, fx, run, attempt, seats)
+            if noop is not None:
+                return noop
         if not viable:
             ended = _no_candidate(run, attempt, seats, failures)
             if ended is not None:
@@ -186,20 +191,60 @@ async def run_graph(plan: RunPlan, fx: Effects) -> RunResult:
             PriorFailure(attempt=attempt, source=r.validator_id, detail=_detail(r)) for r in failed
         )
         if previous is not None and signatures == previous:
-            return _end(
+            return await _end_blocked(
+                plan,
+                fx,
                 run,
-                RunStatus.BLOCKED,
-                HaltType.BLOCKER,
                 f"stuck: attempt {attempt} failed exactly as attempt {attempt - 1} did",
             )
         previous = signatures
-    return _end(
+    return await _end_blocked(
+        plan,
+        fx,
         run,
-        RunStatus.BLOCKED,
-        HaltType.BLOCKER,
         f"validators still block after {waves} attempt(s): {run.policy_decision.justification}"
         if run.policy_decision
         else f"no passing candidate after {waves} attempt(s)",
+    )
+
+
+NO_CHANGE_MARK = "NO CHANGE NEEDED:"
+
+
+def _claims_no_change(seats: list[SeatOutcome]) -> bool:
+    """Every seat that ran left the tree unchanged and says why, with evidence after the mark."""
+    ran = [s for s in seats if not s.lost_to_quota and s.environment_error is None]
+    return bool(ran) and all(
+        s.change.empty
+        and s.report is not None
+        and (s.report.summary or "").strip().startswith(NO_CHANGE_MARK)
+        and len((s.report.summary or "").strip()) > len(NO_CHANGE_MARK)
+        for s in ran
+    )
+
+
+async def _verify_noop(
+    plan: RunPlan, fx: Effects, run: RunResult, attempt: int, seats: list[SeatOutcome]
+) -> RunResult | None:
+    """A unanimous "nothing to change" is checked, not believed: the validators must pass on the
+    unchanged tree. Then the run is verified_noop and settle holds the task for a human."""
+    claimant = next(s for s in seats if not s.lost_to_quota and s.environment_error is None)
+    outcomes = await fx.validate(plan, claimant)
+    results = [o.result for o in outcomes]
+    decision = decide(results, plan.contract.policy, plan.contract.threshold)
+    run.validations += 1
+    run.winner = claimant
+    run.validator_results = results
+    run.policy_decision = decision
+    if decision.action is not PolicyAction.PROCEED or any(o.fire for o in outcomes):
+        return None
+    run.attempts.append(_record(attempt, seats, results, fault=False, failures=[]))
+    evidence = (claimant.report.summary or "").strip() if claimant.report else ""
+    return _end(
+        run,
+        RunStatus.VERIFIED_NOOP,
+        HaltType.NONE,
+        f"every candidate says no change is needed and the validators pass: {evidence}"[:2000],
     )
 
 
@@ -288,6 +333,25 @@ def _end(
     run.halt_type = halt_type
     run.reason = reason
     run.halted = run.halted or halted
+    return run
+
+
+async def _end_blocked(plan: RunPlan, fx: Effects, run: RunResult, reason: str) -> RunResult:
+    """The validators still block (recovery spent, or stuck). Under ``land: pr`` the last chosen
+    candidate is left as a draft pull request listing the failures, so a human reviews it:
+    the run stays blocked and settle's ``blocked_with_pr`` row holds the task."""
+    _end(run, RunStatus.BLOCKED, HaltType.BLOCKER, reason)
+    last = run.attempts[-1] if run.attempts else None
+    # Only a candidate of the last attempt: its failures are the ones the PR lists.
+    if (
+        plan.contract.land is LandMode.PR
+        and run.winner
+        and last
+        and run.winner.attempt == last.attempt
+    ):
+        run.land = await fx.land(plan, run.winner, blocked=True, failures=last.failures)
+        if run.land.left_pr:
+            run.reason = f"{reason}; left for review as {run.land.pr_url}"
     return run
 
 
