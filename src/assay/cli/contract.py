@@ -7,14 +7,9 @@ from typing import Annotated
 
 import typer
 
-from assay.cli.workspace import fail
+from assay.cli.workspace import command_group, fail
 
-app = typer.Typer(
-    context_settings={"help_option_names": ["-h", "--help"]},
-    no_args_is_help=True,
-    add_completion=False,
-    rich_markup_mode=None,
-)
+app = command_group()
 
 
 @app.command()

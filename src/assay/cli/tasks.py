@@ -8,18 +8,13 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from assay.cli.workspace import EXIT_USAGE, Workspace, fail, print_json
+from assay.cli.workspace import EXIT_USAGE, Workspace, command_group, fail, print_json
 
 if TYPE_CHECKING:
     from assay.adapters.store.sql import Ledger
     from assay.core.tasks import Task
 
-app = typer.Typer(
-    context_settings={"help_option_names": ["-h", "--help"]},
-    no_args_is_help=True,
-    add_completion=False,
-    rich_markup_mode=None,
-)
+app = command_group()
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Machine-readable JSON output.")]
 

@@ -73,5 +73,15 @@ class Workspace:
             fail(f"task {task_id} has no stored contract at {path}", EXIT_INTERNAL)
 
 
+def command_group() -> typer.Typer:
+    """A typer sub-app with assay's conventions: -h, no completion, plain help text."""
+    return typer.Typer(
+        context_settings={"help_option_names": ["-h", "--help"]},
+        no_args_is_help=True,
+        add_completion=False,
+        rich_markup_mode=None,
+    )
+
+
 def print_json(document: object) -> None:
     sys.stdout.write(json.dumps(document, indent=2, default=str) + "\n")
