@@ -8,14 +8,9 @@ from typing import Annotated
 
 import typer
 
-from assay.cli.workspace import Workspace, fail, print_json
+from assay.cli.workspace import Workspace, command_group, fail, print_json
 
-app = typer.Typer(
-    context_settings={"help_option_names": ["-h", "--help"]},
-    no_args_is_help=True,
-    add_completion=False,
-    rich_markup_mode=None,
-)
+app = command_group()
 
 
 @app.command()
