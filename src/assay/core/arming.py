@@ -4,28 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from pydantic import ValidationError
 
-from assay.core.halts import CANONICAL_HALTS, SEVERITY_RANK, HaltState
+from assay.core.halts import CANONICAL_HALTS, SEVERITY_RANK, HaltState, Violation
 from assay.core.vocab import ArmHalt, CheckHalt, HaltLifecycle, HaltSeverity
-
-
-@dataclass(frozen=True, slots=True)
-class Violation:
-    """One entry of a ``violations`` list in the halt commands' JSON."""
-
-    halt_class: str
-    detail: str
-    severity: HaltSeverity = HaltSeverity.BLOCK
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "halt_class": self.halt_class,
-            "severity": self.severity.value,
-            "detail": self.detail,
-        }
 
 
 @dataclass(frozen=True, slots=True)

@@ -107,6 +107,22 @@ class Rejection:
     detail: str
 
 
+@dataclass(frozen=True, slots=True)
+class Violation:
+    """One entry of a ``violations`` list in the halt commands' JSON."""
+
+    halt_class: str
+    detail: str
+    severity: HaltSeverity = HaltSeverity.BLOCK
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "halt_class": self.halt_class,
+            "severity": self.severity.value,
+            "detail": self.detail,
+        }
+
+
 def evidence_of(text: str | None) -> dict[str, Any] | None:
     """Evidence as stored: ``{"detail": text}``; blank text is no evidence."""
     if text is None or not text.strip():

@@ -11,8 +11,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from assay.core.arming import Violation
-from assay.core.halts import HaltState
+from assay.core.halts import HaltState, Violation
 from assay.core.vocab import CheckHalt
 
 SCHEMA_V1_0 = "1.0.0"

@@ -13,12 +13,11 @@ import fcntl
 import json
 import os
 import re
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from assay.core.arming import Violation
+from assay.core.halts import Violation
 from assay.core.statefile import HaltStateFile, parse_state_document
 from assay.core.vocab import CheckHalt
 
@@ -109,9 +108,11 @@ def write_text_atomic(path: Path, text: str) -> None:
 
 def write_bytes_atomic(path: Path, data: bytes) -> None:
     """Temporary file in the same directory, fsync, rename over ``path``, fsync the directory."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    # A unique name beside the target (same filesystem, so the rename is atomic); O_EXCL
+    # instead of tempfile, which would cost this start-up-sensitive path a few milliseconds.
+    tmp = path.parent / f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     try:
-        os.fchmod(fd, 0o644)  # mkstemp makes it 0600; other users' coders must read it
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()

@@ -18,8 +18,7 @@ from assay.adapters.store.halt_files import (
     state_path,
     write_state,
 )
-from assay.core.arming import Violation, arm_halts
-from assay.core.halts import HaltState, Rejection, transition
+from assay.core.halts import HaltState, Rejection, Violation, transition
 from assay.core.statefile import HaltStateFile
 from assay.core.vocab import ArmHalt, CheckHalt, HaltLifecycle, HaltSeverity
 
@@ -44,6 +43,8 @@ def arm(contract: Path, dispatch_id: str, state_dir: Path, *, now: str | None = 
     loaded = _load_contract(contract)
     if isinstance(loaded, Violation):
         return refuse(loaded)
+    from assay.core.arming import arm_halts  # only arming needs it; check must start fast
+
     at = now or utc_now()
     armed = arm_halts(loaded, at=at)
     if isinstance(armed, list):
