@@ -1,0 +1,147 @@
+"""One end-to-end run per settle row, through the real engine and the real `assay` command.
+
+Each scenario checks what settle made of the task, the ledger's counters and the payload.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+from support.repo import FIXED, PYTEST, Repo, make_repo, replay_contract
+
+STANDINS = Path(__file__).resolve().parents[1] / "standins"
+SEARCH_PATH = os.pathsep.join([str(STANDINS), str(Path(sys.executable).parent), "/usr/bin:/bin"])
+SCHEMA = json.loads(
+    (Path(__file__).resolve().parents[2] / "schemas" / "payload.schema.json").read_text()
+)
+
+
+def run(repo: Repo, contract: Path, expect: int) -> dict[str, Any]:
+    done = repo.assay("run", "--contract", str(contract), "--json")
+    assert done.returncode == expect, done.stderr
+    payload: dict[str, Any] = json.loads(done.stdout)
+    jsonschema.validate(payload, SCHEMA)
+    return payload
+
+
+def task_and_ledger(repo: Repo, task_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    task = json.loads(repo.assay("task", "show", task_id, "--json").stdout)
+    ledger = json.loads(repo.assay("ledger", "show", task_id, "--json").stdout)
+    return task, ledger
+
+
+def row_of(task: dict[str, Any]) -> str:
+    return str(task["runs"][-1]["settle_row"])
+
+
+def test_succeeded(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    payload = run(repo, replay_contract(repo, "fixed"), 0)
+    task, ledger = task_and_ledger(repo, payload["task_id"])
+    assert row_of(task) == "succeeded" and task["status"] == "done"
+    assert payload["attempt_spent"] and ledger["stage_state"]["task"]["attempts"] == 1
+
+
+def test_blocked_spends_the_attempt_and_stays_runnable(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    contract = replay_contract(repo, "wrong", extra="budgets: {max_attempts: 3, max_recovery: 1}")
+    payload = run(repo, contract, 1)
+    task, ledger = task_and_ledger(repo, payload["task_id"])
+    assert payload["status"] == "blocked" and row_of(task) == "blocked"
+    assert task["status"] == "failed" and task["attempts"] == 1
+    assert ledger["stage_state"]["recover"]["attempts"] == 1
+
+
+def test_blocked_on_the_last_attempt_is_held(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    contract = replay_contract(repo, "wrong", extra="budgets: {max_attempts: 1, max_recovery: 0}")
+    payload = run(repo, contract, 3)
+    task, _ = task_and_ledger(repo, payload["task_id"])
+    assert task["status"] == "held" and task["held_by"] == "machine"
+    assert "attempts exhausted" in task["hold_reason"]
+
+
+def test_halted_by_a_coder_fired_block_halt(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    fire = (
+        f"{Path(sys.executable).parent / 'assay'} halt check --dispatch-id $ASSAY_DISPATCH_ID "
+        "--condition halt-irreversible-action --fire --evidence 'needs a force-push'; "
+        f"cp {repo.fixes}/fixed.py src/slug.py"
+    )
+    contract = repo.contract(
+        "halt.yaml",
+        f"""task: x
+coder: {{kind: command, command: "{fire}"}}
+validators: [{{id: tests, kind: command, run: "{PYTEST}"}}]
+land: merge
+""",
+    )
+    payload = run(repo, contract, 3)
+    task, _ = task_and_ledger(repo, payload["task_id"])
+    assert row_of(task) == "halted" and task["status"] == "held"
+    assert payload["halt_type"] == "escalate"
+    assert payload["halts"]["fired"][0]["detail"] == "needs a force-push"
+    assert (repo.root / "src" / "slug.py").read_text() != FIXED  # nothing landed
+
+
+def test_verified_noop_is_held_never_done(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    (repo.root / "src" / "slug.py").write_text(FIXED)
+    from support.repo import git
+
+    git(repo.root, "commit", "-qam", "already fixed")
+    report = json.dumps({"summary": "NO CHANGE NEEDED: test_digits already passes at HEAD"})
+    contract = repo.contract(
+        "noop.yaml",
+        f"""task: Make slugify keep digits.
+seats: 2
+coder: {{kind: replay, steps: [{{report: '{report}'}}]}}
+validators: [{{id: tests, kind: command, run: "{PYTEST}"}}]
+land: merge
+""",
+    )
+    payload = run(repo, contract, 3)
+    task, _ = task_and_ledger(repo, payload["task_id"])
+    assert payload["status"] == "verified_noop" and row_of(task) == "verified_noop"
+    assert task["status"] == "held" and task["held_by"] == "machine"
+
+
+def test_validator_error_fails_the_run_and_spends_the_attempt(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    contract = repo.contract(
+        "verr.yaml",
+        f"""task: x
+coder: {{kind: replay, steps: [{{script: "cp {repo.fixes}/fixed.py src/slug.py"}}]}}
+validators: [{{id: slow, kind: command, run: "sleep 5", timeout_seconds: 0.3}}]
+land: merge
+""",
+    )
+    payload = run(repo, contract, 1)
+    task, _ = task_and_ledger(repo, payload["task_id"])
+    assert payload["halt_type"] == "validator_error" and row_of(task) == "stalled_or_failed"
+    assert task["attempts"] == 1
+
+
+def test_every_seat_lost_to_quota_refunds_the_attempt(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    env = json.dumps({"PATH": SEARCH_PATH, "STANDIN_SCENARIO": "rate_limit"})
+    contract = repo.contract(
+        "quota.yaml",
+        f"""task: x
+seats: 3
+coder: {{kind: claude}}
+land: merge
+env: {env}
+""",
+    )
+    payload = run(repo, contract, 1)
+    task, ledger = task_and_ledger(repo, payload["task_id"])
+    assert row_of(task) == "failed_quota_no_viable" and not payload["attempt_spent"]
+    assert task["attempts"] == 0 and ledger["stage_state"]["task"]["attempts"] == 0
+    assert all(c["lost_to_quota"] for c in payload["candidates"])
+    assert ledger["stage_state"]["dispatch"]["attempts"] == 3
