@@ -14,13 +14,15 @@ from assay.core.contract import (
     Contract,
     ContractError,
     HaltClass,
+    JudgeSpec,
+    PullRequestSettings,
     contract_from_flags,
     contract_template,
     contract_to_yaml,
     parse_contract,
 )
 from assay.core.halts import CANONICAL_HALTS
-from assay.core.vocab import CoderKind, HaltSeverity, LandMode, OnFail, PolicyMode
+from assay.core.vocab import CoderKind, HaltSeverity, JudgeKind, LandMode, OnFail, PolicyMode
 
 SEVEN = {name.value: sev for name, sev in CANONICAL_HALTS.items()}
 
@@ -92,6 +94,30 @@ def test_coder_shorthand_and_lists_cycle_over_seats() -> None:
     contract = parse_contract("task: x\nseats: 3\ncoder: [claude, {kind: aider}]\n")
     kinds = [contract.coder_for_seat(seat).kind for seat in (1, 2, 3)]
     assert kinds == [CoderKind.CLAUDE, CoderKind.AIDER, CoderKind.CLAUDE]
+
+
+def test_judges_parse_with_shorthand_and_cycle() -> None:
+    contract = parse_contract(
+        "task: t\njudges: 3\ndeliberate_rounds: 1\n"
+        "judge: [claude, {kind: llm, model: m, base_url: 'http://h/v1', max_turns: 2}]\n"
+    )
+    assert contract.deliberate_rounds == 1
+    kinds = [spec.kind for spec in (contract.judge_for(i) for i in range(3)) if spec]
+    assert kinds == [JudgeKind.CLAUDE, JudgeKind.LLM, JudgeKind.CLAUDE]
+    second = contract.judge_for(1)
+    assert second is not None and (second.model, second.max_turns) == ("m", 2)
+    assert parse_contract("task: t\njudge: codex\n").judge == JudgeSpec(kind=JudgeKind.CODEX)
+    default = parse_contract("task: t\n")
+    assert (default.judge, default.deliberate_rounds, default.judge_for(0)) == (None, 0, None)
+    assert parse_contract(contract_to_yaml(contract)) == contract
+
+
+def test_bad_judges_are_refused_on_their_line() -> None:
+    assert_names(refused("task: t\njudge: {kind: llm}\n"), "judge", 2)
+    assert_names(refused("task: t\njudge: {kind: gemini}\n"), "judge.kind", 2)
+    assert_names(refused("task: t\njudge: []\n"), "judge", 2)
+    assert_names(refused("task: t\njudge: {kind: codex, args: [x]}\n"), "judge.args", 2)
+    assert_names(refused("task: t\ndeliberate_rounds: -1\n"), "deliberate_rounds", 2)
 
 
 def test_halts_may_be_added_and_raised() -> None:
@@ -231,6 +257,51 @@ def test_halt_class_model_enforces_the_floor() -> None:
     with pytest.raises(ValueError, match="never lowered"):
         HaltClass(name="halt-secret-exposure", severity=HaltSeverity.LOG)
     assert HaltClass(name="halt-own", severity=HaltSeverity.LOG).severity is HaltSeverity.LOG
+
+
+# --- the pr settings (land: pr) --------------------------------------------------------------
+
+
+def test_pr_settings_default_and_parse() -> None:
+    assert parse_contract("task: x\n").pr == PullRequestSettings()
+    defaults = PullRequestSettings()
+    assert (defaults.remote, defaults.base, defaults.repo, defaults.api_base) == (
+        "origin", None, None, None,
+    )  # fmt: skip
+    assert (defaults.draft, defaults.title, defaults.body) == (False, "{title}", None)
+    contract = parse_contract(
+        "task: x\nland: pr\npr:\n  remote: upstream\n  base: develop\n"
+        "  api_base: https://ghe.example.com/api/v3\n  repo: octo/slug.py\n  draft: true\n"
+        '  title: "assay: {title}"\n  body: "{task} ({run_id} on {branch} into {base})"\n'
+    )
+    assert contract.land is LandMode.PR
+    pr = contract.pr
+    assert (pr.remote, pr.base, pr.repo, pr.draft) == ("upstream", "develop", "octo/slug.py", True)
+    assert pr.api_base == "https://ghe.example.com/api/v3"
+    fields = {"title": "T", "task": "do", "run_id": "r1", "branch": "b", "base": "main"}
+    assert pr.render(pr.title, fields) == "assay: T"
+    assert pr.render(pr.body or "", fields) == "do (r1 on b into main)"
+    assert parse_contract(contract_to_yaml(contract)) == contract
+
+
+@pytest.mark.parametrize(
+    ("line", "key", "said"),
+    [
+        ("  reop: o/r", "pr.reop", "did you mean `repo`"),
+        ("  repo: just-a-name", "pr.repo", "pattern"),
+        ("  api_base: ftp://x", "pr.api_base", "pattern"),
+        ("  draft: maybe", "pr.draft", "bool"),
+        ('  title: "{titel}"', "pr.title", "unknown placeholder(s) titel"),
+        ('  body: "{task.upper}"', "pr.body", "unknown placeholder"),
+        ('  title: "{title:d}"', "pr.title", "not a valid template"),
+        ('  title: "{title"', "pr.title", "not a valid template"),
+        ("  remote: ''", "pr.remote", "at least 1"),
+    ],
+)
+def test_bad_pr_settings_are_refused_on_their_line(line: str, key: str, said: str) -> None:
+    error = refused(f"task: x\nland: pr\npr:\n{line}\n")
+    assert_names(error, key, 4)
+    assert said in str(error), str(error)
 
 
 # --- template and YAML output ---------------------------------------------------------------

@@ -24,6 +24,7 @@ SCENARIOS = (
     "auth",
     "crash",
     "sleep",
+    "rank",
 )
 
 
@@ -61,6 +62,17 @@ def reset_epoch(default_delay: int = 3600) -> int:
     """The reset time a limit scenario reports: ``STANDIN_RESET_EPOCH`` or an hour from now."""
     value = os.environ.get("STANDIN_RESET_EPOCH")
     return int(value) if value else int(time.time()) + default_delay
+
+
+def ranking_answer() -> str:
+    """The final answer of a judge run (scenario ``rank``): ``STANDIN_ANSWER`` verbatim, or a
+    ranking of the ``*.diff`` files in the working directory, last label first."""
+    given = os.environ.get("STANDIN_ANSWER")
+    if given is not None:
+        return given
+    labels = sorted((p.stem for p in Path.cwd().glob("*.diff")), reverse=True)
+    answer = {"ranking": labels, "reasons": f"{labels[0] if labels else '?'} reads best."}
+    return "Here is my ranking.\n```json\n" + json.dumps(answer) + "\n```"
 
 
 def emit(event: dict[str, Any]) -> None:

@@ -28,6 +28,7 @@ from assay.core.vocab import (
     CanonicalHalt,
     CoderKind,
     HaltSeverity,
+    JudgeKind,
     LandMode,
     OnFail,
     PolicyMode,
@@ -41,6 +42,7 @@ __all__ = [
     "ContractError",
     "ContractProblem",
     "HaltClass",
+    "JudgeSpec",
     "PullRequestSettings",
     "Scope",
     "ValidatorSpec",
@@ -95,6 +97,28 @@ class ValidatorSpec(_Input):
     def _command_needs_run(self) -> ValidatorSpec:
         if self.kind is ValidatorKind.COMMAND and not self.run:
             raise ValueError(f"validator {self.id!r} of kind command needs `run`")
+        return self
+
+
+class JudgeSpec(_Input):
+    """One blind judge: an OpenAI-compatible model (``llm``) or a coder CLI run read-only.
+
+    ``max_turns``: for ``llm``, the answers it may give before it counts as unusable (default
+    3); for ``claude``, its ``--max-turns``; ``codex`` has no turn limit. ``base_url`` and
+    ``api_key_env`` name the ``llm`` endpoint; ``base_url`` also points a CLI at a gateway.
+    """
+
+    kind: JudgeKind = JudgeKind.LLM
+    model: str | None = None
+    base_url: str | None = None
+    api_key_env: str | None = None
+    max_turns: int | None = Field(default=None, ge=1)
+    timeout_seconds: float = Field(default=600.0, gt=0)
+
+    @model_validator(mode="after")
+    def _llm_needs_model(self) -> JudgeSpec:
+        if self.kind is JudgeKind.LLM and not self.model:
+            raise ValueError("a judge of kind llm needs `model`")
         return self
 
 
@@ -189,6 +213,8 @@ class Contract(_Input):
     coder: CoderSpec | list[CoderSpec] = Field(default_factory=CoderSpec)
     seats: int = Field(default=1, ge=1, le=16)
     judges: int = Field(default=0, ge=0, le=9)
+    judge: JudgeSpec | list[JudgeSpec] | None = None
+    deliberate_rounds: int = Field(default=0, ge=0, le=3)
     validators: list[ValidatorSpec] = Field(default_factory=list)
     policy: PolicyMode = PolicyMode.UNANIMOUS
     threshold: float = Field(default=0.67, gt=0, le=1)
@@ -220,6 +246,25 @@ class Contract(_Input):
             raise ValueError("the list of coders is empty")
         return value
 
+    @field_validator("judge", mode="before")
+    @classmethod
+    def _judge_shorthand(cls, value: object) -> object:
+        """``judge: claude`` (or a list of kinds) is short for ``judge: {kind: claude}``."""
+        if isinstance(value, str):
+            return {"kind": value}
+        if isinstance(value, list):
+            return [{"kind": item} if isinstance(item, str) else item for item in value]
+        return value
+
+    @field_validator("judge")
+    @classmethod
+    def _some_judge(
+        cls, value: JudgeSpec | list[JudgeSpec] | None
+    ) -> JudgeSpec | list[JudgeSpec] | None:
+        if isinstance(value, list) and not value:
+            raise ValueError("the list of judges is empty")
+        return value
+
     @field_validator("validators")
     @classmethod
     def _unique_validator_ids(cls, value: list[ValidatorSpec]) -> list[ValidatorSpec]:
@@ -249,6 +294,13 @@ class Contract(_Input):
         """Seat numbers start at 1; a list of coders is cycled over the seats."""
         coders = self.coder if isinstance(self.coder, list) else [self.coder]
         return coders[(seat - 1) % len(coders)]
+
+    def judge_for(self, index: int) -> JudgeSpec | None:
+        """Judge numbers start at 0; a list of judges is cycled over them. None: none given."""
+        if self.judge is None:
+            return None
+        judges = self.judge if isinstance(self.judge, list) else [self.judge]
+        return judges[index % len(judges)]
 
     def halt_document(self) -> dict[str, Any]:
         """The contract as ``assay halt arm`` reads it (only ``halt_classes`` matters)."""

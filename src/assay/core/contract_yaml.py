@@ -305,6 +305,18 @@ seats: 1
 # Blind judges that rank the candidates when more than one passes validation (0-9).
 judges: 0
 
+# Who the judges are: one judge, or a list cycled over the `judges`. Kinds: llm (an
+# OpenAI-compatible model answering through a forced `rank` call; needs `model`), claude or
+# codex (the CLI run read-only over the candidates' diffs). `judge: claude` is short for
+# `judge: {kind: claude}`. Judges see labels A, B, C..., never which coder wrote what.
+#   judge: {kind: llm, model: gpt-5-mini, base_url: null, api_key_env: OPENAI_API_KEY,
+#           max_turns: 3, timeout_seconds: 600}
+judge: null
+
+# When the judges' first choices split: rounds in which each judge reads the others' reasons
+# once and ranks again (0-3).
+deliberate_rounds: 0
+
 # Checks that do not depend on the coder. kind: command (exit code 0 passes), scope, secrets,
 # judge (a model answering through a verdict schema). on_fail: block (the attempt fails and is
 # recovered) or warn (reported only). Ids are unique.
@@ -327,6 +339,17 @@ budgets:
 # Where a passing change goes: merge (into the base branch; never into a dirty checkout),
 # branch (left on assay/<run>/<seat>, status ready), pr (pushed, pull request), none.
 land: branch
+
+# For land: pr. The branch is pushed to `remote` and a pull request opened through the GitHub
+# REST API with the token in GITHUB_TOKEN. Optional: repo (owner/name; default: read from the
+# remote's URL), base (default: the branch the run started from), api_base (default:
+# $ASSAY_GITHUB_API or https://api.github.com; set it for GitHub Enterprise), body. title and
+# body may use {title} {task} {task_id} {run_id} {branch} {base}. A run the validators still
+# block is left as a draft PR titled "[blocked] ..." and its task is held for a human.
+pr:
+  remote: origin
+  draft: false
+  title: "{title}"
 
 # Variables passed to coders and validators on top of a small allowlist (PATH, HOME, locale,
 # the coder's own credentials). Nothing else from your shell reaches them.

@@ -206,6 +206,14 @@ class ValidatorKind(StrEnum):
     JUDGE = "judge"
 
 
+class JudgeKind(StrEnum):
+    """Who ranks blind candidates: an OpenAI-compatible model, or a coder CLI run read-only."""
+
+    LLM = "llm"
+    CLAUDE = "claude"
+    CODEX = "codex"
+
+
 class TieBreak(StrEnum):
     """Which rule settled a tie on first choices in a blind tally."""
 
