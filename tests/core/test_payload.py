@@ -15,6 +15,7 @@ from assay.core.attempts import AttemptRecord
 from assay.core.payload import (
     CandidateSummary,
     HaltNotice,
+    LandSummary,
     Payload,
     Usage,
     build_payload,
@@ -28,6 +29,7 @@ from assay.core.vocab import (
     AttemptOutcome,
     HaltSeverity,
     HaltType,
+    LandMode,
     PolicyMode,
     RunStatus,
     Severity,
@@ -102,15 +104,27 @@ def test_payload_validates_and_carries_the_design_keys() -> None:
     assert set(doc) == {
         "schema", "task_id", "run_id", "dispatch_id", "status", "halt_type", "reason",
         "task_status", "attempt_spent", "task_spec", "validator_results", "policy_decision",
-        "attempts", "candidates", "tally", "coder_report", "halts", "usage", "started_at",
-        "finished_at",
+        "attempts", "candidates", "tally", "coder_report", "halts", "usage", "land",
+        "started_at", "finished_at",
     }  # fmt: skip
+    assert doc["land"] is None
     assert doc["coder_report"]["source"] == "coder"
     assert doc["coder_report"]["evidence_only"] is True
     assert doc["coder_report"]["claimed_but_missing"] == ["a.py"]
     assert doc["coder_report"]["unclaimed_but_present"] == ["b.py"]
     assert doc["halts"]["fired"] == []
     assert [w["name"] for w in doc["halts"]["warnings"]] == ["halt-budget-exhausted"]
+
+
+def test_a_pull_request_left_by_the_run_is_in_the_land_block() -> None:
+    land = LandSummary(mode=LandMode.PR, branch="assay/r1/seat-1", pr_url="https://gh/o/r/pull/7")
+    doc = payload(land=land).to_json()
+    validate(doc)
+    assert doc["land"] == {
+        "mode": "pr",
+        "branch": "assay/r1/seat-1",
+        "pr_url": "https://gh/o/r/pull/7",
+    }
 
 
 def test_clean_and_hard_won_passes_look_different() -> None:

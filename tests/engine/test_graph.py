@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from assay.core.changes import ChangeSet, FileDelta
 from assay.core.contract import Budgets, Contract
 from assay.core.payload import HaltNotice
 from assay.core.results import ValidatorResult
+from assay.core.settle import settle_row
 from assay.core.vocab import (
     AttemptOutcome,
     CanonicalHalt,
@@ -19,6 +21,7 @@ from assay.core.vocab import (
     HaltSeverity,
     HaltType,
     RunStatus,
+    SettleRow,
     Severity,
     StopReason,
 )
@@ -55,6 +58,7 @@ class FakeEffects:
         self.prompts: list[str] = []
         self.fired: list[HaltNotice] = []
         self.landed: list[int] = []
+        self.blocked_lands: list[list[str]] = []
         self.events: list[RunEvent] = []
 
     async def preflight(self, plan: RunPlan) -> list[str]:
@@ -90,8 +94,19 @@ class FakeEffects:
     async def fired_halts(self, plan: RunPlan) -> list[HaltNotice]:
         return list(self.fired)
 
-    async def land(self, plan: RunPlan, seat: SeatOutcome) -> LandOutcome:
+    async def land(
+        self,
+        plan: RunPlan,
+        seat: SeatOutcome,
+        *,
+        blocked: bool = False,
+        failures: Sequence[str] = (),
+    ) -> LandOutcome:
         self.landed.append(seat.seat)
+        if blocked:
+            self.blocked_lands.append(list(failures))
+            url = "https://github.example/o/r/pull/1"
+            return LandOutcome(RunStatus.BLOCKED, "draft PR", "assay/x", left_pr=True, pr_url=url)
         return LandOutcome(RunStatus.MERGED, "merged into main", "assay/x")
 
     async def emit(self, event: RunEvent) -> None:
@@ -278,3 +293,64 @@ def test_a_claim_without_evidence_is_not_a_noop() -> None:
     )
     out = asyncio.run(run_graph(plan(budgets=Budgets(max_recovery=0)), fx))
     assert out.status is RunStatus.BLOCKED
+
+
+# --- land: pr on a blocked run leaves a draft PR (settle: blocked_with_pr) -------------------
+
+
+def test_a_stuck_run_under_land_pr_leaves_a_draft_pr_and_stays_blocked() -> None:
+    fx, out = run(
+        Script(
+            dispatches=[[change("a.py")]],
+            verdicts=[[result(Severity.BLOCK, "FAILED test_digits")]],
+        ),
+        land="pr",
+    )
+    assert out.status is RunStatus.BLOCKED and out.reason.startswith("stuck: attempt 2")
+    assert fx.blocked_lands == [["tests: FAILED test_digits"]]
+    assert out.verdict.left_pr and not out.verdict.halted
+    assert settle_row(out.verdict) is SettleRow.BLOCKED_WITH_PR
+    assert out.reason.endswith("left for review as https://github.example/o/r/pull/1")
+
+
+def test_spent_recovery_under_land_pr_leaves_a_draft_pr() -> None:
+    fx, out = run(
+        Script(
+            dispatches=[[change("a.py")]],
+            verdicts=[[result(Severity.BLOCK, f"failure {i}")] for i in range(1, 10)],
+        ),
+        land="pr",
+        budgets=Budgets(max_recovery=1),
+    )
+    assert out.status is RunStatus.BLOCKED and out.reason.startswith("validators still block")
+    assert fx.blocked_lands == [["tests: failure 2"]]
+    assert settle_row(out.verdict) is SettleRow.BLOCKED_WITH_PR
+
+
+def test_a_blocked_run_under_land_branch_lands_nothing() -> None:
+    fx, out = run(
+        Script(dispatches=[[change("a.py")]], verdicts=[[result(Severity.BLOCK, "x")]]),
+        land="branch",
+    )
+    assert out.status is RunStatus.BLOCKED and fx.landed == [] and out.land is None
+    assert settle_row(out.verdict) is SettleRow.BLOCKED
+
+
+def test_a_fired_block_halt_under_land_pr_opens_no_pr() -> None:
+    fx, out = run(
+        Script(
+            dispatches=[[change("a.py")]],
+            verdicts=[[result(Severity.PASS)]],
+            coder_fires={1: (CanonicalHalt.IRREVERSIBLE_ACTION, HaltSeverity.BLOCK)},
+        ),
+        land="pr",
+    )
+    assert out.halted and fx.landed == [] and not out.verdict.left_pr
+    assert settle_row(out.verdict) is SettleRow.HALTED
+
+
+def test_a_passing_run_under_land_pr_lands_normally() -> None:
+    fx, out = run(
+        Script(dispatches=[[change("a.py")]], verdicts=[[result(Severity.PASS)]]), land="pr"
+    )
+    assert fx.landed == [1] and fx.blocked_lands == [] and out.status is RunStatus.MERGED

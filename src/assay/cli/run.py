@@ -75,6 +75,13 @@ def run(
     task_id: Annotated[
         str | None, typer.Option("--task", help="Run an existing task instead of a new one.")
     ] = None,
+    ignore_wait: Annotated[
+        bool,
+        typer.Option(
+            "--ignore-wait",
+            help="With --task: run it now even if it waits for its provider quota.",
+        ),
+    ] = False,
     resume: Annotated[
         bool, typer.Option("--resume", help="Close runs a crash interrupted, then run them again.")
     ] = False,
@@ -103,7 +110,7 @@ def run(
         for run_id in recovered:
             task = ledger.get_task(ledger.get_run(run_id).task_id)
             typer.echo(f"recovered interrupted run {run_id} of task {task.id}", err=True)
-            if task.runnable():
+            if task.runnable(now):
                 jobs.append((task, workspace.load_contract(task.id)))
         if not recovered and instruction is None and contract is None and task_id is None:
             typer.echo("no interrupted run to resume", err=True)
@@ -115,7 +122,11 @@ def run(
             task = ledger.get_task(task_id)
         except TaskNotFound:
             fail(f"no task {task_id!r} (see `assay task list`)")
-        if not task.runnable():
+        if task.waiting(now) and not ignore_wait:
+            from assay.cli.explain import waits_message
+
+            fail(f"{waits_message(task, now)} (or add --ignore-wait)")
+        if not task.runnable(now) and not task.waiting(now):
             fail(f"task {task_id} is {task.status.value}, not runnable")
         jobs.append((task, workspace.load_contract(task_id)))
     elif instruction is not None or contract is not None:
@@ -154,6 +165,11 @@ def run(
                 f"{task.attempts} of {chosen.budgets.max_attempts} used)\n"
                 f"payload: {report.payload_path}"
             )
+            finished = datetime.now(UTC)
+            if task.waiting(finished):
+                from assay.cli.explain import waits_message
+
+                typer.echo(waits_message(task, finished))
         code = max(code, exit_code_for(report.settlement.new_status, payload.halt_type))
     raise typer.Exit(code)
 

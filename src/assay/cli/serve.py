@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
+from datetime import UTC, datetime
 from typing import Annotated
 
 import typer
@@ -22,9 +23,11 @@ def serve(
     """Run queued (and failed, runnable) tasks, N at a time; interrupted runs are closed first.
 
     Each task runs until settle makes it done, held, or failed; a failed task is picked up
-    again until max_attempts hold it for a human.
+    again until max_attempts hold it for a human. A task that waits for its provider quota is
+    skipped until its time (said once per wait); with --once, it does not keep serve running.
     """
     from assay.adapters.store.sql import LedgerConflict
+    from assay.cli.explain import waits_message
     from assay.cli.progress import Progress
     from assay.engine.runner import recover_interrupted, run_task
 
@@ -36,13 +39,14 @@ def serve(
         typer.echo(f"recovered interrupted run {run_id}", err=True)
 
     busy: set[str] = set()
+    announced: dict[str, datetime] = {}  # task -> the wait already reported
     guard = threading.Lock()
     progress = Progress(quiet=concurrency > 1)
 
     def work(task_id: str) -> None:
         try:
             task = ledger.get_task(task_id)
-            if not task.runnable():
+            if not task.runnable(datetime.now(UTC)):
                 return
             report = run_task(
                 repo=workspace.repo,
@@ -67,11 +71,16 @@ def serve(
         futures: list[Future[None]] = []
         try:
             while True:
+                now = datetime.now(UTC)
+                tasks = ledger.list_tasks()
+                for task in tasks:
+                    if task.waiting(now) and announced.get(task.id) != task.not_before:
+                        assert task.not_before is not None
+                        announced[task.id] = task.not_before
+                        typer.echo(f"skipping: {waits_message(task, now)}", err=True)
                 with guard:
                     free = concurrency - len(busy)
-                    runnable = [
-                        t.id for t in ledger.list_tasks() if t.runnable() and t.id not in busy
-                    ][:free]
+                    runnable = [t.id for t in tasks if t.runnable(now) and t.id not in busy][:free]
                     busy.update(runnable)
                 futures.extend(pool.submit(work, task_id) for task_id in runnable)
                 for future in [f for f in futures if f.done()]:

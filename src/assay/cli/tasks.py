@@ -92,69 +92,88 @@ def list_tasks(
     if json_output:
         print_json([_dump(t) for t in tasks])
         return
+    from assay.cli.explain import wait_note
+
+    now = datetime.now(UTC)
     table = Table("id", "status", "attempts", "title", "note")
     for task in tasks:
-        note = task.hold_reason or task.last_error or ""
-        table.add_row(task.id, task.status.value, str(task.attempts), task.title, note[:60])
+        note = wait_note(task, now) or (task.hold_reason or task.last_error or "")[:60]
+        table.add_row(task.id, task.status.value, str(task.attempts), task.title, note)
     Console().print(table)
 
 
 @app.command()
 def show(task_id: str, json_output: JsonFlag = False) -> None:
-    """One task: status, attempts, runs, and — when held — why, by whom, and what to do."""
-    from assay.core.vocab import HoldSource, TaskStatus
+    """One task: status, attempts, runs, any wait, and — when held — why, by whom, and the
+    ways back (re-arm a fired halt, release)."""
+    from assay.cli import explain
 
     workspace = Workspace.find()
     ledger = workspace.ledger()
     task = _get(ledger, task_id)
     runs = ledger.runs(task_id)
-    next_step = {
-        TaskStatus.QUEUED: f"`assay serve` or `assay run --task {task_id}` will run it",
-        TaskStatus.RUNNING: "a run is in progress",
-        TaskStatus.FAILED: f"runnable again: `assay run --task {task_id}`",
-        TaskStatus.DONE: "nothing: it is done",
-        TaskStatus.HELD: (
-            f"read the last payload, then `assay task release {task_id}` to run it again "
-            "(attempts reset, history kept)"
-        ),
-    }[task.status]
+    now = datetime.now(UTC)
+    state_dir = workspace.home / "halt-state"
+    halts = explain.fired_halts(runs, state_dir) if task.hold_source else []
+    ways = explain.ways_back(task, halts, state_dir)
+    step = explain.next_step(task, now)
     document = {
         **_dump(task),
         "held_by": (task.hold_source.value if task.hold_source else None),
-        "next": next_step,
+        "waiting": task.waiting(now),
+        **explain.as_json(halts, ways),
+        "next": step,
         "runs": [r.model_dump(mode="json") for r in runs],
     }
     if json_output:
         print_json(document)
         return
     typer.echo(f"{task.id}: {task.title}\nstatus: {task.status.value}  attempts: {task.attempts}")
-    if task.status is TaskStatus.HELD:
-        who = "a human (manual hold)" if task.hold_source is HoldSource.MANUAL else "the machine"
+    if (who := explain.holder(task)) is not None:
         typer.echo(f"held by {who}: {task.hold_reason}")
+    if (note := explain.wait_note(task, now)) is not None:
+        typer.echo(f"{note} for its provider's quota (that run was refunded: no attempt spent)")
     if task.last_error:
         typer.echo(f"last error: {task.last_error}")
     for record in runs:
         state = record.status.value
         typer.echo(f"  run {record.id}: {state} {record.reason or ''} {record.payload_path or ''}")
-    typer.echo(f"next: {next_step}")
+    for halt in halts:
+        typer.echo(
+            f"fired halt {halt.name} ({halt.severity}, now {halt.lifecycle or 'unknown'}) "
+            f"in run {halt.run_id}: {halt.detail}"
+        )
+    typer.echo(f"next: {step}")
+    for number, way in enumerate(ways, start=1):
+        typer.echo(f"  way back {number}: {way.summary}")
+        for command in way.commands:
+            typer.echo(f"      {command}")
 
 
 def _move(task_id: str, move: str, reason: str | None = None) -> None:
     from assay.core.tasks import TaskTransitionError
+    from assay.core.vocab import TaskStatus
 
     workspace = Workspace.find()
     ledger = workspace.ledger()
     task = _get(ledger, task_id)
     now = datetime.now(UTC)
+    note = ""
     try:
-        if move == "release":
+        if move == "release" and task.status is TaskStatus.HELD:
             task.release(now)
+            note = " (attempts reset to 0; run history kept)"
+        elif move == "release" and task.waiting(now):
+            task.skip_wait(now)
+            note = f" (the quota wait is cleared; attempts kept: {task.attempts})"
+        elif move == "release":
+            task.release(now)  # refused, with the lifecycle's own explanation
         else:
             task.hold(reason or "held by an operator", now)
     except TaskTransitionError as exc:
         fail(str(exc), EXIT_USAGE)
     ledger.save_task(task)
-    typer.echo(f"{task.id}: {task.status.value}")
+    typer.echo(f"{task.id}: {task.status.value}{note}")
 
 
 @app.command()
@@ -168,7 +187,8 @@ def hold(
 
 @app.command()
 def release(task_id: str) -> None:
-    """Release a held task: queued again, attempts reset to 0, history kept."""
+    """Release a held task (queued again, attempts reset to 0, history kept), or let a task
+    that waits for its provider quota run now (the wait is cleared, attempts kept)."""
     _move(task_id, "release")
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -18,6 +19,7 @@ from assay.core.changes import ChangeSet
 from assay.core.contract import Contract
 from assay.core.payload import HaltNotice
 from assay.core.report import CoderReport, DiffComparison
+from assay.core.tally import Tally
 from assay.core.vocab import CanonicalHalt, RunStatus
 
 
@@ -71,6 +73,17 @@ class LandOutcome:
 
 
 @dataclass(frozen=True)
+class JudgeRound:
+    """What the blind judges of one attempt said, tallied."""
+
+    tally: Tally
+    labels: dict[int, str]  # seat -> blind label
+    calls: int  # rank and deliberation calls made
+    lost_to_quota: int = 0  # judges whose provider refused them
+    quota_reset_at: datetime | None = None
+
+
+@dataclass(frozen=True)
 class RunEvent:
     """Progress, for the live display and the ledger's event log."""
 
@@ -90,6 +103,10 @@ class Effects(Protocol):
     ) -> SeatOutcome: ...
 
     async def validate(self, plan: RunPlan, seat: SeatOutcome) -> list[ValidationOutcome]: ...
+
+    async def judge(self, plan: RunPlan, attempt: int, seats: list[SeatOutcome]) -> JudgeRound:
+        """Blind judges rank the candidates of ``seats`` (two or more)."""
+        ...
 
     async def fire(self, plan: RunPlan, halt: CanonicalHalt, evidence: str) -> None: ...
 

@@ -20,6 +20,7 @@ from assay.core.policy import PolicyDecision, decide
 from assay.core.recovery import PriorFailure, recovery_spec
 from assay.core.results import ValidatorResult
 from assay.core.settle import Verdict
+from assay.core.tally import Tally
 from assay.core.vocab import (
     CanonicalHalt,
     HaltSeverity,
@@ -55,6 +56,9 @@ class RunResult:
     halted: bool = False
     recovery_waves: int = 0
     validations: int = 0
+    judge_calls: int = 0
+    tally: Tally | None = None
+    labels: dict[int, str] = field(default_factory=dict)
 
     @property
     def verdict(self) -> Verdict:
@@ -140,14 +144,34 @@ async def run_graph(plan: RunPlan, fx: Effects) -> RunResult:
                 )
             continue
 
-        chosen, outcomes = await _validate_best(plan, fx, viable)
-        run.validations += len(viable)
+        if len(viable) > 1 and contract.judges > 0:
+            judged = await _judge(plan, fx, run, attempt, seats, viable)
+            if isinstance(judged, RunResult):
+                return judged
+            chosen, outcomes = judged, await fx.validate(plan, judged)
+            run.validations += 1
+        else:
+            chosen, outcomes = await _validate_best(plan, fx, viable)
+            run.validations += len(viable)
         run.winner = chosen
         for outcome in outcomes:
             if outcome.fire is not None:
                 await fx.fire(plan, outcome.fire, outcome.evidence or outcome.result.justification)
         results = [o.result for o in outcomes]
         run.validator_results = results
+        lost = [o.quota for o in outcomes if o.quota is not None]
+        if lost:
+            # A rate-limited judge validator is a machine fact, not a verdict on the task.
+            run.quota_hit = True
+            run.quota_reset_at = _latest([q.reset_at for q in lost])
+            detail = "; ".join(q.detail for q in lost)
+            run.attempts.append(_record(attempt, seats, results, fault=True, failures=[detail]))
+            return _end(
+                run,
+                RunStatus.STALLED,
+                HaltType.ENVIRONMENT_ERROR,
+                f"a judge hit its quota: {detail}",
+            )
         decision = decide(results, contract.policy, contract.threshold)
         run.policy_decision = decision
         signatures = finding_signatures(_findings(results))
@@ -206,6 +230,51 @@ async def run_graph(plan: RunPlan, fx: Effects) -> RunResult:
         if run.policy_decision
         else f"no passing candidate after {waves} attempt(s)",
     )
+
+
+async def _judge(
+    plan: RunPlan,
+    fx: Effects,
+    run: RunResult,
+    attempt: int,
+    seats: list[SeatOutcome],
+    viable: list[SeatOutcome],
+) -> SeatOutcome | RunResult:
+    """Blind judges rank the viable candidates; the winner, or the run stalled without quorum."""
+    panel = await fx.judge(plan, attempt, viable)
+    run.tally = panel.tally
+    run.labels.update(panel.labels)
+    run.judge_calls += panel.calls
+    tally = panel.tally
+    await fx.emit(
+        RunEvent(
+            "judges.ranked",
+            {
+                "attempt": attempt,
+                "winner": tally.winner,
+                "present": tally.present,
+                "quorum": tally.quorum,
+                "lost_to_quota": panel.lost_to_quota,
+            },
+        )
+    )
+    if tally.winner is not None and tally.met_quorum:
+        return next(s for s in viable if panel.labels[s.seat] == tally.winner)
+    # Quota is the cause only when the judges it took would have made the quorum.
+    quota = panel.lost_to_quota > 0 and tally.present + panel.lost_to_quota >= tally.quorum
+    run.quota_hit = quota
+    run.quota_reset_at = panel.quota_reset_at if quota else None
+    reason = f"no quorum: {tally.present} usable ranking(s) of {tally.quorum} needed" + (
+        f", {panel.lost_to_quota} judge(s) lost to quota" if panel.lost_to_quota else ""
+    )
+    run.attempts.append(_record(attempt, seats, [], fault=True, failures=[reason]))
+    halt_type = HaltType.ENVIRONMENT_ERROR if quota else HaltType.VALIDATOR_ERROR
+    return _end(run, RunStatus.STALLED, halt_type, reason)
+
+
+def _latest(times: list[datetime | None]) -> datetime | None:
+    known = [t for t in times if t is not None]
+    return max(known) if known else None
 
 
 NO_CHANGE_MARK = "NO CHANGE NEEDED:"

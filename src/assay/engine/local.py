@@ -24,7 +24,8 @@ from assay.core.changes import ChangeSet
 from assay.core.payload import HaltNotice
 from assay.core.report import compare_with_diff, parse_coder_report
 from assay.core.vocab import CanonicalHalt, HaltLifecycle, LandMode, RunStatus, ValidatorKind
-from assay.engine.effects import LandOutcome, RunEvent, RunPlan, SeatOutcome
+from assay.engine.effects import JudgeRound, LandOutcome, RunEvent, RunPlan, SeatOutcome
+from assay.engine.panel import judge_blind
 from assay.engine.pull_request import land_pull_request
 
 EventSink = Callable[[RunEvent], None]
@@ -181,6 +182,15 @@ class LocalEffects:
             )
         await asyncio.to_thread(git.restore_checkpoint, seat.worktree, coder_ignored)
         return outcomes
+
+    async def judge(self, plan: RunPlan, attempt: int, seats: list[SeatOutcome]) -> JudgeRound:
+        return await judge_blind(
+            plan,
+            attempt,
+            seats,
+            operator_env=self.operator_env,
+            workdir=self.run_dir(plan) / f"attempt-{attempt}" / "judges",
+        )
 
     async def fire(self, plan: RunPlan, halt: CanonicalHalt, evidence: str) -> None:
         # A refusal (already FIRED and sticky) leaves the earlier firing, which is what counts.

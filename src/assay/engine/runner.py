@@ -2,6 +2,11 @@
 
 start (the task claims an attempt in the ledger) → the graph → close: attest the halts,
 settle the task, write the payload, and record it all in the ledger in one transaction.
+A run lost to a provider's quota is refunded by settle and the task then waits (the
+provider's reset time, or a backoff on the streak of such runs) before it is runnable again.
+A run that ended on a fired block halt is not attested: the halt stays FIRED, sticky, until an
+operator re-arms it with evidence of the remedy (``assay halt rearm``), which closure would
+otherwise forbid.
 A run holds an exclusive lock on its run folder while it lives, so a later process can tell
 an interrupted run (lock free, run still open) from one still running.
 """
@@ -23,8 +28,9 @@ from assay.adapters.store import halt_files, halt_ops
 from assay.adapters.store.records import DispatchRecord, EventIn, RunClose
 from assay.adapters.store.sql import Ledger
 from assay.core.attempts import AttemptRecord
+from assay.core.backoff import QUOTA_ROWS, quota_streak, quota_wait
 from assay.core.contract import Contract
-from assay.core.payload import CandidateSummary, Payload, build_payload
+from assay.core.payload import CandidateSummary, LandSummary, Payload, build_payload
 from assay.core.settle import Settlement, Verdict, settle
 from assay.core.tasks import Task
 from assay.core.vocab import AttemptOutcome, HaltType, RunStatus, ValidatorKind
@@ -123,8 +129,13 @@ def close_run(
     clock: Clock,
 ) -> RunReport:
     contract = plan.contract
-    halt_ops.attest(plan.dispatch_id, fx.state_dir())
-    settlement = settle(task, result.verdict, result.reason, contract.budgets.max_attempts, clock())
+    if not result.halted:
+        halt_ops.attest(plan.dispatch_id, fx.state_dir())
+    now = clock()
+    settlement = settle(task, result.verdict, result.reason, contract.budgets.max_attempts, now)
+    if settlement.row in QUOTA_ROWS:
+        # Set before the close is written, so the refund and its wait land in one transaction.
+        task.wait_until(quota_wait_for(ledger, task, result.quota_reset_at, now), now)
     winner = result.winner
     payload = build_payload(
         task_id=task.id,
@@ -144,6 +155,7 @@ def close_run(
         candidates=[
             CandidateSummary(
                 seat=s.seat,
+                label=result.labels.get(s.seat),
                 coder=s.coder,
                 files_changed=s.change.paths,
                 viable=s.viable,
@@ -152,10 +164,14 @@ def close_run(
             )
             for s in result.latest_seats
         ],
+        tally=result.tally,
         coder_report=winner.report if winner else None,
         report_comparison=winner.comparison if winner else None,
         fired_halts=result.fired,
         usage=result.usage(),
+        land=LandSummary(mode=contract.land, branch=result.land.branch, pr_url=result.land.pr_url)
+        if result.land
+        else None,
     )
     payload_path = fx.run_dir(plan) / "payload.json"
     halt_files.write_json_atomic(payload_path, payload.to_json())
@@ -174,6 +190,7 @@ def close_run(
                     attempt=d.attempt,
                     seat=d.seat,
                     coder=d.coder,
+                    label=result.labels.get(d.seat),
                     viable=d.viable,
                     lost_to_quota=d.lost_to_quota,
                     stop_reason=d.result.stop_reason,
@@ -184,7 +201,7 @@ def close_run(
                 )
                 for d in result.dispatches
             ],
-            judge_calls=judges * result.validations,
+            judge_calls=judges * result.validations + result.judge_calls,
             land_attempts=1 if result.land else 0,
             payload_path=str(payload_path),
             finished_at=payload.finished_at,
@@ -199,6 +216,18 @@ def close_run(
         payload_path=payload_path,
         warnings=list(fx.warnings),
     )
+
+
+def quota_wait_for(
+    ledger: Ledger, task: Task, reset_at: datetime | None, now: datetime
+) -> datetime:
+    """When a task just lost a run to quota may run again: ``quota_wait`` on the streak.
+
+    The streak is read from the task's closed runs in the ledger (this run, still open, is
+    the ``+ 1``), so there is no separate counter to drift from them.
+    """
+    closed = [r.settle_row for r in ledger.runs(task.id) if not r.open]
+    return quota_wait(reset_at, now, quota_streak(closed) + 1)
 
 
 def _hold_run_lock(run_dir: Path) -> int:

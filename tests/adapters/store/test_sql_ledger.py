@@ -52,7 +52,7 @@ def snapshot(ledger: Ledger) -> dict[str, list[tuple[Any, ...]]]:
 def test_migrate_creates_schema_from_empty(target: LedgerTarget) -> None:
     ledger = target.open(migrate=False)
     assert ledger.revision() is None
-    assert ledger.migrate() == "0001"
+    assert ledger.migrate() == "0002"
     names = set(sa.inspect(engine_of(ledger)).get_table_names())
     assert set(TABLES) <= names
 
@@ -60,8 +60,8 @@ def test_migrate_creates_schema_from_empty(target: LedgerTarget) -> None:
 def test_migrate_is_idempotent(ledger: Ledger, driver: Driver) -> None:
     driver.add("t1")
     before = snapshot(ledger)
-    assert ledger.migrate() == "0001"
-    assert ledger.migrate() == "0001"
+    assert ledger.migrate() == "0002"
+    assert ledger.migrate() == "0002"
     assert snapshot(ledger) == before
 
 

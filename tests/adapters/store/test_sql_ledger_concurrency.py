@@ -187,4 +187,4 @@ def test_concurrent_migrations_apply_once(target: LedgerTarget) -> None:
         thread.start()
     for thread in threads:
         thread.join()
-    assert results == ["0001"] * len(ledgers)
+    assert results == ["0002"] * len(ledgers)

@@ -70,6 +70,7 @@ tasks = sa.Table(
     sa.Column("diagnostic", sa.Text()),
     sa.Column("created_at", UTCDateTime(), nullable=False),
     sa.Column("updated_at", UTCDateTime(), nullable=False),
+    sa.Column("not_before", UTCDateTime()),
 )
 sa.Index("ix_tasks_status", tasks.c.status)
 

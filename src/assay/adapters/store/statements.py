@@ -48,6 +48,7 @@ def task_values(task: Task) -> dict[str, Any]:
         "diagnostic": task.diagnostic,
         "created_at": task.created_at,
         "updated_at": task.updated_at,
+        "not_before": task.not_before,
     }
 
 

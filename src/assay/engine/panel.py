@@ -1,0 +1,88 @@
+"""A panel of blind judges for one attempt, on this machine.
+
+Labels come from a shuffle seeded by the run id; each judge sees the candidates in its own
+order, with diffs redacted of whatever would reveal the coder. Judges are asked in parallel;
+when they split and the contract allows, each is shown the others' reasons once and asked
+again. The rankings are tallied by :func:`assay.core.tally.tally`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from pathlib import Path
+
+from assay.adapters.envpolicy import CODER_CREDENTIALS, child_environment
+from assay.adapters.judging import RankingResult, deliberate, rank
+from assay.core.blind import blind_candidates, blind_labels, judge_order, needs_deliberation
+from assay.core.contract import JudgeSpec
+from assay.core.tally import tally
+from assay.engine.effects import JudgeRound, RunPlan, SeatOutcome
+
+
+async def judge_blind(
+    plan: RunPlan,
+    attempt: int,
+    seats: list[SeatOutcome],
+    *,
+    operator_env: Mapping[str, str],
+    workdir: Path,
+) -> JudgeRound:
+    contract = plan.contract
+    labels = blind_labels([s.seat for s in seats], plan.run_id)
+    identity = [plan.run_id, plan.dispatch_id]
+    identity += [m for m in (contract.coder_for_seat(s.seat).model for s in seats) if m]
+    blind = blind_candidates(
+        {s.seat: s.change for s in seats}, plan.run_id, secrets_of_identity=identity
+    )
+    by_label = {c.label: c for c in blind}
+    ordered_labels = sorted(by_label)
+    specs: list[JudgeSpec | None] = [contract.judge_for(i) for i in range(contract.judges)]
+
+    def ask(
+        index: int, spec: JudgeSpec | None, round_: int, prior: list[RankingResult]
+    ) -> RankingResult:
+        if spec is None:
+            return RankingResult(
+                ranking=None, error="judges are requested but the contract names no `judge:`"
+            )
+        order = [by_label[label] for label in judge_order(ordered_labels, plan.run_id, index)]
+        env = child_environment(
+            operator_env,
+            credentials=CODER_CREDENTIALS.get(spec.kind.value, frozenset()),
+            declared=contract.env,
+        )
+        directory = workdir / f"judge-{index + 1}" / f"round-{round_}"
+        directory.mkdir(parents=True, exist_ok=True)
+        if not prior:
+            return rank(order, contract.task, spec, env=env, workdir=directory)
+        others = [r for i, r in enumerate(prior) if i != index]
+        return deliberate(
+            order, contract.task, spec, own=prior[index], others=others, env=env, workdir=directory
+        )
+
+    results = list(
+        await asyncio.gather(
+            *(asyncio.to_thread(ask, i, spec, 0, []) for i, spec in enumerate(specs))
+        )
+    )
+    calls = sum(1 for spec in specs if spec is not None)
+    for round_ in range(1, contract.deliberate_rounds + 1):
+        if not needs_deliberation([r.ranking for r in results], ordered_labels):
+            break
+        prior = results
+        results = list(
+            await asyncio.gather(
+                *(asyncio.to_thread(ask, i, spec, round_, prior) for i, spec in enumerate(specs))
+            )
+        )
+        calls += sum(1 for spec in specs if spec is not None)
+    lost = [r for r in results if r.quota is not None and r.ranking is None]
+    resets = [r.quota.reset_at for r in lost if r.quota and r.quota.reset_at]
+    return JudgeRound(
+        tally=tally(ordered_labels, contract.judges, [r.ranking for r in results], plan.run_id),
+        labels=labels,
+        calls=calls,
+        lost_to_quota=len(lost),
+        quota_reset_at=max(resets) if resets else None,
+    )

@@ -1,0 +1,176 @@
+"""The ``pr`` land mode: push the candidate branch and open a pull request for it.
+
+A pull request is a hand-off to a human, so nothing here may crash a run: every problem (no
+token, no remote, a push or API refusal) leaves the branch in place and comes back as a warning
+that says what to fix. Settings are checked before anything is pushed, so a misconfigured
+contract publishes nothing. A blocked run opens its PR as a draft titled ``[blocked] …`` with
+the failures in the body; settle then holds the task for the human who reviews it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from assay.adapters import git, github
+from assay.core.vocab import RunStatus
+from assay.engine.effects import LandOutcome, RunPlan
+
+BLOCKED_PREFIX = "[blocked] "
+DEFAULT_BODY = (
+    "{task}\n\n---\nOpened by assay: task `{task_id}`, run `{run_id}`, branch `{branch}`."
+)
+_BODY_LIMIT = 60_000  # GitHub refuses bodies over 65,536 characters
+_FAILURE_LINES = 20
+_FAILURE_HEAD = 200
+_FAILURE_CHARS = 1500
+
+
+@dataclass(frozen=True)
+class PullRequestLanding:
+    """What opening the pull request did: the land outcome, and a warning when it fell short."""
+
+    outcome: LandOutcome
+    warning: str | None = None
+
+
+class _NotOpened(Exception):
+    """Why no pull request was opened; the branch stays as it is."""
+
+
+def land_pull_request(
+    plan: RunPlan,
+    branch: str,
+    env: Mapping[str, str],
+    *,
+    blocked: bool = False,
+    failures: Sequence[str] = (),
+) -> PullRequestLanding:
+    """Push ``branch`` to the contract's remote and open (or find) its pull request."""
+    status = RunStatus.BLOCKED if blocked else RunStatus.READY
+    try:
+        request = _prepare(plan, branch, env, blocked=blocked, failures=failures)
+        try:
+            git.push_branch(plan.repo_root, branch, request.remote)
+        except git.GitError as exc:
+            raise _NotOpened(f"pushing {branch} to {request.remote} failed: {exc}") from None
+        try:
+            pull = github.open_pull_request(
+                request.api_base,
+                request.repo,
+                request.token,
+                head=branch,
+                base=request.base,
+                title=request.title,
+                body=request.body,
+                draft=request.draft,
+            )
+        except github.GitHubError as exc:
+            raise _NotOpened(f"{exc} (branch {branch} was pushed to {request.remote})") from None
+    except (_NotOpened, git.GitError) as why:
+        warning = f"pull request not opened: {why}"
+        detail = f"branch {branch} left; {warning}"
+        return PullRequestLanding(LandOutcome(status, detail, branch), warning)
+    kind = "draft pull request" if request.draft else "pull request"
+    detail = f"{kind} #{pull.number} opened: {pull.html_url} ({branch} into {request.base})"
+    return PullRequestLanding(
+        LandOutcome(status, detail, branch, left_pr=True, pr_url=pull.html_url)
+    )
+
+
+@dataclass(frozen=True)
+class _Request:
+    remote: str
+    repo: str
+    api_base: str
+    token: str
+    base: str
+    title: str
+    body: str
+    draft: bool
+
+
+def _prepare(
+    plan: RunPlan,
+    branch: str,
+    env: Mapping[str, str],
+    *,
+    blocked: bool,
+    failures: Sequence[str],
+) -> _Request:
+    """Every setting the PR needs, resolved before anything is pushed."""
+    settings = plan.contract.pr
+    token = env.get(github.TOKEN_ENV, "").strip()
+    if not token:
+        raise _NotOpened(
+            f"{github.TOKEN_ENV} is not set; export a token that may push and open pull "
+            "requests on the repository"
+        )
+    base = settings.base or plan.base_branch
+    if base is None:
+        raise _NotOpened("the run started on a detached HEAD; set `pr.base` in the contract")
+    url = git.remote_url(plan.repo_root, settings.remote)
+    if url is None:
+        raise _NotOpened(f"the repository has no remote named {settings.remote!r} (`pr.remote`)")
+    repo = settings.repo or github.repo_from_remote_url(url)
+    if repo is None:
+        raise _NotOpened(
+            f"cannot tell the GitHub repository from remote {settings.remote} ({url}); "
+            "set `pr.repo: owner/name` in the contract"
+        )
+    api_base = settings.api_base or env.get(github.API_BASE_ENV) or github.DEFAULT_API_BASE
+    first_line = plan.contract.task.strip().splitlines()[0]
+    fields = {
+        "title": first_line[:72],
+        "task": plan.contract.task.strip(),
+        "task_id": plan.task_id,
+        "run_id": plan.run_id,
+        "branch": branch,
+        "base": base,
+    }
+    title = settings.render(settings.title, fields).strip() or fields["title"]
+    body = settings.render(settings.body or DEFAULT_BODY, fields)
+    if blocked:
+        title = BLOCKED_PREFIX + title
+        body = _blocked_preamble(failures) + body
+    return _Request(
+        remote=settings.remote,
+        repo=repo,
+        api_base=api_base,
+        token=token,
+        base=base,
+        title=title[:250],
+        body=body[:_BODY_LIMIT],
+        draft=settings.draft or blocked,
+    )
+
+
+def _blocked_preamble(failures: Sequence[str]) -> str:
+    lines = [
+        "**Blocked.** The contract's validators still fail on this change after every "
+        "recovery attempt; assay left it as a draft for a human to review. Do not merge it "
+        "as it is.",
+        "",
+        "Failures in the last attempt:",
+        "",
+    ]
+    lines.extend(_failure_item(f) for f in failures[:_FAILURE_LINES])
+    if len(failures) > _FAILURE_LINES:
+        lines.append(f"- … and {len(failures) - _FAILURE_LINES} more")
+    if not failures:
+        lines.append("- (no failure was recorded)")
+    return "\n".join(lines) + "\n\n"
+
+
+def _failure_item(failure: str) -> str:
+    """A bullet with the failure's first line; the rest (test output) in a code block under it."""
+    head, _, rest = failure.strip().partition("\n")
+    if len(head) > _FAILURE_HEAD:
+        head, rest = head[:_FAILURE_HEAD] + " …", head[_FAILURE_HEAD:] + "\n" + rest
+    rest = rest.strip()[:_FAILURE_CHARS]
+    if not rest:
+        return f"- {head}"
+    fence = "`" * max(3, 1 + max((len(run) for run in re.findall(r"`+", rest)), default=0))
+    block = "\n".join(f"  {line}" for line in [fence + "text", *rest.splitlines(), fence])
+    return f"- {head}\n{block}"

@@ -1,0 +1,170 @@
+"""land_pull_request against a real repository, a bare remote and the recording API server."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support.github_server import GitHubServer, rate_limited
+from support.repo import git, make_repo
+
+from assay.core.contract import Contract
+from assay.core.vocab import RunStatus
+from assay.engine.effects import RunPlan
+from assay.engine.pull_request import land_pull_request
+
+TOKEN = "ghp_unit_token"
+BRANCH = "assay/r1/seat-1"
+
+
+@pytest.fixture
+def github() -> Iterator[GitHubServer]:
+    with GitHubServer(token=TOKEN) as server:
+        yield server
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    """A repository with a candidate branch and a bare ``origin``."""
+    repo = make_repo(tmp_path).root
+    git(repo, "checkout", "-q", "-b", BRANCH)
+    (repo / "src" / "slug.py").write_text("changed = True\n")
+    git(repo, "commit", "-q", "-am", "candidate")
+    git(repo, "checkout", "-q", "main")
+    git(tmp_path, "init", "-q", "--bare", str(tmp_path / "origin.git"))
+    git(repo, "remote", "add", "origin", str(tmp_path / "origin.git"))
+    return repo
+
+
+def plan(root: Path, base_branch: str | None = "main", **pr: Any) -> RunPlan:
+    contract = Contract(task="Make slugify keep digits.\n\nMore words.", land="pr", pr=pr)  # type: ignore[arg-type]
+    return RunPlan("t1", "r1", "r1", contract, root, "base", base_branch)
+
+
+def env(github: GitHubServer, token: str = TOKEN) -> dict[str, str]:
+    return {"GITHUB_TOKEN": token, "ASSAY_GITHUB_API": github.api_base}
+
+
+def pushed(root: Path, branch: str = BRANCH) -> bool:
+    origin = root.parent / "origin.git"
+    return bool(git(origin, "branch", "--list", branch))
+
+
+def test_the_pr_is_opened_with_rendered_templates_and_settings(
+    root: Path, github: GitHubServer
+) -> None:
+    landing = land_pull_request(
+        plan(
+            root,
+            repo="octo/slug",
+            base="develop",
+            draft=True,
+            title="assay: {title} ({run_id})",
+            body="{task}\n\n{branch} -> {base}, task {task_id}",
+        ),
+        BRANCH,
+        env(github),
+    )
+    assert landing.warning is None
+    outcome = landing.outcome
+    assert outcome.status is RunStatus.READY and outcome.left_pr
+    assert outcome.pr_url == "https://github.example/octo/slug/pull/1"
+    assert outcome.detail.startswith("draft pull request #1 opened")
+    (call,) = github.calls
+    assert call.body == {
+        "title": "assay: Make slugify keep digits. (r1)",
+        "head": BRANCH,
+        "base": "develop",
+        "body": "Make slugify keep digits.\n\nMore words.\n\nassay/r1/seat-1 -> develop, task t1",
+        "draft": True,
+    }
+    assert pushed(root)
+
+
+def test_the_repository_is_read_from_the_remote_url(root: Path, github: GitHubServer) -> None:
+    # Fetch URL on GitHub, pushes to the local bare repository.
+    origin = root.parent / "origin.git"
+    git(root, "remote", "set-url", "origin", "git@github.com:octo/from-url.git")
+    git(root, "remote", "set-url", "--push", "origin", str(origin))
+    landing = land_pull_request(plan(root), BRANCH, env(github))
+    assert landing.warning is None, landing.warning
+    assert github.calls[0].path == "/repos/octo/from-url/pulls"
+
+
+def test_the_contract_api_base_wins_over_the_environment(root: Path, github: GitHubServer) -> None:
+    environ = {"GITHUB_TOKEN": TOKEN, "ASSAY_GITHUB_API": "http://127.0.0.1:9/unused"}
+    landing = land_pull_request(
+        plan(root, repo="octo/slug", api_base=github.api_base + "/api/v3"), BRANCH, environ
+    )
+    assert landing.outcome.left_pr
+    assert github.calls[0].path == "/api/v3/repos/octo/slug/pulls"
+
+
+def test_a_rerun_finds_the_open_pull_request(root: Path, github: GitHubServer) -> None:
+    github.add_pull("octo/slug", BRANCH)
+    landing = land_pull_request(plan(root, repo="octo/slug"), BRANCH, env(github))
+    assert landing.outcome.pr_url == "https://github.example/octo/slug/pull/1"
+    assert [c.method for c in github.calls] == ["POST", "GET"]
+
+
+def test_a_blocked_landing_is_a_draft_listing_the_failures(
+    root: Path, github: GitHubServer
+) -> None:
+    failures = ["tests: FAILED test_digits\nE assert 'a' == 'b'\n```nested fence```", "lint: E501"]
+    landing = land_pull_request(
+        plan(root, repo="octo/slug"), BRANCH, env(github), blocked=True, failures=failures
+    )
+    outcome = landing.outcome
+    assert outcome.status is RunStatus.BLOCKED and outcome.left_pr
+    body = github.calls[0].body
+    assert body["draft"] is True and body["title"] == "[blocked] Make slugify keep digits."
+    text = body["body"]
+    assert "- tests: FAILED test_digits\n  ````text\n  E assert 'a' == 'b'" in text
+    assert "- lint: E501\n" in text
+    assert text.index("Failures in the last attempt") < text.index("Make slugify keep digits.")
+
+
+@pytest.mark.parametrize(
+    ("settings", "base_branch", "token", "said"),
+    [
+        ({"repo": "octo/slug"}, "main", "", "GITHUB_TOKEN is not set"),
+        ({"repo": "octo/slug"}, None, TOKEN, "set `pr.base`"),
+        ({"repo": "octo/slug", "remote": "upstream"}, "main", TOKEN, "no remote named 'upstream'"),
+        ({}, "main", TOKEN, "set `pr.repo: owner/name`"),
+    ],
+)
+def test_settings_problems_push_nothing_and_say_what_to_fix(
+    root: Path,
+    github: GitHubServer,
+    settings: dict[str, Any],
+    base_branch: str | None,
+    token: str,
+    said: str,
+) -> None:
+    landing = land_pull_request(plan(root, base_branch, **settings), BRANCH, env(github, token))
+    assert landing.warning is not None and said in landing.warning
+    assert landing.warning.startswith("pull request not opened: ")
+    outcome = landing.outcome
+    assert outcome.status is RunStatus.READY and not outcome.left_pr and outcome.pr_url is None
+    assert outcome.branch == BRANCH and said in outcome.detail
+    assert github.calls == [] and not pushed(root)
+
+
+def test_a_failed_push_opens_no_pull_request(root: Path, github: GitHubServer) -> None:
+    git(root, "remote", "set-url", "origin", str(root.parent / "missing.git"))
+    landing = land_pull_request(plan(root, repo="octo/slug"), BRANCH, env(github))
+    assert landing.warning is not None
+    assert f"pushing {BRANCH} to origin failed" in landing.warning
+    assert github.calls == [] and not landing.outcome.left_pr
+
+
+def test_a_rate_limit_is_a_warning_with_the_reset_time(root: Path, github: GitHubServer) -> None:
+    github.script(rate_limited(int(datetime(2030, 5, 6, 7, 8, tzinfo=UTC).timestamp())))
+    landing = land_pull_request(plan(root, repo="octo/slug"), BRANCH, env(github))
+    assert landing.warning is not None
+    assert "rate limit" in landing.warning and "2030-05-06T07:08:00" in landing.warning
+    assert f"branch {BRANCH} was pushed to origin" in landing.warning
+    assert pushed(root) and not landing.outcome.left_pr

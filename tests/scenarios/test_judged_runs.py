@@ -1,0 +1,103 @@
+"""Competing seats under blind judges, through the real `assay run` and a scripted model server.
+
+The scripted judges read the blind request the way a model would: they find the candidate
+whose diff keeps digits and rank it first, whatever label the seeded shuffle gave it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+from support.model_server import ModelServer, RecordedRequest
+from support.repo import FIXED, PYTEST, Repo, make_repo
+from support.script import Turn
+
+SCHEMA = json.loads(
+    (Path(__file__).resolve().parents[2] / "schemas" / "payload.schema.json").read_text()
+)
+CANDIDATE = re.compile(
+    r"Candidate (\w+) \(files: [^)]*\):\n<<<UNTRUSTED-DATA (\w+)>>>\n(.*?)\n<<<END", re.S
+)
+
+
+def rank_by_digits(request: RecordedRequest) -> Turn:
+    text = json.dumps(request.body)
+    text = json.loads(text)["messages"][1]["content"]
+    blocks = {label: diff for label, _nonce, diff in CANDIDATE.findall(text)}
+    best = sorted(blocks, key=lambda label: "isalnum" not in blocks[label])
+    return Turn.call("rank", {"ranking": best, "reasons": "the one that keeps digits is right"})
+
+
+def three_seat_contract(repo: Repo, server: ModelServer, judges: int = 3) -> Path:
+    steps = [
+        f'{{kind: replay, steps: [{{script: "cp {repo.fixes}/{name}.py src/slug.py"}}]}}'
+        for name in ("wrong", "fixed", "wrong")
+    ]
+    return repo.contract(
+        "judged.yaml",
+        f"""task: Make slugify keep digits.
+seats: 3
+judges: {judges}
+coder: [{", ".join(steps)}]
+judge: {{kind: llm, model: judge-model, base_url: "{server.base_url}"}}
+validators: [{{id: tests, kind: command, run: "{PYTEST}"}}]
+budgets: {{max_attempts: 3, max_recovery: 0}}
+land: merge
+env: {{OPENAI_API_KEY: local-test-key}}
+""",
+    )
+
+
+def run(repo: Repo, contract: Path, expect: int) -> dict[str, Any]:
+    done = repo.assay("run", "--contract", str(contract), "--json")
+    assert done.returncode == expect, done.stderr
+    payload: dict[str, Any] = json.loads(done.stdout)
+    jsonschema.validate(payload, SCHEMA)
+    return payload
+
+
+def test_three_seats_three_blind_judges_pick_the_right_candidate(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    with ModelServer() as server:
+        server.script(rank_by_digits, rank_by_digits, rank_by_digits)
+        payload = run(repo, three_seat_contract(repo, server), 0)
+        requests = list(server.requests)
+    assert payload["status"] == "merged"
+    assert (repo.root / "src" / "slug.py").read_text() == FIXED
+    tally = payload["tally"]
+    assert tally["met_quorum"] and tally["present"] == 3
+    winner = next(c for c in payload["candidates"] if c["label"] == tally["winner"])
+    assert winner["seat"] == 2
+    assert sorted(c["label"] for c in payload["candidates"]) == ["A", "B", "C"]
+    bodies = [json.dumps(r.body) for r in requests]
+    assert all("assay/" not in b and payload["run_id"] not in b for b in bodies)  # blind
+    orders = [re.findall(r"Candidate (\w) \(", r.body["messages"][1]["content"]) for r in requests]
+    assert all(sorted(o) == ["A", "B", "C"] for o in orders)
+
+
+def test_judges_lost_to_quota_stall_the_run_and_refund_it(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    with ModelServer() as server:
+        server.script(rank_by_digits, Turn.rate_limited(), Turn.rate_limited())
+        payload = run(repo, three_seat_contract(repo, server), 1)
+    assert payload["status"] == "stalled" and not payload["attempt_spent"]
+    assert payload["halt_type"] == "environment_error"
+    shown = json.loads(repo.assay("task", "show", payload["task_id"], "--json").stdout)
+    assert shown["runs"][-1]["settle_row"] == "stalled_quota"
+    assert shown["attempts"] == 0
+
+
+def test_judges_that_give_no_usable_ranking_stall_and_spend(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    garbage = Turn.reply("I think they are all fine.")
+    with ModelServer() as server:
+        server.script(*[garbage] * 9)
+        payload = run(repo, three_seat_contract(repo, server), 1)
+    assert payload["status"] == "stalled" and payload["attempt_spent"]
+    assert payload["halt_type"] == "validator_error"
+    shown = json.loads(repo.assay("task", "show", payload["task_id"], "--json").stdout)
+    assert shown["runs"][-1]["settle_row"] == "stalled_or_failed"
