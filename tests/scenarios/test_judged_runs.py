@@ -101,3 +101,39 @@ def test_judges_that_give_no_usable_ranking_stall_and_spend(tmp_path: Path) -> N
     assert payload["halt_type"] == "validator_error"
     shown = json.loads(repo.assay("task", "show", payload["task_id"], "--json").stdout)
     assert shown["runs"][-1]["settle_row"] == "stalled_or_failed"
+
+
+def test_three_seats_two_rate_limited_the_third_wins_uncontested(tmp_path: Path) -> None:
+    import os
+    import sys
+
+    standins = Path(__file__).resolve().parents[1] / "standins"
+    search = os.pathsep.join([str(standins), str(Path(sys.executable).parent), "/usr/bin:/bin"])
+    repo = make_repo(tmp_path)
+    fixed = f'{{kind: replay, steps: [{{script: "cp {repo.fixes}/fixed.py src/slug.py"}}]}}'
+    contract = repo.contract(
+        "mixed.yaml",
+        f"""task: Make slugify keep digits.
+seats: 3
+judges: 3
+coder: [{{kind: claude}}, {fixed}, {{kind: claude}}]
+judge: {{kind: llm, model: judge-model, base_url: "http://127.0.0.1:9"}}
+validators: [{{id: tests, kind: command, run: "{PYTEST}"}}]
+land: merge
+env: {json.dumps({"PATH": search, "STANDIN_SCENARIO": "rate_limit"})}
+""",
+    )
+    payload = run(repo, contract, 0)
+    assert payload["status"] == "merged" and payload["task_status"] == "done"
+    lost = [c["seat"] for c in payload["candidates"] if c["lost_to_quota"]]
+    assert lost == [1, 3]
+    assert payload["tally"] is None  # one viable candidate needs no judge
+
+
+def test_two_judges_disagree_one_rate_limited_stalls_on_quota(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    with ModelServer() as server:
+        server.script(rank_by_digits, Turn.rate_limited())
+        payload = run(repo, three_seat_contract(repo, server, judges=2), 1)
+    assert payload["status"] == "stalled" and not payload["attempt_spent"]
+    assert payload["tally"]["present"] == 1 and payload["tally"]["quorum"] == 2

@@ -1,10 +1,9 @@
 """A thin client for any OpenAI-compatible chat endpoint, speaking assay's failure vocabulary.
 
-The ``llm`` coder and the judges share it. The SDK's own retries are off (``max_retries=0``):
-a rate limit must reach assay's policy, which refunds the attempt and waits for the reset the
-provider gave, instead of being retried blindly inside one dispatch. Every SDK error is mapped
-onto one :class:`LlmError` kind. The SDK is imported lazily so commands that never talk to a
-model (``assay halt``) stay fast.
+The ``llm`` coder and the judges share it. It never retries: a rate limit must reach assay's
+policy, which refunds the attempt and waits for the reset the provider gave, instead of being
+retried blindly inside one dispatch. Every failure is mapped onto one :class:`LlmError` kind.
+httpx is imported lazily so commands that never talk to a model (``assay halt``) stay fast.
 """
 
 from __future__ import annotations
@@ -23,6 +22,7 @@ from assay.adapters.coders.base import QuotaSignal
 
 DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
 BASE_URL_ENV = "OPENAI_BASE_URL"
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
 _CONTEXT_MARKERS = ("context_length_exceeded", "maximum context length", "context window")
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
@@ -97,7 +97,7 @@ class ChatReply:
 @dataclass(frozen=True)
 class Endpoint:
     model: str
-    base_url: str | None  # None: the SDK's default (api.openai.com)
+    base_url: str | None  # None: api.openai.com
     api_key: str
     timeout: float
 
@@ -146,17 +146,22 @@ def function_tool(
 
 
 class ChatClient:
-    """One endpoint, one model; ``complete`` is one request with no retries."""
+    """One endpoint, one model; ``complete`` is one request with no retries.
+
+    Plain HTTP (httpx) rather than the ``openai`` SDK: the wire format is the documented
+    Chat Completions JSON (https://platform.openai.com/docs/api-reference/chat/create), and
+    the SDK's import alone costs ~0.4 s, paid by every run that calls a model.
+    """
 
     def __init__(self, endpoint: Endpoint) -> None:
-        import openai
+        import httpx
 
         self.endpoint = endpoint
-        self._sdk = openai.OpenAI(
-            api_key=endpoint.api_key,
-            base_url=endpoint.base_url,
+        base = (endpoint.base_url or DEFAULT_BASE_URL).rstrip("/") + "/"
+        self._http = httpx.Client(
+            base_url=base,
             timeout=endpoint.timeout,
-            max_retries=0,
+            headers={"Authorization": f"Bearer {endpoint.api_key}"},
         )
 
     def complete(
@@ -168,50 +173,66 @@ class ChatClient:
         timeout: float | None = None,
     ) -> ChatReply:
         """Ask for one turn; raises :class:`LlmError` when there is no usable answer."""
-        import openai
+        import httpx
 
         options: dict[str, Any] = {"model": self.endpoint.model, "messages": list(messages)}
         if tools:
             options["tools"] = list(tools)
         if tool_choice is not None:
             options["tool_choice"] = tool_choice
-        if timeout is not None:
-            options["timeout"] = max(timeout, 1.0)
+        wait = max(timeout, 1.0) if timeout is not None else self.endpoint.timeout
         try:
-            response: Any = self._sdk.chat.completions.create(**options)
-        except openai.APIStatusError as exc:
-            raise classify_status(
-                exc.status_code, exc.response.headers, exc.body, exc.message
-            ) from exc
-        except openai.APIConnectionError as exc:
+            response = self._http.post("chat/completions", json=options, timeout=wait)
+        except httpx.TimeoutException as exc:
+            raise LlmError(FailureKind.PROVIDER, f"the model endpoint timed out: {exc}") from exc
+        except httpx.HTTPError as exc:
             raise LlmError(FailureKind.PROVIDER, f"cannot reach the model endpoint: {exc}") from exc
-        except openai.OpenAIError as exc:
-            raise LlmError(
-                FailureKind.PROVIDER, f"unusable answer from the endpoint: {exc}"
-            ) from exc
-        return _reply(response)
+        try:
+            body: Any = response.json()
+        except ValueError:
+            body = None
+        if response.status_code >= 400:
+            error = body.get("error") if isinstance(body, Mapping) else None
+            message = ""
+            if isinstance(error, Mapping):
+                message = str(error.get("message") or "")
+            elif isinstance(error, str):
+                message = error
+            raise classify_status(
+                response.status_code,
+                response.headers,
+                error,
+                message or response.text[:500] or response.reason_phrase,
+            )
+        if not isinstance(body, Mapping):
+            raise LlmError(FailureKind.PROVIDER, "unusable answer from the endpoint: not JSON")
+        return _reply(body)
 
 
-def _reply(response: Any) -> ChatReply:
-    choices = getattr(response, "choices", None) or []
-    if not choices:
+def _reply(response: Mapping[str, Any]) -> ChatReply:
+    choices = response.get("choices") or []
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], Mapping):
         raise LlmError(FailureKind.PROVIDER, "the endpoint answered without any choice")
-    message = choices[0].message
+    message = choices[0].get("message") or {}
     calls = []
-    for call in getattr(message, "tool_calls", None) or []:
-        function = getattr(call, "function", None)
-        if function is None:
+    for call in message.get("tool_calls") or []:
+        function = call.get("function") if isinstance(call, Mapping) else None
+        if not isinstance(function, Mapping) or not function.get("name"):
             continue
-        ident = getattr(call, "id", None) or f"call_{uuid.uuid4().hex[:12]}"
-        calls.append(ToolCallRequest(ident, function.name, function.arguments or ""))
-    usage = getattr(response, "usage", None)
-    prompt = int(getattr(usage, "prompt_tokens", 0) or 0)
-    completion = int(getattr(usage, "completion_tokens", 0) or 0)
-    total = int(getattr(usage, "total_tokens", 0) or 0) or prompt + completion
+        ident = call.get("id") or f"call_{uuid.uuid4().hex[:12]}"
+        arguments = function.get("arguments") or ""
+        if not isinstance(arguments, str):
+            arguments = json.dumps(arguments)
+        calls.append(ToolCallRequest(str(ident), str(function["name"]), arguments))
+    usage = response.get("usage") or {}
+    prompt = int(usage.get("prompt_tokens") or 0)
+    completion = int(usage.get("completion_tokens") or 0)
+    total = int(usage.get("total_tokens") or 0) or prompt + completion
+    content = message.get("content")
     return ChatReply(
-        text=message.content,
+        text=content if isinstance(content, str) else None,
         tool_calls=tuple(calls),
-        finish_reason=choices[0].finish_reason,
+        finish_reason=choices[0].get("finish_reason"),
         prompt_tokens=prompt,
         completion_tokens=completion,
         total_tokens=total,

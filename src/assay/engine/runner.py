@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import asyncio
 import fcntl
+import importlib
 import os
 import secrets
+import threading
 import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -33,7 +35,7 @@ from assay.core.contract import Contract
 from assay.core.payload import CandidateSummary, LandSummary, Payload, build_payload
 from assay.core.settle import Settlement, Verdict, settle
 from assay.core.tasks import Task
-from assay.core.vocab import AttemptOutcome, HaltType, RunStatus, ValidatorKind
+from assay.core.vocab import AttemptOutcome, CoderKind, HaltType, RunStatus, ValidatorKind
 from assay.engine.effects import RunEvent, RunPlan
 from assay.engine.graph import RunResult, run_graph
 from assay.engine.local import EventSink, LocalEffects
@@ -87,6 +89,7 @@ def run_task(
         base_commit=base_commit,
         base_branch=git.current_branch(repo),
     )
+    warm_up_model_client(contract)
     fx = LocalEffects(home=home, operator_env=env if env is not None else os.environ, sink=sink)
     run_dir = fx.run_dir(plan)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -116,6 +119,17 @@ def run_task(
         return report
     finally:
         os.close(lock)
+
+
+def warm_up_model_client(contract: Contract) -> None:
+    """Import the HTTP client (~0.1 s) in the background while coders work, when a model will
+    be called: an llm coder, a judge validator or blind judges."""
+    judges = contract.judges > 0 and contract.judge is not None
+    seats = range(1, contract.seats + 1)
+    coders = any(contract.coder_for_seat(s).kind is CoderKind.LLM for s in seats)
+    validators = any(v.kind is ValidatorKind.JUDGE for v in contract.validators)
+    if judges or coders or validators:
+        threading.Thread(target=importlib.import_module, args=("httpx",), daemon=True).start()
 
 
 def close_run(

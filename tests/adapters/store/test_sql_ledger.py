@@ -409,3 +409,14 @@ def test_events_filter_by_run(ledger: Ledger, driver: Driver) -> None:
     closed = ledger.events("t1", run_id="r1")[-1]
     assert closed.data["status"] == "failed"
     assert closed.data["settle_row"] == "stalled_or_failed"
+
+
+def test_head_revision_constant_is_alembic_head() -> None:
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+
+    from assay.adapters.store.sql import HEAD_REVISION, MIGRATIONS
+
+    config = Config()
+    config.set_main_option("script_location", MIGRATIONS)
+    assert ScriptDirectory.from_config(config).get_current_head() == HEAD_REVISION

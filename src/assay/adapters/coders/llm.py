@@ -133,9 +133,6 @@ class LlmCoder:
             client = ChatClient(endpoint)
         except LlmError as exc:
             return DispatchResult(exit_code=None, environment_error=exc.detail, log_path=log_path)
-        except ImportError:
-            message = "the llm coder needs the `openai` package: pip install 'openai>=1.40'"
-            return DispatchResult(exit_code=None, environment_error=message, log_path=log_path)
         max_turns = request.max_turns or request.settings.get("max_turns") or DEFAULT_MAX_TURNS
         session = _Session(request, client, int(max_turns), started, log_path)
         return session.run()

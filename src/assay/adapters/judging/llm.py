@@ -142,9 +142,6 @@ def rank_with_model(
         client = ChatClient(endpoint)
     except LlmError as exc:
         return RankingResult(None, error=f"the judge cannot run: {exc.detail}", judge=name)
-    except ImportError:
-        error = "the judge needs the `openai` package: pip install 'openai>=1.40'"
-        return RankingResult(None, error=error, judge=name)
     messages = build_messages(candidates, task, prior)
     log.write(event="request", model=endpoint.model, messages=messages)
     tool = rank_tool(labels)

@@ -124,8 +124,6 @@ class JudgeValidator:
             client = ChatClient(endpoint)
         except LlmError as exc:
             return run.error(f"the judge cannot run: {exc.detail}")
-        except ImportError:
-            return run.error("the judge needs the `openai` package: pip install 'openai>=1.40'")
 
         diff = context.change.diff
         truncated = len(diff) > MAX_DIFF_CHARS
