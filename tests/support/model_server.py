@@ -6,10 +6,11 @@ handling is what gets tested. A test scripts the turns; the server hands them ou
 whichever completion endpoint is called, and records every request for assertions.
 
 Each provider API is a *dialect* (``support.script.Dialect``) that renders the same
-API-neutral :class:`Turn` in its own wire format; OpenAI Chat Completions is
-``support.openai_chat``. Another API (Anthropic Messages, OpenAI Responses) is one more module
-with a class that has ``paths``, ``render`` and ``render_error``, passed in
-``ModelServer(dialects=...)``.
+API-neutral :class:`Turn` in its own wire format: OpenAI Chat Completions
+(``support.openai_chat``), Anthropic Messages (``support.anthropic_messages``) and OpenAI
+Responses (``support.openai_responses``) are served side by side, each on its own path. The
+server also answers ``HEAD /`` (a reachability probe) and ``GET /v1/models`` in a form both
+OpenAI and Anthropic clients read.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any
 
 from support.anthropic_messages import AnthropicMessages
 from support.openai_chat import OpenAIChat
+from support.openai_responses import OpenAIResponses
 from support.script import (
     CREATED,
     DEFAULT_MODEL,
@@ -41,10 +43,12 @@ from support.script import (
 
 __all__ = [
     "DEFAULT_MODEL",
+    "AnthropicMessages",
     "Dialect",
     "HttpError",
     "ModelServer",
     "OpenAIChat",
+    "OpenAIResponses",
     "RecordedRequest",
     "Response",
     "ScriptEntry",
@@ -60,7 +64,8 @@ class ModelServer:
     """The scripted server. Use as a context manager, or ``start()`` / ``stop()``.
 
     ``base_url`` (``http://127.0.0.1:PORT/v1``) is what an OpenAI client is given. When the
-    script runs out the server answers 500 "script exhausted", so an over-long loop fails
+    script runs out the server answers ``when_exhausted`` if given (a provider that keeps
+    refusing: ``Turn.rate_limited()``), else 500 "script exhausted", so an over-long loop fails
     loudly instead of hanging.
     """
 
@@ -70,14 +75,16 @@ class ModelServer:
         *,
         dialects: Sequence[Dialect] | None = None,
         models: Sequence[str] = (DEFAULT_MODEL,),
+        when_exhausted: ScriptEntry | None = None,
     ) -> None:
         self._lock = threading.Lock()
         self._script: deque[ScriptEntry] = deque(turns)
         self._requests: list[RecordedRequest] = []
         self._served = 0
         self.models = list(models)
+        self.when_exhausted = when_exhausted
         self._routes: dict[str, Dialect] = {}
-        for dialect in dialects or (OpenAIChat(), AnthropicMessages()):
+        for dialect in dialects or (OpenAIChat(), AnthropicMessages(), OpenAIResponses()):
             self.add_dialect(dialect)
         self._httpd: _Server | None = None
         self._thread: threading.Thread | None = None
@@ -160,7 +167,7 @@ class ModelServer:
         if request.body is None:
             return dialect.render_error(HttpError(400, "other", "body is not JSON"), request)
         with self._lock:
-            entry = self._script.popleft() if self._script else None
+            entry = self._script.popleft() if self._script else self.when_exhausted
             self._served += 1
             seq = self._served
         if entry is None:
