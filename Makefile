@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-dev
 
-.PHONY: demo test lint typecheck imports unit bench clean
+.PHONY: demo test lint typecheck imports unit agents bench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -28,7 +28,12 @@ typecheck: $(STAMP)
 imports: $(STAMP)
 	$(VENV)/bin/lint-imports
 
-unit: $(STAMP)
+# The real agent programs the interop tests drive, at pinned versions, cached in .cache/; a
+# program that cannot be installed is reported in .cache/agents/status.json and its tests skip.
+agents:
+	@AGENTS_PYTHON="$(PYTHON)" tools/install-agents.sh
+
+unit: $(STAMP) agents
 	$(VENV)/bin/pytest -n 2 -q
 
 test: lint typecheck imports unit

@@ -124,6 +124,94 @@ def test_error_results_map_to_stop_reasons(text: str, stop: StopReason) -> None:
     assert parsed.error
 
 
+# Captured from the real claude 2.1.332 against the scripted server (tests/interop), trimmed.
+REAL_MAX_TURNS = result_line(
+    subtype="error_max_turns",
+    is_error=True,
+    num_turns=3,
+    total_cost_usd=0.0016,
+    terminal_reason="max_turns",
+    errors=["Reached maximum number of turns (2)"],
+    usage={"input_tokens": 200, "cache_read_input_tokens": 0, "output_tokens": 40},
+)
+REAL_RATE_LIMIT = "\n".join(
+    [
+        json.dumps(
+            {
+                "type": "assistant",
+                "message": {
+                    "id": "78f75d93",
+                    "model": "<synthetic>",
+                    "role": "assistant",
+                    "usage": {"input_tokens": 0, "output_tokens": 0},
+                    "content": [
+                        {
+                            "type": "text",
+                            "text": "API Error: Request rejected (429) \u00b7 Rate limit reached "
+                            "for requests. Please try again later.",
+                        }
+                    ],
+                },
+                "error": "rate_limit",
+                "is_api_error_message": True,
+                "api_error_status": 429,
+                "api_error_type": "rate_limit_error",
+            }
+        ),
+        result_line(
+            subtype="success",
+            is_error=True,
+            num_turns=1,
+            total_cost_usd=0,
+            terminal_reason="api_error",
+            api_error_status=429,
+            api_error_type="rate_limit_error",
+            result="API Error: Request rejected (429) \u00b7 Rate limit reached for requests.",
+        ),
+    ]
+)
+
+
+def test_real_max_turns_result() -> None:
+    parsed = parse_claude_stream(REAL_MAX_TURNS, exit_code=1)
+    assert parsed.stop_reason is StopReason.TURN_BUDGET
+    assert (parsed.turns_used, parsed.tokens_used, parsed.cost_usd) == (3, 240, 0.0016)
+
+
+def test_real_rate_limit_result_is_a_quota_signal() -> None:
+    parsed = parse_claude_stream(REAL_RATE_LIMIT, exit_code=1, now=NOW)
+    assert parsed.stop_reason is StopReason.PROVIDER_FAULT
+    assert parsed.quota is not None and parsed.quota.kind == "rate_limit"
+
+
+@pytest.mark.parametrize(
+    ("fields", "stop", "quota"),
+    [
+        # The structured fields decide even when the words change.
+        ({"terminal_reason": "max_turns"}, StopReason.TURN_BUDGET, False),
+        (
+            {"terminal_reason": "prompt_too_long", "result": "Too big."},
+            StopReason.CONTEXT_BUDGET,
+            False,
+        ),
+        (
+            {"api_error_type": "overloaded_error", "result": "API Error"},
+            StopReason.PROVIDER_FAULT,
+            False,
+        ),
+        (
+            {"api_error_type": "rate_limit_error", "result": "Rejected"},
+            StopReason.PROVIDER_FAULT,
+            True,
+        ),
+    ],
+)
+def test_structured_result_fields(fields: dict[str, object], stop: StopReason, quota: bool) -> None:
+    line = result_line(subtype="success", is_error=True, num_turns=1, **fields)
+    parsed = parse_claude_stream(line, exit_code=1, now=NOW)
+    assert parsed.stop_reason is stop and (parsed.quota is not None) is quota
+
+
 def test_no_result_event_is_a_crash_with_partial_usage() -> None:
     stream = SUCCESS.splitlines()[1] + "\nnot json at all\n{broken"
     parsed = parse_claude_stream(stream, stderr="TypeError: boom", exit_code=1)

@@ -210,7 +210,56 @@ def test_rejected_key_is_an_environment_error(tmp_path: Path) -> None:
         make_request(tmp_path, scenario="auth", settings={"base_url": "http://127.0.0.1:9/v1"})
     )
     assert result.environment_error is not None and "401" in result.environment_error
-    assert recorded(tmp_path)["env"]["OPENAI_BASE_URL"] == "http://127.0.0.1:9/v1"
+    assert "OPENAI_BASE_URL" not in recorded(tmp_path)["env"]  # codex 0.171 ignores it
+    assert recorded(tmp_path)["argv"][-5:-1] == [
+        "-c",
+        'model_provider="assay"',
+        "-c",
+        'model_providers.assay={name = "assay", base_url = "http://127.0.0.1:9/v1", '
+        'env_key = "OPENAI_API_KEY", wire_api = "responses"}',
+    ]
+
+
+def test_a_base_url_from_the_environment_or_a_key_variable_shapes_the_provider(
+    tmp_path: Path,
+) -> None:
+    request = make_request(
+        tmp_path,
+        settings={"api_key_env": "GATEWAY_KEY", "args": ["-c", "x=1"]},
+        env={"OPENAI_BASE_URL": 'http://h/"v1"'},
+    )
+    argv = CodexCoder().command(request)
+    assert argv[-4:] == [
+        'model_providers.assay={name = "assay", base_url = "http://h/\\"v1\\"", '
+        'env_key = "GATEWAY_KEY", wire_api = "responses"}',
+        "-c",
+        "x=1",
+        "-",
+    ]
+    assert "model_provider" not in " ".join(CodexCoder().command(make_request(tmp_path)))
+
+
+@pytest.mark.parametrize(
+    ("message", "stop", "kind"),
+    [
+        # What codex-cli 0.171.0 printed for the scripted server's 429, insufficient_quota and 500.
+        (
+            "exceeded retry limit, last status: 429 Too Many Requests",
+            "provider_fault",
+            "rate_limit",
+        ),
+        ("Quota exceeded. Check your plan and billing details.", "provider_fault", "usage_limit"),
+        (
+            "We\u2019re currently experiencing high demand, which may cause temporary errors.",
+            "provider_fault",
+            None,
+        ),
+    ],
+)
+def test_the_real_codex_failure_messages(message: str, stop: str, kind: str | None) -> None:
+    parsed = parse_codex_events(failed(message), exit_code=1, now=NOW)
+    assert parsed.stop_reason == stop
+    assert (parsed.quota.kind if parsed.quota else None) == kind
 
 
 def test_crash_sets_error(tmp_path: Path) -> None:

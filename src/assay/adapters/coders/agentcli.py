@@ -67,6 +67,7 @@ _USAGE = (
     "weekly limit reached",
     "insufficient_quota",
     "exceeded your current quota",
+    "quota exceeded",  # codex 0.171 on insufficient_quota
     "credit balance is too low",
     "billing_error",
 )
@@ -94,6 +95,7 @@ _SERVER = (
     "server_error",
     "server error",
     "stream disconnected",
+    "experiencing high demand",  # codex 0.171 on a 500
     "stream error",
     "connection error",
 )

@@ -14,6 +14,13 @@ Format sources:
   apis/messages.md. A failed API call still ends in ``subtype: success`` with ``is_error: true``
   and the message in ``result`` (https://docs.rs/claude-code-agent/0.6.0/claude_code_agent/
   protocol/struct.ResultMessage.html).
+- Checked against the real ``claude`` 2.1.332 (tests/interop): the prompt is read from stdin
+  with no prompt argument; ``--max-turns N`` ends with exit code 1 and a result of
+  ``subtype: error_max_turns``, ``is_error: true``, ``terminal_reason: max_turns``,
+  ``num_turns: N + 1``; a failed API call (after ``CLAUDE_CODE_MAX_RETRIES`` retries, 10 by
+  default) ends with exit code 1, ``subtype: success``, ``is_error: true``,
+  ``api_error_status``, ``api_error_type`` and ``terminal_reason`` (``api_error``,
+  ``prompt_too_long``), after an assistant message flagged ``is_api_error_message``.
 - ``rate_limit_event`` lines with ``rate_limit_info.resetsAt`` (epoch seconds): a captured
   2.1.83 stream in https://github.com/anthropics/claude-code/issues/38673.
 - Limit messages: ``Claude AI usage limit reached|<epoch>`` (anthropics/claude-code issues
@@ -119,7 +126,12 @@ def parse_claude_stream(
             text = _text(message.get("content"))
             if text:
                 last_text = text
-            flagged = event.get("error") or message.get("error") or event.get("isApiErrorMessage")
+            flagged = (
+                event.get("error")
+                or message.get("error")
+                or event.get("is_api_error_message")  # 2.1.x
+                or event.get("isApiErrorMessage")
+            )
             if flagged or (text or "").startswith("API Error"):
                 api_errors.append(text or str(flagged))
             key = str(message.get("id") or f"#{len(usage_by_message)}")
@@ -164,8 +176,9 @@ def _read_result(
     parsed.cost_usd = non_negative_float(result.get("total_cost_usd"))
     parsed.tokens_used = _usage_tokens(result.get("usage"))
     subtype = result.get("subtype")
+    terminal = result.get("terminal_reason")  # 2.1.x: completed | max_turns | api_error | ...
     text = result.get("result") if isinstance(result.get("result"), str) else None
-    if subtype == "error_max_turns":
+    if subtype == "error_max_turns" or terminal == "max_turns":
         parsed.stop_reason = StopReason.TURN_BUDGET
         parsed.error = "claude stopped at its --max-turns limit"
         return
@@ -186,8 +199,13 @@ def _read_result(
     status = non_negative_int(result.get("api_error_status"))
     if status is not None:
         parts.append(f"API Error: {status}")
+    if isinstance(result.get("api_error_type"), str):
+        parts.append(result["api_error_type"])  # rate_limit_error, overloaded_error, ...
     message = " ".join(p for p in parts if p).strip() or f"claude reported an error ({subtype})"
     apply_fault(parsed, message, now=now, reset_at=reset_at)
+    if terminal == "prompt_too_long":  # whatever the words, the context was the limit
+        parsed.stop_reason = StopReason.CONTEXT_BUDGET
+        parsed.quota = None
 
 
 def _text(content: object) -> str | None:

@@ -15,12 +15,20 @@ Format sources:
   transient ``Reconnecting... 1/5`` errors precede a retry, so an ``error`` event followed by
   ``turn.completed`` is not a failure.
 
+- Endpoints: codex 0.171 ignores ``OPENAI_BASE_URL``, and its built-in ``openai`` provider
+  tries a Responses WebSocket before HTTPS. A base URL (the ``base_url`` setting, else
+  ``$OPENAI_BASE_URL``) is therefore given as a provider of its own, ``-c model_provider=assay
+  -c model_providers.assay={name, base_url, env_key, wire_api = "responses"}``: openai/codex
+  ``docs/config.md`` ("model_providers"); its key is read from ``env_key`` (``api_key_env``,
+  else ``OPENAI_API_KEY``). Checked against the real codex-cli 0.171.0.
+
 Codex has no turn limit of its own, so ``max_turns`` is not honoured; ``turns_used`` counts
 codex's own turns (one per prompt), and no cost is reported.
 """
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 
 from assay.adapters.coders.agentcli import (
@@ -38,13 +46,17 @@ from assay.adapters.coders.base import DispatchRequest, DispatchResult, assay_en
 from assay.core.vocab import StopReason
 
 INSTALL = "npm install -g @openai/codex"
+PROVIDER = "assay"  # the model provider id a base URL is configured under
+DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 
 
 class CodexCoder:
     """Codex in exec mode, sandboxed to the worktree; the prompt goes in on stdin."""
 
     kind = "codex"
-    honoured_settings = frozenset({"kind", "model", "timeout_seconds", "args", "base_url"})
+    honoured_settings = frozenset(
+        {"kind", "model", "timeout_seconds", "args", "base_url", "api_key_env"}
+    )
 
     def command(self, request: DispatchRequest) -> list[str]:
         model, args = model_and_args(request)
@@ -58,24 +70,38 @@ class CodexCoder:
         ]
         if model:
             argv += ["--model", model]
-        return [*argv, *args, "-"]
+        return [*argv, *provider_overrides(request), *args, "-"]
 
     def dispatch(self, request: DispatchRequest) -> DispatchResult:
-        env = assay_env(request)
-        base_url = setting(request, "base_url")
-        if isinstance(base_url, str) and base_url:
-            env["OPENAI_BASE_URL"] = base_url
         return run_cli(
             request,
             tool="codex",
             install=INSTALL,
             argv=self.command(request),
-            env=env,
+            env=assay_env(request),
             stdin=request.prompt,
             parse=lambda proc: parse_codex_events(
                 proc.stdout, stderr=proc.stderr, exit_code=proc.exit_code, now=now_utc()
             ),
         )
+
+
+def provider_overrides(request: DispatchRequest) -> list[str]:
+    """``-c`` options that send codex to the seat's base URL over the Responses API, or none."""
+    base_url = setting(request, "base_url") or request.env.get("OPENAI_BASE_URL")
+    if not isinstance(base_url, str) or not base_url:
+        return []
+    key_env = setting(request, "api_key_env")
+    key_env = key_env if isinstance(key_env, str) and key_env else DEFAULT_KEY_ENV
+    fields = {"name": PROVIDER, "base_url": base_url, "env_key": key_env, "wire_api": "responses"}
+    # A JSON string is a valid TOML basic string, so each value is quoted with json.dumps.
+    table = ", ".join(f"{key} = {json.dumps(value)}" for key, value in fields.items())
+    return [
+        "-c",
+        f"model_provider={json.dumps(PROVIDER)}",
+        "-c",
+        f"model_providers.{PROVIDER}={{{table}}}",
+    ]
 
 
 def parse_codex_events(

@@ -4,8 +4,7 @@ Format sources (SWE-agent/mini-swe-agent):
 - The command line (``-t/--task``, ``-y/--yolo``, ``--exit-immediately``, ``-m/--model``,
   ``-o/--output``, ``-c/--config`` taking files and ``key=value`` specs, merged in order, the
   default ``mini.yaml`` dropped once ``-c`` is given): ``src/minisweagent/run/mini.py`` and
-  ``docs/usage/mini.md``. ``MSWEA_CONFIGURED`` skips the first-run setup prompt
-  (``src/minisweagent/run/extra/config.py``).
+  ``docs/usage/mini.md``. ``MSWEA_CONFIGURED`` skips the first-run setup prompt.
 - The trajectory (``trajectory_format`` mini-swe-agent-1 / 1.1): ``info.exit_status`` (the
   name of the exception that ended the run: ``Submitted``, ``LimitsExceeded``, or an uncaught
   one such as ``RateLimitError`` with ``exception_str`` on the final ``exit`` message),
@@ -15,6 +14,14 @@ Format sources (SWE-agent/mini-swe-agent):
 - ``LimitsExceeded`` (step or cost limit; ``TimeExceeded`` is a subclass) and
   ``ContextWindowExceeded``: ``src/minisweagent/exceptions.py``. Older interactive agents ask
   for new limits on stdin and die on EOF after printing ``Limits exceeded.``.
+- Checked against the real mini-swe-agent 2.4.6 (tests/interop): the model calls one ``bash``
+  tool; ``-c mini.yaml -c agent.step_limit=N -c model.model_kwargs.api_base=URL`` work as
+  written here (``run/mini.py``, ``config/__init__.py``); with stdin not a terminal a step limit
+  ends the run with ``exit_status: LimitsExceeded`` (``agents/interactive.py``); an uncaught
+  provider error (``RateLimitError``, ``ContextWindowExceededError``) is saved as the exit
+  status, then mini exits 1; model calls are retried ``MSWEA_MODEL_RETRY_STOP_AFTER_ATTEMPT``
+  times, ten by default, 4 to 60 s apart (``models/utils/retry.py``); the first-run setup is
+  in ``run/utilities/config.py``.
 """
 
 from __future__ import annotations
