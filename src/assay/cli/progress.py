@@ -40,5 +40,12 @@ class Progress:
             out(f"  decision: [bold]{data['action']}[/bold] (seat {data['seat']})")
             for failure in data.get("failures") or []:
                 out(f"    [red]✗[/red] {escape(str(failure))}")
+        elif event.kind == "judges.ranked":
+            lost = f", {data['lost_to_quota']} lost to quota" if data.get("lost_to_quota") else ""
+            verdict = f"winner {data['winner']}" if data.get("winner") else "[red]no winner[/red]"
+            out(
+                f"  judges: {verdict} ({data['present']} usable ranking(s), "
+                f"quorum {data['quorum']}{lost})"
+            )
         elif event.kind == "warning":
             out(f"  [yellow]warning:[/yellow] {escape(str(data['message']))}")
