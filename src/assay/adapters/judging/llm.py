@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from assay.adapters.forced_call import ask_forced, call_failed, calls_to
 from assay.adapters.judging.common import (
     Deliberation,
     RankingResult,
@@ -27,7 +28,6 @@ from assay.adapters.judging.common import (
 from assay.adapters.llm_client import (
     ChatClient,
     ChatReply,
-    FailureKind,
     LlmError,
     function_tool,
     resolve_endpoint,
@@ -37,7 +37,7 @@ from assay.core.contract import JudgeSpec
 
 RANK = "rank"
 DEFAULT_TURNS = 3
-FORCE_RANK = {"type": "function", "function": {"name": RANK}}
+Ranked = tuple[list[str], str]  # a ranking, best first, and the reasons for it
 
 SYSTEM_PROMPT = """\
 You are an independent judge comparing competing implementations of the same task. Each \
@@ -93,14 +93,13 @@ def build_messages(
     ]
 
 
-def read_rank(reply: ChatReply, labels: Sequence[str]) -> tuple[list[str] | None, str, str]:
-    """``(ranking, reasons, problem)`` from a reply. Several calls must agree to count."""
-    calls = [call for call in reply.tool_calls if call.name == RANK]
-    if not calls:
-        names = ", ".join(call.name for call in reply.tool_calls)
-        return None, "", f"called {names} instead of `rank`" if names else "no `rank` call"
-    answers: list[tuple[list[str], str]] = []
-    problem = ""
+def read_rank(reply: ChatReply, labels: Sequence[str]) -> tuple[Ranked | None, str]:
+    """``((ranking, reasons), "")`` from a reply, or ``(None, problem)``.
+
+    Several calls must agree to count.
+    """
+    calls, problem = calls_to(reply, RANK)
+    answers: list[Ranked] = []
     for call in calls:
         try:
             arguments = call.parsed_arguments()
@@ -115,10 +114,10 @@ def read_rank(reply: ChatReply, labels: Sequence[str]) -> tuple[list[str] | None
         else:
             answers.append((ranking, reasons))
     if not answers:
-        return None, "", problem
+        return None, problem
     if len({tuple(ranking) for ranking, _ in answers}) > 1:
-        return None, "", "several `rank` calls with different rankings"
-    return answers[0][0], "\n".join(reasons for _, reasons in answers), ""
+        return None, "several `rank` calls with different rankings"
+    return (answers[0][0], "\n".join(reasons for _, reasons in answers)), ""
 
 
 def rank_with_model(
@@ -143,53 +142,37 @@ def rank_with_model(
     except LlmError as exc:
         return RankingResult(None, error=f"the judge cannot run: {exc.detail}", judge=name)
     messages = build_messages(candidates, task, prior)
-    log.write(event="request", model=endpoint.model, messages=messages)
-    tool = rank_tool(labels)
-    deadline = time.monotonic() + judge.timeout_seconds
     turns = judge.max_turns or DEFAULT_TURNS
-    tokens = 0
-    problems: list[str] = []
-    for _ in range(turns):
-        try:
-            reply = client.complete(
-                messages,
-                tools=[tool],
-                tool_choice=FORCE_RANK,
-                timeout=deadline - time.monotonic(),
-            )
-        except LlmError as exc:
-            log.write(event="error", kind=exc.kind.value, detail=exc.detail)
-            what = "rate or usage limit" if exc.kind is FailureKind.QUOTA else "failure"
-            return RankingResult(
-                None,
-                quota=exc.quota,
-                error=f"the judge's model call failed ({what}): {exc.detail}",
-                tokens=tokens or None,
-                judge=name,
-                log_path=log.path,
-            )
-        tokens += reply.total_tokens
-        log.write(event="reply", message=reply.as_message(), tokens=reply.total_tokens)
-        ranking, reasons, problem = read_rank(reply, labels)
-        if ranking is not None:
-            log.write(event="ranking", ranking=ranking)
-            return RankingResult(
-                ranking, reasons, tokens=tokens or None, judge=name, log_path=log.path
-            )
-        problems.append(problem)
-        messages.append(reply.as_message())
-        messages.extend(
-            {"role": "tool", "tool_call_id": call.id, "content": f"rejected: {problem}"}
-            for call in reply.tool_calls
+    joined = ", ".join(labels)
+    asked = ask_forced(
+        client,
+        messages,
+        rank_tool(labels),
+        lambda reply: read_rank(reply, labels),
+        turns=turns,
+        deadline=time.monotonic() + judge.timeout_seconds,
+        retry_message=lambda problem: RETRY.format(problem=problem, labels=joined),
+        log=log.write,
+    )
+    tokens = asked.tokens or None
+    if asked.error is not None:
+        return RankingResult(
+            None,
+            quota=asked.error.quota,
+            error=call_failed(asked.error),
+            tokens=tokens,
+            judge=name,
+            log_path=log.path,
         )
-        retry = RETRY.format(problem=problem, labels=", ".join(labels))
-        messages.append({"role": "user", "content": retry})
-    tried = "; ".join(f"turn {n}: {p}" for n, p in enumerate(problems, start=1))
-    log.write(event="no_ranking", problems=problems)
+    if asked.answer is not None:
+        ranking, reasons = asked.answer
+        log.write(event="ranking", ranking=ranking)
+        return RankingResult(ranking, reasons, tokens=tokens, judge=name, log_path=log.path)
+    log.write(event="no_ranking", problems=list(asked.problems))
     return RankingResult(
         None,
-        error=f"no usable ranking after {turns} answer(s): {tried}",
-        tokens=tokens or None,
+        error=f"no usable ranking after {turns} answer(s): {asked.tried()}",
+        tokens=tokens,
         judge=name,
         log_path=log.path,
     )

@@ -25,10 +25,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from assay.adapters.forced_call import ask_forced, call_failed, calls_to
 from assay.adapters.llm_client import (
     ChatClient,
     ChatReply,
-    FailureKind,
     LlmError,
     function_tool,
     resolve_endpoint,
@@ -51,7 +51,6 @@ VERDICT_TOOL = function_tool(
     },
     ["severity", "justification", "findings"],
 )
-FORCE_VERDICT = {"type": "function", "function": {"name": VERDICT}}
 
 SYSTEM_PROMPT = """\
 You are a code reviewer acting as an independent validator. Judge whether the change does what \
@@ -131,35 +130,22 @@ class JudgeValidator:
             diff = diff[:MAX_DIFF_CHARS] + f"\n... (truncated: {len(context.change.diff)} chars)"
         criteria = [str(c) for c in settings.get("criteria") or []]
         messages = build_messages(context.task, criteria, diff, new_nonce(diff))
-        run.log(event="request", model=endpoint.model, messages=messages)
         max_turns = max(1, int(settings.get("max_turns") or 3))
-        deadline = time.monotonic() + timeout
-        problems: list[str] = []
-        for _ in range(max_turns):
-            try:
-                reply = client.complete(
-                    messages,
-                    tools=[VERDICT_TOOL],
-                    tool_choice=FORCE_VERDICT,
-                    timeout=deadline - time.monotonic(),
-                )
-            except LlmError as exc:
-                run.log(event="error", kind=exc.kind.value, detail=exc.detail)
-                reason = "rate or usage limit" if exc.kind is FailureKind.QUOTA else "failure"
-                return run.error(f"the judge's model call failed ({reason}): {exc.detail}", exc)
-            run.log(event="reply", message=reply.as_message(), tokens=reply.total_tokens)
-            verdict, problem = read_verdict(reply)
-            if verdict is not None:
-                return run.verdict(verdict, truncated)
-            problems.append(problem)
-            messages.append(reply.as_message())
-            messages.extend(
-                {"role": "tool", "tool_call_id": call.id, "content": f"rejected: {problem}"}
-                for call in reply.tool_calls
-            )
-            messages.append({"role": "user", "content": RETRY.format(problem=problem)})
-        tried = "; ".join(f"turn {n}: {p}" for n, p in enumerate(problems, start=1))
-        return run.error(f"no usable verdict after {max_turns} turn(s): {tried}")
+        asked = ask_forced(
+            client,
+            messages,
+            VERDICT_TOOL,
+            read_verdict,
+            turns=max_turns,
+            deadline=time.monotonic() + timeout,
+            retry_message=lambda problem: RETRY.format(problem=problem),
+            log=run.log,
+        )
+        if asked.error is not None:
+            return run.error(call_failed(asked.error), asked.error)
+        if asked.answer is not None:
+            return run.verdict(asked.answer, truncated)
+        return run.error(f"no usable verdict after {max_turns} turn(s): {asked.tried()}")
 
 
 def read_verdict(reply: ChatReply) -> tuple[Verdict | None, str]:
@@ -168,12 +154,8 @@ def read_verdict(reply: ChatReply) -> tuple[Verdict | None, str]:
     Several verdict calls in one reply: the most severe valid one counts, so a model cannot
     pass a change by also blocking it.
     """
-    calls = [call for call in reply.tool_calls if call.name == VERDICT]
-    if not calls:
-        names = ", ".join(call.name for call in reply.tool_calls)
-        return None, f"called {names} instead of `verdict`" if names else "no `verdict` call"
+    calls, problem = calls_to(reply, VERDICT)
     found: list[Verdict] = []
-    problem = ""
     for call in calls:
         try:
             found.append(Verdict.model_validate(call.parsed_arguments()))

@@ -1,0 +1,117 @@
+"""Ask a model for one answer through a forced function call, sending back what was unusable.
+
+The ``judge`` validator (a ``verdict`` call) and the ranking judge (a ``rank`` call) share this
+loop. The call is forced with ``tool_choice``; ``read`` turns a reply into the answer or says
+what was wrong with it. An unusable reply is put back into the conversation, each of its calls
+answered ``rejected: <problem>``, followed by ``retry_message(problem)``, up to ``turns``
+replies, all within one ``deadline``. The first :class:`LlmError` ends the loop: nothing here
+retries a provider fault or a rate limit, which are the caller's policy to handle.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, Protocol, TypeVar
+
+from assay.adapters.llm_client import (
+    ChatClient,
+    ChatReply,
+    FailureKind,
+    LlmError,
+    ToolCallRequest,
+)
+
+T = TypeVar("T")
+
+
+class EventLog(Protocol):
+    """Where the transcript goes: one JSON-able event per call."""
+
+    def __call__(self, **event: Any) -> None: ...
+
+
+@dataclass(frozen=True)
+class ForcedAnswer(Generic[T]):
+    """How the asking ended: an answer, or none with the problems of each unusable reply.
+
+    ``error`` is the model call fault that ended it, if one did; ``tokens`` counts every reply.
+    """
+
+    answer: T | None
+    problems: tuple[str, ...] = ()
+    tokens: int = 0
+    error: LlmError | None = None
+
+    def tried(self) -> str:
+        """The problems, turn by turn: ``turn 1: ...; turn 2: ...``."""
+        return "; ".join(f"turn {n}: {p}" for n, p in enumerate(self.problems, start=1))
+
+
+def call_failed(exc: LlmError, role: str = "judge") -> str:
+    """What to say when the model call itself failed."""
+    reason = "rate or usage limit" if exc.kind is FailureKind.QUOTA else "failure"
+    return f"the {role}'s model call failed ({reason}): {exc.detail}"
+
+
+def calls_to(reply: ChatReply, name: str) -> tuple[list[ToolCallRequest], str]:
+    """The reply's calls to ``name``; when there are none, what the reply did instead."""
+    calls = [call for call in reply.tool_calls if call.name == name]
+    if calls:
+        return calls, ""
+    names = ", ".join(call.name for call in reply.tool_calls)
+    return [], f"called {names} instead of `{name}`" if names else f"no `{name}` call"
+
+
+def ask_forced(
+    client: ChatClient,
+    messages: Sequence[Mapping[str, Any]],
+    tool: Mapping[str, Any],
+    read: Callable[[ChatReply], tuple[T | None, str]],
+    *,
+    turns: int,
+    deadline: float,
+    retry_message: Callable[[str], str],
+    log: EventLog | None = None,
+) -> ForcedAnswer[T]:
+    """Ask until ``read`` finds an answer, ``turns`` replies were unusable, or a call fails.
+
+    ``deadline`` is a :func:`time.monotonic` time that bounds every request. ``log``, when
+    given, receives the ``request``, each ``reply`` and an ``error`` event. ``messages`` is not
+    changed.
+    """
+    write: EventLog = log if log is not None else _discard
+    conversation = [dict(message) for message in messages]
+    write(event="request", model=client.endpoint.model, messages=conversation)
+    force = {"type": "function", "function": {"name": tool["function"]["name"]}}
+    tokens = 0
+    problems: list[str] = []
+    for _ in range(turns):
+        try:
+            reply = client.complete(
+                conversation,
+                tools=[tool],
+                tool_choice=force,
+                timeout=deadline - time.monotonic(),
+            )
+        except LlmError as exc:
+            write(event="error", kind=exc.kind.value, detail=exc.detail)
+            return ForcedAnswer(None, tuple(problems), tokens, exc)
+        tokens += reply.total_tokens
+        write(event="reply", message=reply.as_message(), tokens=reply.total_tokens)
+        answer, problem = read(reply)
+        if answer is not None:
+            return ForcedAnswer(answer, tuple(problems), tokens)
+        problems.append(problem)
+        conversation.append(reply.as_message())
+        conversation.extend(
+            {"role": "tool", "tool_call_id": call.id, "content": f"rejected: {problem}"}
+            for call in reply.tool_calls
+        )
+        conversation.append({"role": "user", "content": retry_message(problem)})
+    return ForcedAnswer(None, tuple(problems), tokens)
+
+
+def _discard(**event: Any) -> None:
+    return None
