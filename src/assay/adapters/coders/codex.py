@@ -13,14 +13,16 @@ Format sources:
   (``You've hit your usage limit. ... Try again at 3:28 PM.`` / ``at Aug 8th, 2026 12:30
   PM``, in local time; ``Codex ran out of room in the model's context window. ...``);
   transient ``Reconnecting... 1/5`` errors precede a retry, so an ``error`` event followed by
-  ``turn.completed`` is not a failure.
-
+  ``turn.completed`` is not a failure; codex 0.171 reports a 500 as ``We're currently
+  experiencing high demand`` and insufficient_quota as ``Quota exceeded``.
 - Endpoints: codex 0.171 ignores ``OPENAI_BASE_URL``, and its built-in ``openai`` provider
   tries a Responses WebSocket before HTTPS. A base URL (the ``base_url`` setting, else
   ``$OPENAI_BASE_URL``) is therefore given as a provider of its own, ``-c model_provider=assay
   -c model_providers.assay={name, base_url, env_key, wire_api = "responses"}``: openai/codex
   ``docs/config.md`` ("model_providers"); its key is read from ``env_key`` (``api_key_env``,
-  else ``OPENAI_API_KEY``). Checked against the real codex-cli 0.171.0.
+  else ``OPENAI_API_KEY``). ``wire_api = "chat"`` is refused by 0.171 ("no longer
+  supported"), so the endpoint must speak the Responses API. Checked against the real
+  codex-cli 0.171.0 (tests/interop).
 
 Codex has no turn limit of its own, so ``max_turns`` is not honoured; ``turns_used`` counts
 codex's own turns (one per prompt), and no cost is reported.

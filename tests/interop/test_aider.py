@@ -1,0 +1,112 @@
+"""The real aider (`aider --message-file`) through `assay run`, against scripted Chat Completions.
+
+The model's edits are the reply text in aider's own edit formats (a whole file, or
+SEARCH/REPLACE blocks), which aider applies. A ``--model-metadata-file`` prices the scripted
+model, so aider prints a cost; ``LITELLM_LOCAL_MODEL_COST_MAP`` keeps litellm off the network.
+Aider has no turn limit, so there is no turn-budget case; it retries a rate limit for about a
+minute (0.25 s doubling to 32 s) before it gives up, which the rate-limit case waits out.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from support.agents import (
+    BUGGY_LINE,
+    FIXED_LINE,
+    AgentRun,
+    assert_merged,
+    assert_refunded_quota,
+    require,
+)
+from support.model_server import ModelServer, Turn, Usage
+from support.repo import FIXED, make_repo
+
+pytestmark = pytest.mark.interop
+MODEL = "openai/scripted-model"
+PRICES = {"input_cost_per_token": 3e-06, "output_cost_per_token": 1.5e-05}
+
+
+@pytest.fixture
+def server() -> Iterator[ModelServer]:
+    require("aider")
+    with ModelServer() as started:
+        yield started
+
+
+def aider_run(tmp_path: Path, server: ModelServer, *args: str) -> AgentRun:
+    metadata = tmp_path / "model-metadata.json"
+    info = {"max_input_tokens": 128000, "litellm_provider": "openai", "mode": "chat", **PRICES}
+    metadata.write_text(json.dumps({MODEL: info}))
+    coder = {
+        "kind": "aider",
+        "model": MODEL,
+        "base_url": server.base_url,
+        "args": ["--model-metadata-file", str(metadata), *args],
+    }
+    env = {"OPENAI_API_KEY": "sk-any", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    return AgentRun(make_repo(tmp_path), tmp_path / "home", coder, env)
+
+
+def test_aider_fixes_the_bug_in_whole_file_format_and_reports_usage_and_cost(
+    tmp_path: Path, server: ModelServer
+) -> None:
+    # Naming a file that is not in the chat makes aider add it and ask again (its own flow);
+    # the second answer is the whole new file.
+    whole = f"Here it is:\n\nsrc/slug.py\n```\n{FIXED}```\n"
+    server.script(
+        Turn.reply("I need to change src/slug.py.", usage=Usage(700, 10)),
+        Turn.reply(whole, usage=Usage(800, 40)),
+    )
+    run = aider_run(tmp_path, server)
+    outcome = run.run()
+    assert_merged(outcome, run.repo)
+    payload = outcome.payload
+    assert payload["coder_report"]["summary"] == "Applied edit to src/slug.py"
+    # Usage and cost as aider's own "Tokens: ... Cost: ..." lines reported them.
+    assert payload["usage"]["tokens"] == 710 + 840
+    cost = (700 + 800) * PRICES["input_cost_per_token"] + 50 * PRICES["output_cost_per_token"]
+    assert payload["usage"]["cost_usd"] == pytest.approx(cost, abs=1e-4)
+    first, second = server.completions
+    assert first.body["model"] == "scripted-model"
+    assert first.headers["authorization"] == "Bearer sk-any"
+    assert "Make slugify keep digits" in first.raw.decode()
+    assert "isalpha" in second.raw.decode()  # aider sent the file it added to the chat
+    assert "Cost: $" in run.seat_log(outcome, "aider.log")
+    # aider's own files went to the log folder or were removed, not into the candidate.
+    assert not list(run.repo.root.glob(".aider*"))
+
+
+def test_aider_retries_a_passing_rate_limit_and_applies_search_replace_blocks(
+    tmp_path: Path, server: ModelServer
+) -> None:
+    blocks = (
+        "src/slug.py\n```python\n<<<<<<< SEARCH\n"
+        f"{BUGGY_LINE}=======\n{FIXED_LINE}>>>>>>> REPLACE\n```\n"
+    )
+    server.script(Turn.rate_limited(retry_after=0.01), Turn.reply(f"The fix:\n\n{blocks}"))
+    run = aider_run(tmp_path, server, "--edit-format", "diff", "src/slug.py")
+    outcome = run.run()
+    assert_merged(outcome, run.repo)
+    assert len(server.completions) == 2  # the 429, then the answer
+
+
+def test_aider_rate_limited_is_lost_to_quota_and_refunded(tmp_path: Path) -> None:
+    require("aider")
+    with ModelServer(when_exhausted=Turn.rate_limited(retry_after=0.01)) as server:
+        outcome = aider_run(tmp_path, server).run()
+    assert_refunded_quota(outcome)
+    assert "rate limit" in outcome.payload["reason"].lower()
+    assert len(server.completions) > 9  # aider's own retries, each with the client's
+
+
+def test_aider_context_overflow_is_a_context_budget_stop(
+    tmp_path: Path, server: ModelServer
+) -> None:
+    server.script(Turn.context_exceeded())
+    outcome = aider_run(tmp_path, server).run()
+    assert outcome.seat["stop_reason"] == "context_budget"
+    assert "halt-budget-exhausted" in [h["name"] for h in outcome.payload["halts"]["warnings"]]

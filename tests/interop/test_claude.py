@@ -1,0 +1,127 @@
+"""The real Claude Code (`claude -p`) through `assay run`, against the scripted Messages API.
+
+Claude Code is pointed at the server with ``ANTHROPIC_BASE_URL``; the contract's ``env:``
+block passes it (the engine's child environment is an allowlist), with a throwaway key,
+``CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC`` and ``CLAUDE_CODE_MAX_RETRIES=0`` (by default it
+retries a 429 ten times, for minutes). HOME is a temporary folder, so ~/.claude is untouched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from support.agents import (
+    BUGGY_LINE,
+    FIXED_LINE,
+    AgentRun,
+    assert_merged,
+    assert_refunded_quota,
+    assert_turn_budget,
+    require,
+    slug_source,
+    worktree_of,
+)
+from support.model_server import ModelServer, RecordedRequest, Turn, Usage
+from support.repo import make_repo
+
+pytestmark = pytest.mark.interop
+MODEL = "claude-sonnet-4-5"
+CWD = r"Primary working directory: (\S+)"
+
+
+@pytest.fixture
+def server() -> Iterator[ModelServer]:
+    require("claude")
+    with ModelServer() as started:
+        yield started
+
+
+def claude_run(tmp_path: Path, server: ModelServer, **coder: object) -> AgentRun:
+    env = {
+        "ANTHROPIC_BASE_URL": server.url,
+        "ANTHROPIC_API_KEY": "sk-ant-any",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "CLAUDE_CODE_MAX_RETRIES": "0",
+    }
+    return AgentRun(
+        make_repo(tmp_path),
+        tmp_path / "home",
+        {"kind": "claude", "model": MODEL, **coder},
+        env,
+    )
+
+
+def read(request: RecordedRequest) -> Turn:
+    return Turn.call("Read", {"file_path": str(worktree_of(request, CWD) / "src" / "slug.py")})
+
+
+def edit(request: RecordedRequest) -> Turn:
+    path = worktree_of(request, CWD) / "src" / "slug.py"
+    change = {"file_path": str(path), "old_string": BUGGY_LINE, "new_string": FIXED_LINE}
+    return Turn.call("Edit", change, usage=Usage(1500, 80))
+
+
+def test_claude_fixes_the_bug_with_read_and_edit_and_reports_its_usage(
+    tmp_path: Path, server: ModelServer
+) -> None:
+    server.script(read, edit, Turn.reply("Slugify now keeps digits.", usage=Usage(2000, 30)))
+    run = claude_run(tmp_path, server, max_turns=10)
+    outcome = run.run()
+    assert_merged(outcome, run.repo)
+    payload = outcome.payload
+    assert payload["coder_report"]["summary"] == "Slugify now keeps digits."
+    assert payload["coder_report"]["turns_used"] == 3
+    # Usage and cost as Claude Code's own result event reported them.
+    assert payload["usage"]["tokens"] == 100 + 20 + 1500 + 80 + 2000 + 30
+    assert payload["usage"]["cost_usd"] > 0
+    first, *_ = server.completions
+    assert first.path == "/v1/messages" and first.body["stream"] is True
+    assert first.body["model"] == MODEL
+    assert first.headers["x-api-key"] == "sk-ant-any"
+    assert {"Read", "Edit", "Write", "Bash"} <= {t["name"] for t in first.body["tools"]}
+    assert "Make slugify keep digits" in first.raw.decode()
+    # The tool result Claude Code sent back: its Edit tool changed the file.
+    assert "has been updated successfully" in server.completions[-1].raw.decode()
+
+
+def test_claude_stopped_by_max_turns_is_a_turn_budget_stop(
+    tmp_path: Path, server: ModelServer
+) -> None:
+    listing = Turn.call("Bash", {"command": "ls src", "description": "List the sources"})
+    server.script(*[listing] * 5)
+    outcome = claude_run(tmp_path, server, max_turns=2).run()
+    assert_turn_budget(outcome)
+    assert len(server.completions) == 2
+    assert "slug.py" in server.completions[-1].raw.decode()  # the Bash tool really ran
+
+
+def test_claude_rate_limited_is_lost_to_quota_and_refunded(tmp_path: Path) -> None:
+    require("claude")
+    with ModelServer(when_exhausted=Turn.rate_limited(retry_after=30, reset="30s")) as server:
+        run = claude_run(tmp_path, server)
+        outcome = run.run()
+    assert_refunded_quota(outcome)
+    assert "rate limit" in outcome.payload["reason"].lower()
+    assert len(server.completions) == 1  # CLAUDE_CODE_MAX_RETRIES=0: no retry
+    assert slug_source(run.repo).endswith(BUGGY_LINE)
+
+
+def test_claude_overloaded_is_a_provider_fault_not_a_quota(
+    tmp_path: Path, server: ModelServer
+) -> None:
+    server.when_exhausted = Turn.overloaded()
+    outcome = claude_run(tmp_path, server).run()
+    assert outcome.seat["stop_reason"] == "provider_fault"
+    assert outcome.seat["lost_to_quota"] is False
+    assert outcome.payload["attempt_spent"] is True
+
+
+def test_claude_prompt_too_long_is_a_context_budget_stop(
+    tmp_path: Path, server: ModelServer
+) -> None:
+    server.script(Turn.context_exceeded())
+    outcome = claude_run(tmp_path, server).run()
+    assert outcome.seat["stop_reason"] == "context_budget"
+    assert "halt-budget-exhausted" in [h["name"] for h in outcome.payload["halts"]["warnings"]]
