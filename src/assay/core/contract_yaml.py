@@ -295,8 +295,9 @@ coder:
   # command: "my-agent --prompt-file {prompt_file}"   # kind command: the command line
   # prompt_via: file       # kind command: how the prompt is passed: file | stdin | env
   # steps: [{diff: fix.patch}, {script: "./fix.sh"}]  # kind replay: one step per attempt
-  # base_url: http://localhost:8000/v1                 # kind llm: OpenAI-compatible endpoint
-  # api_key_env: OPENAI_API_KEY                        # kind llm: variable with the key
+  # base_url: http://localhost:8000/v1   # the model endpoint (llm: OpenAI-compatible; claude,
+  #                                      # codex, aider, mini: passed to the tool as its API base)
+  # api_key_env: OPENAI_API_KEY          # kind llm and codex: the variable that holds the key
   # args: []               # extra arguments for CLI coders
 
 # Competing implementations per attempt, each in its own git worktree (1-16).
