@@ -9,18 +9,13 @@ attempts — dispatch every seat, read coder-fired halts, validate the chosen ca
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
 from datetime import datetime
 
 from assay.adapters.validators.base import ValidationOutcome
-from assay.core.attempts import AttemptRecord, attempt_outcome
 from assay.core.ledger import finding_signatures
-from assay.core.payload import HaltNotice, Usage
-from assay.core.policy import PolicyDecision, decide
+from assay.core.policy import decide
 from assay.core.recovery import PriorFailure, recovery_spec
 from assay.core.results import ValidatorResult
-from assay.core.settle import Verdict
-from assay.core.tally import Tally
 from assay.core.vocab import (
     CanonicalHalt,
     HaltSeverity,
@@ -29,60 +24,23 @@ from assay.core.vocab import (
     PolicyAction,
     RunStatus,
     Severity,
-    StopReason,
 )
-from assay.engine.effects import Effects, LandOutcome, RunEvent, RunPlan, SeatOutcome
+from assay.engine.accounting import (
+    blocking_findings,
+    budget_detail,
+    failure_detail,
+    hit_budget,
+    record_attempt,
+    seat_error,
+    seat_errors,
+    seat_event,
+)
+from assay.engine.effects import Effects, RunEvent, RunPlan, SeatOutcome
+from assay.engine.result import RunResult, end_run
+
+__all__ = ["RunResult", "run_graph"]
 
 NO_CHANGE_CHECK = "assay.change"
-
-
-@dataclass
-class RunResult:
-    """Everything the executor needs to close the run: settle, payload, ledger."""
-
-    status: RunStatus
-    halt_type: HaltType
-    reason: str
-    attempts: list[AttemptRecord] = field(default_factory=list)
-    dispatches: list[SeatOutcome] = field(default_factory=list)
-    validator_results: list[ValidatorResult] = field(default_factory=list)
-    policy_decision: PolicyDecision | None = None
-    winner: SeatOutcome | None = None
-    fired: list[HaltNotice] = field(default_factory=list)
-    land: LandOutcome | None = None
-    quota_hit: bool = False
-    quota_reset_at: datetime | None = None
-    no_viable_candidates: bool = False
-    halted: bool = False
-    recovery_waves: int = 0
-    validations: int = 0
-    judge_calls: int = 0
-    tally: Tally | None = None
-    labels: dict[int, str] = field(default_factory=dict)
-
-    @property
-    def verdict(self) -> Verdict:
-        return Verdict(
-            status=self.status,
-            left_pr=self.land.left_pr if self.land else False,
-            quota_hit=self.quota_hit,
-            no_viable_candidates=self.no_viable_candidates,
-            halted=self.halted,
-        )
-
-    @property
-    def latest_seats(self) -> list[SeatOutcome]:
-        """The newest dispatch of each seat, in seat order."""
-        latest: dict[int, SeatOutcome] = {}
-        for outcome in self.dispatches:
-            latest[outcome.seat] = outcome
-        return [latest[seat] for seat in sorted(latest)]
-
-    def usage(self) -> Usage:
-        tokens = sum(d.result.tokens_used or 0 for d in self.dispatches)
-        cost = sum(d.result.cost_usd or 0.0 for d in self.dispatches)
-        wall = sum(d.result.wall_time_ms for d in self.dispatches)
-        return Usage(tokens=tokens, cost_usd=round(cost, 6), wall_time_ms=wall)
 
 
 async def run_graph(plan: RunPlan, fx: Effects) -> RunResult:
@@ -113,19 +71,19 @@ async def run_graph(plan: RunPlan, fx: Effects) -> RunResult:
         )
         run.dispatches.extend(seats)
         for seat in seats:
-            await fx.emit(RunEvent("seat.finished", _seat_event(seat)))
-            if _hit_budget(seat):
+            await fx.emit(RunEvent("seat.finished", seat_event(seat)))
+            if hit_budget(seat):
                 await fx.fire(
                     plan,
                     CanonicalHalt.BUDGET_EXHAUSTED,
-                    f"attempt {attempt} seat {seat.seat}: {_budget_detail(seat)}",
+                    f"attempt {attempt} seat {seat.seat}: {budget_detail(seat)}",
                 )
         run.fired = await fx.fired_halts(plan)
         blocking = [h for h in run.fired if h.severity is HaltSeverity.BLOCK]
         if blocking:
             names = ", ".join(f"{h.name} ({h.detail})" for h in blocking)
-            run.attempts.append(_record(attempt, seats, [], fault=True, failures=[names]))
-            return _end(
+            run.attempts.append(record_attempt(attempt, seats, [], fault=True, failures=[names]))
+            return end_run(
                 run, RunStatus.BLOCKED, HaltType.ESCALATE, f"block halt fired: {names}", halted=True
             )
 
@@ -139,7 +97,7 @@ async def run_graph(plan: RunPlan, fx: Effects) -> RunResult:
             if ended is not None:
                 return ended
             if attempt == waves:
-                return _end(
+                return end_run(
                     run, RunStatus.BLOCKED, HaltType.BLOCKER, "no attempt produced a change"
                 )
             continue
@@ -165,8 +123,10 @@ async def run_graph(plan: RunPlan, fx: Effects) -> RunResult:
             run.quota_hit = True
             run.quota_reset_at = _latest([q.reset_at for q in lost])
             detail = "; ".join(q.detail for q in lost)
-            run.attempts.append(_record(attempt, seats, results, fault=True, failures=[detail]))
-            return _end(
+            run.attempts.append(
+                record_attempt(attempt, seats, results, fault=True, failures=[detail])
+            )
+            return end_run(
                 run,
                 RunStatus.STALLED,
                 HaltType.ENVIRONMENT_ERROR,
@@ -174,15 +134,15 @@ async def run_graph(plan: RunPlan, fx: Effects) -> RunResult:
             )
         decision = decide(results, contract.policy, contract.threshold)
         run.policy_decision = decision
-        signatures = finding_signatures(_findings(results))
+        signatures = finding_signatures(blocking_findings(results))
         failed = [r for r in results if r.error or r.blocks]
         run.attempts.append(
-            _record(
+            record_attempt(
                 attempt,
                 seats,
                 results,
                 fault=False,
-                failures=[f"{r.validator_id}: {_detail(r)}" for r in failed],
+                failures=[f"{r.validator_id}: {failure_detail(r)}" for r in failed],
                 signatures=signatures,
             )
         )
@@ -203,16 +163,17 @@ async def run_graph(plan: RunPlan, fx: Effects) -> RunResult:
         if any(o.fire is not None for o in outcomes):
             run.fired = await fx.fired_halts(plan)
             names = ", ".join(o.fire.value for o in outcomes if o.fire is not None)
-            return _end(
+            return end_run(
                 run, RunStatus.BLOCKED, HaltType.ESCALATE, f"block halt fired: {names}", halted=True
             )
         if decision.action is PolicyAction.PROCEED:
             run.land = await fx.land(plan, chosen)
-            return _end(run, run.land.status, HaltType.NONE, run.land.detail)
+            return end_run(run, run.land.status, HaltType.NONE, run.land.detail)
         if decision.action is PolicyAction.HALT:
-            return _end(run, RunStatus.FAILED, HaltType.VALIDATOR_ERROR, decision.justification)
+            return end_run(run, RunStatus.FAILED, HaltType.VALIDATOR_ERROR, decision.justification)
         failures.extend(
-            PriorFailure(attempt=attempt, source=r.validator_id, detail=_detail(r)) for r in failed
+            PriorFailure(attempt=attempt, source=r.validator_id, detail=failure_detail(r))
+            for r in failed
         )
         if previous is not None and signatures == previous:
             return await _end_blocked(
@@ -267,9 +228,9 @@ async def _judge(
     reason = f"no quorum: {tally.present} usable ranking(s) of {tally.quorum} needed" + (
         f", {panel.lost_to_quota} judge(s) lost to quota" if panel.lost_to_quota else ""
     )
-    run.attempts.append(_record(attempt, seats, [], fault=True, failures=[reason]))
+    run.attempts.append(record_attempt(attempt, seats, [], fault=True, failures=[reason]))
     halt_type = HaltType.ENVIRONMENT_ERROR if quota else HaltType.VALIDATOR_ERROR
-    return _end(run, RunStatus.STALLED, halt_type, reason)
+    return end_run(run, RunStatus.STALLED, halt_type, reason)
 
 
 def _latest(times: list[datetime | None]) -> datetime | None:
@@ -307,9 +268,9 @@ async def _verify_noop(
     run.policy_decision = decision
     if decision.action is not PolicyAction.PROCEED or any(o.fire for o in outcomes):
         return None
-    run.attempts.append(_record(attempt, seats, results, fault=False, failures=[]))
+    run.attempts.append(record_attempt(attempt, seats, results, fault=False, failures=[]))
     evidence = (claimant.report.summary or "").strip() if claimant.report else ""
-    return _end(
+    return end_run(
         run,
         RunStatus.VERIFIED_NOOP,
         HaltType.NONE,
@@ -324,7 +285,9 @@ def _no_candidate(
     lost = [s for s in seats if s.lost_to_quota]
     broken = [s for s in seats if s.environment_error]
     if lost or broken:
-        run.attempts.append(_record(attempt, seats, [], fault=True, failures=_seat_errors(seats)))
+        run.attempts.append(
+            record_attempt(attempt, seats, [], fault=True, failures=seat_errors(seats))
+        )
     if lost and len(lost) + len(broken) == len(seats):
         run.quota_hit = True
         run.no_viable_candidates = True
@@ -333,15 +296,15 @@ def _no_candidate(
         ]
         run.quota_reset_at = max(resets) if resets else None
         detail = "; ".join(s.result.quota.detail for s in lost if s.result.quota)
-        return _end(
+        return end_run(
             run, RunStatus.FAILED, HaltType.ENVIRONMENT_ERROR, f"every seat lost to quota: {detail}"
         )
     if broken and len(broken) == len(seats):
         detail = "; ".join(s.environment_error or "" for s in broken)
-        return _end(run, RunStatus.FAILED, HaltType.ENVIRONMENT_ERROR, detail)
+        return end_run(run, RunStatus.FAILED, HaltType.ENVIRONMENT_ERROR, detail)
     if not (lost or broken):
         crashed = any(s.result.error or s.result.timed_out for s in seats)
-        errors = _seat_errors(seats) or ["the coder left the tree unchanged"]
+        errors = seat_errors(seats) or ["the coder left the tree unchanged"]
         result = ValidatorResult(
             validator_id=NO_CHANGE_CHECK,
             severity=Severity.BLOCK,
@@ -349,7 +312,7 @@ def _no_candidate(
             findings=errors,
         )
         run.attempts.append(
-            _record(
+            record_attempt(
                 attempt,
                 seats,
                 [result],
@@ -359,7 +322,7 @@ def _no_candidate(
             )
         )
     failures.extend(
-        PriorFailure(attempt=attempt, source=f"seat {s.seat}", detail=_seat_error(s)) for s in seats
+        PriorFailure(attempt=attempt, source=f"seat {s.seat}", detail=seat_error(s)) for s in seats
     )
     return None
 
@@ -377,39 +340,11 @@ async def _validate_best(
     return judged[0]
 
 
-def _record(
-    attempt: int,
-    seats: list[SeatOutcome],
-    results: list[ValidatorResult],
-    *,
-    fault: bool,
-    failures: list[str],
-    signatures: list[str] | None = None,
-) -> AttemptRecord:
-    return AttemptRecord(
-        attempt=attempt,
-        outcome=attempt_outcome(results, operational_fault=fault),
-        coder_dispatches=len(seats),
-        failures=failures,
-        finding_signatures=signatures or [],
-    )
-
-
-def _end(
-    run: RunResult, status: RunStatus, halt_type: HaltType, reason: str, *, halted: bool = False
-) -> RunResult:
-    run.status = status
-    run.halt_type = halt_type
-    run.reason = reason
-    run.halted = run.halted or halted
-    return run
-
-
 async def _end_blocked(plan: RunPlan, fx: Effects, run: RunResult, reason: str) -> RunResult:
     """The validators still block (recovery spent, or stuck). Under ``land: pr`` the last chosen
     candidate is left as a draft pull request listing the failures, so a human reviews it:
     the run stays blocked and settle's ``blocked_with_pr`` row holds the task."""
-    _end(run, RunStatus.BLOCKED, HaltType.BLOCKER, reason)
+    end_run(run, RunStatus.BLOCKED, HaltType.BLOCKER, reason)
     last = run.attempts[-1] if run.attempts else None
     # Only a candidate of the last attempt: its failures are the ones the PR lists.
     if (
@@ -422,58 +357,3 @@ async def _end_blocked(plan: RunPlan, fx: Effects, run: RunResult, reason: str) 
         if run.land.left_pr:
             run.reason = f"{reason}; left for review as {run.land.pr_url}"
     return run
-
-
-def _findings(results: list[ValidatorResult]) -> list[str]:
-    return [
-        f"{r.validator_id}: {finding}"
-        for r in results
-        if r.error or r.blocks
-        for finding in (r.findings or [r.justification])
-    ]
-
-
-def _detail(result: ValidatorResult) -> str:
-    findings = "; ".join(result.findings)
-    return f"{result.justification} {findings}".strip() if findings else result.justification
-
-
-def _hit_budget(seat: SeatOutcome) -> bool:
-    reason = seat.result.stop_reason
-    return seat.result.timed_out or reason in (StopReason.TURN_BUDGET, StopReason.CONTEXT_BUDGET)
-
-
-def _budget_detail(seat: SeatOutcome) -> str:
-    if seat.result.timed_out:
-        return "the coder hit its time budget and was stopped"
-    reason = seat.result.stop_reason
-    return f"the coder stopped on its {reason.value if reason else 'budget'}"
-
-
-def _seat_error(seat: SeatOutcome) -> str:
-    result = seat.result
-    if result.environment_error:
-        return result.environment_error
-    if result.quota:
-        return f"lost to quota: {result.quota.detail}"
-    if result.timed_out:
-        return "timed out"
-    if result.error:
-        return result.error
-    return "the coder left the tree unchanged"
-
-
-def _seat_errors(seats: list[SeatOutcome]) -> list[str]:
-    return [f"seat {s.seat}: {_seat_error(s)}" for s in seats if not s.viable]
-
-
-def _seat_event(seat: SeatOutcome) -> dict[str, object]:
-    return {
-        "attempt": seat.attempt,
-        "seat": seat.seat,
-        "coder": seat.coder,
-        "files": seat.change.paths,
-        "viable": seat.viable,
-        "stop_reason": seat.result.stop_reason.value if seat.result.stop_reason else None,
-        "error": _seat_error(seat) if not seat.viable else None,
-    }

@@ -1,0 +1,81 @@
+"""How attempts and seats are written down: attempt records, findings, seat errors, events."""
+
+from __future__ import annotations
+
+from assay.core.attempts import AttemptRecord, attempt_outcome
+from assay.core.results import ValidatorResult
+from assay.core.vocab import StopReason
+from assay.engine.effects import SeatOutcome
+
+
+def record_attempt(
+    attempt: int,
+    seats: list[SeatOutcome],
+    results: list[ValidatorResult],
+    *,
+    fault: bool,
+    failures: list[str],
+    signatures: list[str] | None = None,
+) -> AttemptRecord:
+    return AttemptRecord(
+        attempt=attempt,
+        outcome=attempt_outcome(results, operational_fault=fault),
+        coder_dispatches=len(seats),
+        failures=failures,
+        finding_signatures=signatures or [],
+    )
+
+
+def blocking_findings(results: list[ValidatorResult]) -> list[str]:
+    return [
+        f"{r.validator_id}: {finding}"
+        for r in results
+        if r.error or r.blocks
+        for finding in (r.findings or [r.justification])
+    ]
+
+
+def failure_detail(result: ValidatorResult) -> str:
+    findings = "; ".join(result.findings)
+    return f"{result.justification} {findings}".strip() if findings else result.justification
+
+
+def hit_budget(seat: SeatOutcome) -> bool:
+    reason = seat.result.stop_reason
+    return seat.result.timed_out or reason in (StopReason.TURN_BUDGET, StopReason.CONTEXT_BUDGET)
+
+
+def budget_detail(seat: SeatOutcome) -> str:
+    if seat.result.timed_out:
+        return "the coder hit its time budget and was stopped"
+    reason = seat.result.stop_reason
+    return f"the coder stopped on its {reason.value if reason else 'budget'}"
+
+
+def seat_error(seat: SeatOutcome) -> str:
+    result = seat.result
+    if result.environment_error:
+        return result.environment_error
+    if result.quota:
+        return f"lost to quota: {result.quota.detail}"
+    if result.timed_out:
+        return "timed out"
+    if result.error:
+        return result.error
+    return "the coder left the tree unchanged"
+
+
+def seat_errors(seats: list[SeatOutcome]) -> list[str]:
+    return [f"seat {s.seat}: {seat_error(s)}" for s in seats if not s.viable]
+
+
+def seat_event(seat: SeatOutcome) -> dict[str, object]:
+    return {
+        "attempt": seat.attempt,
+        "seat": seat.seat,
+        "coder": seat.coder,
+        "files": seat.change.paths,
+        "viable": seat.viable,
+        "stop_reason": seat.result.stop_reason.value if seat.result.stop_reason else None,
+        "error": seat_error(seat) if not seat.viable else None,
+    }

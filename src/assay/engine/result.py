@@ -1,0 +1,74 @@
+"""What a run came to: the record the executor closes the run with (settle, payload, ledger)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from assay.core.attempts import AttemptRecord
+from assay.core.payload import HaltNotice, Usage
+from assay.core.policy import PolicyDecision
+from assay.core.results import ValidatorResult
+from assay.core.settle import Verdict
+from assay.core.tally import Tally
+from assay.core.vocab import HaltType, RunStatus
+from assay.engine.effects import LandOutcome, SeatOutcome
+
+
+@dataclass
+class RunResult:
+    """Everything the executor needs to close the run: settle, payload, ledger."""
+
+    status: RunStatus
+    halt_type: HaltType
+    reason: str
+    attempts: list[AttemptRecord] = field(default_factory=list)
+    dispatches: list[SeatOutcome] = field(default_factory=list)
+    validator_results: list[ValidatorResult] = field(default_factory=list)
+    policy_decision: PolicyDecision | None = None
+    winner: SeatOutcome | None = None
+    fired: list[HaltNotice] = field(default_factory=list)
+    land: LandOutcome | None = None
+    quota_hit: bool = False
+    quota_reset_at: datetime | None = None
+    no_viable_candidates: bool = False
+    halted: bool = False
+    recovery_waves: int = 0
+    validations: int = 0
+    judge_calls: int = 0
+    tally: Tally | None = None
+    labels: dict[int, str] = field(default_factory=dict)
+
+    @property
+    def verdict(self) -> Verdict:
+        return Verdict(
+            status=self.status,
+            left_pr=self.land.left_pr if self.land else False,
+            quota_hit=self.quota_hit,
+            no_viable_candidates=self.no_viable_candidates,
+            halted=self.halted,
+        )
+
+    @property
+    def latest_seats(self) -> list[SeatOutcome]:
+        """The newest dispatch of each seat, in seat order."""
+        latest: dict[int, SeatOutcome] = {}
+        for outcome in self.dispatches:
+            latest[outcome.seat] = outcome
+        return [latest[seat] for seat in sorted(latest)]
+
+    def usage(self) -> Usage:
+        tokens = sum(d.result.tokens_used or 0 for d in self.dispatches)
+        cost = sum(d.result.cost_usd or 0.0 for d in self.dispatches)
+        wall = sum(d.result.wall_time_ms for d in self.dispatches)
+        return Usage(tokens=tokens, cost_usd=round(cost, 6), wall_time_ms=wall)
+
+
+def end_run(
+    run: RunResult, status: RunStatus, halt_type: HaltType, reason: str, *, halted: bool = False
+) -> RunResult:
+    run.status = status
+    run.halt_type = halt_type
+    run.reason = reason
+    run.halted = run.halted or halted
+    return run
