@@ -179,6 +179,13 @@ def test_blank_task_is_refused() -> None:
     assert_names(refused("seats: 1\ntask: '   '\n"), "task", 2)
 
 
+@pytest.mark.parametrize("key", ["coder", "judge"])
+def test_an_empty_list_of_coders_or_judges_is_refused(key: str) -> None:
+    error = refused(f"task: t\n{key}: []\n")
+    assert_names(error, key, 2)
+    assert f"the list of {key}s is empty" in str(error)
+
+
 def test_command_validator_without_run() -> None:
     error = refused("task: x\nvalidators:\n  - id: t\n    kind: command\n")
     assert_names(error, "validators[0]", 3)

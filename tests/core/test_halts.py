@@ -17,6 +17,7 @@ from assay.core.halts import (
     Rejection,
     Transitioned,
     evidence_of,
+    lowered_floor,
     transition,
 )
 from assay.core.vocab import CanonicalHalt, CheckHalt, HaltLifecycle, HaltSeverity
@@ -514,3 +515,11 @@ TestHaltMachine = HaltMachine.TestCase
 TestHaltMachine.settings = _SETTINGS
 TestStickyMachine = StickyMachine.TestCase
 TestStickyMachine.settings = _SETTINGS
+
+
+def test_lowered_floor_names_the_canonical_floor_only_when_lowered() -> None:
+    assert lowered_floor("halt-budget-exhausted", HaltSeverity.LOG) is HaltSeverity.WARN
+    assert lowered_floor("halt-scope-breach", HaltSeverity.WARN) is HaltSeverity.BLOCK
+    assert lowered_floor("halt-budget-exhausted", HaltSeverity.WARN) is None
+    assert lowered_floor("halt-budget-exhausted", HaltSeverity.BLOCK) is None
+    assert lowered_floor("halt-own", HaltSeverity.LOG) is None

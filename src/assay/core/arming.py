@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 from pydantic import ValidationError
 
-from assay.core.halts import CANONICAL_HALTS, SEVERITY_RANK, HaltState, Violation
-from assay.core.vocab import ArmHalt, CheckHalt, HaltLifecycle, HaltSeverity
+from assay.core.halts import CANONICAL_HALTS, HaltState, Violation, lowered_floor
+from assay.core.vocab import ArmHalt, HaltLifecycle, HaltSeverity
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +67,7 @@ def arm_halts(contract: object, *, at: str) -> ArmedHalts | list[Violation]:
                     f"canonical halt {name.value} is missing (all seven are required)",
                 )
             )
-        elif SEVERITY_RANK[armed.severity] > SEVERITY_RANK[floor]:
+        elif lowered_floor(armed.name, armed.severity) is not None:
             problems.append(
                 _violation(
                     ArmHalt.CANONICAL_HALT_INCOMPLETE,
@@ -78,15 +78,12 @@ def arm_halts(contract: object, *, at: str) -> ArmedHalts | list[Violation]:
     if problems:
         return problems
 
-    canonical = sum(1 for h in halts if h.name in _CANONICAL_NAMES)
+    canonical = sum(1 for h in halts if h.name in CANONICAL_HALTS)
     return ArmedHalts(
         halts=tuple(halts),
         canonical_halt_count=canonical,
         per_dispatch_addition_count=len(halts) - canonical,
     )
-
-
-_CANONICAL_NAMES = frozenset(name.value for name in CANONICAL_HALTS)
 
 
 def _build(index: int, entry: object, at: str) -> HaltState | Violation:
@@ -122,5 +119,5 @@ def _build(index: int, entry: object, at: str) -> HaltState | Violation:
         )
 
 
-def _violation(halt_class: ArmHalt | CheckHalt, detail: str) -> Violation:
+def _violation(halt_class: ArmHalt, detail: str) -> Violation:
     return Violation(halt_class=halt_class.value, detail=detail)

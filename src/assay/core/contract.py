@@ -11,10 +11,18 @@ from __future__ import annotations
 import re
 import string
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from assay.core.contract_yaml import (
     TEMPLATE,
@@ -23,7 +31,8 @@ from assay.core.contract_yaml import (
     load_mapping,
     validation_problems,
 )
-from assay.core.halts import CANONICAL_HALTS, SEVERITY_RANK
+from assay.core.halts import CANONICAL_HALTS, lowered_floor
+from assay.core.policy import DEFAULT_QUORUM_THRESHOLD
 from assay.core.vocab import (
     CanonicalHalt,
     CoderKind,
@@ -52,6 +61,9 @@ __all__ = [
     "contract_to_yaml",
     "parse_contract",
 ]
+
+
+_T = TypeVar("_T")
 
 
 class _Input(BaseModel):
@@ -190,16 +202,13 @@ class HaltClass(_Input):
 
     @model_validator(mode="after")
     def _canonical_floor(self) -> HaltClass:
-        floor = _CANONICAL_FLOORS.get(self.name)
-        if floor is not None and SEVERITY_RANK[self.severity] > SEVERITY_RANK[floor]:
+        floor = lowered_floor(self.name, self.severity)
+        if floor is not None:
             raise ValueError(
                 f"{self.name} is a canonical halt of severity {floor.value}; it may be raised, "
                 f"never lowered to {self.severity.value}"
             )
         return self
-
-
-_CANONICAL_FLOORS: dict[str, HaltSeverity] = {n.value: s for n, s in CANONICAL_HALTS.items()}
 
 
 def canonical_halt_classes() -> list[HaltClass]:
@@ -217,7 +226,7 @@ class Contract(_Input):
     deliberate_rounds: int = Field(default=0, ge=0, le=3)
     validators: list[ValidatorSpec] = Field(default_factory=list)
     policy: PolicyMode = PolicyMode.UNANIMOUS
-    threshold: float = Field(default=0.67, gt=0, le=1)
+    threshold: float = Field(default=DEFAULT_QUORUM_THRESHOLD, gt=0, le=1)
     budgets: Budgets = Field(default_factory=Budgets)
     land: LandMode = LandMode.BRANCH
     pr: PullRequestSettings = Field(default_factory=PullRequestSettings)
@@ -229,40 +238,22 @@ class Contract(_Input):
     def _task_not_blank(cls, value: str) -> str:
         return _not_blank(value)
 
-    @field_validator("coder", mode="before")
+    @field_validator("coder", "judge", mode="before")
     @classmethod
-    def _coder_shorthand(cls, value: object) -> object:
-        """``coder: claude`` (or a list of kinds) is short for ``coder: {kind: claude}``."""
+    def _kind_shorthand(cls, value: object) -> object:
+        """``coder: claude`` (or a list of kinds) is short for ``coder: {kind: claude}``;
+        likewise ``judge``."""
         if isinstance(value, str):
             return {"kind": value}
         if isinstance(value, list):
             return [{"kind": item} if isinstance(item, str) else item for item in value]
         return value
 
-    @field_validator("coder")
+    @field_validator("coder", "judge")
     @classmethod
-    def _some_coder(cls, value: CoderSpec | list[CoderSpec]) -> CoderSpec | list[CoderSpec]:
+    def _list_not_empty(cls, value: _T, info: ValidationInfo) -> _T:
         if isinstance(value, list) and not value:
-            raise ValueError("the list of coders is empty")
-        return value
-
-    @field_validator("judge", mode="before")
-    @classmethod
-    def _judge_shorthand(cls, value: object) -> object:
-        """``judge: claude`` (or a list of kinds) is short for ``judge: {kind: claude}``."""
-        if isinstance(value, str):
-            return {"kind": value}
-        if isinstance(value, list):
-            return [{"kind": item} if isinstance(item, str) else item for item in value]
-        return value
-
-    @field_validator("judge")
-    @classmethod
-    def _some_judge(
-        cls, value: JudgeSpec | list[JudgeSpec] | None
-    ) -> JudgeSpec | list[JudgeSpec] | None:
-        if isinstance(value, list) and not value:
-            raise ValueError("the list of judges is empty")
+            raise ValueError(f"the list of {info.field_name}s is empty")
         return value
 
     @field_validator("validators")

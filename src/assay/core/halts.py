@@ -32,6 +32,17 @@ SEVERITY_RANK: dict[HaltSeverity, int] = {
 }
 
 
+def lowered_floor(name: str, severity: HaltSeverity) -> HaltSeverity | None:
+    """The canonical severity ``severity`` would lower halt ``name`` below, if it would.
+
+    None for a per-dispatch addition (no floor) and for a canonical halt kept or raised.
+    """
+    floor = next((s for n, s in CANONICAL_HALTS.items() if n == name), None)
+    if floor is None or SEVERITY_RANK[severity] <= SEVERITY_RANK[floor]:
+        return None
+    return floor
+
+
 class HaltRearm(BaseModel):
     """One re-arm of a halt: what it cleared and the evidence of the remedy."""
 

@@ -8,7 +8,7 @@ derived from records passed in (attempt records, results, reports), never journa
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
@@ -26,7 +26,7 @@ from assay.core.vocab import (
     TaskStatus,
 )
 
-PAYLOAD_SCHEMA_ID = "assay.payload/1"
+PAYLOAD_SCHEMA_ID: Final = "assay.payload/1"
 
 
 class _Persisted(BaseModel):
@@ -97,7 +97,7 @@ class LandSummary(_Persisted):
 class Payload(_Persisted):
     """Everything a reader needs to tell a clean pass from a hard-won one, and why a run stopped."""
 
-    schema_id: Literal["assay.payload/1"] = Field(default="assay.payload/1", alias="schema")
+    schema_id: Literal["assay.payload/1"] = Field(default=PAYLOAD_SCHEMA_ID, alias="schema")
     task_id: str
     run_id: str
     dispatch_id: str
@@ -202,5 +202,5 @@ def payload_json_schema() -> dict[str, Any]:
     """The JSON Schema of the payload document (serialisation mode, by alias)."""
     schema = Payload.model_json_schema(mode="serialization", by_alias=True)
     schema["$id"] = "https://assay.dev/schemas/payload.schema.json"
-    schema["title"] = "assay halt payload (assay.payload/1)"
+    schema["title"] = f"assay halt payload ({PAYLOAD_SCHEMA_ID})"
     return schema

@@ -291,7 +291,7 @@ def _as_violation(rejection: Rejection) -> Violation:
 
 def _fired_entry(halt: HaltState) -> dict[str, Any]:
     detail = (halt.evidence or {}).get("detail", "")
-    return {"halt_class": halt.name, "severity": halt.severity.value, "detail": detail}
+    return Violation(halt_class=halt.name, detail=detail, severity=halt.severity).to_json()
 
 
 def _write_failure(path: Path, exc: OSError) -> Violation:
