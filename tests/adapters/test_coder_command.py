@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
+from support.repo import git
 
 from assay.adapters.coders import get_coder, ignored_settings
 from assay.adapters.coders.base import DispatchRequest, DispatchResult
@@ -18,26 +18,16 @@ PROMPT = "Make slugify() keep digits.\nLine two: 'quotes' and $dollars."
 ENV = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": "/nonexistent"}
 
 
-def _git(cwd: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
-        cwd=cwd,
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
-
-
 @pytest.fixture
 def worktree(tmp_path: Path) -> Path:
     repo = tmp_path / "repo"
     repo.mkdir()
-    _git(repo, "init", "-q", "-b", "main")
+    git(repo, "init", "-q", "-b", "main")
     (repo / "README.md").write_text("hello\n")
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-q", "-m", "base")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "base")
     tree = tmp_path / "wt"
-    _git(repo, "worktree", "add", "-q", "--detach", str(tree), "HEAD")
+    git(repo, "worktree", "add", "-q", "--detach", str(tree), "HEAD")
     return tree
 
 
@@ -64,7 +54,7 @@ def _dispatch(tmp_path: Path, worktree: Path, **settings: Any) -> DispatchResult
 
 
 def _status(worktree: Path) -> str:
-    return _git(worktree, "status", "--porcelain")
+    return git(worktree, "status", "--porcelain")
 
 
 def test_prompt_by_file_placeholder_and_env(tmp_path: Path, worktree: Path) -> None:

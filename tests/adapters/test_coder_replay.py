@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
+from support.repo import git
 
 from assay.adapters.coders import get_coder
 from assay.adapters.coders.base import DispatchRequest, DispatchResult
@@ -21,16 +21,6 @@ WRONG = "def slugify(text):\n    return text\n"
 RIGHT = "def slugify(text):\n    return ''.join(c for c in text if c.isalnum())\n"
 
 
-def _git(cwd: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
-        cwd=cwd,
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
-
-
 def _diff_for(repo: Path, path: str, content: str | None) -> str:
     """The unified diff that takes ``path`` from HEAD to ``content`` (None: deleted)."""
     target = repo / path
@@ -39,9 +29,9 @@ def _diff_for(repo: Path, path: str, content: str | None) -> str:
         target.unlink()
     else:
         target.write_text(content)
-    _git(repo, "add", "-A")
-    diff = _git(repo, "diff", "--cached", "HEAD")
-    _git(repo, "reset", "-q", "--hard", "HEAD")
+    git(repo, "add", "-A")
+    diff = git(repo, "diff", "--cached", "HEAD", strip=False)
+    git(repo, "reset", "-q", "--hard", "HEAD")
     return diff
 
 
@@ -49,12 +39,12 @@ def _diff_for(repo: Path, path: str, content: str | None) -> str:
 def repo(tmp_path: Path) -> Path:
     root = tmp_path / "repo"
     root.mkdir()
-    _git(root, "init", "-q", "-b", "main")
+    git(root, "init", "-q", "-b", "main")
     (root / "src").mkdir()
     (root / "src" / "slug.py").write_text(BUGGY)
     (root / "old.txt").write_text("old\n")
-    _git(root, "add", "-A")
-    _git(root, "commit", "-q", "-m", "base")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "base")
     fixes = tmp_path / "fixes"
     fixes.mkdir()
     (fixes / "wrong.diff").write_text(_diff_for(root, "src/slug.py", WRONG))
@@ -68,7 +58,7 @@ def repo(tmp_path: Path) -> Path:
 
 def _worktree(repo: Path, name: str) -> Path:
     tree = repo.parent / name
-    _git(repo, "worktree", "add", "-q", "--detach", str(tree), "HEAD")
+    git(repo, "worktree", "add", "-q", "--detach", str(tree), "HEAD")
     return tree
 
 
@@ -106,7 +96,7 @@ def test_each_attempt_plays_its_step_and_the_last_repeats(repo: Path) -> None:
         result = _dispatch(repo, tree, STEPS, attempt)
         assert (result.exit_code, result.error, result.environment_error) == (0, None, None)
         assert (tree / "src" / "slug.py").read_text() == expected
-        assert _git(tree, "status", "--porcelain").strip() == "M src/slug.py"
+        assert git(tree, "status", "--porcelain").strip() == "M src/slug.py"
 
 
 def test_a_summary_becomes_a_report_at_the_report_path(repo: Path) -> None:

@@ -7,6 +7,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from support.repo import git as sh
 
 from assay.adapters import git
 from assay.core.changes import FileDelta
@@ -19,17 +20,6 @@ def _isolated_git(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     for name in ("GIT_DIR", "GIT_WORK_TREE", "GIT_AUTHOR_NAME", "GIT_COMMITTER_NAME"):
         monkeypatch.delenv(name, raising=False)
-
-
-def sh(cwd: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return done.stdout.strip()
 
 
 def write(path: Path, text: str | bytes) -> Path:

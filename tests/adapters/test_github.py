@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
@@ -201,3 +203,9 @@ def test_a_scripted_401_is_served_once_then_github_behaviour_resumes(
         open_pr(server)
     assert open_pr(server).number == 1
     assert github.DEFAULT_API_BASE == "https://api.github.com"
+
+
+def test_importing_the_client_leaves_httpx_unloaded() -> None:
+    # Every `assay run` imports this module (for the pr land mode); httpx waits for a PR.
+    code = "import sys, assay.adapters.github; sys.exit('httpx' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0

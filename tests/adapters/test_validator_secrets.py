@@ -6,10 +6,10 @@ Fake credentials are assembled at run time so that this file itself holds none.
 from __future__ import annotations
 
 import logging
-import subprocess
 from pathlib import Path
 
 import pytest
+from support.repo import git
 
 from assay.adapters.validators import get_validator
 from assay.adapters.validators.base import ValidationContext, ValidationOutcome
@@ -76,31 +76,21 @@ STREAM_OUTPUT = "\n".join(
 )
 
 
-def _git(cwd: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
-        cwd=cwd,
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
-
-
 def _diff(tmp_path: Path, before: dict[str, str], after: dict[str, str]) -> str:
     """A real ``git diff`` from the ``before`` files to the ``after`` files."""
     repo = tmp_path / "repo"
     repo.mkdir(exist_ok=True)
-    _git(repo, "init", "-q", "-b", "main")
+    git(repo, "init", "-q", "-b", "main")
     for path, text in before.items():
         (repo / path).parent.mkdir(parents=True, exist_ok=True)
         (repo / path).write_text(text)
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-q", "--allow-empty", "-m", "base")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "--allow-empty", "-m", "base")
     for path, text in after.items():
         (repo / path).parent.mkdir(parents=True, exist_ok=True)
         (repo / path).write_text(text)
-    _git(repo, "add", "-A")
-    return _git(repo, "diff", "--cached", "HEAD")
+    git(repo, "add", "-A")
+    return git(repo, "diff", "--cached", "HEAD", strip=False)
 
 
 def _scan(

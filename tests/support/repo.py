@@ -23,7 +23,9 @@ TEST = (
 PYTEST = f"{sys.executable} -m pytest -q -p no:cacheprovider tests"
 
 
-def git(repo: Path, *args: str) -> str:
+def git(repo: Path, *args: str, strip: bool = True) -> str:
+    """``git *args`` in ``repo`` as a test user; its stdout (stripped unless ``strip=False``,
+    which keeps a diff's final newline)."""
     done = subprocess.run(
         ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
         cwd=repo,
@@ -31,7 +33,7 @@ def git(repo: Path, *args: str) -> str:
         text=True,
         check=True,
     )
-    return done.stdout.strip()
+    return done.stdout.strip() if strip else done.stdout
 
 
 @dataclass

@@ -10,9 +10,11 @@ retries a provider fault or a rate limit, which are the caller's policy to handl
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
 from assay.adapters.llm_client import (
@@ -30,6 +32,24 @@ class EventLog(Protocol):
     """Where the transcript goes: one JSON-able event per call."""
 
     def __call__(self, **event: Any) -> None: ...
+
+
+class Transcript:
+    """A judge's transcript as JSON lines (``path`` None: none kept); a transcript that cannot
+    be written changes nothing, least of all the judgement."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+
+    def write(self, **event: Any) -> None:
+        if self.path is None:
+            return
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with self.path.open("a", encoding="utf-8") as handle:
+                handle.write(json.dumps(event, default=str) + "\n")
+        except OSError:
+            return
 
 
 @dataclass(frozen=True)

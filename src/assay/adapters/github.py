@@ -3,7 +3,8 @@
 Only what the ``pr`` land mode needs: open a pull request, or find the one already open for the
 branch (so a re-run does not fail on GitHub's "already exists"). Every failure is a
 :class:`GitHubError` whose message says what to fix; the token goes in the ``Authorization``
-header only and never appears in a message, a log or the request body.
+header only and never appears in a message, a log or the request body. httpx is imported
+when a pull request is opened, not with this module: every ``assay run`` imports it.
 """
 
 from __future__ import annotations
@@ -11,9 +12,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx
+if TYPE_CHECKING:
+    import httpx
 
 DEFAULT_API_BASE = "https://api.github.com"
 API_BASE_ENV = "ASSAY_GITHUB_API"
@@ -103,6 +105,8 @@ def open_pull_request(
 
     ``head`` is a branch of ``repo`` (or ``owner:branch`` for a fork).
     """
+    import httpx
+
     if not valid_repo(repo):
         raise GitHubError(f"{repo!r} is not a repository name of the form owner/name")
     if not token.strip():
@@ -141,6 +145,8 @@ def _headers(token: str) -> dict[str, str]:
 
 
 def _send(client: httpx.Client, method: str, url: str, **kwargs: Any) -> httpx.Response:
+    import httpx
+
     try:
         return client.request(method, url, **kwargs)
     except (httpx.HTTPError, httpx.InvalidURL) as exc:

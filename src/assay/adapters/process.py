@@ -20,6 +20,10 @@ from typing import IO
 
 TAIL_CHARS = 4000
 KILL_GRACE_SECONDS = 3.0
+SHELL = "/bin/sh"  # a command line of the contract runs as [SHELL, "-c", line]
+# POSIX shells exit 127 for "command not found" and 126 for "found but not executable".
+SHELL_NOT_FOUND = 127
+SHELL_NOT_EXECUTABLE = 126
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ import shutil
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any, Literal
 from zoneinfo import ZoneInfo
 
@@ -287,25 +288,43 @@ def run_cli(
     max_turns: int | None = None,
 ) -> DispatchResult:
     """Run ``argv`` in the worktree and map what ``parse`` read onto a dispatch result."""
+    proc = start_cli(
+        tool,
+        install,
+        argv,
+        cwd=request.worktree,
+        env=env,
+        timeout=request.timeout_seconds,
+        log_path=request.log_dir / f"{tool}.log",
+        stdin=stdin,
+    )
+    if isinstance(proc, DispatchResult):
+        return proc
+    return to_result(tool, proc, parse(proc), max_turns=max_turns)
+
+
+def start_cli(
+    tool: str,
+    install: str,
+    argv: Sequence[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    timeout: float,
+    log_path: Path,
+    stdin: str | None = None,
+) -> ProcessResult | DispatchResult:
+    """Run a tool to its end; a result without an exit code when it is missing or won't start."""
     if shutil.which(argv[0], path=env.get("PATH")) is None:
         return DispatchResult(exit_code=None, environment_error=missing_binary(tool, install))
-    log_path = request.log_dir / f"{tool}.log"
     try:
-        proc = run_process(
-            argv,
-            cwd=request.worktree,
-            env=env,
-            timeout=request.timeout_seconds,
-            log_path=log_path,
-            stdin=stdin,
-        )
+        return run_process(argv, cwd=cwd, env=env, timeout=timeout, log_path=log_path, stdin=stdin)
     except (FileNotFoundError, PermissionError) as exc:
         return DispatchResult(
             exit_code=None, environment_error=f"{tool} could not be started: {exc}"
         )
     except OSError as exc:  # e.g. an argument list too long for the system
         return DispatchResult(exit_code=None, error=f"{tool} could not be started: {exc}")
-    return to_result(tool, proc, parse(proc), max_turns=max_turns)
 
 
 def to_result(
@@ -351,6 +370,15 @@ def non_negative_int(value: object) -> int | None:
     if isinstance(value, float) and not math.isfinite(value):
         return None
     return int(value) if value >= 0 else None
+
+
+def count_sum(usage: object, keys: Sequence[str]) -> int | None:
+    """The sum of the counts a JSON usage object gives under ``keys``; None when it gives none."""
+    if not isinstance(usage, dict):
+        return None
+    counts = [non_negative_int(usage.get(key)) for key in keys]
+    present = [c for c in counts if c is not None]
+    return sum(present) if present else None
 
 
 def non_negative_float(value: object) -> float | None:

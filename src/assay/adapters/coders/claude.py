@@ -38,6 +38,7 @@ from assay.adapters.coders.agentcli import (
     ParsedRun,
     apply_fault,
     conclude,
+    count_sum,
     json_object,
     model_and_args,
     non_negative_float,
@@ -225,11 +226,7 @@ def _text(content: object) -> str | None:
 
 def _usage_tokens(usage: object) -> int | None:
     """Every token the call processed: fresh and cached input, and output."""
-    if not isinstance(usage, dict):
-        return None
-    counts = [non_negative_int(usage.get(key)) for key in _USAGE_KEYS]
-    present = [c for c in counts if c is not None]
-    return sum(present) if present else None
+    return count_sum(usage, _USAGE_KEYS)
 
 
 def _from_epoch(epoch: float) -> datetime | None:

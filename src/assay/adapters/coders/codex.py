@@ -37,9 +37,9 @@ from assay.adapters.coders.agentcli import (
     ParsedRun,
     apply_fault,
     conclude,
+    count_sum,
     json_object,
     model_and_args,
-    non_negative_int,
     now_utc,
     run_cli,
     setting,
@@ -178,8 +178,4 @@ def _message(value: object) -> str | None:
 
 def _usage_tokens(usage: object) -> int | None:
     """Input (which already includes ``cached_input_tokens``) plus output."""
-    if not isinstance(usage, dict):
-        return None
-    counts = [non_negative_int(usage.get(k)) for k in ("input_tokens", "output_tokens")]
-    present = [c for c in counts if c is not None]
-    return sum(present) if present else None
+    return count_sum(usage, ("input_tokens", "output_tokens"))

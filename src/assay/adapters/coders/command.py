@@ -18,15 +18,17 @@ from pathlib import Path
 from typing import Any
 
 from assay.adapters.coders.base import DispatchRequest, DispatchResult, assay_env
-from assay.adapters.process import ProcessResult, run_process
+from assay.adapters.process import (
+    SHELL,
+    SHELL_NOT_EXECUTABLE,
+    SHELL_NOT_FOUND,
+    ProcessResult,
+    run_process,
+)
 
 PROMPT_PLACEHOLDER = "{prompt_file}"
-SHELL = "/bin/sh"
 # What a failed dispatch keeps of the output in its error text (the whole output is in the log).
 ERROR_TAIL_CHARS = 1200
-# POSIX shells exit 127 for "command not found" and 126 for "found but not executable".
-_SHELL_NOT_FOUND = 127
-_SHELL_NOT_EXECUTABLE = 126
 
 
 class CommandCoder:
@@ -112,8 +114,8 @@ def result_from_process(ran: ProcessResult, argv: Sequence[str], *, shell: bool)
     if ran.timed_out or ran.exit_code == 0:
         return result
     shown = argv[-1] if shell else shlex.join(argv)
-    if shell and ran.exit_code in (_SHELL_NOT_FOUND, _SHELL_NOT_EXECUTABLE):
-        what = "was not found" if ran.exit_code == _SHELL_NOT_FOUND else "is not executable"
+    if shell and ran.exit_code in (SHELL_NOT_FOUND, SHELL_NOT_EXECUTABLE):
+        what = "was not found" if ran.exit_code == SHELL_NOT_FOUND else "is not executable"
         result.environment_error = (
             f"the command coder's command {what} (exit {ran.exit_code}): "
             f"{ran.tail(400) or shown}; install the tool or fix `coder.command`"

@@ -16,6 +16,7 @@ import time
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from assay.adapters.coders.agentcli import turn_limit
 from assay.adapters.coders.base import DispatchRequest, DispatchResult, QuotaSignal
 from assay.adapters.llm_client import (
     ChatClient,
@@ -25,7 +26,7 @@ from assay.adapters.llm_client import (
     function_tool,
     resolve_endpoint,
 )
-from assay.adapters.process import run_process
+from assay.adapters.process import SHELL, run_process
 from assay.adapters.store import halt_ops
 from assay.core.report import CoderReport, FileChange
 from assay.core.vocab import FileChangeKind, StopReason
@@ -133,8 +134,8 @@ class LlmCoder:
             client = ChatClient(endpoint)
         except LlmError as exc:
             return DispatchResult(exit_code=None, environment_error=exc.detail, log_path=log_path)
-        max_turns = request.max_turns or request.settings.get("max_turns") or DEFAULT_MAX_TURNS
-        session = _Session(request, client, int(max_turns), started, log_path)
+        max_turns = turn_limit(request) or DEFAULT_MAX_TURNS
+        session = _Session(request, client, max_turns, started, log_path)
         return session.run()
 
 
@@ -322,7 +323,7 @@ class _Session:
         log = self.request.log_dir / f"llm-validator-{self.validator_runs}-{safe}.log"
         remaining = max(1.0, self.deadline - time.monotonic())
         result = run_process(
-            ["/bin/sh", "-c", command],
+            [SHELL, "-c", command],
             cwd=self.root,
             env=dict(self.request.env),
             timeout=min(VALIDATOR_TIMEOUT, remaining),

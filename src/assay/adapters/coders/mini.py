@@ -34,6 +34,7 @@ from assay.adapters.coders.agentcli import (
     ParsedRun,
     apply_fault,
     conclude,
+    count_sum,
     model_and_args,
     non_negative_float,
     non_negative_int,
@@ -181,9 +182,7 @@ def _tokens(messages: list[Any]) -> int | None:
         usage = _dict(_dict(_dict(message.get("extra")).get("response")).get("usage"))
         count = non_negative_int(usage.get("total_tokens"))
         if count is None:
-            parts = [non_negative_int(usage.get(k)) for k in ("prompt_tokens", "completion_tokens")]
-            present = [p for p in parts if p is not None]
-            count = sum(present) if present else None
+            count = count_sum(usage, ("prompt_tokens", "completion_tokens"))
         if count is not None:
             total = (total or 0) + count
     return total

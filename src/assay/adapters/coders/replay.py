@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from assay.adapters.coders.base import DispatchRequest, DispatchResult, assay_env
-from assay.adapters.coders.command import ERROR_TAIL_CHARS, SHELL, write_prompt_file
-from assay.adapters.process import ProcessResult, run_process
+from assay.adapters.coders.command import ERROR_TAIL_CHARS, write_prompt_file
+from assay.adapters.process import SHELL, ProcessResult, run_process
 
 STEP_KEYS: frozenset[str] = frozenset({"diff", "script", "report", "summary"})
 

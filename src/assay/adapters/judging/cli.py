@@ -25,10 +25,10 @@ import os
 import shutil
 import tempfile
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 
-from assay.adapters.coders.agentcli import ParsedRun, missing_binary
+from assay.adapters.coders.agentcli import ParsedRun, now_utc, start_cli
+from assay.adapters.coders.base import DispatchResult
 from assay.adapters.coders.claude import INSTALL as CLAUDE_INSTALL
 from assay.adapters.coders.claude import parse_claude_stream
 from assay.adapters.coders.codex import INSTALL as CODEX_INSTALL
@@ -44,7 +44,7 @@ from assay.adapters.judging.common import (
     parse_answer_text,
     shown_diff,
 )
-from assay.adapters.process import ProcessResult, run_process
+from assay.adapters.process import ProcessResult
 from assay.core.blind import BlindCandidate
 from assay.core.contract import JudgeSpec
 from assay.core.vocab import JudgeKind, StopReason
@@ -170,30 +170,25 @@ def _run(
     if judge.base_url:
         variable = "ANTHROPIC_BASE_URL" if judge.kind is JudgeKind.CLAUDE else "OPENAI_BASE_URL"
         child_env[variable] = judge.base_url
-    argv = command(judge)
-    if shutil.which(argv[0], path=child_env.get("PATH")) is None:
-        install = CLAUDE_INSTALL if judge.kind is JudgeKind.CLAUDE else CODEX_INSTALL
-        return RankingResult(None, error=missing_binary(kind, install), judge=name)
-    scratch = write_scratch(workdir, candidates)
-    try:
-        proc = run_process(
-            argv,
-            cwd=scratch,
-            env=child_env,
-            timeout=judge.timeout_seconds,
-            log_path=workdir / f"{kind}.log",
-            stdin=build_prompt(candidates, task, prior),
-        )
-    except OSError as exc:
-        return RankingResult(None, error=f"{kind} could not be started: {exc}", judge=name)
+    proc = start_cli(
+        kind,
+        CLAUDE_INSTALL if judge.kind is JudgeKind.CLAUDE else CODEX_INSTALL,
+        command(judge),
+        cwd=write_scratch(workdir, candidates),
+        env=child_env,
+        timeout=judge.timeout_seconds,
+        log_path=workdir / f"{kind}.log",
+        stdin=build_prompt(candidates, task, prior),
+    )
+    if isinstance(proc, DispatchResult):
+        return RankingResult(None, error=proc.environment_error or proc.error, judge=name)
     parsed = _parse(judge.kind, proc)
     return _result(parsed, proc, [c.label for c in candidates], name)
 
 
 def _parse(kind: JudgeKind, proc: ProcessResult) -> ParsedRun:
-    now = datetime.now(UTC)
     parse = parse_claude_stream if kind is JudgeKind.CLAUDE else parse_codex_events
-    return parse(proc.stdout, stderr=proc.stderr, exit_code=proc.exit_code, now=now)
+    return parse(proc.stdout, stderr=proc.stderr, exit_code=proc.exit_code, now=now_utc())
 
 
 def _result(parsed: ParsedRun, proc: ProcessResult, labels: list[str], name: str) -> RankingResult:

@@ -8,14 +8,13 @@ on any provider fault, the judge gave no ranking. A 429 carries its quota signal
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from assay.adapters.forced_call import ask_forced, call_failed, calls_to
+from assay.adapters.forced_call import Transcript, ask_forced, call_failed, calls_to
 from assay.adapters.judging.common import (
     Deliberation,
     RankingResult,
@@ -132,7 +131,7 @@ def rank_with_model(
     """Ask the model for a ranking; ``env`` is where the API key (and base URL) are read."""
     labels = labels_of(candidates)
     name = f"llm:{judge.model}"
-    log = _Log(workdir / "judge.jsonl" if workdir is not None else None)
+    log = Transcript(workdir / "judge.jsonl" if workdir is not None else None)
     environ = dict(os.environ if env is None else env)
     try:
         endpoint = resolve_endpoint(
@@ -176,20 +175,3 @@ def rank_with_model(
         judge=name,
         log_path=log.path,
     )
-
-
-class _Log:
-    """The judge's transcript as JSON lines; one that cannot be written changes nothing."""
-
-    def __init__(self, path: Path | None) -> None:
-        self.path = path
-
-    def write(self, **event: Any) -> None:
-        if self.path is None:
-            return
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with self.path.open("a", encoding="utf-8") as handle:
-                handle.write(json.dumps(event, default=str) + "\n")
-        except OSError:
-            return

@@ -14,18 +14,21 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from assay.adapters.process import ProcessResult, run_process
+from assay.adapters.process import (
+    SHELL,
+    SHELL_NOT_EXECUTABLE,
+    SHELL_NOT_FOUND,
+    ProcessResult,
+    run_process,
+)
 from assay.adapters.validators.base import ValidationContext, ValidationOutcome
 from assay.core.results import ValidatorResult
 from assay.core.vocab import OnFail, Severity
 
-SHELL = "/bin/sh"
 DEFAULT_TIMEOUT = 600.0
 JUSTIFICATION_TAIL_CHARS = 2000
 MAX_FINDINGS = 20
 TAIL_FINDING_LINES = 5
-_SHELL_NOT_FOUND = 127
-_SHELL_NOT_EXECUTABLE = 126
 
 # pytest's short test summary: "FAILED tests/x.py::test_y - AssertionError: ..."
 _PYTEST_SUMMARY = re.compile(r"^(FAILED|ERROR) (\S.*?)(?: - .*)?$")
@@ -91,7 +94,7 @@ def judge_process(
             justification=f"`{run}` exited 0",
             advisory=advisory,
         )
-    if ran.exit_code in (_SHELL_NOT_FOUND, _SHELL_NOT_EXECUTABLE):
+    if ran.exit_code in (SHELL_NOT_FOUND, SHELL_NOT_EXECUTABLE):
         return ValidatorResult(
             validator_id=validator_id,
             severity=Severity.BLOCK,

@@ -15,7 +15,6 @@ Three choices carry the weight:
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import secrets
@@ -25,7 +24,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from assay.adapters.forced_call import ask_forced, call_failed, calls_to
+from assay.adapters.forced_call import Transcript, ask_forced, call_failed, calls_to
 from assay.adapters.llm_client import (
     ChatClient,
     ChatReply,
@@ -173,7 +172,7 @@ class _Run:
         self.validator_id = validator_id
         self.advisory = advisory
         safe = re.sub(r"[^A-Za-z0-9_.-]", "_", validator_id)
-        self.log_path = log_dir / f"judge-{safe}.jsonl"
+        self.log = Transcript(log_dir / f"judge-{safe}.jsonl").write
 
     def verdict(self, verdict: Verdict, truncated: bool) -> ValidationOutcome:
         severity, findings = verdict.severity, list(verdict.findings)
@@ -201,14 +200,6 @@ class _Run:
             advisory=self.advisory,
         )
         return ValidationOutcome(result=result, quota=exc.quota if exc is not None else None)
-
-    def log(self, **event: Any) -> None:
-        try:
-            self.log_path.parent.mkdir(parents=True, exist_ok=True)
-            with self.log_path.open("a", encoding="utf-8") as handle:
-                handle.write(json.dumps(event, default=str) + "\n")
-        except OSError:
-            return  # a transcript that cannot be written must not change the verdict
 
 
 def _first_line(exc: Exception) -> str:
