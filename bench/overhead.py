@@ -25,7 +25,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from support.repo import ASSAY, git, make_repo  # noqa: E402
+from _timing import time_assay  # noqa: E402
+from support.repo import git, make_repo  # noqa: E402
 
 CONTRACT = """task: an instant task
 coder: {kind: replay, steps: [{script: "echo done > src/out.txt"}]}
@@ -41,20 +42,7 @@ def env() -> dict[str, str]:
 def cli_runs(work: Path, runs: int) -> list[float]:
     repo = make_repo(work / "cli")
     contract = repo.contract("instant.yaml", CONTRACT)
-    walls = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        done = subprocess.run(
-            [str(ASSAY), "run", "--contract", str(contract)],
-            cwd=repo.root,
-            env=env(),
-            capture_output=True,
-            check=False,
-        )
-        walls.append(time.perf_counter() - start)
-        if done.returncode != 0:
-            raise SystemExit(f"assay run failed: {done.stderr.decode()[-2000:]}")
-    return walls
+    return time_assay(repo, "run", "--contract", str(contract), runs=runs)
 
 
 def child_time_in_process(work: Path) -> tuple[float, float]:
@@ -104,21 +92,11 @@ def child_time_in_process(work: Path) -> tuple[float, float]:
 def serve_throughput(work: Path, tasks: int, concurrency: int) -> float:
     repo = make_repo(work / "serve")
     contract = repo.contract("instant.yaml", CONTRACT)
-    for _ in range(tasks):
-        subprocess.run(
-            [str(ASSAY), "task", "add", "--contract", str(contract)],
-            cwd=repo.root, env=env(), check=True, capture_output=True,
-        )  # fmt: skip
-    start = time.perf_counter()
-    subprocess.run(
-        [str(ASSAY), "serve", "--concurrency", str(concurrency), "--once", "--poll", "0.2"],
-        cwd=repo.root, env=env(), check=True, capture_output=True,
-    )  # fmt: skip
-    elapsed = time.perf_counter() - start
-    listed = subprocess.run(
-        [str(ASSAY), "task", "list", "--json"],
-        cwd=repo.root, env=env(), check=True, capture_output=True, text=True,
-    )  # fmt: skip
+    time_assay(repo, "task", "add", "--contract", str(contract), runs=tasks)
+    [elapsed] = time_assay(
+        repo, "serve", "--concurrency", str(concurrency), "--once", "--poll", "0.2", runs=1
+    )
+    listed = repo.assay("task", "list", "--json")
     done = sum(1 for t in json.loads(listed.stdout) if t["status"] == "done")
     if done != tasks:
         raise SystemExit(f"only {done} of {tasks} tasks finished done")

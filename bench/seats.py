@@ -12,19 +12,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
+from _timing import time_assay  # noqa: E402
 from support.model_server import ModelServer  # noqa: E402
-from support.repo import ASSAY, Repo, make_repo  # noqa: E402
+from support.repo import Repo, make_repo  # noqa: E402
 from support.script import Turn  # noqa: E402
 
 
@@ -53,20 +51,13 @@ def rank_first(_request: object) -> Turn:
 
 
 def timed(repo: Repo, path: Path, runs: int, server: ModelServer | None) -> list[float]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
-    walls = []
-    for _ in range(runs):
+    def script_judges() -> None:
         if server is not None:
             server.script(rank_first, rank_first, rank_first)
-        start = time.perf_counter()
-        done = subprocess.run(
-            [str(ASSAY), "run", "--contract", str(path), "--json"],
-            cwd=repo.root, env=env, capture_output=True, text=True, check=False,
-        )  # fmt: skip
-        walls.append(time.perf_counter() - start)
-        if done.returncode != 0:
-            raise SystemExit(f"run failed ({done.returncode}): {done.stderr[-2000:]}")
-    return walls
+
+    return time_assay(
+        repo, "run", "--contract", str(path), "--json", runs=runs, before=script_judges
+    )
 
 
 def main() -> None:

@@ -9,6 +9,8 @@ import jsonschema
 import pytest
 from support.repo import BUGGY, FIXED, git, make_repo, replay_contract
 
+from assay.adapters.store.sql import Ledger
+
 SCHEMA = json.loads(
     (Path(__file__).resolve().parents[2] / "schemas" / "payload.schema.json").read_text()
 )
@@ -25,12 +27,18 @@ def test_wrong_fix_then_right_fix_recovers_and_merges(tmp_path: Path) -> None:
     assert [h["outcome"] for h in payload["attempts"]["history"]] == ["blocked", "passed"]
     assert (repo.root / "src" / "slug.py").read_text() == FIXED
     assert "merge" in git(repo.root, "log", "-1", "--format=%s")
+    assert payload["candidates"]
+    run_dir = repo.root / ".assay" / "runs" / payload["run_id"]
     assert (
-        "[attempt 1] tests"
-        in (Path(payload["candidates"] and repo.root) / ".assay")
-        .joinpath("runs", payload["run_id"], "attempt-2", "seat-1", "prompt-attempt2.md")
-        .read_text()
+        "[attempt 1] tests" in (run_dir / "attempt-2" / "seat-1" / "prompt-attempt2.md").read_text()
     )
+    with Ledger.open(f"sqlite:///{repo.root / '.assay' / 'assay.db'}") as ledger:
+        events = ledger.events(run_id=payload["run_id"])
+    seats = [e.data for e in events if e.kind == "seat.finished"]
+    assert [(s["attempt"], s["files"]) for s in seats] == [
+        (1, ["src/slug.py"]),
+        (2, ["src/slug.py"]),
+    ]
     assert not list((repo.root / ".assay" / "worktrees" / payload["run_id"]).glob("*"))
     assert ".assay/" in (repo.root / ".git" / "info" / "exclude").read_text()
 

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from pydantic import JsonValue
 from rich.console import Console
 from rich.markup import escape
 
 from assay.engine.effects import RunEvent
 
 _STYLE = {"pass": "green", "warn": "yellow", "block": "red"}
+
+
+def _items(value: JsonValue) -> list[JsonValue]:
+    return value if isinstance(value, list) else []
 
 
 class Progress:
@@ -25,7 +30,7 @@ class Progress:
         elif event.kind == "attempt.started":
             out(f"[bold cyan]attempt {data['attempt']}[/bold cyan]")
         elif event.kind == "seat.finished":
-            files = data.get("files") or []
+            files = [str(f) for f in _items(data.get("files"))]
             shown = ", ".join(files[:5]) + (" …" if len(files) > 5 else "")
             what = f"{len(files)} file(s) changed ({shown})" if files else "no change"
             err = f" · [red]{escape(str(data['error']))}[/red]" if data.get("error") else ""
@@ -38,7 +43,7 @@ class Progress:
             out(f"  validator {data['validator']}: [{style}]{severity}[/{style}]")
         elif event.kind == "attempt.decided":
             out(f"  decision: [bold]{data['action']}[/bold] (seat {data['seat']})")
-            for failure in data.get("failures") or []:
+            for failure in _items(data.get("failures")):
                 out(f"    [red]✗[/red] {escape(str(failure))}")
         elif event.kind == "judges.ranked":
             lost = f", {data['lost_to_quota']} lost to quota" if data.get("lost_to_quota") else ""

@@ -24,7 +24,30 @@ from assay.cli.workspace import (
 from assay.core.vocab import HaltType, TaskStatus
 
 if TYPE_CHECKING:
+    from assay.adapters.store.sql import Ledger
     from assay.core.contract import Contract
+    from assay.core.tasks import Task
+
+
+# The flags that build a contract, shared by `assay run` and `assay task add`.
+ContractFlag = Annotated[
+    Path | None, typer.Option("--contract", "-c", help="A dispatch contract (YAML).")
+]
+CoderFlag = Annotated[
+    str | None,
+    typer.Option(help="Coder kind: claude, codex, aider, mini, llm, command or replay."),
+]
+CoderCommandFlag = Annotated[
+    str | None, typer.Option(help="For --coder command: the command line to run.")
+]
+ValidatorFlag = Annotated[
+    list[str] | None,
+    typer.Option("--validator", "-v", help='A validator command, e.g. "pytest -q" (repeat).'),
+]
+LandFlag = Annotated[str, typer.Option(help="merge, branch, pr or none.")]
+SeatsFlag = Annotated[int, typer.Option(min=1, help="Competing coders per attempt.")]
+MaxAttemptsFlag = Annotated[int, typer.Option(min=1, help="Runs before the task is Held.")]
+MaxRecoveryFlag = Annotated[int, typer.Option(min=0, help="Recovery waves per run.")]
 
 
 def exit_code_for(status: TaskStatus, halt_type: HaltType) -> int:
@@ -37,7 +60,7 @@ def exit_code_for(status: TaskStatus, halt_type: HaltType) -> int:
     return EXIT_FAILED
 
 
-def load_contract_file(path: Path) -> object:
+def load_contract_file(path: Path) -> Contract:
     from assay.core.contract import ContractError, parse_contract
 
     try:
@@ -54,24 +77,14 @@ def run(
     instruction: Annotated[
         str | None, typer.Argument(help="What to do. Omit it when --contract gives the task.")
     ] = None,
-    contract: Annotated[
-        Path | None, typer.Option("--contract", "-c", help="A dispatch contract (YAML).")
-    ] = None,
-    coder: Annotated[
-        str | None,
-        typer.Option(help="Coder kind: claude, codex, aider, mini, llm, command or replay."),
-    ] = None,
-    coder_command: Annotated[
-        str | None, typer.Option(help="For --coder command: the command line to run.")
-    ] = None,
-    validator: Annotated[
-        list[str] | None,
-        typer.Option("--validator", "-v", help='A validator command, e.g. "pytest -q" (repeat).'),
-    ] = None,
-    land: Annotated[str, typer.Option(help="merge, branch, pr or none.")] = "branch",
-    seats: Annotated[int, typer.Option(min=1, help="Competing coders per attempt.")] = 1,
-    max_attempts: Annotated[int, typer.Option(min=1, help="Runs before the task is Held.")] = 3,
-    max_recovery: Annotated[int, typer.Option(min=0, help="Recovery waves per run.")] = 2,
+    contract: ContractFlag = None,
+    coder: CoderFlag = None,
+    coder_command: CoderCommandFlag = None,
+    validator: ValidatorFlag = None,
+    land: LandFlag = "branch",
+    seats: SeatsFlag = 1,
+    max_attempts: MaxAttemptsFlag = 3,
+    max_recovery: MaxRecoveryFlag = 2,
     task_id: Annotated[
         str | None, typer.Option("--task", help="Run an existing task instead of a new one.")
     ] = None,
@@ -96,7 +109,6 @@ def run(
     .assay/runs/<run>/payload.json. Exit: 0 done, 1 failed, 2 bad input, 3 held, 4 internal.
     """
     from assay.cli.progress import Progress
-    from assay.core.tasks import Task
     from assay.engine.runner import recover_interrupted, run_task
 
     workspace = Workspace.find()
@@ -134,11 +146,7 @@ def run(
             instruction, contract, coder, coder_command, validator, land, seats,
             max_attempts, max_recovery,
         )  # fmt: skip
-        title = built.task.strip().splitlines()[0][:80]
-        task = Task.new(id=new_task_id(now), title=title, instruction=built.task, now=now)
-        ledger.add_task(task)
-        workspace.save_contract(task.id, built)
-        jobs.append((task, built))
+        jobs.append((queue_task(workspace, ledger, built, now), built))
     if not jobs:
         fail("give an instruction, --contract FILE, --task ID or --resume (see assay run -h)")
 
@@ -187,11 +195,10 @@ def build_contract(
 ) -> Contract:
     from pydantic import ValidationError
 
-    from assay.core.contract import Contract, contract_from_flags
+    from assay.core.contract import contract_from_flags
 
     if contract_file is not None:
         loaded = load_contract_file(contract_file)
-        assert isinstance(loaded, Contract)
         if instruction is not None:
             loaded = loaded.model_copy(update={"task": instruction})
         return loaded
@@ -215,7 +222,16 @@ def build_contract(
         fail(f"invalid options: {exc}")
 
 
-def new_task_id(now: datetime) -> str:
+def queue_task(workspace: Workspace, ledger: Ledger, contract: Contract, now: datetime) -> Task:
+    """A new task for ``contract``, titled by its first line; the contract is stored first, so
+    a task in the ledger always has one."""
     import secrets
 
-    return f"t{now:%Y%m%d-%H%M%S}-{secrets.token_hex(2)}"
+    from assay.core.tasks import Task
+
+    task_id = f"t{now:%Y%m%d-%H%M%S}-{secrets.token_hex(2)}"
+    title = contract.task.strip().splitlines()[0][:80]
+    workspace.save_contract(task_id, contract)
+    task = Task.new(id=task_id, title=title, instruction=contract.task, now=now)
+    ledger.add_task(task)
+    return task

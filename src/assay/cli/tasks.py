@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from assay.cli.run import (
+    CoderCommandFlag,
+    CoderFlag,
+    ContractFlag,
+    LandFlag,
+    MaxAttemptsFlag,
+    MaxRecoveryFlag,
+    SeatsFlag,
+    ValidatorFlag,
+)
 from assay.cli.workspace import EXIT_USAGE, Workspace, command_group, fail, print_json
 
 if TYPE_CHECKING:
@@ -35,21 +44,18 @@ def _dump(task: Task) -> dict[str, object]:
 @app.command()
 def add(
     instruction: Annotated[str | None, typer.Argument(help="What to do.")] = None,
-    contract: Annotated[Path | None, typer.Option("--contract", "-c", help="A contract.")] = None,
-    coder: Annotated[str | None, typer.Option(help="Coder kind.")] = None,
-    coder_command: Annotated[str | None, typer.Option(help="For --coder command.")] = None,
-    validator: Annotated[
-        list[str] | None, typer.Option("--validator", "-v", help="A validator command (repeat).")
-    ] = None,
-    land: Annotated[str, typer.Option(help="merge, branch, pr or none.")] = "branch",
-    seats: Annotated[int, typer.Option(min=1)] = 1,
-    max_attempts: Annotated[int, typer.Option(min=1)] = 3,
-    max_recovery: Annotated[int, typer.Option(min=0)] = 2,
+    contract: ContractFlag = None,
+    coder: CoderFlag = None,
+    coder_command: CoderCommandFlag = None,
+    validator: ValidatorFlag = None,
+    land: LandFlag = "branch",
+    seats: SeatsFlag = 1,
+    max_attempts: MaxAttemptsFlag = 3,
+    max_recovery: MaxRecoveryFlag = 2,
     json_output: JsonFlag = False,
 ) -> None:
     """Queue a task (an instruction with flags, or a contract) for `assay serve`."""
-    from assay.cli.run import build_contract, new_task_id
-    from assay.core.tasks import Task
+    from assay.cli.run import build_contract, queue_task
 
     if instruction is None and contract is None:
         fail("give an instruction or --contract FILE")
@@ -58,12 +64,7 @@ def add(
         max_attempts, max_recovery,
     )  # fmt: skip
     workspace = Workspace.find()
-    ledger = workspace.ledger()
-    now = datetime.now(UTC)
-    title = built.task.strip().splitlines()[0][:80]
-    task = Task.new(id=new_task_id(now), title=title, instruction=built.task, now=now)
-    workspace.save_contract(task.id, built)
-    ledger.add_task(task)
+    task = queue_task(workspace, workspace.ledger(), built, datetime.now(UTC))
     if json_output:
         print_json(_dump(task))
     else:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pydantic import JsonValue
+
 from assay.core.attempts import AttemptRecord, attempt_outcome
 from assay.core.results import ValidatorResult
 from assay.core.vocab import StopReason
@@ -69,12 +71,12 @@ def seat_errors(seats: list[SeatOutcome]) -> list[str]:
     return [f"seat {s.seat}: {seat_error(s)}" for s in seats if not s.viable]
 
 
-def seat_event(seat: SeatOutcome) -> dict[str, object]:
+def seat_event(seat: SeatOutcome) -> dict[str, JsonValue]:
     return {
         "attempt": seat.attempt,
         "seat": seat.seat,
         "coder": seat.coder,
-        "files": seat.change.paths,
+        "files": [*seat.change.paths],
         "viable": seat.viable,
         "stop_reason": seat.result.stop_reason.value if seat.result.stop_reason else None,
         "error": seat_error(seat) if not seat.viable else None,

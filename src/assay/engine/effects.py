@@ -11,7 +11,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
+
+from pydantic import JsonValue
 
 from assay.adapters.coders.base import DispatchResult
 from assay.adapters.validators.base import ValidationOutcome
@@ -85,10 +87,10 @@ class JudgeRound:
 
 @dataclass(frozen=True)
 class RunEvent:
-    """Progress, for the live display and the ledger's event log."""
+    """Progress, for the live display and the ledger's event log (stored as it is: JSON)."""
 
     kind: str
-    data: dict[str, Any] = field(default_factory=dict)
+    data: dict[str, JsonValue] = field(default_factory=dict)
 
 
 class Effects(Protocol):

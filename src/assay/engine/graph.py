@@ -38,7 +38,7 @@ from assay.engine.accounting import (
 from assay.engine.effects import Effects, RunEvent, RunPlan, SeatOutcome
 from assay.engine.result import RunResult, end_run
 
-__all__ = ["RunResult", "run_graph"]
+__all__ = ["run_graph"]
 
 NO_CHANGE_CHECK = "assay.change"
 

@@ -20,7 +20,6 @@ from assay.adapters.store import halt_files, halt_ops
 from assay.adapters.validators import get_validator
 from assay.adapters.validators.base import ValidationContext, ValidationOutcome
 from assay.core.anchors import unresolved_anchors
-from assay.core.changes import ChangeSet
 from assay.core.payload import HaltNotice
 from assay.core.report import compare_with_diff, parse_coder_report
 from assay.core.vocab import CanonicalHalt, HaltLifecycle, LandMode, RunStatus, ValidatorKind
@@ -81,11 +80,6 @@ class LocalEffects:
         seat_dir.mkdir(parents=True, exist_ok=True)
         report_path = seat_dir / "report.json"
         report_path.unlink(missing_ok=True)
-        env = child_environment(
-            self.operator_env,
-            credentials=CODER_CREDENTIALS.get(spec.kind.value, frozenset()),
-            declared=plan.contract.env,
-        )
         request = DispatchRequest(
             worktree=worktree,
             prompt=prompt,
@@ -95,7 +89,7 @@ class LocalEffects:
             halt_state_dir=self.state_dir(),
             report_path=report_path,
             log_dir=seat_dir,
-            env=env,
+            env=self._coder_env(plan, seat),
             settings=spec.model_dump(mode="json"),
             timeout_seconds=spec.timeout_seconds,
             max_turns=spec.max_turns,
@@ -149,12 +143,7 @@ class LocalEffects:
         coder_ignored = await asyncio.to_thread(git.ignored_entries, seat.worktree)
         outcomes: list[ValidationOutcome] = []
         # The secret scan also looks for the exact values of the coder's own credentials.
-        coder_kind = contract.coder_for_seat(seat.seat).kind.value
-        coder_env = child_environment(
-            self.operator_env,
-            credentials=CODER_CREDENTIALS.get(coder_kind, frozenset()),
-            declared=contract.env,
-        )
+        coder_env = self._coder_env(plan, seat.seat)
         for kind, settings in checks:
             context = ValidationContext(
                 worktree=seat.worktree,
@@ -228,18 +217,28 @@ class LocalEffects:
         return await asyncio.to_thread(self._land, plan, seat, blocked, failures)
 
     async def emit(self, event: RunEvent) -> None:
-        self.events.append(event)
-        if self.sink is not None:
-            self.sink(event)
+        self._record(event)
 
     # -- helpers -----------------------------------------------------------------------------
 
     def _warn(self, message: str) -> None:
         if message not in self.warnings:
             self.warnings.append(message)
-            self.events.append(RunEvent("warning", {"message": message}))
-            if self.sink is not None:
-                self.sink(self.events[-1])
+            self._record(RunEvent("warning", {"message": message}))
+
+    def _record(self, event: RunEvent) -> None:
+        self.events.append(event)
+        if self.sink is not None:
+            self.sink(event)
+
+    def _coder_env(self, plan: RunPlan, seat: int) -> dict[str, str]:
+        """The environment the seat's coder runs in: its own credentials and the declared env."""
+        kind = plan.contract.coder_for_seat(seat).kind.value
+        return child_environment(
+            self.operator_env,
+            credentials=CODER_CREDENTIALS.get(kind, frozenset()),
+            declared=plan.contract.env,
+        )
 
     def _worktree(self, plan: RunPlan, seat: int) -> Path:
         """One worktree per seat, kept across the run's attempts (recovery continues from it)."""
@@ -303,7 +302,3 @@ def _captured_output(result: DispatchResult) -> str:
     if result.log_path is None or not result.log_path.exists():
         return ""
     return result.log_path.read_text(errors="replace")[-200_000:]
-
-
-def empty_change(base_commit: str) -> ChangeSet:
-    return ChangeSet(base_commit=base_commit)

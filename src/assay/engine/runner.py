@@ -36,9 +36,10 @@ from assay.core.payload import CandidateSummary, LandSummary, Payload, build_pay
 from assay.core.settle import Settlement, Verdict, settle
 from assay.core.tasks import Task
 from assay.core.vocab import AttemptOutcome, CoderKind, HaltType, RunStatus, ValidatorKind
-from assay.engine.effects import RunEvent, RunPlan
-from assay.engine.graph import RunResult, run_graph
+from assay.engine.effects import RunPlan
+from assay.engine.graph import run_graph
 from assay.engine.local import EventSink, LocalEffects
+from assay.engine.result import RunResult
 
 Clock = Callable[[], datetime]
 
@@ -104,7 +105,6 @@ def run_task(
             result = RunResult(
                 RunStatus.FAILED, HaltType.INTERNAL_ERROR, f"internal error: {exc!r}"
             )
-            result.dispatches = []
         report = close_run(
             plan=plan, fx=fx, ledger=ledger, task=task, result=result, started=started, clock=clock
         )
@@ -219,7 +219,7 @@ def close_run(
             land_attempts=1 if result.land else 0,
             payload_path=str(payload_path),
             finished_at=payload.finished_at,
-            events=[EventIn(kind=e.kind, data=_jsonable(e.data)) for e in fx.events],
+            events=[EventIn(kind=e.kind, data=e.data) for e in fx.events],
         )
     )
     return RunReport(
@@ -275,61 +275,50 @@ def recover_interrupted(
     again; a second recovery finds the run closed and does nothing, so nothing counts twice.
     """
     recovered: list[str] = []
-    for task in ledger.list_tasks():
-        for record in ledger.runs(task.id):
-            if not record.open or run_is_alive(home / "runs" / record.id):
-                continue
-            contract = contract_for(task.id)
-            reason = "interrupted: the process running it died before the run closed"
-            verdict = Verdict(status=RunStatus.FAILED, parked=True)
-            now = clock()
-            settlement = settle(task, verdict, reason, contract.budgets.max_attempts, now)
-            payload = build_payload(
-                task_id=task.id,
-                run_id=record.id,
-                dispatch_id=record.dispatch_id or record.id,
-                status=RunStatus.FAILED,
-                halt_type=HaltType.ENVIRONMENT_ERROR,
-                reason=reason,
-                task_status=settlement.new_status,
-                attempt_spent=settlement.attempt_spent,
-                task_spec=contract.task,
-                attempts=payload_attempts(reason),
-                started_at=record.started_at,
-                finished_at=max(now, record.started_at),
+    for record in ledger.open_runs():
+        run_dir = home / "runs" / record.id
+        if run_is_alive(run_dir):
+            continue
+        task = ledger.get_task(record.task_id)
+        contract = contract_for(task.id)
+        reason = "interrupted: the process running it died before the run closed"
+        attempts = [
+            AttemptRecord(
+                attempt=1, outcome=AttemptOutcome.ERROR, coder_dispatches=0, failures=[reason]
             )
-            path = home / "runs" / record.id / "payload.json"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            halt_files.write_json_atomic(path, payload.to_json())
-            ledger.close_run(
-                RunClose(
-                    run_id=record.id,
-                    status=RunStatus.FAILED,
-                    task=task,
-                    settlement=settlement,
-                    reason=reason,
-                    attempts=payload_attempts(reason),
-                    payload_path=str(path),
-                    finished_at=payload.finished_at,
-                    events=[EventIn(kind="run.interrupted", data={"reason": reason})],
-                )
-            )
-            recovered.append(record.id)
-    return recovered
-
-
-def payload_attempts(reason: str) -> list[AttemptRecord]:
-    return [
-        AttemptRecord(
-            attempt=1, outcome=AttemptOutcome.ERROR, coder_dispatches=0, failures=[reason]
+        ]
+        verdict = Verdict(status=RunStatus.FAILED, parked=True)
+        now = clock()
+        settlement = settle(task, verdict, reason, contract.budgets.max_attempts, now)
+        payload = build_payload(
+            task_id=task.id,
+            run_id=record.id,
+            dispatch_id=record.dispatch_id or record.id,
+            status=RunStatus.FAILED,
+            halt_type=HaltType.ENVIRONMENT_ERROR,
+            reason=reason,
+            task_status=settlement.new_status,
+            attempt_spent=settlement.attempt_spent,
+            task_spec=contract.task,
+            attempts=attempts,
+            started_at=record.started_at,
+            finished_at=max(now, record.started_at),
         )
-    ]
-
-
-def _jsonable(data: Mapping[str, object]) -> dict[str, object]:
-    import json
-
-    return dict(json.loads(json.dumps(data, default=str)))
-
-
-__all__ = ["RunEvent", "RunReport", "recover_interrupted", "run_is_alive", "run_task"]
+        run_dir.mkdir(parents=True, exist_ok=True)
+        path = run_dir / "payload.json"
+        halt_files.write_json_atomic(path, payload.to_json())
+        ledger.close_run(
+            RunClose(
+                run_id=record.id,
+                status=RunStatus.FAILED,
+                task=task,
+                settlement=settlement,
+                reason=reason,
+                attempts=attempts,
+                payload_path=str(path),
+                finished_at=payload.finished_at,
+                events=[EventIn(kind="run.interrupted", data={"reason": reason})],
+            )
+        )
+        recovered.append(record.id)
+    return recovered
