@@ -214,10 +214,12 @@ def ensure_excluded(repo: Path, pattern: str = ".assay/") -> bool:
 
 
 def seat_branch(run_id: str, seat: int | str) -> str:
+    """The candidate branch of one seat, e.g. ``assay/<run>/seat-1``."""
     return f"assay/{run_id}/{seat}"
 
 
 def seat_worktree(assay_dir: Path, run_id: str, seat: int | str) -> Path:
+    """Where one seat works: ``<assay_dir>/worktrees/<run>/<seat>``."""
     return assay_dir / "worktrees" / run_id / str(seat)
 
 

@@ -243,8 +243,8 @@ class LocalEffects:
     def _worktree(self, plan: RunPlan, seat: int) -> Path:
         """One worktree per seat, kept across the run's attempts (recovery continues from it)."""
         if seat not in self.worktrees:
-            path = self.home / "worktrees" / plan.run_id / f"seat-{seat}"
-            branch = f"assay/{plan.run_id}/seat-{seat}"
+            path = git.seat_worktree(self.home, plan.run_id, f"seat-{seat}")
+            branch = git.seat_branch(plan.run_id, f"seat-{seat}")
             git.add_worktree(plan.repo_root, path, plan.base_commit, branch)
             self.worktrees[seat] = path
             self.branches[seat] = branch
