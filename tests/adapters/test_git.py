@@ -422,3 +422,25 @@ def test_restore_checkpoint_removes_what_validators_left_but_keeps_the_coders(
     assert not (repo / "__pycache__").exists()
     assert not (repo / "report.xml").exists()
     assert (repo / "node_modules" / "dep.js").exists()
+
+
+def test_worktrees_added_from_many_threads_at_once_all_succeed(tmp_path: Path) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from assay.adapters.git import add_worktree, commit_all, head_commit
+
+    repo = tmp_path / "r"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / "a.txt").write_text("a\n")
+    commit_all(repo, "base")
+    base = head_commit(repo)
+
+    # Same basenames in different runs make git derive admin names while others are written:
+    # without the lock this failed with "failed to read .git/worktrees/seat-1/commondir".
+    def add(n: int) -> Path:
+        return add_worktree(repo, tmp_path / f"run-{n // 4}" / f"seat-{n % 4}", base, f"b/{n}")
+
+    with ThreadPoolExecutor(max_workers=16) as pool:
+        paths = list(pool.map(add, range(32)))
+    assert all((p / "a.txt").read_text() == "a\n" for p in paths)

@@ -10,10 +10,12 @@ any ref or working tree moves, and a dirty checkout of the target branch is neve
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import shutil
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -223,21 +225,36 @@ def seat_worktree(assay_dir: Path, run_id: str, seat: int | str) -> Path:
     return assay_dir / "worktrees" / run_id / str(seat)
 
 
+@contextlib.contextmanager
+def _worktree_lock(repo: Path) -> Iterator[None]:
+    """Git's worktree bookkeeping (``.git/worktrees/``) is not safe against concurrent adds and
+    prunes: a second add can read the first's half-written entry. Seats start in parallel
+    threads and several assay processes may share a repository, so these are serialised."""
+    fd = os.open(_git_path(repo, "assay-worktree.lock"), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
 def add_worktree(repo: Path, path: Path, base_commit: str, branch: str) -> Path:
     """Check ``base_commit`` out at ``path`` on the new branch ``branch``."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    _run(repo, "worktree", "add", "--quiet", "-b", branch, str(path), base_commit)
+    with _worktree_lock(repo):
+        _run(repo, "worktree", "add", "--quiet", "-b", branch, str(path), base_commit)
     return path
 
 
 def remove_worktree(repo: Path, path: Path, branch: str | None = None) -> None:
     """Remove the worktree even with uncommitted work in it; delete ``branch`` if given."""
-    _run(repo, "worktree", "remove", "--force", "--force", str(path), ok=(0, 128))
-    if path.exists():
-        shutil.rmtree(path, ignore_errors=True)
-    _run(repo, "worktree", "prune")
-    if branch is not None:
-        _run(repo, "branch", "-D", "--", branch, ok=(0, 1))
+    with _worktree_lock(repo):
+        _run(repo, "worktree", "remove", "--force", "--force", str(path), ok=(0, 128))
+        if path.exists():
+            shutil.rmtree(path, ignore_errors=True)
+        _run(repo, "worktree", "prune")
+        if branch is not None:
+            _run(repo, "branch", "-D", "--", branch, ok=(0, 1))
 
 
 # --- the change, read back from disk ---------------------------------------------------------
