@@ -108,3 +108,12 @@ def test_run_from_an_instruction_and_flags(tmp_path: Path) -> None:
     payload = json.loads(done.stdout)
     assert payload["status"] == "merged"
     assert (repo.root / "src" / "slug.py").read_text() == FIXED
+
+
+def test_a_corrupt_stored_contract_is_one_line_and_exit_4(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    queued = json.loads(repo.assay("task", "add", "x", "--coder", "replay", "--json").stdout)
+    (repo.root / ".assay" / "tasks" / f"{queued['id']}.contract.json").write_text("{not json")
+    done = repo.assay("run", "--task", queued["id"])
+    assert done.returncode == 4
+    assert done.stderr.startswith("assay: internal error:") and "Traceback" not in done.stderr

@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Sequence
 
@@ -22,7 +23,16 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     first = args[0] if args else None
     only = first if first in GROUPS or first in COMMANDS else None
-    build_app(only)(args=args, prog_name="assay")
+    try:
+        build_app(only)(args=args, prog_name="assay", standalone_mode=True)
+    except Exception as exc:  # a bug or a broken environment: one line, exit 4, never a traceback
+        if os.environ.get("ASSAY_DEBUG"):
+            raise
+        sys.stderr.write(
+            f"assay: internal error: {type(exc).__name__}: {exc}\n"
+            "(set ASSAY_DEBUG=1 to see the traceback)\n"
+        )
+        sys.exit(4)
 
 
 if __name__ == "__main__":

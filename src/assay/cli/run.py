@@ -227,11 +227,17 @@ def queue_task(workspace: Workspace, ledger: Ledger, contract: Contract, now: da
     a task in the ledger always has one."""
     import secrets
 
+    from assay.adapters.store.sql import LedgerConflict
     from assay.core.tasks import Task
 
-    task_id = f"t{now:%Y%m%d-%H%M%S}-{secrets.token_hex(2)}"
     title = contract.task.strip().splitlines()[0][:80]
-    workspace.save_contract(task_id, contract)
-    task = Task.new(id=task_id, title=title, instruction=contract.task, now=now)
-    ledger.add_task(task)
-    return task
+    for _ in range(3):  # 32 random bits per second make a clash rare; a clash just draws again
+        task_id = f"t{now:%Y%m%d-%H%M%S}-{secrets.token_hex(4)}"
+        workspace.save_contract(task_id, contract)
+        task = Task.new(id=task_id, title=title, instruction=contract.task, now=now)
+        try:
+            ledger.add_task(task)
+        except LedgerConflict:
+            continue
+        return task
+    fail("could not find a free task id after 3 tries", EXIT_INTERNAL)
