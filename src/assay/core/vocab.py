@@ -237,3 +237,22 @@ class SettleRow(StrEnum):
     BLOCKED = "blocked"
     VERIFIED_NOOP = "verified_noop"
     NON_TERMINAL = "non_terminal"
+
+
+class CrashPoint(StrEnum):
+    """Every effect boundary of a run, in the order a run reaches them.
+
+    ``ASSAY_CRASH_AT=<point>[:<n>]`` ends the process at the n-th time it reaches one (a test
+    hook: recovery must leave exact counts and at most one landing from any of them).
+    """
+
+    TASK_STARTED = "task_started"  # the ledger's start_run committed
+    ARMED = "armed"
+    DISPATCH_STARTED = "dispatch_started"  # the seat's worktree exists, the coder not yet run
+    DISPATCH_ENDED = "dispatch_ended"
+    VALIDATED = "validated"
+    JUDGED = "judged"
+    LANDING_INTENT = "landing_intent"  # just before the landing effect
+    REF_MOVED = "ref_moved"  # the base branch moved, nothing recorded yet
+    PAYLOAD_WRITTEN = "payload_written"
+    LEDGER_CLOSED = "ledger_closed"
