@@ -3,6 +3,10 @@
 The child gets its own process group, so a timeout kills everything it started (a coder's
 shells, test runners, language servers), not just the direct child. Output is streamed to a
 log file as it arrives, so what was written before a timeout or crash is kept.
+
+Every live child's group is registered, so a stop request (SIGINT or SIGTERM to assay) can end
+them all: TERM at once, KILL after a grace period; a child started after the request is
+stopped as soon as it starts.
 """
 
 from __future__ import annotations
@@ -24,6 +28,11 @@ SHELL = "/bin/sh"  # a command line of the contract runs as [SHELL, "-c", line]
 # POSIX shells exit 127 for "command not found" and 126 for "found but not executable".
 SHELL_NOT_FOUND = 127
 SHELL_NOT_EXECUTABLE = 126
+STOP_GRACE_SECONDS = 5.0
+
+_live_groups: set[int] = set()
+_groups_guard = threading.Lock()
+_stop: list[int] = []  # the signal that asked this process to stop, once received
 
 
 @dataclass(frozen=True)
@@ -68,6 +77,7 @@ def run_process(
             stderr=err,
             start_new_session=True,
         )
+        _register(child.pid)
         try:
             if stdin is not None and child.stdin is not None:
                 # Fed from a thread: a child that never reads its stdin must not block us
@@ -85,6 +95,8 @@ def run_process(
         finally:
             # Anything the child left behind in its group goes too.
             _signal_group(child.pid, signal.SIGKILL)
+            with _groups_guard:
+                _live_groups.discard(child.pid)
     wall = int((time.monotonic() - start) * 1000)
     stdout = out_path.read_text(errors="replace")
     stderr = err_path.read_text(errors="replace")
@@ -99,6 +111,42 @@ def run_process(
         wall_time_ms=wall,
         log_path=log_path,
     )
+
+
+def request_stop(signum: int, grace: float = STOP_GRACE_SECONDS) -> None:
+    """Stop every live child group: SIGTERM now, SIGKILL to what is left after ``grace``.
+
+    Safe to call from a signal handler (it only signals and starts a timer thread).
+    """
+    if not _stop:
+        _stop.append(signum)
+    for pid in live_groups():
+        _signal_group(pid, signal.SIGTERM)
+    timer = threading.Timer(grace, _kill_live_groups)
+    timer.daemon = True
+    timer.start()
+
+
+def stop_requested() -> int | None:
+    """The signal that asked this process to stop, or None."""
+    return _stop[0] if _stop else None
+
+
+def live_groups() -> list[int]:
+    with _groups_guard:
+        return sorted(_live_groups)
+
+
+def _register(pid: int) -> None:
+    with _groups_guard:
+        _live_groups.add(pid)
+    if _stop:  # started after the stop request: it goes at once
+        _signal_group(pid, signal.SIGTERM)
+
+
+def _kill_live_groups() -> None:
+    for pid in live_groups():
+        _signal_group(pid, signal.SIGKILL)
 
 
 def _feed(pipe: IO[bytes], data: bytes) -> None:

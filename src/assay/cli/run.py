@@ -1,17 +1,20 @@
 """``assay run``: run one task now, with live progress, and exit by what settle made of it.
 
 Exit codes: 0 done, 1 failed (runnable again), 2 a bad invocation or contract, 3 held for a
-human, 4 an internal error.
+human, 4 an internal error, 130 / 143 stopped by SIGINT / SIGTERM (the run closed as
+interrupted, the task runnable again).
 """
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from assay.cli.signals import graceful_stop, interrupted_exit
 from assay.cli.workspace import (
     EXIT_DONE,
     EXIT_FAILED,
@@ -106,10 +109,10 @@ def run(
     """Run a task now: coders in worktrees, validators decide, the task is settled.
 
     Give an instruction (and flags), or a contract file. The payload is written to
-    .assay/runs/<run>/payload.json. Exit: 0 done, 1 failed, 2 bad input, 3 held, 4 internal.
+    .assay/runs/<run>/payload.json. Exit: 0 done, 1 failed, 2 bad input, 3 held, 4 internal,
+    130/143 stopped by SIGINT/SIGTERM.
     """
-    from assay.cli.progress import Progress
-    from assay.engine.runner import recover_interrupted, run_task
+    from assay.engine.runner import recover_interrupted
 
     workspace = Workspace.find()
     ledger = workspace.ledger()
@@ -117,7 +120,10 @@ def run(
     jobs: list[tuple[Task, Contract]] = []
     if resume:
         recovered = recover_interrupted(
-            home=workspace.home, ledger=ledger, contract_for=workspace.load_contract
+            repo=workspace.repo,
+            home=workspace.home,
+            ledger=ledger,
+            contract_for=workspace.load_contract,
         )
         for run_id in recovered:
             task = ledger.get_task(ledger.get_run(run_id).task_id)
@@ -150,17 +156,45 @@ def run(
     if not jobs:
         fail("give an instruction, --contract FILE, --task ID or --resume (see assay run -h)")
 
+    with graceful_stop():
+        code = _run_jobs(workspace, ledger, jobs, keep_worktrees, json_output)
+    raise typer.Exit(interrupted_exit() or code)
+
+
+def _run_jobs(
+    workspace: Workspace,
+    ledger: Ledger,
+    jobs: list[tuple[Task, Contract]],
+    keep_worktrees: bool,
+    json_output: bool,
+) -> int:
+    from assay.cli.progress import Progress
+    from assay.engine.interrupt import RunInterrupted
+    from assay.engine.runner import run_task
+
     code = EXIT_DONE
     for task, chosen in jobs:
-        report = run_task(
-            repo=workspace.repo,
-            home=workspace.home,
-            ledger=ledger,
-            task=task,
-            contract=chosen,
-            sink=Progress(quiet=False),
-            keep_worktrees=keep_worktrees,
-        )
+        if interrupted_exit() is not None:
+            break
+        try:
+            report = run_task(
+                repo=workspace.repo,
+                home=workspace.home,
+                ledger=ledger,
+                task=task,
+                contract=chosen,
+                sink=Progress(quiet=False),
+                keep_worktrees=keep_worktrees,
+            )
+        except RunInterrupted as stop:
+            typer.echo(
+                f"task {task.id}: {stop}; the run closed as interrupted, the task is runnable "
+                f"again\npayload: {stop.payload_path}",
+                err=True,
+            )
+            if json_output and stop.payload_path:
+                print_json(json.loads(Path(stop.payload_path).read_text(encoding="utf-8")))
+            break
         payload = report.payload
         if json_output:
             print_json(payload.to_json())
@@ -179,7 +213,7 @@ def run(
 
                 typer.echo(waits_message(task, finished))
         code = max(code, exit_code_for(report.settlement.new_status, payload.halt_type))
-    raise typer.Exit(code)
+    return code
 
 
 def build_contract(

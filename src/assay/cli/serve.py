@@ -10,6 +10,7 @@ from typing import Annotated
 
 import typer
 
+from assay.cli.signals import graceful_stop, interrupted_exit
 from assay.cli.workspace import Workspace
 
 
@@ -25,16 +26,22 @@ def serve(
     Each task runs until settle makes it done, held, or failed; a failed task is picked up
     again until max_attempts hold it for a human. A task that waits for its provider quota is
     skipped until its time (said once per wait); with --once, it does not keep serve running.
+    SIGINT / SIGTERM stop the coders, close the runs in progress as interrupted, and exit
+    130 / 143.
     """
     from assay.adapters.store.sql import LedgerConflict
     from assay.cli.explain import waits_message
     from assay.cli.progress import Progress
+    from assay.engine.interrupt import RunInterrupted
     from assay.engine.runner import recover_interrupted, run_task
 
     workspace = Workspace.find()
     ledger = workspace.ledger()
     for run_id in recover_interrupted(
-        home=workspace.home, ledger=ledger, contract_for=workspace.load_contract
+        repo=workspace.repo,
+        home=workspace.home,
+        ledger=ledger,
+        contract_for=workspace.load_contract,
     ):
         typer.echo(f"recovered interrupted run {run_id}", err=True)
 
@@ -62,15 +69,17 @@ def serve(
             )
         except LedgerConflict:
             pass  # another worker claimed it first
+        except RunInterrupted as stop:
+            typer.echo(f"{task_id}: {stop}; closed as interrupted, runnable again", err=True)
         finally:
             with guard:
                 busy.discard(task_id)
 
     done = 0
-    with ThreadPoolExecutor(max_workers=concurrency) as pool:
+    with graceful_stop(), ThreadPoolExecutor(max_workers=concurrency) as pool:
         futures: list[Future[None]] = []
         try:
-            while True:
+            while interrupted_exit() is None:
                 now = datetime.now(UTC)
                 tasks = ledger.list_tasks()
                 for task in tasks:
@@ -93,3 +102,6 @@ def serve(
         except KeyboardInterrupt:
             typer.echo("stopping: waiting for the runs in progress to close", err=True)
     typer.echo(f"served {done} run(s)", err=True)
+    stopped = interrupted_exit()
+    if stopped is not None:
+        raise typer.Exit(stopped)

@@ -45,7 +45,9 @@ NO_CHANGE_CHECK = "assay.change"
 
 async def run_graph(plan: RunPlan, fx: Effects) -> RunResult:
     contract = plan.contract
-    await fx.emit(RunEvent("run.started", {"run_id": plan.run_id, "seats": contract.seats}))
+    # The base is journaled so a recovery can tell whether this run already landed.
+    started = {"run_id": plan.run_id, "seats": contract.seats, "base_commit": plan.base_commit}
+    await fx.emit(RunEvent("run.started", {**started, "base_branch": plan.base_branch}))
     unresolved = await fx.preflight(plan)
     await fx.arm(plan)
     if unresolved:
@@ -64,6 +66,11 @@ async def run_graph(plan: RunPlan, fx: Effects) -> RunResult:
             run.recovery_waves += 1
         prompt = recovery_spec(contract.task, failures)
         await fx.emit(RunEvent("attempt.started", {"attempt": attempt}))
+        for seat in range(1, contract.seats + 1):  # recorded before it runs: counts stay exact
+            coder = contract.coder_for_seat(seat).kind.value
+            await fx.emit(
+                RunEvent("dispatch.started", {"attempt": attempt, "seat": seat, "coder": coder})
+            )
         seats = list(
             await asyncio.gather(
                 *(fx.dispatch(plan, attempt, seat, prompt) for seat in range(1, contract.seats + 1))
@@ -151,6 +158,7 @@ async def run_graph(plan: RunPlan, fx: Effects) -> RunResult:
                 "attempt.decided",
                 {
                     "attempt": attempt,
+                    "outcome": run.attempts[-1].outcome.value,
                     "action": decision.action.value,
                     "seat": chosen.seat,
                     "failures": [

@@ -16,14 +16,24 @@ from assay.adapters import git
 from assay.adapters.coders import get_coder, ignored_settings
 from assay.adapters.coders.base import DispatchRequest, DispatchResult
 from assay.adapters.envpolicy import CODER_CREDENTIALS, child_environment
+from assay.adapters.landing import RUN_TRAILER
 from assay.adapters.store import halt_files, halt_ops
 from assay.adapters.validators import get_validator
 from assay.adapters.validators.base import ValidationContext, ValidationOutcome
 from assay.core.anchors import unresolved_anchors
 from assay.core.payload import HaltNotice
 from assay.core.report import compare_with_diff, parse_coder_report
-from assay.core.vocab import CanonicalHalt, HaltLifecycle, LandMode, RunStatus, ValidatorKind
+from assay.core.vocab import (
+    CanonicalHalt,
+    CrashPoint,
+    HaltLifecycle,
+    LandMode,
+    RunStatus,
+    ValidatorKind,
+)
+from assay.engine.crashpoints import crash_point
 from assay.engine.effects import JudgeRound, LandOutcome, RunEvent, RunPlan, SeatOutcome
+from assay.engine.interrupt import boundary
 from assay.engine.panel import judge_blind
 from assay.engine.pull_request import land_pull_request
 
@@ -72,10 +82,12 @@ class LocalEffects:
         document, code = halt_ops.arm(contract_file, plan.dispatch_id, self.state_dir())
         if code != 0:
             raise RuntimeError(f"arming halts failed: {json.dumps(document['violations'])}")
+        boundary(CrashPoint.ARMED)
 
     async def dispatch(self, plan: RunPlan, attempt: int, seat: int, prompt: str) -> SeatOutcome:
         spec = plan.contract.coder_for_seat(seat)
         worktree = await asyncio.to_thread(self._worktree, plan, seat)
+        boundary(CrashPoint.DISPATCH_STARTED)
         seat_dir = self.run_dir(plan) / f"attempt-{attempt}" / f"seat-{seat}"
         seat_dir.mkdir(parents=True, exist_ok=True)
         report_path = seat_dir / "report.json"
@@ -111,6 +123,7 @@ class LocalEffects:
         change = await asyncio.to_thread(git.read_changes, worktree, plan.base_commit)
         # A checkpoint commit fixes the candidate, so validators' side effects can be undone.
         await asyncio.to_thread(git.commit_all, worktree, f"assay: attempt {attempt}, seat {seat}")
+        boundary(CrashPoint.DISPATCH_ENDED)
         report = result.report
         if report_path.exists():
             report = parse_coder_report(report_path.read_bytes()) or report
@@ -170,16 +183,19 @@ class LocalEffects:
                 )
             )
         await asyncio.to_thread(git.restore_checkpoint, seat.worktree, coder_ignored)
+        boundary(CrashPoint.VALIDATED)
         return outcomes
 
     async def judge(self, plan: RunPlan, attempt: int, seats: list[SeatOutcome]) -> JudgeRound:
-        return await judge_blind(
+        judged = await judge_blind(
             plan,
             attempt,
             seats,
             operator_env=self.operator_env,
             workdir=self.run_dir(plan) / f"attempt-{attempt}" / "judges",
         )
+        boundary(CrashPoint.JUDGED)
+        return judged
 
     async def fire(self, plan: RunPlan, halt: CanonicalHalt, evidence: str) -> None:
         # A refusal (already FIRED and sticky) leaves the earlier firing, which is what counts.
@@ -214,7 +230,11 @@ class LocalEffects:
         blocked: bool = False,
         failures: Sequence[str] = (),
     ) -> LandOutcome:
-        return await asyncio.to_thread(self._land, plan, seat, blocked, failures)
+        boundary(CrashPoint.LANDING_INTENT)
+        outcome = await asyncio.to_thread(self._land, plan, seat, blocked, failures)
+        if outcome.status is RunStatus.MERGED:
+            crash_point(CrashPoint.REF_MOVED)  # landed, nothing recorded yet: never interrupted
+        return outcome
 
     async def emit(self, event: RunEvent) -> None:
         self._record(event)
@@ -276,7 +296,12 @@ class LocalEffects:
         if mode is LandMode.MERGE and plan.base_branch:
             try:
                 with _land_lock(self.home):
-                    git.land_merge(plan.repo_root, branch, plan.base_branch)
+                    # The trailer lets recovery find a landing the process died after.
+                    message = (
+                        f"assay: merge {branch} into {plan.base_branch}\n\n"
+                        f"{RUN_TRAILER}: {plan.run_id}"
+                    )
+                    git.land_merge(plan.repo_root, branch, plan.base_branch, message)
             except git.LandRefused as refused:
                 self._warn(f"merge refused, branch {branch} left instead: {refused}")
                 return LandOutcome(RunStatus.READY, f"branch {branch} ready ({refused})", branch)

@@ -9,6 +9,9 @@ operator re-arms it with evidence of the remedy (``assay halt rearm``), which cl
 otherwise forbid.
 A run holds an exclusive lock on its run folder while it lives, so a later process can tell
 an interrupted run (lock free, run still open) from one still running.
+Every event is journaled in the ledger as it happens; a run stopped by a signal
+(:class:`RunInterrupted`) or killed is closed from that journal (:mod:`assay.engine.recover`),
+and a graph that raised is closed as an internal error with the counts the journal holds.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import fcntl
 import importlib
 import os
 import secrets
+import signal
 import threading
 import traceback
 from collections.abc import Callable, Mapping
@@ -27,18 +31,22 @@ from pathlib import Path
 
 from assay.adapters import git
 from assay.adapters.store import halt_files, halt_ops
-from assay.adapters.store.records import DispatchRecord, EventIn, RunClose
+from assay.adapters.store.records import DispatchRecord, RunClose
 from assay.adapters.store.sql import Ledger
-from assay.core.attempts import AttemptRecord
 from assay.core.backoff import QUOTA_ROWS, quota_streak, quota_wait
 from assay.core.contract import Contract
 from assay.core.payload import CandidateSummary, LandSummary, Payload, build_payload
-from assay.core.settle import Settlement, Verdict, settle
+from assay.core.settle import Settlement, settle
 from assay.core.tasks import Task
-from assay.core.vocab import AttemptOutcome, CoderKind, HaltType, RunStatus, ValidatorKind
+from assay.core.vocab import CoderKind, CrashPoint, HaltType, RunStatus, ValidatorKind
+from assay.engine.crashpoints import crash_point
 from assay.engine.effects import RunPlan
 from assay.engine.graph import run_graph
+from assay.engine.interrupt import RunInterrupted
+from assay.engine.journal import journaled, read_journal
 from assay.engine.local import EventSink, LocalEffects
+from assay.engine.recover import close_unfinished
+from assay.engine.recover import recover_interrupted as recover_runs
 from assay.engine.result import RunResult
 
 Clock = Callable[[], datetime]
@@ -91,28 +99,57 @@ def run_task(
         base_branch=git.current_branch(repo),
     )
     warm_up_model_client(contract)
-    fx = LocalEffects(home=home, operator_env=env if env is not None else os.environ, sink=sink)
+    # Every event reaches the ledger as it happens, so a run that dies keeps exact counts.
+    journal = journaled(ledger, task_id=task.id, run_id=run_id, clock=clock, then=sink)
+    operator_env = env if env is not None else os.environ
+    fx = LocalEffects(home=home, operator_env=operator_env, sink=journal)
     run_dir = fx.run_dir(plan)
     run_dir.mkdir(parents=True, exist_ok=True)
     lock = _hold_run_lock(run_dir)
     try:
         task.start(started, run_id=run_id)
         ledger.start_run(task, run_id, dispatch_id=run_id, started_at=started)
+        crash_point(CrashPoint.TASK_STARTED)
+        dispatches: list[DispatchRecord] | None = None
         try:
             result = asyncio.run(run_graph(plan, fx))
+        except RunInterrupted as stop:
+            close_unfinished(
+                repo=repo,
+                home=home,
+                ledger=ledger,
+                record=ledger.get_run(run_id),
+                contract=contract,
+                reason=f"interrupted: assay was stopped by {signal.Signals(stop.signum).name}",
+                clock=clock,
+            )
+            stop.payload_path = str(run_dir / "payload.json")
+            raise
         except Exception as exc:  # any bug becomes an honest internal_error payload
             (run_dir / "internal-error.txt").write_text(traceback.format_exc())
-            result = RunResult(
-                RunStatus.FAILED, HaltType.INTERNAL_ERROR, f"internal error: {exc!r}"
-            )
+            reason = f"internal error: {exc!r}"
+            done = read_journal(ledger.events(run_id=run_id), dispatch_id=run_id, fault=reason)
+            result = RunResult(RunStatus.FAILED, HaltType.INTERNAL_ERROR, reason)
+            result.attempts, dispatches = done.attempts, done.dispatches
         report = close_run(
-            plan=plan, fx=fx, ledger=ledger, task=task, result=result, started=started, clock=clock
+            plan=plan,
+            fx=fx,
+            ledger=ledger,
+            task=task,
+            result=result,
+            started=started,
+            clock=clock,
+            dispatches=dispatches,
         )
         failed = report.payload.status in (RunStatus.FAILED, RunStatus.BLOCKED, RunStatus.STALLED)
         if not keep_worktrees and not failed:
+            # A merged run's branch is on the base branch now; only `land: branch` leaves one.
             keep = (
                 {result.winner.seat}
-                if result.land and result.land.branch and result.winner
+                if result.land
+                and result.land.branch
+                and result.winner
+                and result.status is not RunStatus.MERGED
                 else set()
             )
             fx.cleanup(plan, keep_branches=keep)
@@ -141,7 +178,9 @@ def close_run(
     result: RunResult,
     started: datetime,
     clock: Clock,
+    dispatches: list[DispatchRecord] | None = None,
 ) -> RunReport:
+    """Close a run the graph finished (or broke: then ``dispatches`` come from its journal)."""
     contract = plan.contract
     if not result.halted:
         halt_ops.attest(plan.dispatch_id, fx.state_dir())
@@ -189,6 +228,7 @@ def close_run(
     )
     payload_path = fx.run_dir(plan) / "payload.json"
     halt_files.write_json_atomic(payload_path, payload.to_json())
+    crash_point(CrashPoint.PAYLOAD_WRITTEN)
     judges = sum(1 for v in contract.validators if v.kind is ValidatorKind.JUDGE)
     ledger.close_run(
         RunClose(
@@ -198,7 +238,9 @@ def close_run(
             settlement=settlement,
             reason=result.reason,
             attempts=result.attempts,
-            dispatches=[
+            dispatches=dispatches
+            if dispatches is not None
+            else [
                 DispatchRecord(
                     dispatch_id=f"{plan.dispatch_id}.a{d.attempt}.s{d.seat}",
                     attempt=d.attempt,
@@ -219,9 +261,9 @@ def close_run(
             land_attempts=1 if result.land else 0,
             payload_path=str(payload_path),
             finished_at=payload.finished_at,
-            events=[EventIn(kind=e.kind, data=e.data) for e in fx.events],
         )
-    )
+    )  # the run's events are in the ledger already (journaled as they happened)
+    crash_point(CrashPoint.LEDGER_CLOSED)
     return RunReport(
         run_id=plan.run_id,
         task=task,
@@ -267,58 +309,20 @@ def run_is_alive(run_dir: Path) -> bool:
 
 
 def recover_interrupted(
-    *, home: Path, ledger: Ledger, contract_for: Callable[[str], Contract], clock: Clock = utc_now
+    *,
+    repo: Path,
+    home: Path,
+    ledger: Ledger,
+    contract_for: Callable[[str], Contract],
+    clock: Clock = utc_now,
 ) -> list[str]:
-    """Close every open run whose process died: once, as an environment error, refunded.
-
-    The interrupted attempt is recorded (outcome ``error``) and the task becomes runnable
-    again; a second recovery finds the run closed and does nothing, so nothing counts twice.
-    """
-    recovered: list[str] = []
-    for record in ledger.open_runs():
-        run_dir = home / "runs" / record.id
-        if run_is_alive(run_dir):
-            continue
-        task = ledger.get_task(record.task_id)
-        contract = contract_for(task.id)
-        reason = "interrupted: the process running it died before the run closed"
-        attempts = [
-            AttemptRecord(
-                attempt=1, outcome=AttemptOutcome.ERROR, coder_dispatches=0, failures=[reason]
-            )
-        ]
-        verdict = Verdict(status=RunStatus.FAILED, parked=True)
-        now = clock()
-        settlement = settle(task, verdict, reason, contract.budgets.max_attempts, now)
-        payload = build_payload(
-            task_id=task.id,
-            run_id=record.id,
-            dispatch_id=record.dispatch_id or record.id,
-            status=RunStatus.FAILED,
-            halt_type=HaltType.ENVIRONMENT_ERROR,
-            reason=reason,
-            task_status=settlement.new_status,
-            attempt_spent=settlement.attempt_spent,
-            task_spec=contract.task,
-            attempts=attempts,
-            started_at=record.started_at,
-            finished_at=max(now, record.started_at),
-        )
-        run_dir.mkdir(parents=True, exist_ok=True)
-        path = run_dir / "payload.json"
-        halt_files.write_json_atomic(path, payload.to_json())
-        ledger.close_run(
-            RunClose(
-                run_id=record.id,
-                status=RunStatus.FAILED,
-                task=task,
-                settlement=settlement,
-                reason=reason,
-                attempts=attempts,
-                payload_path=str(path),
-                finished_at=payload.finished_at,
-                events=[EventIn(kind="run.interrupted", data={"reason": reason})],
-            )
-        )
-        recovered.append(record.id)
-    return recovered
+    """Close every open run whose process died (see :mod:`assay.engine.recover`): once, as
+    landed when its commit is on the base branch, else as interrupted and refunded."""
+    return recover_runs(
+        repo=repo,
+        home=home,
+        ledger=ledger,
+        contract_for=contract_for,
+        is_alive=run_is_alive,
+        clock=clock,
+    )

@@ -1,0 +1,48 @@
+"""SIGINT and SIGTERM stop a run gracefully: coders stopped, the run closed as interrupted.
+
+While ``assay run`` or ``assay serve`` works, both signals only record the request and stop
+the live child process groups (TERM, then KILL after a grace period); each run raises at its
+next effect boundary, closes as interrupted (refunded), and the command exits 128 + the
+signal: 130 for SIGINT, 143 for SIGTERM.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import sys
+from collections.abc import Iterator
+from types import FrameType
+
+from assay.adapters.process import request_stop, stop_requested
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def exit_code_for_signal(signum: int) -> int:
+    return 128 + signum
+
+
+def interrupted_exit() -> int | None:
+    """The exit code a received stop signal asks for, or None when none came."""
+    signum = stop_requested()
+    return exit_code_for_signal(signum) if signum is not None else None
+
+
+@contextlib.contextmanager
+def graceful_stop() -> Iterator[None]:
+    """Handle SIGINT/SIGTERM by a graceful stop while the block runs (main thread only)."""
+
+    def handler(signum: int, _frame: FrameType | None) -> None:
+        if stop_requested() is None:
+            name = signal.Signals(signum).name
+            with contextlib.suppress(OSError, ValueError):
+                sys.stderr.write(f"assay: {name}: stopping the coders and closing the run\n")
+        request_stop(signum)
+
+    previous = {sig: signal.signal(sig, handler) for sig in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)

@@ -1,0 +1,201 @@
+"""Closing a run that never reached its own close: killed, or stopped by a signal.
+
+Its counts come from its event log (:mod:`assay.engine.journal`), so the payload and the
+ledger say how many coders really ran. A run whose commit is already on the base branch
+(found by its ``Assay-Run`` trailer) is closed as landed and never landed again; any other is
+closed once as interrupted: an environment error, refunded through ``settle``. Either way its
+seat worktrees and branches are removed. Closed runs are never touched again, so a second
+recovery does nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+from assay.adapters import git
+from assay.adapters.landing import landed_commit
+from assay.adapters.store import halt_files, halt_ops
+from assay.adapters.store.records import EventIn, RunClose, RunRecord
+from assay.adapters.store.sql import Ledger, RunNotFound
+from assay.core.contract import Contract
+from assay.core.payload import LandSummary, build_payload
+from assay.core.settle import Verdict, settle
+from assay.core.vocab import HaltLifecycle, HaltSeverity, HaltType, LandMode, RunStatus
+from assay.engine.journal import read_journal
+
+Clock = Callable[[], datetime]
+
+DIED = "interrupted: the process running it died before the run closed"
+# Closed runs that ended like this keep their worktrees on purpose (for a look); others don't.
+KEEPS_WORKTREES = (RunStatus.FAILED, RunStatus.BLOCKED, RunStatus.STALLED)
+
+
+def close_unfinished(
+    *,
+    repo: Path,
+    home: Path,
+    ledger: Ledger,
+    record: RunRecord,
+    contract: Contract,
+    reason: str,
+    clock: Clock,
+) -> RunStatus:
+    """Close ``record`` (open, its process gone or stopping) from what its event log says."""
+    dispatch_id = record.dispatch_id or record.id
+    journal = read_journal(ledger.events(run_id=record.id), dispatch_id=dispatch_id, fault=reason)
+    commit = (
+        landed_commit(repo, journal.base_branch, record.id, since=journal.base_commit)
+        if journal.base_branch and journal.base_commit
+        else None
+    )
+    state_dir = home / "halt-state"
+    if not _block_halt_fired(state_dir, dispatch_id):
+        halt_ops.attest(dispatch_id, state_dir)
+    task = ledger.get_task(record.task_id)
+    now = clock()
+    if commit is not None:
+        status, halt_type = RunStatus.MERGED, HaltType.NONE
+        reason = f"merged into {journal.base_branch} as {commit[:12]} before the process died"
+        verdict = Verdict(status=status)
+    else:
+        status, halt_type = RunStatus.FAILED, HaltType.ENVIRONMENT_ERROR
+        verdict = Verdict(status=status, parked=True)
+    settlement = settle(task, verdict, reason, contract.budgets.max_attempts, now)
+    payload = build_payload(
+        task_id=task.id,
+        run_id=record.id,
+        dispatch_id=dispatch_id,
+        status=status,
+        halt_type=halt_type,
+        reason=reason,
+        task_status=settlement.new_status,
+        attempt_spent=settlement.attempt_spent,
+        task_spec=contract.task,
+        attempts=journal.attempts,
+        started_at=record.started_at,
+        finished_at=max(now, record.started_at),
+        land=LandSummary(mode=LandMode.MERGE) if commit is not None else None,
+    )
+    run_dir = home / "runs" / record.id
+    run_dir.mkdir(parents=True, exist_ok=True)
+    path = run_dir / "payload.json"
+    halt_files.write_json_atomic(path, payload.to_json())
+    event = "run.recovered_landed" if commit is not None else "run.interrupted"
+    ledger.close_run(
+        RunClose(
+            run_id=record.id,
+            status=status,
+            task=task,
+            settlement=settlement,
+            reason=reason,
+            attempts=journal.attempts,
+            dispatches=journal.dispatches,
+            land_attempts=1 if commit is not None else 0,
+            payload_path=str(path),
+            finished_at=payload.finished_at,
+            events=[EventIn(kind=event, data={"reason": reason, "commit": commit})],
+        )
+    )
+    remove_run_seats(repo, home, record.id)
+    return status
+
+
+def recover_interrupted(
+    *,
+    repo: Path,
+    home: Path,
+    ledger: Ledger,
+    contract_for: Callable[[str], Contract],
+    is_alive: Callable[[Path], bool],
+    clock: Clock = lambda: datetime.now(UTC),
+) -> list[str]:
+    """Close every open run whose process died; clear what dead, closed runs left behind."""
+    recovered: list[str] = []
+    for record in ledger.open_runs():
+        if is_alive(home / "runs" / record.id):
+            continue
+        contract = contract_for(record.task_id)
+        close_unfinished(
+            repo=repo,
+            home=home,
+            ledger=ledger,
+            record=record,
+            contract=contract,
+            reason=DIED,
+            clock=clock,
+        )
+        recovered.append(record.id)
+    sweep_leftovers(repo, home, ledger, is_alive)
+    return recovered
+
+
+def sweep_leftovers(
+    repo: Path, home: Path, ledger: Ledger, is_alive: Callable[[Path], bool]
+) -> None:
+    """Seats a closed run left because its process died between close and cleanup."""
+    for run_id in sorted(_runs_with_seats(repo, home)):
+        try:
+            record = ledger.get_run(run_id)
+        except RunNotFound:
+            continue
+        if record.open or record.status in KEEPS_WORKTREES or is_alive(home / "runs" / run_id):
+            continue
+        keep = _landed_branch(record) if record.status is RunStatus.READY else None
+        remove_run_seats(repo, home, run_id, keep=keep)
+
+
+def remove_run_seats(repo: Path, home: Path, run_id: str, keep: str | None = None) -> None:
+    """Remove the run's seat worktrees and its ``assay/<run>/…`` branches (but ``keep``)."""
+    root = home / "worktrees" / run_id
+    if root.is_dir():
+        for path in sorted(root.iterdir()):
+            git.remove_worktree(repo, path)
+        with contextlib.suppress(OSError):
+            root.rmdir()
+    for branch in _run_branches(repo, run_id):
+        if branch != keep:
+            git._run(repo, "branch", "-D", "--", branch, ok=(0, 1))
+
+
+def _run_branches(repo: Path, run_id: str) -> list[str]:
+    prefix = f"refs/heads/{git.seat_branch(run_id, '')}"
+    listed = git._run(repo, "for-each-ref", "--format=%(refname:short)", prefix)
+    return [line for line in git._text(listed.stdout).splitlines() if line]
+
+
+def _runs_with_seats(repo: Path, home: Path) -> set[str]:
+    root = home / "worktrees"
+    found = {p.name for p in root.iterdir() if p.is_dir()} if root.is_dir() else set()
+    listed = git._run(repo, "for-each-ref", "--format=%(refname:short)", "refs/heads/assay/")
+    for line in git._text(listed.stdout).splitlines():
+        parts = line.split("/")
+        if len(parts) >= 3:
+            found.add(parts[1])
+    return found
+
+
+def _landed_branch(record: RunRecord) -> str | None:
+    """The branch a closed run left on purpose (``land: branch``), from its payload."""
+    if not record.payload_path:
+        return None
+    try:
+        land = json.loads(Path(record.payload_path).read_text()).get("land") or {}
+    except (OSError, ValueError, AttributeError):
+        return None
+    branch = land.get("branch") if isinstance(land, dict) else None
+    return branch if isinstance(branch, str) else None
+
+
+def _block_halt_fired(state_dir: Path, dispatch_id: str) -> bool:
+    try:
+        state = halt_files.read_state(halt_files.state_path(state_dir, dispatch_id))
+    except Exception:  # no state (the run died before arming) or unreadable: nothing fired
+        return False
+    return any(
+        h.severity is HaltSeverity.BLOCK and (h.lifecycle is HaltLifecycle.FIRED or h.has_fired)
+        for h in state.halts
+    )
