@@ -133,6 +133,8 @@ def run(
         if not recovered and instruction is None and contract is None and task_id is None:
             typer.echo("no interrupted run to resume", err=True)
             raise typer.Exit(EXIT_DONE)
+        if not jobs and instruction is None and contract is None and task_id is None:
+            raise typer.Exit(EXIT_DONE)  # recovered; nothing left to run (e.g. it had landed)
     if task_id is not None:
         from assay.adapters.store.sql import TaskNotFound
 

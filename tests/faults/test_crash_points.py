@@ -1,0 +1,76 @@
+"""A run killed at every named effect boundary, then recovered: exact counts, one landing.
+
+The real `assay run` is ended with ``os._exit`` at a boundary (``ASSAY_CRASH_AT``); the 1-seat
+run is recovered by ``assay run --resume``, the 3-seat run by ``assay serve --once``. After
+each: main holds the change once, the ledger's counts are the dispatches that started, no task
+is running, no seat worktree or branch is left, and every payload agrees with the ledger.
+(``judged`` needs blind judges, so it is not reached by these runs.)
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from support.crash import crash_contract, invariant_failures, landings
+from support.repo import make_repo
+
+from assay.core.vocab import CrashPoint
+from assay.engine.crashpoints import CRASH_EXIT
+
+pytestmark = pytest.mark.slow
+
+BOUNDARIES = [p.value for p in CrashPoint if p is not CrashPoint.JUDGED]
+LANDED = {CrashPoint.REF_MOVED, CrashPoint.PAYLOAD_WRITTEN, CrashPoint.LEDGER_CLOSED}
+
+
+@pytest.mark.parametrize("crash_at", BOUNDARIES)
+def test_one_seat_killed_at_a_boundary_resumes_exact(tmp_path: Path, crash_at: str) -> None:
+    repo = make_repo(tmp_path)
+    base = landings(repo.root)
+    killed = repo.assay("run", "--contract", str(crash_contract(repo, 1)), ASSAY_CRASH_AT=crash_at)
+    assert killed.returncode == CRASH_EXIT, killed.stderr
+    landed_before = landings(repo.root) - base
+
+    resumed = repo.assay("run", "--resume", "--json")
+    assert resumed.returncode == 0, resumed.stderr
+    assert invariant_failures(repo, base_landings=base) == []
+    assert landed_before == (1 if CrashPoint(crash_at) in LANDED else 0)
+    runs = _runs(repo)
+    if CrashPoint(crash_at) in LANDED:  # recognised as landed, never landed again
+        assert [r["status"] for r in runs] == ["merged"]
+    else:  # closed once as interrupted (refunded), then run again
+        assert [r["status"] for r in runs] == ["failed", "merged"]
+        interrupted = json.loads(Path(runs[0]["payload_path"]).read_text())
+        assert interrupted["halt_type"] == "environment_error"
+        assert interrupted["attempt_spent"] is False
+        ran = crash_at not in ("task_started", "armed")
+        assert interrupted["attempts"]["coder_dispatches"] == (1 if ran else 0)
+
+
+@pytest.mark.parametrize(
+    "crash_at", [*BOUNDARIES, "dispatch_started:3", "dispatch_ended:2", "validated:2"]
+)
+def test_three_seats_killed_at_a_boundary_serve_recovers_exact(
+    tmp_path: Path, crash_at: str
+) -> None:
+    repo = make_repo(tmp_path)
+    base = landings(repo.root)
+    killed = repo.assay("run", "--contract", str(crash_contract(repo, 3)), ASSAY_CRASH_AT=crash_at)
+    assert killed.returncode == CRASH_EXIT, killed.stderr
+
+    served = repo.assay("serve", "--once", "--poll", "0.1")
+    assert served.returncode == 0, served.stderr
+    assert invariant_failures(repo, base_landings=base) == []
+    runs = _runs(repo)
+    assert runs[-1]["status"] == "merged"
+    if crash_at.startswith(("dispatch", "validated", "landing")):
+        interrupted = json.loads(Path(runs[0]["payload_path"]).read_text())
+        assert interrupted["attempts"]["coder_dispatches"] == 3  # all three had started
+
+
+def _runs(repo) -> list[dict]:  # type: ignore[no-untyped-def]
+    tasks = json.loads(repo.assay("task", "list", "--json").stdout)
+    assert len(tasks) == 1 and tasks[0]["status"] == "done"
+    return json.loads(repo.assay("task", "show", tasks[0]["id"], "--json").stdout)["runs"]
