@@ -1,0 +1,104 @@
+"""SIGINT and SIGTERM to `assay run` / `assay serve` while a coder works: the coder's process
+group is stopped, the run closes as interrupted (refunded, with its payload and exact counts),
+the task is runnable again, no seat is left, and the exit code is 130 / 143."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from support.repo import ASSAY, Repo, git, make_repo
+
+from assay.adapters.store.sql import Ledger
+
+pytestmark = pytest.mark.slow
+
+
+def _start(repo: Repo, *args: str) -> subprocess.Popen[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
+    return subprocess.Popen(
+        [str(ASSAY), *args],
+        cwd=repo.root,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _wait_for(path: Path, proc: subprocess.Popen[str]) -> int:
+    deadline = time.monotonic() + 30
+    while not path.exists() or not path.read_text().strip():
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "the coder never started"
+        time.sleep(0.05)
+    return int(path.read_text())
+
+
+def _group_gone(pgid: int) -> bool:
+    """True once no process is left in the group (its last members may still be reaped)."""
+    deadline = time.monotonic() + 3
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.mark.parametrize(
+    ("command", "sig", "code"),
+    [
+        ("run", signal.SIGINT, 130),
+        ("run", signal.SIGTERM, 143),
+        ("serve", signal.SIGTERM, 143),
+        ("serve", signal.SIGINT, 130),
+    ],
+)
+def test_a_signal_stops_the_coder_and_closes_the_run_as_interrupted(
+    tmp_path: Path, command: str, sig: signal.Signals, code: int
+) -> None:
+    repo = make_repo(tmp_path)
+    pidfile = tmp_path / "coder.pid"
+    flags = [
+        "--coder", "command", "--coder-command", f"echo $$ > {pidfile}; sleep 30",
+        "--validator", "true", "--land", "merge",
+    ]  # fmt: skip
+    if command == "run":
+        proc = _start(repo, "run", "do it", *flags)
+    else:
+        added = repo.assay("task", "add", "do it", *flags)
+        assert added.returncode == 0, added.stderr
+        proc = _start(repo, "serve", "--poll", "0.1")
+    coder = _wait_for(pidfile, proc)
+
+    started = time.monotonic()
+    proc.send_signal(sig)
+    _out, err = proc.communicate(timeout=30)
+    assert proc.returncode == code, err
+    assert time.monotonic() - started < 10  # TERM was enough; no 30 s sleep waited out
+    assert "Traceback" not in err
+    assert _group_gone(coder), "a process of the coder's group outlived assay"
+
+    tasks = json.loads(repo.assay("task", "list", "--json").stdout)
+    assert [t["status"] for t in tasks] == ["failed"]
+    assert tasks[0]["attempts"] == 0  # refunded: runnable again with its budget intact
+    (payload,) = repo.payloads()
+    assert payload["status"] == "failed"
+    assert payload["halt_type"] == "environment_error"
+    assert payload["attempt_spent"] is False
+    assert sig.name in payload["reason"]
+    assert payload["attempts"]["total"] == 1
+    assert payload["attempts"]["coder_dispatches"] == 1
+    with Ledger.open(f"sqlite:///{repo.root / '.assay' / 'assay.db'}") as ledger:
+        (run,) = ledger.runs(tasks[0]["id"])
+        assert not run.open and run.status.value == "failed"
+        assert len(ledger.dispatches(run.id)) == 1
+    assert git(repo.root, "worktree", "list", "--porcelain").count("worktree ") == 1
+    assert git(repo.root, "branch", "--list", "assay/*") == ""
