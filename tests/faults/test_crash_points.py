@@ -4,7 +4,7 @@ The real `assay run` is ended with ``os._exit`` at a boundary (``ASSAY_CRASH_AT`
 run is recovered by ``assay run --resume``, the 3-seat run by ``assay serve --once``. After
 each: main holds the change once, the ledger's counts are the dispatches that started, no task
 is running, no seat worktree or branch is left, and every payload agrees with the ledger.
-(``judged`` needs blind judges, so it is not reached by these runs.)
+``judged`` is reached only with blind judges: one 3-seat run ranked by a scripted judge.
 """
 
 from __future__ import annotations
@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pytest
 from support.crash import crash_contract, invariant_failures, landings
+from support.model_server import ModelServer
 from support.repo import make_repo
+from support.script import Turn
 
 from assay.core.vocab import CrashPoint
 from assay.engine.crashpoints import CRASH_EXIT
@@ -68,6 +70,28 @@ def test_three_seats_killed_at_a_boundary_serve_recovers_exact(
     if crash_at.startswith(("dispatch", "validated", "landing")):
         interrupted = json.loads(Path(runs[0]["payload_path"]).read_text())
         assert interrupted["attempts"]["coder_dispatches"] == 3  # all three had started
+
+
+def test_three_judged_seats_killed_after_judging_serve_recovers_exact(tmp_path: Path) -> None:
+    rank = Turn.call("rank", {"ranking": ["A", "B", "C"], "reasons": "all the same"})
+    with ModelServer(when_exhausted=rank) as server:
+        repo = make_repo(tmp_path)
+        judged = (
+            f"judges: 1\njudge: {{kind: llm, model: m, base_url: {server.base_url!r}}}\n"
+            "env: {OPENAI_API_KEY: local-test-key}\n"
+        )
+        contract = crash_contract(repo, 3, extra=judged)
+        base = landings(repo.root)
+        killed = repo.assay("run", "--contract", str(contract), ASSAY_CRASH_AT="judged")
+        assert killed.returncode == CRASH_EXIT, killed.stderr
+        assert server.requests, "the judge was never asked"
+        served = repo.assay("serve", "--once", "--poll", "0.1")
+        assert served.returncode == 0, served.stderr
+    assert invariant_failures(repo, base_landings=base) == []
+    runs = _runs(repo)
+    assert [r["status"] for r in runs] == ["failed", "merged"]
+    interrupted = json.loads(Path(runs[0]["payload_path"]).read_text())
+    assert interrupted["attempts"]["coder_dispatches"] == 3
 
 
 def _runs(repo) -> list[dict]:  # type: ignore[no-untyped-def]

@@ -19,8 +19,9 @@ NOTES = "src/notes.txt"
 LINE = "change"
 
 
-def crash_contract(repo: Repo, seats: int, *, coder: str | None = None) -> Path:
-    """A merge contract with ``seats`` command coders and a command validator that passes."""
+def crash_contract(repo: Repo, seats: int, *, coder: str | None = None, extra: str = "") -> Path:
+    """A merge contract with ``seats`` command coders and a command validator that passes
+    (``extra``: more top-level YAML, e.g. judges)."""
     command = coder or f"echo {LINE} >> {NOTES}"
     return repo.contract(
         f"crash-{seats}.yaml",
@@ -31,7 +32,7 @@ seats: {seats}
 validators:
   - {{id: notes, kind: command, run: "grep -q {LINE} {NOTES}"}}
 land: merge
-""",
+{extra}""",
     )
 
 
