@@ -39,6 +39,9 @@ def test_one_seat_killed_at_a_boundary_resumes_exact(tmp_path: Path, crash_at: s
     assert resumed.returncode == 0, resumed.stderr
     assert invariant_failures(repo, base_landings=base) == []
     assert landed_before == (1 if CrashPoint(crash_at) in LANDED else 0)
+    again = repo.assay("run", "--resume")  # a second recovery finds nothing to do
+    assert again.returncode == 0 and "no interrupted run" in again.stderr
+    assert invariant_failures(repo, base_landings=base) == []
     runs = _runs(repo)
     if CrashPoint(crash_at) in LANDED:  # recognised as landed, never landed again
         assert [r["status"] for r in runs] == ["merged"]

@@ -11,8 +11,10 @@ recovery does nothing.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -118,19 +120,38 @@ def recover_interrupted(
     for record in ledger.open_runs():
         if is_alive(home / "runs" / record.id):
             continue
-        contract = contract_for(record.task_id)
-        close_unfinished(
-            repo=repo,
-            home=home,
-            ledger=ledger,
-            record=record,
-            contract=contract,
-            reason=DIED,
-            clock=clock,
-        )
+        with _claimed(home / "runs" / record.id) as mine:
+            # Another recoverer (a second `serve`) may hold it, or have closed it just now.
+            if not mine or not ledger.get_run(record.id).open:
+                continue
+            close_unfinished(
+                repo=repo,
+                home=home,
+                ledger=ledger,
+                record=record,
+                contract=contract_for(record.task_id),
+                reason=DIED,
+                clock=clock,
+            )
         recovered.append(record.id)
     sweep_leftovers(repo, home, ledger, is_alive)
     return recovered
+
+
+@contextlib.contextmanager
+def _claimed(run_dir: Path) -> Iterator[bool]:
+    """Hold the run's lock while recovering it: True if this process got it."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    fd = os.open(run_dir / "lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        yield True
+    finally:
+        os.close(fd)
 
 
 def sweep_leftovers(
