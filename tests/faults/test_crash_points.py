@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from support.crash import crash_contract, invariant_failures, landings
 from support.model_server import ModelServer
-from support.repo import make_repo
+from support.repo import git, make_repo
 from support.script import Turn
 
 from assay.core.vocab import CrashPoint
@@ -101,3 +101,14 @@ def _runs(repo) -> list[dict]:  # type: ignore[no-untyped-def]
     tasks = json.loads(repo.assay("task", "list", "--json").stdout)
     assert len(tasks) == 1 and tasks[0]["status"] == "done"
     return json.loads(repo.assay("task", "show", tasks[0]["id"], "--json").stdout)["runs"]
+
+
+def test_recovery_leaves_the_seats_an_operator_asked_to_keep(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    contract = str(crash_contract(repo, 1))
+    kept = repo.assay("run", "--contract", contract, "--keep-worktrees")
+    assert kept.returncode == 0, kept.stderr
+    before = git(repo.root, "worktree", "list", "--porcelain").count("worktree ")
+    assert before == 2
+    assert repo.assay("run", "--resume").returncode == 0
+    assert git(repo.root, "worktree", "list", "--porcelain").count("worktree ") == before

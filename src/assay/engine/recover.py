@@ -34,6 +34,7 @@ Clock = Callable[[], datetime]
 DIED = "interrupted: the process running it died before the run closed"
 # Closed runs that ended like this keep their worktrees on purpose (for a look); others don't.
 KEEPS_WORKTREES = (RunStatus.FAILED, RunStatus.BLOCKED, RunStatus.STALLED)
+KEEP_MARKER = "keep-worktrees"  # in the run folder: the operator asked to keep its seats
 
 
 def close_unfinished(
@@ -163,7 +164,9 @@ def sweep_leftovers(
             record = ledger.get_run(run_id)
         except RunNotFound:
             continue
-        if record.open or record.status in KEEPS_WORKTREES or is_alive(home / "runs" / run_id):
+        run_dir = home / "runs" / run_id
+        kept = record.status in KEEPS_WORKTREES or (run_dir / KEEP_MARKER).exists()
+        if record.open or kept or is_alive(run_dir):
             continue
         keep = _landed_branch(record) if record.status is RunStatus.READY else None
         remove_run_seats(repo, home, run_id, keep=keep)

@@ -45,7 +45,7 @@ from assay.engine.graph import run_graph
 from assay.engine.interrupt import RunInterrupted
 from assay.engine.journal import journaled, read_journal
 from assay.engine.local import EventSink, LocalEffects
-from assay.engine.recover import close_unfinished
+from assay.engine.recover import KEEP_MARKER, close_unfinished
 from assay.engine.recover import recover_interrupted as recover_runs
 from assay.engine.result import RunResult
 
@@ -106,6 +106,8 @@ def run_task(
     run_dir = fx.run_dir(plan)
     run_dir.mkdir(parents=True, exist_ok=True)
     lock = _hold_run_lock(run_dir)
+    if keep_worktrees:  # asked for: recovery's sweep leaves this run's seats alone
+        (run_dir / KEEP_MARKER).touch()
     try:
         task.start(started, run_id=run_id)
         ledger.start_run(task, run_id, dispatch_id=run_id, started_at=started)
