@@ -7,9 +7,8 @@ attempt run in parallel while the graph itself stays single-threaded and determi
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from assay.adapters import git
@@ -20,10 +19,12 @@ from assay.adapters.store import halt_files, halt_ops
 from assay.adapters.validators import get_validator
 from assay.adapters.validators.base import ValidationContext, ValidationOutcome
 from assay.core.anchors import unresolved_anchors
+from assay.core.attempts import AttemptRecord
 from assay.core.payload import HaltNotice
 from assay.core.report import compare_with_diff, parse_coder_report
 from assay.core.vocab import CanonicalHalt, HaltLifecycle, LandMode, RunStatus, ValidatorKind
 from assay.engine.effects import JudgeRound, LandOutcome, RunEvent, RunPlan, SeatOutcome
+from assay.engine.merge import merge_squashed
 from assay.engine.panel import judge_blind
 from assay.engine.pull_request import land_pull_request
 
@@ -213,13 +214,18 @@ class LocalEffects:
         *,
         blocked: bool = False,
         failures: Sequence[str] = (),
+        attempts: Sequence[AttemptRecord] = (),
     ) -> LandOutcome:
-        return await asyncio.to_thread(self._land, plan, seat, blocked, failures)
+        return await asyncio.to_thread(self._land, plan, seat, blocked, failures, attempts)
 
     async def emit(self, event: RunEvent) -> None:
         self._record(event)
 
     # -- helpers -----------------------------------------------------------------------------
+
+    def warn(self, message: str) -> None:
+        """A warning for the payload and the live display, once per message."""
+        self._warn(message)
 
     def _warn(self, message: str) -> None:
         if message not in self.warnings:
@@ -256,6 +262,7 @@ class LocalEffects:
         seat: SeatOutcome,
         blocked: bool = False,
         failures: Sequence[str] = (),
+        attempts: Sequence[AttemptRecord] = (),
     ) -> LandOutcome:
         mode = plan.contract.land
         branch = self.branches[seat.seat]
@@ -274,13 +281,15 @@ class LocalEffects:
         if mode is LandMode.NONE:
             return LandOutcome(RunStatus.READY, "validators passed; nothing landed (land: none)")
         if mode is LandMode.MERGE and plan.base_branch:
-            try:
-                with _land_lock(self.home):
-                    git.land_merge(plan.repo_root, branch, plan.base_branch)
-            except git.LandRefused as refused:
-                self._warn(f"merge refused, branch {branch} left instead: {refused}")
-                return LandOutcome(RunStatus.READY, f"branch {branch} ready ({refused})", branch)
-            return LandOutcome(RunStatus.MERGED, f"merged into {plan.base_branch}", branch)
+            if not plan.contract.verified and not plan.contract.land_unverified:
+                reason = (
+                    "no validator verified the change (only scope and secret checks); "
+                    f"branch {branch} left instead of merging; "
+                    "set land_unverified: true to merge anyway"
+                )
+                self._warn(reason)
+                return LandOutcome(RunStatus.READY, reason, branch)
+            return merge_squashed(self, plan, seat, branch, plan.base_branch, attempts)
         if mode is LandMode.MERGE:
             self._warn(f"the base is a detached HEAD; branch {branch} left instead of merging")
         return LandOutcome(RunStatus.READY, f"branch {branch} ready", branch)
@@ -289,13 +298,6 @@ class LocalEffects:
         for seat, path in self.worktrees.items():
             keep = seat in keep_branches
             git.remove_worktree(plan.repo_root, path, branch=None if keep else self.branches[seat])
-
-
-@contextlib.contextmanager
-def _land_lock(home: Path) -> Iterator[None]:
-    """Merges into the base branch happen one at a time, across threads and processes."""
-    with halt_files.locked(home / "land", create_dir=True):
-        yield
 
 
 def _captured_output(result: DispatchResult) -> str:
