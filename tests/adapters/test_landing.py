@@ -220,6 +220,25 @@ def test_validators_that_block_the_combined_tree_block_the_landing(repo: Path) -
     assert sh(repo, "rev-parse", "main") == tip and not git.is_dirty(repo)
 
 
+def test_a_checkout_edited_while_the_combined_tree_is_validated_is_not_touched(
+    repo: Path,
+) -> None:
+    base = sh(repo, "rev-parse", "main")
+    branch = candidate(repo, {"feature.txt": "feature\n"})
+    write(repo / "keep.txt", "main moved\n")
+    sh(repo, "commit", "-q", "-am", "main moved on")
+    tip = sh(repo, "rev-parse", "main")
+
+    def user_edits(combined: str, parent: str) -> None:
+        write(repo / "edit.txt", "typed meanwhile\n")
+
+    with pytest.raises(LandRefused, match="uncommitted changes"):
+        land(repo, branch, base=base, revalidate=user_edits)
+    assert sh(repo, "rev-parse", "main") == tip
+    assert (repo / "edit.txt").read_text() == "typed meanwhile\n"
+    assert not (repo / "feature.txt").exists()
+
+
 @pytest.mark.parametrize("checked_out", [True, False])
 def test_a_conflict_on_the_moved_base_blocks_and_nothing_changes(
     repo: Path, checked_out: bool

@@ -206,13 +206,7 @@ def land_squash(
         return found
     checkout = _checked_out_at(repo, target)
     if checkout is not None:
-        tracked, _ = _status(checkout)
-        if tracked:
-            raise LandRefused(
-                f"{into_branch} is checked out at {checkout} with uncommitted changes; "
-                f"the change is left on {branch}",
-                tracked,
-            )
+        _refuse_dirty(checkout, into_branch, branch)
     candidate = _rev(repo, f"refs/heads/{branch}^{{commit}}")
     validated: set[str] = {_rev(repo, f"{candidate}^{{tree}}")}
     for _ in range(tries):
@@ -227,7 +221,8 @@ def land_squash(
                         f"the base branch moved to {old[:12]}; combined with it {problem}"
                     )
             validated.add(tree)
-        if checkout is not None:
+        if checkout is not None:  # checked again: revalidation may have taken minutes
+            _refuse_dirty(checkout, into_branch, branch)
             _ready_to_update(repo, checkout, into_branch, old, commit)
         moved = _run(
             repo, "update-ref", "-m", f"assay: land {branch}", target, commit, old, ok=(0, 1, 128)
@@ -268,6 +263,17 @@ def _combine(repo: Path, base_commit: str, tip: str, candidate: str) -> str:
             paths,
         )
     return combined
+
+
+def _refuse_dirty(checkout: Path, into_branch: str, branch: str) -> None:
+    """A checkout of the base branch with uncommitted changes is never touched."""
+    tracked, _ = _status(checkout)
+    if tracked:
+        raise LandRefused(
+            f"{into_branch} is checked out at {checkout} with uncommitted changes; "
+            f"the change is left on {branch}",
+            tracked,
+        )
 
 
 def _ready_to_update(repo: Path, checkout: Path, into_branch: str, old: str, commit: str) -> None:
