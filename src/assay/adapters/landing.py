@@ -295,7 +295,9 @@ def _bring_checkout(repo: Path, checkout: Path, target: str, old: str, commit: s
     done = _run(checkout, "read-tree", "-m", "-u", old, commit, ok=(0, 128))
     if done.returncode == 0:
         return
-    _run(repo, "update-ref", "-m", "assay: undo land", target, old, commit, ok=(0, 1, 128))
+    undone = _run(repo, "update-ref", "-m", "assay: undo land", target, old, commit, ok=(0, 1, 128))
+    if undone.returncode != 0:
+        return  # someone already landed on top of it: it stays, and their update moves the files
     raise LandRefused(f"git refused to update {checkout}: {_text(done.stderr).strip()}")
 
 
