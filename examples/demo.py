@@ -3,7 +3,9 @@
 Builds a small git repository with a real bug (slugify drops digits) and a failing test, then
 runs the real ``assay run`` on it with the ``replay`` coder, scripted to submit a wrong fix
 first and the right one second. The output shows a blocked attempt, a recovery wave fed with
-the failure, a pass, the merge, the settled task and the payload.
+the failure, a pass, the merge (one squashed commit on main, authored by the repository's own
+identity, with Assay-* trailers; the attempts' commits stay on the run's branch), the settled
+task and the payload.
 
 ``replay`` stands in for the coder because no model is reachable from here; with Claude Code
 installed, change ``kind: replay`` to ``kind: claude`` in the contract below (and drop
@@ -99,6 +101,8 @@ def main() -> int:
         git(repo, "init", "-q", "-b", "main")
         git(repo, "add", ".")
         git(repo, "commit", "-q", "-m", "slugify, with a bug")
+        git(repo, "config", "user.name", "Demo Developer")  # the identity assay commits as
+        git(repo, "config", "user.email", "dev@example.com")
         contract = work / "assay.yaml"  # outside the repository: its checkout stays clean
         contract.write_text(CONTRACT.format(fixes=fixes))
         console.rule("[bold]A repository with a real bug")
@@ -112,11 +116,15 @@ def main() -> int:
             [str(BIN / "assay"), "run", "--contract", str(contract)], cwd=repo, env=env, check=False
         )
         console.print(f"exit code {done.returncode} (0: the task is done)")
-        console.rule("[bold]main after the merge")
+        console.rule("[bold]main after the merge: one squashed commit, with its trailers")
         log = subprocess.run(
-            ["git", "log", "--oneline", "-3"], cwd=repo, capture_output=True, text=True, check=True
+            ["git", "log", "--format=%h %s%nAuthor: %an <%ae>%n%(trailers:only,unfold)", "main"],
+            cwd=repo,
+            capture_output=True,
+            text=True,
+            check=True,
         )
-        console.print(log.stdout.strip())
+        console.print(log.stdout.strip(), markup=False, highlight=False, soft_wrap=True)
         console.print(Syntax((repo / "src" / "slug.py").read_text(), "python"))
         payload = next((repo / ".assay" / "runs").glob("*/payload.json"))
         console.rule(f"[bold]The payload ({payload.relative_to(repo)})")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 from pathlib import Path
 
@@ -11,7 +10,7 @@ from support.repo import git as sh
 
 from assay.adapters import git
 from assay.core.changes import FileDelta
-from assay.core.vocab import FileChangeKind, LandMode
+from assay.core.vocab import FileChangeKind
 
 
 @pytest.fixture(autouse=True)
@@ -230,7 +229,7 @@ def test_commit_all(repo: Path) -> None:
     assert git.commit_all(path, "again") is None
 
 
-# --- landing ---------------------------------------------------------------------------------
+# --- publishing ---------------------------------------------------------------------------------
 
 
 def candidate(repo: Path, files: dict[str, str], run: str = "r1") -> str:
@@ -239,145 +238,6 @@ def candidate(repo: Path, files: dict[str, str], run: str = "r1") -> str:
         write(path / name, text)
     assert git.commit_all(path, f"assay: {run}") is not None
     return branch
-
-
-def snapshot(root: Path) -> dict[str, bytes]:
-    """Every file outside .git and .assay, byte for byte."""
-    found: dict[str, bytes] = {}
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = [d for d in dirnames if d not in (".git", ".assay")]
-        for name in filenames:
-            full = Path(dirpath) / name
-            found[str(full.relative_to(root))] = full.read_bytes()
-    return found
-
-
-def test_merge_into_a_clean_checked_out_branch(repo: Path) -> None:
-    branch = candidate(repo, {"feature.txt": "feature\n"})
-    base = git.head_commit(repo)
-    commit = git.land_merge(repo, branch, "main")
-    assert git.head_commit(repo) == commit
-    assert sh(repo, "rev-parse", f"{commit}^1", f"{commit}^2").split() == [
-        base,
-        sh(repo, "rev-parse", branch),
-    ]
-    assert (repo / "feature.txt").read_text() == "feature\n"
-    assert not git.is_dirty(repo)
-    assert git.land_merge(repo, branch, "main") == commit  # already merged: nothing to do
-
-
-def test_merge_into_a_branch_that_is_not_checked_out(repo: Path) -> None:
-    branch = candidate(repo, {"feature.txt": "feature\n"})
-    sh(repo, "checkout", "-q", "-b", "elsewhere")
-    write(repo / "keep.txt", "the user's dirty edit\n")
-    write(repo / "scratch.txt", "untracked\n")
-    before = snapshot(repo)
-    old_main = sh(repo, "rev-parse", "main")
-    landed = git.land(repo, LandMode.MERGE, branch=branch, into_branch="main")
-    assert landed.branch == "main" and landed.commit == sh(repo, "rev-parse", "main")
-    assert landed.commit != old_main
-    assert sh(repo, "show", "main:feature.txt") == "feature"
-    assert snapshot(repo) == before
-    assert git.current_branch(repo) == "elsewhere"
-
-
-def test_a_dirty_checkout_is_never_touched(repo: Path) -> None:
-    branch = candidate(repo, {"feature.txt": "feature\n", "keep.txt": "seat\n"})
-    write(repo / "edit.txt", "the user's unsaved work\n")
-    write(repo / "notes.txt", "untracked notes\n")
-    sh(repo, "add", "notes.txt")
-    write(repo / "notes.txt", "untracked notes, edited again\n")
-    before = snapshot(repo)
-    old_main = sh(repo, "rev-parse", "main")
-    index = (repo / ".git" / "index").read_bytes()
-    with pytest.raises(git.LandRefused) as info:
-        git.land_merge(repo, branch, "main")
-    assert "uncommitted changes" in str(info.value)
-    assert set(info.value.paths) == {"edit.txt", "notes.txt"}
-    assert snapshot(repo) == before
-    assert (repo / ".git" / "index").read_bytes() == index
-    assert sh(repo, "rev-parse", "main") == old_main
-    assert sh(repo, "rev-parse", branch)  # the candidate is left for a human
-
-
-def test_an_untracked_file_in_the_way_refuses_the_merge(repo: Path) -> None:
-    branch = candidate(repo, {"feature.txt": "feature\n"})
-    write(repo / "feature.txt", "the user's own untracked file\n")
-    old_main = sh(repo, "rev-parse", "main")
-    with pytest.raises(git.LandRefused) as info:
-        git.land_merge(repo, branch, "main")
-    assert info.value.paths == ("feature.txt",)
-    assert (repo / "feature.txt").read_text() == "the user's own untracked file\n"
-    assert sh(repo, "rev-parse", "main") == old_main
-
-
-def test_an_unrelated_untracked_file_does_not_block_the_merge(repo: Path) -> None:
-    branch = candidate(repo, {"feature.txt": "feature\n"})
-    write(repo / "scratch.txt", "mine\n")
-    git.land_merge(repo, branch, "main")
-    assert (repo / "feature.txt").exists()
-    assert (repo / "scratch.txt").read_text() == "mine\n"
-
-
-@pytest.mark.parametrize("checked_out", [True, False])
-def test_a_conflict_is_refused_and_nothing_changes(repo: Path, checked_out: bool) -> None:
-    branch = candidate(repo, {"edit.txt": "seat version\n", "feature.txt": "f\n"})
-    write(repo / "edit.txt", "main version\n")
-    sh(repo, "commit", "-q", "-am", "main moved on")
-    if not checked_out:
-        sh(repo, "checkout", "-q", "-b", "elsewhere")
-    before = snapshot(repo)
-    old_main = sh(repo, "rev-parse", "main")
-    with pytest.raises(git.LandRefused) as info:
-        git.land_merge(repo, branch, "main")
-    assert "conflicts" in str(info.value) and info.value.paths == ("edit.txt",)
-    assert sh(repo, "rev-parse", "main") == old_main
-    assert snapshot(repo) == before
-    assert not git.is_dirty(repo)
-    assert not (repo / ".git" / "MERGE_HEAD").exists()
-
-
-def test_a_branch_that_moves_during_the_merge_is_not_overwritten(
-    repo: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    branch = candidate(repo, {"feature.txt": "feature\n"})
-    sh(repo, "checkout", "-q", "-b", "elsewhere")
-    real_run = git._run
-
-    def racing_run(cwd: Path, *args: str, ok: tuple[int, ...] = (0,)) -> object:
-        if args[:1] == ("update-ref",):  # someone commits to main just before we move it
-            sh(repo, "commit", "-q", "--allow-empty", "-m", "x")
-            sh(repo, "branch", "-f", "main", "elsewhere")
-        return real_run(cwd, *args, ok=ok)
-
-    monkeypatch.setattr(git, "_run", racing_run)
-    with pytest.raises(git.LandRefused, match="moved"):
-        git.land_merge(repo, branch, "main")
-    assert sh(repo, "rev-parse", "main") == sh(repo, "rev-parse", "elsewhere")
-
-
-def test_merge_after_the_base_branch_moved_without_conflict(repo: Path) -> None:
-    branch = candidate(repo, {"feature.txt": "feature\n"})
-    write(repo / "keep.txt", "main moved\n")
-    sh(repo, "commit", "-q", "-am", "main moved on")
-    git.land_merge(repo, branch, "main")
-    assert (repo / "keep.txt").read_text() == "main moved\n"
-    assert (repo / "feature.txt").read_text() == "feature\n"
-
-
-def test_land_branch_and_none(repo: Path) -> None:
-    branch = candidate(repo, {"feature.txt": "feature\n"})
-    old_main = sh(repo, "rev-parse", "main")
-    landed = git.land(repo, LandMode.BRANCH, branch=branch, into_branch="main")
-    assert (landed.branch, landed.commit) == (branch, sh(repo, "rev-parse", branch))
-    assert git.land(repo, LandMode.NONE, branch=branch, into_branch="main") == git.Landed(
-        LandMode.NONE
-    )
-    assert sh(repo, "rev-parse", "main") == old_main
-    with pytest.raises(git.GitError, match="no branch"):
-        git.land_branch(repo, "assay/missing/1")
-    with pytest.raises(git.LandRefused, match="detached"):
-        git.land(repo, LandMode.MERGE, branch=branch, into_branch=None)
 
 
 def test_push_branch_to_a_remote(repo: Path, tmp_path: Path) -> None:

@@ -116,4 +116,6 @@ env: {{OPENAI_API_KEY: local-test-key}}
     assert payload["coder_report"]["stop_reason"] == "completed"
     assert len(requests) == 5
     assert "slugify" in json.dumps(requests[-1].body)  # the judge saw the diff
-    assert "merge" in git(repo.root, "log", "-1", "--format=%s")
+    assert git(repo.root, "log", "-1", "--format=%s|%(trailers:key=Assay-Coder,valueonly)") == (
+        "Make slugify keep digits.|llm (seat 1)"
+    )

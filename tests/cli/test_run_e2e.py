@@ -18,6 +18,9 @@ SCHEMA = json.loads(
 
 def test_wrong_fix_then_right_fix_recovers_and_merges(tmp_path: Path) -> None:
     repo = make_repo(tmp_path)
+    git(repo.root, "config", "user.name", "Ada Lovelace")
+    git(repo.root, "config", "user.email", "ada@example.org")
+    base = git(repo.root, "rev-parse", "main")
     done = repo.assay("run", "--contract", str(replay_contract(repo, "wrong", "fixed")), "--json")
     assert done.returncode == 0, done.stderr
     payload = json.loads(done.stdout)
@@ -26,7 +29,24 @@ def test_wrong_fix_then_right_fix_recovers_and_merges(tmp_path: Path) -> None:
     assert payload["attempts"]["total"] == 2
     assert [h["outcome"] for h in payload["attempts"]["history"]] == ["blocked", "passed"]
     assert (repo.root / "src" / "slug.py").read_text() == FIXED
-    assert "merge" in git(repo.root, "log", "-1", "--format=%s")
+    # main holds exactly one new commit: the candidate's tree, squashed, with its trailers.
+    landed = git(repo.root, "rev-list", f"{base}..main").split()
+    assert len(landed) == 1 and git(repo.root, "rev-parse", f"{landed[0]}^@") == base
+    seat_branch = f"assay/{payload['run_id']}/seat-1"
+    assert git(repo.root, "rev-parse", "main^{tree}") == git(
+        repo.root, "rev-parse", f"{seat_branch}^{{tree}}"
+    )
+    assert git(repo.root, "log", "-1", "--format=%an <%ae>|%s", "main") == (
+        "Ada Lovelace <ada@example.org>|Make slugify keep digits."
+    )
+    assert git(repo.root, "log", "-1", "--format=%(trailers:only,unfold)", "main").splitlines() == [
+        f"Assay-Task: {payload['task_id']}",
+        f"Assay-Run: {payload['run_id']}",
+        "Assay-Attempts: 2 (1 blocked)",
+        "Assay-Coder: replay (seat 1)",
+    ]
+    assert "assay: attempt" not in git(repo.root, "log", "--format=%s", "main")
+    assert git(repo.root, "log", "--format=%s", f"main..{seat_branch}").count("assay: attempt") == 2
     assert payload["candidates"]
     run_dir = repo.root / ".assay" / "runs" / payload["run_id"]
     assert (

@@ -451,3 +451,25 @@ def test_arbitrary_yaml_documents_raise_only_contract_errors(
 def test_hostile_yaml_raises_only_contract_errors(text: str) -> None:
     with pytest.raises(ContractError):
         parse_contract(text)
+
+
+@pytest.mark.parametrize(
+    ("validators", "verified"),
+    [
+        ("[]", False),
+        ("[{id: s, kind: scope}, {id: x, kind: secrets}]", False),
+        ('[{id: t, kind: command, run: "true"}]', True),
+        ("[{id: r, kind: judge, model: m}]", True),
+    ],
+)
+def test_only_a_command_or_judge_validator_verifies(validators: str, verified: bool) -> None:
+    contract = parse_contract(f"task: x\nvalidators: {validators}\n")
+    assert contract.verified is verified
+    assert contract.land_unverified is False
+
+
+def test_land_unverified_is_a_strict_boolean() -> None:
+    assert parse_contract("task: x\nland_unverified: true\n").land_unverified is True
+    for value in ("1", '"true"', "0", "[]"):
+        error = refused(f"task: x\nland_unverified: {value}\n")
+        assert_names(error, "land_unverified", 2)

@@ -9,8 +9,9 @@ from pathlib import Path
 
 from assay.adapters.coders.base import DispatchResult, QuotaSignal
 from assay.adapters.validators.base import ValidationOutcome
+from assay.core.attempts import AttemptRecord
 from assay.core.changes import ChangeSet, FileDelta
-from assay.core.contract import Budgets, Contract
+from assay.core.contract import Budgets, Contract, ValidatorSpec
 from assay.core.payload import HaltNotice
 from assay.core.results import ValidatorResult
 from assay.core.settle import settle_row
@@ -101,6 +102,7 @@ class FakeEffects:
         *,
         blocked: bool = False,
         failures: Sequence[str] = (),
+        attempts: Sequence[AttemptRecord] = (),
     ) -> LandOutcome:
         self.landed.append(seat.seat)
         if blocked:
@@ -114,7 +116,11 @@ class FakeEffects:
 
 
 def plan(**contract: object) -> RunPlan:
-    settings: dict[str, object] = {"task": "Fix slugify.", "budgets": Budgets(max_recovery=2)}
+    settings: dict[str, object] = {
+        "task": "Fix slugify.",
+        "budgets": Budgets(max_recovery=2),
+        "validators": [ValidatorSpec(id="tests", run="pytest -q")],
+    }
     settings.update(contract)
     return RunPlan(
         task_id="t1",
@@ -354,3 +360,50 @@ def test_a_passing_run_under_land_pr_lands_normally() -> None:
         Script(dispatches=[[change("a.py")]], verdicts=[[result(Severity.PASS)]]), land="pr"
     )
     assert fx.landed == [1] and fx.blocked_lands == [] and out.status is RunStatus.MERGED
+
+
+def test_a_contract_with_no_verifying_validator_fires_the_verification_gap_at_arm() -> None:
+    fx, out = run(
+        Script(dispatches=[[change("a.py")]], verdicts=[[result(Severity.PASS)]]), validators=[]
+    )
+    gap = [h for h in out.fired if h.name == CanonicalHalt.VERIFICATION_GAP.value]
+    assert len(gap) == 1 and gap[0].severity is HaltSeverity.WARN
+    assert "no command or judge validator" in gap[0].detail
+    assert fx.prompts  # a warn halt: the run goes on
+
+
+def test_a_command_validator_closes_the_verification_gap() -> None:
+    _fx, out = run(Script(dispatches=[[change("a.py")]], verdicts=[[result(Severity.PASS)]]))
+    assert CanonicalHalt.VERIFICATION_GAP.value not in [h.name for h in out.fired]
+
+
+class MovedBaseEffects(FakeEffects):
+    """The base branch moved during the run and the combined tree fails the validators."""
+
+    async def land(
+        self,
+        plan: RunPlan,
+        seat: SeatOutcome,
+        *,
+        blocked: bool = False,
+        failures: Sequence[str] = (),
+        attempts: Sequence[AttemptRecord] = (),
+    ) -> LandOutcome:
+        self.landed.append(seat.seat)
+        self.attempts_seen = list(attempts)
+        reason = "the base branch moved to abc; combined with it the validators block: tests: x"
+        return LandOutcome(RunStatus.BLOCKED, reason, "assay/x", validations=1)
+
+
+def test_a_landing_blocked_on_a_moved_base_blocks_the_run_and_counts_the_revalidation() -> None:
+    script = Script(
+        dispatches=[[change("a.py")], [change("a.py")]],
+        verdicts=[[result(Severity.BLOCK, "FAILED")], [result(Severity.PASS)]],
+    )
+    fx = MovedBaseEffects(script)
+    out = asyncio.run(run_graph(plan(), fx))
+    assert out.status is RunStatus.BLOCKED and out.halt_type is HaltType.BLOCKER
+    assert out.reason.startswith("the base branch moved to abc; combined with it")
+    assert out.validations == 3  # attempt 1, attempt 2, and the combined tree
+    assert [a.outcome for a in fx.attempts_seen] == [AttemptOutcome.BLOCKED, AttemptOutcome.PASSED]
+    assert settle_row(out.verdict) is SettleRow.BLOCKED

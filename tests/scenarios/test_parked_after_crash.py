@@ -26,6 +26,7 @@ def test_kill_9_then_resume_counts_the_interrupted_attempt_once(tmp_path: Path) 
         "crash.yaml",
         f"""task: survive a crash
 coder: {{kind: command, command: "{coder}", timeout_seconds: 120}}
+validators: [{{id: done, kind: command, run: "test -f src/done.txt"}}]
 land: merge
 """,
     )

@@ -1,11 +1,10 @@
-"""Git through its command line: seat worktrees, the change read back from disk, and landing.
+"""Git through its command line: seat worktrees, the change read back from disk, publishing.
 
 Every call is ``git -C <dir> …`` with the user's hooks, signing and colour switched off, so a
 pre-commit hook or a gpg prompt in the user's config cannot stall or alter a run. Seats work on
 their own branch ``assay/<run>/<seat>`` in ``.assay/worktrees/<run>/<seat>`` (a branch rather
-than a detached HEAD, so the ``branch`` land mode only has to keep it). Landing computes the
-merge in the object store first (``merge-tree --write-tree``), so a conflict is refused before
-any ref or working tree moves, and a dirty checkout of the target branch is never touched.
+than a detached HEAD, so the ``branch`` land mode only has to keep it). Landing on the base
+branch is :mod:`assay.adapters.landing`.
 """
 
 from __future__ import annotations
@@ -16,11 +15,10 @@ import os
 import shutil
 import subprocess
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from assay.core.changes import ChangeSet, FileDelta
-from assay.core.vocab import FileChangeKind, LandMode
+from assay.core.vocab import FileChangeKind
 
 ASSAY_NAME = "assay"
 ASSAY_EMAIL = "assay@localhost"
@@ -59,25 +57,6 @@ class GitError(RuntimeError):
         tail = stderr.strip()[-_STDERR_TAIL:] or "(no output)"
         status = "timed out" if returncode is None else f"exit {returncode}"
         super().__init__(f"`git {' '.join(args)}` in {cwd} failed ({status}): {tail}")
-
-
-class LandRefused(Exception):
-    """Landing was refused and nothing was changed; the candidate branch is left as it is."""
-
-    def __init__(self, reason: str, paths: Sequence[str] = ()) -> None:
-        self.reason = reason
-        self.paths = tuple(paths)
-        listed = f": {', '.join(self.paths)}" if self.paths else ""
-        super().__init__(reason + listed)
-
-
-@dataclass(frozen=True, slots=True)
-class Landed:
-    """What landing did: the mode, the branch it left or updated, and the new commit."""
-
-    mode: LandMode
-    branch: str | None = None
-    commit: str | None = None
 
 
 def _env() -> dict[str, str]:
@@ -367,91 +346,7 @@ def restore_checkpoint(worktree: Path, keep_ignored: frozenset[str] = frozenset(
             target.unlink(missing_ok=True)
 
 
-# --- landing ---------------------------------------------------------------------------------
-
-
-def land(repo: Path, mode: LandMode, *, branch: str, into_branch: str | None) -> Landed:
-    """Land the candidate ``branch`` by ``mode`` (``pr`` is pushed and opened elsewhere)."""
-    if mode is LandMode.MERGE:
-        if into_branch is None:
-            raise LandRefused("there is no branch to merge into (the base was a detached HEAD)")
-        return Landed(mode, into_branch, land_merge(repo, branch, into_branch))
-    if mode is LandMode.BRANCH:
-        kept = land_branch(repo, branch)
-        return Landed(mode, kept, _out(repo, "rev-parse", f"refs/heads/{kept}"))
-    if mode is LandMode.NONE:
-        return Landed(mode)
-    raise ValueError(f"land mode {mode.value} is not handled by the git adapter")
-
-
-def land_branch(repo: Path, branch: str) -> str:
-    """Keep the candidate branch for a human; its name."""
-    found = _run(repo, "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}", ok=(0, 1))
-    if found.returncode != 0:
-        raise GitError(("rev-parse", branch), repo, 1, f"there is no branch {branch}")
-    return branch
-
-
-def land_merge(repo: Path, branch: str, into_branch: str, message: str | None = None) -> str:
-    """Merge ``branch`` into ``into_branch``; the merge commit (or the tip, if already in).
-
-    Where ``into_branch`` is checked out, that checkout must be clean (and no untracked file may
-    sit where the merge writes) or the merge is refused; it is then fast-forwarded to the merge
-    commit. Where it is not checked out, only the ref moves. A conflict is refused and nothing
-    changes.
-    """
-    target = f"refs/heads/{into_branch}"
-    old = _out(repo, "rev-parse", "--verify", "--end-of-options", f"{target}^{{commit}}")
-    tip = _out(repo, "rev-parse", "--verify", "--end-of-options", f"refs/heads/{branch}^{{commit}}")
-    if _run(repo, "merge-base", "--is-ancestor", tip, old, ok=(0, 1)).returncode == 0:
-        return old
-    checkout = _checked_out_at(repo, target)
-    if checkout is not None:
-        tracked, _ = _status(checkout)
-        if tracked:
-            raise LandRefused(
-                f"{into_branch} is checked out at {checkout} with uncommitted changes; "
-                f"the change is left on {branch}",
-                tracked,
-            )
-    merge_tree = ("merge-tree", "--write-tree", "--name-only", "--no-messages", "-z")
-    merged = _run(repo, *merge_tree, old, tip, ok=(0, 1))
-    tree, *conflicts = [p for p in _text(merged.stdout).split("\0") if p]
-    if merged.returncode == 1:
-        raise LandRefused(f"merging {branch} into {into_branch} conflicts", sorted(set(conflicts)))
-    text = message or f"assay: merge {branch} into {into_branch}"
-    commit = _out(repo, "commit-tree", tree, "-p", old, "-p", tip, "-m", text)
-    if checkout is None:
-        moved = _run(
-            repo, "update-ref", "-m", f"assay: land {branch}", target, commit, old, ok=(0, 1, 128)
-        )
-        if moved.returncode != 0:
-            raise LandRefused(f"{into_branch} moved while {branch} was being merged into it")
-        return commit
-    _, untracked = _status(checkout)
-    written = set(_text(_run(repo, "diff", "--name-only", "-z", old, commit).stdout).split("\0"))
-    collisions = sorted(written.intersection(untracked))
-    if collisions:
-        raise LandRefused(f"untracked files in {checkout} would be overwritten", collisions)
-    if current_branch(checkout) != into_branch:
-        raise LandRefused(f"{checkout} no longer has {into_branch} checked out")
-    try:
-        _run(checkout, "merge", "--ff-only", "--no-autostash", "--no-verify-signatures", commit)
-    except GitError as exc:
-        raise LandRefused(f"git refused to update {checkout}: {exc.stderr.strip()}") from None
-    return commit
-
-
-def _checked_out_at(repo: Path, ref: str) -> Path | None:
-    """The working tree that has ``ref`` checked out, if any."""
-    listing = _text(_run(repo, "worktree", "list", "--porcelain", "-z").stdout)
-    path: Path | None = None
-    for field in listing.split("\0"):
-        if field.startswith("worktree "):
-            path = Path(field.removeprefix("worktree "))
-        elif field == f"branch {ref}" and path is not None:
-            return path
-    return None
+# --- publishing ------------------------------------------------------------------------------
 
 
 def push_branch(repo: Path, branch: str, remote: str = "origin") -> None:

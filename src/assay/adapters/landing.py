@@ -1,19 +1,103 @@
-"""Landing on the base branch: one squashed commit per run, found again by its trailer.
+"""Landing on the base branch: one squashed commit per run, moved by compare-and-swap.
 
-A landed run's commit carries ``Assay-Run: <run id>`` as a trailer, so a run interrupted
-after the base branch moved is recognised when it is recovered and never landed twice.
+A merge puts exactly one new commit on the base branch: the winning candidate's final tree,
+its parent the branch's tip, authored by the repository's own identity, with the task's title
+and the trailers below. The attempts' checkpoint commits stay on the seat branch. The ref moves
+only with ``git update-ref <ref> <new> <old>``, so two landers never lose each other's commit.
+When the branch moved since the run began, the change is applied to the new tip (a 3-way merge
+in the object store) and that combined tree is validated again before the ref moves: the base
+branch only ever holds trees that passed the validators. The ``Assay-Run`` trailer finds a
+landed run again, so a run recovered after its landing is never landed twice.
 """
 
 from __future__ import annotations
 
+import subprocess
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
-from assay.adapters.git import _run, _text
+from assay.adapters.git import (
+    _CONFIG,
+    ASSAY_EMAIL,
+    ASSAY_NAME,
+    GIT_TIMEOUT_SECONDS,
+    GitError,
+    _env,
+    _out,
+    _run,
+    _status,
+    _text,
+    current_branch,
+)
 
 RUN_TRAILER = "Assay-Run"
 TASK_TRAILER = "Assay-Task"
 ATTEMPTS_TRAILER = "Assay-Attempts"
 CODER_TRAILER = "Assay-Coder"
+TITLE_LIMIT = 72
+CAS_TRIES = 3
+
+# Revalidation of a combined tree: (combined commit, its parent) -> None when the validators
+# pass, else why they block ("the validators block: tests: ...").
+Revalidate = Callable[[str, str], str | None]
+
+
+class LandRefused(Exception):
+    """Landing was refused and nothing was changed; the candidate branch is left as it is."""
+
+    def __init__(self, reason: str, paths: Sequence[str] = ()) -> None:
+        self.reason = reason
+        self.paths = tuple(paths)
+        listed = f": {', '.join(self.paths)}" if self.paths else ""
+        super().__init__(reason + listed)
+
+
+class LandBlocked(LandRefused):
+    """The base branch moved and the change does not hold on the new tip (a conflict, or the
+    validators block the combined tree): nothing landed, and the run is blocked. The reason
+    already names the conflicting paths."""
+
+    def __init__(self, reason: str, paths: Sequence[str] = ()) -> None:
+        super().__init__(reason)
+        self.paths = tuple(paths)
+
+
+@dataclass(frozen=True, slots=True)
+class SquashMessage:
+    """What the squashed commit says: the task's title, a short body and the trailers."""
+
+    task: str
+    task_id: str
+    run_id: str
+    attempts: int
+    blocked: int
+    coder: str
+    seat: int
+    validators: Sequence[str] = ()
+
+    @property
+    def title(self) -> str:
+        lines = self.task.strip().splitlines()
+        first = lines[0].strip() if lines else ""
+        return first if len(first) <= TITLE_LIMIT else first[: TITLE_LIMIT - 3].rstrip() + "..."
+
+    def text(self) -> str:
+        checks = ", ".join(self.validators) or "scope and secret checks only"
+        body = (
+            f"Landed by assay: the candidate of seat {self.seat}, squashed; "
+            f"it passed the validators ({checks})."
+        )
+        counted = (
+            f"{self.attempts} ({self.blocked} blocked)" if self.blocked else str(self.attempts)
+        )
+        trailers = (
+            f"{TASK_TRAILER}: {self.task_id}\n"
+            f"{RUN_TRAILER}: {self.run_id}\n"
+            f"{ATTEMPTS_TRAILER}: {counted}\n"
+            f"{CODER_TRAILER}: {self.coder} (seat {self.seat})\n"
+        )
+        return f"{self.title}\n\n{body}\n\n{trailers}"
 
 
 def landed_commit(repo: Path, branch: str, run_id: str, since: str | None = None) -> str | None:
@@ -37,3 +121,199 @@ def landed_commit(repo: Path, branch: str, run_id: str, since: str | None = None
         if run_id in (v.strip() for v in values.split("\x01")):
             return commit
     return None
+
+
+def identity(repo: Path) -> tuple[str, str]:
+    """(name, email) the repository's config gives, as git resolves it there (local, global,
+    system); assay's own only for what is not configured. assay's git calls force
+    ``user.name=assay``, so the config is read here without that override."""
+    return (
+        _config(repo, "user.name") or ASSAY_NAME,
+        _config(repo, "user.email") or ASSAY_EMAIL,
+    )
+
+
+def _config(repo: Path, key: str) -> str | None:
+    done = subprocess.run(
+        ["git", "-C", str(repo), "config", "--get", key],
+        capture_output=True,
+        stdin=subprocess.DEVNULL,
+        env=_env(),
+        timeout=GIT_TIMEOUT_SECONDS,
+        check=False,
+    )
+    return _text(done.stdout).strip() or None if done.returncode == 0 else None
+
+
+def _commit_tree(repo: Path, tree: str, parent: str, message: str) -> str:
+    """``git commit-tree`` as the repository's own author and committer."""
+    name, email = identity(repo)
+    env = _env()
+    env.update(
+        GIT_AUTHOR_NAME=name,
+        GIT_AUTHOR_EMAIL=email,
+        GIT_COMMITTER_NAME=name,
+        GIT_COMMITTER_EMAIL=email,
+    )
+    args = ("commit-tree", tree, "-p", parent, "-F", "-")
+    done = subprocess.run(
+        ["git", "-C", str(repo), *_CONFIG, *args],
+        input=message.encode(),
+        capture_output=True,
+        env=env,
+        timeout=GIT_TIMEOUT_SECONDS,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise GitError(args, repo, done.returncode, _text(done.stderr))
+    return _text(done.stdout).strip()
+
+
+def _rev(repo: Path, rev: str) -> str:
+    return _out(repo, "rev-parse", "--verify", "--end-of-options", rev)
+
+
+def land_branch(repo: Path, branch: str) -> str:
+    """Keep the candidate branch for a human; its name."""
+    found = _run(repo, "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}", ok=(0, 1))
+    if found.returncode != 0:
+        raise GitError(("rev-parse", branch), repo, 1, f"there is no branch {branch}")
+    return branch
+
+
+def land_squash(
+    repo: Path,
+    *,
+    branch: str,
+    into_branch: str,
+    base_commit: str,
+    message: SquashMessage,
+    revalidate: Revalidate | None = None,
+    tries: int = CAS_TRIES,
+) -> str:
+    """Land the tree of ``branch`` on ``into_branch`` as one squashed commit; that commit.
+
+    Idempotent: a commit of this run already on ``into_branch`` is returned as it is. Where
+    ``into_branch`` is checked out, that checkout must be clean (no untracked file where the
+    change writes) or :class:`LandRefused` is raised and nothing changes; it is then brought to
+    the new commit. When ``into_branch`` no longer points at ``base_commit``, the change is
+    combined with its tip and ``revalidate`` must pass that combined commit, else
+    :class:`LandBlocked`. A lost compare-and-swap recomputes, ``tries`` times at most.
+    """
+    target = f"refs/heads/{into_branch}"
+    found = landed_commit(repo, into_branch, message.run_id, since=base_commit)
+    if found is not None:
+        return found
+    checkout = _checked_out_at(repo, target)
+    if checkout is not None:
+        _refuse_dirty(checkout, into_branch, branch)
+    candidate = _rev(repo, f"refs/heads/{branch}^{{commit}}")
+    validated: set[str] = {_rev(repo, f"{candidate}^{{tree}}")}
+    for _ in range(tries):
+        old = _rev(repo, f"{target}^{{commit}}")
+        tree = _combine(repo, base_commit, old, candidate)
+        commit = _commit_tree(repo, tree, old, message.text())
+        if tree not in validated and old != base_commit:
+            if revalidate is not None:
+                problem = revalidate(commit, old)
+                if problem is not None:
+                    raise LandBlocked(
+                        f"the base branch moved to {old[:12]}; combined with it {problem}"
+                    )
+            validated.add(tree)
+        if checkout is not None:  # checked again: revalidation may have taken minutes
+            _refuse_dirty(checkout, into_branch, branch)
+            _ready_to_update(repo, checkout, into_branch, old, commit)
+        moved = _run(
+            repo, "update-ref", "-m", f"assay: land {branch}", target, commit, old, ok=(0, 1, 128)
+        )
+        if moved.returncode != 0:
+            continue  # another lander moved it first: recompute on its tip
+        if checkout is not None:
+            _bring_checkout(repo, checkout, target, old, commit)
+        return commit
+    raise LandRefused(f"{into_branch} kept moving while {branch} was being landed ({tries} tries)")
+
+
+def _combine(repo: Path, base_commit: str, tip: str, candidate: str) -> str:
+    """The tree of the candidate's change applied to ``tip`` (the candidate's own tree when the
+    tip is still the base); a conflict is :class:`LandBlocked`.
+
+    The change is first squashed onto the run's base (a commit of its own, never on a branch),
+    so the 3-way merge uses the run's base as the merge base (git < 2.40 has no
+    ``--merge-base``) and the attempts' checkpoints play no part.
+    """
+    tree = _rev(repo, f"{candidate}^{{tree}}")
+    if tip == base_commit:
+        return tree
+    squashed = _out(repo, "commit-tree", tree, "-p", base_commit, "-m", "assay: squashed change")
+    merged = _run(
+        repo,
+        *("merge-tree", "--write-tree", "--name-only", "--no-messages", "-z"),
+        tip,
+        squashed,
+        ok=(0, 1),
+    )
+    combined, *conflicts = [p for p in _text(merged.stdout).split("\0") if p]
+    if merged.returncode == 1:
+        paths = sorted(set(conflicts))
+        raise LandBlocked(
+            f"the base branch moved to {tip[:12]}; combined with it the change conflicts in "
+            + ", ".join(paths),
+            paths,
+        )
+    return combined
+
+
+def _refuse_dirty(checkout: Path, into_branch: str, branch: str) -> None:
+    """A checkout of the base branch with uncommitted changes is never touched."""
+    tracked, _ = _status(checkout)
+    if tracked:
+        raise LandRefused(
+            f"{into_branch} is checked out at {checkout} with uncommitted changes; "
+            f"the change is left on {branch}",
+            tracked,
+        )
+
+
+def _ready_to_update(repo: Path, checkout: Path, into_branch: str, old: str, commit: str) -> None:
+    """The checkout of the base branch may be updated: still on it, no untracked file in the
+    way of what the new commit writes."""
+    if current_branch(checkout) != into_branch:
+        raise LandRefused(f"{checkout} no longer has {into_branch} checked out")
+    _, untracked = _status(checkout)
+    written = set(_text(_run(repo, "diff", "--name-only", "-z", old, commit).stdout).split("\0"))
+    collisions = sorted(written.intersection(untracked))
+    if collisions:
+        raise LandRefused(f"untracked files in {checkout} would be overwritten", collisions)
+
+
+def _bring_checkout(repo: Path, checkout: Path, target: str, old: str, commit: str) -> None:
+    """Move the checkout's index and files from ``old`` to ``commit`` (its branch already
+    points there). If git refuses, the ref is swapped back, so the checkout never holds a
+    branch whose files disagree with it."""
+    done = _run(checkout, "read-tree", "-m", "-u", old, commit, ok=(0, 128))
+    if done.returncode == 0:
+        return
+    undone = _run(repo, "update-ref", "-m", "assay: undo land", target, old, commit, ok=(0, 1, 128))
+    if undone.returncode != 0:
+        return  # someone already landed on top of it: it stays, and their update moves the files
+    raise LandRefused(f"git refused to update {checkout}: {_text(done.stderr).strip()}")
+
+
+def _checked_out_at(repo: Path, ref: str) -> Path | None:
+    """The working tree that has ``ref`` checked out, if any."""
+    listing = _text(_run(repo, "worktree", "list", "--porcelain", "-z").stdout)
+    path: Path | None = None
+    for field in listing.split("\0"):
+        if field.startswith("worktree "):
+            path = Path(field.removeprefix("worktree "))
+        elif field == f"branch {ref}" and path is not None:
+            return path
+    return None
+
+
+def check_out(worktree: Path, rev: str) -> None:
+    """Put ``worktree`` on ``rev`` (a branch, or a commit detached), discarding what is there:
+    the seat's own state is committed, and revalidation borrows its worktree."""
+    _run(worktree, "checkout", "--quiet", "--force", rev)

@@ -154,6 +154,8 @@ def run(
             instruction, contract, coder, coder_command, validator, land, seats,
             max_attempts, max_recovery,
         )  # fmt: skip
+        if not built.verified:
+            typer.echo(unverified_warning(built, contract is None), err=True)
         jobs.append((queue_task(workspace, ledger, built, now), built))
     if not jobs:
         fail("give an instruction, --contract FILE, --task ID or --resume (see assay run -h)")
@@ -216,6 +218,22 @@ def _run_jobs(
                 typer.echo(waits_message(task, finished))
         code = max(code, exit_code_for(report.settlement.new_status, payload.halt_type))
     return code
+
+
+def unverified_warning(contract: Contract, from_flags: bool) -> str:
+    """The one line said before a run that no validator will verify."""
+    missing = (
+        "no --validator given" if from_flags else "the contract has no command or judge validator"
+    )
+    landing = (
+        "land_unverified: true lets a merge land it anyway"
+        if contract.land_unverified
+        else "land: merge will leave a branch instead"
+    )
+    return (
+        f"warning: {missing}: only scope and secret checks will run, nothing verifies the "
+        f"change (halt-verification-gap); {landing}"
+    )
 
 
 def build_contract(

@@ -18,6 +18,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    StrictBool,
     ValidationError,
     ValidationInfo,
     field_validator,
@@ -211,6 +212,10 @@ class HaltClass(_Input):
         return self
 
 
+VERIFYING_KINDS = frozenset({ValidatorKind.COMMAND, ValidatorKind.JUDGE})
+"""Validator kinds that verify a change; scope and secrets only check where and what it wrote."""
+
+
 def canonical_halt_classes() -> list[HaltClass]:
     return [HaltClass(name=name.value, severity=sev) for name, sev in CANONICAL_HALTS.items()]
 
@@ -229,6 +234,8 @@ class Contract(_Input):
     threshold: float = Field(default=DEFAULT_QUORUM_THRESHOLD, gt=0, le=1)
     budgets: Budgets = Field(default_factory=Budgets)
     land: LandMode = LandMode.BRANCH
+    # `merge` with no verifying validator leaves a branch instead, unless this says otherwise.
+    land_unverified: StrictBool = False
     pr: PullRequestSettings = Field(default_factory=PullRequestSettings)
     env: dict[str, str] = Field(default_factory=dict)
     halt_classes: list[HaltClass] = Field(default_factory=canonical_halt_classes)
@@ -280,6 +287,12 @@ class Contract(_Input):
                 f"all seven canonical halts are required; missing: {', '.join(missing)}"
             )
         return value
+
+    @property
+    def verified(self) -> bool:
+        """Whether a validator checks the change itself (a command or a judge), beyond the
+        built-in scope and secret checks every run has."""
+        return any(v.kind in VERIFYING_KINDS for v in self.validators)
 
     def coder_for_seat(self, seat: int) -> CoderSpec:
         """Seat numbers start at 1; a list of coders is cycled over the seats."""

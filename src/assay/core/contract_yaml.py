@@ -337,9 +337,16 @@ budgets:
   max_attempts: 3
   max_recovery: 2
 
-# Where a passing change goes: merge (into the base branch; never into a dirty checkout),
-# branch (left on assay/<run>/<seat>, status ready), pr (pushed, pull request), none.
+# Where a passing change goes: merge (one squashed commit on the base branch, with Assay-Task,
+# Assay-Run and Assay-Attempts trailers; never into a dirty checkout; if the branch moved, the
+# change is validated again on its new tip first), branch (left on assay/<run>/<seat>, status
+# ready), pr (pushed, pull request), none.
 land: branch
+
+# land: merge needs a validator that verifies the change (a command or judge validator). With
+# only the built-in scope and secret checks the run fires halt-verification-gap and leaves the
+# branch instead (status ready). true: merge such a change anyway.
+land_unverified: false
 
 # For land: pr. The branch is pushed to `remote` and a pull request opened through the GitHub
 # REST API with the token in GITHUB_TOKEN. Optional: repo (owner/name; default: read from the

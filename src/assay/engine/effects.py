@@ -17,6 +17,7 @@ from pydantic import JsonValue
 
 from assay.adapters.coders.base import DispatchResult
 from assay.adapters.validators.base import ValidationOutcome
+from assay.core.attempts import AttemptRecord
 from assay.core.changes import ChangeSet
 from assay.core.contract import Contract
 from assay.core.payload import HaltNotice
@@ -72,6 +73,7 @@ class LandOutcome:
     branch: str | None = None
     left_pr: bool = False
     pr_url: str | None = None
+    validations: int = 0  # validations of a combined tree, when the base branch had moved
 
 
 @dataclass(frozen=True)
@@ -121,9 +123,11 @@ class Effects(Protocol):
         *,
         blocked: bool = False,
         failures: Sequence[str] = (),
+        attempts: Sequence[AttemptRecord] = (),
     ) -> LandOutcome:
         """Land the chosen candidate by the contract's mode. ``blocked``: the validators still
-        fail and the mode is ``pr``; leave it as a draft PR listing ``failures`` for a human."""
+        fail and the mode is ``pr``; leave it as a draft PR listing ``failures`` for a human.
+        ``attempts``: the run's attempts so far (a merge's commit counts them)."""
         ...
 
     async def emit(self, event: RunEvent) -> None: ...

@@ -41,6 +41,11 @@ from assay.engine.result import RunResult, end_run
 __all__ = ["run_graph"]
 
 NO_CHANGE_CHECK = "assay.change"
+VERIFICATION_GAP_EVIDENCE = (
+    "no validator verifies the change: the contract declares no command or judge validator, "
+    "only the built-in scope and secret checks run, so `land: merge` leaves a branch instead "
+    "unless the contract says `land_unverified: true`"
+)
 
 
 async def run_graph(plan: RunPlan, fx: Effects) -> RunResult:
@@ -50,6 +55,8 @@ async def run_graph(plan: RunPlan, fx: Effects) -> RunResult:
     await fx.emit(RunEvent("run.started", {**started, "base_branch": plan.base_branch}))
     unresolved = await fx.preflight(plan)
     await fx.arm(plan)
+    if not contract.verified:
+        await fx.fire(plan, CanonicalHalt.VERIFICATION_GAP, VERIFICATION_GAP_EVIDENCE)
     if unresolved:
         evidence = "anchors do not resolve at the base commit: " + ", ".join(unresolved)
         await fx.fire(plan, CanonicalHalt.ANCHOR_RESOLUTION_FAILURE, evidence)
@@ -175,8 +182,16 @@ async def run_graph(plan: RunPlan, fx: Effects) -> RunResult:
                 run, RunStatus.BLOCKED, HaltType.ESCALATE, f"block halt fired: {names}", halted=True
             )
         if decision.action is PolicyAction.PROCEED:
-            run.land = await fx.land(plan, chosen)
-            return end_run(run, run.land.status, HaltType.NONE, run.land.detail)
+            run.land = await fx.land(plan, chosen, attempts=run.attempts)
+            run.validations += run.land.validations
+            # Blocked here: the base branch moved and the change does not hold on its tip.
+            moved = run.land.status is RunStatus.BLOCKED
+            return end_run(
+                run,
+                run.land.status,
+                HaltType.BLOCKER if moved else HaltType.NONE,
+                run.land.detail,
+            )
         if decision.action is PolicyAction.HALT:
             return end_run(run, RunStatus.FAILED, HaltType.VALIDATOR_ERROR, decision.justification)
         failures.extend(

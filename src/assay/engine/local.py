@@ -7,20 +7,19 @@ attempt run in parallel while the graph itself stays single-threaded and determi
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from assay.adapters import git
 from assay.adapters.coders import get_coder, ignored_settings
 from assay.adapters.coders.base import DispatchRequest, DispatchResult
 from assay.adapters.envpolicy import CODER_CREDENTIALS, child_environment
-from assay.adapters.landing import RUN_TRAILER
 from assay.adapters.store import halt_files, halt_ops
 from assay.adapters.validators import get_validator
 from assay.adapters.validators.base import ValidationContext, ValidationOutcome
 from assay.core.anchors import unresolved_anchors
+from assay.core.attempts import AttemptRecord
 from assay.core.payload import HaltNotice
 from assay.core.report import compare_with_diff, parse_coder_report
 from assay.core.vocab import (
@@ -34,6 +33,7 @@ from assay.core.vocab import (
 from assay.engine.crashpoints import crash_point
 from assay.engine.effects import JudgeRound, LandOutcome, RunEvent, RunPlan, SeatOutcome
 from assay.engine.interrupt import boundary
+from assay.engine.merge import merge_squashed
 from assay.engine.panel import judge_blind
 from assay.engine.pull_request import land_pull_request
 
@@ -229,9 +229,10 @@ class LocalEffects:
         *,
         blocked: bool = False,
         failures: Sequence[str] = (),
+        attempts: Sequence[AttemptRecord] = (),
     ) -> LandOutcome:
         boundary(CrashPoint.LANDING_INTENT)
-        outcome = await asyncio.to_thread(self._land, plan, seat, blocked, failures)
+        outcome = await asyncio.to_thread(self._land, plan, seat, blocked, failures, attempts)
         if outcome.status is RunStatus.MERGED:
             crash_point(CrashPoint.REF_MOVED)  # landed, nothing recorded yet: never interrupted
         return outcome
@@ -240,6 +241,10 @@ class LocalEffects:
         self._record(event)
 
     # -- helpers -----------------------------------------------------------------------------
+
+    def warn(self, message: str) -> None:
+        """A warning for the payload and the live display, once per message."""
+        self._warn(message)
 
     def _warn(self, message: str) -> None:
         if message not in self.warnings:
@@ -276,6 +281,7 @@ class LocalEffects:
         seat: SeatOutcome,
         blocked: bool = False,
         failures: Sequence[str] = (),
+        attempts: Sequence[AttemptRecord] = (),
     ) -> LandOutcome:
         mode = plan.contract.land
         branch = self.branches[seat.seat]
@@ -294,18 +300,15 @@ class LocalEffects:
         if mode is LandMode.NONE:
             return LandOutcome(RunStatus.READY, "validators passed; nothing landed (land: none)")
         if mode is LandMode.MERGE and plan.base_branch:
-            try:
-                with _land_lock(self.home):
-                    # The trailer lets recovery find a landing the process died after.
-                    message = (
-                        f"assay: merge {branch} into {plan.base_branch}\n\n"
-                        f"{RUN_TRAILER}: {plan.run_id}"
-                    )
-                    git.land_merge(plan.repo_root, branch, plan.base_branch, message)
-            except git.LandRefused as refused:
-                self._warn(f"merge refused, branch {branch} left instead: {refused}")
-                return LandOutcome(RunStatus.READY, f"branch {branch} ready ({refused})", branch)
-            return LandOutcome(RunStatus.MERGED, f"merged into {plan.base_branch}", branch)
+            if not plan.contract.verified and not plan.contract.land_unverified:
+                reason = (
+                    "no validator verified the change (only scope and secret checks); "
+                    f"branch {branch} left instead of merging; "
+                    "set land_unverified: true to merge anyway"
+                )
+                self._warn(reason)
+                return LandOutcome(RunStatus.READY, reason, branch)
+            return merge_squashed(self, plan, seat, branch, plan.base_branch, attempts)
         if mode is LandMode.MERGE:
             self._warn(f"the base is a detached HEAD; branch {branch} left instead of merging")
         return LandOutcome(RunStatus.READY, f"branch {branch} ready", branch)
@@ -314,13 +317,6 @@ class LocalEffects:
         for seat, path in self.worktrees.items():
             keep = seat in keep_branches
             git.remove_worktree(plan.repo_root, path, branch=None if keep else self.branches[seat])
-
-
-@contextlib.contextmanager
-def _land_lock(home: Path) -> Iterator[None]:
-    """Merges into the base branch happen one at a time, across threads and processes."""
-    with halt_files.locked(home / "land", create_dir=True):
-        yield
 
 
 def _captured_output(result: DispatchResult) -> str:

@@ -1,0 +1,367 @@
+"""Landing on the base branch against real repositories: one squashed commit, moved by
+compare-and-swap, revalidated on a moved base, found again by its trailer."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import threading
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from support.repo import git as sh
+
+from assay.adapters import git, landing
+from assay.adapters.landing import LandBlocked, LandRefused, SquashMessage
+
+
+@pytest.fixture(autouse=True)
+def _isolated_git(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(tmp_path / "no-global-gitconfig"))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    for name in ("GIT_DIR", "GIT_WORK_TREE", "GIT_AUTHOR_NAME", "GIT_COMMITTER_NAME"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    root.mkdir()
+    sh(root, "init", "-q", "-b", "main")
+    write(root / "keep.txt", "keep\n")
+    write(root / "edit.txt", "one\ntwo\n")
+    sh(root, "add", "-A")
+    sh(root, "commit", "-q", "-m", "base")
+    git.ensure_excluded(root)
+    return root
+
+
+def candidate(repo: Path, *attempts: dict[str, str], run: str = "r1") -> str:
+    """A seat branch with one checkpoint commit per attempt, as the engine leaves it."""
+    path = git.seat_worktree(repo / ".assay", run, "seat-1")
+    branch = git.seat_branch(run, "seat-1")
+    git.add_worktree(repo, path, sh(repo, "rev-parse", "main"), branch)
+    for number, files in enumerate(attempts, start=1):
+        for name, text in files.items():
+            write(path / name, text)
+        assert git.commit_all(path, f"assay: attempt {number}, seat 1") is not None
+    return branch
+
+
+def message(
+    run: str = "r1", task: str = "Add the feature\n\nin detail", **kw: int
+) -> SquashMessage:
+    return SquashMessage(
+        task=task,
+        task_id="t1",
+        run_id=run,
+        attempts=kw.get("attempts", 2),
+        blocked=kw.get("blocked", 1),
+        coder="replay",
+        seat=1,
+        validators=["tests"],
+    )
+
+
+def land(repo: Path, branch: str, run: str = "r1", base: str | None = None, **kw: object) -> str:
+    return landing.land_squash(
+        repo,
+        branch=branch,
+        into_branch="main",
+        base_commit=base or sh(repo, "rev-parse", "main"),
+        message=message(run),
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    found: dict[str, bytes] = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if d not in (".git", ".assay")]
+        for name in filenames:
+            full = Path(dirpath) / name
+            found[str(full.relative_to(root))] = full.read_bytes()
+    return found
+
+
+def test_one_squashed_commit_with_the_candidates_tree_and_trailers(repo: Path) -> None:
+    branch = candidate(repo, {"feature.txt": "wrong\n"}, {"feature.txt": "right\n"})
+    old = sh(repo, "rev-parse", "main")
+    commit = land(repo, branch)
+    assert sh(repo, "rev-parse", "main") == commit
+    assert sh(repo, "rev-list", "--count", f"{old}..main") == "1"
+    assert sh(repo, "rev-parse", f"{commit}^@") == old  # one parent: the old tip
+    assert sh(repo, "rev-parse", f"{commit}^{{tree}}") == sh(
+        repo, "rev-parse", f"{branch}^{{tree}}"
+    )
+    for checkpoint in sh(repo, "rev-list", f"{old}..{branch}").split():
+        done = subprocess.run(
+            ["git", "-C", str(repo), "merge-base", "--is-ancestor", checkpoint, "main"],
+            check=False,
+        )
+        assert done.returncode == 1  # the attempts' commits stay on the seat branch
+    assert sh(repo, "log", "-1", "--format=%s", commit) == "Add the feature"
+    trailers = sh(repo, "log", "-1", "--format=%(trailers:only,unfold)", commit)
+    assert trailers.splitlines() == [
+        "Assay-Task: t1",
+        "Assay-Run: r1",
+        "Assay-Attempts: 2 (1 blocked)",
+        "Assay-Coder: replay (seat 1)",
+    ]
+    assert (repo / "feature.txt").read_text() == "right\n"  # the checkout was brought along
+    assert not git.is_dirty(repo)
+
+
+def test_the_author_is_the_repositorys_identity(repo: Path) -> None:
+    sh(repo, "config", "user.name", "Ada Lovelace")
+    sh(repo, "config", "user.email", "ada@example.org")
+    commit = land(repo, candidate(repo, {"feature.txt": "f\n"}))
+    assert sh(repo, "log", "-1", "--format=%an <%ae>|%cn <%ce>", commit) == (
+        "Ada Lovelace <ada@example.org>|Ada Lovelace <ada@example.org>"
+    )
+
+
+def test_assay_is_the_author_only_where_none_is_configured(repo: Path) -> None:
+    commit = land(repo, candidate(repo, {"feature.txt": "f\n"}))
+    assert sh(repo, "log", "-1", "--format=%an <%ae>", commit) == "assay <assay@localhost>"
+
+
+def test_landing_twice_finds_the_first_commit_by_its_trailer(repo: Path) -> None:
+    branch = candidate(repo, {"feature.txt": "f\n"})
+    base = sh(repo, "rev-parse", "main")
+    first = land(repo, branch, base=base)
+    assert land(repo, branch, base=base) == first
+    assert sh(repo, "rev-list", "--count", f"{base}..main") == "1"
+    assert landing.landed_commit(repo, "main", "r1", since=base) == first
+    assert landing.landed_commit(repo, "main", "r2", since=base) is None
+
+
+def test_a_branch_that_is_not_checked_out_only_moves_its_ref(repo: Path) -> None:
+    branch = candidate(repo, {"feature.txt": "feature\n"})
+    sh(repo, "checkout", "-q", "-b", "elsewhere")
+    write(repo / "keep.txt", "the user's dirty edit\n")
+    before = snapshot(repo)
+    commit = land(repo, branch)
+    assert sh(repo, "rev-parse", "main") == commit
+    assert sh(repo, "show", "main:feature.txt") == "feature"
+    assert snapshot(repo) == before
+    assert git.current_branch(repo) == "elsewhere"
+
+
+def test_a_dirty_checkout_is_never_touched(repo: Path) -> None:
+    branch = candidate(repo, {"feature.txt": "feature\n"})
+    write(repo / "edit.txt", "the user's unsaved work\n")
+    before, old = snapshot(repo), sh(repo, "rev-parse", "main")
+    index = (repo / ".git" / "index").read_bytes()
+    with pytest.raises(LandRefused) as info:
+        land(repo, branch)
+    assert not isinstance(info.value, LandBlocked)
+    assert "uncommitted changes" in str(info.value) and info.value.paths == ("edit.txt",)
+    assert snapshot(repo) == before and (repo / ".git" / "index").read_bytes() == index
+    assert sh(repo, "rev-parse", "main") == old
+
+
+def test_an_untracked_file_in_the_way_refuses_and_an_unrelated_one_does_not(repo: Path) -> None:
+    branch = candidate(repo, {"feature.txt": "feature\n"})
+    write(repo / "feature.txt", "the user's own untracked file\n")
+    old = sh(repo, "rev-parse", "main")
+    with pytest.raises(LandRefused) as info:
+        land(repo, branch)
+    assert info.value.paths == ("feature.txt",)
+    assert sh(repo, "rev-parse", "main") == old
+    (repo / "feature.txt").rename(repo / "scratch.txt")
+    land(repo, branch)
+    assert (repo / "feature.txt").read_text() == "feature\n"
+    assert (repo / "scratch.txt").read_text() == "the user's own untracked file\n"
+
+
+def test_a_moved_base_is_combined_and_revalidated_before_the_ref_moves(repo: Path) -> None:
+    base = sh(repo, "rev-parse", "main")
+    branch = candidate(repo, {"feature.txt": "feature\n"})
+    write(repo / "keep.txt", "main moved\n")
+    sh(repo, "commit", "-q", "-am", "main moved on")
+    tip = sh(repo, "rev-parse", "main")
+    seen: list[tuple[str, str]] = []
+
+    def revalidate(combined: str, parent: str) -> str | None:
+        seen.append((combined, parent))
+        assert sh(repo, "rev-parse", "main") == tip  # nothing moved before the verdict
+        return None
+
+    commit = land(repo, branch, base=base, revalidate=revalidate)
+    assert seen == [(commit, tip)]
+    assert sh(repo, "rev-parse", f"{commit}^@") == tip
+    assert (repo / "keep.txt").read_text() == "main moved\n"
+    assert (repo / "feature.txt").read_text() == "feature\n"
+    assert not git.is_dirty(repo)
+
+
+def test_validators_that_block_the_combined_tree_block_the_landing(repo: Path) -> None:
+    base = sh(repo, "rev-parse", "main")
+    branch = candidate(repo, {"feature.txt": "feature\n"})
+    write(repo / "keep.txt", "main moved\n")
+    sh(repo, "commit", "-q", "-am", "main moved on")
+    tip = sh(repo, "rev-parse", "main")
+    with pytest.raises(LandBlocked) as info:
+        land(
+            repo, branch, base=base, revalidate=lambda c, p: "the validators block: tests: 1 failed"
+        )
+    assert str(info.value) == (
+        f"the base branch moved to {tip[:12]}; "
+        "combined with it the validators block: tests: 1 failed"
+    )
+    assert sh(repo, "rev-parse", "main") == tip and not git.is_dirty(repo)
+
+
+def test_a_checkout_edited_while_the_combined_tree_is_validated_is_not_touched(
+    repo: Path,
+) -> None:
+    base = sh(repo, "rev-parse", "main")
+    branch = candidate(repo, {"feature.txt": "feature\n"})
+    write(repo / "keep.txt", "main moved\n")
+    sh(repo, "commit", "-q", "-am", "main moved on")
+    tip = sh(repo, "rev-parse", "main")
+
+    def user_edits(combined: str, parent: str) -> None:
+        write(repo / "edit.txt", "typed meanwhile\n")
+
+    with pytest.raises(LandRefused, match="uncommitted changes"):
+        land(repo, branch, base=base, revalidate=user_edits)
+    assert sh(repo, "rev-parse", "main") == tip
+    assert (repo / "edit.txt").read_text() == "typed meanwhile\n"
+    assert not (repo / "feature.txt").exists()
+
+
+@pytest.mark.parametrize("checked_out", [True, False])
+def test_a_conflict_on_the_moved_base_blocks_and_nothing_changes(
+    repo: Path, checked_out: bool
+) -> None:
+    base = sh(repo, "rev-parse", "main")
+    branch = candidate(repo, {"edit.txt": "seat version\n", "feature.txt": "f\n"})
+    write(repo / "edit.txt", "main version\n")
+    sh(repo, "commit", "-q", "-am", "main moved on")
+    if not checked_out:
+        sh(repo, "checkout", "-q", "-b", "elsewhere")
+    before, tip = snapshot(repo), sh(repo, "rev-parse", "main")
+    with pytest.raises(LandBlocked) as info:
+        land(repo, branch, base=base, revalidate=lambda c, p: pytest.fail("no revalidation"))
+    assert str(info.value) == (
+        f"the base branch moved to {tip[:12]}; combined with it the change conflicts in edit.txt"
+    )
+    assert sh(repo, "rev-parse", "main") == tip
+    assert snapshot(repo) == before and not git.is_dirty(repo)
+
+
+def test_a_lost_compare_and_swap_recomputes_on_the_new_tip(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    base = sh(repo, "rev-parse", "main")
+    branch = candidate(repo, {"feature.txt": "feature\n"})
+    sh(repo, "checkout", "-q", "-b", "elsewhere")
+    real_run = landing._run
+    raced: list[str] = []
+
+    def racing_run(cwd: Path, *args: str, ok: tuple[int, ...] = (0,)) -> object:
+        if args[:1] == ("update-ref",) and not raced:  # someone lands just before we do
+            write(repo / "other.txt", "theirs\n")
+            sh(repo, "add", "other.txt")
+            sh(repo, "commit", "-q", "-m", "theirs")
+            sh(repo, "branch", "-f", "main", "elsewhere")
+            raced.append(sh(repo, "rev-parse", "main"))
+        return real_run(cwd, *args, ok=ok)
+
+    monkeypatch.setattr(landing, "_run", racing_run)
+    revalidated: list[str] = []
+    commit = land(repo, branch, base=base, revalidate=lambda c, p: revalidated.append(p))
+    assert sh(repo, "rev-parse", f"{commit}^@") == raced[0]  # theirs is kept, not overwritten
+    assert revalidated == raced  # the new combination was validated before it landed
+    assert sh(repo, "show", "main:other.txt") == "theirs"
+    assert sh(repo, "show", "main:feature.txt") == "feature"
+
+
+def test_a_branch_that_never_stops_moving_is_refused(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    branch = candidate(repo, {"feature.txt": "feature\n"})
+    real_run = landing._run
+
+    def losing_run(cwd: Path, *args: str, ok: tuple[int, ...] = (0,)) -> object:
+        if args[:1] == ("update-ref",):
+            return subprocess.CompletedProcess(args, 1, b"", b"")
+        return real_run(cwd, *args, ok=ok)
+
+    monkeypatch.setattr(landing, "_run", losing_run)
+    old = sh(repo, "rev-parse", "main")
+    with pytest.raises(LandRefused, match="kept moving"):
+        land(repo, branch)
+    assert sh(repo, "rev-parse", "main") == old and not git.is_dirty(repo)
+
+
+@pytest.mark.parametrize("checked_out", [True, False])
+def test_concurrent_landers_never_lose_a_commit(repo: Path, checked_out: bool) -> None:
+    base = sh(repo, "rev-parse", "main")
+    runs = [f"r{n}" for n in range(4)]
+    branches = {run: candidate(repo, {f"{run}.txt": f"{run}\n"}, run=run) for run in runs}
+    if not checked_out:
+        sh(repo, "checkout", "-q", "-b", "elsewhere")
+    start = threading.Barrier(len(runs))
+    landed: dict[str, str] = {}
+    refused: dict[str, LandRefused] = {}
+
+    def lander(run: str) -> None:
+        start.wait()
+        try:
+            landed[run] = land(
+                repo, branches[run], run=run, base=base, revalidate=lambda c, p: None, tries=10
+            )
+        except LandRefused as exc:
+            refused[run] = exc
+
+    threads = [threading.Thread(target=lander, args=(run,)) for run in runs]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if not checked_out:
+        assert refused == {}
+    # Landers updating one checkout at once may find it mid-update (its index locked, or not
+    # yet matching the moved branch): such a lander is refused and lands nothing; every other
+    # one is on main, none overwritten. (assay's own landers also take a lock, see engine.merge)
+    said = ("git refused to update", "with uncommitted changes")
+    assert all(any(s in str(exc) for s in said) for exc in refused.values()), refused
+    assert landed and set(landed) | set(refused) == set(runs)
+    assert sh(repo, "rev-list", "--count", f"{base}..main") == str(len(landed))
+    for run in runs:
+        on_main = landing.landed_commit(repo, "main", run, since=base)
+        assert on_main == landed.get(run)
+        if run in landed:
+            assert sh(repo, "show", f"main:{run}.txt") == run
+    if checked_out and not refused:
+        assert not git.is_dirty(repo)  # the user's checkout holds what main holds
+
+
+@settings(max_examples=25, deadline=None)
+@given(task=st.text(st.characters(blacklist_categories=("Cs", "Cc")), min_size=1))
+def test_git_reads_the_trailers_back_whatever_the_task_says(task: str) -> None:
+    text = message(task=task + "\nAssay-Run: forged").text()
+    parsed = subprocess.run(
+        ["git", "interpret-trailers", "--parse"],
+        input=text.encode(),
+        capture_output=True,
+        check=True,
+    ).stdout.decode()
+    assert parsed.splitlines() == [
+        "Assay-Task: t1",
+        "Assay-Run: r1",
+        "Assay-Attempts: 2 (1 blocked)",
+        "Assay-Coder: replay (seat 1)",
+    ]
+    title = text.splitlines()[0]
+    assert len(title) <= landing.TITLE_LIMIT and "\n" not in title
