@@ -231,6 +231,7 @@ class SettleRow(StrEnum):
     SUCCEEDED = "succeeded"
     STALLED_QUOTA = "stalled_quota"
     FAILED_QUOTA_NO_VIABLE = "failed_quota_no_viable"
+    FAILED_MACHINE_FAULT = "failed_machine_fault"
     STALLED_OR_FAILED = "stalled_or_failed"
     HALTED = "halted"
     BLOCKED_WITH_PR = "blocked_with_pr"

@@ -56,13 +56,24 @@ class SeatOutcome:
         return self.result.quota is not None
 
     @property
+    def lost_to_provider_fault(self) -> bool:
+        """The provider failed the coder (not quota): a machine fact, never a task failure."""
+        return self.result.fault is not None and not self.lost_to_quota
+
+    @property
     def environment_error(self) -> str | None:
         return self.result.environment_error
 
     @property
+    def lost_to_machine(self) -> bool:
+        """Lost to quota, a provider fault or the environment: nothing said about the task."""
+        environment = self.environment_error is not None
+        return self.lost_to_quota or self.lost_to_provider_fault or environment
+
+    @property
     def viable(self) -> bool:
         """A candidate the validators can judge: it ran, was not lost, and changed something."""
-        return not self.lost_to_quota and self.environment_error is None and not self.change.empty
+        return not self.lost_to_machine and not self.change.empty
 
 
 @dataclass(frozen=True)

@@ -243,7 +243,7 @@ NO_CHANGE_MARK = "NO CHANGE NEEDED:"
 
 def _claims_no_change(seats: list[SeatOutcome]) -> bool:
     """Every seat that ran left the tree unchanged and says why, with evidence after the mark."""
-    ran = [s for s in seats if not s.lost_to_quota and s.environment_error is None]
+    ran = [s for s in seats if not s.lost_to_machine]
     return bool(ran) and all(
         s.change.empty
         and s.report is not None
@@ -258,7 +258,7 @@ async def _verify_noop(
 ) -> RunResult | None:
     """A unanimous "nothing to change" is checked, not believed: the validators must pass on the
     unchanged tree. Then the run is verified_noop and settle holds the task for a human."""
-    claimant = next(s for s in seats if not s.lost_to_quota and s.environment_error is None)
+    claimant = next(s for s in seats if not s.lost_to_machine)
     outcomes = await fx.validate(plan, claimant)
     results = [o.result for o in outcomes]
     decision = decide(results, plan.contract.policy, plan.contract.threshold)
@@ -281,28 +281,30 @@ async def _verify_noop(
 def _no_candidate(
     run: RunResult, attempt: int, seats: list[SeatOutcome], failures: list[PriorFailure]
 ) -> RunResult | None:
-    """A wave with no viable candidate: end the run on a machine fact, or note it and recover."""
+    """A wave with no viable candidate: end the run on a machine fact, or note it and recover.
+
+    When every seat was lost to a machine fact (quota, a provider fault, the environment) the
+    run ends refunded. Otherwise the seats that ran and changed nothing feed the recovery spec;
+    a seat lost to a machine fact never does (a provider's 529 is not the agent's to fix).
+    """
     lost = [s for s in seats if s.lost_to_quota]
-    broken = [s for s in seats if s.environment_error]
-    if lost or broken:
+    faulted = [s for s in seats if s.lost_to_provider_fault]
+    broken = [s for s in seats if s.environment_error and not s.lost_to_provider_fault]
+    if lost or faulted or broken:
         run.attempts.append(
             record_attempt(attempt, seats, [], fault=True, failures=seat_errors(seats))
         )
-    if lost and len(lost) + len(broken) == len(seats):
-        run.quota_hit = True
+    if all(s.lost_to_machine for s in seats):
         run.no_viable_candidates = True
-        resets = [
-            s.result.quota.reset_at for s in lost if s.result.quota and s.result.quota.reset_at
-        ]
-        run.quota_reset_at = max(resets) if resets else None
-        detail = "; ".join(s.result.quota.detail for s in lost if s.result.quota)
-        return end_run(
-            run, RunStatus.FAILED, HaltType.ENVIRONMENT_ERROR, f"every seat lost to quota: {detail}"
-        )
-    if broken and len(broken) == len(seats):
-        detail = "; ".join(s.environment_error or "" for s in broken)
-        return end_run(run, RunStatus.FAILED, HaltType.ENVIRONMENT_ERROR, detail)
-    if not (lost or broken):
+        run.machine_fault = bool(faulted or broken)
+        if lost:
+            run.quota_hit = True
+            resets = [
+                s.result.quota.reset_at for s in lost if s.result.quota and s.result.quota.reset_at
+            ]
+            run.quota_reset_at = max(resets) if resets else None
+        return end_run(run, RunStatus.FAILED, HaltType.ENVIRONMENT_ERROR, _lost_reason(seats))
+    if not (lost or faulted or broken):
         crashed = any(s.result.error or s.result.timed_out for s in seats)
         errors = seat_errors(seats) or ["the coder left the tree unchanged"]
         result = ValidatorResult(
@@ -322,9 +324,31 @@ def _no_candidate(
             )
         )
     failures.extend(
-        PriorFailure(attempt=attempt, source=f"seat {s.seat}", detail=seat_error(s)) for s in seats
+        PriorFailure(attempt=attempt, source=f"seat {s.seat}", detail=seat_error(s))
+        for s in seats
+        if not (s.lost_to_quota or s.lost_to_provider_fault)
     )
     return None
+
+
+def _lost_reason(seats: list[SeatOutcome]) -> str:
+    """Why a wave where every seat was lost to a machine fact ended, naming the faults."""
+    quota = [s.result.quota.detail for s in seats if s.result.quota]
+    faults = [s.result.fault.detail for s in seats if s.lost_to_provider_fault and s.result.fault]
+    broken = [
+        s.environment_error or ""
+        for s in seats
+        if s.environment_error and not s.lost_to_quota and not s.lost_to_provider_fault
+    ]
+    if quota and not faults:
+        return "every seat lost to quota: " + "; ".join(quota)
+    if faults and not (quota or broken):
+        return "every seat lost to a provider fault: " + "; ".join(faults)
+    if broken and not (quota or faults):
+        return "; ".join(broken)
+    return "every seat lost to a machine fault: " + "; ".join(
+        f"seat {s.seat}: {seat_error(s)}" for s in seats
+    )
 
 
 async def _validate_best(
