@@ -2,18 +2,22 @@
 
 The child gets its own process group, so a timeout kills everything it started (a coder's
 shells, test runners, language servers), not just the direct child. Output is streamed to a
-log file as it arrives, so what was written before a timeout or crash is kept.
+log file as it arrives, so what was written before a timeout or crash is kept. When the machine
+rather than the child fails (a log hits the file-size limit, the disk is full, the log folder
+is not writable) :class:`EnvironmentFault` says so by name, never "could not start".
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import resource
 import signal
 import subprocess
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -24,6 +28,50 @@ SHELL = "/bin/sh"  # a command line of the contract runs as [SHELL, "-c", line]
 # POSIX shells exit 127 for "command not found" and 126 for "found but not executable".
 SHELL_NOT_FOUND = 127
 SHELL_NOT_EXECUTABLE = 126
+
+
+class EnvironmentFault(Exception):
+    """The machine failed the process, not the process itself: its log hit the file-size limit
+    (RLIMIT_FSIZE), the disk is full, or the log folder is not writable.
+
+    Deliberately not an ``OSError``: callers that map ``OSError`` onto "the program could not
+    start" must not swallow it; the engine records it as an environment error (refunded).
+    """
+
+
+def environment_fault(exc: OSError, path: Path) -> EnvironmentFault | None:
+    """The machine fault ``exc`` (raised writing ``path``) is, or None for any other error."""
+    if exc.errno == errno.EFBIG:
+        return EnvironmentFault(f"a log hit the file-size limit (RLIMIT_FSIZE) writing {path}")
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return EnvironmentFault(f"no space left on device writing {path}")
+    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return EnvironmentFault(f"the run folder is not writable: {path} ({exc.strerror})")
+    return None
+
+
+@contextlib.contextmanager
+def _writing(path: Path) -> Iterator[None]:
+    """Name a machine fault met while writing ``path``; other errors pass unchanged."""
+    try:
+        yield
+    except OSError as exc:
+        fault = environment_fault(exc, path)
+        if fault is None:
+            raise
+        raise fault from exc
+
+
+def _hit_size_limit(*paths: Path) -> Path | None:
+    """The log that reached the file-size limit (its writer was stopped there), if any."""
+    soft, _hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    if soft == resource.RLIM_INFINITY:
+        return None
+    for path in paths:
+        with contextlib.suppress(OSError):
+            if path.stat().st_size >= soft:
+                return path
+    return None
 
 
 @dataclass(frozen=True)
@@ -52,13 +100,23 @@ def run_process(
     """Run ``argv`` to completion or ``timeout``; raises FileNotFoundError if it does not exist.
 
     stdout and stderr go to ``log_path`` (``.out`` and ``.err`` siblings) as they arrive.
+    Raises :class:`EnvironmentFault` when a log cannot be written (or its output was cut at
+    the file-size limit).
     """
-    log_path.parent.mkdir(parents=True, exist_ok=True)
     out_path = log_path.with_suffix(log_path.suffix + ".out")
     err_path = log_path.with_suffix(log_path.suffix + ".err")
     start = time.monotonic()
     timed_out = False
-    with out_path.open("wb") as out, err_path.open("wb") as err:
+    with _writing(log_path.parent):
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        out_file = out_path.open("wb")
+    with _writing(err_path):
+        try:
+            err_file = err_path.open("wb")
+        except BaseException:
+            out_file.close()
+            raise
+    with out_file as out, err_file as err:
         child = subprocess.Popen(
             list(argv),
             cwd=cwd,
@@ -86,11 +144,16 @@ def run_process(
             # Anything the child left behind in its group goes too.
             _signal_group(child.pid, signal.SIGKILL)
     wall = int((time.monotonic() - start) * 1000)
+    cut = _hit_size_limit(out_path, err_path)
+    if cut is not None:
+        raise EnvironmentFault(f"a log hit the file-size limit (RLIMIT_FSIZE) writing {cut}")
     stdout = out_path.read_text(errors="replace")
     stderr = err_path.read_text(errors="replace")
-    log_path.write_text(
-        f"$ {' '.join(argv)}\n--- stdout ---\n{stdout}\n--- stderr ---\n{stderr}", errors="replace"
-    )
+    with _writing(log_path):
+        log_path.write_text(
+            f"$ {' '.join(argv)}\n--- stdout ---\n{stdout}\n--- stderr ---\n{stderr}",
+            errors="replace",
+        )
     return ProcessResult(
         exit_code=None if timed_out else child.returncode,
         stdout=stdout,
