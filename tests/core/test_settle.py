@@ -99,6 +99,13 @@ ROWS: dict[str, Row] = {
         HoldSource.MACHINE,
         True,
     ),
+    "land_refused": Row(
+        Verdict(status=RunStatus.BLOCKED, land_refused=True),
+        SettleRow.LAND_REFUSED,
+        TaskStatus.HELD,
+        HoldSource.MACHINE,
+        True,
+    ),
     "blocked_with_pr": Row(
         Verdict(status=RunStatus.BLOCKED, left_pr=True),
         SettleRow.BLOCKED_WITH_PR,
@@ -186,6 +193,13 @@ def test_handoffs_record_the_detail_as_the_hold_reason() -> None:
 @pytest.mark.parametrize(
     ("verdict", "row"),
     [
+        # a refused landing only holds a blocked run; a halt that fired wins over it
+        (
+            Verdict(status=RunStatus.BLOCKED, land_refused=True, left_pr=True),
+            SettleRow.LAND_REFUSED,
+        ),
+        (Verdict(status=RunStatus.BLOCKED, land_refused=True, halted=True), SettleRow.HALTED),
+        (Verdict(status=RunStatus.FAILED, land_refused=True), SettleRow.STALLED_OR_FAILED),
         # parked wins over everything, even a landed run
         (Verdict(status=RunStatus.MERGED, parked=True), SettleRow.PARKED),
         (Verdict(status=RunStatus.BLOCKED, parked=True, halted=True), SettleRow.PARKED),
@@ -235,6 +249,13 @@ def test_handoffs_record_the_detail_as_the_hold_reason() -> None:
         # a machine fault only refunds a failed run: stalled or blocked runs are not faults
         (Verdict(status=RunStatus.STALLED, machine_fault=True), SettleRow.STALLED_OR_FAILED),
         (Verdict(status=RunStatus.BLOCKED, machine_fault=True), SettleRow.BLOCKED),
+        # a refused landing only holds a blocked run; a halt that fired wins over it
+        (
+            Verdict(status=RunStatus.BLOCKED, land_refused=True, left_pr=True),
+            SettleRow.LAND_REFUSED,
+        ),
+        (Verdict(status=RunStatus.BLOCKED, land_refused=True, halted=True), SettleRow.HALTED),
+        (Verdict(status=RunStatus.FAILED, land_refused=True), SettleRow.STALLED_OR_FAILED),
         # parked wins over everything
         (Verdict(status=RunStatus.FAILED, parked=True, machine_fault=True), SettleRow.PARKED),
     ],
@@ -302,6 +323,7 @@ verdicts = st.builds(
     parked=st.booleans(),
     no_viable_candidates=st.booleans(),
     machine_fault=st.booleans(),
+    land_refused=st.booleans(),
     halted=st.booleans(),
 )
 budgets = st.integers(min_value=1, max_value=5)

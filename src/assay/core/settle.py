@@ -12,6 +12,7 @@ Rows, in match order (the first that holds wins):
 | failed_machine_fault   | failed on a machine fault              | Failed (stall)  | no    |
 | stalled_or_failed      | stalled or failed otherwise            | Failed, or Held | yes   |
 | halted                 | a block halt fired                     | Held (machine)  | yes   |
+| land_refused           | blocked: its landing was refused       | Held (machine)  | yes   |
 | blocked_with_pr        | blocked and left a PR                  | Held (machine)  | yes   |
 | blocked                | blocked otherwise                      | Failed, or Held | yes   |
 | verified_noop          | all candidates say nothing to change   | Held (machine)  | yes   |
@@ -25,7 +26,9 @@ passing candidate could not land because GitHub or the network failed. It matche
 quota rows, so a wave lost partly to quota is still a quota row (and waits for its reset). The
 ``no_viable_candidates`` guard keeps the failed-quota row narrow: a run that produced a real
 candidate and lost for another reason spends its attempt, so ``max_attempts`` still bounds the
-retries. Unverified claims (a halt, a PR, a no-op) go to a human as Held, never to Done.
+retries. Unverified claims (a halt, a PR, a no-op) go to a human as Held, never to Done, and
+so does a passing candidate whose landing was refused (GitHub answered 401, 403 or 422, a
+setting is missing): retrying cannot fix a token, and a pull request never opened is not Done.
 
 Refunds are bounded too. The caller reads from the ledger how many refunded runs in a row the
 task had before this one (since its last release) and passes that :class:`RefundStreak` in,
@@ -88,6 +91,7 @@ class Verdict(BaseModel):
     parked: bool = False
     no_viable_candidates: bool = False
     machine_fault: bool = False
+    land_refused: bool = False
     halted: bool = False
 
 
@@ -118,6 +122,8 @@ def settle_row(verdict: Verdict) -> SettleRow:
         return SettleRow.STALLED_OR_FAILED
     if verdict.halted:
         return SettleRow.HALTED
+    if status == RunStatus.BLOCKED and verdict.land_refused:
+        return SettleRow.LAND_REFUSED
     if status == RunStatus.BLOCKED:
         return SettleRow.BLOCKED_WITH_PR if verdict.left_pr else SettleRow.BLOCKED
     if status == RunStatus.VERIFIED_NOOP:
@@ -170,7 +176,12 @@ def settle(
             task.succeed(now)
         case SettleRow.STALLED_OR_FAILED | SettleRow.BLOCKED:
             task.fail(detail, max_attempts, now)
-        case SettleRow.HALTED | SettleRow.BLOCKED_WITH_PR | SettleRow.VERIFIED_NOOP:
+        case (
+            SettleRow.HALTED
+            | SettleRow.LAND_REFUSED
+            | SettleRow.BLOCKED_WITH_PR
+            | SettleRow.VERIFIED_NOOP
+        ):
             task.handed_off(detail, now)
         case SettleRow.NON_TERMINAL:
             task.fail(non_terminal_detail(verdict.status), max_attempts, now)

@@ -234,6 +234,7 @@ class SettleRow(StrEnum):
     FAILED_MACHINE_FAULT = "failed_machine_fault"
     STALLED_OR_FAILED = "stalled_or_failed"
     HALTED = "halted"
+    LAND_REFUSED = "land_refused"
     BLOCKED_WITH_PR = "blocked_with_pr"
     BLOCKED = "blocked"
     VERIFIED_NOOP = "verified_noop"

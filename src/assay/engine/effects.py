@@ -83,6 +83,10 @@ class LandOutcome:
     branch: str | None = None
     left_pr: bool = False
     pr_url: str | None = None
+    # The landing failed on the machine (GitHub 5xx, a timeout, the network): land again later.
+    machine_fault: bool = False
+    # The landing was refused (401, 403, a setting missing): a human must resolve it.
+    refused: bool = False
 
 
 @dataclass(frozen=True)

@@ -168,7 +168,7 @@ async def run_graph(plan: RunPlan, fx: Effects) -> RunResult:
             )
         if decision.action is PolicyAction.PROCEED:
             run.land = await fx.land(plan, chosen)
-            return end_run(run, run.land.status, HaltType.NONE, run.land.detail)
+            return _landed(run)
         if decision.action is PolicyAction.HALT:
             return end_run(run, RunStatus.FAILED, HaltType.VALIDATOR_ERROR, decision.justification)
         failures.extend(
@@ -231,6 +231,22 @@ async def _judge(
     run.attempts.append(record_attempt(attempt, seats, [], fault=True, failures=[reason]))
     halt_type = HaltType.ENVIRONMENT_ERROR if quota else HaltType.VALIDATOR_ERROR
     return end_run(run, RunStatus.STALLED, halt_type, reason)
+
+
+def _landed(run: RunResult) -> RunResult:
+    """End a run whose candidate passed on what its landing did. A landing that failed on a
+    machine fault is refunded (the task lands again later); a refused one goes to a human."""
+    land = run.land
+    assert land is not None
+    if land.machine_fault:
+        run.machine_fault = True
+        reason = f"the landing failed on a machine fault; the task lands again later: {land.detail}"
+        return end_run(run, RunStatus.FAILED, HaltType.ENVIRONMENT_ERROR, reason)
+    if land.refused:
+        run.land_refused = True
+        reason = f"the landing was refused; a human must resolve it: {land.detail}"
+        return end_run(run, RunStatus.BLOCKED, HaltType.ESCALATE, reason)
+    return end_run(run, land.status, HaltType.NONE, land.detail)
 
 
 def _latest(times: list[datetime | None]) -> datetime | None:
