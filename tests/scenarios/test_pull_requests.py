@@ -124,6 +124,7 @@ def test_a_rejected_token_holds_the_task_with_the_apis_message(
 ) -> None:
     done = run_pr(repo, github, "fixed", token="ghp_not_the_right_one")
     assert done.returncode == 3, done.stderr
+    assert "row land_refused" in done.stdout
     assert "Traceback" not in done.stderr
     warning = " ".join(done.stderr.split())
     assert "pull request not opened" in warning and "HTTP 401" in warning
@@ -163,6 +164,7 @@ def test_a_server_error_refunds_the_run_and_the_task_lands_again_later(
     github.script(Reply(500, {"message": "Server Error"}))
     done = run_pr(repo, github, "fixed")
     assert done.returncode == 1, done.stderr
+    assert "row failed_machine_fault" in done.stdout
     first = only_payload(repo)
     assert first["status"] == "failed" and first["task_status"] == "failed"
     assert first["attempt_spent"] is False and first["halt_type"] == "environment_error"
