@@ -423,3 +423,22 @@ def test_quota_and_a_provider_fault_together_wait_for_the_quota() -> None:
     assert out.reason.startswith("every seat lost to a machine fault: ")
     assert "seat 1: lost to quota: 429 slow down" in out.reason
     assert "seat 2: lost to a provider fault: claude: API Error: 529" in out.reason
+
+
+class FaultyJudgeEffects(FakeEffects):
+    """The judge validator's provider failed after its retries."""
+
+    async def validate(self, plan: RunPlan, seat: SeatOutcome) -> list[ValidationOutcome]:
+        outcome = ValidationOutcome(
+            result=result(Severity.BLOCK, error=True), fault="review: HTTP 503, 3 of 3 calls"
+        )
+        return [outcome]
+
+
+def test_a_judge_lost_to_a_provider_fault_refunds() -> None:
+    fx = FaultyJudgeEffects(Script(dispatches=[[change("a.py")]]))
+    out = asyncio.run(run_graph(plan(), fx))
+    assert out.status is RunStatus.FAILED and out.halt_type is HaltType.ENVIRONMENT_ERROR
+    assert settle_row(out.verdict) is SettleRow.FAILED_MACHINE_FAULT
+    assert out.reason == "a judge was lost to a provider fault: review: HTTP 503, 3 of 3 calls"
+    assert len(fx.prompts) == 1 and fx.landed == []

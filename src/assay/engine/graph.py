@@ -132,6 +132,20 @@ async def run_graph(plan: RunPlan, fx: Effects) -> RunResult:
                 HaltType.ENVIRONMENT_ERROR,
                 f"a judge hit its quota: {detail}",
             )
+        faults = [o.fault for o in outcomes if o.fault is not None]
+        if faults:
+            # A judge validator whose provider failed after retries: a machine fact, refunded.
+            run.machine_fault = True
+            detail = "; ".join(faults)
+            run.attempts.append(
+                record_attempt(attempt, seats, results, fault=True, failures=[detail])
+            )
+            return end_run(
+                run,
+                RunStatus.FAILED,
+                HaltType.ENVIRONMENT_ERROR,
+                f"a judge was lost to a provider fault: {detail}",
+            )
         decision = decide(results, contract.policy, contract.threshold)
         run.policy_decision = decision
         signatures = finding_signatures(blocking_findings(results))
