@@ -214,3 +214,11 @@ def test_timeout_kills_and_reports_timed_out(tmp_path: Path) -> None:
 def test_max_turns_is_not_honoured() -> None:
     assert "max_turns" not in AiderCoder.honoured_settings
     assert {"model", "timeout_seconds", "args"} <= AiderCoder.honoured_settings
+
+
+def test_a_server_error_loses_the_seat_to_a_provider_fault(tmp_path: Path) -> None:
+    result = AiderCoder().dispatch(make_request(tmp_path, scenario="server_error"))
+    assert result.fault is not None and result.fault.detail.startswith("aider: ")
+    assert "overloaded" in result.fault.detail
+    for scenario in ("context", "usage_limit", "auth"):
+        assert AiderCoder().dispatch(make_request(tmp_path, scenario=scenario)).fault is None

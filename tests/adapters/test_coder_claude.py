@@ -353,3 +353,15 @@ def test_timeout_kills_and_reports_timed_out(tmp_path: Path) -> None:
 
 def test_honoured_settings() -> None:
     assert {"model", "max_turns", "timeout_seconds", "args"} <= ClaudeCoder.honoured_settings
+
+
+def test_an_overloaded_api_loses_the_seat_to_a_provider_fault(tmp_path: Path) -> None:
+    result = ClaudeCoder().dispatch(make_request(tmp_path, scenario="server_error"))
+    assert result.fault is not None
+    assert result.fault.detail.startswith("claude: API Error: 529")
+    assert "overloaded" in result.fault.detail
+
+
+@pytest.mark.parametrize("scenario", ["context", "auth", "usage_limit"])
+def test_other_failures_are_not_provider_faults(tmp_path: Path, scenario: str) -> None:
+    assert ClaudeCoder().dispatch(make_request(tmp_path, scenario=scenario)).fault is None

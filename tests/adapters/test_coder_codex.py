@@ -286,3 +286,10 @@ def test_max_turns_is_not_honoured() -> None:
     # codex exec has no turn limit: the engine warns when a contract sets one for codex.
     assert "max_turns" not in CodexCoder.honoured_settings
     assert {"model", "timeout_seconds", "args"} <= CodexCoder.honoured_settings
+
+
+def test_a_server_error_loses_the_seat_to_a_provider_fault(tmp_path: Path) -> None:
+    result = CodexCoder().dispatch(make_request(tmp_path, scenario="server_error"))
+    assert result.fault is not None and result.fault.detail.startswith("codex: ")
+    for scenario in ("context", "usage_limit"):
+        assert CodexCoder().dispatch(make_request(tmp_path, scenario=scenario)).fault is None

@@ -223,3 +223,10 @@ def test_stale_trajectory_is_not_read_again(tmp_path: Path) -> None:
     MiniCoder().dispatch(make_request(tmp_path))
     result = MiniCoder().dispatch(make_request(tmp_path, scenario="crash"))
     assert result.stop_reason is None and result.turns_used is None
+
+
+def test_a_server_error_loses_the_seat_to_a_provider_fault(tmp_path: Path) -> None:
+    result = MiniCoder().dispatch(make_request(tmp_path, scenario="server_error"))
+    assert result.fault is not None and result.fault.detail.startswith("mini: ")
+    for scenario in ("context", "usage_limit", "auth"):
+        assert MiniCoder().dispatch(make_request(tmp_path, scenario=scenario)).fault is None

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.model_server import ModelServer, RecordedRequest, ToolCall, Turn
+from support.model_server import HttpError, ModelServer, RecordedRequest, ToolCall, Turn
 
 from assay.adapters.validators import judge as judge_module
 from assay.adapters.validators.base import ValidationContext, ValidationOutcome
@@ -145,6 +145,17 @@ def test_a_server_error_is_an_error(model_server: ModelServer, tmp_path: Path) -
     outcome = judge(model_server, tmp_path)
     assert outcome.result.error is True
     assert outcome.quota is None
+    # retried (3 calls), then lost to the provider: a machine fact the engine refunds
+    assert outcome.fault is not None and outcome.fault.endswith("3 of 3 calls")
+    assert "HTTP 500" in outcome.fault
+
+
+def test_a_refused_request_is_an_error_but_not_a_provider_fault(
+    model_server: ModelServer, tmp_path: Path
+) -> None:
+    model_server.script(Turn(error=HttpError(400, "other", "bad request")))
+    outcome = judge(model_server, tmp_path)
+    assert outcome.result.error is True and outcome.fault is None
 
 
 def test_without_a_model_the_judge_errs(model_server: ModelServer, tmp_path: Path) -> None:

@@ -5,13 +5,18 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from support.model_server import HttpError, ModelServer, Turn
 
 from assay.adapters.llm_client import (
+    ChatClient,
+    Endpoint,
     FailureKind,
     LlmError,
+    RetryPolicy,
     classify_status,
     reset_time,
     resolve_endpoint,
+    retry_after_seconds,
 )
 
 NOW = datetime(2025, 1, 1, 12, 0, tzinfo=UTC)
@@ -73,3 +78,106 @@ def test_resolve_endpoint() -> None:
         resolve_endpoint({"model": "m"}, {}, timeout=5, role="judge")
     assert caught.value.kind is FailureKind.CONFIG
     assert "OPENAI_API_KEY" in caught.value.detail
+
+
+# -- provider faults are retried; rate limits are not ---------------------------------------
+
+
+def _client(
+    server: ModelServer, sleeps: list[float], retry: RetryPolicy | None = None
+) -> ChatClient:
+    endpoint = Endpoint(model="gpt-test", base_url=server.base_url, api_key="k", timeout=60)
+    return ChatClient(endpoint, retry=retry, sleep=sleeps.append)
+
+
+def _fault(status: int, retry_after: float | None = None) -> Turn:
+    return Turn(error=HttpError(status, "server", "service unavailable", retry_after))
+
+
+def test_a_provider_fault_is_retried_then_answers(model_server: ModelServer) -> None:
+    model_server.script(_fault(503, retry_after=0), Turn.overloaded(), Turn.reply("hello"))
+    sleeps: list[float] = []
+    reply = _client(model_server, sleeps, RetryPolicy()).complete(
+        [{"role": "user", "content": "hi"}]
+    )
+    assert reply.text == "hello"
+    assert len(model_server.completions) == 3
+    # Retry-After: 0 is honoured; the overloaded answer had none, so the backoff's second step.
+    assert sleeps == [0.0, 2.0]
+
+
+def test_a_provider_fault_that_persists_says_how_many_calls(model_server: ModelServer) -> None:
+    model_server.when_exhausted = _fault(503, retry_after=0)
+    sleeps: list[float] = []
+    with pytest.raises(LlmError) as caught:
+        _client(model_server, sleeps).complete([{"role": "user", "content": "hi"}])
+    assert caught.value.kind is FailureKind.PROVIDER
+    assert caught.value.status == 503
+    assert caught.value.detail.endswith("3 of 3 calls")
+    assert "HTTP 503" in caught.value.detail
+    assert len(model_server.completions) == 3
+    assert sleeps == [0.0, 0.0]
+
+
+def test_the_backoff_is_exponential_and_capped(model_server: ModelServer) -> None:
+    model_server.when_exhausted = _fault(500)
+    sleeps: list[float] = []
+    retry = RetryPolicy(calls=5, base_seconds=4, cap_seconds=10)
+    with pytest.raises(LlmError) as caught:
+        _client(model_server, sleeps, retry).complete([{"role": "user", "content": "hi"}])
+    assert sleeps == [4, 8, 10, 10]
+    assert caught.value.detail.endswith("5 of 5 calls")
+    assert RetryPolicy(cap_seconds=20).delay(1, retry_after=3600) == 20
+
+
+def test_a_retry_after_date_is_honoured() -> None:
+    now = datetime(2025, 1, 1, 12, 0, tzinfo=UTC)
+    headers = {"Retry-After": "Wed, 01 Jan 2025 12:00:05 GMT"}
+    assert retry_after_seconds(headers, now=now) == 5
+    assert retry_after_seconds({"retry-after": "2"}, now=now) == 2
+    assert retry_after_seconds({"x-ratelimit-reset-requests": "1m"}, now=now) is None
+    assert classify_status(503, headers, None, "down", now=now).retry_after == 5
+
+
+def test_a_rate_limit_is_not_retried(model_server: ModelServer) -> None:
+    model_server.script(Turn.rate_limited(retry_after=0), Turn.reply("never asked"))
+    sleeps: list[float] = []
+    with pytest.raises(LlmError) as caught:
+        _client(model_server, sleeps).complete([{"role": "user", "content": "hi"}])
+    assert caught.value.kind is FailureKind.QUOTA
+    assert len(model_server.completions) == 1
+    assert sleeps == []
+
+
+def test_a_refused_request_is_not_retried(model_server: ModelServer) -> None:
+    model_server.script(Turn(error=HttpError(401, "auth", "bad key")), Turn.reply("never"))
+    with pytest.raises(LlmError) as caught:
+        _client(model_server, []).complete([{"role": "user", "content": "hi"}])
+    assert caught.value.kind is FailureKind.CONFIG
+    assert len(model_server.completions) == 1
+
+
+def test_a_connection_refused_is_retried_and_counted() -> None:
+    import socket
+
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    endpoint = Endpoint(model="m", base_url=f"http://127.0.0.1:{port}/v1", api_key="k", timeout=5)
+    sleeps: list[float] = []
+    client = ChatClient(endpoint, retry=RetryPolicy(), sleep=sleeps.append)
+    with pytest.raises(LlmError) as caught:
+        client.complete([{"role": "user", "content": "hi"}])
+    assert caught.value.kind is FailureKind.PROVIDER
+    assert caught.value.detail.endswith("3 of 3 calls")
+    assert sleeps == [1.0, 2.0]
+
+
+def test_no_retry_starts_past_the_callers_deadline(model_server: ModelServer) -> None:
+    model_server.when_exhausted = _fault(503, retry_after=30)
+    sleeps: list[float] = []
+    with pytest.raises(LlmError) as caught:
+        client = _client(model_server, sleeps, RetryPolicy())
+        client.complete([{"role": "user", "content": "hi"}], timeout=5)
+    assert sleeps == []
+    assert caught.value.detail.endswith("1 of 3 calls")

@@ -206,18 +206,24 @@ def test_a_rate_limit_is_a_provider_fault_with_its_reset_time(
     assert result.quota.reset_at is not None
     assert before + timedelta(seconds=6) < result.quota.reset_at < before + timedelta(seconds=9)
     assert result.turns_used == 1
+    assert result.fault is None  # a rate limit is quota, not a provider fault
     assert (worktree / "hello.txt").exists()  # what was written is kept
 
 
 def test_a_server_error_is_a_provider_fault_without_quota(
     model_server: ModelServer, worktree: Path
 ) -> None:
-    model_server.script(Turn.server_error())
+    model_server.when_exhausted = Turn.server_error(status=503)
     result = dispatch(model_server, worktree)
     assert result.stop_reason is StopReason.PROVIDER_FAULT
     assert result.quota is None
     assert result.error is not None
-    assert "500" in result.error
+    assert "503" in result.error
+    # retried by the client, then the seat is lost to the provider, not failed
+    assert len(model_server.completions) == 3
+    assert result.fault is not None
+    assert result.fault.detail.startswith("llm: HTTP 503")
+    assert result.fault.detail.endswith("3 of 3 calls")
 
 
 def test_a_context_overflow_stops_on_the_context_budget(

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import time
 from pathlib import Path
 
 import pytest
 
-from assay.adapters.process import run_process
+from assay.adapters.process import environment_fault, run_process
 
 ENV = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
 
@@ -141,3 +142,62 @@ def test_the_child_runs_in_cwd_with_exactly_the_given_env(tmp_path: Path) -> Non
         log_path=tmp_path / "p.log",
     )
     assert ran.stdout.splitlines() == [str(tmp_path), "[this]", "[]"]
+
+
+# -- machine faults are named, never "could not start" ----------------------------------------
+
+_UNDER_LIMIT = """
+import resource, sys
+from pathlib import Path
+from assay.adapters.process import EnvironmentFault, run_process
+resource.setrlimit(resource.RLIMIT_FSIZE, (200_000, resource.RLIM_INFINITY))
+try:
+    run_process(["/bin/sh", "-c", "head -c 1000000 /dev/zero"], cwd=Path("."), env={},
+                timeout=30, log_path=Path(sys.argv[1]))
+except EnvironmentFault as exc:
+    print(exc)
+"""
+
+
+def test_output_cut_at_the_file_size_limit_is_an_environment_fault(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    log = tmp_path / "logs" / "coder.log"
+    done = subprocess.run(
+        [sys.executable, "-c", _UNDER_LIMIT, str(log)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == (
+        f"a log hit the file-size limit (RLIMIT_FSIZE) writing {log}.out"
+    )
+
+
+@pytest.mark.parametrize(
+    ("code", "words"),
+    [
+        (errno.EFBIG, "a log hit the file-size limit (RLIMIT_FSIZE) writing /x/log"),
+        (errno.ENOSPC, "no space left on device writing /x/log"),
+        (errno.EROFS, "the run folder is not writable: /x/log"),
+        (errno.EACCES, "the run folder is not writable: /x/log"),
+    ],
+)
+def test_machine_faults_are_named(code: int, words: str) -> None:
+    fault = environment_fault(OSError(code, os.strerror(code)), Path("/x/log"))
+    assert fault is not None and str(fault).startswith(words)
+
+
+def test_other_errors_are_not_machine_faults() -> None:
+    assert environment_fault(OSError(errno.ENOENT, "missing"), Path("/x")) is None
+
+
+def test_a_log_path_under_a_file_is_not_a_machine_fault(tmp_path: Path) -> None:
+    """ENOTDIR is a wrong path (the caller's bug), not the machine's: it passes unchanged."""
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    with pytest.raises(NotADirectoryError):
+        run_process(["true"], cwd=tmp_path, env={}, timeout=5, log_path=blocker / "x" / "l.log")

@@ -1,7 +1,8 @@
 """Rate limits and held tasks through the real `assay` command and the stand-in `claude`.
 
 A run lost to a provider's quota is refunded and the task waits for the reset; a storm of
-them never spends an attempt nor holds the task, while real failures do; a task held by a
+them never spends an attempt (it holds the task only after ``budgets.max_refunds`` in a row,
+set high here), while real failures do; a task held by a
 fired block halt says who holds it, why, and both ways back, and each way works.
 """
 
@@ -34,7 +35,7 @@ def claude_task(repo: Repo) -> Path:
         "claude.yaml",
         f"""task: Make slugify keep digits.
 coder: {{kind: claude}}
-budgets: {{max_attempts: {MAX_ATTEMPTS}, max_recovery: 0}}
+budgets: {{max_attempts: {MAX_ATTEMPTS}, max_recovery: 0, max_refunds: 20}}
 land: merge
 env: {{STANDIN_SCENARIO: $STANDIN_SCENARIO, STANDIN_RESET_EPOCH: $STANDIN_RESET_EPOCH}}
 """,

@@ -473,3 +473,19 @@ def test_land_unverified_is_a_strict_boolean() -> None:
     for value in ("1", '"true"', "0", "[]"):
         error = refused(f"task: x\nland_unverified: {value}\n")
         assert_names(error, "land_unverified", 2)
+
+
+# --- budgets.max_refunds ----------------------------------------------------------------------
+
+
+def test_max_refunds_defaults_to_three_and_is_in_the_template() -> None:
+    assert Contract(task="x").budgets.max_refunds == 3
+    assert parse_contract(contract_template()).budgets.max_refunds == 3
+    assert "max_refunds:" in contract_template()
+    assert parse_contract("task: x\nbudgets: {max_refunds: 7}\n").budgets.max_refunds == 7
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "true", "'3'", "2.5", "null"])
+def test_max_refunds_is_a_strict_positive_integer(value: str) -> None:
+    with pytest.raises(ContractError, match="max_refunds"):
+        parse_contract(f"task: x\nbudgets: {{max_refunds: {value}}}\n")

@@ -12,6 +12,7 @@ from pydantic import ValidationError
 
 from assay.core.settle import (
     REFUND_ROWS,
+    RefundStreak,
     Settlement,
     Verdict,
     non_terminal_detail,
@@ -70,6 +71,13 @@ ROWS: dict[str, Row] = {
         None,
         False,
     ),
+    "failed_machine_fault": Row(
+        Verdict(status=RunStatus.FAILED, machine_fault=True, no_viable_candidates=True),
+        SettleRow.FAILED_MACHINE_FAULT,
+        TaskStatus.FAILED,
+        None,
+        False,
+    ),
     "stalled_or_failed_stalled": Row(
         Verdict(status=RunStatus.STALLED),
         SettleRow.STALLED_OR_FAILED,
@@ -87,6 +95,13 @@ ROWS: dict[str, Row] = {
     "halted": Row(
         Verdict(status=RunStatus.BLOCKED, halted=True),
         SettleRow.HALTED,
+        TaskStatus.HELD,
+        HoldSource.MACHINE,
+        True,
+    ),
+    "land_refused": Row(
+        Verdict(status=RunStatus.BLOCKED, land_refused=True),
+        SettleRow.LAND_REFUSED,
         TaskStatus.HELD,
         HoldSource.MACHINE,
         True,
@@ -178,6 +193,13 @@ def test_handoffs_record_the_detail_as_the_hold_reason() -> None:
 @pytest.mark.parametrize(
     ("verdict", "row"),
     [
+        # a refused landing only holds a blocked run; a halt that fired wins over it
+        (
+            Verdict(status=RunStatus.BLOCKED, land_refused=True, left_pr=True),
+            SettleRow.LAND_REFUSED,
+        ),
+        (Verdict(status=RunStatus.BLOCKED, land_refused=True, halted=True), SettleRow.HALTED),
+        (Verdict(status=RunStatus.FAILED, land_refused=True), SettleRow.STALLED_OR_FAILED),
         # parked wins over everything, even a landed run
         (Verdict(status=RunStatus.MERGED, parked=True), SettleRow.PARKED),
         (Verdict(status=RunStatus.BLOCKED, parked=True, halted=True), SettleRow.PARKED),
@@ -214,6 +236,28 @@ def test_handoffs_record_the_detail_as_the_hold_reason() -> None:
         (Verdict(status=RunStatus.FAILED, left_pr=True), SettleRow.STALLED_OR_FAILED),
         # blocked ignores quota
         (Verdict(status=RunStatus.BLOCKED, quota_hit=True), SettleRow.BLOCKED),
+        # quota wins over a machine fault in the same wave (it waits for the provider's reset)
+        (
+            Verdict(
+                status=RunStatus.FAILED,
+                quota_hit=True,
+                machine_fault=True,
+                no_viable_candidates=True,
+            ),
+            SettleRow.FAILED_QUOTA_NO_VIABLE,
+        ),
+        # a machine fault only refunds a failed run: stalled or blocked runs are not faults
+        (Verdict(status=RunStatus.STALLED, machine_fault=True), SettleRow.STALLED_OR_FAILED),
+        (Verdict(status=RunStatus.BLOCKED, machine_fault=True), SettleRow.BLOCKED),
+        # a refused landing only holds a blocked run; a halt that fired wins over it
+        (
+            Verdict(status=RunStatus.BLOCKED, land_refused=True, left_pr=True),
+            SettleRow.LAND_REFUSED,
+        ),
+        (Verdict(status=RunStatus.BLOCKED, land_refused=True, halted=True), SettleRow.HALTED),
+        (Verdict(status=RunStatus.FAILED, land_refused=True), SettleRow.STALLED_OR_FAILED),
+        # parked wins over everything
+        (Verdict(status=RunStatus.FAILED, parked=True, machine_fault=True), SettleRow.PARKED),
     ],
 )
 def test_match_order(verdict: Verdict, row: SettleRow) -> None:
@@ -262,11 +306,12 @@ def test_verdict_is_frozen_and_strict() -> None:
 # Properties.
 
 
-def test_the_refund_rows_are_the_three_machine_facts() -> None:
+def test_the_refund_rows_are_the_four_machine_facts() -> None:
     assert {
         SettleRow.PARKED,
         SettleRow.STALLED_QUOTA,
         SettleRow.FAILED_QUOTA_NO_VIABLE,
+        SettleRow.FAILED_MACHINE_FAULT,
     } == REFUND_ROWS
 
 
@@ -277,6 +322,8 @@ verdicts = st.builds(
     quota_hit=st.booleans(),
     parked=st.booleans(),
     no_viable_candidates=st.booleans(),
+    machine_fault=st.booleans(),
+    land_refused=st.booleans(),
     halted=st.booleans(),
 )
 budgets = st.integers(min_value=1, max_value=5)
@@ -339,3 +386,96 @@ def test_a_task_that_keeps_failing_is_held_after_exactly_max_attempts() -> None:
     task.release(NOW)
     assert task.runnable(NOW)
     assert task.attempts == 0
+
+
+# The refund streak: refunds are bounded by max_refunds.
+
+REFUNDED = Verdict(status=RunStatus.FAILED, machine_fault=True, no_viable_candidates=True)
+
+
+def test_a_refund_below_the_streak_limit_stays_failed() -> None:
+    task = started()
+    streak = RefundStreak(count=1, faults=("llm: HTTP 503, 3 of 3 calls",))
+    result = settle(task, REFUNDED, "again", MAX, NOW, refunds=streak, max_refunds=3)
+    assert (result.new_status, result.attempt_spent) == (TaskStatus.FAILED, False)
+    assert task.attempts == 0 and task.hold_reason is None
+
+
+def test_the_refund_that_completes_the_streak_holds_with_the_faults() -> None:
+    task = started()
+    streak = RefundStreak(count=2, faults=("first 503", "second 503"))
+    result = settle(task, REFUNDED, "third 503", MAX, NOW, refunds=streak, max_refunds=3)
+    assert (result.row, result.new_status) == (SettleRow.FAILED_MACHINE_FAULT, TaskStatus.HELD)
+    assert not result.attempt_spent and task.attempts == 0
+    assert task.hold_source is HoldSource.MACHINE
+    assert task.hold_reason is not None
+    assert task.hold_reason.startswith("3 refunded runs in a row (budgets.max_refunds: 3)")
+    for fault in ("first 503", "second 503", "third 503"):
+        assert fault in task.hold_reason
+
+
+@pytest.mark.parametrize("name", [n for n, c in ROWS.items() if c.row in REFUND_ROWS])
+def test_every_refund_row_counts_towards_the_streak(name: str) -> None:
+    task = started()
+    settle(
+        task, ROWS[name].verdict, "fault", MAX, NOW, refunds=RefundStreak(count=4), max_refunds=5
+    )
+    assert task.status is TaskStatus.HELD
+
+
+def test_a_spent_run_does_not_hold_on_the_streak() -> None:
+    task = started()
+    result = settle(
+        task, Verdict(status=RunStatus.BLOCKED), "tests", MAX, NOW, refunds=RefundStreak(count=9)
+    )
+    assert result.new_status is TaskStatus.FAILED
+
+
+def test_settle_refuses_max_refunds_below_one() -> None:
+    task = started()
+    with pytest.raises(ValueError, match="max_refunds"):
+        settle(task, REFUNDED, "d", MAX, NOW, max_refunds=0)
+    assert task.status is TaskStatus.RUNNING
+
+
+def test_the_streak_counts_refunded_runs_after_the_last_spent_one() -> None:
+    rows = [
+        (SettleRow.FAILED_MACHINE_FAULT, "a"),
+        (SettleRow.BLOCKED, "tests"),
+        (SettleRow.PARKED, "interrupted"),
+        (SettleRow.STALLED_QUOTA, None),
+    ]
+    assert RefundStreak.of(rows) == RefundStreak(count=2, faults=("interrupted", "stalled_quota"))
+    assert RefundStreak.of([*rows, (SettleRow.SUCCEEDED, "ok")]).count == 0
+    assert RefundStreak.of([]).count == 0
+
+
+@given(
+    st.lists(st.one_of(verdicts, st.just("release")), max_size=60),
+    st.integers(min_value=1, max_value=5),
+)
+def test_no_refund_streak_exceeds_max_refunds_without_a_hold(
+    steps: list[Verdict | str], max_refunds: int
+) -> None:
+    """Run the task through any sequence of verdicts, reading the streak back from the
+    history of settle rows since the last release as the engine does: the task is never
+    refunded more than ``max_refunds`` times in a row without being held."""
+    task = Task.new(id="t", title="t", instruction="i", now=NOW)
+    history: list[tuple[SettleRow | None, str | None]] = []
+    for step in steps:
+        if step == "release":
+            if task.status == TaskStatus.HELD:
+                task.release(NOW)
+                history = []
+            continue
+        assert isinstance(step, Verdict)
+        if not task.runnable(NOW):
+            continue
+        task.start(NOW)
+        streak = RefundStreak.of(history)
+        result = settle(task, step, "d", 1000, NOW, refunds=streak, max_refunds=max_refunds)
+        history.append((result.row, "d"))
+        in_a_row = RefundStreak.of(history).count
+        assert in_a_row <= max_refunds
+        if result.row in REFUND_ROWS and in_a_row == max_refunds:
+            assert task.status is TaskStatus.HELD and task.hold_source is HoldSource.MACHINE

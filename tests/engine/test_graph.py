@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from assay.adapters.coders.base import DispatchResult, QuotaSignal
+from assay.adapters.coders.base import DispatchResult, ProviderFault, QuotaSignal
 from assay.adapters.validators.base import ValidationOutcome
 from assay.core.attempts import AttemptRecord
 from assay.core.changes import ChangeSet, FileDelta
@@ -407,3 +407,91 @@ def test_a_landing_blocked_on_a_moved_base_blocks_the_run_and_counts_the_revalid
     assert out.validations == 3  # attempt 1, attempt 2, and the combined tree
     assert [a.outcome for a in fx.attempts_seen] == [AttemptOutcome.BLOCKED, AttemptOutcome.PASSED]
     assert settle_row(out.verdict) is SettleRow.BLOCKED
+
+
+def _overloaded(detail: str = "claude: API Error: 529 overloaded") -> DispatchResult:
+    return DispatchResult(
+        exit_code=1,
+        stop_reason=StopReason.PROVIDER_FAULT,
+        error=detail,
+        fault=ProviderFault(detail),
+    )
+
+
+def test_every_seat_lost_to_a_provider_fault_refunds_and_names_it() -> None:
+    fx, out = run(Script(dispatches=[[_overloaded(), _overloaded("codex: 503")]]), seats=2)
+    assert out.status is RunStatus.FAILED and out.halt_type is HaltType.ENVIRONMENT_ERROR
+    assert out.verdict.machine_fault and not out.verdict.quota_hit
+    assert settle_row(out.verdict) is SettleRow.FAILED_MACHINE_FAULT
+    assert out.reason == (
+        "every seat lost to a provider fault: claude: API Error: 529 overloaded; codex: 503"
+    )
+    assert len(fx.prompts) == 2  # no recovery wave was spent on the provider's fault
+    assert out.attempts[0].outcome is AttemptOutcome.ERROR
+
+
+def test_a_provider_fault_with_a_change_is_not_a_candidate() -> None:
+    outcome = SeatOutcome(
+        seat=1,
+        attempt=1,
+        coder="claude",
+        result=_overloaded(),
+        change=change("a.py"),
+        worktree=Path(),
+    )
+    assert outcome.lost_to_provider_fault and outcome.lost_to_machine and not outcome.viable
+
+
+def test_a_provider_fault_never_enters_the_recovery_spec() -> None:
+    """One seat lost to a 529, the other left the tree unchanged: the wave recovers, and the
+    next spec carries the unchanged seat's failure but not the provider's fault."""
+    script = Script(
+        dispatches=[
+            [_overloaded(), DispatchResult(exit_code=0)],
+            [change("a.py"), change("b.py")],
+        ],
+        verdicts=[[result(Severity.PASS)]],
+    )
+    fx, out = run(script, seats=2)
+    assert out.status is RunStatus.MERGED
+    recovery = fx.prompts[2]
+    assert "529" not in recovery and "overloaded" not in recovery
+    assert "left the tree unchanged" in recovery
+
+
+def test_every_seat_lost_to_the_environment_refunds() -> None:
+    broken = DispatchResult(exit_code=None, environment_error="claude not found on PATH")
+    _, out = run(Script(dispatches=[[broken]]))
+    assert settle_row(out.verdict) is SettleRow.FAILED_MACHINE_FAULT
+
+
+def test_quota_and_a_provider_fault_together_wait_for_the_quota() -> None:
+    quota = DispatchResult(
+        exit_code=1,
+        stop_reason=StopReason.PROVIDER_FAULT,
+        quota=QuotaSignal(kind="rate_limit", detail="429 slow down"),
+    )
+    _, out = run(Script(dispatches=[[quota, _overloaded()]]), seats=2)
+    assert settle_row(out.verdict) is SettleRow.FAILED_QUOTA_NO_VIABLE
+    assert out.reason.startswith("every seat lost to a machine fault: ")
+    assert "seat 1: lost to quota: 429 slow down" in out.reason
+    assert "seat 2: lost to a provider fault: claude: API Error: 529" in out.reason
+
+
+class FaultyJudgeEffects(FakeEffects):
+    """The judge validator's provider failed after its retries."""
+
+    async def validate(self, plan: RunPlan, seat: SeatOutcome) -> list[ValidationOutcome]:
+        outcome = ValidationOutcome(
+            result=result(Severity.BLOCK, error=True), fault="review: HTTP 503, 3 of 3 calls"
+        )
+        return [outcome]
+
+
+def test_a_judge_lost_to_a_provider_fault_refunds() -> None:
+    fx = FaultyJudgeEffects(Script(dispatches=[[change("a.py")]]))
+    out = asyncio.run(run_graph(plan(), fx))
+    assert out.status is RunStatus.FAILED and out.halt_type is HaltType.ENVIRONMENT_ERROR
+    assert settle_row(out.verdict) is SettleRow.FAILED_MACHINE_FAULT
+    assert out.reason == "a judge was lost to a provider fault: review: HTTP 503, 3 of 3 calls"
+    assert len(fx.prompts) == 1 and fx.landed == []

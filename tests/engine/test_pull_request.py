@@ -8,13 +8,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.github_server import GitHubServer, rate_limited
+from support.github_server import GitHubServer, Reply, rate_limited
 from support.repo import git, make_repo
 
 from assay.core.contract import Contract
 from assay.core.vocab import RunStatus
 from assay.engine.effects import RunPlan
-from assay.engine.pull_request import land_pull_request
+from assay.engine.pull_request import land_pull_request, push_failed_on_the_network
 
 TOKEN = "ghp_unit_token"
 BRANCH = "assay/r1/seat-1"
@@ -148,7 +148,9 @@ def test_settings_problems_push_nothing_and_say_what_to_fix(
     assert landing.warning is not None and said in landing.warning
     assert landing.warning.startswith("pull request not opened: ")
     outcome = landing.outcome
-    assert outcome.status is RunStatus.READY and not outcome.left_pr and outcome.pr_url is None
+    # Never ready (Done): a setting a human must fix is a refusal, not a landing.
+    assert outcome.status is RunStatus.BLOCKED and outcome.refused and not outcome.machine_fault
+    assert not outcome.left_pr and outcome.pr_url is None
     assert outcome.branch == BRANCH and said in outcome.detail
     assert github.calls == [] and not pushed(root)
 
@@ -159,6 +161,8 @@ def test_a_failed_push_opens_no_pull_request(root: Path, github: GitHubServer) -
     assert landing.warning is not None
     assert f"pushing {BRANCH} to origin failed" in landing.warning
     assert github.calls == [] and not landing.outcome.left_pr
+    # A remote that is not a repository is the contract's problem: refused, for a human.
+    assert landing.outcome.refused and landing.outcome.status is RunStatus.BLOCKED
 
 
 def test_a_rate_limit_is_a_warning_with_the_reset_time(root: Path, github: GitHubServer) -> None:
@@ -168,3 +172,68 @@ def test_a_rate_limit_is_a_warning_with_the_reset_time(root: Path, github: GitHu
     assert "rate limit" in landing.warning and "2030-05-06T07:08:00" in landing.warning
     assert f"branch {BRANCH} was pushed to origin" in landing.warning
     assert pushed(root) and not landing.outcome.left_pr
+    # A rate limit is the machine's: the run is refunded and the task lands again later.
+    assert landing.outcome.machine_fault and landing.outcome.status is RunStatus.FAILED
+
+
+@pytest.mark.parametrize("status", [500, 502, 503])
+def test_a_server_error_is_a_machine_fault(root: Path, github: GitHubServer, status: int) -> None:
+    github.script(Reply(status, {"message": "Server Error"}))
+    landing = land_pull_request(plan(root, repo="octo/slug"), BRANCH, env(github))
+    outcome = landing.outcome
+    assert outcome.machine_fault and not outcome.refused
+    assert outcome.status is RunStatus.FAILED and outcome.pr_url is None
+    assert f"HTTP {status}" in outcome.detail
+
+
+def test_an_unreachable_api_is_a_machine_fault(root: Path) -> None:
+    unreachable = {"GITHUB_TOKEN": TOKEN, "ASSAY_GITHUB_API": "http://127.0.0.1:9"}
+    landing = land_pull_request(plan(root, repo="octo/slug"), BRANCH, unreachable)
+    assert landing.outcome.machine_fault and "cannot reach the GitHub API" in landing.outcome.detail
+
+
+@pytest.mark.parametrize(
+    ("reply", "said"),
+    [
+        (Reply(401, {"message": "Bad credentials"}), "HTTP 401: Bad credentials"),
+        (Reply(403, {"message": "Resource not accessible"}), "HTTP 403"),
+        (
+            Reply(422, {"message": "Validation Failed", "errors": [{"message": "No commits"}]}),
+            "HTTP 422: Validation Failed; No commits",
+        ),
+    ],
+)
+def test_a_refusal_is_held_with_the_apis_message(
+    root: Path, github: GitHubServer, reply: Reply, said: str
+) -> None:
+    github.script(reply)
+    outcome = land_pull_request(plan(root, repo="octo/slug"), BRANCH, env(github)).outcome
+    assert outcome.refused and not outcome.machine_fault
+    assert outcome.status is RunStatus.BLOCKED and said in outcome.detail
+
+
+def test_a_blocked_landing_that_fails_stays_blocked(root: Path, github: GitHubServer) -> None:
+    github.script(Reply(503, {"message": "Server Error"}))
+    landing = land_pull_request(plan(root, repo="octo/slug"), BRANCH, env(github), blocked=True)
+    outcome = landing.outcome
+    assert outcome.status is RunStatus.BLOCKED and not outcome.machine_fault
+    assert not outcome.refused and not outcome.left_pr
+
+
+@pytest.mark.parametrize(
+    ("message", "network"),
+    [
+        (
+            "fatal: unable to access 'https://github.com/o/r/': Could not resolve host: github.com",
+            True,
+        ),
+        ("fatal: unable to access 'https://x/': Failed to connect: Connection refused", True),
+        ("error: RPC failed; HTTP 503 curl 22 The requested URL returned error: 503", True),
+        ("fatal: the remote end hung up unexpectedly", True),
+        ("remote: Permission to o/r.git denied to bot.\nfatal: ... returned error: 403", False),
+        ("fatal: '/x/missing.git' does not appear to be a git repository", False),
+        ("! [remote rejected] b -> b (protected branch hook declined)", False),
+    ],
+)
+def test_push_failures_on_the_network_are_faults(message: str, network: bool) -> None:
+    assert push_failed_on_the_network(message) is network

@@ -115,7 +115,10 @@ def test_claude_overloaded_is_a_provider_fault_not_a_quota(
     outcome = claude_run(tmp_path, server).run()
     assert outcome.seat["stop_reason"] == "provider_fault"
     assert outcome.seat["lost_to_quota"] is False
-    assert outcome.payload["attempt_spent"] is True
+    # Lost to the provider, not failed: refunded, and the reason names the fault.
+    assert outcome.seat["lost_to_provider_fault"] is True
+    assert outcome.payload["attempt_spent"] is False
+    assert outcome.payload["reason"].startswith("every seat lost to a provider fault: claude:")
 
 
 def test_claude_prompt_too_long_is_a_context_budget_stop(

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from support.github_server import GitHubServer
+from support.github_server import GitHubServer, Reply
 from support.repo import FIXED, WRONG, Repo, git, make_repo, replay_contract
 
 SCHEMA = json.loads(
@@ -119,17 +119,22 @@ def test_a_blocked_run_leaves_a_draft_pr_and_the_task_is_held(
     assert github.pulls["octo/slug"][0]["draft"] is True
 
 
-def test_a_rejected_token_leaves_the_run_ready_with_a_warning(
+def test_a_rejected_token_holds_the_task_with_the_apis_message(
     repo: Repo, github: GitHubServer
 ) -> None:
     done = run_pr(repo, github, "fixed", token="ghp_not_the_right_one")
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 3, done.stderr
+    assert "row land_refused" in done.stdout
     assert "Traceback" not in done.stderr
     warning = " ".join(done.stderr.split())
     assert "pull request not opened" in warning and "HTTP 401" in warning
     assert "GITHUB_TOKEN" in warning and "ghp_not_the_right_one" not in warning
     payload = only_payload(repo)
-    assert payload["status"] == "ready" and payload["task_status"] == "done"
+    # A pull request that was never opened is not Done: a human must fix the token.
+    assert payload["status"] == "blocked" and payload["task_status"] == "held"
+    assert payload["halt_type"] == "escalate"
+    assert str(payload["reason"]).startswith("the landing was refused")
+    assert "HTTP 401: Bad credentials" in str(payload["reason"])
     branch = f"assay/{payload['run_id']}/seat-1"
     assert payload["land"] == {"mode": "pr", "branch": branch, "pr_url": None}
     assert "pull request not opened" in str(payload["reason"])
@@ -141,16 +146,48 @@ def test_without_a_token_nothing_is_pushed_and_the_branch_is_left(
     repo: Repo, github: GitHubServer
 ) -> None:
     done = run_pr(repo, github, "fixed", token="")
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 3, done.stderr
     warning = " ".join(done.stderr.split())
     assert "pull request not opened: GITHUB_TOKEN is not set" in warning
     payload = only_payload(repo)
-    assert payload["status"] == "ready"
+    assert payload["status"] == "blocked" and payload["task_status"] == "held"
     branch = f"assay/{payload['run_id']}/seat-1"
     assert payload["land"] == {"mode": "pr", "branch": branch, "pr_url": None}
     assert github.calls == []
     assert not origin_has(repo, branch)
     assert git(repo.root, "show", f"{branch}:src/slug.py") + "\n" == FIXED
+
+
+def test_a_server_error_refunds_the_run_and_the_task_lands_again_later(
+    repo: Repo, github: GitHubServer
+) -> None:
+    github.script(Reply(500, {"message": "Server Error"}))
+    done = run_pr(repo, github, "fixed")
+    assert done.returncode == 1, done.stderr
+    assert "row failed_machine_fault" in done.stdout
+    first = only_payload(repo)
+    assert first["status"] == "failed" and first["task_status"] == "failed"
+    assert first["attempt_spent"] is False and first["halt_type"] == "environment_error"
+    assert str(first["reason"]).startswith("the landing failed on a machine fault")
+    assert "HTTP 500" in str(first["reason"])
+    assert first["land"]["pr_url"] is None  # type: ignore[index]
+
+    # The API is back: the next run of the same task opens the pull request and is done.
+    task_id = str(first["task_id"])
+    again = repo.assay(
+        "run",
+        "--task",
+        task_id,
+        "--ignore-wait",
+        "--json",
+        ASSAY_GITHUB_API=github.api_base,
+        GITHUB_TOKEN=TOKEN,
+    )
+    assert again.returncode == 0, again.stderr
+    second = json.loads(again.stdout)
+    assert second["status"] == "ready" and second["task_status"] == "done"
+    assert second["land"]["pr_url"] == "https://github.example/octo/slug/pull/1"
+    assert len(github.posts()) == 2
 
 
 def _holds(path: Path, text: str) -> bool:

@@ -145,3 +145,29 @@ env: {env}
     assert task["attempts"] == 0 and ledger["stage_state"]["task"]["attempts"] == 0
     assert all(c["lost_to_quota"] for c in payload["candidates"])
     assert ledger["stage_state"]["dispatch"]["attempts"] == 3
+
+
+def test_every_seat_lost_to_a_provider_fault_refunds_the_attempt(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    env = json.dumps({"PATH": SEARCH_PATH, "STANDIN_SCENARIO": "server_error"})
+    contract = repo.contract(
+        "overloaded.yaml",
+        f"""task: x
+seats: 2
+coder: {{kind: claude}}
+land: merge
+env: {env}
+""",
+    )
+    payload = run(repo, contract, 1)
+    task, ledger = task_and_ledger(repo, payload["task_id"])
+    assert row_of(task) == "failed_machine_fault" and not payload["attempt_spent"]
+    assert task["attempts"] == 0 and ledger["stage_state"]["task"]["attempts"] == 0
+    assert task["waiting"] is True
+    assert payload["reason"].startswith(
+        "every seat lost to a provider fault: claude: API Error: 529"
+    )
+    assert all(
+        c["lost_to_provider_fault"] and not c["lost_to_quota"] for c in payload["candidates"]
+    )
+    assert ledger["stage_state"]["dispatch"]["attempts"] == 2

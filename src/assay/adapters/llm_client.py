@@ -1,8 +1,11 @@
 """A thin client for any OpenAI-compatible chat endpoint, speaking assay's failure vocabulary.
 
-The ``llm`` coder and the judges share it. It never retries: a rate limit must reach assay's
-policy, which refunds the attempt and waits for the reset the provider gave, instead of being
-retried blindly inside one dispatch. Every failure is mapped onto one :class:`LlmError` kind.
+The ``llm`` coder and the judges share it. A provider fault (5xx, 529, a lost connection, a
+timeout) is retried a few times with bounded exponential backoff, honouring ``Retry-After``,
+within the caller's deadline; the error that finally surfaces says how many calls were made. A
+rate limit (429) is never retried here: it must reach assay's policy, which refunds the attempt
+and waits for the reset the provider gave. Every failure is mapped onto one :class:`LlmError`
+kind.
 httpx is imported lazily so commands that never talk to a model (``assay halt``) stay fast.
 """
 
@@ -11,8 +14,9 @@ from __future__ import annotations
 import enum
 import json
 import re
+import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
@@ -46,12 +50,38 @@ class LlmError(Exception):
         *,
         status: int | None = None,
         quota: QuotaSignal | None = None,
+        retry_after: float | None = None,
     ) -> None:
         super().__init__(detail)
         self.kind = kind
         self.detail = detail
         self.status = status
         self.quota = quota
+        self.retry_after = retry_after  # seconds the provider asked us to wait, if it said
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How often and how patiently a provider fault is retried inside one model call.
+
+    ``calls`` counts every request, the first included. The wait before call ``n + 1`` is the
+    provider's ``Retry-After`` when it gave one, else ``base_seconds * 2 ** (n - 1)``; both are
+    capped at ``cap_seconds``. No jitter: one client makes one request at a time, and a fixed
+    schedule keeps tests deterministic.
+    """
+
+    calls: int = 3
+    base_seconds: float = 1.0
+    cap_seconds: float = 20.0
+
+    def delay(self, call: int, retry_after: float | None) -> float:
+        """Seconds to wait after failed call number ``call`` (1-based)."""
+        if retry_after is not None:
+            return max(0.0, min(retry_after, self.cap_seconds))
+        return min(self.cap_seconds, self.base_seconds * 2 ** min(call - 1, 32))
+
+
+DEFAULT_RETRY = RetryPolicy()
 
 
 @dataclass(frozen=True)
@@ -146,17 +176,26 @@ def function_tool(
 
 
 class ChatClient:
-    """One endpoint, one model; ``complete`` is one request with no retries.
+    """One endpoint, one model; ``complete`` is one turn, its provider faults retried.
 
     Plain HTTP (httpx) rather than the ``openai`` SDK: the wire format is the documented
     Chat Completions JSON (https://platform.openai.com/docs/api-reference/chat/create), and
-    the SDK's import alone costs ~0.4 s, paid by every run that calls a model.
+    the SDK's import alone costs ~0.4 s, paid by every run that calls a model. ``sleep`` and
+    ``retry`` are injectable so tests need not wait.
     """
 
-    def __init__(self, endpoint: Endpoint) -> None:
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        *,
+        retry: RetryPolicy | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
         import httpx
 
         self.endpoint = endpoint
+        self.retry = retry or DEFAULT_RETRY
+        self._sleep = sleep
         base = (endpoint.base_url or DEFAULT_BASE_URL).rstrip("/") + "/"
         self._http = httpx.Client(
             base_url=base,
@@ -172,7 +211,42 @@ class ChatClient:
         tool_choice: str | Mapping[str, Any] | None = None,
         timeout: float | None = None,
     ) -> ChatReply:
-        """Ask for one turn; raises :class:`LlmError` when there is no usable answer."""
+        """Ask for one turn; raises :class:`LlmError` when there is no usable answer.
+
+        A provider fault is retried by :attr:`retry` while the next call can still start
+        before ``timeout`` runs out; the detail of the error that surfaces ends with how many
+        calls were made ("..., 3 of 3 calls"). Any other failure surfaces at once.
+        """
+        wait = max(timeout, 1.0) if timeout is not None else self.endpoint.timeout
+        deadline = time.monotonic() + wait
+        calls = self.retry.calls
+        call = 1
+        while True:
+            try:
+                return self._complete_once(messages, tools, tool_choice, wait)
+            except LlmError as exc:
+                if exc.kind is not FailureKind.PROVIDER:
+                    raise
+                delay = self.retry.delay(call, exc.retry_after)
+                remaining = deadline - time.monotonic()
+                if call >= calls or delay >= remaining:
+                    raise LlmError(
+                        exc.kind,
+                        f"{exc.detail}, {call} of {calls} calls",
+                        status=exc.status,
+                        retry_after=exc.retry_after,
+                    ) from exc
+            self._sleep(delay)
+            call += 1
+            wait = max(deadline - time.monotonic(), 1.0)
+
+    def _complete_once(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        tools: Sequence[Mapping[str, Any]] | None,
+        tool_choice: str | Mapping[str, Any] | None,
+        wait: float,
+    ) -> ChatReply:
         import httpx
 
         options: dict[str, Any] = {"model": self.endpoint.model, "messages": list(messages)}
@@ -180,7 +254,6 @@ class ChatClient:
             options["tools"] = list(tools)
         if tool_choice is not None:
             options["tool_choice"] = tool_choice
-        wait = max(timeout, 1.0) if timeout is not None else self.endpoint.timeout
         try:
             response = self._http.post("chat/completions", json=options, timeout=wait)
         except httpx.TimeoutException as exc:
@@ -259,7 +332,8 @@ def classify_status(
     if status == 413 or (status == 400 and any(m in lowered for m in _CONTEXT_MARKERS)):
         return LlmError(FailureKind.CONTEXT, detail, status=status)
     if status >= 500:
-        return LlmError(FailureKind.PROVIDER, detail, status=status)
+        wait = retry_after_seconds(headers, now=now)
+        return LlmError(FailureKind.PROVIDER, detail, status=status, retry_after=wait)
     if status in (401, 403, 404):
         return LlmError(FailureKind.CONFIG, detail, status=status)
     return LlmError(FailureKind.REQUEST, detail, status=status)
@@ -294,6 +368,16 @@ def reset_time(headers: Mapping[str, str], *, now: datetime | None = None) -> da
     ]
     known = [d for d in delays if d is not None]
     return now + timedelta(seconds=max(known)) if known else None
+
+
+def retry_after_seconds(headers: Mapping[str, str], *, now: datetime | None = None) -> float | None:
+    """The wait ``Retry-After`` (seconds or an HTTP date) or ``retry-after-ms`` asks for."""
+    now = now or datetime.now(UTC)
+    lowered = {name.lower(): value for name, value in headers.items()}
+    if "retry-after-ms" not in lowered and "retry-after" not in lowered:
+        return None
+    when = reset_time({k: v for k, v in lowered.items() if k.startswith("retry-after")}, now=now)
+    return None if when is None else max(0.0, (when - now).total_seconds())
 
 
 def _number(text: str | None) -> float | None:

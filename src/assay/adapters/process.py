@@ -7,17 +7,22 @@ log file as it arrives, so what was written before a timeout or crash is kept.
 Every live child's group is registered, so a stop request (SIGINT or SIGTERM to assay) can end
 them all: TERM at once, KILL after a grace period; a child started after the request is
 stopped as soon as it starts.
+log file as it arrives, so what was written before a timeout or crash is kept. When the machine
+rather than the child fails (a log hits the file-size limit, the disk is full, the log folder
+is not writable) :class:`EnvironmentFault` says so by name, never "could not start".
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import resource
 import signal
 import subprocess
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -33,6 +38,50 @@ STOP_GRACE_SECONDS = 5.0
 _live_groups: set[int] = set()
 _groups_guard = threading.Lock()
 _stop: list[int] = []  # the signal that asked this process to stop, once received
+
+
+class EnvironmentFault(Exception):
+    """The machine failed the process, not the process itself: its log hit the file-size limit
+    (RLIMIT_FSIZE), the disk is full, or the log folder is not writable.
+
+    Deliberately not an ``OSError``: callers that map ``OSError`` onto "the program could not
+    start" must not swallow it; the engine records it as an environment error (refunded).
+    """
+
+
+def environment_fault(exc: OSError, path: Path) -> EnvironmentFault | None:
+    """The machine fault ``exc`` (raised writing ``path``) is, or None for any other error."""
+    if exc.errno == errno.EFBIG:
+        return EnvironmentFault(f"a log hit the file-size limit (RLIMIT_FSIZE) writing {path}")
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return EnvironmentFault(f"no space left on device writing {path}")
+    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return EnvironmentFault(f"the run folder is not writable: {path} ({exc.strerror})")
+    return None
+
+
+@contextlib.contextmanager
+def _writing(path: Path) -> Iterator[None]:
+    """Name a machine fault met while writing ``path``; other errors pass unchanged."""
+    try:
+        yield
+    except OSError as exc:
+        fault = environment_fault(exc, path)
+        if fault is None:
+            raise
+        raise fault from exc
+
+
+def _hit_size_limit(*paths: Path) -> Path | None:
+    """The log that reached the file-size limit (its writer was stopped there), if any."""
+    soft, _hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    if soft == resource.RLIM_INFINITY:
+        return None
+    for path in paths:
+        with contextlib.suppress(OSError):
+            if path.stat().st_size >= soft:
+                return path
+    return None
 
 
 @dataclass(frozen=True)
@@ -61,13 +110,23 @@ def run_process(
     """Run ``argv`` to completion or ``timeout``; raises FileNotFoundError if it does not exist.
 
     stdout and stderr go to ``log_path`` (``.out`` and ``.err`` siblings) as they arrive.
+    Raises :class:`EnvironmentFault` when a log cannot be written (or its output was cut at
+    the file-size limit).
     """
-    log_path.parent.mkdir(parents=True, exist_ok=True)
     out_path = log_path.with_suffix(log_path.suffix + ".out")
     err_path = log_path.with_suffix(log_path.suffix + ".err")
     start = time.monotonic()
     timed_out = False
-    with out_path.open("wb") as out, err_path.open("wb") as err:
+    with _writing(log_path.parent):
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        out_file = out_path.open("wb")
+    with _writing(err_path):
+        try:
+            err_file = err_path.open("wb")
+        except BaseException:
+            out_file.close()
+            raise
+    with out_file as out, err_file as err:
         child = subprocess.Popen(
             list(argv),
             cwd=cwd,
@@ -98,11 +157,16 @@ def run_process(
             with _groups_guard:
                 _live_groups.discard(child.pid)
     wall = int((time.monotonic() - start) * 1000)
+    cut = _hit_size_limit(out_path, err_path)
+    if cut is not None:
+        raise EnvironmentFault(f"a log hit the file-size limit (RLIMIT_FSIZE) writing {cut}")
     stdout = out_path.read_text(errors="replace")
     stderr = err_path.read_text(errors="replace")
-    log_path.write_text(
-        f"$ {' '.join(argv)}\n--- stdout ---\n{stdout}\n--- stderr ---\n{stderr}", errors="replace"
-    )
+    with _writing(log_path):
+        log_path.write_text(
+            f"$ {' '.join(argv)}\n--- stdout ---\n{stdout}\n--- stderr ---\n{stderr}",
+            errors="replace",
+        )
     return ProcessResult(
         exit_code=None if timed_out else child.returncode,
         stdout=stdout,

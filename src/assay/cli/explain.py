@@ -49,9 +49,18 @@ def waits_message(task: Task, now: datetime) -> str:
     """Why a waiting task is not run now, and how to run it anyway."""
     assert task.not_before is not None
     return (
-        f"task {task.id} waits for its provider quota until {when(task.not_before)} "
+        f"task {task.id} waits for {wait_cause(task)} until {when(task.not_before)} "
         f"(in {span(task.not_before, now)}); `assay task release {task.id}` to run it now"
     )
+
+
+def wait_cause(task: Task) -> str:
+    """What a refunded task waits for: its provider's quota, or a machine fault to clear (a
+    provider outage, a broken environment), named by the refunded run's reason."""
+    error = task.last_error or ""
+    if "quota" in error.lower() or not error:
+        return "its provider quota"
+    return f"a machine fault to clear ({error[:200]})"
 
 
 @dataclass(frozen=True)

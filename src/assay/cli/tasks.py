@@ -133,7 +133,8 @@ def show(task_id: str, json_output: JsonFlag = False) -> None:
     if (who := explain.holder(task)) is not None:
         typer.echo(f"held by {who}: {task.hold_reason}")
     if (note := explain.wait_note(task, now)) is not None:
-        typer.echo(f"{note} for its provider's quota (that run was refunded: no attempt spent)")
+        cause = explain.wait_cause(task)
+        typer.echo(f"{note} for {cause} (that run was refunded: no attempt spent)")
     if task.last_error:
         typer.echo(f"last error: {task.last_error}")
     for record in runs:

@@ -138,6 +138,9 @@ class JudgeSpec(_Input):
 class Budgets(_Input):
     max_attempts: int = Field(default=3, ge=1)
     max_recovery: int = Field(default=2, ge=0)
+    # Refunded runs in a row (quota, provider fault, interruption, environment) before the
+    # task is held for a human, so a machine fault that never clears cannot loop forever.
+    max_refunds: int = Field(default=3, ge=1, strict=True)
 
 
 PR_TEMPLATE_FIELDS = frozenset({"title", "task", "task_id", "run_id", "branch", "base"})

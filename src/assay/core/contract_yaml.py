@@ -333,9 +333,12 @@ threshold: 0.67
 
 # max_attempts: runs of this task before it is held for a human (>= 1).
 # max_recovery: recovery waves inside one run after a blocked attempt (>= 0).
+# max_refunds: refunded runs in a row (quota, provider fault, interruption, environment error)
+#   before the task is held for a human (>= 1); `assay task release` starts the count again.
 budgets:
   max_attempts: 3
   max_recovery: 2
+  max_refunds: 3
 
 # Where a passing change goes: merge (one squashed commit on the base branch, with Assay-Task,
 # Assay-Run and Assay-Attempts trailers; never into a dirty checkout; if the branch moved, the

@@ -43,6 +43,10 @@ class CandidateSummary(_Persisted):
     files_changed: list[str] = Field(default_factory=list)
     viable: bool
     lost_to_quota: bool = False
+    lost_to_provider_fault: bool = False
+    fault: str | None = Field(
+        default=None, description="what the seat was lost to: the quota, provider or environment"
+    )
     stop_reason: StopReason | None = None
 
 

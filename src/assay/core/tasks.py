@@ -114,6 +114,22 @@ class Task(BaseModel):
             },
         )
 
+    def refunds_exhausted(self, reason: str, now: AwareDatetime) -> None:
+        """A refunded run that ends a streak of ``max_refunds`` in a row: the attempt is given
+        back as by ``stall``, but the task is Held (machine) with ``reason``, so a machine fault
+        that never clears reaches a human instead of looping. Allowed from running only."""
+        self._require("hold after refunds", _RUNNING)
+        self._apply(
+            now,
+            {
+                "status": TaskStatus.HELD,
+                "attempts": max(0, self.attempts - 1),
+                "last_error": reason,
+                "hold_source": HoldSource.MACHINE,
+                "hold_reason": reason,
+            },
+        )
+
     def fail(self, detail: str, max_attempts: int, now: AwareDatetime) -> None:
         """The run failed and the attempt stands: Failed, or Held (machine) once spent out.
 

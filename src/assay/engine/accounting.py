@@ -60,6 +60,8 @@ def seat_error(seat: SeatOutcome) -> str:
         return result.environment_error
     if result.quota:
         return f"lost to quota: {result.quota.detail}"
+    if result.fault and not result.quota:
+        return f"lost to a provider fault: {result.fault.detail}"
     if result.timed_out:
         return "timed out"
     if result.error:

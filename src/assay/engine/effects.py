@@ -57,13 +57,24 @@ class SeatOutcome:
         return self.result.quota is not None
 
     @property
+    def lost_to_provider_fault(self) -> bool:
+        """The provider failed the coder (not quota): a machine fact, never a task failure."""
+        return self.result.fault is not None and not self.lost_to_quota
+
+    @property
     def environment_error(self) -> str | None:
         return self.result.environment_error
 
     @property
+    def lost_to_machine(self) -> bool:
+        """Lost to quota, a provider fault or the environment: nothing said about the task."""
+        environment = self.environment_error is not None
+        return self.lost_to_quota or self.lost_to_provider_fault or environment
+
+    @property
     def viable(self) -> bool:
         """A candidate the validators can judge: it ran, was not lost, and changed something."""
-        return not self.lost_to_quota and self.environment_error is None and not self.change.empty
+        return not self.lost_to_machine and not self.change.empty
 
 
 @dataclass(frozen=True)
@@ -74,6 +85,10 @@ class LandOutcome:
     left_pr: bool = False
     pr_url: str | None = None
     validations: int = 0  # validations of a combined tree, when the base branch had moved
+    # The landing failed on the machine (GitHub 5xx, a timeout, the network): land again later.
+    machine_fault: bool = False
+    # The landing was refused (401, 403, a setting missing): a human must resolve it.
+    refused: bool = False
 
 
 @dataclass(frozen=True)

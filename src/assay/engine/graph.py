@@ -146,6 +146,20 @@ async def run_graph(plan: RunPlan, fx: Effects) -> RunResult:
                 HaltType.ENVIRONMENT_ERROR,
                 f"a judge hit its quota: {detail}",
             )
+        faults = [o.fault for o in outcomes if o.fault is not None]
+        if faults:
+            # A judge validator whose provider failed after retries: a machine fact, refunded.
+            run.machine_fault = True
+            detail = "; ".join(faults)
+            run.attempts.append(
+                record_attempt(attempt, seats, results, fault=True, failures=[detail])
+            )
+            return end_run(
+                run,
+                RunStatus.FAILED,
+                HaltType.ENVIRONMENT_ERROR,
+                f"a judge was lost to a provider fault: {detail}",
+            )
         decision = decide(results, contract.policy, contract.threshold)
         run.policy_decision = decision
         signatures = finding_signatures(blocking_findings(results))
@@ -184,14 +198,7 @@ async def run_graph(plan: RunPlan, fx: Effects) -> RunResult:
         if decision.action is PolicyAction.PROCEED:
             run.land = await fx.land(plan, chosen, attempts=run.attempts)
             run.validations += run.land.validations
-            # Blocked here: the base branch moved and the change does not hold on its tip.
-            moved = run.land.status is RunStatus.BLOCKED
-            return end_run(
-                run,
-                run.land.status,
-                HaltType.BLOCKER if moved else HaltType.NONE,
-                run.land.detail,
-            )
+            return _landed(run)
         if decision.action is PolicyAction.HALT:
             return end_run(run, RunStatus.FAILED, HaltType.VALIDATOR_ERROR, decision.justification)
         failures.extend(
@@ -256,6 +263,24 @@ async def _judge(
     return end_run(run, RunStatus.STALLED, halt_type, reason)
 
 
+def _landed(run: RunResult) -> RunResult:
+    """End a run whose candidate passed on what its landing did. A landing that failed on a
+    machine fault is refunded (the task lands again later); a refused one goes to a human."""
+    land = run.land
+    assert land is not None
+    if land.machine_fault:
+        run.machine_fault = True
+        reason = f"the landing failed on a machine fault; the task lands again later: {land.detail}"
+        return end_run(run, RunStatus.FAILED, HaltType.ENVIRONMENT_ERROR, reason)
+    if land.refused:
+        run.land_refused = True
+        reason = f"the landing was refused; a human must resolve it: {land.detail}"
+        return end_run(run, RunStatus.BLOCKED, HaltType.ESCALATE, reason)
+    # Blocked here: the base branch moved and the change does not hold on its tip.
+    moved = land.status is RunStatus.BLOCKED
+    return end_run(run, land.status, HaltType.BLOCKER if moved else HaltType.NONE, land.detail)
+
+
 def _latest(times: list[datetime | None]) -> datetime | None:
     known = [t for t in times if t is not None]
     return max(known) if known else None
@@ -266,7 +291,7 @@ NO_CHANGE_MARK = "NO CHANGE NEEDED:"
 
 def _claims_no_change(seats: list[SeatOutcome]) -> bool:
     """Every seat that ran left the tree unchanged and says why, with evidence after the mark."""
-    ran = [s for s in seats if not s.lost_to_quota and s.environment_error is None]
+    ran = [s for s in seats if not s.lost_to_machine]
     return bool(ran) and all(
         s.change.empty
         and s.report is not None
@@ -281,7 +306,7 @@ async def _verify_noop(
 ) -> RunResult | None:
     """A unanimous "nothing to change" is checked, not believed: the validators must pass on the
     unchanged tree. Then the run is verified_noop and settle holds the task for a human."""
-    claimant = next(s for s in seats if not s.lost_to_quota and s.environment_error is None)
+    claimant = next(s for s in seats if not s.lost_to_machine)
     outcomes = await fx.validate(plan, claimant)
     results = [o.result for o in outcomes]
     decision = decide(results, plan.contract.policy, plan.contract.threshold)
@@ -304,28 +329,30 @@ async def _verify_noop(
 def _no_candidate(
     run: RunResult, attempt: int, seats: list[SeatOutcome], failures: list[PriorFailure]
 ) -> RunResult | None:
-    """A wave with no viable candidate: end the run on a machine fact, or note it and recover."""
+    """A wave with no viable candidate: end the run on a machine fact, or note it and recover.
+
+    When every seat was lost to a machine fact (quota, a provider fault, the environment) the
+    run ends refunded. Otherwise the seats that ran and changed nothing feed the recovery spec;
+    a seat lost to a machine fact never does (a provider's 529 is not the agent's to fix).
+    """
     lost = [s for s in seats if s.lost_to_quota]
-    broken = [s for s in seats if s.environment_error]
-    if lost or broken:
+    faulted = [s for s in seats if s.lost_to_provider_fault]
+    broken = [s for s in seats if s.environment_error and not s.lost_to_provider_fault]
+    if lost or faulted or broken:
         run.attempts.append(
             record_attempt(attempt, seats, [], fault=True, failures=seat_errors(seats))
         )
-    if lost and len(lost) + len(broken) == len(seats):
-        run.quota_hit = True
+    if all(s.lost_to_machine for s in seats):
         run.no_viable_candidates = True
-        resets = [
-            s.result.quota.reset_at for s in lost if s.result.quota and s.result.quota.reset_at
-        ]
-        run.quota_reset_at = max(resets) if resets else None
-        detail = "; ".join(s.result.quota.detail for s in lost if s.result.quota)
-        return end_run(
-            run, RunStatus.FAILED, HaltType.ENVIRONMENT_ERROR, f"every seat lost to quota: {detail}"
-        )
-    if broken and len(broken) == len(seats):
-        detail = "; ".join(s.environment_error or "" for s in broken)
-        return end_run(run, RunStatus.FAILED, HaltType.ENVIRONMENT_ERROR, detail)
-    if not (lost or broken):
+        run.machine_fault = bool(faulted or broken)
+        if lost:
+            run.quota_hit = True
+            resets = [
+                s.result.quota.reset_at for s in lost if s.result.quota and s.result.quota.reset_at
+            ]
+            run.quota_reset_at = max(resets) if resets else None
+        return end_run(run, RunStatus.FAILED, HaltType.ENVIRONMENT_ERROR, _lost_reason(seats))
+    if not (lost or faulted or broken):
         crashed = any(s.result.error or s.result.timed_out for s in seats)
         errors = seat_errors(seats) or ["the coder left the tree unchanged"]
         result = ValidatorResult(
@@ -345,9 +372,31 @@ def _no_candidate(
             )
         )
     failures.extend(
-        PriorFailure(attempt=attempt, source=f"seat {s.seat}", detail=seat_error(s)) for s in seats
+        PriorFailure(attempt=attempt, source=f"seat {s.seat}", detail=seat_error(s))
+        for s in seats
+        if not (s.lost_to_quota or s.lost_to_provider_fault)
     )
     return None
+
+
+def _lost_reason(seats: list[SeatOutcome]) -> str:
+    """Why a wave where every seat was lost to a machine fact ended, naming the faults."""
+    quota = [s.result.quota.detail for s in seats if s.result.quota]
+    faults = [s.result.fault.detail for s in seats if s.lost_to_provider_fault and s.result.fault]
+    broken = [
+        s.environment_error or ""
+        for s in seats
+        if s.environment_error and not s.lost_to_quota and not s.lost_to_provider_fault
+    ]
+    if quota and not faults:
+        return "every seat lost to quota: " + "; ".join(quota)
+    if faults and not (quota or broken):
+        return "every seat lost to a provider fault: " + "; ".join(faults)
+    if broken and not (quota or faults):
+        return "; ".join(broken)
+    return "every seat lost to a machine fault: " + "; ".join(
+        f"seat {s.seat}: {seat_error(s)}" for s in seats
+    )
 
 
 async def _validate_best(

@@ -15,6 +15,7 @@ from assay.adapters import git
 from assay.adapters.coders import get_coder, ignored_settings
 from assay.adapters.coders.base import DispatchRequest, DispatchResult
 from assay.adapters.envpolicy import CODER_CREDENTIALS, child_environment
+from assay.adapters.process import EnvironmentFault
 from assay.adapters.store import halt_files, halt_ops
 from assay.adapters.validators import get_validator
 from assay.adapters.validators.base import ValidationContext, ValidationOutcome
@@ -119,7 +120,12 @@ class LocalEffects:
         else:
             for setting in ignored_settings(spec, coder):
                 self._warn(f"seat {seat}: the {spec.kind.value} coder ignores `{setting}`")
-            result = await asyncio.to_thread(coder.dispatch, request)
+            try:
+                result = await asyncio.to_thread(coder.dispatch, request)
+            except EnvironmentFault as exc:  # the machine failed the coder: refunded, named
+                result = DispatchResult(
+                    exit_code=None, environment_error=f"the coder's environment failed: {exc}"
+                )
         change = await asyncio.to_thread(git.read_changes, worktree, plan.base_commit)
         # A checkpoint commit fixes the candidate, so validators' side effects can be undone.
         await asyncio.to_thread(git.commit_all, worktree, f"assay: attempt {attempt}, seat {seat}")

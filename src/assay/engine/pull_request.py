@@ -1,10 +1,14 @@
 """The ``pr`` land mode: push the candidate branch and open a pull request for it.
 
-A pull request is a hand-off to a human, so nothing here may crash a run: every problem (no
-token, no remote, a push or API refusal) leaves the branch in place and comes back as a warning
-that says what to fix. Settings are checked before anything is pushed, so a misconfigured
-contract publishes nothing. A blocked run opens its PR as a draft titled ``[blocked] …`` with
-the failures in the body; settle then holds the task for the human who reviews it.
+A pull request is a hand-off to a human, so nothing here may crash a run, and a pull request
+that was never opened is never Done. Every problem leaves the branch in place and says what to
+fix, sorted into one of two kinds: a *machine fault* (the GitHub API answering 5xx, a rate
+limit, a timeout, a push failing on the network), after which the run is refunded and the task
+lands again later; or a *refusal* (401, 403, 404, a 422 other than "already exists", a setting
+that is missing), after which the task is held for a human with the API's message. Settings are
+checked before anything is pushed, so a misconfigured contract publishes nothing. A blocked
+run opens its PR as a draft titled ``[blocked] …`` with the failures in the body; settle then
+holds the task for the human who reviews it.
 """
 
 from __future__ import annotations
@@ -36,7 +40,45 @@ class PullRequestLanding:
 
 
 class _NotOpened(Exception):
-    """Why no pull request was opened; the branch stays as it is."""
+    """Why no pull request was opened; the branch stays as it is. ``fault``: the machine's
+    (retry later), else a refusal a human must resolve."""
+
+    def __init__(self, message: str, *, fault: bool = False) -> None:
+        super().__init__(message)
+        self.fault = fault
+
+
+# A push that failed on the way, not on the remote's word: retried by a later run.
+_PUSH_NETWORK = (
+    "could not resolve host",
+    "connection refused",
+    "connection timed out",
+    "connection reset",
+    "operation timed out",
+    "timed out",
+    "network is unreachable",
+    "no route to host",
+    "the remote end hung up unexpectedly",
+    "early eof",
+    "returned error: 5",
+    "http 5",
+    "ssl_error",
+    "gnutls",
+)
+
+
+def push_failed_on_the_network(message: str) -> bool:
+    """Whether a failed push's message is the network's (a fault) rather than a refusal."""
+    low = message.lower()
+    return any(marker in low for marker in _PUSH_NETWORK)
+
+
+def api_fault(exc: github.GitHubError) -> bool:
+    """Whether the API's failure is the machine's: unreachable, a timeout, 5xx, a rate limit,
+    or an answer it could not have meant; 4xx answers are refusals."""
+    if isinstance(exc, github.GitHubQuotaError):
+        return True
+    return exc.status is None or exc.status >= 500
 
 
 def land_pull_request(
@@ -54,7 +96,10 @@ def land_pull_request(
         try:
             git.push_branch(plan.repo_root, branch, request.remote)
         except git.GitError as exc:
-            raise _NotOpened(f"pushing {branch} to {request.remote} failed: {exc}") from None
+            raise _NotOpened(
+                f"pushing {branch} to {request.remote} failed: {exc}",
+                fault=push_failed_on_the_network(str(exc)),
+            ) from None
         try:
             pull = github.open_pull_request(
                 request.api_base,
@@ -67,11 +112,23 @@ def land_pull_request(
                 draft=request.draft,
             )
         except github.GitHubError as exc:
-            raise _NotOpened(f"{exc} (branch {branch} was pushed to {request.remote})") from None
+            raise _NotOpened(
+                f"{exc} (branch {branch} was pushed to {request.remote})", fault=api_fault(exc)
+            ) from None
     except (_NotOpened, git.GitError) as why:
         warning = f"pull request not opened: {why}"
         detail = f"branch {branch} left; {warning}"
-        return PullRequestLanding(LandOutcome(status, detail, branch), warning)
+        if blocked:  # already a hand-off that failed; the run stays blocked
+            return PullRequestLanding(LandOutcome(status, detail, branch), warning)
+        fault = isinstance(why, _NotOpened) and why.fault
+        outcome = LandOutcome(
+            RunStatus.FAILED if fault else RunStatus.BLOCKED,
+            detail,
+            branch,
+            machine_fault=fault,
+            refused=not fault,
+        )
+        return PullRequestLanding(outcome, warning)
     kind = "draft pull request" if request.draft else "pull request"
     detail = f"{kind} #{pull.number} opened: {pull.html_url} ({branch} into {request.base})"
     return PullRequestLanding(

@@ -28,6 +28,7 @@ from assay.core.payload import LandSummary, build_payload
 from assay.core.settle import Verdict, settle
 from assay.core.vocab import HaltLifecycle, HaltSeverity, HaltType, LandMode, RunStatus
 from assay.engine.journal import read_journal
+from assay.engine.refunds import refund_streak
 
 Clock = Callable[[], datetime]
 
@@ -67,7 +68,16 @@ def close_unfinished(
     else:
         status, halt_type = RunStatus.FAILED, HaltType.ENVIRONMENT_ERROR
         verdict = Verdict(status=status, parked=True)
-    settlement = settle(task, verdict, reason, contract.budgets.max_attempts, now)
+    budgets = contract.budgets
+    settlement = settle(
+        task,
+        verdict,
+        reason,
+        budgets.max_attempts,
+        now,
+        refunds=refund_streak(ledger, task.id),
+        max_refunds=budgets.max_refunds,
+    )
     payload = build_payload(
         task_id=task.id,
         run_id=record.id,

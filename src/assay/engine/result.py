@@ -32,6 +32,8 @@ class RunResult:
     quota_hit: bool = False
     quota_reset_at: datetime | None = None
     no_viable_candidates: bool = False
+    machine_fault: bool = False  # ended on a provider, environment or landing fault: refunded
+    land_refused: bool = False  # the landing was refused (401, 403, a setting): a human decides
     halted: bool = False
     recovery_waves: int = 0
     validations: int = 0
@@ -46,6 +48,8 @@ class RunResult:
             left_pr=self.land.left_pr if self.land else False,
             quota_hit=self.quota_hit,
             no_viable_candidates=self.no_viable_candidates,
+            machine_fault=self.machine_fault,
+            land_refused=self.land_refused,
             halted=self.halted,
         )
 

@@ -33,12 +33,12 @@ from assay.adapters import git
 from assay.adapters.store import halt_files, halt_ops
 from assay.adapters.store.records import DispatchRecord, RunClose
 from assay.adapters.store.sql import Ledger
-from assay.core.backoff import QUOTA_ROWS, quota_streak, quota_wait
 from assay.core.contract import Contract
 from assay.core.payload import CandidateSummary, LandSummary, Payload, build_payload
 from assay.core.settle import Settlement, settle
 from assay.core.tasks import Task
 from assay.core.vocab import CoderKind, CrashPoint, HaltType, RunStatus, ValidatorKind
+from assay.engine.accounting import seat_error
 from assay.engine.crashpoints import crash_point
 from assay.engine.effects import RunPlan
 from assay.engine.graph import run_graph
@@ -47,6 +47,7 @@ from assay.engine.journal import journaled, read_journal
 from assay.engine.local import EventSink, LocalEffects
 from assay.engine.recover import KEEP_MARKER, close_unfinished
 from assay.engine.recover import recover_interrupted as recover_runs
+from assay.engine.refunds import refund_streak, wait_after_refund
 from assay.engine.result import RunResult
 
 Clock = Callable[[], datetime]
@@ -187,10 +188,18 @@ def close_run(
     if not result.halted:
         halt_ops.attest(plan.dispatch_id, fx.state_dir())
     now = clock()
-    settlement = settle(task, result.verdict, result.reason, contract.budgets.max_attempts, now)
-    if settlement.row in QUOTA_ROWS:
-        # Set before the close is written, so the refund and its wait land in one transaction.
-        task.wait_until(quota_wait_for(ledger, task, result.quota_reset_at, now), now)
+    refunds = refund_streak(ledger, task.id)
+    budgets = contract.budgets
+    settlement = settle(
+        task,
+        result.verdict,
+        result.reason,
+        budgets.max_attempts,
+        now,
+        refunds=refunds,
+        max_refunds=budgets.max_refunds,
+    )
+    wait_after_refund(ledger, task, settlement, refunds, result.quota_reset_at, now)
     winner = result.winner
     payload = build_payload(
         task_id=task.id,
@@ -215,6 +224,8 @@ def close_run(
                 files_changed=s.change.paths,
                 viable=s.viable,
                 lost_to_quota=s.lost_to_quota,
+                lost_to_provider_fault=s.lost_to_provider_fault,
+                fault=seat_error(s) if s.lost_to_machine else None,
                 stop_reason=s.result.stop_reason,
             )
             for s in result.latest_seats
@@ -274,18 +285,6 @@ def close_run(
         payload_path=payload_path,
         warnings=list(fx.warnings),
     )
-
-
-def quota_wait_for(
-    ledger: Ledger, task: Task, reset_at: datetime | None, now: datetime
-) -> datetime:
-    """When a task just lost a run to quota may run again: ``quota_wait`` on the streak.
-
-    The streak is read from the task's closed runs in the ledger (this run, still open, is
-    the ``+ 1``), so there is no separate counter to drift from them.
-    """
-    closed = [r.settle_row for r in ledger.runs(task.id) if not r.open]
-    return quota_wait(reset_at, now, quota_streak(closed) + 1)
 
 
 def _hold_run_lock(run_dir: Path) -> int:

@@ -13,7 +13,7 @@ from assay.adapters.store.schema import tasks
 from assay.adapters.store.sql import MIGRATIONS, Ledger
 from assay.core.settle import Verdict
 from assay.core.vocab import RunStatus, SettleRow, TaskStatus
-from assay.engine.runner import quota_wait_for
+from assay.engine.refunds import quota_wait_for
 
 QUOTA = Verdict(status=RunStatus.STALLED, quota_hit=True)
 

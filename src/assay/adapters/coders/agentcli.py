@@ -21,7 +21,12 @@ from pathlib import Path
 from typing import Any, Literal
 from zoneinfo import ZoneInfo
 
-from assay.adapters.coders.base import DispatchRequest, DispatchResult, QuotaSignal
+from assay.adapters.coders.base import (
+    DispatchRequest,
+    DispatchResult,
+    ProviderFault,
+    QuotaSignal,
+)
 from assay.adapters.process import ProcessResult, run_process
 from assay.core.report import CoderReport
 from assay.core.vocab import StopReason
@@ -356,11 +361,22 @@ def to_result(
         wall_time_ms=proc.wall_time_ms,
         timed_out=proc.timed_out,
         quota=parsed.quota,
+        fault=provider_fault(tool, parsed),
         environment_error=parsed.environment_error,
         error=error,
         log_path=proc.log_path,
         warnings=list(parsed.warnings),
     )
+
+
+def provider_fault(tool: str, parsed: ParsedRun) -> ProviderFault | None:
+    """The run ended on the provider's fault (a server error, overload, lost connection), not
+    on quota or credentials: the seat is lost to a provider fault."""
+    if parsed.stop_reason is not StopReason.PROVIDER_FAULT:
+        return None
+    if parsed.quota is not None or parsed.environment_error is not None:
+        return None
+    return ProviderFault(f"{tool}: {parsed.error or 'the provider failed'}")
 
 
 def non_negative_int(value: object) -> int | None:

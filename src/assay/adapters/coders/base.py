@@ -32,6 +32,17 @@ class QuotaSignal:
 
 
 @dataclass(frozen=True)
+class ProviderFault:
+    """The provider failed the coder (5xx, 529 overloaded, a lost connection, a timeout) after
+    whatever retries the tool makes: a machine fact like quota, not a verdict on the task.
+
+    ``detail`` names the coder and the fault, e.g. ``"claude: API Error: 529 overloaded"``.
+    """
+
+    detail: str
+
+
+@dataclass(frozen=True)
 class DispatchRequest:
     """Everything one seat's coder needs for one attempt."""
 
@@ -66,6 +77,7 @@ class DispatchResult:
     wall_time_ms: int = 0
     timed_out: bool = False
     quota: QuotaSignal | None = None
+    fault: ProviderFault | None = None  # the seat was lost to a provider fault (not quota)
     environment_error: str | None = None
     error: str | None = None  # a crash or provider fault in words, for the recovery spec
     log_path: Path | None = None

@@ -17,7 +17,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from assay.adapters.coders.agentcli import turn_limit
-from assay.adapters.coders.base import DispatchRequest, DispatchResult, QuotaSignal
+from assay.adapters.coders.base import DispatchRequest, DispatchResult, ProviderFault, QuotaSignal
 from assay.adapters.llm_client import (
     ChatClient,
     FailureKind,
@@ -219,8 +219,10 @@ class _Session:
         )
         self._log(event="end", stop_reason=stop, timed_out=timed_out, error=error)
         self._write_report(report)
+        lost = stop is StopReason.PROVIDER_FAULT and quota is None
         return DispatchResult(
             exit_code=_exit_code(stop, timed_out or environment_error is not None),
+            fault=ProviderFault(f"llm: {error}") if lost else None,
             stop_reason=stop,
             report=report,
             tokens_used=tokens,

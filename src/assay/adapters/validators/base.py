@@ -35,6 +35,7 @@ class ValidationOutcome:
     fire: CanonicalHalt | None = None  # a canonical halt the engine must fire
     evidence: str | None = None  # the evidence to fire it with (never a secret's value)
     quota: QuotaSignal | None = None  # a model judge lost to a rate or usage limit
+    fault: str | None = None  # a model judge lost to a provider fault (5xx, 529, connection)
 
 
 class Validator(Protocol):

@@ -18,6 +18,7 @@ from assay.adapters.process import (
     SHELL,
     SHELL_NOT_EXECUTABLE,
     SHELL_NOT_FOUND,
+    EnvironmentFault,
     ProcessResult,
     run_process,
 )
@@ -66,6 +67,8 @@ class CommandValidator:
                 timeout=timeout,
                 log_path=log_path,
             )
+        except EnvironmentFault as exc:
+            return _errored(validator_id, f"`{run}` ran, but its environment failed: {exc}")
         except OSError as exc:
             return _errored(validator_id, f"`{run}` could not be started: {exc}")
         return ValidationOutcome(

@@ -28,6 +28,7 @@ from assay.adapters.forced_call import Transcript, ask_forced, call_failed, call
 from assay.adapters.llm_client import (
     ChatClient,
     ChatReply,
+    FailureKind,
     LlmError,
     function_tool,
     resolve_endpoint,
@@ -199,7 +200,12 @@ class _Run:
             justification=justification,
             advisory=self.advisory,
         )
-        return ValidationOutcome(result=result, quota=exc.quota if exc is not None else None)
+        fault = exc is not None and exc.kind is FailureKind.PROVIDER
+        return ValidationOutcome(
+            result=result,
+            quota=exc.quota if exc is not None else None,
+            fault=f"{self.validator_id}: {exc.detail}" if fault and exc is not None else None,
+        )
 
 
 def _first_line(exc: Exception) -> str:
