@@ -3,6 +3,7 @@ count towards ``budgets.max_refunds`` like any machine fault, and a release star
 
 from __future__ import annotations
 
+import subprocess
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -33,8 +34,9 @@ def interrupt(ledger: Ledger, home: Path, number: int, max_refunds: int = 3) -> 
     task.start(now, run_id=f"r{number}")
     ledger.start_run(task, f"r{number}", started_at=now)
     contract = Contract(task="i", budgets={"max_refunds": max_refunds})  # type: ignore[arg-type]
+    subprocess.run(["git", "init", "-q", str(home)], check=True)
     recovered = recover_interrupted(
-        home=home, ledger=ledger, contract_for=lambda _id: contract, clock=lambda: now
+        repo=home, home=home, ledger=ledger, contract_for=lambda _id: contract, clock=lambda: now
     )
     assert recovered == [f"r{number}"]
     return ledger.get_task("t1")
