@@ -16,12 +16,13 @@ from assay.adapters import git
 from assay.adapters.coders import get_coder, ignored_settings
 from assay.adapters.coders.base import DispatchRequest, DispatchResult
 from assay.adapters.envpolicy import CODER_CREDENTIALS, child_environment
+from assay.adapters.report_file import read_report_file
 from assay.adapters.store import halt_files, halt_ops
 from assay.adapters.validators import get_validator
 from assay.adapters.validators.base import ValidationContext, ValidationOutcome
 from assay.core.anchors import unresolved_anchors
 from assay.core.payload import HaltNotice
-from assay.core.report import compare_with_diff, parse_coder_report
+from assay.core.report import CoderReport, compare_with_diff, read_coder_report
 from assay.core.vocab import CanonicalHalt, HaltLifecycle, LandMode, RunStatus, ValidatorKind
 from assay.engine.effects import JudgeRound, LandOutcome, RunEvent, RunPlan, SeatOutcome
 from assay.engine.panel import judge_blind
@@ -79,7 +80,9 @@ class LocalEffects:
         seat_dir = self.run_dir(plan) / f"attempt-{attempt}" / f"seat-{seat}"
         seat_dir.mkdir(parents=True, exist_ok=True)
         report_path = seat_dir / "report.json"
-        report_path.unlink(missing_ok=True)
+        report_folder = seat_dir.resolve()
+        with contextlib.suppress(OSError):  # whatever is there, the coder's report is read fresh
+            report_path.unlink(missing_ok=True)
         request = DispatchRequest(
             worktree=worktree,
             prompt=prompt,
@@ -111,9 +114,7 @@ class LocalEffects:
         change = await asyncio.to_thread(git.read_changes, worktree, plan.base_commit)
         # A checkpoint commit fixes the candidate, so validators' side effects can be undone.
         await asyncio.to_thread(git.commit_all, worktree, f"assay: attempt {attempt}, seat {seat}")
-        report = result.report
-        if report_path.exists():
-            report = parse_coder_report(report_path.read_bytes()) or report
+        report = self._read_report(seat, report_path, report_folder) or result.report
         return SeatOutcome(
             seat=seat,
             attempt=attempt,
@@ -225,6 +226,15 @@ class LocalEffects:
         if message not in self.warnings:
             self.warnings.append(message)
             self._record(RunEvent("warning", {"message": message}))
+
+    def _read_report(self, seat: int, path: Path, folder: Path) -> CoderReport | None:
+        """The coder's report file, read safely; any problem is one run warning, never a fault."""
+        read = read_report_file(path, folder)
+        report, reason = read_coder_report(read.data)
+        warning = read.warning or (reason and f"coder report discarded: {reason}")
+        if warning:
+            self._warn(f"seat {seat}: {warning}")
+        return report
 
     def _record(self, event: RunEvent) -> None:
         self.events.append(event)
