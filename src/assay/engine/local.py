@@ -15,7 +15,7 @@ from pathlib import Path
 from assay.adapters import git
 from assay.adapters.coders import get_coder, ignored_settings
 from assay.adapters.coders.base import DispatchRequest, DispatchResult
-from assay.adapters.envpolicy import CODER_CREDENTIALS, child_environment
+from assay.adapters.envpolicy import agent_environment, child_environment, model_environment
 from assay.adapters.report_file import read_report_file
 from assay.adapters.store import halt_files, halt_ops
 from assay.adapters.validators import get_validator
@@ -143,8 +143,15 @@ class LocalEffects:
         checks += [(v.kind.value, v.model_dump(mode="json")) for v in contract.validators]
         coder_ignored = await asyncio.to_thread(git.ignored_entries, seat.worktree)
         outcomes: list[ValidationOutcome] = []
-        # The secret scan also looks for the exact values of the coder's own credentials.
-        coder_env = self._coder_env(plan, seat.seat)
+        # The secret scan also looks for the exact values of the coder's own credentials
+        # (for the llm coder, the key assay read for it, which its commands never saw).
+        spec = plan.contract.coder_for_seat(seat.seat)
+        coder_env = model_environment(
+            self.operator_env,
+            spec.kind.value,
+            spec.model_dump(mode="json"),
+            declared=contract.env,
+        )
         for kind, settings in checks:
             context = ValidationContext(
                 worktree=seat.worktree,
@@ -174,13 +181,16 @@ class LocalEffects:
         return outcomes
 
     async def judge(self, plan: RunPlan, attempt: int, seats: list[SeatOutcome]) -> JudgeRound:
-        return await judge_blind(
+        panel = await judge_blind(
             plan,
             attempt,
             seats,
             operator_env=self.operator_env,
             workdir=self.run_dir(plan) / f"attempt-{attempt}" / "judges",
         )
+        for problem in panel.problems:  # a judge that cannot run says so on stderr
+            self._warn(f"attempt {attempt}: {problem}")
+        return panel
 
     async def fire(self, plan: RunPlan, halt: CanonicalHalt, evidence: str) -> None:
         # A refusal (already FIRED and sticky) leaves the earlier firing, which is what counts.
@@ -243,10 +253,11 @@ class LocalEffects:
 
     def _coder_env(self, plan: RunPlan, seat: int) -> dict[str, str]:
         """The environment the seat's coder runs in: its own credentials and the declared env."""
-        kind = plan.contract.coder_for_seat(seat).kind.value
-        return child_environment(
+        spec = plan.contract.coder_for_seat(seat)
+        return agent_environment(
             self.operator_env,
-            credentials=CODER_CREDENTIALS.get(kind, frozenset()),
+            spec.kind.value,
+            spec.model_dump(mode="json"),
             declared=plan.contract.env,
         )
 
