@@ -205,7 +205,11 @@ class LocalEffects:
 
     async def fired_halts(self, plan: RunPlan) -> list[HaltNotice]:
         path = halt_files.state_path(self.state_dir(), plan.dispatch_id)
-        state = await asyncio.to_thread(halt_files.read_state, path)
+        try:
+            state = await asyncio.to_thread(halt_files.read_state, path)
+        except halt_files.StateFileError as exc:  # removed or broken mid-run: say so, go on
+            self._warn(f"the halt state file cannot be read, fired halts unknown: {exc}")
+            return []
         return [
             HaltNotice(
                 name=h.name,
@@ -231,6 +235,10 @@ class LocalEffects:
         self._record(event)
 
     # -- helpers -----------------------------------------------------------------------------
+
+    def warn(self, message: str) -> None:
+        """A run warning: in the ledger's events and on the live display (stderr)."""
+        self._warn(message)
 
     def _warn(self, message: str) -> None:
         if message not in self.warnings:

@@ -26,16 +26,23 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from assay.adapters import git
-from assay.adapters.store import halt_files, halt_ops
+from assay.adapters.store import halt_files
 from assay.adapters.store.records import DispatchRecord, EventIn, RunClose
 from assay.adapters.store.sql import Ledger
 from assay.core.attempts import AttemptRecord
 from assay.core.backoff import QUOTA_ROWS, quota_streak, quota_wait
 from assay.core.contract import Contract
-from assay.core.payload import CandidateSummary, LandSummary, Payload, build_payload
+from assay.core.payload import (
+    CandidateSummary,
+    HaltNotice,
+    LandSummary,
+    Payload,
+    build_payload,
+)
 from assay.core.settle import Settlement, Verdict, settle
 from assay.core.tasks import Task
 from assay.core.vocab import AttemptOutcome, CoderKind, HaltType, RunStatus, ValidatorKind
+from assay.engine.attestation import attest_at_close
 from assay.engine.effects import RunPlan
 from assay.engine.graph import run_graph
 from assay.engine.local import EventSink, LocalEffects
@@ -143,9 +150,12 @@ def close_run(
     clock: Clock,
 ) -> RunReport:
     contract = plan.contract
-    if not result.halted:
-        halt_ops.attest(plan.dispatch_id, fx.state_dir())
     now = clock()
+    unattested: list[HaltNotice] = []  # an attestation failure is a warning; the run closes
+    if not result.halted:
+        unattested = attest_at_close(plan.dispatch_id, fx.state_dir())
+    for notice in unattested:
+        fx.warn(notice.detail)
     settlement = settle(task, result.verdict, result.reason, contract.budgets.max_attempts, now)
     if settlement.row in QUOTA_ROWS:
         # Set before the close is written, so the refund and its wait land in one transaction.
@@ -181,7 +191,7 @@ def close_run(
         tally=result.tally,
         coder_report=winner.report if winner else None,
         report_comparison=winner.comparison if winner else None,
-        fired_halts=result.fired,
+        fired_halts=[*result.fired, *unattested],
         usage=result.usage(),
         land=LandSummary(mode=contract.land, branch=result.land.branch, pr_url=result.land.pr_url)
         if result.land
