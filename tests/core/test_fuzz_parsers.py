@@ -63,8 +63,11 @@ def test_random_yaml_text_parses_or_is_a_contract_error(text: str) -> None:
         parse_contract(text, "fuzz.yaml")
 
 
-@FAST
-@given(st.integers(min_value=1, max_value=5000), st.sampled_from(["[", "{a: ", "- "]))
+@settings(max_examples=12)
+@given(
+    st.integers(min_value=1, max_value=60) | st.integers(min_value=900, max_value=1500),
+    st.sampled_from(["[", "{a: ", "- "]),
+)
 def test_deeply_nested_yaml_is_a_contract_error(depth: int, opener: str) -> None:
     closer = {"[": "]", "{a: ": "}", "- ": ""}[opener]
     body = opener * depth + "1" + closer * depth

@@ -114,7 +114,7 @@ class LocalEffects:
         change = await asyncio.to_thread(git.read_changes, worktree, plan.base_commit)
         # A checkpoint commit fixes the candidate, so validators' side effects can be undone.
         await asyncio.to_thread(git.commit_all, worktree, f"assay: attempt {attempt}, seat {seat}")
-        report = self._read_report(seat, report_path, report_folder) or result.report
+        report = self._read_report(attempt, seat, report_path, report_folder) or result.report
         return SeatOutcome(
             seat=seat,
             attempt=attempt,
@@ -245,13 +245,13 @@ class LocalEffects:
             self.warnings.append(message)
             self._record(RunEvent("warning", {"message": message}))
 
-    def _read_report(self, seat: int, path: Path, folder: Path) -> CoderReport | None:
+    def _read_report(self, attempt: int, seat: int, path: Path, folder: Path) -> CoderReport | None:
         """The coder's report file, read safely; any problem is one run warning, never a fault."""
         read = read_report_file(path, folder)
         report, reason = read_coder_report(read.data)
         warning = read.warning or (reason and f"coder report discarded: {reason}")
         if warning:
-            self._warn(f"seat {seat}: {warning}")
+            self._warn(f"attempt {attempt}, seat {seat}: {warning}")
         return report
 
     def _record(self, event: RunEvent) -> None:
