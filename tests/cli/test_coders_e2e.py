@@ -102,10 +102,12 @@ validators:
   - {{id: review, kind: judge, model: m, base_url: "{server.base_url}",
       criteria: ["public API unchanged"]}}
 land: merge
-env: {{OPENAI_API_KEY: local-test-key}}
 """,
         )
-        done = repo.assay("run", "--contract", str(contract), "--json")
+        # The key is exported, as an operator would: the coder and the judge read it there.
+        done = repo.assay(
+            "run", "--contract", str(contract), "--json", OPENAI_API_KEY="local-test-key"
+        )
         requests = list(server.requests)
     assert done.returncode == 0, done.stderr
     payload = json.loads(done.stdout)
@@ -115,5 +117,6 @@ env: {{OPENAI_API_KEY: local-test-key}}
     assert payload["coder_report"]["summary"] == "slugify keeps digits now"
     assert payload["coder_report"]["stop_reason"] == "completed"
     assert len(requests) == 5
+    assert {r.headers.get("authorization") for r in requests} == {"Bearer local-test-key"}
     assert "slugify" in json.dumps(requests[-1].body)  # the judge saw the diff
     assert "merge" in git(repo.root, "log", "-1", "--format=%s")
