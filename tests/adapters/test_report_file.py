@@ -106,3 +106,11 @@ def test_an_unreadable_report_is_a_warning(folder: Path) -> None:
     path.chmod(0)
     read = read_report_file(path, folder)
     assert read.data is None and read.warning and "could not be opened" in read.warning
+
+
+def test_a_hard_link_to_a_file_outside_is_not_read(folder: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "secret.json"
+    outside.write_text(json.dumps({"summary": "a secret"}))
+    os.link(outside, folder / "report.json")
+    read = read_report_file(folder / "report.json", folder)
+    assert read.data is None and read.warning and "hard link" in read.warning

@@ -65,6 +65,8 @@ def _read(path: Path, folder: Path) -> ReportRead:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             return _discard(f"it is not a regular file ({_kind(info.st_mode)})")
+        if info.st_nlink > 1:  # a hard link to a file elsewhere (a key, a config) is no report
+            return _discard("it is a hard link to another file")
         if info.st_size > MAX_REPORT_BYTES:
             return _discard(f"it is {info.st_size} bytes, over the {MAX_REPORT_BYTES} limit")
         chunks: list[bytes] = []
