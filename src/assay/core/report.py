@@ -12,9 +12,9 @@ import json
 import logging
 import posixpath
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from assay.core.vocab import FileChangeKind, StopReason
 
@@ -58,6 +58,9 @@ class CoderReport(BaseModel):
     wall_time_ms: int | None = Field(default=None, ge=0)
     cost_usd: float | None = Field(default=None, ge=0, allow_inf_nan=False)
     stop_reason: StopReason | None = Field(default=None, strict=False)
+
+
+_FILES = TypeAdapter(Annotated[list[FileChange], Field(fail_fast=True)])
 
 
 class DiffComparison(BaseModel):
@@ -142,15 +145,12 @@ def _parse(raw: object) -> tuple[CoderReport | None, str | None]:
         return None, f"unknown keys {shown}; and {len(unknown) - _MAX_REASONS} more"
     files = data.get("files")
     if isinstance(files, list):
-        # Entry by entry, stopping at the first bad one: a long list of bad entries would
-        # otherwise cost a validation error each.
-        checked: list[FileChange] = []
-        for index, entry in enumerate(files):
-            try:
-                checked.append(FileChange.model_validate(entry))
-            except ValidationError as exc:
-                return None, _describe(exc, prefix=("files", index))
-        data = {**data, "files": checked}
+        # Stop at the first bad entry: a long list of bad entries would otherwise cost a
+        # validation error each.
+        try:
+            data = {**data, "files": _FILES.validate_python(files)}
+        except ValidationError as exc:
+            return None, _describe(exc, prefix=("files",))
     try:
         return CoderReport.model_validate(data), None
     except ValidationError as exc:
