@@ -472,6 +472,7 @@ def test_hostile_yaml_raises_only_contract_errors(text: str) -> None:
 def test_a_boolean_is_not_a_number(text: str, key: str, line: int) -> None:
     error = refused(text)
     assert_names(error, key, line)
+    assert "expected a number, got the boolean" in str(error)
 
 
 def test_an_integer_timeout_is_still_a_number() -> None:
