@@ -120,3 +120,23 @@ land: merge
     assert {r.headers.get("authorization") for r in requests} == {"Bearer local-test-key"}
     assert "slugify" in json.dumps(requests[-1].body)  # the judge saw the diff
     assert "merge" in git(repo.root, "log", "-1", "--format=%s")
+
+
+def test_an_llm_coder_without_its_key_is_named_in_the_reason_and_on_stderr(
+    tmp_path: Path,
+) -> None:
+    repo = make_repo(tmp_path)
+    # ASSAY_* variables are never inherited by the test's `assay`, so this one is surely unset.
+    contract = repo.contract(
+        "nokey.yaml",
+        """task: Make slugify keep digits.
+coder: {kind: llm, model: m, base_url: "http://127.0.0.1:9/v1", api_key_env: ASSAY_TEST_NO_KEY}
+validators: [{id: tests, kind: command, run: "true"}]
+""",
+    )
+    done = repo.assay("run", "--contract", str(contract), "--json")
+    assert done.returncode == 1, done.stderr
+    payload = json.loads(done.stdout)
+    missing = "the llm coder reads its API key from $ASSAY_TEST_NO_KEY, which is not set"
+    assert missing in payload["reason"]
+    assert missing in " ".join(done.stderr.split())
