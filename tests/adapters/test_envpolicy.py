@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from assay.adapters.envpolicy import CODER_CREDENTIALS, child_environment
+from assay.adapters.envpolicy import (
+    CODER_CREDENTIALS,
+    agent_environment,
+    child_environment,
+    credential_variables,
+    model_environment,
+)
 from assay.adapters.process import run_process
 
 OPERATOR = {
@@ -65,3 +71,33 @@ def test_assay_variables_win_and_path_has_a_default() -> None:
     env = child_environment({"HOME": "/h"}, declared={"ASSAY_SEAT": "9"}, extra={"ASSAY_SEAT": "1"})
     assert env["ASSAY_SEAT"] == "1"
     assert env["PATH"] == "/usr/local/bin:/usr/bin:/bin"
+
+
+def test_an_llm_model_reads_openai_key_and_base_url() -> None:
+    assert credential_variables("llm") == {"OPENAI_API_KEY", "OPENAI_BASE_URL"}
+    env = model_environment({"OPENAI_API_KEY": "k", "GITHUB_TOKEN": "t"}, "llm")
+    assert env["OPENAI_API_KEY"] == "k" and "GITHUB_TOKEN" not in env
+
+
+def test_api_key_env_names_the_variable_read() -> None:
+    operator = {"OPENAI_API_KEY": "default", "JUDGE_KEY": "named"}
+    assert "JUDGE_KEY" in credential_variables("llm", {"api_key_env": "JUDGE_KEY"})
+    env = model_environment(operator, "llm", {"api_key_env": "JUDGE_KEY"})
+    assert env["JUDGE_KEY"] == "named" and "OPENAI_API_KEY" not in env
+    assert "JUDGE_KEY" in credential_variables("codex", {"api_key_env": "JUDGE_KEY"})
+
+
+def test_the_llm_coders_commands_never_see_its_key() -> None:
+    env = agent_environment({"OPENAI_API_KEY": "k", "PATH": "/bin"}, "llm")
+    assert "OPENAI_API_KEY" not in env and env["PATH"] == "/bin"
+
+
+def test_a_cli_agent_gets_its_own_credentials_and_not_others() -> None:
+    operator = {"ANTHROPIC_API_KEY": "a", "OPENAI_API_KEY": "o"}
+    env = agent_environment(operator, "claude")
+    assert env["ANTHROPIC_API_KEY"] == "a" and "OPENAI_API_KEY" not in env
+
+
+def test_the_contract_env_overrides_an_exported_key() -> None:
+    env = model_environment({"OPENAI_API_KEY": "exported"}, "llm", declared={"OPENAI_API_KEY": "x"})
+    assert env["OPENAI_API_KEY"] == "x"

@@ -102,10 +102,12 @@ validators:
   - {{id: review, kind: judge, model: m, base_url: "{server.base_url}",
       criteria: ["public API unchanged"]}}
 land: merge
-env: {{OPENAI_API_KEY: local-test-key}}
 """,
         )
-        done = repo.assay("run", "--contract", str(contract), "--json")
+        # The key is exported, as an operator would: the coder and the judge read it there.
+        done = repo.assay(
+            "run", "--contract", str(contract), "--json", OPENAI_API_KEY="local-test-key"
+        )
         requests = list(server.requests)
     assert done.returncode == 0, done.stderr
     payload = json.loads(done.stdout)
@@ -115,7 +117,28 @@ env: {{OPENAI_API_KEY: local-test-key}}
     assert payload["coder_report"]["summary"] == "slugify keeps digits now"
     assert payload["coder_report"]["stop_reason"] == "completed"
     assert len(requests) == 5
+    assert {r.headers.get("authorization") for r in requests} == {"Bearer local-test-key"}
     assert "slugify" in json.dumps(requests[-1].body)  # the judge saw the diff
     assert git(repo.root, "log", "-1", "--format=%s|%(trailers:key=Assay-Coder,valueonly)") == (
         "Make slugify keep digits.|llm (seat 1)"
     )
+
+
+def test_an_llm_coder_without_its_key_is_named_in_the_reason_and_on_stderr(
+    tmp_path: Path,
+) -> None:
+    repo = make_repo(tmp_path)
+    # ASSAY_* variables are never inherited by the test's `assay`, so this one is surely unset.
+    contract = repo.contract(
+        "nokey.yaml",
+        """task: Make slugify keep digits.
+coder: {kind: llm, model: m, base_url: "http://127.0.0.1:9/v1", api_key_env: ASSAY_TEST_NO_KEY}
+validators: [{id: tests, kind: command, run: "true"}]
+""",
+    )
+    done = repo.assay("run", "--contract", str(contract), "--json")
+    assert done.returncode == 1, done.stderr
+    payload = json.loads(done.stdout)
+    missing = "the llm coder reads its API key from $ASSAY_TEST_NO_KEY, which is not set"
+    assert missing in payload["reason"]
+    assert missing in " ".join(done.stderr.split())

@@ -489,3 +489,59 @@ def test_max_refunds_defaults_to_three_and_is_in_the_template() -> None:
 def test_max_refunds_is_a_strict_positive_integer(value: str) -> None:
     with pytest.raises(ContractError, match="max_refunds"):
         parse_contract(f"task: x\nbudgets: {{max_refunds: {value}}}\n")
+
+
+# --- booleans are not numbers; text must be storable ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "line"),
+    [
+        ("task: x\njudges: true\n", "judges", 2),
+        ("task: x\nseats: false\n", "seats", 2),
+        ("task: x\nbudgets:\n  max_attempts: true\n", "budgets.max_attempts", 3),
+        ("task: x\nbudgets: {max_recovery: false}\n", "budgets.max_recovery", 2),
+        ("task: x\ncoder: {kind: claude, max_turns: true}\n", "coder.max_turns", 2),
+        ("task: x\ncoder: {kind: claude, timeout_seconds: true}\n", "coder.timeout_seconds", 2),
+        ("task: x\nthreshold: true\n", "threshold", 2),
+        ("task: x\ndeliberate_rounds: true\n", "deliberate_rounds", 2),
+    ],
+)
+def test_a_boolean_is_not_a_number(text: str, key: str, line: int) -> None:
+    error = refused(text)
+    assert_names(error, key, line)
+    assert "expected a number, got the boolean" in str(error)
+
+
+def test_an_integer_timeout_is_still_a_number() -> None:
+    contract = parse_contract("task: x\ncoder: {kind: claude, timeout_seconds: 60}\n", "c.yaml")
+    assert contract.coder_for_seat(1).timeout_seconds == 60.0
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "line", "why"),
+    [
+        ('task: "\\ud800"\n', "task", 1, "U+D800, a lone surrogate"),
+        ('task: x\nanchors: ["a\\udfff"]\n', "anchors", 2, "U+DFFF"),
+        ('task: "fix\\0it"\n', "task", 1, "NUL character"),
+        ('task: x\nenv: {"K\\0": v}\n', "env", 2, "NUL character"),
+        (
+            'task: x\ncoder: {kind: command, command: "echo \\ud800"}\n',
+            "coder.command",
+            2,
+            "U+D800",
+        ),
+    ],
+)
+def test_text_that_cannot_be_stored_is_refused_with_key_and_line(
+    text: str, key: str, line: int, why: str
+) -> None:
+    error = refused(text)
+    assert error.line == line and error.key.startswith(key), str(error)
+    assert why in str(error)
+
+
+def test_flags_with_unstorable_text_are_refused() -> None:
+    with pytest.raises(ContractError) as info:
+        contract_from_flags("fix \udcff it")
+    assert "U+DCFF" in str(info.value)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -17,6 +18,7 @@ from assay.core.report import (
     FileChange,
     compare_with_diff,
     parse_coder_report,
+    read_coder_report,
 )
 from assay.core.vocab import FileChangeKind, StopReason
 
@@ -315,3 +317,34 @@ def test_comparison_is_the_two_set_differences(claimed: list[str], changed: list
     comparison = compare_with_diff(report, changed)
     assert comparison.claimed_but_missing == sorted(set(claimed) - set(changed))
     assert comparison.unclaimed_but_present == sorted(set(changed) - set(claimed))
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"[" * 500_000 + b"]" * 500_000,
+        b'{"a":' * 170_000 + b"1" + b"}" * 170_000,
+        ("{" + ",".join(f'"k{i}":{i}' for i in range(60_000)) + "}").encode(),
+        json.dumps({"files": [{"path": "a", "kind": "moved", "x": 1}] * 23_000}).encode(),
+        b'{"summary": "' + b"\xff" * 1_000_000 + b'"}',
+    ],
+    ids=["deep-arrays", "deep-objects", "many-keys", "many-bad-files", "invalid-utf8"],
+)
+def test_a_hostile_mebibyte_is_discarded_quickly(raw: bytes) -> None:
+    started = time.perf_counter()
+    report, reason = read_coder_report(raw)
+    # The budget is 0.5 s (bench/report_parse.py); the margin absorbs a loaded test machine.
+    assert time.perf_counter() - started < 1.0
+    assert report is None and reason
+
+
+def test_many_unknown_keys_are_named_a_few_at_a_time() -> None:
+    report, reason = read_coder_report({f"k{i}": i for i in range(100)})
+    assert report is None and reason == "unknown keys 'k0', 'k1', 'k2'; and 97 more"
+
+
+def test_a_bad_file_entry_is_located_in_the_list() -> None:
+    report, reason = read_coder_report(
+        {"files": [{"path": "a", "kind": "created"}, {"path": "b", "kind": "renamed"}]}
+    )
+    assert report is None and reason and "files[1].kind" in reason

@@ -32,7 +32,11 @@ def rank_by_digits(request: RecordedRequest) -> Turn:
     return Turn.call("rank", {"ranking": best, "reasons": "the one that keeps digits is right"})
 
 
-def three_seat_contract(repo: Repo, server: ModelServer, judges: int = 3) -> Path:
+def three_seat_contract(
+    repo: Repo, server: ModelServer, judges: int = 3, judge: str = "", env: str = ""
+) -> Path:
+    """Three seats (wrong, fixed, wrong) and LLM judges on ``server``; the judges' key comes
+    from the exported environment (``run`` exports it) unless ``env`` declares one."""
     steps = [
         f'{{kind: replay, steps: [{{script: "cp {repo.fixes}/{name}.py src/slug.py"}}]}}'
         for name in ("wrong", "fixed", "wrong")
@@ -43,21 +47,30 @@ def three_seat_contract(repo: Repo, server: ModelServer, judges: int = 3) -> Pat
 seats: 3
 judges: {judges}
 coder: [{", ".join(steps)}]
-judge: {{kind: llm, model: judge-model, base_url: "{server.base_url}"}}
+judge: {{kind: llm, model: judge-model, base_url: "{server.base_url}"{judge}}}
 validators: [{{id: tests, kind: command, run: "{PYTEST}"}}]
 budgets: {{max_attempts: 3, max_recovery: 0}}
 land: merge
-env: {{OPENAI_API_KEY: local-test-key}}
+{env}
 """,
     )
 
 
-def run(repo: Repo, contract: Path, expect: int) -> dict[str, Any]:
-    done = repo.assay("run", "--contract", str(contract), "--json")
+def run(repo: Repo, contract: Path, expect: int, **env: str) -> dict[str, Any]:
+    return run_showing(repo, contract, expect, **env)[0]
+
+
+def run_showing(repo: Repo, contract: Path, expect: int, **env: str) -> tuple[dict[str, Any], str]:
+    """The payload and stderr of ``assay run``, with the judges' key exported as an operator
+    would (``OPENAI_API_KEY``), and ``env`` too."""
+    done = repo.assay("run", "--contract", str(contract), "--json", **{**KEY, **env})
     assert done.returncode == expect, done.stderr
     payload: dict[str, Any] = json.loads(done.stdout)
     jsonschema.validate(payload, SCHEMA)
-    return payload
+    return payload, done.stderr
+
+
+KEY = {"OPENAI_API_KEY": "local-test-key"}
 
 
 def test_three_seats_three_blind_judges_pick_the_right_candidate(tmp_path: Path) -> None:
@@ -66,6 +79,8 @@ def test_three_seats_three_blind_judges_pick_the_right_candidate(tmp_path: Path)
         server.script(rank_by_digits, rank_by_digits, rank_by_digits)
         payload = run(repo, three_seat_contract(repo, server), 0)
         requests = list(server.requests)
+    assert len(requests) == 3
+    assert all(r.headers.get("authorization") == "Bearer local-test-key" for r in requests)
     assert payload["status"] == "merged"
     assert (repo.root / "src" / "slug.py").read_text() == FIXED
     tally = payload["tally"]
@@ -137,3 +152,44 @@ def test_two_judges_disagree_one_rate_limited_stalls_on_quota(tmp_path: Path) ->
         payload = run(repo, three_seat_contract(repo, server, judges=2), 1)
     assert payload["status"] == "stalled" and not payload["attempt_spent"]
     assert payload["tally"]["present"] == 1 and payload["tally"]["quorum"] == 2
+
+
+def test_a_key_declared_in_the_contract_env_reaches_the_judges(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    declared = "env: {OPENAI_API_KEY: contract-key}"
+    with ModelServer() as server:
+        server.script(rank_by_digits, rank_by_digits, rank_by_digits)
+        payload = run(repo, three_seat_contract(repo, server, env=declared), 0)
+        requests = list(server.requests)
+    assert payload["status"] == "merged"
+    assert [r.headers.get("authorization") for r in requests] == ["Bearer contract-key"] * 3
+
+
+def test_judges_read_the_key_their_api_key_env_names(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    with ModelServer() as server:
+        contract = three_seat_contract(repo, server, judge=", api_key_env: JUDGE_KEY")
+        server.script(rank_by_digits, rank_by_digits, rank_by_digits)
+        payload = run(repo, contract, 0, JUDGE_KEY="named-key")
+        requests = list(server.requests)
+    assert payload["status"] == "merged"
+    assert [r.headers.get("authorization") for r in requests] == ["Bearer named-key"] * 3
+
+
+def test_a_judge_without_its_key_is_named_in_the_reason_and_on_stderr(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    # ASSAY_* variables are never inherited by the test's `assay`, so this one is surely unset.
+    judge = ", api_key_env: ASSAY_TEST_UNSET_KEY"
+    with ModelServer() as server:
+        payload, stderr = run_showing(
+            repo, three_seat_contract(repo, server, judges=2, judge=judge), 1
+        )
+        assert not server.requests
+    assert payload["status"] == "stalled"
+    missing = "reads its API key from $ASSAY_TEST_UNSET_KEY, which is not set"
+    assert payload["reason"].startswith("no quorum: 0 usable ranking(s) of 2 needed; judge 1 (")
+    assert (
+        "judge 1 (llm judge-model): the judge cannot run: the judge " + missing in payload["reason"]
+    )
+    assert "judge 2 (llm judge-model)" in payload["reason"]
+    assert missing in " ".join(stderr.split())

@@ -3,6 +3,12 @@
 A token in the operator's shell must not leak into an agent's process unless the contract
 says so. The child gets PATH, HOME, locale and temp settings, the named credential variables
 of its own coder kind, and whatever the contract declares under ``env:``.
+
+Every credential a coder or judge needs is read from the operator's environment here, under
+the names :func:`credential_variables` gives for its kind and settings (``api_key_env``):
+:func:`agent_environment` for a process assay starts (a coder, a CLI judge),
+:func:`model_environment` for a model assay calls itself (the llm coder, the ``judge``
+validator, blind LLM judges).
 """
 
 from __future__ import annotations
@@ -37,6 +43,59 @@ CODER_CREDENTIALS: dict[str, frozenset[str]] = {
     "command": frozenset(),
     "replay": frozenset(),
 }
+
+# Kinds whose model assay calls itself (the llm coder, LLM judges): the key is read by assay's
+# own client and never handed to a child process.
+MODEL_CALLED_BY_ASSAY: frozenset[str] = frozenset({"llm"})
+DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
+BASE_URL_ENV = "OPENAI_BASE_URL"
+
+
+def credential_variables(kind: str, settings: Mapping[str, object] | None = None) -> frozenset[str]:
+    """The operator's variables a coder or judge of ``kind`` needs, given its ``settings``.
+
+    A kind's own documented variables, plus the variable ``api_key_env`` names; a model assay
+    calls itself reads ``$OPENAI_API_KEY`` (or ``api_key_env``) and ``$OPENAI_BASE_URL``.
+    """
+    names = set(CODER_CREDENTIALS.get(kind, frozenset()))
+    key_env = (settings or {}).get("api_key_env")
+    if kind in MODEL_CALLED_BY_ASSAY:
+        names |= {str(key_env or DEFAULT_API_KEY_ENV), BASE_URL_ENV}
+    elif key_env:
+        names.add(str(key_env))
+    return frozenset(names)
+
+
+def agent_environment(
+    operator_env: Mapping[str, str],
+    kind: str,
+    settings: Mapping[str, object] | None = None,
+    *,
+    declared: Mapping[str, str] | None = None,
+    extra: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """The environment of a process started for a coder or CLI judge of ``kind``.
+
+    Its own credentials pass through, except for a kind whose model assay calls itself: its
+    child processes (the llm coder's commands) never see the key.
+    """
+    credentials = (
+        frozenset() if kind in MODEL_CALLED_BY_ASSAY else credential_variables(kind, settings)
+    )
+    return child_environment(operator_env, credentials=credentials, declared=declared, extra=extra)
+
+
+def model_environment(
+    operator_env: Mapping[str, str],
+    kind: str,
+    settings: Mapping[str, object] | None = None,
+    *,
+    declared: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """Where assay's own model client (the llm coder, an LLM judge) reads its API key and
+    base URL: the allowlist, the kind's credentials, then the contract's ``env:``."""
+    credentials = credential_variables(kind, settings)
+    return child_environment(operator_env, credentials=credentials, declared=declared)
 
 
 def child_environment(

@@ -33,3 +33,8 @@ def show(
         typer.echo(
             f"  {stage:<9} attempts {record.attempts:<4} last verdict {record.last_verdict.value}"
         )
+    for name, foreign in sorted(convergence.foreign_stages.items()):
+        typer.echo(
+            f"  {name:<9} attempts {foreign.attempts:<4} last verdict {foreign.last_verdict} "
+            "(not known to this version of assay; shown as stored)"
+        )

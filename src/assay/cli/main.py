@@ -28,10 +28,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     except Exception as exc:  # a bug or a broken environment: one line, exit 4, never a traceback
         if os.environ.get("ASSAY_DEBUG"):
             raise
-        sys.stderr.write(
-            f"assay: internal error: {type(exc).__name__}: {exc}\n"
-            "(set ASSAY_DEBUG=1 to see the traceback)\n"
-        )
+        from assay.cli.failures import database_error, describe
+
+        known = database_error(exc)  # the operator's to fix: one line, no traceback hint
+        hint = "" if known else "\n(set ASSAY_DEBUG=1 to see the traceback)"
+        sys.stderr.write(f"assay: {known or describe(exc)}{hint}\n")
         sys.exit(4)
 
 

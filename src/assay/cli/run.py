@@ -22,6 +22,7 @@ from assay.cli.workspace import (
     EXIT_INTERNAL,
     Workspace,
     fail,
+    one_line,
     print_json,
 )
 from assay.core.vocab import HaltType, TaskStatus
@@ -114,7 +115,14 @@ def run(
     """
     from assay.engine.runner import recover_interrupted
 
-    workspace = Workspace.find()
+    built: Contract | None = None
+    if task_id is None and (instruction is not None or contract is not None):
+        # A bad contract or option is refused before anything is created.
+        built = build_contract(
+            instruction, contract, coder, coder_command, validator, land, seats,
+            max_attempts, max_recovery,
+        )  # fmt: skip
+    workspace = Workspace.find(require_commit=True)
     ledger = workspace.ledger()
     now = datetime.now(UTC)
     jobs: list[tuple[Task, Contract]] = []
@@ -149,11 +157,7 @@ def run(
         if not task.runnable(now) and not task.waiting(now):
             fail(f"task {task_id} is {task.status.value}, not runnable")
         jobs.append((task, workspace.load_contract(task_id)))
-    elif instruction is not None or contract is not None:
-        built = build_contract(
-            instruction, contract, coder, coder_command, validator, land, seats,
-            max_attempts, max_recovery,
-        )  # fmt: skip
+    elif built is not None:
         if not built.verified:
             typer.echo(unverified_warning(built, contract is None), err=True)
         jobs.append((queue_task(workspace, ledger, built, now), built))
@@ -272,13 +276,16 @@ def build_contract(
             scope_allow=None,
             scope_protect=None,
         )
-    except (ValidationError, ValueError) as exc:
+    except ValidationError as exc:
+        fail(f"invalid options: {one_line(exc)}")
+    except ValueError as exc:
         fail(f"invalid options: {exc}")
 
 
 def queue_task(workspace: Workspace, ledger: Ledger, contract: Contract, now: datetime) -> Task:
     """A new task for ``contract``, titled by its first line; the contract is stored first, so
-    a task in the ledger always has one."""
+    a task in the ledger always has one, and removed again when the task cannot be added, so
+    a failure (a locked ledger) leaves neither."""
     import secrets
 
     from assay.adapters.store.sql import LedgerConflict
@@ -287,11 +294,16 @@ def queue_task(workspace: Workspace, ledger: Ledger, contract: Contract, now: da
     title = contract.task.strip().splitlines()[0][:80]
     for _ in range(3):  # 32 random bits per second make a clash rare; a clash just draws again
         task_id = f"t{now:%Y%m%d-%H%M%S}-{secrets.token_hex(4)}"
-        workspace.save_contract(task_id, contract)
+        if not workspace.create_contract(task_id, contract):
+            continue  # never overwrite another task's contract
         task = Task.new(id=task_id, title=title, instruction=contract.task, now=now)
         try:
             ledger.add_task(task)
         except LedgerConflict:
+            workspace.remove_contract(task_id)
             continue
+        except BaseException:
+            workspace.remove_contract(task_id)
+            raise
         return task
     fail("could not find a free task id after 3 tries", EXIT_INTERNAL)

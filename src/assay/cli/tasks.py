@@ -63,7 +63,7 @@ def add(
         instruction, contract, coder, coder_command, validator, land, seats,
         max_attempts, max_recovery,
     )  # fmt: skip
-    workspace = Workspace.find()
+    workspace = Workspace.find(require_commit=True)
     task = queue_task(workspace, workspace.ledger(), built, datetime.now(UTC))
     if json_output:
         print_json(_dump(task))

@@ -39,12 +39,20 @@ class Workspace:
     home: Path
 
     @classmethod
-    def find(cls, start: Path | None = None) -> Workspace:
+    def find(cls, start: Path | None = None, *, require_commit: bool = False) -> Workspace:
+        """The workspace of the repository around ``start``; ``require_commit``: refuse (before
+        creating anything) a repository with no commits, which a run cannot start from."""
         here = (start or Path.cwd()).absolute()
         try:
             repo = git.repo_root(here)
         except git.GitError:
             fail(f"{here} is not inside a git repository (assay works on a repository)")
+        if require_commit:
+            try:
+                git.head_commit(repo)
+            except git.GitError as exc:
+                why = exc.stderr.strip().splitlines()[-1:] or [str(exc)]
+                fail(f"cannot run in {repo}: {why[0]} (commit something first)")
         configured = os.environ.get(HOME_ENV)
         home = Path(configured).absolute() if configured else repo / ".assay"
         home.mkdir(parents=True, exist_ok=True)
@@ -55,15 +63,33 @@ class Workspace:
         try:
             return Ledger.open(url)
         except Exception as exc:  # a broken or unreachable database is the operator's to fix
-            fail(f"cannot open the ledger at {url}: {exc}", EXIT_INTERNAL)
+            from assay.cli.failures import database_error
+
+            detail = database_error(exc) or " ".join(str(exc).split())
+            fail(f"cannot open the ledger at {url}: {detail}", EXIT_INTERNAL)
 
     def contract_path(self, task_id: str) -> Path:
         return self.home / "tasks" / f"{task_id}.contract.json"
 
-    def save_contract(self, task_id: str, contract: Contract) -> None:
+    def create_contract(self, task_id: str, contract: Contract) -> bool:
+        """Store a new task's contract, never over an existing file (False: the id is taken).
+
+        Written whole beside it, then hard-linked into place, which fails if the name exists.
+        """
         path = self.contract_path(task_id)
         path.parent.mkdir(parents=True, exist_ok=True)
-        halt_files.write_json_atomic(path, contract.model_dump(mode="json"))
+        staged = path.with_name(f".{path.name}.{os.getpid()}.new")
+        halt_files.write_json_atomic(staged, contract.model_dump(mode="json"))
+        try:
+            os.link(staged, path)
+        except FileExistsError:
+            return False
+        finally:
+            staged.unlink(missing_ok=True)
+        return True
+
+    def remove_contract(self, task_id: str) -> None:
+        self.contract_path(task_id).unlink(missing_ok=True)
 
     def load_contract(self, task_id: str) -> Contract:
         path = self.contract_path(task_id)
@@ -81,6 +107,19 @@ def command_group() -> typer.Typer:
         add_completion=False,
         rich_markup_mode=None,
     )
+
+
+def one_line(exc: Exception) -> str:
+    """A pydantic validation error (or any error) as one line: each problem ``where: what``."""
+    from pydantic import ValidationError
+
+    if not isinstance(exc, ValidationError):
+        return " ".join(str(exc).split())
+    parts = []
+    for error in exc.errors():
+        where = ".".join(str(p) for p in error["loc"])
+        parts.append(f"{where}: {error['msg']}" if where else str(error["msg"]))
+    return "; ".join(parts)
 
 
 def print_json(document: object) -> None:

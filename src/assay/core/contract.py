@@ -68,7 +68,38 @@ _T = TypeVar("_T")
 
 
 class _Input(BaseModel):
+    # Numbers are strict (``judges: true`` is an error, not 1); text must be storable.
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _storable_text(cls, value: Any) -> Any:
+        problem = unstorable_text(value)
+        if problem is not None:
+            raise ValueError(problem)
+        return value
+
+
+def unstorable_text(value: object) -> str | None:
+    """Why a value holds text that cannot be written as UTF-8 or passed to a process (a lone
+    surrogate such as ``"\\ud800"``, a NUL character), or None when it is fine."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if "\x00" in item:
+                return "the text contains a NUL character"
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                code = ord(item[exc.start])
+                return f"the text contains U+{code:04X}, a lone surrogate that is not valid text"
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+    return None
 
 
 class Scope(_Input):
@@ -81,8 +112,8 @@ class CoderSpec(_Input):
 
     kind: CoderKind = CoderKind.COMMAND
     model: str | None = None
-    timeout_seconds: float = Field(default=1800.0, gt=0)
-    max_turns: int | None = Field(default=None, ge=1)
+    timeout_seconds: float = Field(default=1800.0, strict=True, gt=0)
+    max_turns: int | None = Field(default=None, strict=True, ge=1)
     # command: the command line; {prompt_file} is replaced by the prompt file's path
     command: str | list[str] | None = None
     prompt_via: str = Field(default="file", pattern="^(file|stdin|env)$")
@@ -99,12 +130,12 @@ class ValidatorSpec(_Input):
     kind: ValidatorKind = ValidatorKind.COMMAND
     run: str | None = None
     on_fail: OnFail = OnFail.BLOCK
-    timeout_seconds: float = Field(default=600.0, gt=0)
+    timeout_seconds: float = Field(default=600.0, strict=True, gt=0)
     model: str | None = None
     criteria: list[str] = Field(default_factory=list)
     base_url: str | None = None
     api_key_env: str | None = None
-    max_turns: int = Field(default=3, ge=1)
+    max_turns: int = Field(default=3, strict=True, ge=1)
 
     @model_validator(mode="after")
     def _command_needs_run(self) -> ValidatorSpec:
@@ -125,8 +156,8 @@ class JudgeSpec(_Input):
     model: str | None = None
     base_url: str | None = None
     api_key_env: str | None = None
-    max_turns: int | None = Field(default=None, ge=1)
-    timeout_seconds: float = Field(default=600.0, gt=0)
+    max_turns: int | None = Field(default=None, strict=True, ge=1)
+    timeout_seconds: float = Field(default=600.0, strict=True, gt=0)
 
     @model_validator(mode="after")
     def _llm_needs_model(self) -> JudgeSpec:
@@ -136,8 +167,8 @@ class JudgeSpec(_Input):
 
 
 class Budgets(_Input):
-    max_attempts: int = Field(default=3, ge=1)
-    max_recovery: int = Field(default=2, ge=0)
+    max_attempts: int = Field(default=3, strict=True, ge=1)
+    max_recovery: int = Field(default=2, strict=True, ge=0)
     # Refunded runs in a row (quota, provider fault, interruption, environment) before the
     # task is held for a human, so a machine fault that never clears cannot loop forever.
     max_refunds: int = Field(default=3, ge=1, strict=True)
@@ -228,13 +259,13 @@ class Contract(_Input):
     anchors: list[str] = Field(default_factory=list)
     scope: Scope = Field(default_factory=Scope)
     coder: CoderSpec | list[CoderSpec] = Field(default_factory=CoderSpec)
-    seats: int = Field(default=1, ge=1, le=16)
-    judges: int = Field(default=0, ge=0, le=9)
+    seats: int = Field(default=1, strict=True, ge=1, le=16)
+    judges: int = Field(default=0, strict=True, ge=0, le=9)
     judge: JudgeSpec | list[JudgeSpec] | None = None
-    deliberate_rounds: int = Field(default=0, ge=0, le=3)
+    deliberate_rounds: int = Field(default=0, strict=True, ge=0, le=3)
     validators: list[ValidatorSpec] = Field(default_factory=list)
     policy: PolicyMode = PolicyMode.UNANIMOUS
-    threshold: float = Field(default=DEFAULT_QUORUM_THRESHOLD, gt=0, le=1)
+    threshold: float = Field(default=DEFAULT_QUORUM_THRESHOLD, strict=True, gt=0, le=1)
     budgets: Budgets = Field(default_factory=Budgets)
     land: LandMode = LandMode.BRANCH
     # `merge` with no verifying validator leaves a branch instead, unless this says otherwise.

@@ -228,6 +228,10 @@ def _describe(error: Any, path: list[int | str], model: type[BaseModel]) -> str:
         return f"the required key `{path[-1]}` is missing" if path else "a required key is missing"
     message = str(error["msg"]).removeprefix("Value error, ")
     value = error.get("input")
+    if isinstance(value, bool) and kind in ("int_type", "float_type"):
+        return (
+            f"expected a number, got the boolean `{str(value).lower()}` (booleans are not numbers)"
+        )
     if isinstance(value, str | int | float | bool) and kind not in (
         "value_error",
         "assertion_error",

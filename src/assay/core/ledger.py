@@ -59,6 +59,17 @@ class StageRecord(BaseModel):
         return finding_signatures(value)
 
 
+class ForeignStageRecord(BaseModel):
+    """A stage row this version does not know (a newer assay wrote it): shown as read, never
+    counted, so one unknown name cannot make a task's ledger unreadable."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    attempts: int = 0
+    last_verdict: str = ""
+    last_finding_signatures: list[str] = Field(default_factory=list)
+
+
 class ConvergenceLedger(BaseModel):
     """A task's stage records and lap history.
 
@@ -76,6 +87,7 @@ class ConvergenceLedger(BaseModel):
     lap_signatures: list[list[str]] = Field(default_factory=list)
     converged: bool = False
     oscillating: bool = False
+    foreign_stages: dict[str, ForeignStageRecord] = Field(default_factory=dict)
 
     @field_validator("stage_state")
     @classmethod

@@ -12,9 +12,9 @@ import json
 import logging
 import posixpath
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from assay.core.vocab import FileChangeKind, StopReason
 
@@ -60,6 +60,9 @@ class CoderReport(BaseModel):
     stop_reason: StopReason | None = Field(default=None, strict=False)
 
 
+_FILES = TypeAdapter(Annotated[list[FileChange], Field(fail_fast=True)])
+
+
 class DiffComparison(BaseModel):
     """Where the coder's claimed files and the diff read from disk disagree."""
 
@@ -82,6 +85,18 @@ def parse_coder_report(raw: str | bytes | Mapping[str, Any] | None) -> CoderRepo
     if reason is not None:
         _warn(reason)
     return report
+
+
+def read_coder_report(
+    raw: str | bytes | Mapping[str, Any] | None,
+) -> tuple[CoderReport | None, str | None]:
+    """Like :func:`parse_coder_report`, but the reason a report was discarded is returned
+    instead of logged, for a caller that surfaces it itself (as a run warning). Never raises.
+    """
+    try:
+        return _parse(raw)
+    except Exception as exc:
+        return None, f"it could not be read ({type(exc).__name__})"
 
 
 def compare_with_diff(report: CoderReport | None, changed_paths: Iterable[str]) -> DiffComparison:
@@ -123,17 +138,30 @@ def _parse(raw: object) -> tuple[CoderReport | None, str | None]:
         return None, f"expected JSON text, bytes or a mapping, got {type(raw).__name__}"
     if not isinstance(data, dict):
         return None, f"expected a JSON object, got {_json_type(data)}"
+    # Thousands of unknown keys would cost a validation error each; name a few and stop.
+    unknown = [key for key in data if key not in CoderReport.model_fields]
+    if len(unknown) > _MAX_REASONS:
+        shown = ", ".join(_shorten(repr(key)) for key in unknown[:_MAX_REASONS])
+        return None, f"unknown keys {shown}; and {len(unknown) - _MAX_REASONS} more"
+    files = data.get("files")
+    if isinstance(files, list):
+        # Stop at the first bad entry: a long list of bad entries would otherwise cost a
+        # validation error each.
+        try:
+            data = {**data, "files": _FILES.validate_python(files)}
+        except ValidationError as exc:
+            return None, _describe(exc, prefix=("files",))
     try:
         return CoderReport.model_validate(data), None
     except ValidationError as exc:
         return None, _describe(exc)
 
 
-def _describe(exc: ValidationError) -> str:
+def _describe(exc: ValidationError, prefix: tuple[int | str, ...] = ()) -> str:
     """Name why validation failed: unknown keys and stop reasons by name, then wrong types."""
     reasons: list[str] = []
     for error in exc.errors():
-        where = _location(error["loc"])
+        where = _location((*prefix, *error["loc"]))
         kind = error["type"]
         shown = _shorten(repr(error.get("input")))
         if kind == "extra_forbidden":

@@ -73,12 +73,29 @@ def _version_key(version: str) -> tuple[int, ...]:
 
 
 _REQUIRED_COUNT = ("canonical_halt_count", "per_dispatch_addition_count")
+MAX_DEPTH = 64  # far deeper than any state file we write; deeper is malformed, not a crash
+
+
+def nesting_depth_exceeds(doc: object, limit: int = MAX_DEPTH) -> bool:
+    """True when ``doc`` nests lists and objects more than ``limit`` deep (iteratively, so
+    a hostile document cannot exhaust the stack here or when it is written back)."""
+    stack: list[tuple[object, int]] = [(doc, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, dict | list):
+            if depth > limit:
+                return True
+            children = value.values() if isinstance(value, dict) else value
+            stack.extend((child, depth + 1) for child in children)
+    return False
 
 
 def parse_state_document(doc: object) -> HaltStateFile | Violation:
     """Validate a decoded state file; malformed shape and bad halts are told apart."""
     if not isinstance(doc, dict):
         return _malformed(f"top level is {type(doc).__name__}, not an object")
+    if nesting_depth_exceeds(doc):
+        return _malformed(f"the document is nested more than {MAX_DEPTH} levels deep")
     version = doc.get("schema_version")
     if not isinstance(version, str) or not _SUPPORTED_MAJOR.match(version):
         return _malformed(f"schema_version {version!r} is not a supported 1.x version")

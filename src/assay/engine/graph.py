@@ -258,6 +258,7 @@ async def _judge(
     reason = f"no quorum: {tally.present} usable ranking(s) of {tally.quorum} needed" + (
         f", {panel.lost_to_quota} judge(s) lost to quota" if panel.lost_to_quota else ""
     )
+    reason += "".join(f"; {problem}" for problem in panel.problems)
     run.attempts.append(record_attempt(attempt, seats, [], fault=True, failures=[reason]))
     halt_type = HaltType.ENVIRONMENT_ERROR if quota else HaltType.VALIDATOR_ERROR
     return end_run(run, RunStatus.STALLED, halt_type, reason)

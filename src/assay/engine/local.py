@@ -7,6 +7,7 @@ attempt run in parallel while the graph itself stays single-threaded and determi
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -14,15 +15,16 @@ from pathlib import Path
 from assay.adapters import git
 from assay.adapters.coders import get_coder, ignored_settings
 from assay.adapters.coders.base import DispatchRequest, DispatchResult
-from assay.adapters.envpolicy import CODER_CREDENTIALS, child_environment
+from assay.adapters.envpolicy import agent_environment, child_environment, model_environment
 from assay.adapters.process import EnvironmentFault
+from assay.adapters.report_file import read_report_file
 from assay.adapters.store import halt_files, halt_ops
 from assay.adapters.validators import get_validator
 from assay.adapters.validators.base import ValidationContext, ValidationOutcome
 from assay.core.anchors import unresolved_anchors
 from assay.core.attempts import AttemptRecord
 from assay.core.payload import HaltNotice
-from assay.core.report import compare_with_diff, parse_coder_report
+from assay.core.report import CoderReport, compare_with_diff, read_coder_report
 from assay.core.vocab import (
     CanonicalHalt,
     CrashPoint,
@@ -92,7 +94,9 @@ class LocalEffects:
         seat_dir = self.run_dir(plan) / f"attempt-{attempt}" / f"seat-{seat}"
         seat_dir.mkdir(parents=True, exist_ok=True)
         report_path = seat_dir / "report.json"
-        report_path.unlink(missing_ok=True)
+        report_folder = seat_dir.resolve()
+        with contextlib.suppress(OSError):  # whatever is there, the coder's report is read fresh
+            report_path.unlink(missing_ok=True)
         request = DispatchRequest(
             worktree=worktree,
             prompt=prompt,
@@ -130,9 +134,7 @@ class LocalEffects:
         # A checkpoint commit fixes the candidate, so validators' side effects can be undone.
         await asyncio.to_thread(git.commit_all, worktree, f"assay: attempt {attempt}, seat {seat}")
         boundary(CrashPoint.DISPATCH_ENDED)
-        report = result.report
-        if report_path.exists():
-            report = parse_coder_report(report_path.read_bytes()) or report
+        report = self._read_report(attempt, seat, report_path, report_folder) or result.report
         return SeatOutcome(
             seat=seat,
             attempt=attempt,
@@ -161,8 +163,15 @@ class LocalEffects:
         checks += [(v.kind.value, v.model_dump(mode="json")) for v in contract.validators]
         coder_ignored = await asyncio.to_thread(git.ignored_entries, seat.worktree)
         outcomes: list[ValidationOutcome] = []
-        # The secret scan also looks for the exact values of the coder's own credentials.
-        coder_env = self._coder_env(plan, seat.seat)
+        # The secret scan also looks for the exact values of the coder's own credentials
+        # (for the llm coder, the key assay read for it, which its commands never saw).
+        spec = plan.contract.coder_for_seat(seat.seat)
+        coder_env = model_environment(
+            self.operator_env,
+            spec.kind.value,
+            spec.model_dump(mode="json"),
+            declared=contract.env,
+        )
         for kind, settings in checks:
             context = ValidationContext(
                 worktree=seat.worktree,
@@ -193,15 +202,17 @@ class LocalEffects:
         return outcomes
 
     async def judge(self, plan: RunPlan, attempt: int, seats: list[SeatOutcome]) -> JudgeRound:
-        judged = await judge_blind(
+        panel = await judge_blind(
             plan,
             attempt,
             seats,
             operator_env=self.operator_env,
             workdir=self.run_dir(plan) / f"attempt-{attempt}" / "judges",
         )
+        for problem in panel.problems:  # a judge that cannot run says so on stderr
+            self._warn(f"attempt {attempt}: {problem}")
         boundary(CrashPoint.JUDGED)
-        return judged
+        return panel
 
     async def fire(self, plan: RunPlan, halt: CanonicalHalt, evidence: str) -> None:
         # A refusal (already FIRED and sticky) leaves the earlier firing, which is what counts.
@@ -216,7 +227,11 @@ class LocalEffects:
 
     async def fired_halts(self, plan: RunPlan) -> list[HaltNotice]:
         path = halt_files.state_path(self.state_dir(), plan.dispatch_id)
-        state = await asyncio.to_thread(halt_files.read_state, path)
+        try:
+            state = await asyncio.to_thread(halt_files.read_state, path)
+        except halt_files.StateFileError as exc:  # removed or broken mid-run: say so, go on
+            self._warn(f"the halt state file cannot be read, fired halts unknown: {exc}")
+            return []
         return [
             HaltNotice(
                 name=h.name,
@@ -249,13 +264,23 @@ class LocalEffects:
     # -- helpers -----------------------------------------------------------------------------
 
     def warn(self, message: str) -> None:
-        """A warning for the payload and the live display, once per message."""
+        """A run warning, once per message: in the payload, the ledger's events and on the
+        live display (stderr)."""
         self._warn(message)
 
     def _warn(self, message: str) -> None:
         if message not in self.warnings:
             self.warnings.append(message)
             self._record(RunEvent("warning", {"message": message}))
+
+    def _read_report(self, attempt: int, seat: int, path: Path, folder: Path) -> CoderReport | None:
+        """The coder's report file, read safely; any problem is one run warning, never a fault."""
+        read = read_report_file(path, folder)
+        report, reason = read_coder_report(read.data)
+        warning = read.warning or (reason and f"coder report discarded: {reason}")
+        if warning:
+            self._warn(f"attempt {attempt}, seat {seat}: {warning}")
+        return report
 
     def _record(self, event: RunEvent) -> None:
         self.events.append(event)
@@ -264,10 +289,11 @@ class LocalEffects:
 
     def _coder_env(self, plan: RunPlan, seat: int) -> dict[str, str]:
         """The environment the seat's coder runs in: its own credentials and the declared env."""
-        kind = plan.contract.coder_for_seat(seat).kind.value
-        return child_environment(
+        spec = plan.contract.coder_for_seat(seat)
+        return agent_environment(
             self.operator_env,
-            credentials=CODER_CREDENTIALS.get(kind, frozenset()),
+            spec.kind.value,
+            spec.model_dump(mode="json"),
             declared=plan.contract.env,
         )
 

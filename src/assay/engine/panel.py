@@ -12,11 +12,12 @@ import asyncio
 from collections.abc import Mapping
 from pathlib import Path
 
-from assay.adapters.envpolicy import CODER_CREDENTIALS, child_environment
+from assay.adapters.envpolicy import agent_environment, model_environment
 from assay.adapters.judging import RankingResult, deliberate, rank
 from assay.core.blind import blind_candidates, blind_labels, judge_order, needs_deliberation
 from assay.core.contract import JudgeSpec
 from assay.core.tally import tally
+from assay.core.vocab import JudgeKind
 from assay.engine.effects import JudgeRound, RunPlan, SeatOutcome
 
 
@@ -47,10 +48,10 @@ async def judge_blind(
                 ranking=None, error="judges are requested but the contract names no `judge:`"
             )
         order = [by_label[label] for label in judge_order(ordered_labels, plan.run_id, index)]
-        env = child_environment(
-            operator_env,
-            credentials=CODER_CREDENTIALS.get(spec.kind.value, frozenset()),
-            declared=contract.env,
+        # An LLM judge is a model assay calls itself; a CLI judge is a process it starts.
+        environment = model_environment if spec.kind is JudgeKind.LLM else agent_environment
+        env = environment(
+            operator_env, spec.kind.value, spec.model_dump(mode="json"), declared=contract.env
         )
         directory = workdir / f"judge-{index + 1}" / f"round-{round_}"
         directory.mkdir(parents=True, exist_ok=True)
@@ -79,10 +80,22 @@ async def judge_blind(
         calls += sum(1 for spec in specs if spec is not None)
     lost = [r for r in results if r.quota is not None and r.ranking is None]
     resets = [r.quota.reset_at for r in lost if r.quota and r.quota.reset_at]
+    problems = tuple(
+        f"judge {i + 1} ({_judge_name(spec)}): {r.error}"
+        for i, (spec, r) in enumerate(zip(specs, results, strict=True))
+        if r.ranking is None and r.error
+    )
     return JudgeRound(
+        problems=problems,
         tally=tally(ordered_labels, contract.judges, [r.ranking for r in results], plan.run_id),
         labels=labels,
         calls=calls,
         lost_to_quota=len(lost),
         quota_reset_at=max(resets) if resets else None,
     )
+
+
+def _judge_name(spec: JudgeSpec | None) -> str:
+    if spec is None:
+        return "unnamed"
+    return f"{spec.kind.value} {spec.model}" if spec.model else spec.kind.value

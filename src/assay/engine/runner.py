@@ -30,15 +30,22 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from assay.adapters import git
-from assay.adapters.store import halt_files, halt_ops
+from assay.adapters.store import halt_files
 from assay.adapters.store.records import DispatchRecord, RunClose
 from assay.adapters.store.sql import Ledger
 from assay.core.contract import Contract
-from assay.core.payload import CandidateSummary, LandSummary, Payload, build_payload
+from assay.core.payload import (
+    CandidateSummary,
+    HaltNotice,
+    LandSummary,
+    Payload,
+    build_payload,
+)
 from assay.core.settle import Settlement, settle
 from assay.core.tasks import Task
 from assay.core.vocab import CoderKind, CrashPoint, HaltType, RunStatus, ValidatorKind
 from assay.engine.accounting import seat_error
+from assay.engine.attestation import attest_at_close
 from assay.engine.crashpoints import crash_point
 from assay.engine.effects import RunPlan
 from assay.engine.graph import run_graph
@@ -185,8 +192,11 @@ def close_run(
 ) -> RunReport:
     """Close a run the graph finished (or broke: then ``dispatches`` come from its journal)."""
     contract = plan.contract
+    unattested: list[HaltNotice] = []  # an attestation failure is a warning; the run closes
     if not result.halted:
-        halt_ops.attest(plan.dispatch_id, fx.state_dir())
+        unattested = attest_at_close(plan.dispatch_id, fx.state_dir())
+    for notice in unattested:
+        fx.warn(notice.detail)
     now = clock()
     refunds = refund_streak(ledger, task.id)
     budgets = contract.budgets
@@ -233,7 +243,7 @@ def close_run(
         tally=result.tally,
         coder_report=winner.report if winner else None,
         report_comparison=winner.comparison if winner else None,
-        fired_halts=result.fired,
+        fired_halts=[*result.fired, *unattested],
         usage=result.usage(),
         land=LandSummary(mode=contract.land, branch=result.land.branch, pr_url=result.land.pr_url)
         if result.land

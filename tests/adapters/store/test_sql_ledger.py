@@ -90,12 +90,13 @@ def test_default_url_follows_environment(monkeypatch: pytest.MonkeyPatch, tmp_pa
 
 def test_default_ledger_is_sqlite_in_wal(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
     monkeypatch.delenv("ASSAY_DATABASE_URL", raising=False)
+    monkeypatch.delenv("ASSAY_DB_TIMEOUT", raising=False)
     monkeypatch.setenv("ASSAY_HOME", str(tmp_path / "h"))
     with Ledger.open() as ledger, engine_of(ledger).connect() as conn:
         assert (tmp_path / "h" / "assay.db").exists()
         assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
         assert conn.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
-        assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() == 30_000
+        assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() == 15_000
 
 
 def test_engine_rejects_what_it_cannot_serve(tmp_path: Any) -> None:

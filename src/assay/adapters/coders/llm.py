@@ -18,6 +18,7 @@ from typing import Any
 
 from assay.adapters.coders.agentcli import turn_limit
 from assay.adapters.coders.base import DispatchRequest, DispatchResult, ProviderFault, QuotaSignal
+from assay.adapters.envpolicy import model_environment
 from assay.adapters.llm_client import (
     ChatClient,
     FailureKind,
@@ -126,7 +127,7 @@ class LlmCoder:
         request.log_dir.mkdir(parents=True, exist_ok=True)
         log_path = request.log_dir / TRANSCRIPT
         # The key is read by assay itself, never handed to a child process.
-        environ = {**os.environ, **request.env}
+        environ = {**model_environment(os.environ, self.kind, request.settings), **request.env}
         try:
             endpoint = resolve_endpoint(
                 request.settings, environ, timeout=request.timeout_seconds, role="llm coder"

@@ -33,7 +33,7 @@ from assay.adapters.coders.claude import INSTALL as CLAUDE_INSTALL
 from assay.adapters.coders.claude import parse_claude_stream
 from assay.adapters.coders.codex import INSTALL as CODEX_INSTALL
 from assay.adapters.coders.codex import parse_codex_events
-from assay.adapters.envpolicy import CODER_CREDENTIALS, child_environment
+from assay.adapters.envpolicy import agent_environment
 from assay.adapters.judging.common import (
     ANSWER_SHAPE,
     Deliberation,
@@ -163,9 +163,7 @@ def _run(
     kind = judge.kind.value
     name = f"{kind}:{judge.model}" if judge.model else kind
     child_env = dict(
-        env
-        if env is not None
-        else child_environment(os.environ, credentials=CODER_CREDENTIALS.get(kind, ()))
+        env if env is not None else agent_environment(os.environ, kind, judge.model_dump())
     )
     if judge.base_url:
         variable = "ANTHROPIC_BASE_URL" if judge.kind is JudgeKind.CLAUDE else "OPENAI_BASE_URL"

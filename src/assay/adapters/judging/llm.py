@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from assay.adapters.envpolicy import model_environment
 from assay.adapters.forced_call import Transcript, ask_forced, call_failed, calls_to
 from assay.adapters.judging.common import (
     Deliberation,
@@ -132,11 +133,10 @@ def rank_with_model(
     labels = labels_of(candidates)
     name = f"llm:{judge.model}"
     log = Transcript(workdir / "judge.jsonl" if workdir is not None else None)
-    environ = dict(os.environ if env is None else env)
+    settings = judge.model_dump(mode="json")
+    environ = dict(model_environment(os.environ, "llm", settings) if env is None else env)
     try:
-        endpoint = resolve_endpoint(
-            judge.model_dump(mode="json"), environ, timeout=judge.timeout_seconds, role="judge"
-        )
+        endpoint = resolve_endpoint(settings, environ, timeout=judge.timeout_seconds, role="judge")
         client = ChatClient(endpoint)
     except LlmError as exc:
         return RankingResult(None, error=f"the judge cannot run: {exc.detail}", judge=name)

@@ -5,6 +5,10 @@ writer, with a busy timeout so concurrent writers queue instead of failing. Writ
 on SQLite start with ``BEGIN IMMEDIATE``: taking the write lock up front means a transaction
 that read first cannot later fail to upgrade (in WAL mode that failure skips the busy
 handler). ``ASSAY_DATABASE_URL`` (e.g. ``postgresql+psycopg://...``) switches to PostgreSQL.
+
+A write that still finds the file locked after the busy timeout (``ASSAY_DB_TIMEOUT`` seconds,
+default 15) raises :class:`LedgerLocked`, which names the file, instead of SQLAlchemy's
+``OperationalError``.
 """
 
 from __future__ import annotations
@@ -24,11 +28,34 @@ DATABASE_URL_ENV = "ASSAY_DATABASE_URL"
 HOME_ENV = "ASSAY_HOME"
 DEFAULT_HOME = ".assay"
 DB_FILE = "assay.db"
-BUSY_TIMEOUT_MS = 30_000
+DB_TIMEOUT_ENV = "ASSAY_DB_TIMEOUT"
+DEFAULT_TIMEOUT_SECONDS = 15.0
 WRITE_OPTION = "assay_write"
 """Execution option marking a connection whose next transaction writes (SQLite: IMMEDIATE)."""
 
 _SCHEMA_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
+
+
+class LedgerLocked(Exception):
+    """Another process held the ledger's SQLite file locked for the whole busy timeout."""
+
+    def __init__(self, database: str, timeout_seconds: float) -> None:
+        self.database = database
+        self.timeout_seconds = timeout_seconds
+        super().__init__(
+            f"the ledger database {database} is locked by another process "
+            f"(waited {timeout_seconds:g} s; ${DB_TIMEOUT_ENV} sets how long to wait)"
+        )
+
+
+def busy_timeout_seconds() -> float:
+    """How long a write waits for another process's lock: ``$ASSAY_DB_TIMEOUT`` or 15 s."""
+    raw = os.environ.get(DB_TIMEOUT_ENV, "")
+    try:
+        value = float(raw)
+    except ValueError:
+        return DEFAULT_TIMEOUT_SECONDS
+    return value if 0 <= value <= 3600 else DEFAULT_TIMEOUT_SECONDS
 
 
 def default_url() -> str:
@@ -67,6 +94,14 @@ def _sqlite_engine(url: URL) -> sa.Engine:
     if database and database != ":memory:" and not database.startswith("file:"):
         Path(database).parent.mkdir(parents=True, exist_ok=True)
     engine = sa.create_engine(url)
+    timeout = busy_timeout_seconds()
+
+    @event.listens_for(engine, "handle_error")
+    def _on_error(context: sa.engine.ExceptionContext) -> BaseException | None:
+        original = context.original_exception
+        if isinstance(original, sqlite3.OperationalError) and _is_locked(original):
+            return LedgerLocked(database or ":memory:", timeout)
+        return None
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
@@ -75,8 +110,8 @@ def _sqlite_engine(url: URL) -> sa.Engine:
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
         try:
-            cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-            _ensure_wal(cursor)
+            cursor.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
+            _ensure_wal(cursor, timeout)
             cursor.execute("PRAGMA foreign_keys=ON")
             # Safe with WAL: a crash never corrupts or half-applies; it can lose only the
             # newest commits on power loss, which is the trade SQLite recommends for WAL.
@@ -92,7 +127,11 @@ def _sqlite_engine(url: URL) -> sa.Engine:
     return engine
 
 
-def _ensure_wal(cursor: Any) -> None:
+def _is_locked(error: sqlite3.OperationalError) -> bool:
+    return "locked" in str(error) or "busy" in str(error)
+
+
+def _ensure_wal(cursor: Any, timeout: float) -> None:
     """Put the database in WAL mode (it persists in the file, so this is usually a read).
 
     Switching a new file to WAL needs an exclusive lock, and SQLite reports a clash there as
@@ -101,7 +140,7 @@ def _ensure_wal(cursor: Any) -> None:
     """
     if str(cursor.execute("PRAGMA journal_mode").fetchone()[0]).lower() == "wal":
         return
-    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    deadline = time.monotonic() + timeout
     while True:
         try:
             cursor.execute("PRAGMA journal_mode=WAL")

@@ -91,6 +91,13 @@ def read_state(path: Path) -> HaltStateFile:
                 detail=f"{path} is not valid JSON: {exc}",
             )
         ) from None
+    except (RecursionError, ValueError):  # nesting deeper than the decoder goes, huge numbers
+        raise StateFileError(
+            Violation(
+                halt_class=CheckHalt.STATE_FILE_MALFORMED.value,
+                detail=f"{path} is nested too deeply or holds a value JSON cannot hold",
+            )
+        ) from None
     parsed = parse_state_document(doc)
     if isinstance(parsed, Violation):
         raise StateFileError(parsed)

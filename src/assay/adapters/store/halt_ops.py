@@ -264,6 +264,11 @@ def _load_contract(contract: Path) -> object:
             halt_class=ArmHalt.CONTRACT_YAML_MALFORMED.value,
             detail=f"contract {contract} is not valid YAML: {exc}".replace("\n", " "),
         )
+    except RecursionError:
+        return Violation(
+            halt_class=ArmHalt.CONTRACT_YAML_MALFORMED.value,
+            detail=f"contract {contract} is nested too deeply",
+        )
     if not isinstance(loaded, dict):
         return Violation(
             halt_class=ArmHalt.CONTRACT_YAML_MALFORMED.value,

@@ -29,9 +29,17 @@ from assay.adapters.store.connect import WRITE_OPTION, default_url, make_engine
 from assay.adapters.store.records import DispatchRecord, Event, EventIn, RunClose, RunRecord
 from assay.adapters.store.schema import attempts, dispatches, events, runs, stage_records, tasks
 from assay.core.attempts import AttemptRecord
-from assay.core.ledger import MAX_LAP_HISTORY, ConvergenceLedger, StageRecord
+from assay.core.ledger import (
+    MAX_LAP_HISTORY,
+    ConvergenceLedger,
+    ForeignStageRecord,
+    StageRecord,
+)
 from assay.core.tasks import Task
-from assay.core.vocab import RunStatus, TaskStatus
+from assay.core.vocab import RunStatus, Stage, StageVerdict, TaskStatus
+
+KNOWN_STAGES = frozenset(s.value for s in Stage)
+KNOWN_VERDICTS = frozenset(v.value for v in StageVerdict)
 
 MIGRATIONS = "assay.adapters.store:migrations"
 HEAD_REVISION = "0002"
@@ -298,6 +306,11 @@ class Ledger:
                 ).limit(MAX_LAP_HISTORY)
             ).scalars()
             lap_signatures = list(reversed(list(newest)))
+
+        # A row a newer version wrote (a stage or verdict we do not know) is shown, not counted.
+        def known(row: sa.Row[Any]) -> bool:
+            return row.stage in KNOWN_STAGES and row.last_verdict in KNOWN_VERDICTS
+
         return ConvergenceLedger(
             task_id=task_id,
             stage_state={
@@ -307,9 +320,19 @@ class Ledger:
                     last_finding_signatures=r.last_finding_signatures,
                 )
                 for r in stages
+                if known(r)
             },
             laps=laps,
             lap_signatures=lap_signatures,
+            foreign_stages={
+                str(r.stage): ForeignStageRecord(
+                    attempts=r.attempts,
+                    last_verdict=str(r.last_verdict),
+                    last_finding_signatures=[str(s) for s in r.last_finding_signatures or []],
+                )
+                for r in stages
+                if not known(r)
+            },
         )
 
     def events(self, task_id: str | None = None, *, run_id: str | None = None) -> list[Event]:

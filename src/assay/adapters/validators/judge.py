@@ -24,6 +24,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from assay.adapters.envpolicy import model_environment
 from assay.adapters.forced_call import Transcript, ask_forced, call_failed, calls_to
 from assay.adapters.llm_client import (
     ChatClient,
@@ -116,7 +117,7 @@ class JudgeValidator:
         validator_id = str(settings.get("id") or "judge")
         advisory = settings.get("on_fail") == "warn"
         run = _Run(validator_id, advisory, context.log_dir)
-        environ = {**os.environ, **context.env}
+        environ = {**model_environment(os.environ, "llm", settings), **context.env}
         timeout = float(settings.get("timeout_seconds") or 600.0)
         try:
             endpoint = resolve_endpoint(settings, environ, timeout=timeout, role="judge")
