@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from support.repo import ASSAY, Repo, git, make_repo
 
-COMMAND_CODER = ["--coder", "command", "--coder-command", "true"]
+COMMAND_CODER = ["--coder", "command", "--coder-command", "true", "--validator", "true"]
 
 
 def created(repo: Repo) -> list[str]:
