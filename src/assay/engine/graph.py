@@ -15,7 +15,6 @@ from assay.adapters.validators.base import ValidationOutcome
 from assay.core.ledger import finding_signatures
 from assay.core.policy import decide
 from assay.core.recovery import PriorFailure, recovery_spec
-from assay.core.results import ValidatorResult
 from assay.core.vocab import (
     CanonicalHalt,
     HaltSeverity,
@@ -23,7 +22,6 @@ from assay.core.vocab import (
     LandMode,
     PolicyAction,
     RunStatus,
-    Severity,
 )
 from assay.engine.accounting import (
     blocking_findings,
@@ -31,16 +29,14 @@ from assay.engine.accounting import (
     failure_detail,
     hit_budget,
     record_attempt,
-    seat_error,
-    seat_errors,
     seat_event,
 )
 from assay.engine.effects import Effects, RunEvent, RunPlan, SeatOutcome
+from assay.engine.empty_wave import claims_no_change, no_candidate, verify_noop
 from assay.engine.result import RunResult, end_run
 
 __all__ = ["run_graph"]
 
-NO_CHANGE_CHECK = "assay.change"
 VERIFICATION_GAP_EVIDENCE = (
     "no validator verifies the change: the contract declares no command or judge validator, "
     "only the built-in scope and secret checks run, so `land: merge` leaves a branch instead "
@@ -102,12 +98,12 @@ async def run_graph(plan: RunPlan, fx: Effects) -> RunResult:
             )
 
         viable = [s for s in seats if s.viable]
-        if not viable and _claims_no_change(seats):
-            noop = await _verify_noop(plan, fx, run, attempt, seats)
+        if not viable and claims_no_change(seats):
+            noop = await verify_noop(plan, fx, run, attempt, seats)
             if noop is not None:
                 return noop
         if not viable:
-            ended = _no_candidate(run, attempt, seats, failures)
+            ended = no_candidate(run, attempt, seats, failures)
             if ended is not None:
                 return ended
             if attempt == waves:
@@ -285,119 +281,6 @@ def _landed(run: RunResult) -> RunResult:
 def _latest(times: list[datetime | None]) -> datetime | None:
     known = [t for t in times if t is not None]
     return max(known) if known else None
-
-
-NO_CHANGE_MARK = "NO CHANGE NEEDED:"
-
-
-def _claims_no_change(seats: list[SeatOutcome]) -> bool:
-    """Every seat that ran left the tree unchanged and says why, with evidence after the mark."""
-    ran = [s for s in seats if not s.lost_to_machine]
-    return bool(ran) and all(
-        s.change.empty
-        and s.report is not None
-        and (s.report.summary or "").strip().startswith(NO_CHANGE_MARK)
-        and len((s.report.summary or "").strip()) > len(NO_CHANGE_MARK)
-        for s in ran
-    )
-
-
-async def _verify_noop(
-    plan: RunPlan, fx: Effects, run: RunResult, attempt: int, seats: list[SeatOutcome]
-) -> RunResult | None:
-    """A unanimous "nothing to change" is checked, not believed: the validators must pass on the
-    unchanged tree. Then the run is verified_noop and settle holds the task for a human."""
-    claimant = next(s for s in seats if not s.lost_to_machine)
-    outcomes = await fx.validate(plan, claimant)
-    results = [o.result for o in outcomes]
-    decision = decide(results, plan.contract.policy, plan.contract.threshold)
-    run.validations += 1
-    run.winner = claimant
-    run.validator_results = results
-    run.policy_decision = decision
-    if decision.action is not PolicyAction.PROCEED or any(o.fire for o in outcomes):
-        return None
-    run.attempts.append(record_attempt(attempt, seats, results, fault=False, failures=[]))
-    evidence = (claimant.report.summary or "").strip() if claimant.report else ""
-    return end_run(
-        run,
-        RunStatus.VERIFIED_NOOP,
-        HaltType.NONE,
-        f"every candidate says no change is needed and the validators pass: {evidence}"[:2000],
-    )
-
-
-def _no_candidate(
-    run: RunResult, attempt: int, seats: list[SeatOutcome], failures: list[PriorFailure]
-) -> RunResult | None:
-    """A wave with no viable candidate: end the run on a machine fact, or note it and recover.
-
-    When every seat was lost to a machine fact (quota, a provider fault, the environment) the
-    run ends refunded. Otherwise the seats that ran and changed nothing feed the recovery spec;
-    a seat lost to a machine fact never does (a provider's 529 is not the agent's to fix).
-    """
-    lost = [s for s in seats if s.lost_to_quota]
-    faulted = [s for s in seats if s.lost_to_provider_fault]
-    broken = [s for s in seats if s.environment_error and not s.lost_to_provider_fault]
-    if lost or faulted or broken:
-        run.attempts.append(
-            record_attempt(attempt, seats, [], fault=True, failures=seat_errors(seats))
-        )
-    if all(s.lost_to_machine for s in seats):
-        run.no_viable_candidates = True
-        run.machine_fault = bool(faulted or broken)
-        if lost:
-            run.quota_hit = True
-            resets = [
-                s.result.quota.reset_at for s in lost if s.result.quota and s.result.quota.reset_at
-            ]
-            run.quota_reset_at = max(resets) if resets else None
-        return end_run(run, RunStatus.FAILED, HaltType.ENVIRONMENT_ERROR, _lost_reason(seats))
-    if not (lost or faulted or broken):
-        crashed = any(s.result.error or s.result.timed_out for s in seats)
-        errors = seat_errors(seats) or ["the coder left the tree unchanged"]
-        result = ValidatorResult(
-            validator_id=NO_CHANGE_CHECK,
-            severity=Severity.BLOCK,
-            justification="no seat produced a change",
-            findings=errors,
-        )
-        run.attempts.append(
-            record_attempt(
-                attempt,
-                seats,
-                [result],
-                fault=crashed,
-                failures=errors,
-                signatures=finding_signatures(errors),
-            )
-        )
-    failures.extend(
-        PriorFailure(attempt=attempt, source=f"seat {s.seat}", detail=seat_error(s))
-        for s in seats
-        if not (s.lost_to_quota or s.lost_to_provider_fault)
-    )
-    return None
-
-
-def _lost_reason(seats: list[SeatOutcome]) -> str:
-    """Why a wave where every seat was lost to a machine fact ended, naming the faults."""
-    quota = [s.result.quota.detail for s in seats if s.result.quota]
-    faults = [s.result.fault.detail for s in seats if s.lost_to_provider_fault and s.result.fault]
-    broken = [
-        s.environment_error or ""
-        for s in seats
-        if s.environment_error and not s.lost_to_quota and not s.lost_to_provider_fault
-    ]
-    if quota and not faults:
-        return "every seat lost to quota: " + "; ".join(quota)
-    if faults and not (quota or broken):
-        return "every seat lost to a provider fault: " + "; ".join(faults)
-    if broken and not (quota or faults):
-        return "; ".join(broken)
-    return "every seat lost to a machine fault: " + "; ".join(
-        f"seat {s.seat}: {seat_error(s)}" for s in seats
-    )
 
 
 async def _validate_best(

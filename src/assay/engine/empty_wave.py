@@ -1,0 +1,132 @@
+"""A wave with no viable candidate: a verified no-op, a machine fact, or a recovery.
+
+Every seat left the tree unchanged or was lost. When each one says, with evidence, that nothing
+needs to change, the validators check that claim; when every seat was lost to a machine fact
+(quota, a provider fault, the environment) the run ends refunded; otherwise the seats that ran
+feed the next recovery wave.
+"""
+
+from __future__ import annotations
+
+from assay.core.ledger import finding_signatures
+from assay.core.policy import decide
+from assay.core.recovery import PriorFailure
+from assay.core.results import ValidatorResult
+from assay.core.vocab import HaltType, PolicyAction, RunStatus, Severity
+from assay.engine.accounting import record_attempt, seat_error, seat_errors
+from assay.engine.effects import Effects, RunPlan, SeatOutcome
+from assay.engine.result import RunResult, end_run
+
+NO_CHANGE_CHECK = "assay.change"
+
+NO_CHANGE_MARK = "NO CHANGE NEEDED:"
+
+
+def claims_no_change(seats: list[SeatOutcome]) -> bool:
+    """Every seat that ran left the tree unchanged and says why, with evidence after the mark."""
+    ran = [s for s in seats if not s.lost_to_machine]
+    return bool(ran) and all(
+        s.change.empty
+        and s.report is not None
+        and (s.report.summary or "").strip().startswith(NO_CHANGE_MARK)
+        and len((s.report.summary or "").strip()) > len(NO_CHANGE_MARK)
+        for s in ran
+    )
+
+
+async def verify_noop(
+    plan: RunPlan, fx: Effects, run: RunResult, attempt: int, seats: list[SeatOutcome]
+) -> RunResult | None:
+    """A unanimous "nothing to change" is checked, not believed: the validators must pass on the
+    unchanged tree. Then the run is verified_noop and settle holds the task for a human."""
+    claimant = next(s for s in seats if not s.lost_to_machine)
+    outcomes = await fx.validate(plan, claimant)
+    results = [o.result for o in outcomes]
+    decision = decide(results, plan.contract.policy, plan.contract.threshold)
+    run.validations += 1
+    run.winner = claimant
+    run.validator_results = results
+    run.policy_decision = decision
+    if decision.action is not PolicyAction.PROCEED or any(o.fire for o in outcomes):
+        return None
+    run.attempts.append(record_attempt(attempt, seats, results, fault=False, failures=[]))
+    evidence = (claimant.report.summary or "").strip() if claimant.report else ""
+    return end_run(
+        run,
+        RunStatus.VERIFIED_NOOP,
+        HaltType.NONE,
+        f"every candidate says no change is needed and the validators pass: {evidence}"[:2000],
+    )
+
+
+def no_candidate(
+    run: RunResult, attempt: int, seats: list[SeatOutcome], failures: list[PriorFailure]
+) -> RunResult | None:
+    """A wave with no viable candidate: end the run on a machine fact, or note it and recover.
+
+    When every seat was lost to a machine fact (quota, a provider fault, the environment) the
+    run ends refunded. Otherwise the seats that ran and changed nothing feed the recovery spec;
+    a seat lost to a machine fact never does (a provider's 529 is not the agent's to fix).
+    """
+    lost = [s for s in seats if s.lost_to_quota]
+    faulted = [s for s in seats if s.lost_to_provider_fault]
+    broken = [s for s in seats if s.environment_error and not s.lost_to_provider_fault]
+    if lost or faulted or broken:
+        run.attempts.append(
+            record_attempt(attempt, seats, [], fault=True, failures=seat_errors(seats))
+        )
+    if all(s.lost_to_machine for s in seats):
+        run.no_viable_candidates = True
+        run.machine_fault = bool(faulted or broken)
+        if lost:
+            run.quota_hit = True
+            resets = [
+                s.result.quota.reset_at for s in lost if s.result.quota and s.result.quota.reset_at
+            ]
+            run.quota_reset_at = max(resets) if resets else None
+        return end_run(run, RunStatus.FAILED, HaltType.ENVIRONMENT_ERROR, lost_reason(seats))
+    if not (lost or faulted or broken):
+        crashed = any(s.result.error or s.result.timed_out for s in seats)
+        errors = seat_errors(seats) or ["the coder left the tree unchanged"]
+        result = ValidatorResult(
+            validator_id=NO_CHANGE_CHECK,
+            severity=Severity.BLOCK,
+            justification="no seat produced a change",
+            findings=errors,
+        )
+        run.attempts.append(
+            record_attempt(
+                attempt,
+                seats,
+                [result],
+                fault=crashed,
+                failures=errors,
+                signatures=finding_signatures(errors),
+            )
+        )
+    failures.extend(
+        PriorFailure(attempt=attempt, source=f"seat {s.seat}", detail=seat_error(s))
+        for s in seats
+        if not (s.lost_to_quota or s.lost_to_provider_fault)
+    )
+    return None
+
+
+def lost_reason(seats: list[SeatOutcome]) -> str:
+    """Why a wave where every seat was lost to a machine fact ended, naming the faults."""
+    quota = [s.result.quota.detail for s in seats if s.result.quota]
+    faults = [s.result.fault.detail for s in seats if s.lost_to_provider_fault and s.result.fault]
+    broken = [
+        s.environment_error or ""
+        for s in seats
+        if s.environment_error and not s.lost_to_quota and not s.lost_to_provider_fault
+    ]
+    if quota and not faults:
+        return "every seat lost to quota: " + "; ".join(quota)
+    if faults and not (quota or broken):
+        return "every seat lost to a provider fault: " + "; ".join(faults)
+    if broken and not (quota or faults):
+        return "; ".join(broken)
+    return "every seat lost to a machine fault: " + "; ".join(
+        f"seat {s.seat}: {seat_error(s)}" for s in seats
+    )
