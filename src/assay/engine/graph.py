@@ -127,35 +127,9 @@ async def run_graph(plan: RunPlan, fx: Effects) -> RunResult:
                 await fx.fire(plan, outcome.fire, outcome.evidence or outcome.result.justification)
         results = [o.result for o in outcomes]
         run.validator_results = results
-        lost = [o.quota for o in outcomes if o.quota is not None]
-        if lost:
-            # A rate-limited judge validator is a machine fact, not a verdict on the task.
-            run.quota_hit = True
-            run.quota_reset_at = _latest([q.reset_at for q in lost])
-            detail = "; ".join(q.detail for q in lost)
-            run.attempts.append(
-                record_attempt(attempt, seats, results, fault=True, failures=[detail])
-            )
-            return end_run(
-                run,
-                RunStatus.STALLED,
-                HaltType.ENVIRONMENT_ERROR,
-                f"a judge hit its quota: {detail}",
-            )
-        faults = [o.fault for o in outcomes if o.fault is not None]
-        if faults:
-            # A judge validator whose provider failed after retries: a machine fact, refunded.
-            run.machine_fault = True
-            detail = "; ".join(faults)
-            run.attempts.append(
-                record_attempt(attempt, seats, results, fault=True, failures=[detail])
-            )
-            return end_run(
-                run,
-                RunStatus.FAILED,
-                HaltType.ENVIRONMENT_ERROR,
-                f"a judge was lost to a provider fault: {detail}",
-            )
+        lost = _judge_validator_lost(run, attempt, seats, outcomes)
+        if lost is not None:
+            return lost
         decision = decide(results, contract.policy, contract.threshold)
         run.policy_decision = decision
         signatures = finding_signatures(blocking_findings(results))
@@ -258,6 +232,29 @@ async def _judge(
     run.attempts.append(record_attempt(attempt, seats, [], fault=True, failures=[reason]))
     halt_type = HaltType.ENVIRONMENT_ERROR if quota else HaltType.VALIDATOR_ERROR
     return end_run(run, RunStatus.STALLED, halt_type, reason)
+
+
+def _judge_validator_lost(
+    run: RunResult, attempt: int, seats: list[SeatOutcome], outcomes: list[ValidationOutcome]
+) -> RunResult | None:
+    """A judge validator lost to its provider (quota, or a fault that outlived the retries) is
+    a machine fact, not a verdict on the task: the run ends refunded, the fault named."""
+    results = [o.result for o in outcomes]
+    quota = [o.quota for o in outcomes if o.quota is not None]
+    faults = [o.fault for o in outcomes if o.fault is not None]
+    if quota:
+        run.quota_hit = True
+        run.quota_reset_at = _latest([q.reset_at for q in quota])
+        detail = "; ".join(q.detail for q in quota)
+        status, reason = RunStatus.STALLED, f"a judge hit its quota: {detail}"
+    elif faults:
+        run.machine_fault = True
+        detail = "; ".join(faults)
+        status, reason = RunStatus.FAILED, f"a judge was lost to a provider fault: {detail}"
+    else:
+        return None
+    run.attempts.append(record_attempt(attempt, seats, results, fault=True, failures=[detail]))
+    return end_run(run, status, HaltType.ENVIRONMENT_ERROR, reason)
 
 
 def _landed(run: RunResult) -> RunResult:
