@@ -213,7 +213,7 @@ def _run_jobs(
                 f"(row {report.settlement.row.value}, attempt "
                 f"{'spent' if report.settlement.attempt_spent else 'refunded'}, "
                 f"{task.attempts} of {chosen.budgets.max_attempts} used)\n"
-                f"payload: {report.payload_path}"
+                f"payload: {report.payload_path or 'not written (see the warning above)'}"
             )
             finished = datetime.now(UTC)
             if task.waiting(finished):
