@@ -18,7 +18,7 @@ from assay.adapters.coders.base import DispatchRequest, DispatchResult
 from assay.adapters.envpolicy import agent_environment, child_environment, model_environment
 from assay.adapters.process import EnvironmentFault
 from assay.adapters.report_file import read_report_file
-from assay.adapters.run_files import fault_of, make_folder
+from assay.adapters.run_files import fault_of, make_folder, writing
 from assay.adapters.store import halt_files, halt_ops
 from assay.adapters.validators import get_validator
 from assay.adapters.validators.base import ValidationContext, ValidationOutcome
@@ -82,7 +82,8 @@ class LocalEffects:
         run_dir = self.run_dir(plan)
         run_dir.mkdir(parents=True, exist_ok=True)
         contract_file = run_dir / "contract.json"
-        halt_files.write_json_atomic(contract_file, plan.contract.model_dump(mode="json"))
+        with writing(contract_file):  # a full disk here is the run's environment error
+            halt_files.write_json_atomic(contract_file, plan.contract.model_dump(mode="json"))
         document, code = halt_ops.arm(contract_file, plan.dispatch_id, self.state_dir())
         if code != 0:
             raise RuntimeError(f"arming halts failed: {json.dumps(document['violations'])}")

@@ -17,6 +17,7 @@ and a graph that raised is closed as an internal error with the counts the journ
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import fcntl
 import importlib
 import os
@@ -144,7 +145,8 @@ def run_task(
             result.machine_fault = True  # refunded, like a seat lost to its environment
             result.attempts, dispatches = done.attempts, done.dispatches
         except Exception as exc:  # any bug becomes an honest internal_error payload
-            (run_dir / "internal-error.txt").write_text(traceback.format_exc())
+            with contextlib.suppress(OSError):  # a full disk must not hide the error itself
+                (run_dir / "internal-error.txt").write_text(traceback.format_exc())
             reason = f"internal error: {exc!r}"
             done = read_journal(ledger.events(run_id=run_id), dispatch_id=run_id, fault=reason)
             result = RunResult(RunStatus.FAILED, HaltType.INTERNAL_ERROR, reason)
