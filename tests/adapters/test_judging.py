@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.model_server import ModelServer, ToolCall, Turn
+from support.model_server import HttpError, ModelServer, ToolCall, Turn
 
 from assay.adapters.judging import RankingResult, deliberate, rank
 from assay.core.blind import BlindCandidate, blind_candidates
@@ -150,6 +150,22 @@ def test_a_usage_limit_is_quota(model_server: ModelServer) -> None:
     result = ask(model_server, [A, B])
     assert result.ranking is None and result.quota is not None
     assert result.quota.kind == "usage_limit"
+
+
+def test_a_provider_outage_after_the_retries_is_a_fault(model_server: ModelServer) -> None:
+    outage = Turn(error=HttpError(503, "server", "service unavailable", retry_after=0))
+    model_server.script(outage, outage, outage)
+    result = ask(model_server, [A, B])
+    assert result.ranking is None and result.quota is None
+    assert result.fault is not None and "HTTP 503" in result.fault
+    assert result.fault.endswith("3 of 3 calls")
+    assert len(model_server.completions) == 3
+
+
+def test_an_unusable_answer_is_no_fault(model_server: ModelServer) -> None:
+    model_server.script(*[Turn.reply("A, then B.")] * 3)
+    result = ask(model_server, [A, B])
+    assert result.ranking is None and result.fault is None
 
 
 def test_a_judge_without_its_key_never_calls(model_server: ModelServer) -> None:
@@ -297,6 +313,13 @@ def test_cli_limits_are_quota(tmp_path: Path, kind: str, scenario: str) -> None:
     result = cli_rank(tmp_path, kind, scenario, STANDIN_RESET_EPOCH="1900000020")
     assert result.ranking is None and result.quota is not None
     assert result.quota.reset_at is not None and result.quota.reset_at.timestamp() == 1900000020
+
+
+def test_a_cli_judge_lost_to_an_overloaded_server_is_a_fault(tmp_path: Path) -> None:
+    result = cli_rank(tmp_path, "claude", "server_error")
+    assert result.ranking is None and result.quota is None
+    assert result.fault is not None and result.fault.startswith("claude:m-1: ")
+    assert "529" in result.fault
 
 
 @pytest.mark.parametrize("kind", ["claude", "codex"])

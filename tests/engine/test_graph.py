@@ -15,6 +15,7 @@ from assay.core.contract import Budgets, Contract, ValidatorSpec
 from assay.core.payload import HaltNotice
 from assay.core.results import ValidatorResult
 from assay.core.settle import settle_row
+from assay.core.tally import tally
 from assay.core.vocab import (
     AttemptOutcome,
     CanonicalHalt,
@@ -26,8 +27,9 @@ from assay.core.vocab import (
     Severity,
     StopReason,
 )
-from assay.engine.effects import LandOutcome, RunEvent, RunPlan, SeatOutcome
+from assay.engine.effects import JudgeRound, LandOutcome, RunEvent, RunPlan, SeatOutcome
 from assay.engine.graph import run_graph
+from assay.engine.result import RunResult
 
 
 def change(*paths: str) -> ChangeSet:
@@ -495,3 +497,64 @@ def test_a_judge_lost_to_a_provider_fault_refunds() -> None:
     assert settle_row(out.verdict) is SettleRow.FAILED_MACHINE_FAULT
     assert out.reason == "a judge was lost to a provider fault: review: HTTP 503, 3 of 3 calls"
     assert len(fx.prompts) == 1 and fx.landed == []
+
+
+class PanelEffects(FakeEffects):
+    """Two viable candidates and a blind panel of two judges, some lost to machine facts."""
+
+    def __init__(self, script: Script, rankings: list[list[str] | None], **lost: int) -> None:
+        super().__init__(script)
+        self.rankings = rankings
+        self.lost = lost
+
+    async def judge(self, plan: RunPlan, attempt: int, seats: list[SeatOutcome]) -> JudgeRound:
+        labels = {s.seat: "AB"[i] for i, s in enumerate(seats)}
+        problems = tuple(
+            f"judge {i + 1} (llm m): HTTP 503, 3 of 3 calls"
+            for i, ranking in enumerate(self.rankings)
+            if ranking is None
+        )
+        return JudgeRound(
+            tally=tally(["A", "B"], len(self.rankings), self.rankings, plan.run_id),
+            labels=labels,
+            calls=len(self.rankings),
+            problems=problems,
+            **self.lost,
+        )
+
+
+def judged(rankings: list[list[str] | None], **lost: int) -> RunResult:
+    script = Script(
+        dispatches=[[change("a.py"), change("b.py")]], verdicts=[[result(Severity.PASS)]]
+    )
+    fx = PanelEffects(script, rankings, **lost)
+    out = asyncio.run(run_graph(plan(seats=2, judges=2), fx))
+    assert fx.landed == []
+    return out
+
+
+def test_judges_lost_to_a_provider_fault_refund_the_run() -> None:
+    out = judged([None, None], lost_to_fault=2)
+    assert out.status is RunStatus.FAILED and out.halt_type is HaltType.ENVIRONMENT_ERROR
+    assert out.machine_fault and not out.quota_hit
+    assert settle_row(out.verdict) is SettleRow.FAILED_MACHINE_FAULT
+    assert out.reason == (
+        "no quorum: 0 usable ranking(s) of 2 needed, 2 judge(s) lost to a provider fault: "
+        "judge 1 (llm m): HTTP 503, 3 of 3 calls; judge 2 (llm m): HTTP 503, 3 of 3 calls"
+    )
+
+
+def test_a_provider_fault_that_could_not_make_the_quorum_spends() -> None:
+    # Two of three judges gave no usable ranking for their own reasons; one lost to a fault
+    # could not have made the quorum of two alone, so the attempt is spent.
+    out = judged([None, None, None], lost_to_fault=1)
+    assert out.status is RunStatus.STALLED and out.halt_type is HaltType.VALIDATOR_ERROR
+    assert not out.machine_fault
+    assert settle_row(out.verdict) is SettleRow.STALLED_OR_FAILED
+
+
+def test_judges_lost_to_quota_and_a_fault_wait_for_the_quota() -> None:
+    out = judged([None, None], lost_to_fault=1, lost_to_quota=1)
+    assert out.status is RunStatus.STALLED and out.quota_hit and not out.machine_fault
+    assert settle_row(out.verdict) is SettleRow.STALLED_QUOTA
+    assert "1 judge(s) lost to quota, 1 judge(s) lost to a provider fault: " in out.reason

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
-from support.model_server import ModelServer, RecordedRequest
+from support.model_server import HttpError, ModelServer, RecordedRequest
 from support.repo import FIXED, PYTEST, Repo, make_repo
 from support.script import Turn
 
@@ -193,3 +193,23 @@ def test_a_judge_without_its_key_is_named_in_the_reason_and_on_stderr(tmp_path: 
     )
     assert "judge 2 (llm judge-model)" in payload["reason"]
     assert missing in " ".join(stderr.split())
+
+
+def test_judges_lost_to_a_provider_outage_refund_the_run_and_wait(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    outage = Turn(error=HttpError(503, "server", "service unavailable", retry_after=0))
+    with ModelServer(when_exhausted=outage) as server:
+        payload = run(repo, three_seat_contract(repo, server, judges=2), 1)
+        assert len(server.completions) == 6  # each judge's call, retried to 3 of 3
+    assert payload["status"] == "failed" and payload["halt_type"] == "environment_error"
+    assert payload["attempt_spent"] is False and payload["task_status"] == "failed"
+    reason = payload["reason"]
+    assert reason.startswith(
+        "no quorum: 0 usable ranking(s) of 2 needed, 2 judge(s) lost to a provider fault: "
+        "judge 1 (llm judge-model): HTTP 503"
+    )
+    assert "judge 2 (llm judge-model): HTTP 503" in reason and reason.endswith("3 of 3 calls")
+    shown = json.loads(repo.assay("task", "show", payload["task_id"], "--json").stdout)
+    assert shown["runs"][-1]["settle_row"] == "failed_machine_fault"
+    assert shown["attempts"] == 0 and shown["waiting"] is True
+    assert "lost to a provider fault" in repo.assay("task", "show", payload["task_id"]).stdout

@@ -48,7 +48,9 @@ land: merge
 
     resumed = repo.assay("run", "--resume", "--json")
     assert resumed.returncode == 0, resumed.stderr
-    assert "recovered interrupted run" in resumed.stderr
+    assert (
+        "interrupted, refunded (task " in resumed.stderr and "failed, runnable)" in resumed.stderr
+    )
     final = json.loads(resumed.stdout)
     assert final["status"] == "merged" and final["task_status"] == "done"
 

@@ -36,6 +36,8 @@ def show(
         record = ledger.get_run(run_id)
     except RunNotFound:
         fail(f"no run {run_id!r}")
+    if record.payload_path is None and not record.open:
+        fail(f"run {run_id} closed ({record.status.value}) but its payload could not be written")
     if record.payload_path is None:
         fail(f"run {run_id} has no payload yet (it is {record.status.value})")
     try:

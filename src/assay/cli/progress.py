@@ -47,6 +47,8 @@ class Progress:
                 out(f"    [red]✗[/red] {escape(str(failure))}")
         elif event.kind == "judges.ranked":
             lost = f", {data['lost_to_quota']} lost to quota" if data.get("lost_to_quota") else ""
+            if data.get("lost_to_fault"):
+                lost += f", {data['lost_to_fault']} lost to a provider fault"
             verdict = f"winner {data['winner']}" if data.get("winner") else "[red]no winner[/red]"
             out(
                 f"  judges: {verdict} ({data['present']} usable ranking(s), "

@@ -126,23 +126,30 @@ def run(
     ledger = workspace.ledger()
     now = datetime.now(UTC)
     jobs: list[tuple[Task, Contract]] = []
+    recovered_code = EXIT_DONE
     if resume:
+        from assay.cli.resume import recovered_exit, recovered_line
+
         recovered = recover_interrupted(
             repo=workspace.repo,
             home=workspace.home,
             ledger=ledger,
             contract_for=workspace.load_contract,
         )
+        outcomes: list[Task] = []
         for run_id in recovered:
-            task = ledger.get_task(ledger.get_run(run_id).task_id)
-            typer.echo(f"recovered interrupted run {run_id} of task {task.id}", err=True)
+            record = ledger.get_run(run_id)
+            task = ledger.get_task(record.task_id)
+            outcomes.append(task)
+            typer.echo(recovered_line(record, task, now), err=True)
             if task.runnable(now):
                 jobs.append((task, workspace.load_contract(task.id)))
+        recovered_code = recovered_exit(outcomes)
         if not recovered and instruction is None and contract is None and task_id is None:
             typer.echo("no interrupted run to resume", err=True)
             raise typer.Exit(EXIT_DONE)
         if not jobs and instruction is None and contract is None and task_id is None:
-            raise typer.Exit(EXIT_DONE)  # recovered; nothing left to run (e.g. it had landed)
+            raise typer.Exit(recovered_code)  # nothing left to run: what recovery made of it
     if task_id is not None:
         from assay.adapters.store.sql import TaskNotFound
 
@@ -166,7 +173,7 @@ def run(
 
     with graceful_stop():
         code = _run_jobs(workspace, ledger, jobs, keep_worktrees, json_output)
-    raise typer.Exit(interrupted_exit() or code)
+    raise typer.Exit(interrupted_exit() or max(code, recovered_code))
 
 
 def _run_jobs(
@@ -213,7 +220,7 @@ def _run_jobs(
                 f"(row {report.settlement.row.value}, attempt "
                 f"{'spent' if report.settlement.attempt_spent else 'refunded'}, "
                 f"{task.attempts} of {chosen.budgets.max_attempts} used)\n"
-                f"payload: {report.payload_path}"
+                f"payload: {report.payload_path or 'not written (see the warning above)'}"
             )
             finished = datetime.now(UTC)
             if task.waiting(finished):

@@ -100,6 +100,7 @@ class JudgeRound:
     calls: int  # rank and deliberation calls made
     lost_to_quota: int = 0  # judges whose provider refused them
     quota_reset_at: datetime | None = None
+    lost_to_fault: int = 0  # judges whose provider failed after retries (5xx, 529, connection)
     # Judges that gave no usable ranking, each named with why ("judge 1 (llm gpt-5-mini): …").
     problems: tuple[str, ...] = ()
 

@@ -216,22 +216,32 @@ async def _judge(
                 "present": tally.present,
                 "quorum": tally.quorum,
                 "lost_to_quota": panel.lost_to_quota,
+                "lost_to_fault": panel.lost_to_fault,
             },
         )
     )
     if tally.winner is not None and tally.met_quorum:
         return next(s for s in viable if panel.labels[s.seat] == tally.winner)
-    # Quota is the cause only when the judges it took would have made the quorum.
-    quota = panel.lost_to_quota > 0 and tally.present + panel.lost_to_quota >= tally.quorum
+    # A machine fact (quota, a provider fault) is the cause only when the judges it took would
+    # have made the quorum; then the run is refunded: stalled on quota (waits for its reset),
+    # failed on a provider fault (backoff), as settle's refund rows read them.
+    lost = panel.lost_to_quota + panel.lost_to_fault
+    machine = lost > 0 and tally.present + lost >= tally.quorum
+    quota = machine and panel.lost_to_quota > 0
     run.quota_hit = quota
     run.quota_reset_at = panel.quota_reset_at if quota else None
+    run.machine_fault = machine and not quota
     reason = f"no quorum: {tally.present} usable ranking(s) of {tally.quorum} needed" + (
         f", {panel.lost_to_quota} judge(s) lost to quota" if panel.lost_to_quota else ""
     )
-    reason += "".join(f"; {problem}" for problem in panel.problems)
+    if panel.lost_to_fault:
+        reason += f", {panel.lost_to_fault} judge(s) lost to a provider fault"
+    if panel.problems:
+        reason += (": " if lost else "; ") + "; ".join(panel.problems)
     run.attempts.append(record_attempt(attempt, seats, [], fault=True, failures=[reason]))
-    halt_type = HaltType.ENVIRONMENT_ERROR if quota else HaltType.VALIDATOR_ERROR
-    return end_run(run, RunStatus.STALLED, halt_type, reason)
+    halt_type = HaltType.ENVIRONMENT_ERROR if machine else HaltType.VALIDATOR_ERROR
+    status = RunStatus.FAILED if run.machine_fault else RunStatus.STALLED
+    return end_run(run, status, halt_type, reason)
 
 
 def _judge_validator_lost(

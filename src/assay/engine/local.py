@@ -18,6 +18,7 @@ from assay.adapters.coders.base import DispatchRequest, DispatchResult
 from assay.adapters.envpolicy import agent_environment, child_environment, model_environment
 from assay.adapters.process import EnvironmentFault
 from assay.adapters.report_file import read_report_file
+from assay.adapters.run_files import fault_of, make_folder, writing
 from assay.adapters.store import halt_files, halt_ops
 from assay.adapters.validators import get_validator
 from assay.adapters.validators.base import ValidationContext, ValidationOutcome
@@ -81,7 +82,8 @@ class LocalEffects:
         run_dir = self.run_dir(plan)
         run_dir.mkdir(parents=True, exist_ok=True)
         contract_file = run_dir / "contract.json"
-        halt_files.write_json_atomic(contract_file, plan.contract.model_dump(mode="json"))
+        with writing(contract_file):  # a full disk here is the run's environment error
+            halt_files.write_json_atomic(contract_file, plan.contract.model_dump(mode="json"))
         document, code = halt_ops.arm(contract_file, plan.dispatch_id, self.state_dir())
         if code != 0:
             raise RuntimeError(f"arming halts failed: {json.dumps(document['violations'])}")
@@ -92,7 +94,12 @@ class LocalEffects:
         worktree = await asyncio.to_thread(self._worktree, plan, seat)
         boundary(CrashPoint.DISPATCH_STARTED)
         seat_dir = self.run_dir(plan) / f"attempt-{attempt}" / f"seat-{seat}"
-        seat_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            make_folder(seat_dir)
+        except EnvironmentFault as exc:  # no folder for the seat: its environment error
+            unmade: EnvironmentFault | None = exc
+        else:
+            unmade = None
         report_path = seat_dir / "report.json"
         report_folder = seat_dir.resolve()
         with contextlib.suppress(OSError):  # whatever is there, the coder's report is read fresh
@@ -117,19 +124,26 @@ class LocalEffects:
                 if v.kind is ValidatorKind.COMMAND and v.run
             },
         )
-        try:
-            coder = get_coder(spec.kind.value)
-        except Exception as exc:  # an unknown or broken adapter is this seat's environment error
-            result = DispatchResult(exit_code=None, environment_error=str(exc))
+        coder = None
+        if unmade is not None:
+            result = _environment_failed(unmade)
         else:
+            try:
+                coder = get_coder(spec.kind.value)
+            except Exception as exc:  # an unknown or broken adapter: this seat's environment error
+                result = DispatchResult(exit_code=None, environment_error=str(exc))
+        if coder is not None:
             for setting in ignored_settings(spec, coder):
                 self._warn(f"seat {seat}: the {spec.kind.value} coder ignores `{setting}`")
             try:
                 result = await asyncio.to_thread(coder.dispatch, request)
             except EnvironmentFault as exc:  # the machine failed the coder: refunded, named
-                result = DispatchResult(
-                    exit_code=None, environment_error=f"the coder's environment failed: {exc}"
-                )
+                result = _environment_failed(exc)
+            except OSError as exc:  # assay's own write for the seat (its prompt, its transcript)
+                fault = fault_of(exc, seat_dir)
+                if fault is None:
+                    raise
+                result = _environment_failed(fault)
         change = await asyncio.to_thread(git.read_changes, worktree, plan.base_commit)
         # A checkpoint commit fixes the candidate, so validators' side effects can be undone.
         await asyncio.to_thread(git.commit_all, worktree, f"assay: attempt {attempt}, seat {seat}")
@@ -154,7 +168,7 @@ class LocalEffects:
         log_dir = (
             self.run_dir(plan) / f"attempt-{seat.attempt}" / f"seat-{seat.seat}" / "validators"
         )
-        log_dir.mkdir(parents=True, exist_ok=True)
+        make_folder(log_dir)  # EnvironmentFault: the attempt's environment error, refunded
         captured = _captured_output(seat.result)
         checks: list[tuple[str, Mapping[str, object]]] = [
             ("scope", {"id": "scope", **contract.scope.model_dump(mode="json")}),
@@ -349,6 +363,13 @@ class LocalEffects:
         for seat, path in self.worktrees.items():
             keep = seat in keep_branches
             git.remove_worktree(plan.repo_root, path, branch=None if keep else self.branches[seat])
+
+
+def _environment_failed(fault: EnvironmentFault) -> DispatchResult:
+    """A seat the machine failed (its files could not be written): refunded, named."""
+    return DispatchResult(
+        exit_code=None, environment_error=f"the coder's environment failed: {fault}"
+    )
 
 
 def _captured_output(result: DispatchResult) -> str:

@@ -80,10 +80,12 @@ async def judge_blind(
         calls += sum(1 for spec in specs if spec is not None)
     lost = [r for r in results if r.quota is not None and r.ranking is None]
     resets = [r.quota.reset_at for r in lost if r.quota and r.quota.reset_at]
+    faulted = [r for r in results if r.fault is not None and r.quota is None and r.ranking is None]
+    # A judge lost to a provider fault is named by the fault itself ("HTTP 503, 3 of 3 calls").
     problems = tuple(
-        f"judge {i + 1} ({_judge_name(spec)}): {r.error}"
+        f"judge {i + 1} ({_judge_name(spec)}): {r.fault if r in faulted else r.error}"
         for i, (spec, r) in enumerate(zip(specs, results, strict=True))
-        if r.ranking is None and r.error
+        if r.ranking is None and (r.error or r.fault)
     )
     return JudgeRound(
         problems=problems,
@@ -92,6 +94,7 @@ async def judge_blind(
         calls=calls,
         lost_to_quota=len(lost),
         quota_reset_at=max(resets) if resets else None,
+        lost_to_fault=len(faulted),
     )
 
 

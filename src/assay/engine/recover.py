@@ -20,6 +20,7 @@ from pathlib import Path
 
 from assay.adapters import git
 from assay.adapters.landing import landed_commit
+from assay.adapters.run_files import cause_of
 from assay.adapters.store import halt_files, halt_ops
 from assay.adapters.store.records import EventIn, RunClose, RunRecord
 from assay.adapters.store.sql import Ledger, RunNotFound
@@ -93,10 +94,16 @@ def close_unfinished(
         finished_at=max(now, record.started_at),
         land=LandSummary(mode=LandMode.MERGE) if commit is not None else None,
     )
-    run_dir = home / "runs" / record.id
-    run_dir.mkdir(parents=True, exist_ok=True)
-    path = run_dir / "payload.json"
-    halt_files.write_json_atomic(path, payload.to_json())
+    path = home / "runs" / record.id / "payload.json"
+    written: str | None = str(path)
+    events: list[EventIn] = []
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        halt_files.write_json_atomic(path, payload.to_json())
+    except OSError as exc:  # the ledger is the truth: the run still closes, and says why
+        warning = f"the payload was not written to {path}: {cause_of(exc)}"
+        events.append(EventIn(kind="warning", data={"message": warning}))
+        written = None
     event = "run.recovered_landed" if commit is not None else "run.interrupted"
     ledger.close_run(
         RunClose(
@@ -108,9 +115,9 @@ def close_unfinished(
             attempts=journal.attempts,
             dispatches=journal.dispatches,
             land_attempts=1 if commit is not None else 0,
-            payload_path=str(path),
+            payload_path=written,
             finished_at=payload.finished_at,
-            events=[EventIn(kind=event, data={"reason": reason, "commit": commit})],
+            events=[*events, EventIn(kind=event, data={"reason": reason, "commit": commit})],
         )
     )
     remove_run_seats(repo, home, record.id)

@@ -17,6 +17,7 @@ and a graph that raised is closed as an internal error with the counts the journ
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import fcntl
 import importlib
 import os
@@ -30,6 +31,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from assay.adapters import git
+from assay.adapters.process import EnvironmentFault
+from assay.adapters.run_files import cause_of
 from assay.adapters.store import halt_files
 from assay.adapters.store.records import DispatchRecord, RunClose
 from assay.adapters.store.sql import Ledger
@@ -76,7 +79,7 @@ class RunReport:
     task: Task
     settlement: Settlement
     payload: Payload
-    payload_path: Path
+    payload_path: Path | None  # None when it could not be written (a warning says why)
     warnings: list[str]
 
 
@@ -135,8 +138,15 @@ def run_task(
             )
             stop.payload_path = str(run_dir / "payload.json")
             raise
+        except EnvironmentFault as fault:  # the machine refused a write of the run's own
+            reason = f"environment error: {fault}"
+            done = read_journal(ledger.events(run_id=run_id), dispatch_id=run_id, fault=reason)
+            result = RunResult(RunStatus.FAILED, HaltType.ENVIRONMENT_ERROR, reason)
+            result.machine_fault = True  # refunded, like a seat lost to its environment
+            result.attempts, dispatches = done.attempts, done.dispatches
         except Exception as exc:  # any bug becomes an honest internal_error payload
-            (run_dir / "internal-error.txt").write_text(traceback.format_exc())
+            with contextlib.suppress(OSError):  # a full disk must not hide the error itself
+                (run_dir / "internal-error.txt").write_text(traceback.format_exc())
             reason = f"internal error: {exc!r}"
             done = read_journal(ledger.events(run_id=run_id), dispatch_id=run_id, fault=reason)
             result = RunResult(RunStatus.FAILED, HaltType.INTERNAL_ERROR, reason)
@@ -249,8 +259,13 @@ def close_run(
         if result.land
         else None,
     )
-    payload_path = fx.run_dir(plan) / "payload.json"
-    halt_files.write_json_atomic(payload_path, payload.to_json())
+    payload_file = fx.run_dir(plan) / "payload.json"
+    payload_path: Path | None = payload_file
+    try:
+        halt_files.write_json_atomic(payload_file, payload.to_json())
+    except OSError as exc:  # the ledger is the truth: the run still closes there, and says so
+        fx.warn(f"the payload was not written to {payload_file}: {cause_of(exc)}")
+        payload_path = None
     crash_point(CrashPoint.PAYLOAD_WRITTEN)
     judges = sum(1 for v in contract.validators if v.kind is ValidatorKind.JUDGE)
     ledger.close_run(
@@ -282,7 +297,7 @@ def close_run(
             ],
             judge_calls=judges * result.validations + result.judge_calls,
             land_attempts=1 if result.land else 0,
-            payload_path=str(payload_path),
+            payload_path=str(payload_path) if payload_path else None,
             finished_at=payload.finished_at,
         )
     )  # the run's events are in the ledger already (journaled as they happened)

@@ -28,6 +28,7 @@ from assay.adapters.llm_client import (
     resolve_endpoint,
 )
 from assay.adapters.process import SHELL, run_process
+from assay.adapters.run_files import writing
 from assay.adapters.store import halt_ops
 from assay.core.report import CoderReport, FileChange
 from assay.core.vocab import FileChangeKind, StopReason
@@ -354,7 +355,8 @@ class _Session:
 
     def _log(self, **event: Any) -> None:
         # Appended event by event, so a crash keeps everything before it.
-        with self.log_path.open("a", encoding="utf-8") as handle:
+        # A machine fault here (the file-size limit, a full disk) is named with the transcript.
+        with writing(self.log_path), self.log_path.open("a", encoding="utf-8") as handle:
             handle.write(json.dumps(event, default=str) + "\n")
 
     def _write_report(self, report: CoderReport) -> None:

@@ -27,7 +27,7 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from assay.adapters.coders.agentcli import ParsedRun, now_utc, start_cli
+from assay.adapters.coders.agentcli import ParsedRun, now_utc, provider_fault, start_cli
 from assay.adapters.coders.base import DispatchResult
 from assay.adapters.coders.claude import INSTALL as CLAUDE_INSTALL
 from assay.adapters.coders.claude import parse_claude_stream
@@ -190,6 +190,9 @@ def _parse(kind: JudgeKind, proc: ProcessResult) -> ParsedRun:
 
 
 def _result(parsed: ParsedRun, proc: ProcessResult, labels: list[str], name: str) -> RankingResult:
+    # The server's fault (5xx, 529 overloaded) after the CLI's own retries, as for a seat.
+    fault = provider_fault(name, parsed)
+
     def result(
         ranking: list[str] | None, reasons: str = "", error: str | None = None
     ) -> RankingResult:
@@ -197,6 +200,7 @@ def _result(parsed: ParsedRun, proc: ProcessResult, labels: list[str], name: str
             ranking,
             reasons,
             quota=parsed.quota,
+            fault=fault.detail if fault is not None and ranking is None else None,
             error=error,
             tokens=parsed.tokens_used,
             cost=parsed.cost_usd,

@@ -31,14 +31,16 @@ ANSWER_SHAPE = '{"ranking": ["<best label>", "...", "<worst label>"], "reasons":
 class RankingResult:
     """One judge's answer. ``ranking`` (labels, best first) is None when it gave no usable one.
 
-    ``quota`` is set whenever the provider refused for a rate or usage limit, ``error``
-    whenever something went wrong, even when a ranking stands (a failed deliberation keeps
+    ``quota`` is set whenever the provider refused for a rate or usage limit, ``fault`` (its
+    detail) when the provider failed after the client's retries (5xx, 529, a lost connection),
+    ``error`` whenever something went wrong, even when a ranking stands (a failed deliberation keeps
     the judge's first ranking). ``tokens`` and ``cost`` are this call's own usage.
     """
 
     ranking: list[str] | None
     reasons: str = ""
     quota: QuotaSignal | None = None
+    fault: str | None = None
     error: str | None = None
     tokens: int | None = None
     cost: float | None = None

@@ -28,6 +28,7 @@ from assay.adapters.judging.common import (
 from assay.adapters.llm_client import (
     ChatClient,
     ChatReply,
+    FailureKind,
     LlmError,
     function_tool,
     resolve_endpoint,
@@ -158,6 +159,7 @@ def rank_with_model(
         return RankingResult(
             None,
             quota=asked.error.quota,
+            fault=asked.error.detail if asked.error.kind is FailureKind.PROVIDER else None,
             error=call_failed(asked.error),
             tokens=tokens,
             judge=name,

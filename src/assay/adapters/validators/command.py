@@ -2,7 +2,9 @@
 
 Exit 0 passes; anything else blocks (or only warns, when the contract says ``on_fail: warn``).
 A command that does not finish in time, or cannot be started, reached no verdict: that is
-``error=True``, never a pass.
+``error=True``, never a pass. When the machine fails it (its log hits the file-size limit,
+the disk is full) :class:`EnvironmentFault` is raised: the attempt's environment error,
+refunded by the engine, not a verdict on the candidate.
 
 Findings are what the engine compares between attempts to see that recovery is stuck, so they
 are made stable: the failing test ids when the output has pytest's ``FAILED``/``ERROR`` lines,
@@ -67,8 +69,8 @@ class CommandValidator:
                 timeout=timeout,
                 log_path=log_path,
             )
-        except EnvironmentFault as exc:
-            return _errored(validator_id, f"`{run}` ran, but its environment failed: {exc}")
+        except EnvironmentFault:  # the machine, not the command: the engine refunds it
+            raise
         except OSError as exc:
             return _errored(validator_id, f"`{run}` could not be started: {exc}")
         return ValidationOutcome(
