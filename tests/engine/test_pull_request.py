@@ -171,9 +171,11 @@ def test_a_rate_limit_is_a_warning_with_the_reset_time(root: Path, github: GitHu
     assert landing.warning is not None
     assert "rate limit" in landing.warning and "2030-05-06T07:08:00" in landing.warning
     assert f"branch {BRANCH} was pushed to origin" in landing.warning
-    assert pushed(root) and not landing.outcome.left_pr
-    # A rate limit is the machine's: the run is refunded and the task lands again later.
+    assert not landing.outcome.left_pr
+    # A rate limit is the machine's: the run is refunded and the task lands again later, so
+    # the pushed branch is deleted again (the next run pushes its own).
     assert landing.outcome.machine_fault and landing.outcome.status is RunStatus.FAILED
+    assert not pushed(root) and "deleted from origin again" in landing.warning
 
 
 @pytest.mark.parametrize("status", [500, 502, 503])
@@ -184,6 +186,7 @@ def test_a_server_error_is_a_machine_fault(root: Path, github: GitHubServer, sta
     assert outcome.machine_fault and not outcome.refused
     assert outcome.status is RunStatus.FAILED and outcome.pr_url is None
     assert f"HTTP {status}" in outcome.detail
+    assert not pushed(root)  # refunded: nothing of the run stays published
 
 
 def test_an_unreachable_api_is_a_machine_fault(root: Path) -> None:
@@ -210,6 +213,34 @@ def test_a_refusal_is_held_with_the_apis_message(
     outcome = land_pull_request(plan(root, repo="octo/slug"), BRANCH, env(github)).outcome
     assert outcome.refused and not outcome.machine_fault
     assert outcome.status is RunStatus.BLOCKED and said in outcome.detail
+    assert pushed(root)  # held: the human who resolves it finds the branch
+
+
+def test_each_step_is_recorded_as_it_takes_effect(root: Path, github: GitHubServer) -> None:
+    steps: list[tuple[str, dict[str, object]]] = []
+    landing = land_pull_request(
+        plan(root, repo="octo/slug"),
+        BRANCH,
+        env(github),
+        record=lambda kind, data: steps.append((kind, data)),
+    )
+    assert landing.outcome.left_pr
+    assert steps == [
+        ("land.pushed", {"branch": BRANCH, "remote": "origin", "blocked": False}),
+        (
+            "land.pr_opened",
+            {"branch": BRANCH, "url": landing.outcome.pr_url, "number": 1, "blocked": False},
+        ),
+    ]
+
+
+def test_a_failed_api_call_records_only_the_push(root: Path, github: GitHubServer) -> None:
+    github.script(Reply(500, {"message": "Server Error"}))
+    steps: list[str] = []
+    land_pull_request(
+        plan(root, repo="octo/slug"), BRANCH, env(github), record=lambda k, d: steps.append(k)
+    )
+    assert steps == ["land.pushed"]
 
 
 def test_a_blocked_landing_that_fails_stays_blocked(root: Path, github: GitHubServer) -> None:

@@ -1,7 +1,8 @@
 """Pull requests through the GitHub REST API (github.com or GitHub Enterprise).
 
 Only what the ``pr`` land mode needs: open a pull request, or find the one already open for the
-branch (so a re-run does not fail on GitHub's "already exists"). Every failure is a
+branch (so a re-run does not fail on GitHub's "already exists", and a run that died after its
+push can tell whether its pull request was opened). Every failure is a
 :class:`GitHubError` whose message says what to fix; the token goes in the ``Authorization``
 header only and never appears in a message, a log or the request body. httpx is imported
 when a pull request is opened, not with this module: every ``assay run`` imports it.
@@ -133,6 +134,37 @@ def open_pull_request(
                 )
             response = found
         raise _error(response, repo, root)
+
+
+def find_pull_request(
+    api_base: str,
+    repo: str,
+    token: str,
+    head: str,
+    *,
+    transport: httpx.BaseTransport | None = None,
+    timeout: float = TIMEOUT_SECONDS,
+) -> PullRequest | None:
+    """The open pull request of ``head`` (a branch of ``repo``, or ``owner:branch``) in
+    ``repo``, or None when none is open."""
+    import httpx
+
+    if not valid_repo(repo):
+        raise GitHubError(f"{repo!r} is not a repository name of the form owner/name")
+    root = api_base.rstrip("/")
+    pulls = f"{root}/repos/{repo}/pulls"
+    owner = repo.split("/", 1)[0]
+    label = head if ":" in head else f"{owner}:{head}"
+    with httpx.Client(
+        headers=_headers(token), timeout=timeout, transport=transport, follow_redirects=True
+    ) as client:
+        found = _send(client, "GET", pulls, params={"head": label, "state": "open"})
+    if found.status_code != 200:
+        raise _error(found, repo, root)
+    listed = _json(found)
+    if not isinstance(listed, list):
+        raise GitHubError(f"the GitHub API at {pulls} answered without a list of pull requests")
+    return _pull(listed[0], pulls) if listed else None
 
 
 def _headers(token: str) -> dict[str, str]:

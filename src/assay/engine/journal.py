@@ -16,6 +16,7 @@ from assay.adapters.store.sql import Ledger
 from assay.core.attempts import AttemptRecord
 from assay.core.vocab import AttemptOutcome, StopReason
 from assay.engine.effects import RunEvent
+from assay.engine.pull_request import PR_OPENED, PUSHED
 
 EventSink = Callable[[RunEvent], None]
 
@@ -46,6 +47,17 @@ class JournaledRun:
     base_branch: str | None
     attempts: list[AttemptRecord]
     dispatches: list[DispatchRecord]
+    landing: JournaledLanding | None = None
+
+
+@dataclass(frozen=True)
+class JournaledLanding:
+    """How far a ``pr`` landing got: the branch pushed, and the pull request if one opened."""
+
+    branch: str
+    remote: str | None
+    blocked: bool
+    pr_url: str | None = None
 
 
 def read_journal(events: Sequence[Event], *, dispatch_id: str, fault: str) -> JournaledRun:
@@ -60,6 +72,7 @@ def read_journal(events: Sequence[Event], *, dispatch_id: str, fault: str) -> Jo
     started: dict[tuple[int, int], str] = {}
     finished: dict[tuple[int, int], dict[str, object]] = {}
     decided: dict[int, dict[str, object]] = {}
+    landing: JournaledLanding | None = None
     for event in events:
         data = event.data
         if event.kind == "run.started":
@@ -71,6 +84,13 @@ def read_journal(events: Sequence[Event], *, dispatch_id: str, fault: str) -> Jo
             finished[(int(data["attempt"]), int(data["seat"]))] = data
         elif event.kind == "attempt.decided":
             decided[int(data["attempt"])] = data
+        elif event.kind in (PUSHED, PR_OPENED) and _text(data.get("branch")):
+            landing = JournaledLanding(
+                branch=str(data["branch"]),
+                remote=_text(data.get("remote")) or (landing.remote if landing else None),
+                blocked=data.get("blocked") is True,
+                pr_url=_text(data.get("url")),
+            )
     dispatches = [
         _dispatch_record(dispatch_id, attempt, seat, coder, finished.get((attempt, seat)))
         for (attempt, seat), coder in sorted(started.items())
@@ -89,7 +109,7 @@ def read_journal(events: Sequence[Event], *, dispatch_id: str, fault: str) -> Jo
                 attempt=number, outcome=outcome, coder_dispatches=count, failures=failures
             )
         )
-    return JournaledRun(base_commit, base_branch, attempts, dispatches)
+    return JournaledRun(base_commit, base_branch, attempts, dispatches, landing)
 
 
 def _dispatch_record(

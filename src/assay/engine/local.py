@@ -11,6 +11,7 @@ import contextlib
 import json
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from assay.adapters import git
 from assay.adapters.coders import get_coder, ignored_settings
@@ -39,7 +40,7 @@ from assay.engine.effects import JudgeRound, LandOutcome, RunEvent, RunPlan, Sea
 from assay.engine.interrupt import boundary
 from assay.engine.merge import merge_squashed
 from assay.engine.panel import judge_blind
-from assay.engine.pull_request import land_pull_request
+from assay.engine.pull_request import PR_OPENED, land_pull_request
 
 EventSink = Callable[[RunEvent], None]
 
@@ -296,6 +297,12 @@ class LocalEffects:
             self._warn(f"attempt {attempt}, seat {seat}: {warning}")
         return report
 
+    def _record_landing(self, kind: str, data: dict[str, Any]) -> None:
+        """A landing step, journaled the moment it took effect (recovery reads it back)."""
+        if kind == PR_OPENED:
+            crash_point(CrashPoint.REF_MOVED)  # opened, nothing recorded yet
+        self._record(RunEvent(kind, data))
+
     def _record(self, event: RunEvent) -> None:
         self.events.append(event)
         if self.sink is not None:
@@ -336,7 +343,12 @@ class LocalEffects:
         if mode is LandMode.PR:
             # Push and open the PR; any failure leaves the branch and says why (never raises).
             landing = land_pull_request(
-                plan, branch, self.operator_env, blocked=blocked, failures=failures
+                plan,
+                branch,
+                self.operator_env,
+                blocked=blocked,
+                failures=failures,
+                record=self._record_landing,
             )
             if landing.warning:
                 self._warn(landing.warning)

@@ -14,12 +14,21 @@ holds the task for the human who reviews it.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 from assay.adapters import git, github
+from assay.core.contract import Contract
 from assay.core.vocab import RunStatus
 from assay.engine.effects import LandOutcome, RunPlan
+
+# Called as each step takes effect (``land.pushed``, ``land.pr_opened``), so a run that dies
+# after it is closed from what really happened: a pull request is opened once.
+LandRecorder = Callable[[str, dict[str, Any]], None]
+PUSHED = "land.pushed"
+PR_OPENED = "land.pr_opened"
 
 BLOCKED_PREFIX = "[blocked] "
 DEFAULT_BODY = (
@@ -88,9 +97,13 @@ def land_pull_request(
     *,
     blocked: bool = False,
     failures: Sequence[str] = (),
+    record: LandRecorder | None = None,
 ) -> PullRequestLanding:
-    """Push ``branch`` to the contract's remote and open (or find) its pull request."""
+    """Push ``branch`` to the contract's remote and open (or find) its pull request;
+    ``record`` hears of each step as it takes effect."""
     status = RunStatus.BLOCKED if blocked else RunStatus.READY
+    note = record or (lambda kind, data: None)
+    pushed: str | None = None
     try:
         request = _prepare(plan, branch, env, blocked=blocked, failures=failures)
         try:
@@ -100,6 +113,8 @@ def land_pull_request(
                 f"pushing {branch} to {request.remote} failed: {exc}",
                 fault=push_failed_on_the_network(str(exc)),
             ) from None
+        pushed = request.remote
+        note(PUSHED, {"branch": branch, "remote": request.remote, "blocked": blocked})
         try:
             pull = github.open_pull_request(
                 request.api_base,
@@ -121,6 +136,9 @@ def land_pull_request(
         if blocked:  # already a hand-off that failed; the run stays blocked
             return PullRequestLanding(LandOutcome(status, detail, branch), warning)
         fault = isinstance(why, _NotOpened) and why.fault
+        if fault and pushed is not None:  # refunded: nothing of this run stays published
+            kept = delete_remote_branch(plan.repo_root, pushed, branch)
+            warning += f"; {kept}" if kept else f"; deleted from {pushed} again (lands later)"
         outcome = LandOutcome(
             RunStatus.FAILED if fault else RunStatus.BLOCKED,
             detail,
@@ -129,11 +147,40 @@ def land_pull_request(
             refused=not fault,
         )
         return PullRequestLanding(outcome, warning)
+    note(
+        PR_OPENED,
+        {"branch": branch, "url": pull.html_url, "number": pull.number, "blocked": blocked},
+    )
     kind = "draft pull request" if request.draft else "pull request"
     detail = f"{kind} #{pull.number} opened: {pull.html_url} ({branch} into {request.base})"
     return PullRequestLanding(
         LandOutcome(status, detail, branch, left_pr=True, pr_url=pull.html_url)
     )
+
+
+def delete_remote_branch(repo_root: Path, remote: str, branch: str) -> str | None:
+    """Delete ``branch`` from ``remote``, best effort: None when done, else a warning."""
+    try:
+        git._run(repo_root, "push", "--quiet", remote, "--delete", f"refs/heads/{branch}")
+    except git.GitError as exc:
+        return f"the pushed branch {branch} could not be deleted from {remote}: {exc}"
+    return None
+
+
+def find_open_pull_request(
+    contract: Contract, repo_root: Path, branch: str, env: Mapping[str, str]
+) -> github.PullRequest | None:
+    """The open pull request for ``branch``, asked of the API (a run that died between the
+    push and recording its PR); None when there is none. Raises GitHubError when it cannot tell.
+    """
+    settings = contract.pr
+    token = env.get(github.TOKEN_ENV, "").strip()
+    url = git.remote_url(repo_root, settings.remote)
+    repo = settings.repo or (github.repo_from_remote_url(url) if url else None)
+    if not token or repo is None:
+        raise github.GitHubError("the pull request settings or the token are missing")
+    api_base = settings.api_base or env.get(github.API_BASE_ENV) or github.DEFAULT_API_BASE
+    return github.find_pull_request(api_base, repo, token, head=branch)
 
 
 @dataclass(frozen=True)

@@ -2,10 +2,12 @@
 
 Its counts come from its event log (:mod:`assay.engine.journal`), so the payload and the
 ledger say how many coders really ran. A run whose commit is already on the base branch
-(found by its ``Assay-Run`` trailer) is closed as landed and never landed again; any other is
-closed once as interrupted: an environment error, refunded through ``settle``. Either way its
-seat worktrees and branches are removed. Closed runs are never touched again, so a second
-recovery does nothing.
+(found by its ``Assay-Run`` trailer) is closed as landed and never landed again; so is a run
+whose journal says its pull request opened (``land.pr_opened``), or, when it died after its
+push (``land.pushed``), whose pull request the GitHub API lists as open for its branch. Any
+other is closed once as interrupted: an environment error, refunded through ``settle``. Either
+way its seat worktrees and branches are removed (but a pull request's branch). Closed runs
+are never touched again, so a second recovery does nothing.
 """
 
 from __future__ import annotations
@@ -14,11 +16,11 @@ import contextlib
 import fcntl
 import json
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 
-from assay.adapters import git
+from assay.adapters import git, github
 from assay.adapters.landing import landed_commit
 from assay.adapters.run_files import cause_of
 from assay.adapters.store import halt_files, halt_ops
@@ -28,7 +30,8 @@ from assay.core.contract import Contract
 from assay.core.payload import LandSummary, build_payload
 from assay.core.settle import Verdict, settle
 from assay.core.vocab import HaltLifecycle, HaltSeverity, HaltType, LandMode, RunStatus
-from assay.engine.journal import read_journal
+from assay.engine.journal import JournaledLanding, read_journal
+from assay.engine.pull_request import delete_remote_branch, find_open_pull_request
 from assay.engine.refunds import refund_streak
 
 Clock = Callable[[], datetime]
@@ -48,6 +51,7 @@ def close_unfinished(
     contract: Contract,
     reason: str,
     clock: Clock,
+    env: Mapping[str, str] | None = None,
 ) -> RunStatus:
     """Close ``record`` (open, its process gone or stopping) from what its event log says."""
     dispatch_id = record.dispatch_id or record.id
@@ -62,10 +66,25 @@ def close_unfinished(
         halt_ops.attest(dispatch_id, state_dir)
     task = ledger.get_task(record.task_id)
     now = clock()
+    landing = journal.landing
+    pr_url = landing.pr_url if landing else None
+    if commit is None and landing is not None and pr_url is None:
+        pr_url = _pull_request_opened(repo, contract, landing, env or os.environ)
+    land: LandSummary | None = None
     if commit is not None:
         status, halt_type = RunStatus.MERGED, HaltType.NONE
         reason = f"merged into {journal.base_branch} as {commit[:12]} before the process died"
         verdict = Verdict(status=status)
+        land = LandSummary(mode=LandMode.MERGE)
+    elif landing is not None and pr_url is not None:  # opened once; never opened again
+        land = LandSummary(mode=LandMode.PR, branch=landing.branch, pr_url=pr_url)
+        if landing.blocked:
+            status, halt_type = RunStatus.BLOCKED, HaltType.BLOCKER
+            reason = f"blocked; left for review as {pr_url} before the process died"
+        else:
+            status, halt_type = RunStatus.READY, HaltType.NONE
+            reason = f"pull request {pr_url} opened before the process died"
+        verdict = Verdict(status=status, left_pr=True)
     else:
         status, halt_type = RunStatus.FAILED, HaltType.ENVIRONMENT_ERROR
         verdict = Verdict(status=status, parked=True)
@@ -92,7 +111,7 @@ def close_unfinished(
         attempts=journal.attempts,
         started_at=record.started_at,
         finished_at=max(now, record.started_at),
-        land=LandSummary(mode=LandMode.MERGE) if commit is not None else None,
+        land=land,
     )
     path = home / "runs" / record.id / "payload.json"
     written: str | None = str(path)
@@ -104,7 +123,7 @@ def close_unfinished(
         warning = f"the payload was not written to {path}: {cause_of(exc)}"
         events.append(EventIn(kind="warning", data={"message": warning}))
         written = None
-    event = "run.recovered_landed" if commit is not None else "run.interrupted"
+    event = "run.recovered_landed" if land is not None else "run.interrupted"
     ledger.close_run(
         RunClose(
             run_id=record.id,
@@ -114,13 +133,16 @@ def close_unfinished(
             reason=reason,
             attempts=journal.attempts,
             dispatches=journal.dispatches,
-            land_attempts=1 if commit is not None else 0,
+            land_attempts=1 if land is not None else 0,
             payload_path=written,
             finished_at=payload.finished_at,
-            events=[*events, EventIn(kind=event, data={"reason": reason, "commit": commit})],
+            events=[
+                *events,
+                EventIn(kind=event, data={"reason": reason, "commit": commit, "pr_url": pr_url}),
+            ],
         )
     )
-    remove_run_seats(repo, home, record.id)
+    remove_run_seats(repo, home, record.id, keep=land.branch if land else None)
     return status
 
 
@@ -229,6 +251,25 @@ def _landed_branch(record: RunRecord) -> str | None:
         return None
     branch = land.get("branch") if isinstance(land, dict) else None
     return branch if isinstance(branch, str) else None
+
+
+def _pull_request_opened(
+    repo: Path, contract: Contract, landing: JournaledLanding, env: Mapping[str, str]
+) -> str | None:
+    """The url of the pull request a run that died after its push opened, asked of the API.
+
+    None when none is open (its pushed branch is then deleted: the run is refunded) or when
+    the API cannot tell (the branch stays, for a human to see).
+    """
+    try:
+        found = find_open_pull_request(contract, repo, landing.branch, env)
+    except (github.GitHubError, git.GitError):
+        return None
+    if found is not None:
+        return found.html_url
+    if landing.remote:
+        delete_remote_branch(repo, landing.remote, landing.branch)
+    return None
 
 
 def _block_halt_fired(state_dir: Path, dispatch_id: str) -> bool:
