@@ -17,7 +17,7 @@ import fcntl
 import json
 import os
 from collections.abc import Callable, Iterator, Mapping
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from assay.adapters import git, github
@@ -36,6 +36,7 @@ from assay.engine.refunds import refund_streak
 
 Clock = Callable[[], datetime]
 
+UNRECORDED_GRACE = timedelta(seconds=60)
 DIED = "interrupted: the process running it died before the run closed"
 # Closed runs that ended like this keep their worktrees on purpose (for a look); others don't.
 KEEPS_WORKTREES = (RunStatus.FAILED, RunStatus.BLOCKED, RunStatus.STALLED)
@@ -175,7 +176,44 @@ def recover_interrupted(
             )
         recovered.append(record.id)
     sweep_leftovers(repo, home, ledger, is_alive)
+    sweep_unrecorded_run_folders(home, ledger, now=clock())
     return recovered
+
+
+def sweep_unrecorded_run_folders(home: Path, ledger: Ledger, *, now: datetime) -> None:
+    """Remove run folders that hold nothing but a free ``lock`` and have no ledger row: runs
+    whose start the ledger refused. A run takes its lock before its row is written, so a
+    starting one is never taken; ``UNRECORDED_GRACE`` covers the instant before it locks."""
+    runs = home / "runs"
+    for run_dir in sorted(runs.iterdir()) if runs.is_dir() else []:
+        try:
+            names = {p.name for p in run_dir.iterdir()}
+            touched = (run_dir / "lock" if names else run_dir).stat().st_mtime
+        except OSError:  # not a folder, or gone meanwhile
+            continue
+        if not names <= {"lock"} or now.timestamp() - touched < UNRECORDED_GRACE.total_seconds():
+            continue
+        with _claimed(run_dir) as mine:
+            if not mine or _recorded(ledger, run_dir.name):
+                continue
+            remove_unrecorded_run_folder(run_dir)
+
+
+def remove_unrecorded_run_folder(run_dir: Path) -> None:
+    """Remove a run folder that never got its ledger row: its lock, then the folder (only if
+    nothing else is in it)."""
+    with contextlib.suppress(OSError):
+        (run_dir / "lock").unlink()
+    with contextlib.suppress(OSError):
+        run_dir.rmdir()
+
+
+def _recorded(ledger: Ledger, run_id: str) -> bool:
+    try:
+        ledger.get_run(run_id)
+    except RunNotFound:
+        return False
+    return True
 
 
 @contextlib.contextmanager

@@ -55,7 +55,7 @@ from assay.engine.graph import run_graph
 from assay.engine.interrupt import RunInterrupted
 from assay.engine.journal import journaled, read_journal
 from assay.engine.local import EventSink, LocalEffects
-from assay.engine.recover import KEEP_MARKER, close_unfinished
+from assay.engine.recover import KEEP_MARKER, close_unfinished, remove_unrecorded_run_folder
 from assay.engine.recover import recover_interrupted as recover_runs
 from assay.engine.refunds import refund_streak, wait_after_refund
 from assay.engine.result import RunResult
@@ -116,12 +116,17 @@ def run_task(
     fx = LocalEffects(home=home, operator_env=operator_env, sink=journal)
     run_dir = fx.run_dir(plan)
     run_dir.mkdir(parents=True, exist_ok=True)
-    lock = _hold_run_lock(run_dir)
-    if keep_worktrees:  # asked for: recovery's sweep leaves this run's seats alone
-        (run_dir / KEEP_MARKER).touch()
+    lock = _hold_run_lock(run_dir)  # before the row: a starting run never looks dead
     try:
         task.start(started, run_id=run_id)
         ledger.start_run(task, run_id, dispatch_id=run_id, started_at=started)
+    except BaseException:  # never recorded (a locked ledger, say): leave no folder behind
+        remove_unrecorded_run_folder(run_dir)
+        os.close(lock)
+        raise
+    if keep_worktrees:  # asked for: recovery's sweep leaves this run's seats alone
+        (run_dir / KEEP_MARKER).touch()
+    try:
         crash_point(CrashPoint.TASK_STARTED)
         dispatches: list[DispatchRecord] | None = None
         try:
