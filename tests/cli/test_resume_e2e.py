@@ -59,3 +59,8 @@ def test_an_interrupted_run_is_refunded_and_runs_again(tmp_path: Path) -> None:
     assert re.fullmatch(
         rf"recovered {RUN}: interrupted, refunded \(task {TASK} failed, runnable\)", lines[0]
     )
+    # Done now: the interruption is an earlier run's, not the task's last word.
+    task_id = re.search(TASK, lines[0]).group(0)  # type: ignore[union-attr]
+    shown = repo.assay("task", "show", task_id).stdout
+    assert "status: done" in shown and "last error" not in shown
+    assert "earlier run: interrupted" in shown

@@ -54,13 +54,33 @@ def waits_message(task: Task, now: datetime) -> str:
     )
 
 
+def shorten(text: str, limit: int) -> str:
+    """``text`` in at most ``limit`` characters, cut at a word boundary with an ellipsis (a
+    cut mid-token, like ``(127.0.0.1:``, reads as if the message said that)."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    head, space, _ = cut.rpartition(" ")
+    return (head if space and len(head) >= limit // 2 else cut).rstrip(" ,;:([{") + "…"
+
+
+def error_note(task: Task) -> str | None:
+    """The task's last error, labelled for what it is now: a done task's error belongs to an
+    earlier run (the run that succeeded had none)."""
+    if not task.last_error:
+        return None
+    label = "earlier run" if task.status is TaskStatus.DONE else "last error"
+    return f"{label}: {task.last_error}"
+
+
 def wait_cause(task: Task) -> str:
     """What a refunded task waits for: its provider's quota, or a machine fault to clear (a
     provider outage, a broken environment), named by the refunded run's reason."""
     error = task.last_error or ""
     if "quota" in error.lower() or not error:
         return "its provider quota"
-    return f"a machine fault to clear ({error[:200]})"
+    return f"a machine fault to clear ({shorten(error, 200)})"
 
 
 @dataclass(frozen=True)

@@ -93,12 +93,12 @@ def list_tasks(
     if json_output:
         print_json([_dump(t) for t in tasks])
         return
-    from assay.cli.explain import wait_note
+    from assay.cli.explain import error_note, shorten, wait_note
 
     now = datetime.now(UTC)
     table = Table("id", "status", "attempts", "title", "note")
     for task in tasks:
-        note = wait_note(task, now) or (task.hold_reason or task.last_error or "")[:60]
+        note = wait_note(task, now) or shorten(task.hold_reason or error_note(task) or "", 60)
         table.add_row(task.id, task.status.value, str(task.attempts), task.title, note)
     Console().print(table)
 
@@ -135,8 +135,8 @@ def show(task_id: str, json_output: JsonFlag = False) -> None:
     if (note := explain.wait_note(task, now)) is not None:
         cause = explain.wait_cause(task)
         typer.echo(f"{note} for {cause} (that run was refunded: no attempt spent)")
-    if task.last_error:
-        typer.echo(f"last error: {task.last_error}")
+    if (error := explain.error_note(task)) is not None:
+        typer.echo(error)
     for record in runs:
         state = record.status.value
         typer.echo(f"  run {record.id}: {state} {record.reason or ''} {record.payload_path or ''}")
