@@ -360,6 +360,8 @@ def test_an_overloaded_api_loses_the_seat_to_a_provider_fault(tmp_path: Path) ->
     assert result.fault is not None
     assert result.fault.detail.startswith("claude: API Error: 529")
     assert "overloaded" in result.fault.detail
+    # claude repeats the API error in its result text: the detail says it once.
+    assert result.fault.detail.count("API Error: 529") == 1
 
 
 @pytest.mark.parametrize("scenario", ["context", "auth", "usage_limit"])

@@ -432,6 +432,16 @@ def test_every_seat_lost_to_a_provider_fault_refunds_and_names_it() -> None:
     assert out.attempts[0].outcome is AttemptOutcome.ERROR
 
 
+def test_identical_faults_of_several_seats_are_named_once() -> None:
+    _fx, out = run(
+        Script(dispatches=[[_overloaded(), _overloaded(), _overloaded("codex: 503")]]), seats=3
+    )
+    assert out.reason == (
+        "every seat lost to a provider fault: claude: API Error: 529 overloaded (2 seats); "
+        "codex: 503"
+    )
+
+
 def test_a_provider_fault_with_a_change_is_not_a_candidate() -> None:
     outcome = SeatOutcome(
         seat=1,

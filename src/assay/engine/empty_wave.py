@@ -122,11 +122,19 @@ def lost_reason(seats: list[SeatOutcome]) -> str:
         if s.environment_error and not s.lost_to_quota and not s.lost_to_provider_fault
     ]
     if quota and not faults:
-        return "every seat lost to quota: " + "; ".join(quota)
+        return "every seat lost to quota: " + _distinct(quota)
     if faults and not (quota or broken):
-        return "every seat lost to a provider fault: " + "; ".join(faults)
+        return "every seat lost to a provider fault: " + _distinct(faults)
     if broken and not (quota or faults):
-        return "; ".join(broken)
+        return _distinct(broken)
     return "every seat lost to a machine fault: " + "; ".join(
         f"seat {s.seat}: {seat_error(s)}" for s in seats
     )
+
+
+def _distinct(details: list[str]) -> str:
+    """Each detail once, with how many seats said it when more than one did."""
+    counts: dict[str, int] = {}
+    for detail in details:
+        counts[detail] = counts.get(detail, 0) + 1
+    return "; ".join(d if n == 1 else f"{d} ({n} seats)" for d, n in counts.items())

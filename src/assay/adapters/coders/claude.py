@@ -202,7 +202,11 @@ def _read_result(
         parts.append(f"API Error: {status}")
     if isinstance(result.get("api_error_type"), str):
         parts.append(result["api_error_type"])  # rate_limit_error, overloaded_error, ...
-    message = " ".join(p for p in parts if p).strip() or f"claude reported an error ({subtype})"
+    message = ""
+    for part in (p.strip() for p in parts):  # claude repeats its API error in the result text
+        if part and part not in message:
+            message = f"{message} {part}".strip()
+    message = message or f"claude reported an error ({subtype})"
     apply_fault(parsed, message, now=now, reset_at=reset_at)
     if terminal == "prompt_too_long":  # whatever the words, the context was the limit
         parsed.stop_reason = StopReason.CONTEXT_BUDGET
