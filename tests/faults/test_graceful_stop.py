@@ -84,6 +84,8 @@ def test_a_signal_stops_the_coder_and_closes_the_run_as_interrupted(
     assert proc.returncode == code, err
     assert time.monotonic() - started < 10  # TERM was enough; no 30 s sleep waited out
     assert "Traceback" not in err
+    if command == "serve":  # the interrupted run closed: it counts, and is said to be one
+        assert "served 1 run(s) (1 interrupted)" in err
     assert _group_gone(coder), "a process of the coder's group outlived assay"
 
     tasks = json.loads(repo.assay("task", "list", "--json").stdout)

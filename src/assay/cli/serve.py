@@ -46,6 +46,7 @@ def serve(
         typer.echo(f"recovered interrupted run {run_id}", err=True)
 
     busy: set[str] = set()
+    closed = {"runs": 0, "interrupted": 0}  # counted as each run closes, interrupted ones too
     announced: dict[str, datetime] = {}  # task -> the wait already reported
     guard = threading.Lock()
     progress = Progress(quiet=concurrency > 1)
@@ -64,18 +65,22 @@ def serve(
                 sink=progress,
             )
             settled = report.settlement
+            with guard:
+                closed["runs"] += 1
             typer.echo(
                 f"{task_id}: {report.payload.status.value} -> {settled.new_status.value}", err=True
             )
         except LedgerConflict:
             pass  # another worker claimed it first
         except RunInterrupted as stop:
+            with guard:
+                closed["runs"] += 1
+                closed["interrupted"] += 1
             typer.echo(f"{task_id}: {stop}; closed as interrupted, runnable again", err=True)
         finally:
             with guard:
                 busy.discard(task_id)
 
-    done = 0
     with graceful_stop(), ThreadPoolExecutor(max_workers=concurrency) as pool:
         futures: list[Future[None]] = []
         try:
@@ -95,13 +100,13 @@ def serve(
                 for future in [f for f in futures if f.done()]:
                     futures.remove(future)
                     future.result()
-                    done += 1
                 if once and not runnable and not futures:
                     break
                 time.sleep(poll if not runnable else 0.05)
         except KeyboardInterrupt:
             typer.echo("stopping: waiting for the runs in progress to close", err=True)
-    typer.echo(f"served {done} run(s)", err=True)
+    stopped_runs = f" ({closed['interrupted']} interrupted)" if closed["interrupted"] else ""
+    typer.echo(f"served {closed['runs']} run(s){stopped_runs}", err=True)
     stopped = interrupted_exit()
     if stopped is not None:
         raise typer.Exit(stopped)
