@@ -133,7 +133,9 @@ def test_a_rejected_token_holds_the_task_with_the_apis_message(
     # A pull request that was never opened is not Done: a human must fix the token.
     assert payload["status"] == "blocked" and payload["task_status"] == "held"
     assert payload["halt_type"] == "escalate"
-    assert str(payload["reason"]).startswith("the landing was refused")
+    assert str(payload["reason"]).startswith(
+        "the validators passed; the pull request was refused: "
+    )
     assert "HTTP 401: Bad credentials" in str(payload["reason"])
     branch = f"assay/{payload['run_id']}/seat-1"
     assert payload["land"] == {"mode": "pr", "branch": branch, "pr_url": None}

@@ -278,7 +278,8 @@ def _landed(run: RunResult) -> RunResult:
         return end_run(run, RunStatus.FAILED, HaltType.ENVIRONMENT_ERROR, reason)
     if land.refused:
         run.land_refused = True
-        reason = f"the landing was refused; a human must resolve it: {land.detail}"
+        # Blocked by the landing alone: say first that the change itself passed.
+        reason = f"the validators passed; the pull request was refused: {land.detail}"
         return end_run(run, RunStatus.BLOCKED, HaltType.ESCALATE, reason)
     # Blocked here: the base branch moved and the change does not hold on its tip.
     moved = land.status is RunStatus.BLOCKED
