@@ -74,6 +74,7 @@ class SquashMessage:
     blocked: int
     coder: str
     seat: int
+    # Each contract validator with the severity it gave the landed candidate: "tests: pass".
     validators: Sequence[str] = ()
 
     @property
@@ -83,10 +84,10 @@ class SquashMessage:
         return first if len(first) <= TITLE_LIMIT else first[: TITLE_LIMIT - 3].rstrip() + "..."
 
     def text(self) -> str:
-        checks = ", ".join(self.validators) or "scope and secret checks only"
+        checks = "; ".join(self.validators) or "none besides the scope and secret checks"
         body = (
-            f"Landed by assay: the candidate of seat {self.seat}, squashed; "
-            f"it passed the validators ({checks})."
+            f"Landed by assay: the candidate of seat {self.seat}, squashed.\n"
+            f"Validators: {checks}."
         )
         counted = (
             f"{self.attempts} ({self.blocked} blocked)" if self.blocked else str(self.attempts)

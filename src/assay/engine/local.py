@@ -26,6 +26,7 @@ from assay.core.anchors import unresolved_anchors
 from assay.core.attempts import AttemptRecord
 from assay.core.payload import HaltNotice
 from assay.core.report import CoderReport, compare_with_diff, read_coder_report
+from assay.core.results import ValidatorResult
 from assay.core.vocab import (
     CanonicalHalt,
     CrashPoint,
@@ -61,6 +62,8 @@ class LocalEffects:
         self.worktrees: dict[int, Path] = {}
         self.branches: dict[int, str] = {}
         self.warnings: list[str] = []
+        # The latest validation of each (attempt, seat): what a merge's commit says of it.
+        self.results: dict[tuple[int, int], list[ValidatorResult]] = {}
 
     # -- paths -------------------------------------------------------------------------------
 
@@ -212,6 +215,7 @@ class LocalEffects:
                 )
             )
         await asyncio.to_thread(git.restore_checkpoint, seat.worktree, coder_ignored)
+        self.results.setdefault((seat.attempt, seat.seat), [o.result for o in outcomes])
         boundary(CrashPoint.VALIDATED)
         return outcomes
 
