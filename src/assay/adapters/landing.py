@@ -86,8 +86,7 @@ class SquashMessage:
     def text(self) -> str:
         checks = "; ".join(self.validators) or "none besides the scope and secret checks"
         body = (
-            f"Landed by assay: the candidate of seat {self.seat}, squashed.\n"
-            f"Validators: {checks}."
+            f"Landed by assay: the candidate of seat {self.seat}, squashed.\nValidators: {checks}."
         )
         counted = (
             f"{self.attempts} ({self.blocked} blocked)" if self.blocked else str(self.attempts)

@@ -22,6 +22,7 @@ from assay.adapters import git
 from assay.adapters.landing import landed_commit
 from assay.adapters.run_files import cause_of
 from assay.adapters.store import halt_files, halt_ops
+from assay.adapters.store.halt_journal import journaled_firings
 from assay.adapters.store.records import EventIn, RunClose, RunRecord
 from assay.adapters.store.sql import Ledger, RunNotFound
 from assay.core.contract import Contract
@@ -58,7 +59,10 @@ def close_unfinished(
         else None
     )
     state_dir = home / "halt-state"
-    if not _block_halt_fired(state_dir, dispatch_id):
+    journaled = journaled_firings(ledger.events(run_id=record.id))
+    if not any(n.severity is HaltSeverity.BLOCK for n in journaled) and not _block_halt_fired(
+        state_dir, dispatch_id
+    ):  # a block halt the ledger journaled stays sticky even if the file no longer shows it
         halt_ops.attest(dispatch_id, state_dir)
     task = ledger.get_task(record.task_id)
     now = clock()
