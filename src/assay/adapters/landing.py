@@ -141,6 +141,7 @@ def _config(repo: Path, key: str) -> str | None:
         env=_env(),
         timeout=GIT_TIMEOUT_SECONDS,
         check=False,
+        start_new_session=True,  # a terminal's Ctrl-C reaches assay, never its own git
     )
     return _text(done.stdout).strip() or None if done.returncode == 0 else None
 
@@ -163,6 +164,7 @@ def _commit_tree(repo: Path, tree: str, parent: str, message: str) -> str:
         env=env,
         timeout=GIT_TIMEOUT_SECONDS,
         check=False,
+        start_new_session=True,  # a terminal's Ctrl-C reaches assay, never its own git
     )
     if done.returncode != 0:
         raise GitError(args, repo, done.returncode, _text(done.stderr))
