@@ -11,7 +11,9 @@ from support.repo import PYTEST, make_repo
 
 
 @pytest.mark.slow
-def test_a_state_file_removed_after_the_coder_is_a_warning_and_the_run_closes(tmp_path: Path) -> None:
+def test_a_state_file_removed_after_the_coder_is_a_warning_and_the_run_closes(
+    tmp_path: Path,
+) -> None:
     repo = make_repo(tmp_path)
     done = repo.assay(
         "run",

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from assay.adapters import git
 from assay.adapters.landing import landed_commit
+from assay.adapters.process_groups import GROUPS_FILE, stop_recorded_groups
 from assay.adapters.run_files import cause_of
 from assay.adapters.store import halt_files, halt_ops
 from assay.adapters.store.halt_journal import journaled_firings
@@ -52,6 +53,8 @@ def close_unfinished(
 ) -> RunStatus:
     """Close ``record`` (open, its process gone or stopping) from what its event log says."""
     dispatch_id = record.dispatch_id or record.id
+    # Coders of a run whose assay died live on in their own groups: end them before closing.
+    stop_recorded_groups(home / "runs" / record.id / GROUPS_FILE)
     journal = read_journal(ledger.events(run_id=record.id), dispatch_id=dispatch_id, fault=reason)
     commit = (
         landed_commit(repo, journal.base_branch, record.id, since=journal.base_commit)

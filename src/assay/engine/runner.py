@@ -32,6 +32,7 @@ from pathlib import Path
 
 from assay.adapters import git
 from assay.adapters.process import EnvironmentFault
+from assay.adapters.process_groups import GROUPS_FILE, recording_groups
 from assay.adapters.run_files import cause_of
 from assay.adapters.store import halt_files
 from assay.adapters.store.halt_journal import journaled_firings
@@ -131,7 +132,8 @@ def run_task(
         crash_point(CrashPoint.TASK_STARTED)
         dispatches: list[DispatchRecord] | None = None
         try:
-            result = asyncio.run(run_graph(plan, fx))
+            with recording_groups(run_dir / GROUPS_FILE):  # what recovery stops after a crash
+                result = asyncio.run(run_graph(plan, fx))
         except RunInterrupted as stop:
             close_unfinished(
                 repo=repo,
