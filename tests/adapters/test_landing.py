@@ -66,7 +66,7 @@ def message(
         blocked=kw.get("blocked", 1),
         coder="replay",
         seat=1,
-        validators=["tests"],
+        validators=["tests: pass"],
     )
 
 

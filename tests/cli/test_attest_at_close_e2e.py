@@ -11,7 +11,9 @@ from support.repo import PYTEST, make_repo
 
 
 @pytest.mark.slow
-def test_a_state_file_removed_mid_run_is_a_warning_and_the_run_closes(tmp_path: Path) -> None:
+def test_a_state_file_removed_after_the_coder_is_a_warning_and_the_run_closes(
+    tmp_path: Path,
+) -> None:
     repo = make_repo(tmp_path)
     done = repo.assay(
         "run",
@@ -19,10 +21,11 @@ def test_a_state_file_removed_mid_run_is_a_warning_and_the_run_closes(tmp_path: 
         "--coder",
         "command",
         "--coder-command",
-        f"cp {repo.fixes}/fixed.py src/slug.py && "
-        'rm "$ASSAY_HALT_STATE_DIR/$ASSAY_DISPATCH_ID.json"',
+        f"cp {repo.fixes}/fixed.py src/slug.py",
         "--validator",
-        PYTEST,
+        # Removed after the engine's last read of it (a removal while the coder runs is
+        # tampering, a block): only the attestation at close meets the missing file.
+        f"rm {repo.root}/.assay/halt-state/*.json && {PYTEST}",
         "--land",
         "branch",
         "--json",

@@ -106,3 +106,43 @@ def test_a_run_nothing_verifies_is_not_merged_unless_the_contract_says_so(
     )
     assert git(repo.root, "rev-parse", "main") == base
     assert git(repo.root, "show", f"{branch}:a.py") == "garbage"
+
+
+def test_a_check_that_only_warns_verifies_nothing(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    base = git(repo.root, "rev-parse", "main")
+    contract = repo.contract(
+        "warn_only.yaml",
+        f"""task: Make slugify keep digits.
+coder: {{kind: command, command: "cp {repo.fixes}/fixed.py src/slug.py"}}
+validators: [{{id: t, kind: command, run: "false", on_fail: warn}}]
+land: merge
+""",
+    )
+    done = repo.assay("run", "--contract", str(contract), "--json")
+    assert done.returncode == 0, done.stderr
+    payload = json.loads(done.stdout)
+    assert payload["status"] == "ready"
+    assert "halt-verification-gap" in [h["name"] for h in payload["halts"]["warnings"]]
+    assert payload["reason"].startswith("no validator verified the change")
+    assert git(repo.root, "rev-parse", "main") == base
+
+
+def test_the_squashed_commit_names_each_validator_with_its_severity(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    contract = repo.contract(
+        "severities.yaml",
+        f"""task: Make slugify keep digits.
+coder: {{kind: command, command: "cp {repo.fixes}/fixed.py src/slug.py"}}
+validators:
+  - {{id: tests, kind: command, run: "{PYTEST}"}}
+  - {{id: lint, kind: command, run: "false", on_fail: warn}}
+land: merge
+""",
+    )
+    done = repo.assay("run", "--contract", str(contract), "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["status"] == "merged"
+    body = git(repo.root, "log", "-1", "--format=%B", "main")
+    assert "Validators: tests: pass; lint: warn." in body
+    assert "passed the validators" not in body

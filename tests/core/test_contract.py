@@ -460,6 +460,10 @@ def test_hostile_yaml_raises_only_contract_errors(text: str) -> None:
         ("[{id: s, kind: scope}, {id: x, kind: secrets}]", False),
         ('[{id: t, kind: command, run: "true"}]', True),
         ("[{id: r, kind: judge, model: m}]", True),
+        # A check that only warns never stops a failing change: it verifies nothing.
+        ('[{id: t, kind: command, run: "false", on_fail: warn}]', False),
+        ("[{id: r, kind: judge, model: m, on_fail: warn}]", False),
+        ('[{id: l, kind: command, run: "x", on_fail: warn}, {id: t, kind: command, run: y}]', True),
     ],
 )
 def test_only_a_command_or_judge_validator_verifies(validators: str, verified: bool) -> None:

@@ -83,6 +83,9 @@ def _run(cwd: Path, *args: str, ok: Sequence[int] = (0,)) -> subprocess.Complete
             env=_env(),
             timeout=GIT_TIMEOUT_SECONDS,
             check=False,
+            # Its own session: a terminal's Ctrl-C (sent to the whole foreground group)
+            # reaches assay, which stops at a boundary; never a git half-way.
+            start_new_session=True,
         )
     except FileNotFoundError:
         raise GitError(args, cwd, 127, "git is not installed or not on PATH") from None

@@ -74,6 +74,7 @@ class SquashMessage:
     blocked: int
     coder: str
     seat: int
+    # Each contract validator with the severity it gave the landed candidate: "tests: pass".
     validators: Sequence[str] = ()
 
     @property
@@ -83,10 +84,9 @@ class SquashMessage:
         return first if len(first) <= TITLE_LIMIT else first[: TITLE_LIMIT - 3].rstrip() + "..."
 
     def text(self) -> str:
-        checks = ", ".join(self.validators) or "scope and secret checks only"
+        checks = "; ".join(self.validators) or "none besides the scope and secret checks"
         body = (
-            f"Landed by assay: the candidate of seat {self.seat}, squashed; "
-            f"it passed the validators ({checks})."
+            f"Landed by assay: the candidate of seat {self.seat}, squashed.\nValidators: {checks}."
         )
         counted = (
             f"{self.attempts} ({self.blocked} blocked)" if self.blocked else str(self.attempts)
@@ -141,6 +141,7 @@ def _config(repo: Path, key: str) -> str | None:
         env=_env(),
         timeout=GIT_TIMEOUT_SECONDS,
         check=False,
+        start_new_session=True,  # a terminal's Ctrl-C reaches assay, never its own git
     )
     return _text(done.stdout).strip() or None if done.returncode == 0 else None
 
@@ -163,6 +164,7 @@ def _commit_tree(repo: Path, tree: str, parent: str, message: str) -> str:
         env=env,
         timeout=GIT_TIMEOUT_SECONDS,
         check=False,
+        start_new_session=True,  # a terminal's Ctrl-C reaches assay, never its own git
     )
     if done.returncode != 0:
         raise GitError(args, repo, done.returncode, _text(done.stderr))

@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from assay.adapters.process_groups import record_group
+
 TAIL_CHARS = 4000
 KILL_GRACE_SECONDS = 3.0
 SHELL = "/bin/sh"  # a command line of the contract runs as [SHELL, "-c", line]
@@ -137,6 +139,7 @@ def run_process(
             start_new_session=True,
         )
         _register(child.pid)
+        record_group(child.pid, cwd)  # in the run's folder: recovery ends it if assay dies
         try:
             if stdin is not None and child.stdin is not None:
                 # Fed from a thread: a child that never reads its stdin must not block us

@@ -123,6 +123,11 @@ def run(argv: Sequence[str]) -> int:
         outcome = halt_ops.check(
             args.dispatch_id, args.condition, state_dir, fire=args.fire, evidence=args.evidence
         )
+        fired = outcome[0].get("current_state") if outcome[0].get("fired") is True else None
+        if isinstance(fired, dict):  # in a run: journaled where a rewrite of the file cannot go
+            from assay.adapters.store.halt_journal import journal_fired
+
+            journal_fired(state_dir, args.dispatch_id, fired)
     elif args.command == "rearm":
         outcome = halt_ops.rearm(
             args.dispatch_id, args.condition, state_dir, evidence=args.evidence

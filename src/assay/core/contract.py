@@ -324,9 +324,10 @@ class Contract(_Input):
 
     @property
     def verified(self) -> bool:
-        """Whether a validator checks the change itself (a command or a judge), beyond the
-        built-in scope and secret checks every run has."""
-        return any(v.kind in VERIFYING_KINDS for v in self.validators)
+        """Whether a validator checks the change itself (a command or a judge) and can block it,
+        beyond the built-in scope and secret checks every run has. A check that only warns
+        (``on_fail: warn``) never stops a failing change, so it verifies nothing."""
+        return any(v.kind in VERIFYING_KINDS and v.on_fail is OnFail.BLOCK for v in self.validators)
 
     def coder_for_seat(self, seat: int) -> CoderSpec:
         """Seat numbers start at 1; a list of coders is cycled over the seats."""

@@ -21,16 +21,19 @@ from assay.adapters.process import EnvironmentFault
 from assay.adapters.report_file import read_report_file
 from assay.adapters.run_files import fault_of, make_folder, writing
 from assay.adapters.store import halt_files, halt_ops
+from assay.adapters.store.halt_journal import HALT_FIRED_EVENT, event_data
 from assay.adapters.validators import get_validator
 from assay.adapters.validators.base import ValidationContext, ValidationOutcome
 from assay.core.anchors import unresolved_anchors
 from assay.core.attempts import AttemptRecord
+from assay.core.halt_watch import HaltWatch
 from assay.core.payload import HaltNotice
 from assay.core.report import CoderReport, compare_with_diff, read_coder_report
+from assay.core.results import ValidatorResult
+from assay.core.statefile import HaltStateFile
 from assay.core.vocab import (
     CanonicalHalt,
     CrashPoint,
-    HaltLifecycle,
     LandMode,
     RunStatus,
     ValidatorKind,
@@ -54,14 +57,20 @@ class LocalEffects:
         home: Path,
         operator_env: Mapping[str, str],
         sink: EventSink | None = None,
+        journaled_firings: Callable[[], Sequence[HaltNotice]] | None = None,
     ) -> None:
         self.home = home
+        # The ledger's halt.fired events of this run: firings the state file cannot take back.
+        self.journaled_firings = journaled_firings
+        self.halt_watch: HaltWatch | None = None
         self.operator_env = dict(operator_env)
         self.sink = sink
         self.events: list[RunEvent] = []
         self.worktrees: dict[int, Path] = {}
         self.branches: dict[int, str] = {}
         self.warnings: list[str] = []
+        # The latest validation of each (attempt, seat): what a merge's commit says of it.
+        self.results: dict[tuple[int, int], list[ValidatorResult]] = {}
 
     # -- paths -------------------------------------------------------------------------------
 
@@ -88,6 +97,8 @@ class LocalEffects:
         document, code = halt_ops.arm(contract_file, plan.dispatch_id, self.state_dir())
         if code != 0:
             raise RuntimeError(f"arming halts failed: {json.dumps(document['violations'])}")
+        self.halt_watch = HaltWatch(plan.dispatch_id)
+        await asyncio.to_thread(self._watch_halts, plan)  # the armed file: what comes after
         boundary(CrashPoint.ARMED)
 
     async def dispatch(self, plan: RunPlan, attempt: int, seat: int, prompt: str) -> SeatOutcome:
@@ -213,6 +224,7 @@ class LocalEffects:
                 )
             )
         await asyncio.to_thread(git.restore_checkpoint, seat.worktree, coder_ignored)
+        self.results.setdefault((seat.attempt, seat.seat), [o.result for o in outcomes])
         boundary(CrashPoint.VALIDATED)
         return outcomes
 
@@ -239,24 +251,30 @@ class LocalEffects:
             fire=True,
             evidence=evidence,
         )
+        self._watch_halts(plan)  # journal the engine's own firing at once
 
     async def fired_halts(self, plan: RunPlan) -> list[HaltNotice]:
+        """Every firing seen in the run (the file's and the ledger's journal), and, when the
+        file was removed or went backwards while the coder ran, that tampering as a block."""
+        return self._watch_halts(plan)
+
+    def _watch_halts(self, plan: RunPlan) -> list[HaltNotice]:
+        if self.halt_watch is None:  # not armed (a test driving effects directly)
+            self.halt_watch = HaltWatch(plan.dispatch_id)
+        watch = self.halt_watch
         path = halt_files.state_path(self.state_dir(), plan.dispatch_id)
+        state: HaltStateFile | None = None
+        problem = None
         try:
-            state = await asyncio.to_thread(halt_files.read_state, path)
-        except halt_files.StateFileError as exc:  # removed or broken mid-run: say so, go on
-            self._warn(f"the halt state file cannot be read, fired halts unknown: {exc}")
-            return []
-        return [
-            HaltNotice(
-                name=h.name,
-                severity=h.severity,
-                detail=str((h.evidence or {}).get("detail", "")),
-                fired_at=h.fired_at,
-            )
-            for h in state.halts
-            if h.lifecycle is HaltLifecycle.FIRED or h.has_fired
-        ]
+            state = halt_files.read_state(path)
+        except halt_files.StateFileError as exc:
+            problem = "it was removed" if not path.exists() else f"it cannot be read: {exc}"
+        journaled = list(self.journaled_firings()) if self.journaled_firings else []
+        recorded = {(n.name, n.fired_at) for n in journaled}
+        for notice in watch.observe(state, problem, journaled):
+            if (notice.name, notice.fired_at) not in recorded:
+                self._record(RunEvent(HALT_FIRED_EVENT, event_data(notice, by="engine")))
+        return watch.fired()
 
     async def land(
         self,

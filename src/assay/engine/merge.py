@@ -19,6 +19,7 @@ from assay.adapters import git, landing
 from assay.adapters.store import halt_files
 from assay.core.attempts import AttemptRecord
 from assay.core.policy import decide
+from assay.core.results import ValidatorResult
 from assay.core.vocab import AttemptOutcome, PolicyAction, RunStatus
 from assay.engine.accounting import failure_detail
 from assay.engine.effects import LandOutcome, RunPlan, SeatOutcome
@@ -45,7 +46,7 @@ def merge_squashed(
         blocked=sum(1 for a in attempts if a.outcome is AttemptOutcome.BLOCKED),
         coder=seat.coder,
         seat=seat.seat,
-        validators=[v.id for v in plan.contract.validators],
+        validators=validator_verdicts(plan, fx.results.get((seat.attempt, seat.seat), [])),
     )
     revalidations: list[str] = []
 
@@ -79,6 +80,20 @@ def merge_squashed(
         branch,
         validations=len(revalidations),
     )
+
+
+def validator_verdicts(plan: RunPlan, results: Sequence[ValidatorResult]) -> list[str]:
+    """Each contract validator with the severity it actually gave ("lint: warn"), so a commit
+    never says a check passed that only warned or failed advisorily."""
+    given = {r.validator_id: r for r in results}
+    verdicts = []
+    for spec in plan.contract.validators:
+        result = given.get(spec.id)
+        if result is None:
+            verdicts.append(f"{spec.id}: not run")
+        else:
+            verdicts.append(f"{spec.id}: {'error' if result.error else result.severity.value}")
+    return verdicts
 
 
 def _revalidate(

@@ -22,8 +22,10 @@ from pathlib import Path
 
 from assay.adapters import git, github
 from assay.adapters.landing import landed_commit
+from assay.adapters.process_groups import GROUPS_FILE, stop_recorded_groups
 from assay.adapters.run_files import cause_of
 from assay.adapters.store import halt_files, halt_ops
+from assay.adapters.store.halt_journal import journaled_firings
 from assay.adapters.store.records import EventIn, RunClose, RunRecord
 from assay.adapters.store.sql import Ledger, RunNotFound
 from assay.core.contract import Contract
@@ -56,6 +58,8 @@ def close_unfinished(
 ) -> RunStatus:
     """Close ``record`` (open, its process gone or stopping) from what its event log says."""
     dispatch_id = record.dispatch_id or record.id
+    # Coders of a run whose assay died live on in their own groups: end them before closing.
+    stop_recorded_groups(home / "runs" / record.id / GROUPS_FILE)
     journal = read_journal(ledger.events(run_id=record.id), dispatch_id=dispatch_id, fault=reason)
     commit = (
         landed_commit(repo, journal.base_branch, record.id, since=journal.base_commit)
@@ -63,7 +67,10 @@ def close_unfinished(
         else None
     )
     state_dir = home / "halt-state"
-    if not _block_halt_fired(state_dir, dispatch_id):
+    journaled = journaled_firings(ledger.events(run_id=record.id))
+    if not any(n.severity is HaltSeverity.BLOCK for n in journaled) and not _block_halt_fired(
+        state_dir, dispatch_id
+    ):  # a block halt the ledger journaled stays sticky even if the file no longer shows it
         halt_ops.attest(dispatch_id, state_dir)
     task = ledger.get_task(record.task_id)
     now = clock()

@@ -32,8 +32,10 @@ from pathlib import Path
 
 from assay.adapters import git
 from assay.adapters.process import EnvironmentFault
+from assay.adapters.process_groups import GROUPS_FILE, recording_groups
 from assay.adapters.run_files import cause_of
 from assay.adapters.store import halt_files
+from assay.adapters.store.halt_journal import journaled_firings
 from assay.adapters.store.records import DispatchRecord, RunClose
 from assay.adapters.store.sql import Ledger
 from assay.core.contract import Contract
@@ -113,7 +115,12 @@ def run_task(
     # Every event reaches the ledger as it happens, so a run that dies keeps exact counts.
     journal = journaled(ledger, task_id=task.id, run_id=run_id, clock=clock, then=sink)
     operator_env = env if env is not None else os.environ
-    fx = LocalEffects(home=home, operator_env=operator_env, sink=journal)
+    fx = LocalEffects(
+        home=home,
+        operator_env=operator_env,
+        sink=journal,
+        journaled_firings=lambda: journaled_firings(ledger.events(run_id=run_id)),
+    )
     run_dir = fx.run_dir(plan)
     run_dir.mkdir(parents=True, exist_ok=True)
     lock = _hold_run_lock(run_dir)  # before the row: a starting run never looks dead
@@ -130,7 +137,8 @@ def run_task(
         crash_point(CrashPoint.TASK_STARTED)
         dispatches: list[DispatchRecord] | None = None
         try:
-            result = asyncio.run(run_graph(plan, fx))
+            with recording_groups(run_dir / GROUPS_FILE):  # what recovery stops after a crash
+                result = asyncio.run(run_graph(plan, fx))
         except RunInterrupted as stop:
             close_unfinished(
                 repo=repo,
