@@ -25,6 +25,7 @@ from assay.cli.workspace import (
     one_line,
     print_json,
 )
+from assay.core.contract import MAX_ATTEMPTS_LIMIT, MAX_RECOVERY_LIMIT
 from assay.core.vocab import HaltType, TaskStatus
 
 if TYPE_CHECKING:
@@ -49,9 +50,13 @@ ValidatorFlag = Annotated[
     typer.Option("--validator", "-v", help='A validator command, e.g. "pytest -q" (repeat).'),
 ]
 LandFlag = Annotated[str, typer.Option(help="merge, branch, pr or none.")]
-SeatsFlag = Annotated[int, typer.Option(min=1, help="Competing coders per attempt.")]
-MaxAttemptsFlag = Annotated[int, typer.Option(min=1, help="Runs before the task is Held.")]
-MaxRecoveryFlag = Annotated[int, typer.Option(min=0, help="Recovery waves per run.")]
+SeatsFlag = Annotated[int, typer.Option(min=1, max=16, help="Competing coders per attempt.")]
+MaxAttemptsFlag = Annotated[
+    int, typer.Option(min=1, max=MAX_ATTEMPTS_LIMIT, help="Runs before the task is Held.")
+]
+MaxRecoveryFlag = Annotated[
+    int, typer.Option(min=0, max=MAX_RECOVERY_LIMIT, help="Recovery waves per run.")
+]
 
 
 def exit_code_for(status: TaskStatus, halt_type: HaltType) -> int:
