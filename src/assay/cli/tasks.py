@@ -30,7 +30,10 @@ JsonFlag = Annotated[bool, typer.Option("--json", help="Machine-readable JSON ou
 
 def _get(ledger: Ledger, task_id: str) -> Task:
     from assay.adapters.store.sql import TaskNotFound
+    from assay.core.contract import unstorable_text
 
+    if unstorable_text(task_id) is not None:
+        fail(f"no task {task_id!r}: the id is not valid text (see `assay task list`)")
     try:
         return ledger.get_task(task_id)
     except TaskNotFound:
