@@ -182,10 +182,12 @@ def run(
         if not jobs and instruction is None and contract is None and task_id is None:
             raise typer.Exit(recovered_code)  # nothing left to run: what recovery made of it
     if task_id is not None:
-        from assay.adapters.store.sql import TaskNotFound
+        from assay.adapters.store.sql import TaskNotFound, UnreadableTask
 
         try:
             task = ledger.get_task(task_id)
+        except UnreadableTask as exc:
+            fail(str(exc), EXIT_INTERNAL)
         except TaskNotFound:
             fail(f"no task {task_id!r} (see `assay task list`)")
         if task.waiting(now) and not ignore_wait:
