@@ -178,7 +178,9 @@ def test_registry_and_ignored_settings() -> None:
     assert ignored_settings(CoderSpec(kind="command", command="x"), coder) == []
     replay = get_coder("replay")
     assert ignored_settings(CoderSpec(kind="replay", steps=[{"script": "true"}]), replay) == []
-    assert ignored_settings(CoderSpec(kind="replay", command="x"), replay) == ["command"]
+    assert ignored_settings(
+        CoderSpec(kind="replay", steps=[{"script": "true"}], command="x"), replay
+    ) == ["command"]
     with pytest.raises(ValueError, match="unknown coder kind"):
         get_coder("nope")
 

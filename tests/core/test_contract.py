@@ -549,3 +549,91 @@ def test_flags_with_unstorable_text_are_refused() -> None:
     with pytest.raises(ContractError) as info:
         contract_from_flags("fix \udcff it")
     assert "U+DCFF" in str(info.value)
+
+
+# --- what parses can run: budgets are bounded, coders and judges have what they need ---------
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "line"),
+    [
+        ("task: x\nbudgets:\n  max_recovery: 21\n", "budgets.max_recovery", 3),
+        ("task: x\nbudgets:\n  max_recovery: 99999999999999999999\n", "budgets.max_recovery", 3),
+        ("task: x\nbudgets:\n  max_attempts: 101\n", "budgets.max_attempts", 3),
+        ("task: x\nbudgets:\n  max_refunds: 99999999999999999999\n", "budgets.max_refunds", 3),
+    ],
+)
+def test_budgets_are_bounded(text: str, key: str, line: int) -> None:
+    assert_names(refused(text), key, line)
+
+
+def test_the_largest_budgets_parse() -> None:
+    budgets = parse_contract(
+        "task: x\nbudgets: {max_recovery: 20, max_attempts: 100, max_refunds: 100}\n"
+    ).budgets
+    assert (budgets.max_recovery, budgets.max_attempts, budgets.max_refunds) == (20, 100, 100)
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "line", "said"),
+    [
+        ("task: x\nenv:\n  A=B: a\n", "env", 2, "'A=B' is not a valid environment variable"),
+        ('task: x\nenv:\n  "": a\n', "env", 2, "must not be empty"),
+        ('task: x\nenv:\n  A: "a\\0b"\n', "env", 2, "NUL"),
+        ("task: x\ncoder: {kind: llm}\n", "coder", 2, "kind llm needs `model`"),
+        ("task: x\ncoder:\n  kind: command\n", "coder", 2, "kind command needs `command`"),
+        ("task: x\ncoder: {kind: command, command: '  '}\n", "coder", 2, "needs `command`"),
+        ("task: x\ncoder: {kind: command, command: []}\n", "coder", 2, "needs `command`"),
+        ("task: x\ncoder: {kind: replay, steps: []}\n", "coder", 2, "kind replay needs `steps`"),
+        ("task: x\ncoder: replay\n", "coder", 2, "kind replay needs `steps`"),
+        (
+            "task: x\ncoder: {kind: replay, steps: [{diffs: a.patch}]}\n",
+            "coder",
+            2,
+            "unknown key(s) diffs",
+        ),
+        (
+            "task: x\nvalidators:\n  - {id: j, kind: judge}\n",
+            "validators[0]",
+            3,
+            "kind judge needs `model`",
+        ),
+        ("task: x\nscope:\n  allow: ['[z-a]']\n", "scope.allow", 3, "not a valid glob"),
+        ("task: x\nscope:\n  protect: ['a\\']\n", "scope.protect", 3, "not a valid glob"),
+    ],
+)
+def test_what_a_run_would_refuse_is_refused_on_its_line(
+    text: str, key: str, line: int, said: str
+) -> None:
+    error = refused(text)
+    assert error.key is not None and error.key.startswith(key), str(error)
+    assert f"line {line}" in str(error) and said in str(error), str(error)
+
+
+def test_runnable_coders_parse() -> None:
+    contract = parse_contract(
+        "task: x\ncoder:\n"
+        "  - {kind: llm, model: gpt-5-mini}\n"
+        "  - {kind: command, command: [my-agent, --go]}\n"
+        "  - {kind: replay, steps: [{diff: a.patch}, {script: ./fix.sh, summary: done}]}\n"
+        "  - claude\n"
+        "validators: [{id: j, kind: judge, model: gpt-5-mini}]\n"
+        "scope: {allow: ['src/**', '['], protect: ['!x']}\n"
+        "env: {A_B: 'c=d'}\n"
+    )
+    assert [contract.coder_for_seat(s).kind for s in range(1, 5)] == [
+        CoderKind.LLM,
+        CoderKind.COMMAND,
+        CoderKind.REPLAY,
+        CoderKind.CLAUDE,
+    ]
+
+
+def test_a_contract_without_a_coder_runs_claude_as_the_cli_does() -> None:
+    assert parse_contract("task: x\n").coder_for_seat(1).kind is CoderKind.CLAUDE
+    assert contract_from_flags("x").coder_for_seat(1).kind is CoderKind.CLAUDE
+
+
+def test_flags_naming_the_command_coder_without_a_command_are_refused() -> None:
+    with pytest.raises(ContractError, match="needs `command`"):
+        contract_from_flags("x", coder="command")

@@ -568,3 +568,42 @@ def test_judges_lost_to_quota_and_a_fault_wait_for_the_quota() -> None:
     assert out.status is RunStatus.STALLED and out.quota_hit and not out.machine_fault
     assert settle_row(out.verdict) is SettleRow.STALLED_QUOTA
     assert "1 judge(s) lost to quota, 1 judge(s) lost to a provider fault: " in out.reason
+
+
+def test_waves_that_change_nothing_the_same_way_twice_are_stuck() -> None:
+    """A coder that never changes anything does not loop through the recovery budget."""
+    _, out = run(
+        Script(dispatches=[[DispatchResult(exit_code=0)]]), budgets=Budgets(max_recovery=20)
+    )
+    assert out.status is RunStatus.BLOCKED and out.halt_type is HaltType.BLOCKER
+    assert out.reason.startswith("stuck: attempt 2 failed exactly as attempt 1 did")
+    assert len(out.attempts) == 2 and len(out.dispatches) == 2
+
+
+def test_empty_waves_that_fail_differently_go_on_recovering() -> None:
+    script = Script(
+        dispatches=[
+            [DispatchResult(exit_code=1, error="exit 1: no such file")],
+            [DispatchResult(exit_code=0)],
+            [change("a.py")],
+        ],
+        verdicts=[[result(Severity.PASS)]],
+    )
+    _, out = run(script, budgets=Budgets(max_recovery=2))
+    assert out.status is RunStatus.MERGED
+    assert len(out.attempts) == 3
+
+
+def test_a_wave_partly_lost_to_a_machine_fact_is_never_called_stuck() -> None:
+    """Seats lost to a provider fault say nothing about the coder: two such waves in a row
+    are not "stuck", the run goes on to its next wave."""
+    script = Script(
+        dispatches=[
+            [_overloaded(), DispatchResult(exit_code=0)],
+            [_overloaded(), DispatchResult(exit_code=0)],
+            [change("a.py"), change("b.py")],
+        ],
+        verdicts=[[result(Severity.PASS)]],
+    )
+    _, out = run(script, seats=2, budgets=Budgets(max_recovery=2))
+    assert out.status is RunStatus.MERGED

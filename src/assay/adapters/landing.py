@@ -30,6 +30,7 @@ from assay.adapters.git import (
     _text,
     current_branch,
 )
+from assay.core.text import printable
 
 RUN_TRAILER = "Assay-Run"
 TASK_TRAILER = "Assay-Task"
@@ -79,7 +80,7 @@ class SquashMessage:
 
     @property
     def title(self) -> str:
-        lines = self.task.strip().splitlines()
+        lines = printable(self.task).strip().splitlines()  # no escape reaches a subject
         first = lines[0].strip() if lines else ""
         return first if len(first) <= TITLE_LIMIT else first[: TITLE_LIMIT - 3].rstrip() + "..."
 

@@ -23,7 +23,12 @@ def init(
 
     if path.exists() and not force:
         fail(f"{path} exists; pass --force to overwrite it")
-    write_text_atomic(path, contract_template())
+    if path.is_dir():
+        fail(f"{path} is a directory; give the path of the file to write")
+    try:
+        write_text_atomic(path, contract_template())
+    except OSError as exc:
+        fail(f"cannot write {path}: {exc.strerror or exc}")
     typer.echo(f"wrote {path}")
 
 

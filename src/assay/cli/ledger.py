@@ -34,7 +34,9 @@ def show(
             f"  {stage:<9} attempts {record.attempts:<4} last verdict {record.last_verdict.value}"
         )
     for name, foreign in sorted(convergence.foreign_stages.items()):
+        unreadable = [s for s in foreign.last_finding_signatures if s.startswith("(unreadable")]
+        why = unreadable[0] if unreadable else "not known to this version of assay"
         typer.echo(
             f"  {name:<9} attempts {foreign.attempts:<4} last verdict {foreign.last_verdict} "
-            "(not known to this version of assay; shown as stored)"
+            f"({why}; shown as stored, not counted)"
         )

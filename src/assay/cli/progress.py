@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import JsonValue
 from rich.console import Console
 from rich.markup import escape
 
+from assay.core.text import printable
 from assay.engine.effects import RunEvent
 
 _STYLE = {"pass": "green", "warn": "yellow", "block": "red"}
@@ -13,6 +16,17 @@ _STYLE = {"pass": "green", "warn": "yellow", "block": "red"}
 
 def _items(value: JsonValue) -> list[JsonValue]:
     return value if isinstance(value, list) else []
+
+
+def _printable(value: JsonValue) -> Any:
+    """Event data with every string made safe for the terminal (coder output, instructions)."""
+    if isinstance(value, str):
+        return printable(value)
+    if isinstance(value, list):
+        return [_printable(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _printable(item) for key, item in value.items()}
+    return value
 
 
 class Progress:
@@ -23,7 +37,7 @@ class Progress:
     def __call__(self, event: RunEvent) -> None:
         if self.quiet:
             return
-        data = event.data
+        data = _printable(event.data)
         out = self.console.print
         if event.kind == "run.started":
             out(f"[bold]run {data['run_id']}[/bold] · {data['seats']} seat(s)")

@@ -25,6 +25,7 @@ from assay.cli.workspace import (
     one_line,
     print_json,
 )
+from assay.core.contract import MAX_ATTEMPTS_LIMIT, MAX_RECOVERY_LIMIT
 from assay.core.vocab import HaltType, TaskStatus
 
 if TYPE_CHECKING:
@@ -49,9 +50,13 @@ ValidatorFlag = Annotated[
     typer.Option("--validator", "-v", help='A validator command, e.g. "pytest -q" (repeat).'),
 ]
 LandFlag = Annotated[str, typer.Option(help="merge, branch, pr or none.")]
-SeatsFlag = Annotated[int, typer.Option(min=1, help="Competing coders per attempt.")]
-MaxAttemptsFlag = Annotated[int, typer.Option(min=1, help="Runs before the task is Held.")]
-MaxRecoveryFlag = Annotated[int, typer.Option(min=0, help="Recovery waves per run.")]
+SeatsFlag = Annotated[int, typer.Option(min=1, max=16, help="Competing coders per attempt.")]
+MaxAttemptsFlag = Annotated[
+    int, typer.Option(min=1, max=MAX_ATTEMPTS_LIMIT, help="Runs before the task is Held.")
+]
+MaxRecoveryFlag = Annotated[
+    int, typer.Option(min=0, max=MAX_RECOVERY_LIMIT, help="Recovery waves per run.")
+]
 
 
 def exit_code_for(status: TaskStatus, halt_type: HaltType) -> int:
@@ -65,16 +70,41 @@ def exit_code_for(status: TaskStatus, halt_type: HaltType) -> int:
 
 
 def load_contract_file(path: Path) -> Contract:
+    from assay.cli.contract_file import ContractFileError, read_contract_text
     from assay.core.contract import ContractError, parse_contract
+    from assay.core.text import printable
 
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        fail(f"cannot read contract {path}: {exc}")
+        text = read_contract_text(path)
+    except ContractFileError as exc:
+        fail(f"cannot read contract {printable(str(path))}: {exc}")
     try:
-        return parse_contract(text, str(path))
+        return parse_contract(text, printable(str(path)))
     except ContractError as exc:
         fail(f"invalid contract: {exc}")
+
+
+def refuse_conflicting_flags(
+    instruction: str | None,
+    contract: Path | None,
+    task_id: str | None,
+    ignore_wait: bool,
+    resume: bool,
+) -> None:
+    """Flags that make no sense together are refused before anything happens."""
+    from assay.core.contract import unstorable_text
+
+    if ignore_wait and task_id is None:
+        fail("--ignore-wait only applies to --task ID (a new task never waits)")
+    if resume and (instruction is not None or contract is not None):
+        fail(
+            "--resume closes and reruns interrupted runs; start a new task with a separate "
+            "`assay run` (or queue it with `assay task add`)"
+        )
+    if task_id is not None and (instruction is not None or contract is not None):
+        fail("--task runs an existing task; give no instruction or --contract with it")
+    if task_id is not None and unstorable_text(task_id) is not None:
+        fail(f"no task {task_id!r}: the id is not valid text (see `assay task list`)")
 
 
 def run(
@@ -115,6 +145,7 @@ def run(
     """
     from assay.engine.runner import recover_interrupted
 
+    refuse_conflicting_flags(instruction, contract, task_id, ignore_wait, resume)
     built: Contract | None = None
     if task_id is None and (instruction is not None or contract is not None):
         # A bad contract or option is refused before anything is created.
@@ -151,10 +182,12 @@ def run(
         if not jobs and instruction is None and contract is None and task_id is None:
             raise typer.Exit(recovered_code)  # nothing left to run: what recovery made of it
     if task_id is not None:
-        from assay.adapters.store.sql import TaskNotFound
+        from assay.adapters.store.sql import TaskNotFound, UnreadableTask
 
         try:
             task = ledger.get_task(task_id)
+        except UnreadableTask as exc:
+            fail(str(exc), EXIT_INTERNAL)
         except TaskNotFound:
             fail(f"no task {task_id!r} (see `assay task list`)")
         if task.waiting(now) and not ignore_wait:
@@ -214,8 +247,10 @@ def _run_jobs(
         if json_output:
             print_json(payload.to_json())
         else:
+            from assay.core.text import printable
+
             typer.echo(
-                f"{payload.status.value}: {payload.reason}\n"
+                f"{payload.status.value}: {printable(payload.reason)}\n"
                 f"task {task.id}: {report.settlement.new_status.value} "
                 f"(row {report.settlement.row.value}, attempt "
                 f"{'spent' if report.settlement.attempt_spent else 'refunded'}, "
@@ -268,6 +303,7 @@ def build_contract(
             loaded = loaded.model_copy(update={"task": instruction})
         return loaded
     assert instruction is not None
+    refuse_bad_coder_flags(coder, coder_command)
     try:
         return contract_from_flags(
             instruction,
@@ -289,6 +325,24 @@ def build_contract(
         fail(f"invalid options: {exc}")
 
 
+def refuse_bad_coder_flags(coder: str | None, coder_command: str | None) -> None:
+    """``--coder`` names one known kind; ``--coder command`` needs ``--coder-command``."""
+    from assay.core.vocab import CoderKind
+
+    kinds = ", ".join(k.value for k in CoderKind)
+    if coder is None:
+        return
+    kind = coder.partition(":")[0].strip()
+    if not kind:
+        fail(f"--coder needs a kind: one of {kinds} (optionally kind:model)")
+    if kind not in {k.value for k in CoderKind}:
+        fail(f"unknown coder kind {kind!r}: use one of {kinds}")
+    if kind == CoderKind.COMMAND.value and not (coder_command or "").strip():
+        fail('--coder command needs --coder-command "the command line to run"')
+    if kind == CoderKind.REPLAY.value:
+        fail("the replay coder needs steps: give it in a contract file (--contract)")
+
+
 def queue_task(workspace: Workspace, ledger: Ledger, contract: Contract, now: datetime) -> Task:
     """A new task for ``contract``, titled by its first line; the contract is stored first, so
     a task in the ledger always has one, and removed again when the task cannot be added, so
@@ -297,8 +351,9 @@ def queue_task(workspace: Workspace, ledger: Ledger, contract: Contract, now: da
 
     from assay.adapters.store.sql import LedgerConflict
     from assay.core.tasks import Task
+    from assay.core.text import one_line_title
 
-    title = contract.task.strip().splitlines()[0][:80]
+    title = one_line_title(contract.task)
     for _ in range(3):  # 32 random bits per second make a clash rare; a clash just draws again
         task_id = f"t{now:%Y%m%d-%H%M%S}-{secrets.token_hex(4)}"
         if not workspace.create_contract(task_id, contract):

@@ -48,6 +48,7 @@ def serve(
     busy: set[str] = set()
     closed = {"runs": 0, "interrupted": 0}  # counted as each run closes, interrupted ones too
     announced: dict[str, datetime] = {}  # task -> the wait already reported
+    skipped: set[str] = set()  # unreadable tasks already reported
     guard = threading.Lock()
     progress = Progress(quiet=concurrency > 1)
 
@@ -86,7 +87,11 @@ def serve(
         try:
             while interrupted_exit() is None:
                 now = datetime.now(UTC)
-                tasks = ledger.list_tasks()
+                tasks, unreadable = ledger.scan_tasks()
+                for task_id, problem in unreadable:  # said once; the other tasks still run
+                    if task_id not in skipped:
+                        skipped.add(task_id)
+                        typer.echo(f"skipping task {task_id}: unreadable: {problem}", err=True)
                 for task in tasks:
                     if task.waiting(now) and announced.get(task.id) != task.not_before:
                         assert task.not_before is not None

@@ -17,7 +17,14 @@ from assay.cli.run import (
     SeatsFlag,
     ValidatorFlag,
 )
-from assay.cli.workspace import EXIT_USAGE, Workspace, command_group, fail, print_json
+from assay.cli.workspace import (
+    EXIT_INTERNAL,
+    EXIT_USAGE,
+    Workspace,
+    command_group,
+    fail,
+    print_json,
+)
 
 if TYPE_CHECKING:
     from assay.adapters.store.sql import Ledger
@@ -29,10 +36,15 @@ JsonFlag = Annotated[bool, typer.Option("--json", help="Machine-readable JSON ou
 
 
 def _get(ledger: Ledger, task_id: str) -> Task:
-    from assay.adapters.store.sql import TaskNotFound
+    from assay.adapters.store.sql import TaskNotFound, UnreadableTask
+    from assay.core.contract import unstorable_text
 
+    if unstorable_text(task_id) is not None:
+        fail(f"no task {task_id!r}: the id is not valid text (see `assay task list`)")
     try:
         return ledger.get_task(task_id)
+    except UnreadableTask as exc:
+        fail(str(exc), EXIT_INTERNAL)
     except TaskNotFound:
         fail(f"no task {task_id!r} (see `assay task list`)")
 
@@ -89,9 +101,12 @@ def list_tasks(
         except ValueError:
             fail(f"unknown status {status!r}: use one of {', '.join(s.value for s in TaskStatus)}")
     workspace = Workspace.find()
-    tasks = workspace.ledger().list_tasks(chosen)
+    tasks, unreadable = workspace.ledger().scan_tasks(chosen)
     if json_output:
-        print_json([_dump(t) for t in tasks])
+        print_json(
+            [_dump(t) for t in tasks]
+            + [{"id": i, "status": "unreadable", "problem": why} for i, why in unreadable]
+        )
         return
     from assay.cli.explain import error_note, shorten, wait_note
 
@@ -100,6 +115,8 @@ def list_tasks(
     for task in tasks:
         note = wait_note(task, now) or shorten(task.hold_reason or error_note(task) or "", 60)
         table.add_row(task.id, task.status.value, str(task.attempts), task.title, note)
+    for task_id, problem in unreadable:  # shown, never fatal: one bad row hides nothing else
+        table.add_row(task_id, "unreadable", "", "", problem[:60])
     Console().print(table)
 
 

@@ -29,7 +29,9 @@ EXIT_INTERNAL = 4
 
 def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
     """A clear one-line error on stderr and a documented exit code; never a traceback."""
-    typer.echo(f"assay: {message}", err=True)
+    from assay.core.text import printable
+
+    typer.echo(f"assay: {printable(message)}", err=True)
     raise typer.Exit(code)
 
 
@@ -79,7 +81,9 @@ class Workspace:
         path = self.contract_path(task_id)
         path.parent.mkdir(parents=True, exist_ok=True)
         staged = path.with_name(f".{path.name}.{os.getpid()}.new")
-        halt_files.write_json_atomic(staged, contract.model_dump(mode="json"))
+        # Only what was set: a default is not a setting the operator chose, so reading it
+        # back never warns that a coder ignores it.
+        halt_files.write_json_atomic(staged, contract.model_dump(mode="json", exclude_unset=True))
         try:
             os.link(staged, path)
         except FileExistsError:
@@ -93,10 +97,17 @@ class Workspace:
 
     def load_contract(self, task_id: str) -> Contract:
         path = self.contract_path(task_id)
+        from pydantic import ValidationError
+
         try:
-            return Contract.model_validate(json.loads(path.read_text()))
+            return Contract.model_validate(json.loads(path.read_text(encoding="utf-8")))
         except FileNotFoundError:
             fail(f"task {task_id} has no stored contract at {path}", EXIT_INTERNAL)
+        except (OSError, ValueError, ValidationError) as exc:
+            fail(
+                f"task {task_id}: its stored contract {path} is unreadable: {one_line(exc)}",
+                EXIT_INTERNAL,
+            )
 
 
 def command_group() -> typer.Typer:

@@ -25,6 +25,7 @@ from pydantic import (
     model_validator,
 )
 
+from assay.core.contract_rules import coder_problem, env_problem, pattern_problem
 from assay.core.contract_yaml import (
     TEMPLATE,
     ContractError,
@@ -106,11 +107,19 @@ class Scope(_Input):
     allow: list[str] = Field(default_factory=lambda: ["**"])
     protect: list[str] = Field(default_factory=list)
 
+    @field_validator("allow", "protect")
+    @classmethod
+    def _valid_patterns(cls, value: list[str]) -> list[str]:
+        problem = pattern_problem(value)
+        if problem is not None:
+            raise ValueError(problem)
+        return value
+
 
 class CoderSpec(_Input):
     """One coder. Settings a kind does not honour produce a warning when the run starts."""
 
-    kind: CoderKind = CoderKind.COMMAND
+    kind: CoderKind = CoderKind.CLAUDE  # as `assay run` without --coder
     model: str | None = None
     timeout_seconds: float = Field(default=1800.0, strict=True, gt=0)
     max_turns: int | None = Field(default=None, strict=True, ge=1)
@@ -123,6 +132,13 @@ class CoderSpec(_Input):
     base_url: str | None = None
     api_key_env: str | None = None
     args: list[str] = Field(default_factory=list)  # extra arguments for CLI coders
+
+    @model_validator(mode="after")
+    def _runnable(self) -> CoderSpec:
+        problem = coder_problem(self.kind, model=self.model, command=self.command, steps=self.steps)
+        if problem is not None:
+            raise ValueError(problem)
+        return self
 
 
 class ValidatorSpec(_Input):
@@ -141,6 +157,8 @@ class ValidatorSpec(_Input):
     def _command_needs_run(self) -> ValidatorSpec:
         if self.kind is ValidatorKind.COMMAND and not self.run:
             raise ValueError(f"validator {self.id!r} of kind command needs `run`")
+        if self.kind is ValidatorKind.JUDGE and not (self.model or "").strip():
+            raise ValueError(f"validator {self.id!r} of kind judge needs `model`")
         return self
 
 
@@ -166,12 +184,18 @@ class JudgeSpec(_Input):
         return self
 
 
+# Budgets are bounded so a typo (or 99999999999999999999) cannot make a run loop for days.
+MAX_ATTEMPTS_LIMIT = 100
+MAX_RECOVERY_LIMIT = 20
+MAX_REFUNDS_LIMIT = 100
+
+
 class Budgets(_Input):
-    max_attempts: int = Field(default=3, strict=True, ge=1)
-    max_recovery: int = Field(default=2, strict=True, ge=0)
+    max_attempts: int = Field(default=3, strict=True, ge=1, le=MAX_ATTEMPTS_LIMIT)
+    max_recovery: int = Field(default=2, strict=True, ge=0, le=MAX_RECOVERY_LIMIT)
     # Refunded runs in a row (quota, provider fault, interruption, environment) before the
     # task is held for a human, so a machine fault that never clears cannot loop forever.
-    max_refunds: int = Field(default=3, ge=1, strict=True)
+    max_refunds: int = Field(default=3, ge=1, le=MAX_REFUNDS_LIMIT, strict=True)
 
 
 PR_TEMPLATE_FIELDS = frozenset({"title", "task", "task_id", "run_id", "branch", "base"})
@@ -278,6 +302,14 @@ class Contract(_Input):
     @classmethod
     def _task_not_blank(cls, value: str) -> str:
         return _not_blank(value)
+
+    @field_validator("env")
+    @classmethod
+    def _passable_env(cls, value: dict[str, str]) -> dict[str, str]:
+        problem = env_problem(value)
+        if problem is not None:
+            raise ValueError(problem)
+        return value
 
     @field_validator("coder", "judge", mode="before")
     @classmethod

@@ -335,10 +335,11 @@ validators:
 policy: unanimous
 threshold: 0.67
 
-# max_attempts: runs of this task before it is held for a human (>= 1).
-# max_recovery: recovery waves inside one run after a blocked attempt (>= 0).
+# max_attempts: runs of this task before it is held for a human (1-100).
+# max_recovery: recovery waves inside one run after a blocked attempt (0-20); a wave that
+#   fails exactly as the one before it ends the run early ("stuck").
 # max_refunds: refunded runs in a row (quota, provider fault, interruption, environment error)
-#   before the task is held for a human (>= 1); `assay task release` starts the count again.
+#   before the task is held for a human (1-100); `assay task release` starts the count again.
 budgets:
   max_attempts: 3
   max_recovery: 2

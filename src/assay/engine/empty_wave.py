@@ -112,6 +112,15 @@ def no_candidate(
     return None
 
 
+def empty_wave_signatures(run: RunResult, attempt: int) -> list[str] | None:
+    """The finding signatures :func:`no_candidate` recorded for ``attempt`` when every seat ran
+    and changed nothing, or None (seats lost to a machine fact say nothing about being stuck)."""
+    last = run.attempts[-1] if run.attempts else None
+    if last is None or last.attempt != attempt or not last.finding_signatures:
+        return None
+    return list(last.finding_signatures)
+
+
 def lost_reason(seats: list[SeatOutcome]) -> str:
     """Why a wave where every seat was lost to a machine fact ended, naming the faults."""
     quota = [s.result.quota.detail for s in seats if s.result.quota]

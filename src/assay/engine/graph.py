@@ -32,7 +32,12 @@ from assay.engine.accounting import (
     seat_event,
 )
 from assay.engine.effects import Effects, RunEvent, RunPlan, SeatOutcome
-from assay.engine.empty_wave import claims_no_change, no_candidate, verify_noop
+from assay.engine.empty_wave import (
+    claims_no_change,
+    empty_wave_signatures,
+    no_candidate,
+    verify_noop,
+)
 from assay.engine.result import RunResult, end_run
 
 __all__ = ["run_graph"]
@@ -106,6 +111,15 @@ async def run_graph(plan: RunPlan, fx: Effects) -> RunResult:
             ended = no_candidate(run, attempt, seats, failures)
             if ended is not None:
                 return ended
+            empty = empty_wave_signatures(run, attempt)
+            if empty is not None and empty == previous:
+                return await _end_blocked(
+                    plan,
+                    fx,
+                    run,
+                    f"stuck: attempt {attempt} failed exactly as attempt {attempt - 1} did",
+                )
+            previous = empty
             if attempt == waves:
                 return end_run(
                     run, RunStatus.BLOCKED, HaltType.BLOCKER, "no attempt produced a change"

@@ -31,6 +31,7 @@ from assay.core.payload import HaltNotice
 from assay.core.report import CoderReport, compare_with_diff, read_coder_report
 from assay.core.results import ValidatorResult
 from assay.core.statefile import HaltStateFile
+from assay.core.text import one_line_title
 from assay.core.vocab import (
     CanonicalHalt,
     CrashPoint,
@@ -356,7 +357,7 @@ class LocalEffects:
     ) -> LandOutcome:
         mode = plan.contract.land
         branch = self.branches[seat.seat]
-        title = plan.contract.task.strip().splitlines()[0][:72]
+        title = one_line_title(plan.contract.task, 72)
         git.commit_all(seat.worktree, f"{title}\n\nassay run {plan.run_id}, seat {seat.seat}")
         if mode is LandMode.PR:
             # Push and open the PR; any failure leaves the branch and says why (never raises).

@@ -19,8 +19,9 @@ from typing import Any
 from assay.adapters.coders.base import DispatchRequest, DispatchResult, assay_env
 from assay.adapters.coders.command import ERROR_TAIL_CHARS, write_prompt_file
 from assay.adapters.process import SHELL, ProcessResult, run_process
+from assay.core.contract_rules import REPLAY_STEP_KEYS
 
-STEP_KEYS: frozenset[str] = frozenset({"diff", "script", "report", "summary"})
+STEP_KEYS: frozenset[str] = REPLAY_STEP_KEYS  # one list, so a contract that parses can play
 
 
 class ReplayError(Exception):

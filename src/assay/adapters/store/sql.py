@@ -59,6 +59,15 @@ class RunNotFound(LedgerError, LookupError):
     pass
 
 
+class UnreadableTask(LedgerError, LookupError):
+    """The task's row exists but is not a valid task (edited by hand, or by a newer version)."""
+
+    def __init__(self, task_id: str, problem: str) -> None:
+        super().__init__(f"task {task_id!r} is unreadable in the ledger: {problem}")
+        self.task_id = task_id
+        self.problem = problem
+
+
 class LedgerConflict(LedgerError):
     """The write disagrees with what the ledger holds (a duplicate, a stale or wrong count)."""
 
@@ -127,17 +136,29 @@ class Ledger:
             st.append_event(conn, task.created_at, "task_added", {"status": task.status}, task.id)
 
     def get_task(self, task_id: str) -> Task:
+        unreadable: list[tuple[str, str]] = []
         with self._read() as conn:
-            found = st.load_tasks(conn, tasks.c.id == task_id)
+            found = st.load_tasks(conn, tasks.c.id == task_id, unreadable)
+        if unreadable:
+            raise UnreadableTask(*unreadable[0])
         if not found:
             raise TaskNotFound(f"no task {task_id!r}")
         return found[0]
 
     def list_tasks(self, status: TaskStatus | None = None) -> list[Task]:
-        """Tasks oldest first, optionally only those with ``status``."""
+        """Tasks oldest first, optionally only those with ``status``; unreadable rows are
+        left out (see :meth:`scan_tasks`)."""
+        return self.scan_tasks(status)[0]
+
+    def scan_tasks(
+        self, status: TaskStatus | None = None
+    ) -> tuple[list[Task], list[tuple[str, str]]]:
+        """Tasks oldest first, and the rows that are not valid tasks as (id, what is wrong),
+        so one corrupt row never hides or blocks the others."""
         where = sa.true() if status is None else tasks.c.status == status.value
+        unreadable: list[tuple[str, str]] = []
         with self._read() as conn:
-            return st.load_tasks(conn, where)
+            return st.load_tasks(conn, where, unreadable), unreadable
 
     def save_task(self, task: Task) -> None:
         """Write an operator's move (hold, release, a diagnostic) outside any run.
@@ -286,8 +307,10 @@ class Ledger:
 
         Each judged attempt is one lap; its finding signatures are the lap's set.
         """
+        # Signatures are read as stored and parsed here, so a row that does not hold JSON is
+        # shown as unreadable instead of stopping the reader.
         laps_of_task = (
-            sa.select(attempts.c.finding_signatures)
+            sa.select(sa.type_coerce(attempts.c.finding_signatures, sa.Text))
             .select_from(attempts.join(runs, runs.c.id == attempts.c.run_id))
             .where(runs.c.task_id == task_id)
         )
@@ -295,7 +318,14 @@ class Ledger:
             if conn.execute(sa.select(tasks.c.id).where(tasks.c.id == task_id)).first() is None:
                 raise TaskNotFound(f"no task {task_id!r}")
             stages = conn.execute(
-                sa.select(stage_records).where(stage_records.c.task_id == task_id)
+                sa.select(
+                    stage_records.c.stage,
+                    stage_records.c.attempts,
+                    stage_records.c.last_verdict,
+                    sa.type_coerce(stage_records.c.last_finding_signatures, sa.Text).label(
+                        "last_finding_signatures"
+                    ),
+                ).where(stage_records.c.task_id == task_id)
             ).all()
             laps = conn.execute(
                 sa.select(sa.func.count()).select_from(laps_of_task.subquery())
@@ -305,11 +335,22 @@ class Ledger:
                     *(c.desc() for c in st.RUN_ORDER), attempts.c.attempt.desc()
                 ).limit(MAX_LAP_HISTORY)
             ).scalars()
-            lap_signatures = list(reversed(list(newest)))
+            lap_signatures = [st.signature_list(s) or [] for s in reversed(list(newest))]
 
-        # A row a newer version wrote (a stage or verdict we do not know) is shown, not counted.
+        # A row a newer version wrote (a stage or verdict we do not know), or one whose
+        # signatures are unreadable, is shown, not counted.
         def known(row: sa.Row[Any]) -> bool:
-            return row.stage in KNOWN_STAGES and row.last_verdict in KNOWN_VERDICTS
+            return (
+                row.stage in KNOWN_STAGES
+                and row.last_verdict in KNOWN_VERDICTS
+                and st.signature_list(row.last_finding_signatures) is not None
+            )
+
+        def shown(value: Any) -> list[str]:
+            signatures = st.signature_list(value)
+            if signatures is None:
+                return [f"(unreadable: {str(value)[:60]!r} is not a list of signatures)"]
+            return signatures
 
         return ConvergenceLedger(
             task_id=task_id,
@@ -317,7 +358,7 @@ class Ledger:
                 r.stage: StageRecord(
                     attempts=r.attempts,
                     last_verdict=r.last_verdict,
-                    last_finding_signatures=r.last_finding_signatures,
+                    last_finding_signatures=st.signature_list(r.last_finding_signatures) or [],
                 )
                 for r in stages
                 if known(r)
@@ -328,7 +369,7 @@ class Ledger:
                 str(r.stage): ForeignStageRecord(
                     attempts=r.attempts,
                     last_verdict=str(r.last_verdict),
-                    last_finding_signatures=[str(s) for s in r.last_finding_signatures or []],
+                    last_finding_signatures=shown(r.last_finding_signatures),
                 )
                 for r in stages
                 if not known(r)

@@ -7,12 +7,14 @@ SQLAlchemy statement objects per call costs more than SQLite takes to run them.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from functools import cache
 from typing import Any
 
 import sqlalchemy as sa
+from pydantic import ValidationError
 from sqlalchemy.dialects import postgresql, sqlite
 
 from assay.adapters.store.records import DispatchRecord, EventIn, RunClose, RunRecord
@@ -56,9 +58,15 @@ def update_task(conn: sa.Connection, task: Task) -> None:
     conn.execute(_UPDATE_TASK, {"key": task.id, **task_values(task)})
 
 
-def load_tasks(conn: sa.Connection, where: sa.ColumnElement[bool]) -> list[Task]:
+def load_tasks(
+    conn: sa.Connection,
+    where: sa.ColumnElement[bool],
+    unreadable: list[tuple[str, str]] | None = None,
+) -> list[Task]:
     """Tasks matching ``where``, oldest first, with attempts from their ``task`` stage record
-    and run ids from their runs."""
+    and run ids from their runs. A row that is not a valid task (edited by hand, written by a
+    newer version) is left out, never raised, and noted in ``unreadable`` as (id, what is
+    wrong) when a list is given."""
     rows = conn.execute(
         sa.select(tasks, sa.func.coalesce(stage_records.c.attempts, 0).label("attempts"))
         .select_from(tasks.outerjoin(stage_records, _TASK_STAGE))
@@ -71,7 +79,48 @@ def load_tasks(conn: sa.Connection, where: sa.ColumnElement[bool]) -> list[Task]
         sa.select(runs.c.task_id, runs.c.id).where(runs.c.task_id.in_(chosen)).order_by(*RUN_ORDER)
     ):
         run_ids.setdefault(task_id, []).append(run_id)
-    return [Task.model_validate({**r._asdict(), "run_ids": run_ids.get(r.id, [])}) for r in rows]
+    found: list[Task] = []
+    for row in rows:
+        try:
+            found.append(Task.model_validate({**row._asdict(), "run_ids": run_ids.get(row.id, [])}))
+        except ValidationError as exc:
+            if unreadable is not None:
+                unreadable.append((str(row.id), row_problem(exc)))
+    return found
+
+
+def row_problem(exc: ValidationError) -> str:
+    """A stored row's validation error in one line: each bad column, its value and why."""
+    parts = []
+    for error in exc.errors():
+        column = ".".join(str(p) for p in error["loc"]) or "row"
+        value = error.get("input")
+        shown = f" {value!r}"[:60] if isinstance(value, str | int | float) else ""
+        parts.append(f"{column}{shown}: {error['msg']}")
+    return "; ".join(parts)
+
+
+def stored_json(value: Any) -> Any:
+    """A JSON column's value read as text where the driver left it text (SQLite): parsed, or
+    :data:`UNREADABLE` when it is not JSON (a hand-edited row must not stop the reader)."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except ValueError:
+        return UNREADABLE
+
+
+UNREADABLE = object()
+"""What :func:`stored_json` returns for a column that does not hold JSON."""
+
+
+def signature_list(value: Any) -> list[str] | None:
+    """Finding signatures as stored, or None when they are not a list of strings."""
+    parsed = stored_json(value)
+    if not isinstance(parsed, list) or not all(isinstance(s, str) for s in parsed):
+        return None
+    return parsed
 
 
 def lock_task(conn: sa.Connection, task_id: str) -> tuple[TaskStatus, int] | None:

@@ -1,0 +1,79 @@
+"""What a run needs of a contract, checked when it is parsed so ``contract check`` and ``run``
+agree: a contract that parses can run, and one that cannot run is refused with its key and line.
+
+Each function is pure and returns the problem as a sentence, or None when there is none.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+import pathspec
+
+from assay.core.vocab import CoderKind
+
+__all__ = [
+    "REPLAY_STEP_KEYS",
+    "coder_problem",
+    "env_problem",
+    "pattern_problem",
+]
+
+REPLAY_STEP_KEYS: frozenset[str] = frozenset({"diff", "script", "report", "summary"})
+"""The keys a ``replay`` step may hold (the replay coder plays exactly these)."""
+
+
+def coder_problem(
+    kind: CoderKind, *, model: str | None, command: object, steps: list[dict[str, str]]
+) -> str | None:
+    """What a coder of ``kind`` lacks to run: ``llm`` a model, ``command`` a command line,
+    ``replay`` at least one step of known keys. The CLI coders need nothing here."""
+    if kind is CoderKind.LLM and not (model or "").strip():
+        return "a coder of kind llm needs `model` (the model the endpoint serves)"
+    if kind is CoderKind.COMMAND and not _has_command(command):
+        return (
+            "a coder of kind command needs `command` (a shell string such as "
+            '"my-agent --prompt-file {prompt_file}", or a list of arguments)'
+        )
+    if kind is CoderKind.REPLAY:
+        if not steps:
+            return "a coder of kind replay needs `steps` (one step per attempt, at least one)"
+        for number, step in enumerate(steps, start=1):
+            unknown = sorted(set(step) - REPLAY_STEP_KEYS)
+            if unknown:
+                known = ", ".join(sorted(REPLAY_STEP_KEYS))
+                return f"replay step {number} has unknown key(s) {', '.join(unknown)}; use {known}"
+            if not step:
+                return f"replay step {number} is empty; give diff, script, report or summary"
+    return None
+
+
+def _has_command(command: object) -> bool:
+    if isinstance(command, str):
+        return bool(command.strip())
+    if isinstance(command, list):
+        return bool(command) and bool(str(command[0]).strip())
+    return False
+
+
+def env_problem(env: Mapping[str, str]) -> str | None:
+    """Why ``env`` cannot be passed to a process: an empty name, or one holding ``=`` (the
+    process's environment could not tell the name from the value). NUL anywhere is refused
+    for all text already."""
+    for name in env:
+        if not name:
+            return "an environment variable name must not be empty"
+        if "=" in name:
+            return f"{name!r} is not a valid environment variable name (it contains '=')"
+    return None
+
+
+def pattern_problem(patterns: Iterable[str]) -> str | None:
+    """Why a glob cannot be used by the scope check, which reads it as git's wildmatch does."""
+    for pattern in patterns:
+        try:
+            pathspec.GitIgnoreSpec.from_lines([pattern])
+        except Exception as exc:  # pathspec raises its own errors and re.error alike
+            detail = " ".join(str(exc).split()) or type(exc).__name__
+            return f"{pattern!r} is not a valid glob pattern: {detail}"
+    return None
