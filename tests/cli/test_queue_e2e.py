@@ -9,6 +9,9 @@ from pathlib import Path
 import yaml
 from support.repo import FIXED, make_repo, replay_contract
 
+# A coder that needs nothing more than its flags (a replay coder needs its steps).
+COMMAND_CODER = ("--coder", "command", "--coder-command", "true")
+
 
 def test_add_serve_show_ledger_payload(tmp_path: Path) -> None:
     repo = make_repo(tmp_path)
@@ -69,7 +72,7 @@ def test_bad_task_commands_exit_2_without_a_traceback(tmp_path: Path) -> None:
         done = repo.assay(*args)
         assert done.returncode == 2, (args, done.stderr)
         assert "Traceback" not in done.stderr and done.stderr.startswith("assay: ")
-    queued = json.loads(repo.assay("task", "add", "x", "--coder", "replay", "--json").stdout)
+    queued = json.loads(repo.assay("task", "add", "x", *COMMAND_CODER, "--json").stdout)
     again = repo.assay("task", "release", queued["id"])
     assert again.returncode == 2 and "held" in again.stderr
 
@@ -112,8 +115,10 @@ def test_run_from_an_instruction_and_flags(tmp_path: Path) -> None:
 
 def test_a_corrupt_stored_contract_is_one_line_and_exit_4(tmp_path: Path) -> None:
     repo = make_repo(tmp_path)
-    queued = json.loads(repo.assay("task", "add", "x", "--coder", "replay", "--json").stdout)
+    queued = json.loads(repo.assay("task", "add", "x", *COMMAND_CODER, "--json").stdout)
     (repo.root / ".assay" / "tasks" / f"{queued['id']}.contract.json").write_text("{not json")
     done = repo.assay("run", "--task", queued["id"])
     assert done.returncode == 4
-    assert done.stderr.startswith("assay: internal error:") and "Traceback" not in done.stderr
+    assert done.stderr.startswith(f"assay: task {queued['id']}: its stored contract ")
+    assert "is unreadable" in done.stderr and "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
