@@ -29,7 +29,7 @@ from assay.adapters.store.halt_journal import journaled_firings
 from assay.adapters.store.records import EventIn, RunClose, RunRecord
 from assay.adapters.store.sql import Ledger, RunNotFound
 from assay.core.contract import Contract
-from assay.core.payload import LandSummary, build_payload
+from assay.core.payload import HaltNotice, LandSummary, build_payload
 from assay.core.settle import Verdict, settle
 from assay.core.vocab import HaltLifecycle, HaltSeverity, HaltType, LandMode, RunStatus
 from assay.engine.journal import JournaledLanding, read_journal
@@ -67,10 +67,14 @@ def close_unfinished(
         else None
     )
     state_dir = home / "halt-state"
-    journaled = journaled_firings(ledger.events(run_id=record.id))
-    if not any(n.severity is HaltSeverity.BLOCK for n in journaled) and not _block_halt_fired(
-        state_dir, dispatch_id
-    ):  # a block halt the ledger journaled stays sticky even if the file no longer shows it
+    # A block halt the ledger journaled stays sticky even if the file no longer shows it.
+    blocks = _fired_block_halts(
+        [
+            *journaled_firings(ledger.events(run_id=record.id)),
+            *_file_firings(state_dir, dispatch_id),
+        ]
+    )
+    if not blocks:
         halt_ops.attest(dispatch_id, state_dir)
     task = ledger.get_task(record.task_id)
     now = clock()
@@ -93,6 +97,11 @@ def close_unfinished(
             status, halt_type = RunStatus.READY, HaltType.NONE
             reason = f"pull request {pr_url} opened before the process died"
         verdict = Verdict(status=status, left_pr=True)
+    elif blocks:  # a block halt fired before the crash: a human decides, never a refund
+        names = ", ".join(f"{h.name} ({h.detail})" for h in blocks)
+        status, halt_type = RunStatus.BLOCKED, HaltType.ESCALATE
+        reason = f"block halt fired before the process died: {names}"
+        verdict = Verdict(status=status, halted=True)
     else:
         status, halt_type = RunStatus.FAILED, HaltType.ENVIRONMENT_ERROR
         verdict = Verdict(status=status, parked=True)
@@ -119,6 +128,7 @@ def close_unfinished(
         attempts=journal.attempts,
         started_at=record.started_at,
         finished_at=max(now, record.started_at),
+        fired_halts=blocks,
         land=land,
     )
     path = home / "runs" / record.id / "payload.json"
@@ -317,12 +327,28 @@ def _pull_request_opened(
     return None
 
 
-def _block_halt_fired(state_dir: Path, dispatch_id: str) -> bool:
+def _file_firings(state_dir: Path, dispatch_id: str) -> list[HaltNotice]:
+    """The firings the run's halt state file shows (none when it is missing or unreadable)."""
     try:
         state = halt_files.read_state(halt_files.state_path(state_dir, dispatch_id))
-    except Exception:  # no state (the run died before arming) or unreadable: nothing fired
-        return False
-    return any(
-        h.severity is HaltSeverity.BLOCK and (h.lifecycle is HaltLifecycle.FIRED or h.has_fired)
+    except Exception:  # no state (the run died before arming) or unreadable: nothing to read
+        return []
+    return [
+        HaltNotice(
+            name=h.name,
+            severity=h.severity,
+            detail=str((h.evidence or {}).get("detail", "")),
+            fired_at=h.fired_at,
+        )
         for h in state.halts
-    )
+        if h.lifecycle is HaltLifecycle.FIRED or h.has_fired
+    ]
+
+
+def _fired_block_halts(notices: list[HaltNotice]) -> list[HaltNotice]:
+    """The block-severity firings, once per halt name (the journal's first, then the file's)."""
+    seen: dict[str, HaltNotice] = {}
+    for notice in notices:
+        if notice.severity is HaltSeverity.BLOCK:
+            seen.setdefault(notice.name, notice)
+    return list(seen.values())
