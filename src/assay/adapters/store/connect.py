@@ -24,7 +24,8 @@ import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.engine import URL, make_url
 
-DATABASE_URL_ENV = "ASSAY_DATABASE_URL"
+from assay.adapters.store.names import DATABASE_URL_ENV
+
 HOME_ENV = "ASSAY_HOME"
 DEFAULT_HOME = ".assay"
 DB_FILE = "assay.db"

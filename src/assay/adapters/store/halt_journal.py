@@ -12,12 +12,14 @@ import os
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from assay.adapters.store.connect import DATABASE_URL_ENV
-from assay.adapters.store.records import Event
+from assay.adapters.store.names import DATABASE_URL_ENV
 from assay.core.payload import HaltNotice
 from assay.core.vocab import HaltSeverity
+
+if TYPE_CHECKING:  # only a type here: the halt CLI must not pay for the store's imports
+    from assay.adapters.store.records import Event
 
 HALT_FIRED_EVENT = "halt.fired"
 
