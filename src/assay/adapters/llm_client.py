@@ -23,9 +23,8 @@ from email.utils import parsedate_to_datetime
 from typing import Any
 
 from assay.adapters.coders.base import QuotaSignal
+from assay.adapters.envpolicy import BASE_URL_ENV, DEFAULT_API_KEY_ENV
 
-DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
-BASE_URL_ENV = "OPENAI_BASE_URL"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 _CONTEXT_MARKERS = ("context_length_exceeded", "maximum context length", "context window")
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
