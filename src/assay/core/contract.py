@@ -68,6 +68,12 @@ __all__ = [
 _T = TypeVar("_T")
 
 
+def _refuse(problem: str | None) -> None:
+    """Raise a rule's problem as the ``ValueError`` pydantic reports at the key; None passes."""
+    if problem is not None:
+        raise ValueError(problem)
+
+
 class _Input(BaseModel):
     # Numbers are strict (``judges: true`` is an error, not 1); text must be storable.
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -75,9 +81,7 @@ class _Input(BaseModel):
     @field_validator("*", mode="after")
     @classmethod
     def _storable_text(cls, value: Any) -> Any:
-        problem = unstorable_text(value)
-        if problem is not None:
-            raise ValueError(problem)
+        _refuse(unstorable_text(value))
         return value
 
 
@@ -110,9 +114,7 @@ class Scope(_Input):
     @field_validator("allow", "protect")
     @classmethod
     def _valid_patterns(cls, value: list[str]) -> list[str]:
-        problem = pattern_problem(value)
-        if problem is not None:
-            raise ValueError(problem)
+        _refuse(pattern_problem(value))
         return value
 
 
@@ -135,9 +137,7 @@ class CoderSpec(_Input):
 
     @model_validator(mode="after")
     def _runnable(self) -> CoderSpec:
-        problem = coder_problem(self.kind, model=self.model, command=self.command, steps=self.steps)
-        if problem is not None:
-            raise ValueError(problem)
+        _refuse(coder_problem(self.kind, model=self.model, command=self.command, steps=self.steps))
         return self
 
 
@@ -306,9 +306,7 @@ class Contract(_Input):
     @field_validator("env")
     @classmethod
     def _passable_env(cls, value: dict[str, str]) -> dict[str, str]:
-        problem = env_problem(value)
-        if problem is not None:
-            raise ValueError(problem)
+        _refuse(env_problem(value))
         return value
 
     @field_validator("coder", "judge", mode="before")
