@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from assay.adapters.report_file import MAX_REPORT_BYTES, read_report_file
+from assay.adapters.report_file import MAX_REPORT_BYTES, read_at_most, read_report_file
 from assay.core.report import read_coder_report
 
 
@@ -114,3 +114,24 @@ def test_a_hard_link_to_a_file_outside_is_not_read(folder: Path, tmp_path: Path)
     os.link(outside, folder / "report.json")
     read = read_report_file(folder / "report.json", folder)
     assert read.data is None and read.warning and "hard link" in read.warning
+
+
+def test_read_at_most_stops_one_byte_past_the_limit_of_a_stream_still_growing() -> None:
+    read_end, write_end = os.pipe()
+    try:
+        os.write(write_end, b"x" * 40)  # more than the limit, and the writer never closes
+        assert read_at_most(read_end, 16) == b"x" * 17
+        assert os.read(read_end, 100) == b"x" * 23  # the rest was left unread
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+
+
+def test_read_at_most_returns_a_short_file_whole(tmp_path: Path) -> None:
+    path = tmp_path / "small"
+    path.write_bytes(b"abc")
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        assert read_at_most(fd, 16) == b"abc"
+    finally:
+        os.close(fd)

@@ -69,20 +69,27 @@ def _read(path: Path, folder: Path) -> ReportRead:
             return _discard("it is a hard link to another file")
         if info.st_size > MAX_REPORT_BYTES:
             return _discard(f"it is {info.st_size} bytes, over the {MAX_REPORT_BYTES} limit")
-        chunks: list[bytes] = []
-        total = 0
-        # The file may still grow (a coder process left behind): read at most one byte more.
-        while total <= MAX_REPORT_BYTES:
-            chunk = os.read(fd, MAX_REPORT_BYTES + 1 - total)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            total += len(chunk)
-        if total > MAX_REPORT_BYTES:
+        # The file may still grow (a coder process left behind).
+        data = read_at_most(fd, MAX_REPORT_BYTES)
+        if len(data) > MAX_REPORT_BYTES:
             return _discard(f"it grew over the {MAX_REPORT_BYTES} byte limit while read")
-        return ReportRead(b"".join(chunks))
+        return ReportRead(data)
     finally:
         os.close(fd)
+
+
+def read_at_most(fd: int, limit: int) -> bytes:
+    """Read ``fd`` to its end but never more than ``limit + 1`` bytes: a result longer than
+    ``limit`` means the file is (or grew) over it, without reading a file that never ends."""
+    chunks: list[bytes] = []
+    total = 0
+    while total <= limit:
+        chunk = os.read(fd, limit + 1 - total)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+    return b"".join(chunks)
 
 
 def _kind(mode: int) -> str:

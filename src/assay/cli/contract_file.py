@@ -10,6 +10,8 @@ import os
 import stat
 from pathlib import Path
 
+from assay.adapters.report_file import read_at_most
+
 MAX_CONTRACT_BYTES = 1024 * 1024
 """A contract is a page of YAML; anything larger than this is refused, not read."""
 
@@ -33,21 +35,13 @@ def read_contract_text(path: Path) -> str:
             raise ContractFileError("it is not a regular file (a device, FIFO or socket)")
         if info.st_size > MAX_CONTRACT_BYTES:
             raise ContractFileError(_too_large(info.st_size))
-        chunks: list[bytes] = []
-        size = 0
-        while size <= MAX_CONTRACT_BYTES:  # the file may grow while it is read
-            chunk = os.read(fd, 65536)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-        if size > MAX_CONTRACT_BYTES:
-            raise ContractFileError(_too_large(size))
+        data = read_at_most(fd, MAX_CONTRACT_BYTES)  # the file may grow while it is read
+        if len(data) > MAX_CONTRACT_BYTES:
+            raise ContractFileError(_too_large(len(data)))
     except OSError as exc:
         raise ContractFileError(exc.strerror or str(exc)) from None
     finally:
         os.close(fd)
-    data = b"".join(chunks)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
