@@ -41,8 +41,10 @@ from assay.core.vocab import (
     HaltSeverity,
     JudgeKind,
     LandMode,
+    NetworkMode,
     OnFail,
     PolicyMode,
+    SandboxMode,
     ValidatorKind,
 )
 
@@ -296,6 +298,8 @@ class Contract(_Input):
     land_unverified: StrictBool = False
     pr: PullRequestSettings = Field(default_factory=PullRequestSettings)
     env: dict[str, str] = Field(default_factory=dict)
+    sandbox: SandboxMode = SandboxMode.BWRAP
+    network: NetworkMode = NetworkMode.ON
     halt_classes: list[HaltClass] = Field(default_factory=canonical_halt_classes)
 
     @field_validator("task")

@@ -371,6 +371,17 @@ pr:
 # the coder's own credentials). Nothing else from your shell reaches them.
 env: {}
 
+# Every process of a seat (the coder, its tools, command validators, CLI judges) runs in a
+# bubblewrap sandbox: only the seat's own folder, a private $HOME and /tmp are writable; the
+# operator's home and this repository are not visible; /proc shows the sandbox only. `none`
+# turns that off (recorded in the payload). Needs `bwrap` (Debian/Ubuntu: apt-get install
+# bubblewrap).
+sandbox: bwrap
+
+# `none` takes the network away from command coders and validators. Agents that call their
+# model (claude, codex, aider, mini) keep it.
+network: "on"
+
 # Halts the run arms. All seven canonical classes are required; add your own below them. A
 # canonical severity may be raised (warn -> block), never lowered. Severities: block, warn, log.
 halt_classes:

@@ -199,6 +199,20 @@ class CoderKind(StrEnum):
     LLM = "llm"
 
 
+class SandboxMode(StrEnum):
+    """How the processes of a seat are confined: bubblewrap, or not at all (an explicit choice)."""
+
+    BWRAP = "bwrap"
+    NONE = "none"
+
+
+class NetworkMode(StrEnum):
+    """Whether a seat's sandbox keeps the network; agents that call their model need it."""
+
+    ON = "on"
+    NONE = "none"
+
+
 class ValidatorKind(StrEnum):
     COMMAND = "command"
     SCOPE = "scope"

@@ -14,6 +14,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
+from assay.adapters.sandbox_spec import SandboxSpec
 from assay.core.report import CoderReport
 from assay.core.vocab import StopReason
 
@@ -62,6 +63,11 @@ class DispatchRequest:
     repo_root: Path | None = None
     # The contract's command validators (id -> command line), for coders that can run them.
     validator_commands: Mapping[str, str] = field(default_factory=dict)
+    # Where every process of the seat runs (None: unconfined) and its private home.
+    sandbox: SandboxSpec | None = None
+    home: Path | None = None
+    # The rules the agent is told (scope, halts, report, no-op protocol), rendered for its kind.
+    brief: str = ""
 
 
 @dataclass

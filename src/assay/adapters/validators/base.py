@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from assay.adapters.coders.base import QuotaSignal
+from assay.adapters.sandbox_spec import SandboxSpec
 from assay.core.changes import ChangeSet
 from assay.core.results import ValidatorResult
 from assay.core.vocab import CanonicalHalt
@@ -27,6 +28,7 @@ class ValidationContext:
     settings: Mapping[str, Any]  # this validator's contract block
     log_dir: Path
     captured_output: str = ""  # the coder's captured output, for the secret scan
+    sandbox: SandboxSpec | None = None  # where a command validator runs (None: unconfined)
 
 
 @dataclass(frozen=True)
