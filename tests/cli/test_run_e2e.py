@@ -82,9 +82,26 @@ def test_land_none_lands_nothing(tmp_path: Path) -> None:
         "run", "--contract", str(replay_contract(repo, "fixed", land="none")), "--json"
     )
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout)["status"] == "ready"
+    payload = json.loads(done.stdout)
+    assert payload["status"] == "ready"
     assert (repo.root / "src" / "slug.py").read_text() == BUGGY
     assert git(repo.root, "branch", "--list", "assay/*") == ""
+    # The replay coder calls no model: its cost is known to be nothing.
+    assert payload["usage"]["cost_usd"] == 0.0 and payload["usage"]["unpriced_dispatches"] == 0
+
+
+def test_a_coder_that_reports_no_cost_leaves_the_cost_unknown(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    contract = repo.contract(
+        "command.yaml",
+        "task: Add a note.\ncoder: {kind: command, command: 'echo note > NOTE.md'}\nland: none\n",
+    )
+    done = repo.assay("run", "--contract", str(contract), "--json")
+    assert done.returncode == 0, done.stderr
+    usage = json.loads(done.stdout)["usage"]
+    jsonschema.validate(json.loads(done.stdout), SCHEMA)
+    assert usage["cost_usd"] is None, "an unknown cost must never read as 0"
+    assert usage["unpriced_dispatches"] == 1 and usage["priced_cost_usd"] == 0.0
 
 
 def test_a_dirty_checkout_is_never_touched(tmp_path: Path) -> None:

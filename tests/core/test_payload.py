@@ -20,6 +20,7 @@ from assay.core.payload import (
     Usage,
     build_payload,
     payload_json_schema,
+    total_usage,
 )
 from assay.core.policy import decide
 from assay.core.report import CoderReport, compare_with_diff, parse_coder_report
@@ -203,3 +204,18 @@ def test_schema_rejects_a_bad_status() -> None:
 
 def test_report_type_stays_evidence_only() -> None:
     assert not {"passed", "verdict", "severity", "ok"} & set(CoderReport.model_fields)
+
+
+def test_an_unknown_cost_makes_the_total_unknown_and_is_counted() -> None:
+    usage = total_usage([100, None, 50], [0.25, None, 0.5], [10, 20, 30])
+    assert usage.cost_usd is None
+    assert usage.unpriced_dispatches == 1
+    assert usage.priced_cost_usd == 0.75
+    assert (usage.tokens, usage.wall_time_ms) == (150, 60)
+
+
+def test_every_cost_known_gives_the_total_and_no_unpriced_dispatch() -> None:
+    usage = total_usage([1, 2], [0.1, 0.0], [5, 5])
+    assert usage.cost_usd == usage.priced_cost_usd == 0.1
+    assert usage.unpriced_dispatches == 0
+    assert total_usage([], [], []).cost_usd == 0.0  # nothing dispatched: nothing spent

@@ -61,9 +61,10 @@ def test_codex_fixes_the_bug_with_shell_and_apply_patch_and_reports_its_usage(
     assert_merged(outcome, run.repo)
     payload = outcome.payload
     assert payload["coder_report"]["summary"] == "Slugify now keeps digits."
-    # Usage as codex's turn.completed event reported it; codex reports no cost.
+    # Usage as codex's turn.completed event reported it; codex reports no cost: it stays unknown.
     assert payload["usage"]["tokens"] == 100 + 20 + 900 + 60 + 1000 + 15
-    assert payload["usage"]["cost_usd"] == 0
+    assert payload["usage"]["cost_usd"] is None
+    assert payload["usage"]["unpriced_dispatches"] == 1
     requests = server.requests
     assert {(r.method, r.path) for r in requests} == {("POST", "/v1/responses")}  # no WebSocket
     first = requests[0]

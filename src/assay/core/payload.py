@@ -85,9 +85,37 @@ class PayloadHalts(_Persisted):
 
 
 class Usage(_Persisted):
+    """What the run's dispatches spent. A cost nobody reported is unknown, never zero."""
+
     tokens: int = Field(default=0, ge=0)
-    cost_usd: float = Field(default=0.0, ge=0)
+    cost_usd: float | None = Field(
+        default=0.0,
+        ge=0,
+        description="the total; null when any dispatch's cost is unknown (unpriced_dispatches)",
+    )
+    priced_cost_usd: float = Field(
+        default=0.0, ge=0, description="the sum of the costs that are known (a lower bound)"
+    )
+    unpriced_dispatches: int = Field(
+        default=0, ge=0, description="dispatches whose coder reported no cost"
+    )
     wall_time_ms: int = Field(default=0, ge=0)
+
+
+def total_usage(
+    tokens: Sequence[int | None], costs: Sequence[float | None], wall_times: Sequence[int]
+) -> Usage:
+    """The run's usage from its dispatches' own figures (one entry per dispatch)."""
+    known = [cost for cost in costs if cost is not None]
+    unpriced = len(costs) - len(known)
+    priced = round(sum(known), 6)
+    return Usage(
+        tokens=sum(t or 0 for t in tokens),
+        cost_usd=None if unpriced else priced,
+        priced_cost_usd=priced,
+        unpriced_dispatches=unpriced,
+        wall_time_ms=sum(wall_times),
+    )
 
 
 class LandSummary(_Persisted):

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from assay.core.attempts import AttemptRecord
-from assay.core.payload import HaltNotice, Usage
+from assay.core.payload import HaltNotice, Usage, total_usage
 from assay.core.policy import PolicyDecision
 from assay.core.results import ValidatorResult
 from assay.core.settle import Verdict
@@ -62,10 +62,12 @@ class RunResult:
         return [latest[seat] for seat in sorted(latest)]
 
     def usage(self) -> Usage:
-        tokens = sum(d.result.tokens_used or 0 for d in self.dispatches)
-        cost = sum(d.result.cost_usd or 0.0 for d in self.dispatches)
-        wall = sum(d.result.wall_time_ms for d in self.dispatches)
-        return Usage(tokens=tokens, cost_usd=round(cost, 6), wall_time_ms=wall)
+        results = [d.result for d in self.dispatches]
+        return total_usage(
+            [r.tokens_used for r in results],
+            [r.cost_usd for r in results],
+            [r.wall_time_ms for r in results],
+        )
 
 
 def end_run(

@@ -50,7 +50,7 @@ class ReplayCoder:
         env = assay_env(request)
         env["ASSAY_PROMPT_FILE"] = str(write_prompt_file(request))
         deadline = started + request.timeout_seconds
-        result = DispatchResult(exit_code=0)
+        result = DispatchResult(exit_code=0, cost_usd=0.0)  # it calls no model: it costs nothing
         ran: list[ProcessResult] = []
         try:
             if patch is not None:
