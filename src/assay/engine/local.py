@@ -26,6 +26,7 @@ from assay.adapters.validators import get_validator
 from assay.adapters.validators.base import ValidationContext, ValidationOutcome
 from assay.core.anchors import unresolved_anchors
 from assay.core.attempts import AttemptRecord
+from assay.core.brief import render_brief
 from assay.core.halt_watch import HaltWatch
 from assay.core.payload import HaltNotice
 from assay.core.report import CoderReport, compare_with_diff, read_coder_report
@@ -136,6 +137,7 @@ class LocalEffects:
                 for v in plan.contract.validators
                 if v.kind is ValidatorKind.COMMAND and v.run
             },
+            brief=render_brief(plan.contract, spec.kind),
         )
         coder = None
         if unmade is not None:
