@@ -11,7 +11,7 @@ from pathlib import Path
 import yaml
 from support.repo import BUGGY, PYTEST, Repo, git, make_repo
 
-from assay.core.brief import fire_command
+from assay.core.brief import fire_command, query_command
 from assay.core.vocab import CanonicalHalt
 
 # An operator who started assay as .venv/bin/assay: its folder is not on this PATH.
@@ -58,7 +58,7 @@ def test_brief_prints_the_rules_for_the_contract_coder(tmp_path: Path) -> None:
         "canonical": False,
         "when": "what its name says happens",
         "fire": fire_command("halt-db-migration"),
-        "query": 'assay halt check --dispatch-id "$ASSAY_DISPATCH_ID" --condition halt-db-migration',
+        "query": query_command("halt-db-migration"),
     }
     assert doc["text"] == text
     assert doc["no_change"]["mark"] == "NO CHANGE NEEDED:"
