@@ -169,8 +169,8 @@ def mount_args(spec: SandboxSpec, argv: Sequence[str], env: Mapping[str, str]) -
     # (a PATH entry naming the operator's home must not show the home).
     needed = [
         p
-        for p in needed_paths(argv, env)
-        if _under_any(p, covered) and not any(h.is_relative_to(p) for h in hidden)
+        for p in needed_paths(argv, env, covered)
+        if _under_any(p, covered) and not any(_under_any(h, [p]) for h in hidden)
     ]
     mounts: dict[tuple[Path, int], None] = {(_PRIVATE_TMP, _TMPFS): None}
     if spec.network is NetworkMode.NONE and _RUN.is_dir():
@@ -206,20 +206,34 @@ def prepare(spec: SandboxSpec) -> None:
             Path(path).mkdir(parents=True, exist_ok=True)
 
 
-def needed_paths(argv: Sequence[str], env: Mapping[str, str]) -> list[Path]:
+def needed_paths(
+    argv: Sequence[str], env: Mapping[str, str], covered: Sequence[Path] | None = None
+) -> list[Path]:
     """What a program needs to start: the Python installation and assay, the install root of
-    ``argv[0]`` (and of its ``#!`` interpreter) on the env's ``PATH``, and the ``PATH`` entries."""
-    paths: list[Path] = []
-    for prefix in {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}:
-        paths.append(_real(prefix))
-    paths.append(_real(Path(assay.__file__).parent.parent))  # the folder assay imports from
+    ``argv[0]`` (and of its ``#!`` interpreter) on the env's ``PATH``, and the ``PATH`` entries.
+
+    With ``covered``, a ``PATH`` entry outside it is skipped before its install root is sought
+    (it is visible anyway), which keeps this cheap for a long ``PATH``."""
+    paths = list(_own_paths())
     search = env.get("PATH", os.defpath)
     if argv:
         paths += _program_roots(argv[0], search)
     for entry in search.split(os.pathsep):
-        if entry and os.path.isabs(entry) and os.path.isdir(entry):
-            paths.append(install_root(_real(entry)))
+        if not entry or not os.path.isabs(entry):
+            continue
+        real = _real(entry)
+        if (covered is None or _under_any(real, covered)) and real.is_dir():
+            paths.append(install_root(real))
     return list(dict.fromkeys(paths))
+
+
+@functools.cache
+def _own_paths() -> tuple[Path, ...]:
+    """The Python installation this assay runs on and the folder it imports assay from."""
+    prefixes = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
+    found = [_real(prefix) for prefix in sorted(prefixes)]
+    found.append(_real(Path(assay.__file__).parent.parent))
+    return tuple(dict.fromkeys(found))
 
 
 def install_root(path: Path) -> Path:
@@ -294,7 +308,9 @@ def _real(path: str | Path) -> Path:
 
 
 def _under_any(path: Path, roots: Iterable[Path]) -> bool:
-    return any(path.is_relative_to(root) for root in roots)
+    """Whether ``path`` is one of ``roots`` or inside one (by name: both are resolved)."""
+    text = str(path)
+    return any(text == str(root) or text.startswith(f"{str(root).rstrip('/')}/") for root in roots)
 
 
 def _is_writable_inside(path: Path, spec: SandboxSpec) -> bool:
