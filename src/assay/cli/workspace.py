@@ -45,7 +45,7 @@ def refuse_unconfinable(contract: Contract) -> None:
         return
     problem = bwrap_problem()
     if problem is not None:
-        fail(problem)
+        fail(f"{problem} (on the command line: --sandbox none)")
 
 
 @dataclass
