@@ -279,6 +279,28 @@ def test_install_roots(tmp_path: Path) -> None:
     assert install_root(plain) == tmp_path / "bin"
 
 
+def test_a_user_install_finds_its_packages_and_nothing_else_of_the_home(world: World) -> None:
+    local = world.home / ".local"
+    (local / "bin").mkdir(parents=True)
+    site = local / "lib" / "python3" / "site-packages"
+    site.mkdir(parents=True)
+    (site / "userpkg.py").write_text("WORD = 'from the user site'\n")
+    (local / "share" / "keyrings").mkdir(parents=True)
+    (local / "share" / "keyrings" / "login").write_text(SECRET)
+    tool = local / "bin" / "usertool"
+    tool.write_text(f"#!/bin/sh\nPYTHONPATH={site} exec {sys.executable} -c "
+                    "'import userpkg; print(userpkg.WORD)'\n")  # fmt: skip
+    tool.chmod(0o755)
+    env = {"PATH": f"{local / 'bin'}:{PATH}", "HOME": str(world.home)}
+    ran = run_process(
+        ["usertool"], cwd=world.seat, env=env, timeout=20, log_path=world.logs / "u.log",
+        sandbox=world.spec,
+    )  # fmt: skip
+    assert ran.exit_code == 0, ran.stderr
+    assert ran.stdout == "from the user site\n"
+    assert SECRET not in world.run(f"cat {local}/share/keyrings/login", env=env, name="kr")[1]
+
+
 def test_a_path_entry_naming_a_hidden_folder_does_not_unhide_it(world: World) -> None:
     env = {"PATH": f"{world.home}:{world.repo}:{PATH}", "HOME": str(world.home)}
     command = bwrap_command(

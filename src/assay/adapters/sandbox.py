@@ -258,11 +258,20 @@ def _program_roots(program: str, search: str) -> list[Path]:
     if found is None:
         return []
     real = _real(found)
-    roots = [install_root(real), *_venv_base(install_root(real))]
+    roots = [install_root(real), *_venv_base(install_root(real)), *_user_site(real)]
     interpreter = _shebang(real, search)
     if interpreter is not None:
         roots += [install_root(interpreter), *_venv_base(install_root(interpreter))]
     return roots
+
+
+def _user_site(program: Path) -> list[Path]:
+    """A ``pip install --user`` script in ``~/.local/bin`` imports from ``~/.local/lib``; only
+    that is bound, not ``~/.local/share`` (keyrings, agents' credentials)."""
+    base = program.parent.parent
+    if program.parent.name == "bin" and base.name == ".local" and (base / "lib").is_dir():
+        return [base / "lib"]
+    return []
 
 
 def _venv_base(root: Path) -> list[Path]:
