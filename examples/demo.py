@@ -10,10 +10,14 @@ task and the payload.
 ``replay`` stands in for the coder because no model is reachable from here; with Claude Code
 installed, change ``kind: replay`` to ``kind: claude`` in the contract below (and drop
 ``steps``), and the same run drives the real agent.
+
+The coder and the validator run in the bubblewrap sandbox when ``bwrap`` works here; when it
+does not, the demo says so and runs with ``sandbox: none`` (unconfined), as a contract would.
 """
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import shutil
@@ -67,13 +71,14 @@ scope: {{allow: ["src/**"], protect: ["tests/**"]}}
 coder:
   kind: replay          # with a model: kind: claude (and no steps)
   steps:
-    - {{script: "cp {fixes}/wrong_slug.py src/slug.py"}}
-    - {{script: "cp {fixes}/right_slug.py src/slug.py"}}
+    - {{diff: {fixes}/wrong_slug.diff}}
+    - {{diff: {fixes}/right_slug.diff}}
 validators:
   - {{id: tests, kind: command, run: "python -m pytest -q -p no:cacheprovider tests"}}
 policy: unanimous
 budgets: {{max_attempts: 3, max_recovery: 2}}
 land: merge
+sandbox: {sandbox}
 """
 
 
@@ -86,6 +91,32 @@ def git(repo: Path, *args: str) -> None:
     )
 
 
+def fix_diff(before: str, after: str) -> str:
+    """The unified diff of src/slug.py from ``before`` to ``after``, as ``git apply`` reads it.
+    The second attempt continues from the first one's tree, so its diff starts there."""
+    lines = difflib.unified_diff(
+        before.splitlines(keepends=True),
+        after.splitlines(keepends=True),
+        "a/src/slug.py",
+        "b/src/slug.py",
+    )
+    return "".join(lines)
+
+
+def sandbox_mode() -> str:
+    """``bwrap`` when bubblewrap can confine the run here; otherwise say so, plainly."""
+    from assay.adapters.sandbox import bwrap_problem
+
+    problem = bwrap_problem()
+    if problem is None:
+        console.print("[green]sandbox:[/] bubblewrap works here: the coder and the validator "
+                      "run confined (sandbox: bwrap)")  # fmt: skip
+        return "bwrap"
+    console.print(f"[bold yellow]sandbox: NOT confined.[/] {problem}")
+    console.print("This demo runs with [bold]sandbox: none[/]: coder and validator unconfined.")
+    return "none"
+
+
 def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="assay-demo-"))
     try:
@@ -96,18 +127,19 @@ def main() -> int:
         (repo / "src" / "slug.py").write_text(BUGGY)
         (repo / "tests" / "test_slug.py").write_text(TESTS)
         (repo / "tests" / "conftest.py").write_text(CONFTEST)
-        (fixes / "wrong_slug.py").write_text(WRONG_FIX)
-        (fixes / "right_slug.py").write_text(RIGHT_FIX)
+        (fixes / "wrong_slug.diff").write_text(fix_diff(BUGGY, WRONG_FIX))
+        (fixes / "right_slug.diff").write_text(fix_diff(WRONG_FIX, RIGHT_FIX))
         git(repo, "init", "-q", "-b", "main")
         git(repo, "add", ".")
         git(repo, "commit", "-q", "-m", "slugify, with a bug")
         git(repo, "config", "user.name", "Demo Developer")  # the identity assay commits as
         git(repo, "config", "user.email", "dev@example.com")
         contract = work / "assay.yaml"  # outside the repository: its checkout stays clean
-        contract.write_text(CONTRACT.format(fixes=fixes))
+        text = CONTRACT.format(fixes=fixes, sandbox=sandbox_mode())
+        contract.write_text(text)
         console.rule("[bold]A repository with a real bug")
         console.print(f"{repo}: src/slug.py, tests/test_slug.py (test_digits fails)")
-        console.print(Syntax(CONTRACT.format(fixes=fixes), "yaml"))
+        console.print(Syntax(text, "yaml"))
         console.rule("[bold]assay run --contract assay.yaml")
         env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
         env.pop("ASSAY_HOME", None)
@@ -131,7 +163,15 @@ def main() -> int:
         document = json.loads(payload.read_text())
         shown = {
             k: document[k]
-            for k in ("status", "reason", "task_status", "attempt_spent", "attempts", "usage")
+            for k in (
+                "status",
+                "reason",
+                "task_status",
+                "attempt_spent",
+                "attempts",
+                "usage",
+                "sandbox",
+            )
         }
         console.print(Syntax(json.dumps(shown, indent=2), "json"))
         return done.returncode

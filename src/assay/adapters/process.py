@@ -7,9 +7,12 @@ log file as it arrives, so what was written before a timeout or crash is kept.
 Every live child's group is registered, so a stop request (SIGINT or SIGTERM to assay) can end
 them all: TERM at once, KILL after a grace period; a child started after the request is
 stopped as soon as it starts.
-log file as it arrives, so what was written before a timeout or crash is kept. When the machine
-rather than the child fails (a log hits the file-size limit, the disk is full, the log folder
-is not writable) :class:`EnvironmentFault` says so by name, never "could not start".
+
+When the machine rather than the child fails (a log hits the file-size limit, the disk is
+full, the log folder is not writable, bwrap is missing) :class:`EnvironmentFault` says so by
+name, never "could not start".
+
+A child given a :class:`SandboxSpec` runs inside bubblewrap (:mod:`assay.adapters.sandbox`).
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ import contextlib
 import errno
 import os
 import resource
+import select
+import shutil
 import signal
 import subprocess
 import threading
@@ -28,6 +33,15 @@ from pathlib import Path
 from typing import IO
 
 from assay.adapters.process_groups import record_group
+from assay.adapters.sandbox import (
+    MISSING_MESSAGE,
+    bwrap_command,
+    bwrap_path,
+    confines,
+    prepare,
+    sandbox_env,
+)
+from assay.adapters.sandbox_spec import SandboxSpec
 
 TAIL_CHARS = 4000
 KILL_GRACE_SECONDS = 3.0
@@ -108,13 +122,22 @@ def run_process(
     timeout: float,
     log_path: Path,
     stdin: str | None = None,
+    sandbox: SandboxSpec | None = None,
 ) -> ProcessResult:
     """Run ``argv`` to completion or ``timeout``; raises FileNotFoundError if it does not exist.
 
     stdout and stderr go to ``log_path`` (``.out`` and ``.err`` siblings) as they arrive.
     Raises :class:`EnvironmentFault` when a log cannot be written (or its output was cut at
-    the file-size limit).
+    the file-size limit), or when ``sandbox`` asks for bwrap and there is none.
+
+    With a ``sandbox`` of mode bwrap the process runs inside bubblewrap
+    (:mod:`assay.adapters.sandbox`), bwrap itself started with ``env`` only; bwrap stays the
+    leader of the group, so a timeout or stop request ends everything inside. The exit code
+    is the program's (killed by a signal: 128 + the signal, as bwrap reports it).
     """
+    command, child_env = list(argv), dict(env)
+    if confines(sandbox):
+        command, child_env = _confined(argv, cwd=cwd, env=env, sandbox=sandbox)
     out_path = log_path.with_suffix(log_path.suffix + ".out")
     err_path = log_path.with_suffix(log_path.suffix + ".err")
     start = time.monotonic()
@@ -130,9 +153,9 @@ def run_process(
             raise
     with out_file as out, err_file as err:
         child = subprocess.Popen(
-            list(argv),
+            command,
             cwd=cwd,
-            env=dict(env),
+            env=child_env,
             stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
             stdout=out,
             stderr=err,
@@ -147,7 +170,7 @@ def run_process(
                 threading.Thread(
                     target=_feed, args=(child.stdin, stdin.encode()), daemon=True
                 ).start()
-            child.wait(timeout=timeout)
+            _wait(child, timeout)
         except subprocess.TimeoutExpired:
             timed_out = True
             _kill_group(child)
@@ -165,9 +188,12 @@ def run_process(
         raise EnvironmentFault(f"a log hit the file-size limit (RLIMIT_FSIZE) writing {cut}")
     stdout = out_path.read_text(errors="replace")
     stderr = err_path.read_text(errors="replace")
+    confined = ""
+    if confines(sandbox):
+        confined = f"# sandbox: bwrap, network {sandbox.network.value}\n"
     with _writing(log_path):
         log_path.write_text(
-            f"$ {' '.join(argv)}\n--- stdout ---\n{stdout}\n--- stderr ---\n{stderr}",
+            f"$ {' '.join(argv)}\n{confined}--- stdout ---\n{stdout}\n--- stderr ---\n{stderr}",
             errors="replace",
         )
     return ProcessResult(
@@ -178,6 +204,55 @@ def run_process(
         wall_time_ms=wall,
         log_path=log_path,
     )
+
+
+def _wait(child: subprocess.Popen[bytes], timeout: float) -> None:
+    """``child.wait(timeout)``, woken the moment the child exits (a pidfd), where
+    ``Popen.wait`` polls with sleeps of up to 50 ms: that would add to every short process."""
+    try:
+        pidfd = os.pidfd_open(child.pid)
+    except (AttributeError, OSError):  # not Linux 5.3+, or the child is already reaped
+        child.wait(timeout=timeout)
+        return
+    try:
+        poller = select.poll()
+        poller.register(pidfd, select.POLLIN)
+        if not poller.poll(max(timeout, 0.0) * 1000):
+            raise subprocess.TimeoutExpired(child.args, timeout)
+    finally:
+        os.close(pidfd)
+    child.wait()
+
+
+def _confined(
+    argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], sandbox: SandboxSpec
+) -> tuple[list[str], dict[str, str]]:
+    """The bwrap command line and bwrap's own environment for ``argv``.
+
+    A program that does not exist or cannot run is refused here as it would be unconfined
+    (FileNotFoundError / PermissionError), not left to bwrap's "execvp" failure inside.
+    """
+    bwrap = bwrap_path()
+    if bwrap is None:
+        raise EnvironmentFault(MISSING_MESSAGE)
+    _check_program(argv[0], cwd, env)
+    with _writing(Path(sandbox.home or cwd)):
+        prepare(sandbox)
+    inner = sandbox_env(sandbox, env)
+    return bwrap_command(sandbox, argv, env=inner, cwd=cwd, bwrap=bwrap), inner
+
+
+def _check_program(program: str, cwd: Path, env: Mapping[str, str]) -> None:
+    if not cwd.is_dir():
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), str(cwd))
+    if os.sep in program:
+        path = Path(program) if os.path.isabs(program) else cwd / program
+        if not path.exists():
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), program)
+        if path.is_dir() or not os.access(path, os.X_OK):
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), program)
+    elif shutil.which(program, path=env.get("PATH", os.defpath)) is None:
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), program)
 
 
 def request_stop(signum: int, grace: float = STOP_GRACE_SECONDS) -> None:

@@ -34,8 +34,17 @@ def init(
 
 @app.command()
 def check(path: Annotated[Path, typer.Argument(help="The contract to check.")]) -> None:
-    """Parse and validate a contract; exit 2 with the key and line of the first problem."""
-    from assay.cli.run import load_contract_file
+    """Parse and validate a contract; exit 2 with the key and line of the first problem.
 
-    load_contract_file(path)
+    A contract that asks for the bwrap sandbox on a machine without bwrap is valid (it may be
+    run elsewhere): a warning says `assay run` would refuse it here."""
+    from assay.adapters.sandbox import bwrap_problem
+    from assay.cli.run import load_contract_file
+    from assay.core.vocab import SandboxMode
+
+    contract = load_contract_file(path)
+    if contract.sandbox is SandboxMode.BWRAP:
+        problem = bwrap_problem()
+        if problem is not None:
+            typer.echo(f"warning: `assay run` would refuse this contract here: {problem}", err=True)
     typer.echo(f"{path}: ok")

@@ -24,9 +24,10 @@ from assay.cli.workspace import (
     fail,
     one_line,
     print_json,
+    refuse_unconfinable,
 )
 from assay.core.contract import MAX_ATTEMPTS_LIMIT, MAX_RECOVERY_LIMIT
-from assay.core.vocab import HaltType, TaskStatus
+from assay.core.vocab import HaltType, SandboxMode, TaskStatus
 
 if TYPE_CHECKING:
     from assay.adapters.store.sql import Ledger
@@ -53,6 +54,13 @@ LandFlag = Annotated[str, typer.Option(help="merge, branch, pr or none.")]
 SeatsFlag = Annotated[int, typer.Option(min=1, max=16, help="Competing coders per attempt.")]
 MaxAttemptsFlag = Annotated[
     int, typer.Option(min=1, max=MAX_ATTEMPTS_LIMIT, help="Runs before the task is Held.")
+]
+SandboxFlag = Annotated[
+    SandboxMode | None,
+    typer.Option(
+        help="bwrap (the default) or none: run the seat's processes unconfined. Overrides the "
+        "contract's `sandbox:`."
+    ),
 ]
 MaxRecoveryFlag = Annotated[
     int, typer.Option(min=0, max=MAX_RECOVERY_LIMIT, help="Recovery waves per run.")
@@ -119,6 +127,7 @@ def run(
     seats: SeatsFlag = 1,
     max_attempts: MaxAttemptsFlag = 3,
     max_recovery: MaxRecoveryFlag = 2,
+    sandbox: SandboxFlag = None,
     task_id: Annotated[
         str | None, typer.Option("--task", help="Run an existing task instead of a new one.")
     ] = None,
@@ -151,8 +160,9 @@ def run(
         # A bad contract or option is refused before anything is created.
         built = build_contract(
             instruction, contract, coder, coder_command, validator, land, seats,
-            max_attempts, max_recovery,
+            max_attempts, max_recovery, sandbox=sandbox,
         )  # fmt: skip
+        refuse_unconfinable(built)  # before the task is created
     workspace = Workspace.find(require_commit=True)
     ledger = workspace.ledger()
     now = datetime.now(UTC)
@@ -203,6 +213,8 @@ def run(
         jobs.append((queue_task(workspace, ledger, built, now), built))
     if not jobs:
         fail("give an instruction, --contract FILE, --task ID or --resume (see assay run -h)")
+    for _, chosen in jobs:  # a stored task's contract (--task, --resume) too
+        refuse_unconfinable(chosen)
 
     with graceful_stop():
         code = _run_jobs(workspace, ledger, jobs, keep_worktrees, json_output)
@@ -283,6 +295,30 @@ def unverified_warning(contract: Contract, from_flags: bool) -> str:
 
 
 def build_contract(
+    instruction: str | None,
+    contract_file: Path | None,
+    coder: str | None,
+    coder_command: str | None,
+    validators: list[str] | None,
+    land: str,
+    seats: int,
+    max_attempts: int,
+    max_recovery: int,
+    *,
+    sandbox: SandboxMode | None = None,
+) -> Contract:
+    """The contract of a new task, from a file or from the flags; ``sandbox`` (``--sandbox``)
+    overrides either's."""
+    built = _build_contract(
+        instruction, contract_file, coder, coder_command, validators, land, seats,
+        max_attempts, max_recovery,
+    )  # fmt: skip
+    if sandbox is not None:
+        built = built.model_copy(update={"sandbox": sandbox})
+    return built
+
+
+def _build_contract(
     instruction: str | None,
     contract_file: Path | None,
     coder: str | None,

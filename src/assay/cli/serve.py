@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from assay.cli.signals import graceful_stop, interrupted_exit
-from assay.cli.workspace import Workspace
+from assay.cli.workspace import Workspace, refuse_unconfinable
 
 
 def serve(
@@ -57,12 +57,14 @@ def serve(
             task = ledger.get_task(task_id)
             if not task.runnable(datetime.now(UTC)):
                 return
+            contract = workspace.load_contract(task_id)
+            refuse_unconfinable(contract)  # exit 2 (re-raised by the loop), the task untouched
             report = run_task(
                 repo=workspace.repo,
                 home=workspace.home,
                 ledger=ledger,
                 task=task,
-                contract=workspace.load_contract(task_id),
+                contract=contract,
                 sink=progress,
             )
             settled = report.settlement

@@ -14,6 +14,7 @@ from assay.cli.run import (
     LandFlag,
     MaxAttemptsFlag,
     MaxRecoveryFlag,
+    SandboxFlag,
     SeatsFlag,
     ValidatorFlag,
 )
@@ -24,6 +25,7 @@ from assay.cli.workspace import (
     command_group,
     fail,
     print_json,
+    refuse_unconfinable,
 )
 
 if TYPE_CHECKING:
@@ -64,6 +66,7 @@ def add(
     seats: SeatsFlag = 1,
     max_attempts: MaxAttemptsFlag = 3,
     max_recovery: MaxRecoveryFlag = 2,
+    sandbox: SandboxFlag = None,
     json_output: JsonFlag = False,
 ) -> None:
     """Queue a task (an instruction with flags, or a contract) for `assay serve`."""
@@ -73,8 +76,9 @@ def add(
         fail("give an instruction or --contract FILE")
     built = build_contract(
         instruction, contract, coder, coder_command, validator, land, seats,
-        max_attempts, max_recovery,
+        max_attempts, max_recovery, sandbox=sandbox,
     )  # fmt: skip
+    refuse_unconfinable(built)
     workspace = Workspace.find(require_commit=True)
     task = queue_task(workspace, workspace.ledger(), built, datetime.now(UTC))
     if json_output:

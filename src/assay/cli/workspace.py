@@ -35,6 +35,19 @@ def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
     raise typer.Exit(code)
 
 
+def refuse_unconfinable(contract: Contract) -> None:
+    """A contract that asks for the bwrap sandbox on a machine where bwrap is missing (or
+    cannot create a sandbox) is refused, exit 2: it never runs unconfined by surprise."""
+    from assay.adapters.sandbox import bwrap_problem
+    from assay.core.vocab import SandboxMode
+
+    if contract.sandbox is not SandboxMode.BWRAP:
+        return
+    problem = bwrap_problem()
+    if problem is not None:
+        fail(f"{problem} (on the command line: --sandbox none)")
+
+
 @dataclass
 class Workspace:
     repo: Path

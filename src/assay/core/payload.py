@@ -22,6 +22,7 @@ from assay.core.vocab import (
     HaltType,
     LandMode,
     RunStatus,
+    SandboxMode,
     StopReason,
     TaskStatus,
 )
@@ -148,6 +149,10 @@ class Payload(_Persisted):
     halts: PayloadHalts = Field(default_factory=PayloadHalts)
     usage: Usage = Field(default_factory=Usage)
     land: LandSummary | None = Field(default=None, description="null when nothing was landed")
+    sandbox: SandboxMode = Field(
+        default=SandboxMode.NONE,
+        description="how the seats' processes were confined: bwrap, or none (unconfined)",
+    )
     started_at: AwareDatetime
     finished_at: AwareDatetime
 
@@ -196,6 +201,7 @@ def build_payload(
     fired_halts: Sequence[HaltNotice] = (),
     usage: Usage | None = None,
     land: LandSummary | None = None,
+    sandbox: SandboxMode = SandboxMode.NONE,
 ) -> Payload:
     """Assemble a run's payload; a non-terminal status is refused (it is a bug, not a result)."""
     if not status.terminal:
@@ -225,6 +231,7 @@ def build_payload(
         ),
         usage=usage or Usage(),
         land=land,
+        sandbox=sandbox,
         started_at=started_at,
         finished_at=finished_at,
     )

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from assay.adapters.envpolicy import agent_environment, model_environment
 from assay.adapters.judging import RankingResult, deliberate, rank
+from assay.adapters.sandbox_spec import SandboxSpec
 from assay.core.blind import blind_candidates, blind_labels, judge_order, needs_deliberation
 from assay.core.contract import JudgeSpec
 from assay.core.tally import tally
@@ -28,7 +29,10 @@ async def judge_blind(
     *,
     operator_env: Mapping[str, str],
     workdir: Path,
+    sandbox: SandboxSpec | None = None,
 ) -> JudgeRound:
+    """``sandbox``: where each CLI judge runs (None: unconfined); an LLM judge is a model
+    assay calls itself, so no process of it is confined."""
     contract = plan.contract
     labels = blind_labels([s.seat for s in seats], plan.run_id)
     identity = [plan.run_id, plan.dispatch_id]
@@ -55,12 +59,14 @@ async def judge_blind(
         )
         directory = workdir / f"judge-{index + 1}" / f"round-{round_}"
         directory.mkdir(parents=True, exist_ok=True)
+        confined = None if spec.kind is JudgeKind.LLM else sandbox
         if not prior:
-            return rank(order, contract.task, spec, env=env, workdir=directory)
+            return rank(order, contract.task, spec, env=env, workdir=directory, sandbox=confined)
         others = [r for i, r in enumerate(prior) if i != index]
         return deliberate(
-            order, contract.task, spec, own=prior[index], others=others, env=env, workdir=directory
-        )
+            order, contract.task, spec, own=prior[index], others=others, env=env,
+            workdir=directory, sandbox=confined,
+        )  # fmt: skip
 
     results = list(
         await asyncio.gather(

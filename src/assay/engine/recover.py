@@ -130,6 +130,7 @@ def close_unfinished(
         finished_at=max(now, record.started_at),
         fired_halts=blocks,
         land=land,
+        sandbox=contract.sandbox,
     )
     path = home / "runs" / record.id / "payload.json"
     written: str | None = str(path)

@@ -271,6 +271,7 @@ def close_run(
         land=LandSummary(mode=contract.land, branch=result.land.branch, pr_url=result.land.pr_url)
         if result.land
         else None,
+        sandbox=contract.sandbox,  # a bwrap contract never runs unconfined: the CLI refuses
     )
     payload_file = fx.run_dir(plan) / "payload.json"
     payload_path: Path | None = payload_file

@@ -28,6 +28,7 @@ from assay.adapters.coders.base import (
     QuotaSignal,
 )
 from assay.adapters.process import ProcessResult, run_process
+from assay.adapters.sandbox_spec import SandboxSpec
 from assay.core.report import CoderReport
 from assay.core.vocab import StopReason
 
@@ -302,6 +303,7 @@ def run_cli(
         timeout=request.timeout_seconds,
         log_path=request.log_dir / f"{tool}.log",
         stdin=stdin,
+        sandbox=request.sandbox,
     )
     if isinstance(proc, DispatchResult):
         return proc
@@ -318,12 +320,18 @@ def start_cli(
     timeout: float,
     log_path: Path,
     stdin: str | None = None,
+    sandbox: SandboxSpec | None = None,
 ) -> ProcessResult | DispatchResult:
-    """Run a tool to its end; a result without an exit code when it is missing or won't start."""
+    """Run a tool to its end; a result without an exit code when it is missing or won't start.
+
+    ``sandbox``: where it runs (None: unconfined), see :func:`run_process`."""
     if shutil.which(argv[0], path=env.get("PATH")) is None:
         return DispatchResult(exit_code=None, environment_error=missing_binary(tool, install))
     try:
-        return run_process(argv, cwd=cwd, env=env, timeout=timeout, log_path=log_path, stdin=stdin)
+        return run_process(
+            argv, cwd=cwd, env=env, timeout=timeout, log_path=log_path, stdin=stdin,
+            sandbox=sandbox,
+        )  # fmt: skip
     except (FileNotFoundError, PermissionError) as exc:
         return DispatchResult(
             exit_code=None, environment_error=f"{tool} could not be started: {exc}"

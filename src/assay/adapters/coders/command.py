@@ -69,6 +69,7 @@ class CommandCoder:
                 timeout=request.timeout_seconds,
                 log_path=log_path,
                 stdin=request.prompt if via == "stdin" else None,
+                sandbox=request.sandbox,
             )
         except FileNotFoundError as exc:
             return DispatchResult(

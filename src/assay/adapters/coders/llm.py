@@ -334,6 +334,7 @@ class _Session:
             env=dict(self.request.env),
             timeout=min(VALIDATOR_TIMEOUT, remaining),
             log_path=log,
+            sandbox=self.request.sandbox,
         )
         head = "timed out" if result.timed_out else f"exit code: {result.exit_code}"
         return f"{head}\n{result.tail(OUTPUT_TAIL)}"

@@ -11,6 +11,7 @@ The report is written verbatim, so a test can also replay a malformed one.
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -19,6 +20,7 @@ from typing import Any
 from assay.adapters.coders.base import DispatchRequest, DispatchResult, assay_env
 from assay.adapters.coders.command import ERROR_TAIL_CHARS, write_prompt_file
 from assay.adapters.process import SHELL, ProcessResult, run_process
+from assay.adapters.sandbox import confines
 from assay.core.contract_rules import REPLAY_STEP_KEYS
 
 STEP_KEYS: frozenset[str] = REPLAY_STEP_KEYS  # one list, so a contract that parses can play
@@ -54,6 +56,7 @@ class ReplayCoder:
         ran: list[ProcessResult] = []
         try:
             if patch is not None:
+                patch = _visible_patch(patch, request)
                 argv = ["git", "apply", "--whitespace=nowarn", str(patch)]
                 ran.append(self._run(argv, "apply", request, env, deadline))
                 _judge(ran[-1], result, f"the diff {step['diff']!r} does not apply")
@@ -90,7 +93,19 @@ class ReplayCoder:
             env=env,
             timeout=max(deadline - time.monotonic(), 0.01),
             log_path=request.log_dir / f"replay-attempt{request.attempt}-{name}.log",
+            sandbox=request.sandbox,
         )
+
+
+def _visible_patch(patch: Path, request: DispatchRequest) -> Path:
+    """The diff where a sandboxed ``git apply`` can read it: the repository it names is hidden
+    from the seat, so it is copied beside the seat's logs first."""
+    if not confines(request.sandbox):
+        return patch
+    request.log_dir.mkdir(parents=True, exist_ok=True)
+    copy = request.log_dir / f"replay-attempt{request.attempt}.diff"
+    shutil.copyfile(patch, copy)
+    return copy
 
 
 def pick_step(steps: Any, attempt: int) -> dict[str, str]:

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from assay.adapters.judging.common import Deliberation, RankingResult
+from assay.adapters.sandbox_spec import SandboxSpec
 from assay.core.blind import BlindCandidate
 from assay.core.contract import JudgeSpec
 from assay.core.vocab import JudgeKind
@@ -26,6 +27,7 @@ def rank(
     *,
     env: Mapping[str, str] | None = None,
     workdir: Path | None = None,
+    sandbox: SandboxSpec | None = None,
 ) -> RankingResult:
     """One judge's ranking of ``candidates``, shown in the order given (its ``judge_order``).
 
@@ -33,9 +35,10 @@ def rank(
     process environment); for a CLI, the child's whole environment (default: the allowlist
     plus the tool's credentials). ``workdir``: this judge's own directory for its transcript
     and, for a CLI, its scratch copy of the diffs (default: a temporary directory / no log).
+    ``sandbox``: where a CLI judge runs (None: unconfined; its own folder is made writable).
     Never raises for anything the judge or provider does; ValueError for no or repeated labels.
     """
-    return _ask(candidates, task, judge, env, workdir, None)
+    return _ask(candidates, task, judge, env, workdir, None, sandbox)
 
 
 def deliberate(
@@ -47,6 +50,7 @@ def deliberate(
     others: Sequence[RankingResult],
     env: Mapping[str, str] | None = None,
     workdir: Path | None = None,
+    sandbox: SandboxSpec | None = None,
 ) -> RankingResult:
     """Show a judge the other judges' rankings and reasons once, and ask again.
 
@@ -58,7 +62,7 @@ def deliberate(
     readable = [other for other in others if other.ranking is not None]
     if own.ranking is None or not readable:
         return own
-    again = _ask(candidates, task, judge, env, workdir, Deliberation(own, readable))
+    again = _ask(candidates, task, judge, env, workdir, Deliberation(own, readable), sandbox)
     if again.ranking is not None:
         return again
     return RankingResult(
@@ -80,6 +84,7 @@ def _ask(
     env: Mapping[str, str] | None,
     workdir: Path | None,
     prior: Deliberation | None,
+    sandbox: SandboxSpec | None = None,
 ) -> RankingResult:
     if judge.kind is JudgeKind.LLM:
         from assay.adapters.judging.llm import rank_with_model
@@ -87,4 +92,6 @@ def _ask(
         return rank_with_model(candidates, task, judge, env=env, workdir=workdir, prior=prior)
     from assay.adapters.judging.cli import rank_with_cli
 
-    return rank_with_cli(candidates, task, judge, env=env, workdir=workdir, prior=prior)
+    return rank_with_cli(
+        candidates, task, judge, env=env, workdir=workdir, prior=prior, sandbox=sandbox
+    )

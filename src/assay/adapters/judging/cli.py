@@ -25,6 +25,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from assay.adapters.coders.agentcli import ParsedRun, now_utc, provider_fault, start_cli
@@ -45,6 +46,7 @@ from assay.adapters.judging.common import (
     shown_diff,
 )
 from assay.adapters.process import ProcessResult
+from assay.adapters.sandbox_spec import SandboxSpec
 from assay.core.blind import BlindCandidate
 from assay.core.contract import JudgeSpec
 from assay.core.vocab import JudgeKind, StopReason
@@ -142,14 +144,16 @@ def rank_with_cli(
     env: Mapping[str, str] | None = None,
     workdir: Path | None = None,
     prior: Deliberation | None = None,
+    sandbox: SandboxSpec | None = None,
 ) -> RankingResult:
     """Run the CLI over the candidates' diffs; ``env`` is the child's whole environment
-    (default: the allowlist plus the tool's own credentials)."""
+    (default: the allowlist plus the tool's own credentials). ``sandbox``: where it runs
+    (None: unconfined); the judge's own folder is added to its writable paths."""
     labels_of(candidates)
     if workdir is not None:
-        return _run(candidates, task, judge, env, workdir, prior)
+        return _run(candidates, task, judge, env, workdir, prior, sandbox)
     with tempfile.TemporaryDirectory(prefix="assay-judge-") as scratch:
-        return _run(candidates, task, judge, env, Path(scratch), prior)
+        return _run(candidates, task, judge, env, Path(scratch), prior, sandbox)
 
 
 def _run(
@@ -159,6 +163,7 @@ def _run(
     env: Mapping[str, str] | None,
     workdir: Path,
     prior: Deliberation | None,
+    sandbox: SandboxSpec | None = None,
 ) -> RankingResult:
     kind = judge.kind.value
     name = f"{kind}:{judge.model}" if judge.model else kind
@@ -177,11 +182,19 @@ def _run(
         timeout=judge.timeout_seconds,
         log_path=workdir / f"{kind}.log",
         stdin=build_prompt(candidates, task, prior),
+        sandbox=_with_workdir(sandbox, workdir),
     )
     if isinstance(proc, DispatchResult):
         return RankingResult(None, error=proc.environment_error or proc.error, judge=name)
     parsed = _parse(judge.kind, proc)
     return _result(parsed, proc, [c.label for c in candidates], name)
+
+
+def _with_workdir(sandbox: SandboxSpec | None, workdir: Path) -> SandboxSpec | None:
+    """The judge writes its transcript and reads its diffs in ``workdir``: visible, writable."""
+    if sandbox is None:
+        return None
+    return replace(sandbox, writable=(*sandbox.writable, workdir.resolve()))
 
 
 def _parse(kind: JudgeKind, proc: ProcessResult) -> ParsedRun:

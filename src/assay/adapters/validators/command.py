@@ -68,6 +68,7 @@ class CommandValidator:
                 env=context.env,
                 timeout=timeout,
                 log_path=log_path,
+                sandbox=context.sandbox,
             )
         except EnvironmentFault:  # the machine, not the command: the engine refunds it
             raise
