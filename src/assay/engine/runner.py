@@ -272,6 +272,7 @@ def close_run(
         if result.land
         else None,
     )
+    payload = fx.redacted_payload(payload)
     payload_file = fx.run_dir(plan) / "payload.json"
     payload_path: Path | None = payload_file
     try:
