@@ -182,7 +182,7 @@ def scan_with_detect_secrets(
         return
     results: list[SecretFinding] = []
     with _SCAN_LOCK, _quiet_detect_secrets(), tempfile.TemporaryDirectory() as tmp:
-        by_type = get_mapping_from_secret_type_to_class()
+        by_type: dict[str, type] = dict(get_mapping_from_secret_type_to_class())
         names = [cls.__name__ for cls in by_type.values()]
         for index, (source, name, lines, excluded) in enumerate(jobs):
             folder = Path(tmp) / str(index)
