@@ -253,3 +253,10 @@ def test_the_value_of_a_credential_variable_is_handed_over_by_name(tmp_path: Pat
 
 def test_a_clean_scan_hands_over_nothing(tmp_path: Path) -> None:
     assert _scan(tmp_path, "", output=STREAM_OUTPUT).secrets == ()
+
+
+def test_a_putty_key_hands_over_its_lines() -> None:
+    from assay.adapters.validators.secret_values import private_key_body
+
+    lines = ["PuTTY-User-" + "Key-File-2: ssh-rsa", "Public-Lines: 1", "AAAAB3NzaC1yc2EAAAAB"]
+    assert private_key_body(lines, 0) == {"AAAAB3NzaC1yc2EAAAAB"}

@@ -50,8 +50,8 @@ def private_key_body(lines: Sequence[str], at: int) -> set[str]:
         if _KEY_END.search(line.replace("\\n", "\n")):
             break
     block = "\n".join(text).replace("\\r", "\n").replace("\\n", "\n")
-    begin = block.find("PRIVATE KEY")
-    end = _KEY_END.search(block, begin + 1) if begin >= 0 else None
+    begin = max(block.find("PRIVATE KEY"), 0)  # PuTTY's header does not say it
+    end = _KEY_END.search(block, begin + 1)
     body = block[begin : end.start() if end else len(block)].split("\n", 1)
     if len(body) < 2:
         return set()
