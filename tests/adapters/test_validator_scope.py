@@ -5,6 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+from support.repo import git
+
+from assay.adapters.git import read_changes
 from assay.adapters.validators import get_validator
 from assay.adapters.validators.base import ValidationContext, ValidationOutcome
 from assay.adapters.validators.scope import ScopeValidator
@@ -110,3 +114,123 @@ def test_malformed_settings_are_an_error_not_a_pass() -> None:
 
 def test_registry_returns_the_scope_validator() -> None:
     assert isinstance(get_validator("scope"), ScopeValidator)
+
+
+def test_defaults_protect_github() -> None:
+    outcome = _check(_change(_modified(".github/workflows/ci.yml")))
+    assert outcome.fire is CanonicalHalt.SCOPE_BREACH
+    assert outcome.result.findings == ["inside scope.protect: .github/workflows/ci.yml"]
+    assert _check(_change(_modified(".github/x")), protect=[]).result.severity is Severity.PASS
+
+
+# --- symlinks, read from a real candidate ---------------------------------------------------
+
+
+def _repo(tmp_path: Path, links: dict[str, str] | None = None) -> tuple[Path, str]:
+    root = tmp_path / "seat"
+    (root / "src").mkdir(parents=True)
+    (root / "src" / "a.py").write_text("x = 1\n")
+    for path, target in (links or {}).items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).symlink_to(target)
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "base")
+    return root, git(root, "rev-parse", "HEAD")
+
+
+def _candidate(root: Path, base: str, **settings: Any) -> ValidationOutcome:
+    change = read_changes(root, base)
+    context = ValidationContext(
+        worktree=root, change=change, task="t", env={}, settings=settings, log_dir=root / "logs"
+    )
+    return ScopeValidator().validate(context)
+
+
+def _link(root: Path, path: str, target: str) -> None:
+    (root / path).parent.mkdir(parents=True, exist_ok=True)
+    if (root / path).is_symlink() or (root / path).exists():
+        (root / path).unlink()
+    (root / path).symlink_to(target)
+
+
+@pytest.mark.parametrize(
+    ("links", "why"),
+    [
+        ({"leak": "/etc/passwd"}, "leak points to the absolute path /etc/passwd"),
+        ({"up": "../../.."}, "up points to ../../.., outside the tree"),
+        ({"src/deep/up": "../../../x"}, "src/deep/up points to ../../../x, outside the tree"),
+        ({"d/parent": "..", "hop": "d/parent/.."}, "hop points to d/parent/.., outside the tree"),
+    ],
+)
+def test_an_added_symlink_out_of_the_tree_is_a_breach(
+    tmp_path: Path, links: dict[str, str], why: str
+) -> None:
+    root, base = _repo(tmp_path)
+    for path, target in links.items():
+        _link(root, path, target)
+    outcome = _candidate(root, base)
+    assert outcome.fire is CanonicalHalt.SCOPE_BREACH and not outcome.result.error
+    assert outcome.result.findings == [f"symlink out of the tree: {why}"]
+    assert outcome.evidence == f"the change adds a symlink out of the tree: {why}"
+
+
+def test_the_link_target_is_read_from_git_never_followed(tmp_path: Path) -> None:
+    # The target exists on this machine and is a directory holding files: still a breach.
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret").write_text("s")
+    root, base = _repo(tmp_path)
+    _link(root, "src/x", "../../outside/secret")
+    outcome = _candidate(root, base)
+    assert outcome.fire is CanonicalHalt.SCOPE_BREACH
+
+
+def test_a_link_to_a_file_inside_the_tree_passes(tmp_path: Path) -> None:
+    root, base = _repo(tmp_path)
+    _link(root, "src/b.py", "a.py")
+    _link(root, "docs/a", "../src/a.py")
+    _link(root, "dangling", "src/nothing")
+    outcome = _candidate(root, base)
+    assert outcome.result.severity is Severity.PASS, outcome.result.findings
+
+
+def test_changing_an_inside_link_to_point_out_is_a_breach(tmp_path: Path) -> None:
+    root, base = _repo(tmp_path, {"src/b.py": "a.py"})
+    _link(root, "src/b.py", "../../../../etc/shadow")
+    assert _candidate(root, base).fire is CanonicalHalt.SCOPE_BREACH
+
+
+def test_a_file_turned_into_a_link_out_is_a_breach(tmp_path: Path) -> None:
+    root, base = _repo(tmp_path)
+    _link(root, "src/a.py", "/etc/passwd")
+    assert _candidate(root, base).fire is CanonicalHalt.SCOPE_BREACH
+
+
+def test_an_untouched_link_that_newly_escapes_through_a_changed_one_is_a_breach(
+    tmp_path: Path,
+) -> None:
+    # base: old -> via/x with via -> src (inside); the change re-points via to ..
+    root, base = _repo(tmp_path, {"via": "src", "old": "via/a.py"})
+    _link(root, "via", "..")
+    outcome = _candidate(root, base)
+    assert outcome.fire is CanonicalHalt.SCOPE_BREACH
+    assert {f.split(":")[1].split()[0] for f in outcome.result.findings} == {"via", "old"}
+
+
+def test_a_link_already_out_of_the_tree_in_the_base_is_not_the_changes(tmp_path: Path) -> None:
+    root, base = _repo(tmp_path, {"sys": "/usr/share"})
+    _link(root, "src/b.py", "a.py")  # the change touches a link, so links are read
+    assert _candidate(root, base).result.severity is Severity.PASS
+
+
+def test_a_renamed_link_out_of_the_tree_is_the_changes(tmp_path: Path) -> None:
+    root, base = _repo(tmp_path, {"sys": "/usr/share"})
+    git(root, "mv", "sys", "src/sys")
+    assert _candidate(root, base).fire is CanonicalHalt.SCOPE_BREACH
+
+
+def test_an_unreadable_candidate_is_an_error_not_a_pass(tmp_path: Path) -> None:
+    link = FileDelta(path="l", kind=FileChangeKind.CREATED, new_mode="120000")
+    outcome = _check(_change(link))  # /nonexistent: git cannot read it
+    assert outcome.result.error and outcome.result.severity is Severity.BLOCK

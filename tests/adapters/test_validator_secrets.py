@@ -213,3 +213,50 @@ def test_added_lines_that_look_like_headers_and_deletions() -> None:
 
 def test_registry_returns_the_secrets_validator() -> None:
     assert isinstance(get_validator("secrets"), SecretsValidator)
+
+
+# --- the values handed to the engine, for redaction only -------------------------------------
+
+
+def _values(outcome: ValidationOutcome) -> set[tuple[str, str]]:
+    return {(s.type, s.value) for s in outcome.secrets}
+
+
+def test_the_whole_value_of_each_secret_is_handed_over_for_redaction(tmp_path: Path) -> None:
+    diff = _diff(tmp_path, {}, {"conf.py": f'AWS = "{AWS_KEY}"\n'})
+    output = f"$ git push https://x:{GITHUB_TOKEN}@github.com/o/r\n"
+    outcome = _scan(tmp_path, diff, output=output)
+    # detect-secrets captures only "ghp" of a GitHub token: the whole token must be redacted
+    assert ("GitHub Token", GITHUB_TOKEN) in _values(outcome)
+    assert ("AWS Access Key", AWS_KEY) in _values(outcome)
+    _assert_value_absent(outcome, GITHUB_TOKEN)
+    _assert_value_absent(outcome, AWS_KEY)
+
+
+def test_a_private_key_hands_over_its_body_line_by_line(tmp_path: Path) -> None:
+    lines = ["MIIEowIBAAKCAQEAw3nP0cG4kX2Hh0Zr1mB3o7cQd9sV", "Zp4xk1y9Vq3o2HtU8dLrFj5GmP7sNc0aBh=="]
+    body = "\n".join([PRIVATE_KEY_HEADER, *lines, "-----END RSA PRIVATE KEY-----", "after"])
+    diff = _diff(tmp_path, {}, {"deploy/id_rsa": body + "\n"})
+    assert _values(_scan(tmp_path, diff)) == {("Private Key", v) for v in lines}
+    # a JSON event stream holds the key on one line, its newlines escaped
+    escaped = body.replace("\n", "\\n")
+    output = '{"type":"tool_result","content":"' + escaped + '"}'
+    assert _values(_scan(tmp_path, "", output=output)) >= {("Private Key", v) for v in lines}
+
+
+def test_the_value_of_a_credential_variable_is_handed_over_by_name(tmp_path: Path) -> None:
+    value = "qz" + "8Lr0vWm3Tn5Kp2Xa"
+    outcome = _scan(tmp_path, "", output=f"token {value}\n", env={"PAYMENTS_TOKEN": value})
+    assert _values(outcome) == {("PAYMENTS_TOKEN", value)}
+    _assert_value_absent(outcome, value)
+
+
+def test_a_clean_scan_hands_over_nothing(tmp_path: Path) -> None:
+    assert _scan(tmp_path, "", output=STREAM_OUTPUT).secrets == ()
+
+
+def test_a_putty_key_hands_over_its_lines() -> None:
+    from assay.adapters.validators.secret_values import private_key_body
+
+    lines = ["PuTTY-User-" + "Key-File-2: ssh-rsa", "Public-Lines: 1", "AAAAB3NzaC1yc2EAAAAB"]
+    assert private_key_body(lines, 0) == {"AAAAB3NzaC1yc2EAAAAB"}

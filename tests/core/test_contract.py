@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -10,12 +11,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from assay.core.contract import (
+    DEFAULT_PROTECT,
     CoderSpec,
     Contract,
     ContractError,
     HaltClass,
     JudgeSpec,
     PullRequestSettings,
+    Scope,
     contract_from_flags,
     contract_template,
     contract_to_yaml,
@@ -344,6 +347,30 @@ def test_contract_to_yaml_round_trips() -> None:
     assert parse_contract(contract_to_yaml(built)) == built
 
 
+@pytest.mark.parametrize(
+    ("text", "protect"),
+    [
+        ("task: x\n", [".github/**"]),
+        ("task: x\nscope: {allow: ['src/**']}\n", [".github/**"]),
+        ("task: x\nscope: {protect: []}\n", []),
+        ("task: x\nscope: {protect: ['docs/**']}\n", ["docs/**"]),
+    ],
+)
+def test_protect_defaults_to_github_unless_the_contract_sets_it(
+    text: str, protect: list[str]
+) -> None:
+    assert parse_contract(text).scope.protect == protect
+
+
+def test_the_template_default_and_readme_agree_on_protect() -> None:
+    template = yaml.safe_load(contract_template())["scope"]
+    assert template["protect"] == list(DEFAULT_PROTECT) == Scope().protect == [".github/**"]
+    assert template["allow"] == Scope().allow
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    assert 'protect` defaults to `[".github/**"]`' in readme
+    assert "`protect: []`" in readme
+
+
 # --- built from flags -----------------------------------------------------------------------
 
 
@@ -380,6 +407,8 @@ def test_contract_from_flags_defaults_and_coder_model() -> None:
     assert contract_from_flags("Fix it", validators=None, scope_allow=None) == contract
     assert contract.coder_for_seat(1).kind is CoderKind.CLAUDE
     assert contract.validators == [] and contract.scope.allow == ["**"]
+    assert contract.scope.protect == [".github/**"]  # `assay run "..."` is protected too
+    assert contract_from_flags("x", scope_protect=[]).scope.protect == []
     assert len(contract.halt_classes) == 7
     spec = contract_from_flags("x", coder="codex:gpt-5-codex").coder_for_seat(1)
     assert (spec.kind, spec.model) == (CoderKind.CODEX, "gpt-5-codex")

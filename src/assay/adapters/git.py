@@ -16,6 +16,7 @@ import shutil
 import subprocess
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 from assay.core.changes import ChangeSet, FileDelta
 from assay.core.vocab import FileChangeKind
@@ -73,13 +74,16 @@ def _env() -> dict[str, str]:
     return env
 
 
-def _run(cwd: Path, *args: str, ok: Sequence[int] = (0,)) -> subprocess.CompletedProcess[bytes]:
+def _run(
+    cwd: Path, *args: str, ok: Sequence[int] = (0,), feed: bytes | None = None
+) -> subprocess.CompletedProcess[bytes]:
     argv = ["git", "-C", str(cwd), *_CONFIG, *args]
+    stdin: dict[str, Any] = {"stdin": subprocess.DEVNULL} if feed is None else {"input": feed}
     try:
         done = subprocess.run(
             argv,
             capture_output=True,
-            stdin=subprocess.DEVNULL,
+            **stdin,
             env=_env(),
             timeout=GIT_TIMEOUT_SECONDS,
             check=False,

@@ -109,9 +109,14 @@ def unstorable_text(value: object) -> str | None:
     return None
 
 
+# What no coder may touch unless the contract says so: CI runs with the repository's secrets,
+# so a workflow file is a way out of the sandbox. `protect: []` removes it, explicitly.
+DEFAULT_PROTECT: tuple[str, ...] = (".github/**",)
+
+
 class Scope(_Input):
     allow: list[str] = Field(default_factory=lambda: ["**"])
-    protect: list[str] = Field(default_factory=list)
+    protect: list[str] = Field(default_factory=lambda: list(DEFAULT_PROTECT))
 
     @field_validator("allow", "protect")
     @classmethod
@@ -449,7 +454,10 @@ def contract_from_flags(
         "judges": judges,
         "budgets": {"max_attempts": max_attempts, "max_recovery": max_recovery},
         "policy": str(policy),
-        "scope": {"allow": list(scope_allow or ["**"]), "protect": list(scope_protect or [])},
+        "scope": {
+            "allow": list(scope_allow or ["**"]),
+            "protect": list(DEFAULT_PROTECT if scope_protect is None else scope_protect),
+        },
     }
     try:
         return Contract.model_validate(data)

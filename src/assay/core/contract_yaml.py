@@ -282,8 +282,10 @@ task: |
 # halt-anchor-resolution-failure.
 anchors: []
 
-# Which paths the change may touch (glob patterns). A path outside `allow`, or inside
-# `protect`, fires halt-scope-breach.
+# Which paths the change may touch (gitignore-style patterns). A path outside `allow`, or
+# inside `protect`, fires halt-scope-breach, and so does a symlink whose target leaves the
+# tree. `protect` defaults to [".github/**"] even when `scope` is left out; `protect: []`
+# lets the coder touch the CI workflows.
 scope:
   allow: ["**"]
   protect: [".github/**"]

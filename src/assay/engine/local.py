@@ -19,6 +19,7 @@ from assay.adapters.coders import get_coder, ignored_settings
 from assay.adapters.coders.base import DispatchRequest, DispatchResult
 from assay.adapters.envpolicy import agent_environment, child_environment, model_environment
 from assay.adapters.process import EnvironmentFault
+from assay.adapters.redact import SecretRedaction
 from assay.adapters.report_file import read_report_file
 from assay.adapters.run_files import fault_of, make_folder, writing
 from assay.adapters.store import halt_files, halt_ops
@@ -29,7 +30,7 @@ from assay.core.anchors import unresolved_anchors
 from assay.core.attempts import AttemptRecord
 from assay.core.brief import render_brief
 from assay.core.halt_watch import HaltWatch
-from assay.core.payload import HaltNotice
+from assay.core.payload import HaltNotice, Payload
 from assay.core.report import CoderReport, compare_with_diff, read_coder_report
 from assay.core.results import ValidatorResult
 from assay.core.statefile import HaltStateFile
@@ -74,6 +75,8 @@ class LocalEffects:
         self.warnings: list[str] = []
         # The latest validation of each (attempt, seat): what a merge's commit says of it.
         self.results: dict[tuple[int, int], list[ValidatorResult]] = {}
+        # Every secret value the scan found in this run, and what replaces it where it is kept.
+        self.redaction = SecretRedaction()
 
     # -- paths -------------------------------------------------------------------------------
 
@@ -230,6 +233,7 @@ class LocalEffects:
                 )
             )
         await asyncio.to_thread(git.restore_checkpoint, seat.worktree, coder_ignored)
+        outcomes = await asyncio.to_thread(self._redact_secrets, plan, outcomes)
         self.results.setdefault((seat.attempt, seat.seat), [o.result for o in outcomes])
         boundary(CrashPoint.VALIDATED)
         return outcomes
@@ -327,7 +331,29 @@ class LocalEffects:
             crash_point(CrashPoint.REF_MOVED)  # opened, nothing recorded yet
         self._record(RunEvent(kind, data))
 
+    def _redact_secrets(
+        self, plan: RunPlan, outcomes: list[ValidationOutcome]
+    ) -> list[ValidationOutcome]:
+        """A secret the scan found is replaced by ``[REDACTED:<type>]`` in every file kept for
+        the run's seats and judges and in the verdicts, so no later event, halt evidence or
+        payload carries it either."""
+        if self.redaction.absorb(outcomes):
+            for path, exc in self.redaction.redact_folders(self.run_dir(plan)):
+                self._warn(f"a detected secret could not be redacted from {path}: {exc}")
+        return self.redaction.outcomes(outcomes)
+
+    def redacted_payload(self, payload: Payload) -> Payload:
+        """The payload without any secret value the run detected (a coder's report may hold
+        one), for the file and for what the CLI prints."""
+        if not self.redaction.redactor:
+            return payload
+        document = payload.to_json()
+        redacted = self.redaction.redactor.data(document)
+        return payload if redacted == document else Payload.model_validate(redacted)
+
     def _record(self, event: RunEvent) -> None:
+        if self.redaction.redactor:  # a ledger event never carries a detected secret
+            event = RunEvent(event.kind, self.redaction.redactor.data(event.data))
         self.events.append(event)
         if self.sink is not None:
             self.sink(event)

@@ -273,6 +273,7 @@ def close_run(
         else None,
         sandbox=contract.sandbox,  # a bwrap contract never runs unconfined: the CLI refuses
     )
+    payload = fx.redacted_payload(payload)
     payload_file = fx.run_dir(plan) / "payload.json"
     payload_path: Path | None = payload_file
     try:

@@ -8,7 +8,7 @@ Engine-side checks (scope, secrets) may also ask the engine to fire a canonical 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -32,12 +32,23 @@ class ValidationContext:
 
 
 @dataclass(frozen=True)
+class DetectedSecret:
+    """A credential the secret scan found, held only so the engine can redact it from the files
+    it keeps: its value is never in a repr, a finding, a log line or the payload."""
+
+    type: str  # the detector's name ("AWS Access Key"): the redaction's label
+    value: str = field(repr=False)
+
+
+@dataclass(frozen=True)
 class ValidationOutcome:
     result: ValidatorResult
     fire: CanonicalHalt | None = None  # a canonical halt the engine must fire
     evidence: str | None = None  # the evidence to fire it with (never a secret's value)
     quota: QuotaSignal | None = None  # a model judge lost to a rate or usage limit
     fault: str | None = None  # a model judge lost to a provider fault (5xx, 529, connection)
+    # What the secret scan found, for redaction only (never reported, never in a repr).
+    secrets: tuple[DetectedSecret, ...] = field(default=(), repr=False)
 
 
 class Validator(Protocol):

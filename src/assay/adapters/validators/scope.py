@@ -4,21 +4,33 @@ Patterns are gitignore-style (``src/**``, ``*.md``, ``!src/vendored/**``), match
 pathspec. Every path the change touches counts, including the old path of a rename: moving a
 protected file away is touching it. A path outside ``allow`` or inside ``protect`` blocks and
 asks the engine to fire ``halt-scope-breach`` with the offending paths as evidence.
+
+A symlink is a path that can reach further than itself: one the change adds or changes whose
+target resolves outside the tree (an absolute target, ``..`` that climbs out, a chain through
+other links, a ``.git`` folder) is a breach too. Targets are read from git's blobs and resolved
+against the candidate's own links (:mod:`assay.core.links`), never followed on this machine.
+A link that already pointed out of the tree in the base commit, untouched, is not the change's.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 import pathspec
 
+from assay.adapters import git_links
+from assay.adapters.git import GitError
 from assay.adapters.validators.base import ValidationContext, ValidationOutcome
 from assay.core.changes import ChangeSet
+from assay.core.contract import DEFAULT_PROTECT
+from assay.core.links import escape_reason
 from assay.core.results import ValidatorResult
 from assay.core.vocab import CanonicalHalt, Severity
 
 DEFAULT_ALLOW: tuple[str, ...] = ("**",)
+LINK_MODE = "120000"
 MAX_NAMED_PATHS = 20
 
 
@@ -31,7 +43,7 @@ class ScopeValidator:
         validator_id = str(context.settings.get("id") or "scope")
         try:
             allow = _spec(context.settings.get("allow"), DEFAULT_ALLOW)
-            protect = _spec(context.settings.get("protect"), ())
+            protect = _spec(context.settings.get("protect"), DEFAULT_PROTECT)
         except (ValueError, TypeError) as exc:
             return ValidationOutcome(
                 result=ValidatorResult(
@@ -44,7 +56,18 @@ class ScopeValidator:
         paths = touched_paths(context.change)
         outside = [p for p in paths if not allow.match_file(p)]
         protected = [p for p in paths if protect.match_file(p)]
-        if not outside and not protected:
+        try:
+            escaping = escaping_links(context.worktree, context.change)
+        except (GitError, OSError, ValueError) as exc:
+            return ValidationOutcome(
+                result=ValidatorResult(
+                    validator_id=validator_id,
+                    severity=Severity.BLOCK,
+                    error=True,
+                    justification=f"the candidate's symlinks could not be read: {exc}",
+                )
+            )
+        if not outside and not protected and not escaping:
             return ValidationOutcome(
                 result=ValidatorResult(
                     validator_id=validator_id,
@@ -54,12 +77,17 @@ class ScopeValidator:
             )
         findings = [f"outside scope.allow: {p}" for p in outside]
         findings += [f"inside scope.protect: {p}" for p in protected]
+        findings += [f"symlink out of the tree: {p} {why}" for p, why in escaping]
         parts = []
         if outside:
             parts.append(f"outside scope.allow: {_names(outside)}")
         if protected:
             parts.append(f"inside scope.protect: {_names(protected)}")
-        evidence = "the change touches paths " + "; ".join(parts)
+        clauses = ["the change touches paths " + "; ".join(parts)] if parts else []
+        if escaping:
+            shown = [f"{p} {why}" for p, why in escaping]
+            clauses.append(f"the change adds a symlink out of the tree: {_names(shown)}")
+        evidence = "; ".join(clauses)
         return ValidationOutcome(
             result=ValidatorResult(
                 validator_id=validator_id,
@@ -77,6 +105,28 @@ def touched_paths(change: ChangeSet) -> list[str]:
     paths = {f.path for f in change.files}
     paths |= {f.renamed_from for f in change.files if f.renamed_from}
     return sorted(paths)
+
+
+def escaping_links(worktree: Path, change: ChangeSet) -> list[tuple[str, str]]:
+    """(path, why) of each symlink of the candidate that resolves outside the tree because of
+    the change. Git is read only when the change touches a symlink: links resolve through
+    links, so a change without one leaves every link's destination as it was."""
+    touched = {f.path for f in change.files if LINK_MODE in (f.old_mode, f.new_mode)} | {
+        f.renamed_from for f in change.files if f.renamed_from and f.new_mode == LINK_MODE
+    }
+    if not touched:
+        return []
+    links = git_links.staged_symlinks(worktree)
+    before = git_links.symlinks_at(worktree, change.base_commit)
+    escaping = []
+    for path in sorted(links):
+        why = escape_reason(path, links)
+        if why is None:
+            continue
+        already = links[path] == before.get(path) and escape_reason(path, before) is not None
+        if path in touched or not already:
+            escaping.append((path, why))
+    return escaping
 
 
 def _spec(value: Any, default: Iterable[str]) -> pathspec.GitIgnoreSpec:

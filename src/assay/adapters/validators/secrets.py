@@ -10,6 +10,9 @@ hex high-entropy strings (hashes, digests, commit ids) and public IP addresses a
 credentials; captured output (JSON event streams full of random-looking ids) is scanned only
 with the detectors that recognise a credential by its format. Besides detect-secrets, the
 exact values of credential-like variables in the validator's environment are looked for.
+
+The values found travel to the engine in ``ValidationOutcome.secrets`` (never in the text of
+the verdict), so it can redact them from the files it keeps (:mod:`assay.adapters.redact`).
 """
 
 from __future__ import annotations
@@ -23,8 +26,14 @@ import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import Any
 
-from assay.adapters.validators.base import ValidationContext, ValidationOutcome
+from assay.adapters.validators.base import DetectedSecret, ValidationContext, ValidationOutcome
+from assay.adapters.validators.secret_values import (
+    PRIVATE_KEY_TYPE,
+    completed_values,
+    private_key_body,
+)
 from assay.core.results import ValidatorResult
 from assay.core.vocab import CanonicalHalt, Severity
 
@@ -68,8 +77,9 @@ class SecretsValidator:
         validator_id = str(context.settings.get("id") or "secrets")
         added = added_lines(context.change.diff)
         output_lines = list(enumerate(context.captured_output.splitlines(), start=1))
+        values: set[DetectedSecret] = set()
         try:
-            found = set(scan_with_detect_secrets(added, output_lines))
+            found = set(scan_with_detect_secrets(added, output_lines, values))
         except Exception as exc:  # a scanner fault is no verdict, and never a pass
             return ValidationOutcome(
                 result=ValidatorResult(
@@ -79,7 +89,7 @@ class SecretsValidator:
                     justification=f"the secret scan failed ({type(exc).__name__})",
                 )
             )
-        found |= set(scan_known_values(context.env, added, output_lines))
+        found |= set(scan_known_values(context.env, added, output_lines, values))
         findings = sorted(found)
         if not findings:
             return ValidationOutcome(
@@ -104,6 +114,7 @@ class SecretsValidator:
             ),
             fire=CanonicalHalt.SECRET_EXPOSURE,
             evidence=evidence,
+            secrets=tuple(sorted(values, key=lambda v: (v.type, v.value))),
         )
 
 
@@ -146,9 +157,12 @@ def added_lines(diff: str) -> dict[str, list[tuple[int, str]]]:
 
 
 def scan_with_detect_secrets(
-    added: Mapping[str, Sequence[tuple[int, str]]], output: Sequence[tuple[int, str]]
+    added: Mapping[str, Sequence[tuple[int, str]]],
+    output: Sequence[tuple[int, str]],
+    values: set[DetectedSecret] | None = None,
 ) -> Iterator[SecretFinding]:
-    """Run detect-secrets in-process over the added lines and the output; values stay inside."""
+    """Run detect-secrets in-process over the added lines and the output. The findings say
+    where; the values found go only into ``values``, for redaction."""
     before = warnings.showwarning
     from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
     from detect_secrets.core.scan import scan_file
@@ -168,26 +182,41 @@ def scan_with_detect_secrets(
         return
     results: list[SecretFinding] = []
     with _SCAN_LOCK, _quiet_detect_secrets(), tempfile.TemporaryDirectory() as tmp:
-        classes: list[type] = list(get_mapping_from_secret_type_to_class().values())
-        names = [cls.__name__ for cls in classes]
+        by_type: dict[str, type] = dict(get_mapping_from_secret_type_to_class())
+        names = [cls.__name__ for cls in by_type.values()]
         for index, (source, name, lines, excluded) in enumerate(jobs):
             folder = Path(tmp) / str(index)
             folder.mkdir()
             target = folder / name
             target.write_text("\n".join(text for _, text in lines) + "\n", encoding="utf-8")
             plugins = [{"name": n} for n in sorted(names) if n not in excluded]
+            texts = [text for _, text in lines]
             with transient_settings({"plugins_used": plugins}):
                 for secret in scan_file(str(target)):
                     at = secret.line_number - 1
                     line = lines[at][0] if 0 <= at < len(lines) else secret.line_number
                     results.append(SecretFinding(source, line, str(secret.type)))
+                    if values is not None and 0 <= at < len(lines):
+                        found = _values_of(secret, texts, at, by_type.get(str(secret.type)))
+                        values.update(DetectedSecret(str(secret.type), v) for v in found)
     yield from results
+
+
+def _values_of(secret: Any, lines: Sequence[str], at: int, plugin: type | None) -> set[str]:
+    """The whole credential behind a detect-secrets finding on ``lines[at]``."""
+    if str(secret.type) == PRIVATE_KEY_TYPE:
+        return private_key_body(lines, at)
+    captured = getattr(secret, "secret_value", None)
+    if not captured:
+        return set()
+    return completed_values(lines[at], str(captured), getattr(plugin, "denylist", ()))
 
 
 def scan_known_values(
     env: Mapping[str, str],
     added: Mapping[str, Sequence[tuple[int, str]]],
     output: Sequence[tuple[int, str]],
+    values: set[DetectedSecret] | None = None,
 ) -> Iterator[SecretFinding]:
     """The exact value of a credential-like variable of the environment, wherever it appears."""
     known = {
@@ -206,6 +235,8 @@ def scan_known_values(
         for line_no, text in lines:
             for name, value in sorted(known.items()):
                 if value in text:
+                    if values is not None:
+                        values.add(DetectedSecret(name, value))
                     yield SecretFinding(source, line_no, f"value of the variable {name}")
 
 

@@ -1,0 +1,53 @@
+"""The symlinks of a tree, read from git's blobs: what a link says, never where it leads here.
+
+The scope check judges a candidate's links by their text (:mod:`assay.core.links`); reading
+them from the index and the base commit's tree means no link is ever followed on this machine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from assay.adapters.git import _run, _text
+
+_LINK_MODE = "120000"
+
+
+def staged_symlinks(worktree: Path) -> dict[str, str]:
+    """Every symlink of the candidate as staged (``read_changes`` staged it): path -> target,
+    read from the blobs, so no link is ever followed on this machine."""
+    entries = []
+    for record in _text(_run(worktree, "ls-files", "--stage", "-z").stdout).split("\0"):
+        meta, _, path = record.partition("\t")
+        fields = meta.split(" ")
+        if len(fields) == 3 and fields[0] == _LINK_MODE:
+            entries.append((path, fields[1]))
+    return _link_targets(worktree, entries)
+
+
+def symlinks_at(repo: Path, commit: str) -> dict[str, str]:
+    """Every symlink of ``commit``'s tree: path -> target."""
+    raw = _text(_run(repo, "ls-tree", "-r", "-z", "--full-tree", commit).stdout)
+    entries = []
+    for record in raw.split("\0"):
+        meta, _, path = record.partition("\t")
+        fields = meta.split(" ")
+        if len(fields) == 3 and fields[0] == _LINK_MODE:
+            entries.append((path, fields[2]))
+    return _link_targets(repo, entries)
+
+
+def _link_targets(repo: Path, entries: Sequence[tuple[str, str]]) -> dict[str, str]:
+    if not entries:
+        return {}
+    feed = "".join(f"{sha}\n" for _, sha in entries).encode()
+    out = _run(repo, "cat-file", "--batch", feed=feed).stdout
+    targets: dict[str, str] = {}
+    at = 0
+    for path, _sha in entries:
+        header_end = out.index(b"\n", at)
+        size = int(out[at:header_end].split(b" ")[2])
+        targets[path] = _text(out[header_end + 1 : header_end + 1 + size])
+        at = header_end + 1 + size + 1  # the content, then a newline
+    return targets
