@@ -3,18 +3,22 @@ against the stand-in ``claude`` in a real git worktree."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from assay.adapters.coders.agentcli import ParsedRun, to_result
 from assay.adapters.coders.claude import ClaudeCoder, parse_claude_stream
 from assay.adapters.process import ProcessResult
+from assay.core.brief import query_command
+from assay.core.halt_skill import SKILL_NAME
 from assay.core.vocab import StopReason
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "standins"))
@@ -276,8 +280,7 @@ def test_edit_completes_with_usage_cost_and_turns(tmp_path: Path) -> None:
         "7",
         "--model",
         "claude-opus-4-1",
-        "--permission-mode",
-        "acceptEdits",
+        "--dangerously-skip-permissions",
     ]
     assert seen["stdin"] == request.prompt
     assert Path(seen["cwd"]) == request.worktree
@@ -287,12 +290,79 @@ def test_edit_completes_with_usage_cost_and_turns(tmp_path: Path) -> None:
 
 
 def test_own_permission_flag_and_base_url_are_passed(tmp_path: Path) -> None:
-    settings_ = {"args": ["--dangerously-skip-permissions"], "base_url": "http://127.0.0.1:9"}
+    settings_ = {"args": ["--permission-mode", "plan"], "base_url": "http://127.0.0.1:9"}
     ClaudeCoder().dispatch(make_request(tmp_path, settings=settings_))
     seen = recorded(tmp_path)
-    assert "--permission-mode" not in seen["argv"]
-    assert seen["argv"][-1] == "--dangerously-skip-permissions"
+    assert "--dangerously-skip-permissions" not in seen["argv"]
+    assert seen["argv"][-2:] == ["--permission-mode", "plan"]
+    assert "IS_SANDBOX" not in seen["env"]  # only needed to skip permissions as root
     assert seen["env"]["ANTHROPIC_BASE_URL"] == "http://127.0.0.1:9"
+
+
+def test_the_brief_is_appended_and_permissions_skipped_inside_the_sandbox(
+    tmp_path: Path,
+) -> None:
+    brief = "# The rules\n\nassay halt check --dispatch-id \"$ASSAY_DISPATCH_ID\" ...\n"
+    request = dataclasses.replace(make_request(tmp_path), brief=brief)
+    result = ClaudeCoder().dispatch(request)
+    assert result.stop_reason is StopReason.COMPLETED, result
+    seen = recorded(tmp_path)
+    at = seen["argv"].index("--append-system-prompt")
+    assert seen["argv"][at + 1] == brief  # one argument, verbatim
+    assert "--dangerously-skip-permissions" in seen["argv"]
+    assert "--permission-mode" not in seen["argv"]
+    assert seen["env"]["IS_SANDBOX"] == "1"
+    assert seen["stdin"] == request.prompt  # the task itself still goes in on stdin
+
+
+def test_no_brief_no_append_flag(tmp_path: Path) -> None:
+    ClaudeCoder().dispatch(make_request(tmp_path))
+    assert "--append-system-prompt" not in recorded(tmp_path)["argv"]
+
+
+def _skill(config: Path) -> tuple[dict[str, object], str]:
+    text = (config / "skills" / SKILL_NAME / "SKILL.md").read_text()
+    assert text.startswith("---\n")
+    front, body = text[4:].split("\n---\n", 1)
+    meta = yaml.safe_load(front)
+    assert isinstance(meta, dict)
+    return meta, body
+
+
+def test_the_halt_skill_is_installed_in_a_private_config_dir_in_the_log_folder(
+    tmp_path: Path,
+) -> None:
+    request = make_request(tmp_path)
+    ClaudeCoder().dispatch(request)
+    config = Path(recorded(tmp_path)["env"]["CLAUDE_CONFIG_DIR"])
+    assert config == request.log_dir / "claude-home" / ".claude"  # no private home given
+    meta, body = _skill(config)
+    assert meta["name"] == SKILL_NAME == "assay-halts"
+    assert "assay halt check" in str(meta["description"])
+    # The query and fire forms, exactly as the brief gives them.
+    assert query_command("halt-spec-contradiction") in body
+    assert '--condition halt-spec-contradiction --fire --evidence "' in body
+    assert "halt-check-sticky-rejection" in body
+
+
+def test_the_config_dir_lives_in_the_seat_private_home_when_there_is_one(
+    tmp_path: Path,
+) -> None:
+    home = tmp_path / "seat-1.home"
+    request = dataclasses.replace(make_request(tmp_path), home=home)
+    ClaudeCoder().dispatch(request)
+    config = Path(recorded(tmp_path)["env"]["CLAUDE_CONFIG_DIR"])
+    assert config == home / ".claude"
+    assert _skill(config)[0]["name"] == SKILL_NAME
+
+
+def test_an_unwritable_config_dir_is_an_environment_error(tmp_path: Path) -> None:
+    home = tmp_path / "home-file"
+    home.write_text("not a folder")
+    result = ClaudeCoder().dispatch(dataclasses.replace(make_request(tmp_path), home=home))
+    assert result.exit_code is None
+    assert result.environment_error is not None
+    assert "config folder" in result.environment_error
 
 
 def test_max_turns_is_turn_budget_end_to_end(tmp_path: Path) -> None:

@@ -19,6 +19,7 @@ GROUPS: dict[str, tuple[str, str, str]] = {
 COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("assay.cli.run", "run"),
     "serve": ("assay.cli.serve", "serve"),
+    "brief": ("assay.cli.brief", "brief"),
 }
 
 

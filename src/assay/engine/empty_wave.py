@@ -8,6 +8,7 @@ feed the next recovery wave.
 
 from __future__ import annotations
 
+from assay.core.brief import NO_CHANGE_MARK
 from assay.core.ledger import finding_signatures
 from assay.core.policy import decide
 from assay.core.recovery import PriorFailure
@@ -19,7 +20,6 @@ from assay.engine.result import RunResult, end_run
 
 NO_CHANGE_CHECK = "assay.change"
 
-NO_CHANGE_MARK = "NO CHANGE NEEDED:"
 
 
 def claims_no_change(seats: list[SeatOutcome]) -> bool:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.adapters import git
+from assay.adapters.assay_exe import with_assay_on_path
 from assay.adapters.coders import get_coder, ignored_settings
 from assay.adapters.coders.base import DispatchRequest, DispatchResult
 from assay.adapters.envpolicy import agent_environment, child_environment, model_environment
@@ -26,6 +27,7 @@ from assay.adapters.validators import get_validator
 from assay.adapters.validators.base import ValidationContext, ValidationOutcome
 from assay.core.anchors import unresolved_anchors
 from assay.core.attempts import AttemptRecord
+from assay.core.brief import render_brief
 from assay.core.halt_watch import HaltWatch
 from assay.core.payload import HaltNotice
 from assay.core.report import CoderReport, compare_with_diff, read_coder_report
@@ -136,6 +138,7 @@ class LocalEffects:
                 for v in plan.contract.validators
                 if v.kind is ValidatorKind.COMMAND and v.run
             },
+            brief=render_brief(plan.contract, spec.kind),
         )
         coder = None
         if unmade is not None:
@@ -161,7 +164,9 @@ class LocalEffects:
         # A checkpoint commit fixes the candidate, so validators' side effects can be undone.
         await asyncio.to_thread(git.commit_all, worktree, f"assay: attempt {attempt}, seat {seat}")
         boundary(CrashPoint.DISPATCH_ENDED)
-        report = self._read_report(attempt, seat, report_path, report_folder) or result.report
+        report = _with_final_answer(
+            self._read_report(attempt, seat, report_path, report_folder), result.report
+        )
         return SeatOutcome(
             seat=seat,
             attempt=attempt,
@@ -330,12 +335,13 @@ class LocalEffects:
     def _coder_env(self, plan: RunPlan, seat: int) -> dict[str, str]:
         """The environment the seat's coder runs in: its own credentials and the declared env."""
         spec = plan.contract.coder_for_seat(seat)
-        return agent_environment(
+        env = agent_environment(
             self.operator_env,
             spec.kind.value,
             spec.model_dump(mode="json"),
             declared=plan.contract.env,
         )
+        return with_assay_on_path(env)  # the brief's `assay halt check` must find this assay
 
     def _worktree(self, plan: RunPlan, seat: int) -> Path:
         """One worktree per seat, kept across the run's attempts (recovery continues from it)."""
@@ -401,6 +407,19 @@ def _environment_failed(fault: EnvironmentFault) -> DispatchResult:
     return DispatchResult(
         exit_code=None, environment_error=f"the coder's environment failed: {fault}"
     )
+
+
+def _with_final_answer(
+    written: CoderReport | None, derived: CoderReport | None
+) -> CoderReport | None:
+    """The coder's report file, else what the adapter read from the program's output; a file
+    without a summary takes the program's final answer as its summary, so a ``NO CHANGE
+    NEEDED:`` answer counts whether or not the agent also wrote a report."""
+    if written is None:
+        return derived
+    if written.summary is None and derived is not None and derived.summary is not None:
+        return written.model_copy(update={"summary": derived.summary})
+    return written
 
 
 def _captured_output(result: DispatchResult) -> str:

@@ -32,6 +32,7 @@ Format sources:
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from assay.adapters.coders.agentcli import (
@@ -49,10 +50,12 @@ from assay.adapters.coders.agentcli import (
     turn_limit,
 )
 from assay.adapters.coders.base import DispatchRequest, DispatchResult, assay_env
+from assay.core.halt_skill import SKILL_NAME, render_halt_skill
 from assay.core.vocab import StopReason
 
 INSTALL = "npm install -g @anthropic-ai/claude-code"
-_PERMISSION_FLAGS = ("--permission-mode", "--dangerously-skip-permissions")
+SKIP_PERMISSIONS = "--dangerously-skip-permissions"
+_PERMISSION_FLAGS = ("--permission-mode", SKIP_PERMISSIONS)
 _USAGE_KEYS = (
     "input_tokens",
     "output_tokens",
@@ -70,16 +73,21 @@ class ClaudeCoder:
     )
 
     def command(self, request: DispatchRequest) -> list[str]:
-        """The command line. Edits are accepted without asking unless ``args`` chooses a
-        permission mode of its own (``--dangerously-skip-permissions`` lets it run commands)."""
+        """The command line. The sandbox, not claude's permission prompt, is the boundary, so
+        it runs with ``--dangerously-skip-permissions`` (under ``acceptEdits`` it refuses the
+        brief's own ``assay halt check --dispatch-id "$ASSAY_DISPATCH_ID"`` call) unless
+        ``args`` chooses a permission mode of its own. The brief is appended to its system
+        prompt; the task itself goes in on stdin."""
         model, args = model_and_args(request)
         argv = ["claude", "-p", "--output-format", "stream-json", "--verbose"]
         if (limit := turn_limit(request)) is not None:
             argv += ["--max-turns", str(limit)]
         if model:
             argv += ["--model", model]
+        if request.brief:
+            argv += ["--append-system-prompt", request.brief]
         if not any(arg.split("=", 1)[0] in _PERMISSION_FLAGS for arg in args):
-            argv += ["--permission-mode", "acceptEdits"]
+            argv.append(SKIP_PERMISSIONS)
         return argv + args
 
     def dispatch(self, request: DispatchRequest) -> DispatchResult:
@@ -87,11 +95,21 @@ class ClaudeCoder:
         base_url = setting(request, "base_url")
         if isinstance(base_url, str) and base_url:
             env["ANTHROPIC_BASE_URL"] = base_url
+        argv = self.command(request)
+        if SKIP_PERMISSIONS in argv:
+            env["IS_SANDBOX"] = "1"  # claude refuses to skip permissions as root otherwise
+        try:
+            env["CLAUDE_CONFIG_DIR"] = str(install_config(request))
+        except OSError as exc:  # assay's own write for the seat: its environment error
+            return DispatchResult(
+                exit_code=None,
+                environment_error=f"cannot write claude's private config folder: {exc}",
+            )
         return run_cli(
             request,
             tool="claude",
             install=INSTALL,
-            argv=self.command(request),
+            argv=argv,
             env=env,
             stdin=request.prompt,
             max_turns=turn_limit(request),
@@ -99,6 +117,23 @@ class ClaudeCoder:
                 proc.stdout, stderr=proc.stderr, exit_code=proc.exit_code, now=now_utc()
             ),
         )
+
+
+def config_dir(request: DispatchRequest) -> Path:
+    """claude's private config folder: in the seat's private home, else in its log folder
+    (never the operator's ``~/.claude``)."""
+    base = request.home if request.home is not None else request.log_dir / "claude-home"
+    return base / ".claude"
+
+
+def install_config(request: DispatchRequest) -> Path:
+    """Create the config folder with seed 002's halt-state skill installed as a Claude Code
+    skill (``skills/<name>/SKILL.md``); returns the folder, for ``CLAUDE_CONFIG_DIR``."""
+    folder = config_dir(request)
+    skill = folder / "skills" / SKILL_NAME / "SKILL.md"
+    skill.parent.mkdir(parents=True, exist_ok=True)
+    skill.write_text(render_halt_skill(), encoding="utf-8")
+    return folder
 
 
 def parse_claude_stream(

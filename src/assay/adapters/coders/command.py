@@ -7,7 +7,9 @@ it derives no report; a command that wants to report writes ``$ASSAY_REPORT_PATH
 
 The prompt is always written to a file outside the worktree (``$ASSAY_PROMPT_FILE``, and
 ``{prompt_file}`` in the command line is replaced by its path); ``prompt_via: stdin`` also
-pipes it to the command's stdin, and ``prompt_via: env`` also sets ``$ASSAY_PROMPT``.
+pipes it to the command's stdin, and ``prompt_via: env`` also sets ``$ASSAY_PROMPT``. The
+brief (the rules: scope, halts, report, the no-op protocol) is in the file at
+``$ASSAY_BRIEF_PATH``, next to the prompt file.
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ class CommandCoder:
         argv = build_argv(command, prompt_file, _string_list(request.settings.get("args")))
         env = assay_env(request)
         env["ASSAY_PROMPT_FILE"] = str(prompt_file)
+        env["ASSAY_BRIEF_PATH"] = str(write_brief_file(request))
         if via == "env":
             env["ASSAY_PROMPT"] = request.prompt
         log_path = request.log_dir / f"coder-attempt{request.attempt}.log"
@@ -89,6 +92,14 @@ def write_prompt_file(request: DispatchRequest) -> Path:
     request.log_dir.mkdir(parents=True, exist_ok=True)
     path = request.log_dir / f"prompt-attempt{request.attempt}.md"
     path.write_text(request.prompt, encoding="utf-8")
+    return path.resolve()
+
+
+def write_brief_file(request: DispatchRequest) -> Path:
+    """Write the brief (the dispatch's rules) next to the seat's logs, for ``$ASSAY_BRIEF_PATH``."""
+    request.log_dir.mkdir(parents=True, exist_ok=True)
+    path = request.log_dir / f"brief-attempt{request.attempt}.md"
+    path.write_text(request.brief, encoding="utf-8")
     return path.resolve()
 
 

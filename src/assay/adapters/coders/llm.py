@@ -164,6 +164,8 @@ class _Session:
 
     def run(self) -> DispatchResult:
         system = SYSTEM_PROMPT + self._validator_note()
+        if self.request.brief:  # the dispatch's rules: scope, halts, the no-op protocol
+            system += "\n\n" + self.request.brief
         messages: list[dict[str, Any]] = [
             {"role": "system", "content": system},
             {"role": "user", "content": self.request.prompt},
