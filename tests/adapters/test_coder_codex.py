@@ -168,6 +168,8 @@ def test_edit_completes_with_usage(tmp_path: Path) -> None:
         "--skip-git-repo-check",
         "--ignore-user-config",
         "--dangerously-bypass-approvals-and-sandbox",
+        "-c",
+        "allow_login_shell=false",
         "--model",
         "gpt-5-codex",
         "-",

@@ -42,6 +42,8 @@ Its world (checked against 0.171 with bubblewrap installed):
   codex-linux-sandbox: No such file or directory`` and every patch with ``Failed to write
   file``, and codex still ends its turn normally. A contract that asks for codex's own sandbox
   (``-s``/``--sandbox`` in ``args``) gets it instead of the bypass.
+- Shell calls run in a plain shell (``-c allow_login_shell=false``, a 0.171 config key): a
+  login shell's /etc/profile resets PATH, and the brief's ``assay`` is found through PATH.
 - Failed tool calls are read from the stream (a ``file_change`` or ``mcp_tool_call`` item with
   ``status: failed``, a declined command, a command whose output is a sandbox error) and from
   the ``codex_core::tools::router: error=`` lines codex logs on stderr. They are warnings; a run
@@ -95,6 +97,10 @@ class CodexCoder:
         argv = ["codex", "exec", "--json", "--skip-git-repo-check", "--ignore-user-config"]
         if not own_sandbox:
             argv.append(BYPASS)
+        # A login shell (codex's default, ``bash -lc``) runs /etc/profile, which resets PATH on
+        # Debian: the brief's `assay halt check` would then not find assay. A plain shell keeps
+        # the PATH assay gave the seat.
+        argv += ["-c", "allow_login_shell=false"]
         if model:
             argv += ["--model", model]
         return [*argv, *provider_overrides(request), *args, "-"]
