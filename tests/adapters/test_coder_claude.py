@@ -302,7 +302,7 @@ def test_own_permission_flag_and_base_url_are_passed(tmp_path: Path) -> None:
 def test_the_brief_is_appended_and_permissions_skipped_inside_the_sandbox(
     tmp_path: Path,
 ) -> None:
-    brief = "# The rules\n\nassay halt check --dispatch-id \"$ASSAY_DISPATCH_ID\" ...\n"
+    brief = '# The rules\n\nassay halt check --dispatch-id "$ASSAY_DISPATCH_ID" ...\n'
     request = dataclasses.replace(make_request(tmp_path), brief=brief)
     result = ClaudeCoder().dispatch(request)
     assert result.stop_reason is StopReason.COMPLETED, result

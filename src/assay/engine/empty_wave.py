@@ -21,7 +21,6 @@ from assay.engine.result import RunResult, end_run
 NO_CHANGE_CHECK = "assay.change"
 
 
-
 def claims_no_change(seats: list[SeatOutcome]) -> bool:
     """Every seat that ran left the tree unchanged and says why, with evidence after the mark."""
     ran = [s for s in seats if not s.lost_to_machine]
