@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 from typing import Any
@@ -201,3 +202,19 @@ def test_a_file_that_is_not_executable_is_an_environment_error(
     tool.write_text("#!/bin/sh\necho hi\n")
     result = _dispatch(tmp_path, worktree, command=[str(tool)])
     assert result.environment_error is not None and str(tool) in result.environment_error
+
+
+def test_the_brief_is_at_assay_brief_path_outside_the_worktree(
+    tmp_path: Path, worktree: Path
+) -> None:
+    brief = '# The rules\n\nassay halt check --dispatch-id "$ASSAY_DISPATCH_ID" …\n'
+    request = dataclasses.replace(
+        _request(tmp_path, worktree, command='printf %s "$ASSAY_BRIEF_PATH" > where'),
+        brief=brief,
+    )
+    result = CommandCoder().dispatch(request)
+    assert result.exit_code == 0, result
+    path = Path((worktree / "where").read_text())
+    assert path == (tmp_path / "logs" / "brief-attempt2.md").resolve()  # the seat's log folder
+    assert path.read_text(encoding="utf-8") == brief
+    assert worktree not in path.parents  # never part of the diff

@@ -282,3 +282,16 @@ def test_the_wall_clock_budget_ends_a_slow_dispatch(
     assert result.exit_code is None
     assert result.stop_reason is None
     assert result.quota is None
+
+
+def test_the_brief_is_in_the_system_message(model_server: ModelServer, worktree: Path) -> None:
+    model_server.script(Turn.call("finish", {"summary": "NO CHANGE NEEDED: hello.txt exists"}))
+    brief = "# The rules of this task (assay)\n\n- `halt-db-migration` (block): fire it when …\n"
+    request = dataclasses.replace(make_request(model_server, worktree), brief=brief)
+    result = LlmCoder().dispatch(request)
+    assert result.report is not None
+    assert result.report.summary == "NO CHANGE NEEDED: hello.txt exists"  # finish → summary
+    system, user = model_server.completions[0].body["messages"][:2]
+    assert system["role"] == "system" and system["content"].endswith(brief)
+    assert system["content"].startswith("You are a coding agent")  # the loop's own rules first
+    assert user == {"role": "user", "content": "Create hello.txt saying hello."}

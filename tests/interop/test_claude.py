@@ -4,10 +4,15 @@ Claude Code is pointed at the server with ``ANTHROPIC_BASE_URL``; the contract's
 block passes it (the engine's child environment is an allowlist), with a throwaway key,
 ``CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC`` and ``CLAUDE_CODE_MAX_RETRIES=0`` (by default it
 retries a 429 ten times, for minutes). HOME is a temporary folder, so ~/.claude is untouched.
+
+The brief tests script a model that knows nothing of assay: each step reads what to do from
+the request Claude Code actually sent (the brief in its system prompt), never from the test.
 """
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,7 +29,7 @@ from support.agents import (
     worktree_of,
 )
 from support.model_server import ModelServer, RecordedRequest, Turn, Usage
-from support.repo import make_repo
+from support.repo import FIXED, git, make_repo
 
 pytestmark = pytest.mark.interop
 MODEL = "claude-sonnet-4-5"
@@ -128,3 +133,104 @@ def test_claude_prompt_too_long_is_a_context_budget_stop(
     outcome = claude_run(tmp_path, server).run()
     assert outcome.seat["stop_reason"] == "context_budget"
     assert "halt-budget-exhausted" in [h["name"] for h in outcome.payload["halts"]["warnings"]]
+
+
+# The brief, as Claude Code delivers it ------------------------------------------------------
+
+CONTRADICTION = (
+    "Make slugify drop every digit; tests/test_slug.py::test_digits (which asserts that digits "
+    "are kept) must pass."
+)
+EVIDENCE = "the task says drop digits; tests/test_slug.py::test_digits asserts they are kept"
+NO_BRIEF = "there is no brief in the system prompt"
+
+
+def system_prompt(request: RecordedRequest) -> str:
+    system = request.body.get("system") if isinstance(request.body, dict) else None
+    if isinstance(system, str):
+        return system
+    blocks = system if isinstance(system, list) else []
+    return "\n".join(str(b.get("text", "")) for b in blocks if isinstance(b, dict))
+
+
+def fire_from_brief(request: RecordedRequest) -> Turn:
+    """Find the brief's command for halt-spec-contradiction and run it with Bash, as told."""
+    line = re.search(
+        r'^\s*(assay halt check .*--condition halt-spec-contradiction --fire --evidence )"[^"]*"$',
+        system_prompt(request),
+        re.MULTILINE,
+    )
+    if line is None:
+        return Turn.reply(NO_BRIEF)
+    command = f'{line.group(1)}"{EVIDENCE}"'
+    return Turn.call("Bash", {"command": command, "description": "Fire the halt"})
+
+
+def no_change_from_brief(request: RecordedRequest) -> Turn:
+    """Answer with the no-op protocol the brief describes: its mark, then the evidence."""
+    rule = re.search(r"start with `([^`]+)` followed by your evidence", system_prompt(request))
+    if rule is None:
+        return Turn.reply(NO_BRIEF)
+    return Turn.reply(f"{rule.group(1)} tests/test_slug.py::test_digits passes at HEAD.")
+
+
+def tool_results(request: RecordedRequest) -> list[str]:
+    """The text of every tool result Claude Code sent back, in order."""
+    texts: list[str] = []
+    for message in request.messages:
+        content = message.get("content")
+        for block in content if isinstance(content, list) else []:
+            if isinstance(block, dict) and block.get("type") == "tool_result":
+                inner = block.get("content")
+                parts = inner if isinstance(inner, list) else [{"text": inner}]
+                texts.append("".join(str(p.get("text", "")) for p in parts if isinstance(p, dict)))
+    return texts
+
+
+def skills_listed(request: RecordedRequest) -> bool:
+    """Claude Code lists the skills it loaded for its Skill tool in the request."""
+    tools = request.body.get("tools") if isinstance(request.body, dict) else None
+    names = {t.get("name") for t in tools or [] if isinstance(t, dict)}
+    return "Skill" in names and "- assay-halts: " in request.raw.decode()
+
+
+def test_claude_fires_the_halt_the_brief_describes(tmp_path: Path, server: ModelServer) -> None:
+    server.script(fire_from_brief, Turn.reply("Halted: the task contradicts its own test."))
+    run = claude_run(tmp_path, server, max_turns=5)
+    run.task = CONTRADICTION
+    base = git(run.repo.root, "rev-parse", "main")
+    outcome = run.run()
+    first, second, *_ = server.completions
+    assert "# The rules of this task (assay)" in system_prompt(first)
+    assert skills_listed(first)  # seed 002's skill, from the private config dir
+    # Bash really ran `assay halt check` (no permission prompt refused it): its JSON came back.
+    # Claude Code shows it as "Exit code 1" and the JSON line the command printed.
+    shown = tool_results(second)[-1]
+    ran = json.loads(next(line for line in shown.splitlines() if line.startswith("{")))
+    assert (ran["fired"], ran["condition"]) == (True, "halt-spec-contradiction"), shown
+    assert outcome.code == 3, (outcome.stderr, outcome.payload["reason"])
+    payload = outcome.payload
+    fired = {h["name"]: h["detail"] for h in payload["halts"]["fired"]}
+    assert fired == {"halt-spec-contradiction": EVIDENCE}
+    assert payload["task_status"] == "held" and outcome.task["status"] == "held"
+    assert git(run.repo.root, "rev-parse", "main") == base
+    assert slug_source(run.repo).endswith(BUGGY_LINE)
+
+
+def test_claude_claims_a_verified_noop_as_the_brief_says(
+    tmp_path: Path, server: ModelServer
+) -> None:
+    server.script(no_change_from_brief)
+    run = claude_run(tmp_path, server, max_turns=5)
+    (run.repo.root / "src" / "slug.py").write_text(FIXED)
+    git(run.repo.root, "commit", "-qam", "slugify already keeps digits")
+    base = git(run.repo.root, "rev-parse", "main")
+    outcome = run.run()
+    assert outcome.code == 3, (outcome.stderr, outcome.payload["reason"])
+    payload = outcome.payload
+    assert payload["status"] == "verified_noop", payload["reason"]
+    assert payload["task_status"] == "held" and outcome.task["status"] == "held"
+    # Claude Code wrote no report file: its final answer became the report's summary.
+    summary = payload["coder_report"]["summary"]
+    assert summary.startswith("NO CHANGE NEEDED: tests/test_slug.py::test_digits passes")
+    assert git(run.repo.root, "rev-parse", "main") == base

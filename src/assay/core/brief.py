@@ -218,9 +218,10 @@ def _scope(doc: dict[str, Any]) -> str:
         protect = ", ".join(f"`{p}`" for p in doc["scope"]["protect"])
         lines.append(f"Never change files matching: {protect}.")
     lines.append(
-        "Write nothing outside this repository and nothing inside its `.git`, and add no "
-        "symlink that points outside it. A change outside the scope blocks your work; when the "
-        "task cannot be done inside it, fire `halt-scope-breach` instead."
+        "Write nothing outside this repository (but the report file below) and nothing "
+        "inside its `.git`, and add no symlink that points outside it. A change outside the "
+        "scope blocks your work; when the task cannot be done inside it, fire "
+        "`halt-scope-breach` instead."
     )
     return "\n".join(lines)
 
