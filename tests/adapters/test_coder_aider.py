@@ -4,6 +4,7 @@ the adapter end to end against the stand-in ``aider`` in a real git worktree."""
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -12,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from assay.adapters.coders.agentcli import ParsedRun, to_result
-from assay.adapters.coders.aider import AiderCoder, parse_aider_output
+from assay.adapters.coders.aider import AiderCoder, final_reply, parse_aider_output
 from assay.adapters.process import ProcessResult
 from assay.core.vocab import StopReason
 
@@ -222,3 +223,66 @@ def test_a_server_error_loses_the_seat_to_a_provider_fault(tmp_path: Path) -> No
     assert "overloaded" in result.fault.detail
     for scenario in ("context", "usage_limit", "auth"):
         assert AiderCoder().dispatch(make_request(tmp_path, scenario=scenario)).fault is None
+
+
+# The brief and the final answer -----------------------------------------------------------
+
+BRIEF = "# The rules\nStart your reply with `NO CHANGE NEEDED:` when nothing must change.\n"
+# An aider 0.86.2 chat history (tests/interop): notices quoted, the user's message after ####.
+HISTORY = """
+# aider chat started at 2026-12-01 19:01:27
+
+> Aider v0.86.2
+> Added ../seat-1/aider.conventions.md to the chat (read-only).
+
+#### Make slugify keep digits.
+#### test_digits must pass.
+
+I need to see src/slug.py first.
+
+> Tokens: 100 sent, 20 received.
+> Added src/slug.py to the chat
+
+NO CHANGE NEEDED: test_digits already passes at HEAD;
+slugify keeps digits (src/slug.py line 2)
+
+> Tokens: 100 sent, 20 received. Cost: $0.00060 message, $0.00060 session.
+"""
+
+
+def test_the_final_reply_is_the_last_one_in_the_history() -> None:
+    assert final_reply(HISTORY) == (
+        "NO CHANGE NEEDED: test_digits already passes at HEAD;\n"
+        "slugify keeps digits (src/slug.py line 2)"
+    )
+    assert final_reply("#### only the question\n> a notice\n") is None
+    assert final_reply(None) is None
+
+
+def test_the_final_reply_is_the_summary_unless_an_edit_was_applied() -> None:
+    assert parse_aider_output("Tokens: 100 sent, 20 received.", history=HISTORY).summary == (
+        final_reply(HISTORY)
+    )
+    edited = parse_aider_output(
+        "Applied edit to a.py\nTokens: 1 sent, 1 received.", history=HISTORY
+    )
+    assert edited.summary == "Applied edit to a.py"
+
+
+def test_the_brief_is_a_read_only_conventions_file_outside_the_seat(tmp_path: Path) -> None:
+    request = replace(make_request(tmp_path, scenario="no_change"), brief=BRIEF)
+    result = AiderCoder().dispatch(request)
+    argv = recorded(tmp_path)["argv"]
+    brief_file = Path(argv[argv.index("--read") + 1])
+    assert brief_file.parent == request.log_dir and brief_file.read_text() == BRIEF
+    assert changed(request.worktree) == []  # not in the candidate
+    assert result.report is not None
+    assert result.report.summary == "NO CHANGE NEEDED: answer() already returns 41 (app.py line 2)"
+
+
+def test_no_brief_no_read_file(tmp_path: Path) -> None:
+    request = make_request(tmp_path)
+    AiderCoder().dispatch(replace(request, brief=BRIEF))
+    AiderCoder().dispatch(request)
+    assert "--read" not in recorded(tmp_path)["argv"]
+    assert not (request.log_dir / "aider.conventions.md").exists()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from assay.adapters.coders.agentcli import ParsedRun, to_result
-from assay.adapters.coders.mini import MiniCoder, parse_mini_run
+from assay.adapters.coders.mini import MiniCoder, brief_template, parse_mini_run
 from assay.adapters.process import ProcessResult
 from assay.core.vocab import StopReason
 
@@ -230,3 +231,42 @@ def test_a_server_error_loses_the_seat_to_a_provider_fault(tmp_path: Path) -> No
     assert result.fault is not None and result.fault.detail.startswith("mini: ")
     for scenario in ("context", "usage_limit", "auth"):
         assert MiniCoder().dispatch(make_request(tmp_path, scenario=scenario)).fault is None
+
+
+# The brief and the final answer -----------------------------------------------------------
+
+BRIEF = '# The rules\nA {{ brace }} and {% raw %} stay text; fire with "$ASSAY_DISPATCH_ID".\n'
+
+
+def test_the_final_answer_is_the_submission_else_the_last_model_message() -> None:
+    assert parse_mini_run(trajectory("Submitted", submission=" Done.\n")).summary == "Done."
+    # A bare submit command prints nothing more: the text of the message that submitted.
+    assert parse_mini_run(trajectory("Submitted")).summary == "y"
+    doc = json.loads(trajectory("Submitted"))
+    doc["messages"][3]["content"] = [{"type": "text", "text": "NO CHANGE NEEDED: x"}]
+    assert parse_mini_run(json.dumps(doc)).summary == "NO CHANGE NEEDED: x"
+
+
+def test_the_brief_is_appended_to_the_system_template_as_a_jinja_literal(tmp_path: Path) -> None:
+    request = replace(make_request(tmp_path), brief=BRIEF)
+    result = MiniCoder().dispatch(request)
+    assert result.stop_reason is StopReason.COMPLETED, result
+    argv = recorded(tmp_path)["argv"]
+    config = request.log_dir / "mini.brief.yaml"
+    assert argv[4:8] == ["-c", "mini.yaml", "-c", str(config)]  # after mini's own config
+    template = json.loads(config.read_text())["agent"]["system_template"]
+    assert template == brief_template(BRIEF)
+    assert template.startswith("You are a helpful assistant that can interact with a computer.")
+    # Jinja reads one string literal: its text is the brief, braces and all.
+    literal = template.split("\n\n", 1)[1].strip()
+    assert literal.startswith("{{ ") and literal.endswith(" }}")
+    assert json.loads(literal[3:-3]) == BRIEF
+    assert changed(request.worktree) == ["standin.txt"]
+
+
+def test_no_brief_no_brief_config(tmp_path: Path) -> None:
+    request = make_request(tmp_path)
+    MiniCoder().dispatch(replace(request, brief=BRIEF))
+    MiniCoder().dispatch(request)
+    assert str(request.log_dir / "mini.brief.yaml") not in recorded(tmp_path)["argv"]
+    assert not (request.log_dir / "mini.brief.yaml").exists()

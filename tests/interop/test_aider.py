@@ -22,6 +22,13 @@ from support.agents import (
     assert_refunded_quota,
     require,
 )
+from support.brief_follower import (
+    assert_verified_noop,
+    claim_no_change,
+    fixed_repo,
+    head,
+    request_text,
+)
 from support.model_server import ModelServer, Turn, Usage
 from support.repo import FIXED, make_repo
 
@@ -110,3 +117,30 @@ def test_aider_context_overflow_is_a_context_budget_stop(
     outcome = aider_run(tmp_path, server).run()
     assert outcome.seat["stop_reason"] == "context_budget"
     assert "halt-budget-exhausted" in [h["name"] for h in outcome.payload["halts"]["warnings"]]
+
+
+# The brief: the scripted model knows only what aider sent it ------------------------------
+
+NO_CHANGE = "test_digits already passes at HEAD; slugify keeps digits (src/slug.py line 2)"
+
+
+def test_aider_claims_a_verified_no_op_as_its_brief_says(
+    tmp_path: Path, server: ModelServer
+) -> None:
+    server.script(claim_no_change(NO_CHANGE))
+    run = aider_run(tmp_path, server)
+    run.repo = fixed_repo(tmp_path / "fixed")
+    base = head(run.repo)
+    outcome = run.run()
+    assert_verified_noop(outcome, run.repo, base, NO_CHANGE)
+    assert outcome.payload["coder_report"]["summary"] == f"NO CHANGE NEEDED: {NO_CHANGE}"
+    # The brief reached the model as aider's read-only conventions file.
+    first = request_text(server.completions[0])
+    assert "The rules of this task (assay)" in first and "aider.conventions.md" in first
+    assert not list(run.repo.root.glob("*.md"))  # the brief is not in the candidate
+
+
+# No halt case: aider runs a shell command from a reply only after an explicit yes, and
+# --yes-always answers "n" to "Run shell command?" (aider 0.86.2, base_coder.run_shell_commands
+# asks with explicit_yes_required=True; checked with the real aider here), so an unattended
+# aider cannot run `assay halt check --fire`.

@@ -19,8 +19,17 @@ from support.agents import (
     assert_refunded_quota,
     require,
 )
+from support.brief_follower import (
+    assert_halted,
+    assert_verified_noop,
+    claim_no_change,
+    fire_halt,
+    fixed_repo,
+    head,
+    request_text,
+)
 from support.model_server import ModelServer, Turn, Usage
-from support.repo import make_repo
+from support.repo import Repo, make_repo
 
 pytestmark = pytest.mark.interop
 MODEL = "scripted-model"
@@ -43,9 +52,14 @@ def server() -> Iterator[ModelServer]:
         yield started
 
 
-def codex_run(tmp_path: Path, server: ModelServer) -> AgentRun:
+def codex_run(tmp_path: Path, server: ModelServer, repo: Repo | None = None) -> AgentRun:
     coder = {"kind": "codex", "model": MODEL, "base_url": server.base_url, "args": NO_RETRIES}
-    return AgentRun(make_repo(tmp_path), tmp_path / "home", coder, {"OPENAI_API_KEY": "sk-any"})
+    repo = repo or make_repo(tmp_path)
+    return AgentRun(repo, tmp_path / "home", coder, {"OPENAI_API_KEY": "sk-any"})
+
+
+def shell(command: str) -> Turn:
+    return Turn.call("exec_command", {"cmd": command})
 
 
 def test_codex_fixes_the_bug_with_shell_and_apply_patch_and_reports_its_usage(
@@ -101,3 +115,36 @@ def test_codex_context_overflow_is_a_context_budget_stop(
     outcome = codex_run(tmp_path, server).run()
     assert outcome.seat["stop_reason"] == "context_budget"
     assert "halt-budget-exhausted" in [h["name"] for h in outcome.payload["halts"]["warnings"]]
+
+
+# The brief: the scripted model knows only what codex sent it -------------------------------
+
+CONTRADICTION = "test_digits wants digits kept; the task text says drop them"
+NO_CHANGE = "test_digits already passes at HEAD; slugify keeps digits (src/slug.py line 2)"
+
+
+def test_codex_fires_the_halt_its_brief_names(tmp_path: Path, server: ModelServer) -> None:
+    server.script(
+        fire_halt("halt-spec-contradiction", CONTRADICTION, shell),
+        Turn.reply("I fired halt-spec-contradiction and stopped."),
+    )
+    run = codex_run(tmp_path, server)
+    base = head(run.repo)
+    outcome = run.run()
+    assert_halted(outcome, run.repo, "halt-spec-contradiction", base, CONTRADICTION)
+    first = server.completions[0].raw.decode()
+    # The brief came as codex's global instructions, the AGENTS.md of its private home.
+    assert "# AGENTS.md instructions" in first and "The rules of this task (assay)" in first
+    # What the fire command printed went back to the model: it ran in the seat, and succeeded.
+    assert '"fired": true' in request_text(server.completions[1])
+
+
+def test_codex_claims_a_verified_no_op_as_its_brief_says(
+    tmp_path: Path, server: ModelServer
+) -> None:
+    server.script(claim_no_change(NO_CHANGE))
+    run = codex_run(tmp_path, server, fixed_repo(tmp_path))
+    base = head(run.repo)
+    outcome = run.run()
+    assert_verified_noop(outcome, run.repo, base, NO_CHANGE)
+    assert outcome.payload["coder_report"]["summary"].startswith("NO CHANGE NEEDED: ")

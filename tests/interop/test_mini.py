@@ -22,8 +22,17 @@ from support.agents import (
     assert_turn_budget,
     require,
 )
-from support.model_server import ModelServer, Turn, Usage
-from support.repo import make_repo
+from support.brief_follower import (
+    NOT_BRIEFED,
+    assert_halted,
+    assert_verified_noop,
+    fire_halt,
+    fixed_repo,
+    head,
+    no_change_mark,
+)
+from support.model_server import ModelServer, RecordedRequest, Turn, Usage
+from support.repo import Repo, make_repo
 
 pytestmark = pytest.mark.interop
 MODEL = "openai/scripted-model"
@@ -38,7 +47,9 @@ def server() -> Iterator[ModelServer]:
         yield started
 
 
-def mini_run(tmp_path: Path, server: ModelServer, **coder: object) -> AgentRun:
+def mini_run(
+    tmp_path: Path, server: ModelServer, repo: Repo | None = None, **coder: object
+) -> AgentRun:
     registry = tmp_path / "model-registry.json"
     info = {"max_input_tokens": 128000, "litellm_provider": "openai", "mode": "chat", **PRICES}
     registry.write_text(json.dumps({MODEL: info}))
@@ -49,7 +60,7 @@ def mini_run(tmp_path: Path, server: ModelServer, **coder: object) -> AgentRun:
         "MSWEA_MODEL_RETRY_STOP_AFTER_ATTEMPT": "1",
     }
     settings = {"kind": "mini", "model": MODEL, "base_url": server.base_url, **coder}
-    return AgentRun(make_repo(tmp_path), tmp_path / "home", settings, env)
+    return AgentRun(repo or make_repo(tmp_path), tmp_path / "home", settings, env)
 
 
 def bash(command: str, usage: Usage | None = None) -> Turn:
@@ -98,3 +109,42 @@ def test_mini_rate_limited_is_lost_to_quota_and_refunded(tmp_path: Path) -> None
         outcome = mini_run(tmp_path, server).run()
     assert_refunded_quota(outcome)
     assert "RateLimitError" in outcome.payload["reason"]
+
+
+# The brief: the scripted model knows only what mini sent it -------------------------------
+
+CONTRADICTION = "test_digits wants digits kept; the task text says drop them"
+NO_CHANGE = "test_digits already passes at HEAD; slugify keeps digits (src/slug.py line 2)"
+
+
+def test_mini_fires_the_halt_its_brief_names(tmp_path: Path, server: ModelServer) -> None:
+    server.script(fire_halt("halt-spec-contradiction", CONTRADICTION, bash), bash(SUBMIT))
+    run = mini_run(tmp_path, server, max_turns=10)
+    base = head(run.repo)
+    outcome = run.run()
+    assert_halted(outcome, run.repo, "halt-spec-contradiction", base, CONTRADICTION)
+    first = server.completions[0]
+    # The brief is in mini's system message, after mini's own system template.
+    system = first.messages[0]
+    assert system["role"] == "system"
+    assert "The rules of this task (assay)" in str(system["content"])
+    tool = server.completions[1].messages[-1]  # what the fire command printed: it really ran
+    assert tool["role"] == "tool" and "FIRED" in str(tool["content"])
+
+
+def submit_no_change(request: RecordedRequest) -> Turn:
+    """The brief's no-op claim as the text of the message that submits."""
+    mark = no_change_mark(request)
+    text = f"{mark} {NO_CHANGE}" if mark else NOT_BRIEFED
+    return Turn.call("bash", {"command": SUBMIT}, text=text)
+
+
+def test_mini_claims_a_verified_no_op_as_its_brief_says(
+    tmp_path: Path, server: ModelServer
+) -> None:
+    server.script(submit_no_change)
+    run = mini_run(tmp_path, server, fixed_repo(tmp_path / "fixed"), max_turns=10)
+    base = head(run.repo)
+    outcome = run.run()
+    assert_verified_noop(outcome, run.repo, base, NO_CHANGE)
+    assert outcome.payload["coder_report"]["summary"] == f"NO CHANGE NEEDED: {NO_CHANGE}"

@@ -32,7 +32,15 @@ def scenario() -> str:
     return os.environ.get("STANDIN_SCENARIO", "edit")
 
 
-_RECORDED_ENV = ("ASSAY_", "ANTHROPIC_", "OPENAI_", "MSWEA_", "CLAUDE_", "IS_SANDBOX")
+_RECORDED_ENV = (
+    "ASSAY_",
+    "ANTHROPIC_",
+    "OPENAI_",
+    "MSWEA_",
+    "CLAUDE_",
+    "IS_SANDBOX",
+    "CODEX_",
+)
 
 
 def record(argv: list[str], stdin: str | None) -> None:

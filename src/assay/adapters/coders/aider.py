@@ -22,6 +22,15 @@ the client's own retries); a reply naming a file not yet in the chat makes it ad
 ask the model again before any edit is applied; it leaves ``.aider.tags.cache.v4`` in the
 worktree.
 
+The brief reaches aider as a conventions file, ``--read <log dir>/aider.conventions.md``
+(https://aider.chat/docs/usage/conventions.html: a ``--read`` file is read-only context, sent
+with every request); it lies in the seat's log folder, never in the repository, so it is not
+part of the candidate. The final answer is the model's last reply in aider's chat history file
+(``--chat-history-file``, unwrapped, unlike the console): it is the summary when no edit was
+applied, so a ``NO CHANGE NEEDED:`` reply is a no-op claim. Aider cannot fire a halt
+unattended: ``--yes-always`` answers "n" to "Run shell command?" (``run_shell_commands`` asks
+with ``explicit_yes_required=True``), so a command in a reply never runs.
+
 Aider has no turn limit, so ``max_turns`` is not honoured. Its history files are sent to the
 log directory, and a ``.aider.tags.cache*`` directory it creates in the worktree is removed
 afterwards: they are aider's bookkeeping, not the seat's work.
@@ -49,6 +58,9 @@ from assay.core.vocab import StopReason
 
 INSTALL = "pip install aider-chat"
 _TAGS_CACHE = ".aider.tags.cache*"
+BRIEF_FILE = "aider.conventions.md"
+HISTORY_FILE = "aider.chat.history.md"
+_HISTORY_CHARS = 200_000  # the tail read for the final reply
 
 _TOKENS = re.compile(
     r"Tokens:\s*(?P<sent>[\d.,]+k?)\s+sent"
@@ -82,7 +94,9 @@ class AiderCoder:
     kind = "aider"
     honoured_settings = frozenset({"kind", "model", "timeout_seconds", "args", "base_url"})
 
-    def command(self, request: DispatchRequest, message_file: Path) -> list[str]:
+    def command(
+        self, request: DispatchRequest, message_file: Path, brief_file: Path | None = None
+    ) -> list[str]:
         model, args = model_and_args(request)
         log = request.log_dir
         argv = [
@@ -98,7 +112,7 @@ class AiderCoder:
             "--no-pretty",
             "--no-fancy-input",
             "--chat-history-file",
-            str(log / "aider.chat.history.md"),
+            str(log / HISTORY_FILE),
             "--input-history-file",
             str(log / "aider.input.history"),
         ]
@@ -107,27 +121,85 @@ class AiderCoder:
         base_url = setting(request, "base_url")
         if isinstance(base_url, str) and base_url:
             argv += ["--openai-api-base", base_url]
+        if brief_file is not None:
+            argv += ["--read", str(brief_file)]  # read-only context: aider's conventions file
         return [*argv, *args, "--message-file", str(message_file)]
 
     def dispatch(self, request: DispatchRequest) -> DispatchResult:
         request.log_dir.mkdir(parents=True, exist_ok=True)
         message_file = request.log_dir / "aider.message.md"
         message_file.write_text(request.prompt, encoding="utf-8")
+        brief_file = write_brief(request)
+        history_file = request.log_dir / HISTORY_FILE
+        history_file.unlink(missing_ok=True)  # aider appends: only this dispatch's replies
         before = set(request.worktree.glob(_TAGS_CACHE))
         try:
             return run_cli(
                 request,
                 tool="aider",
                 install=INSTALL,
-                argv=self.command(request, message_file),
+                argv=self.command(request, message_file, brief_file),
                 env=assay_env(request),
                 parse=lambda proc: parse_aider_output(
-                    proc.stdout, stderr=proc.stderr, exit_code=proc.exit_code, now=now_utc()
+                    proc.stdout,
+                    stderr=proc.stderr,
+                    exit_code=proc.exit_code,
+                    now=now_utc(),
+                    history=read_history(history_file),
                 ),
             )
         finally:
             for path in set(request.worktree.glob(_TAGS_CACHE)) - before:
                 shutil.rmtree(path, ignore_errors=True)
+
+
+def read_history(path: Path) -> str | None:
+    """The tail of aider's chat history file (the final reply is at its end), or None."""
+    try:
+        with path.open("rb") as handle:
+            handle.seek(0, 2)
+            size = handle.tell()
+            handle.seek(max(0, size - _HISTORY_CHARS))
+            return handle.read().decode("utf-8", errors="replace")
+    except OSError:
+        return None
+
+
+def write_brief(request: DispatchRequest) -> Path | None:
+    """The brief as aider's conventions file, in the seat's log folder: outside the repository,
+    so it is never part of the candidate (and aider cannot edit a ``--read`` file)."""
+    brief_file = request.log_dir / BRIEF_FILE
+    if not request.brief.strip():
+        brief_file.unlink(missing_ok=True)
+        return None
+    brief_file.write_text(request.brief, encoding="utf-8")
+    return brief_file
+
+
+def final_reply(history: str | None) -> str | None:
+    """The model's last reply in aider's chat history file, or None.
+
+    The history (``--chat-history-file``) is Markdown: ``#### `` starts a user message, ``> ``
+    an aider notice or tool output, ``# aider chat started`` a session; every other line is
+    the model's reply, unwrapped (the console wraps it at the terminal width).
+    """
+    replies: list[list[str]] = []
+    current: list[str] | None = None
+    for line in (history or "").splitlines():
+        if line.startswith(("#### ", "> ", "# aider chat started")) or line in ("####", ">"):
+            current = None
+            continue
+        if current is None:
+            if not line.strip():
+                continue
+            current = []
+            replies.append(current)
+        current.append(line)
+    for reply in reversed(replies):
+        text = "\n".join(reply).strip()
+        if text:
+            return text
+    return None
 
 
 def parse_aider_output(
@@ -136,8 +208,10 @@ def parse_aider_output(
     stderr: str = "",
     exit_code: int | None = 0,
     now: datetime | None = None,
+    history: str | None = None,
 ) -> ParsedRun:
-    """Read aider's console output. Pure and total: any text gives a ParsedRun."""
+    """Read aider's console output (and its chat history file, for the model's final reply).
+    Pure and total: any text gives a ParsedRun."""
     parsed = ParsedRun()
     lines = (stdout + "\n" + stderr).splitlines()
     tokens: int | None = None
@@ -166,6 +240,8 @@ def parse_aider_output(
     parsed.cost_usd = session_cost if session_cost is not None else (message_costs or None)
     if applied:
         parsed.summary = "Applied edit to " + ", ".join(dict.fromkeys(applied))
+    else:  # the final answer: a ``NO CHANGE NEEDED:`` claim, or why nothing was edited
+        parsed.summary = final_reply(history)
     fatal = [line for index, line in errors if index > last_call]
     if fatal:
         apply_fault(parsed, " ".join(fatal[-6:]), now=now)

@@ -26,12 +26,37 @@ Format sources:
 
 Codex has no turn limit of its own, so ``max_turns`` is not honoured; ``turns_used`` counts
 codex's own turns (one per prompt), and no cost is reported.
+
+Its world (checked against 0.171 with bubblewrap installed):
+- ``CODEX_HOME`` is private to the seat: ``<home>/.codex`` when the seat has a private home,
+  else ``<log dir>/codex-home``, never the operator's. The brief is codex's global
+  instructions there, ``AGENTS.md`` (https://developers.openai.com/codex/guides/agents-md: the
+  Codex home's ``AGENTS.override.md`` wins over ``AGENTS.md``, so a stale one is removed);
+  codex sends it to the model as an "AGENTS.md instructions" message. ``--ignore-user-config``
+  keeps a ``config.toml`` left in that home (by an earlier attempt) from changing the run.
+- Codex's own sandbox is off (``--dangerously-bypass-approvals-and-sandbox``, "intended solely
+  for running in environments that are externally sandboxed"): assay's sandbox is the
+  boundary. With its own sandbox on, codex nests a bwrap of its own, which needs helper
+  binaries in ``CODEX_HOME`` and refuses to create them under ``/tmp`` (``Refusing to create
+  helper binaries under temporary dir``): every shell call then fails with ``bwrap: execvp
+  codex-linux-sandbox: No such file or directory`` and every patch with ``Failed to write
+  file``, and codex still ends its turn normally. A contract that asks for codex's own sandbox
+  (``-s``/``--sandbox`` in ``args``) gets it instead of the bypass.
+- Shell calls run in a plain shell (``-c allow_login_shell=false``, a 0.171 config key): a
+  login shell's /etc/profile resets PATH, and the brief's ``assay`` is found through PATH.
+- Failed tool calls are read from the stream (a ``file_change`` or ``mcp_tool_call`` item with
+  ``status: failed``, a declined command, a command whose output is a sandbox error) and from
+  the ``codex_core::tools::router: error=`` lines codex logs on stderr. They are warnings; a run
+  whose tool calls all failed is not ``completed`` but ``abandoned`` with the failures as its
+  error, and one that failed on codex's own sandbox is an environment error.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime
+from pathlib import Path
 
 from assay.adapters.coders.agentcli import (
     ParsedRun,
@@ -43,6 +68,7 @@ from assay.adapters.coders.agentcli import (
     now_utc,
     run_cli,
     setting,
+    shorten,
 )
 from assay.adapters.coders.base import DispatchRequest, DispatchResult, assay_env
 from assay.core.vocab import StopReason
@@ -52,8 +78,13 @@ PROVIDER = "assay"  # the model provider id a base URL is configured under
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 
 
+BYPASS = "--dangerously-bypass-approvals-and-sandbox"
+INSTRUCTIONS = "AGENTS.md"
+OVERRIDE = "AGENTS.override.md"
+
+
 class CodexCoder:
-    """Codex in exec mode, sandboxed to the worktree; the prompt goes in on stdin."""
+    """Codex in exec mode, its own sandbox off, its home private; the prompt goes in on stdin."""
 
     kind = "codex"
     honoured_settings = frozenset(
@@ -62,30 +93,57 @@ class CodexCoder:
 
     def command(self, request: DispatchRequest) -> list[str]:
         model, args = model_and_args(request)
-        argv = [
-            "codex",
-            "exec",
-            "--json",
-            "--sandbox",
-            "workspace-write",
-            "--skip-git-repo-check",
-        ]
+        own_sandbox = any(a in ("-s", "--sandbox") or a.startswith("--sandbox=") for a in args)
+        argv = ["codex", "exec", "--json", "--skip-git-repo-check", "--ignore-user-config"]
+        if not own_sandbox:
+            argv.append(BYPASS)
+        # A login shell (codex's default, ``bash -lc``) runs /etc/profile, which resets PATH on
+        # Debian: the brief's `assay halt check` would then not find assay. A plain shell keeps
+        # the PATH assay gave the seat.
+        argv += ["-c", "allow_login_shell=false"]
         if model:
             argv += ["--model", model]
         return [*argv, *provider_overrides(request), *args, "-"]
 
     def dispatch(self, request: DispatchRequest) -> DispatchResult:
+        env = assay_env(request)
+        env["CODEX_HOME"] = str(prepare_home(request))
         return run_cli(
             request,
             tool="codex",
             install=INSTALL,
             argv=self.command(request),
-            env=assay_env(request),
+            env=env,
             stdin=request.prompt,
             parse=lambda proc: parse_codex_events(
                 proc.stdout, stderr=proc.stderr, exit_code=proc.exit_code, now=now_utc()
             ),
         )
+
+
+def codex_home(request: DispatchRequest) -> Path:
+    """The seat's own ``CODEX_HOME``: in its private home, else in its log folder (never the
+    operator's, and not under ``/tmp`` unless the seat itself is)."""
+    if request.home is not None:
+        return request.home / ".codex"
+    return request.log_dir / "codex-home"
+
+
+def prepare_home(request: DispatchRequest) -> Path:
+    """Make the seat's ``CODEX_HOME`` and put the brief in it as codex's global instructions.
+
+    Raises OSError when it cannot be written: the engine records that as the seat's
+    environment fault, as for any other file assay writes for a seat.
+    """
+    home = codex_home(request)
+    home.mkdir(parents=True, exist_ok=True)
+    (home / OVERRIDE).unlink(missing_ok=True)  # it would win over the brief
+    instructions = home / INSTRUCTIONS
+    if request.brief.strip():
+        instructions.write_text(request.brief, encoding="utf-8")
+    else:
+        instructions.unlink(missing_ok=True)  # no stale brief of an earlier dispatch
+    return home
 
 
 def provider_overrides(request: DispatchRequest) -> list[str]:
@@ -115,6 +173,7 @@ def parse_codex_events(
 ) -> ParsedRun:
     """Read a ``codex exec --json`` stream. Pure and total: any text gives a ParsedRun."""
     parsed = ParsedRun()
+    tools = ToolCalls()
     turns = 0
     completed = 0
     tokens: int | None = None
@@ -141,7 +200,8 @@ def parse_codex_events(
             errors.append(message)
             pending_error = message
         elif kind == "item.completed":
-            _read_item(parsed, event.get("item"))
+            _read_item(parsed, tools, event.get("item"))
+    tools.read_stderr(stderr)
     parsed.turns_used = turns or None
     parsed.tokens_used = tokens
     context = " ".join(errors)
@@ -153,16 +213,128 @@ def parse_codex_events(
         parsed.stop_reason = StopReason.COMPLETED
     elif exit_code == 0:
         parsed.error = "codex ended without turn.completed or turn.failed"
+    if parsed.stop_reason is StopReason.COMPLETED:
+        tools.judge(parsed)
+    elif tools.failures:
+        parsed.warnings.append(tools.describe())
     return conclude(parsed, tool="codex", exit_code=exit_code, stderr=stderr, now=now)
 
 
-def _read_item(parsed: ParsedRun, item: object) -> None:
+# What codex's own sandbox prints when it cannot start (its helper binary missing, bwrap
+# refused): a machine fact, not the agent's mistake.
+_SANDBOX_BROKEN = ("codex-linux-sandbox", "bwrap:")
+_ROUTER_ERROR = re.compile(r"codex_core::tools::router: error=(.*)")
+_LOG_LINE = re.compile(r"^(?:\d{4}-\d{2}-\d{2}T\S+\s+[A-Z]+\s|WARNING:)")
+_HELPERS_REFUSED = "Refusing to create helper binaries"
+
+
+class ToolCalls:
+    """The tool calls of one run: which succeeded, which failed and why (pure bookkeeping).
+
+    A command that ran and exited non-zero (a failing test, ``grep`` finding nothing) is a
+    result, not a failure; only a command codex could not run counts as one.
+    """
+
+    def __init__(self) -> None:
+        self.succeeded = 0
+        self.failures: list[str] = []
+        self.sandbox_broken = False
+        self.helpers_refused = False
+
+    def command(self, item: dict[str, object]) -> None:
+        status = item.get("status")
+        output = item.get("aggregated_output")
+        output = output if isinstance(output, str) else ""
+        command = item.get("command")
+        name = shorten(command if isinstance(command, str) else "a command", 120)
+        if status == "declined":
+            self.failures.append(f"command declined: {name}")
+        elif any(sign in output for sign in _SANDBOX_BROKEN):
+            self.sandbox_broken = True
+            self.failures.append(f"command could not run: {name}: {shorten(output, 200)}")
+        elif status == "completed" or item.get("exit_code") is not None:
+            self.succeeded += 1
+
+    def change(self, item: dict[str, object]) -> None:
+        if item.get("status") == "failed":
+            self.failures.append(f"patch failed: {_paths(item.get('changes')) or 'a file'}")
+        elif item.get("status") == "completed":
+            self.succeeded += 1
+
+    def mcp(self, item: dict[str, object]) -> None:
+        if item.get("status") == "failed":
+            tool = item.get("tool")
+            detail = _message(item.get("error")) or "failed"
+            self.failures.append(
+                f"tool call failed: {tool if isinstance(tool, str) else '?'}: {detail}"
+            )
+        elif item.get("status") == "completed":
+            self.succeeded += 1
+
+    def read_stderr(self, stderr: str) -> None:
+        """The errors codex's tool router logged (a patch it could not write, a tool it does
+        not have), each with the lines that follow it up to the next log line."""
+        lines = stderr.splitlines()
+        for index, line in enumerate(lines):
+            if _HELPERS_REFUSED in line:
+                self.helpers_refused = True
+            match = _ROUTER_ERROR.search(line)
+            if match is None:
+                continue
+            body = [match.group(1)]
+            for following in lines[index + 1 :]:
+                if _LOG_LINE.match(following):
+                    break
+                body.append(following)
+            text = " ".join(" ".join(body).split())
+            if any(sign in text for sign in _SANDBOX_BROKEN):
+                self.sandbox_broken = True
+            self.failures.append(f"codex: {shorten(text, 200)}")
+
+    def describe(self) -> str:
+        shown = "; ".join(dict.fromkeys(self.failures[-5:]))
+        return f"codex: {len(self.failures)} tool call(s) failed: {shown}"
+
+    def judge(self, parsed: ParsedRun) -> None:
+        """A run that ended its turn normally: its failed tool calls are a warning, unless none
+        of its tool calls worked: then it did not complete, and when codex's own sandbox broke
+        them the machine failed the seat, not the agent."""
+        if not self.failures:
+            return
+        detail = self.describe()
+        if self.succeeded:
+            parsed.warnings.append(detail)
+            return
+        parsed.stop_reason = StopReason.ABANDONED
+        parsed.error = shorten(detail)
+        if self.sandbox_broken:
+            where = ": its CODEX_HOME is under /tmp" if self.helpers_refused else ""
+            parsed.environment_error = shorten(
+                f"{detail} (codex's own sandbox could not start{where}; leave it off and let "
+                "assay's sandbox confine the seat)"
+            )
+
+
+def _paths(changes: object) -> str:
+    if not isinstance(changes, list):
+        return ""
+    paths = [c.get("path") for c in changes if isinstance(c, dict)]
+    return ", ".join(p for p in paths if isinstance(p, str))
+
+
+def _read_item(parsed: ParsedRun, tools: ToolCalls, item: object) -> None:
     if not isinstance(item, dict):
         return
     kind = item.get("type") or item.get("item_type")  # item_type: the 0.4x field name
     text = item.get("text")
     if kind in ("agent_message", "assistant_message") and isinstance(text, str) and text:
         parsed.summary = text
+    elif kind == "command_execution":
+        tools.command(item)
+    elif kind == "file_change":
+        tools.change(item)
+    elif kind == "mcp_tool_call":
+        tools.mcp(item)
     elif kind == "error":
         message = _message(item)
         if message:

@@ -14,6 +14,14 @@ Format sources (SWE-agent/mini-swe-agent):
 - ``LimitsExceeded`` (step or cost limit; ``TimeExceeded`` is a subclass) and
   ``ContextWindowExceeded``: ``src/minisweagent/exceptions.py``. Older interactive agents ask
   for new limits on stdin and die on EOF after printing ``Limits exceeded.``.
+- The brief is appended to mini's system template: ``-c <log dir>/mini.brief.yaml`` right after
+  ``-c mini.yaml`` sets ``agent.system_template`` (config files merge in order, a later ``-c``
+  of the contract's ``args`` still wins). Templates are Jinja (``agents/default.py``
+  ``_render_template``), so the brief goes in as one Jinja string literal, ``{{ "..." }}``:
+  braces or ``{%`` in a task are never read as template code.
+- The final answer: the submission (what the submit command printed after its first line),
+  else the text of the model's last message (the one that submitted), so ``NO CHANGE
+  NEEDED:`` works either way.
 - Checked against the real mini-swe-agent 2.4.6 (tests/interop): the model calls one ``bash``
   tool; ``-c mini.yaml -c agent.step_limit=N -c model.model_kwargs.api_base=URL`` work as
   written here (``run/mini.py``, ``config/__init__.py``); with stdin not a terminal a step limit
@@ -49,6 +57,9 @@ from assay.core.vocab import StopReason
 
 INSTALL = "pip install mini-swe-agent"
 TRAJECTORY = "mini.traj.json"
+BRIEF_CONFIG = "mini.brief.yaml"  # JSON is YAML; mini wants the .yaml suffix
+# mini.yaml's own system template (mini-swe-agent 2.4.6), which the brief is appended to.
+SYSTEM_TEMPLATE = "You are a helpful assistant that can interact with a computer."
 _BUDGET = frozenset({"LimitsExceeded", "TimeExceeded"})
 _CONTEXT = frozenset({"ContextWindowExceeded", "ContextWindowExceededError"})
 
@@ -72,6 +83,8 @@ class MiniCoder:
             "-c",
             "mini.yaml",
         ]
+        if request.brief.strip():
+            argv += ["-c", str(request.log_dir / BRIEF_CONFIG)]
         if (limit := turn_limit(request)) is not None:
             argv += ["-c", f"agent.step_limit={limit}"]
         base_url = setting(request, "base_url")
@@ -85,6 +98,7 @@ class MiniCoder:
         request.log_dir.mkdir(parents=True, exist_ok=True)
         trajectory = request.log_dir / TRAJECTORY
         trajectory.unlink(missing_ok=True)
+        write_brief_config(request)
         env = assay_env(request)
         env.setdefault("MSWEA_CONFIGURED", "true")  # no first-run setup wizard
         env.setdefault("MSWEA_COST_TRACKING", "ignore_errors")  # unpriced models do not crash
@@ -111,6 +125,27 @@ class MiniCoder:
         )
 
 
+def brief_template(brief: str) -> str:
+    """mini's system template with the brief appended, the brief as a Jinja string literal.
+
+    Jinja reads a string literal's escapes with Python's ``unicode-escape``; a JSON string
+    without ASCII escaping only has ``\\"``, ``\\\\`` and control-character escapes, which it
+    reads back to the same text.
+    """
+    return f"{SYSTEM_TEMPLATE}\n\n{{{{ {json.dumps(brief, ensure_ascii=False)} }}}}\n"
+
+
+def write_brief_config(request: DispatchRequest) -> None:
+    """The config file that appends the brief to the system template (in the log folder, not
+    in the repository); removed when there is no brief."""
+    path = request.log_dir / BRIEF_CONFIG
+    if not request.brief.strip():
+        path.unlink(missing_ok=True)
+        return
+    config = {"agent": {"system_template": brief_template(request.brief)}}
+    path.write_text(json.dumps(config, ensure_ascii=False, indent=1), encoding="utf-8")
+
+
 def parse_mini_run(
     trajectory: str | None,
     *,
@@ -133,7 +168,7 @@ def parse_mini_run(
     submission = info.get("submission")
     if status == "Submitted":
         parsed.stop_reason = StopReason.COMPLETED
-        parsed.summary = submission if isinstance(submission, str) and submission else None
+        parsed.summary = _final_answer(submission, messages)
     elif status in _BUDGET or (status in ("", "EOFError") and "Limits exceeded." in stdout):
         parsed.stop_reason = StopReason.TURN_BUDGET
         parsed.error = "mini stopped at its step or cost limit"
@@ -147,6 +182,26 @@ def parse_mini_run(
     elif exit_code == 0:
         parsed.error = "mini left no trajectory"
     return conclude(parsed, tool="mini", exit_code=exit_code, stderr=stderr, now=now)
+
+
+def _final_answer(submission: object, messages: list[Any]) -> str | None:
+    """The submission, else the text of the model's last message (the one that submitted)."""
+    if isinstance(submission, str) and submission.strip():
+        return submission.strip()
+    for message in reversed(messages):
+        if isinstance(message, dict) and message.get("role") == "assistant":
+            content = message.get("content")
+            text = content if isinstance(content, str) else _text_parts(content)
+            return text.strip() or None
+    return None
+
+
+def _text_parts(content: object) -> str:
+    """The text of a message whose content is a list of parts (``{"type": "text", ...}``)."""
+    if not isinstance(content, list):
+        return ""
+    parts = [p.get("text") for p in content if isinstance(p, dict)]
+    return "\n".join(p for p in parts if isinstance(p, str))
 
 
 def _load(text: str | None) -> dict[str, Any]:
