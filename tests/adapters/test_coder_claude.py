@@ -307,8 +307,9 @@ def test_the_brief_is_appended_and_permissions_skipped_inside_the_sandbox(
     result = ClaudeCoder().dispatch(request)
     assert result.stop_reason is StopReason.COMPLETED, result
     seen = recorded(tmp_path)
-    at = seen["argv"].index("--append-system-prompt")
-    assert seen["argv"][at + 1] == brief  # one argument, verbatim
+    at = seen["argv"].index("--append-system-prompt-file")
+    # In a file, verbatim: a task of any length fits (one argument is limited to 128 KiB).
+    assert Path(seen["argv"][at + 1]).read_text() == brief
     assert "--dangerously-skip-permissions" in seen["argv"]
     assert "--permission-mode" not in seen["argv"]
     assert seen["env"]["IS_SANDBOX"] == "1"
@@ -317,7 +318,7 @@ def test_the_brief_is_appended_and_permissions_skipped_inside_the_sandbox(
 
 def test_no_brief_no_append_flag(tmp_path: Path) -> None:
     ClaudeCoder().dispatch(make_request(tmp_path))
-    assert "--append-system-prompt" not in recorded(tmp_path)["argv"]
+    assert not any(a.startswith("--append-system-prompt") for a in recorded(tmp_path)["argv"])
 
 
 def _skill(config: Path) -> tuple[dict[str, object], str]:

@@ -72,11 +72,12 @@ class ClaudeCoder:
         {"kind", "model", "timeout_seconds", "max_turns", "args", "base_url"}
     )
 
-    def command(self, request: DispatchRequest) -> list[str]:
+    def command(self, request: DispatchRequest, brief_file: Path | None = None) -> list[str]:
         """The command line. The sandbox, not claude's permission prompt, is the boundary, so
         it runs with ``--dangerously-skip-permissions`` (under ``acceptEdits`` it refuses the
         brief's own ``assay halt check --dispatch-id "$ASSAY_DISPATCH_ID"`` call) unless
-        ``args`` chooses a permission mode of its own. The brief is appended to its system
+        ``args`` chooses a permission mode of its own. The brief (in ``brief_file``: a long
+        task in one argument would exceed the kernel's 128 KiB limit) is appended to its system
         prompt; the task itself goes in on stdin."""
         model, args = model_and_args(request)
         argv = ["claude", "-p", "--output-format", "stream-json", "--verbose"]
@@ -84,8 +85,8 @@ class ClaudeCoder:
             argv += ["--max-turns", str(limit)]
         if model:
             argv += ["--model", model]
-        if request.brief:
-            argv += ["--append-system-prompt", request.brief]
+        if brief_file is not None:
+            argv += ["--append-system-prompt-file", str(brief_file)]
         if not any(arg.split("=", 1)[0] in _PERMISSION_FLAGS for arg in args):
             argv.append(SKIP_PERMISSIONS)
         return argv + args
@@ -95,16 +96,17 @@ class ClaudeCoder:
         base_url = setting(request, "base_url")
         if isinstance(base_url, str) and base_url:
             env["ANTHROPIC_BASE_URL"] = base_url
-        argv = self.command(request)
-        if SKIP_PERMISSIONS in argv:
-            env["IS_SANDBOX"] = "1"  # claude refuses to skip permissions as root otherwise
         try:
             env["CLAUDE_CONFIG_DIR"] = str(install_config(request))
+            brief_file = write_brief(request)
         except OSError as exc:  # assay's own write for the seat: its environment error
             return DispatchResult(
                 exit_code=None,
                 environment_error=f"cannot write claude's private config folder: {exc}",
             )
+        argv = self.command(request, brief_file)
+        if SKIP_PERMISSIONS in argv:
+            env["IS_SANDBOX"] = "1"  # claude refuses to skip permissions as root otherwise
         return run_cli(
             request,
             tool="claude",
@@ -134,6 +136,15 @@ def install_config(request: DispatchRequest) -> Path:
     skill.parent.mkdir(parents=True, exist_ok=True)
     skill.write_text(render_halt_skill(), encoding="utf-8")
     return folder
+
+
+def write_brief(request: DispatchRequest) -> Path | None:
+    """The brief in the seat's log folder, for ``--append-system-prompt-file``; None without one."""
+    if not request.brief:
+        return None
+    path = request.log_dir / "claude.brief.md"
+    path.write_text(request.brief, encoding="utf-8")
+    return path
 
 
 def parse_claude_stream(
