@@ -15,6 +15,13 @@ a missing ``--evidence`` makes the line no halt at all. The evidence is taken li
 ``$(…)`` or ``$VAR`` in it is text, never expanded. Only code blocks of the model's own replies
 count (aider's history prefixes the user's messages with ``#### `` and its own output with
 ``> ``), so a command quoted in the task, in prose or in a tool's output never fires.
+
+In aider's diff edit formats (``diff``, ``diff-fenced``: its choice for most known models) a
+```bash block is a suggested shell command, which aider declines and leaves alone. In its
+``whole`` format (its choice for a model it does not know) every fenced block is a file
+listing: a reply that is only the block gets "No filename provided" and is asked again, and
+with exactly one file in the chat aider would write the command into that file. The halt
+still fires from the history either way; the interop test runs ``--edit-format diff``.
 """
 
 from __future__ import annotations
