@@ -23,8 +23,10 @@ from support.agents import (
     require,
 )
 from support.brief_follower import (
+    assert_halted,
     assert_verified_noop,
     claim_no_change,
+    fire_halt,
     fixed_repo,
     head,
     request_text,
@@ -140,7 +142,31 @@ def test_aider_claims_a_verified_no_op_as_its_brief_says(
     assert not list(run.repo.root.glob("*.md"))  # the brief is not in the candidate
 
 
-# No halt case: aider runs a shell command from a reply only after an explicit yes, and
-# --yes-always answers "n" to "Run shell command?" (aider 0.86.2, base_coder.run_shell_commands
-# asks with explicit_yes_required=True; checked with the real aider here), so an unattended
-# aider cannot run `assay halt check --fire`.
+CONTRADICTION = "test_digits wants digits kept; the task text says drop them"
+
+
+def bash_block(command: str) -> Turn:
+    """The reply the aider brief asks for: the halt command alone in a ```bash block."""
+    return Turn.reply(f"```bash\n{command}\n```\n")
+
+
+def test_aider_proposes_the_halt_its_brief_names_and_assay_fires_it(
+    tmp_path: Path, server: ModelServer
+) -> None:
+    # aider itself runs no command from a reply: --yes-always answers "n" to "Run shell
+    # command?" (aider 0.86.2, base_coder.handle_shell_commands asks with
+    # explicit_yes_required=True). The adapter fires the halt the reply proposed.
+    server.script(fire_halt("halt-spec-contradiction", CONTRADICTION, bash_block))
+    # In aider's "whole" edit format (its choice for an unknown model) every fenced block is a
+    # file listing; in the diff formats a ```bash block is a suggested shell command.
+    run = aider_run(tmp_path, server, "--edit-format", "diff")
+    base = head(run.repo)
+    outcome = run.run()
+    assert_halted(outcome, run.repo, "halt-spec-contradiction", base, CONTRADICTION)
+    # The scripted model read the command from the brief aider sent as its conventions file.
+    first = request_text(server.completions[0])
+    assert "aider.conventions.md" in first and "alone in a ```bash block" in first
+    assert len(server.completions) == 1
+    history = run.seat_log(outcome, "aider.chat.history.md")
+    assert "> Run shell command? (Y)es/(N)o/(D)on't ask again [Yes]: n" in history
+    assert "Running assay" not in run.seat_log(outcome, "aider.log")  # aider ran nothing

@@ -103,8 +103,11 @@ _SHELL_HOW: dict[CoderKind, str] = {
     CoderKind.CLAUDE: "Run each command below with your Bash tool, exactly as shown.",
     CoderKind.CODEX: "Run each command below with your shell tool, exactly as shown.",
     CoderKind.AIDER: (
-        "Run each command below as a shell command (in a ```bash block of your reply), "
-        "exactly as shown."
+        "You cannot run a shell command yourself here: aider runs none of the commands a reply "
+        "suggests. To fire a halt, copy its command below, put your evidence in place of the "
+        "placeholder, and write the command alone in a ```bash block of your reply. assay runs "
+        "that one command for you after you finish; it runs no other command you suggest, and "
+        "you will not see what it prints."
     ),
     CoderKind.MINI: "Run each command below as your bash action, exactly as shown.",
     CoderKind.COMMAND: "Run each command below in a shell, exactly as shown.",
@@ -152,7 +155,8 @@ def brief_document(contract: Contract, kind: CoderKind | str) -> dict[str, Any]:
         }
         if shell:
             entry["fire"] = fire_command(halt.name)
-            entry["query"] = query_command(halt.name)
+            if coder is not CoderKind.AIDER:  # aider runs no command: assay fires for it
+                entry["query"] = query_command(halt.name)
         else:
             entry["fire"] = {"tool": "fire_halt", "arguments": {"name": halt.name}}
         halts.append(entry)
@@ -250,6 +254,8 @@ def _halts(doc: dict[str, Any], coder: CoderKind) -> str:
             "Fire a halt with the `fire_halt` tool: `name` is the halt's name, `evidence` says "
             "what you found, with file and line. Then call `finish`."
         )
+    elif coder is CoderKind.AIDER:  # see assay.adapters.coders.aider_halts
+        lines.append(_SHELL_HOW[coder])
     else:
         lines += [
             _SHELL_HOW[coder] + " `assay` is on your PATH and `$ASSAY_DISPATCH_ID` is set; "

@@ -27,9 +27,12 @@ The brief reaches aider as a conventions file, ``--read <log dir>/aider.conventi
 with every request); it lies in the seat's log folder, never in the repository, so it is not
 part of the candidate. The final answer is the model's last reply in aider's chat history file
 (``--chat-history-file``, unwrapped, unlike the console): it is the summary when no edit was
-applied, so a ``NO CHANGE NEEDED:`` reply is a no-op claim. Aider cannot fire a halt
+applied, so a ``NO CHANGE NEEDED:`` reply is a no-op claim. Aider cannot run a command
 unattended: ``--yes-always`` answers "n" to "Run shell command?" (``run_shell_commands`` asks
-with ``explicit_yes_required=True``), so a command in a reply never runs.
+with ``explicit_yes_required=True``), so a command in a reply never runs. The brief therefore
+tells the model to write a halt command alone in a ```bash block, and once aider has exited
+the adapter fires each halt so proposed itself, never through a shell
+(:mod:`assay.adapters.coders.aider_halts`); every other suggested command is left unrun.
 
 Aider has no turn limit, so ``max_turns`` is not honoured. Its history files are sent to the
 log directory, and a ``.aider.tags.cache*`` directory it creates in the worktree is removed
@@ -53,6 +56,7 @@ from assay.adapters.coders.agentcli import (
     run_cli,
     setting,
 )
+from assay.adapters.coders.aider_halts import fire_proposed, model_replies, proposed_halts
 from assay.adapters.coders.base import DispatchRequest, DispatchResult, assay_env
 from assay.core.vocab import StopReason
 
@@ -61,6 +65,7 @@ _TAGS_CACHE = ".aider.tags.cache*"
 BRIEF_FILE = "aider.conventions.md"
 HISTORY_FILE = "aider.chat.history.md"
 _HISTORY_CHARS = 200_000  # the tail read for the final reply
+_HALT_HISTORY_CHARS = 4_000_000  # the tail read for proposed halts: the whole dispatch
 
 _TOKENS = re.compile(
     r"Tokens:\s*(?P<sent>[\d.,]+k?)\s+sent"
@@ -134,7 +139,7 @@ class AiderCoder:
         history_file.unlink(missing_ok=True)  # aider appends: only this dispatch's replies
         before = set(request.worktree.glob(_TAGS_CACHE))
         try:
-            return run_cli(
+            result = run_cli(
                 request,
                 tool="aider",
                 install=INSTALL,
@@ -151,15 +156,21 @@ class AiderCoder:
         finally:
             for path in set(request.worktree.glob(_TAGS_CACHE)) - before:
                 shutil.rmtree(path, ignore_errors=True)
+        # aider has exited (its process group with it): fire the halts its replies proposed.
+        proposals = proposed_halts(
+            read_history(history_file, _HALT_HISTORY_CHARS), request.dispatch_id
+        )
+        result.warnings += fire_proposed(proposals, request.dispatch_id, request.halt_state_dir)
+        return result
 
 
-def read_history(path: Path) -> str | None:
+def read_history(path: Path, chars: int = _HISTORY_CHARS) -> str | None:
     """The tail of aider's chat history file (the final reply is at its end), or None."""
     try:
         with path.open("rb") as handle:
             handle.seek(0, 2)
             size = handle.tell()
-            handle.seek(max(0, size - _HISTORY_CHARS))
+            handle.seek(max(0, size - chars))
             return handle.read().decode("utf-8", errors="replace")
     except OSError:
         return None
@@ -177,29 +188,9 @@ def write_brief(request: DispatchRequest) -> Path | None:
 
 
 def final_reply(history: str | None) -> str | None:
-    """The model's last reply in aider's chat history file, or None.
-
-    The history (``--chat-history-file``) is Markdown: ``#### `` starts a user message, ``> ``
-    an aider notice or tool output, ``# aider chat started`` a session; every other line is
-    the model's reply, unwrapped (the console wraps it at the terminal width).
-    """
-    replies: list[list[str]] = []
-    current: list[str] | None = None
-    for line in (history or "").splitlines():
-        if line.startswith(("#### ", "> ", "# aider chat started")) or line in ("####", ">"):
-            current = None
-            continue
-        if current is None:
-            if not line.strip():
-                continue
-            current = []
-            replies.append(current)
-        current.append(line)
-    for reply in reversed(replies):
-        text = "\n".join(reply).strip()
-        if text:
-            return text
-    return None
+    """The model's last reply in aider's chat history file, or None (see ``model_replies``)."""
+    replies = model_replies(history)
+    return replies[-1] if replies else None
 
 
 def parse_aider_output(
