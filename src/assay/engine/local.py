@@ -163,9 +163,10 @@ class LocalEffects:
                 result = _environment_failed(fault)
         # Before any git command of assay's there: the seat's .git as assay left it.
         tampered = await asyncio.to_thread(self.seating.secure, seat)
-        if tampered is not None:
+        if tampered is not None:  # reaching past the seat through its .git: a scope breach
             self._warn(f"attempt {attempt}, seat {seat}: {tampered}")
             result.error = "; ".join(filter(None, [result.error, tampered]))
+            await self.fire(plan, CanonicalHalt.SCOPE_BREACH, f"seat {seat}: {tampered}")
             change = ChangeSet(base_commit=plan.base_commit, files=[], diff="")
         else:
             change = await asyncio.to_thread(git.read_changes, worktree, plan.base_commit)
@@ -385,7 +386,9 @@ def _tampered_outcome(why: str) -> ValidationOutcome:
     return ValidationOutcome(
         result=ValidatorResult(
             validator_id="seat", severity=Severity.BLOCK, error=True, justification=why
-        )
+        ),
+        fire=CanonicalHalt.SCOPE_BREACH,
+        evidence=why,
     )
 
 
