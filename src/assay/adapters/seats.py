@@ -23,7 +23,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from assay.adapters.git import GitError, _out, _run
+from assay.adapters.git import ASSAY_EMAIL, ASSAY_NAME, GitError, _out, _run
 
 # What a coder may not leave in a seat's git directory: files that make git read another
 # repository's config, refs or objects (``commondir``), or config assay did not write.
@@ -108,6 +108,10 @@ def create_seat(
     )
     git_dir = path / ".git"
     (git_dir / "hooks").mkdir()
+    # A coder's own commits need an identity (its $HOME holds no git config) and no signing.
+    with (git_dir / "config").open("a", encoding="utf-8") as config:
+        config.write(f"[user]\n\tname = {ASSAY_NAME}\n\temail = {ASSAY_EMAIL}\n")
+        config.write("[commit]\n\tgpgSign = false\n")
     alternates = f"{store}\n".encode()
     _write_new(git_dir / "objects" / "info" / "alternates", alternates)
     shallow = _read(store.parent / "shallow") or None  # a shallow clone's seat is shallow too

@@ -89,22 +89,39 @@ class Seating:
         """Where a command validator runs code the coder wrote: its repository and log folder."""
         return self._spec(plan, seat, (log_dir,), plan.contract.network)
 
+    def judge_sandbox(self, plan: RunPlan, workdir: Path) -> SandboxSpec:
+        """Where a CLI judge runs: its own folder of blinded diffs, a home of the run's judges;
+        it sees no seat (an agent: it keeps the network to reach its model)."""
+        home = seats.seats_root(self.home, plan.run_id) / "judges.home"
+        home.mkdir(parents=True, exist_ok=True)
+        return SandboxSpec(
+            mode=plan.contract.sandbox,
+            network=NetworkMode.ON,
+            writable=_unique([workdir]),
+            hidden=self._hidden(plan),
+            home=home.resolve(),
+        )
+
     def _spec(
         self, plan: RunPlan, seat: int, writable: Sequence[Path], network: NetworkMode
     ) -> SandboxSpec:
         repo = self.seats[seat]
-        operator_home = self.operator_env.get("HOME", "").strip()
-        hidden = [plan.repo_root, self.home]  # the user's repository and assay's own folder
-        if operator_home and Path(operator_home).is_absolute():
-            hidden.insert(0, Path(operator_home))
         return SandboxSpec(
             mode=plan.contract.sandbox,
             network=network,
             writable=_unique([repo.path, *writable]),
             readable=_unique(self.stores(plan)),
-            hidden=_unique(hidden),
+            hidden=self._hidden(plan),
             home=repo.home.resolve(),
         )
+
+    def _hidden(self, plan: RunPlan) -> tuple[Path, ...]:
+        """The operator's home, the user's repository and assay's own folder (its ledger)."""
+        hidden = [plan.repo_root, self.home]
+        operator_home = self.operator_env.get("HOME", "").strip()
+        if operator_home and Path(operator_home).is_absolute():
+            hidden.insert(0, Path(operator_home))
+        return _unique(hidden)
 
     # -- what reaches the user's repository ---------------------------------------------------
 
