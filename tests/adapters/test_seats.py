@@ -37,6 +37,11 @@ def make_seat(repo: Path, run: str = "r1", n: int = 1) -> seats.Seat:
     return seats.create_seat(repo, path, git.head_commit(repo), git.seat_branch(run, f"seat-{n}"))
 
 
+def has_object(repo: Path, oid: str) -> bool:
+    found = subprocess.run(["git", "-C", str(repo), "cat-file", "-e", oid], check=False)
+    return found.returncode == 0
+
+
 def user_state(repo: Path) -> tuple[bytes, list[str], str]:
     hooks = sorted(p.name for p in (repo / ".git" / "hooks").iterdir())
     return (repo / ".git" / "config").read_bytes(), hooks, sh(repo, "show-ref")
@@ -68,9 +73,31 @@ def test_the_change_is_read_and_checkpointed_in_the_seat_only(repo: Path) -> Non
     change = git.read_changes(seat.path, git.head_commit(repo))
     assert change.paths == ["src/a.py", "src/b.py"]
     commit = git.commit_all(seat.path, "assay: attempt 1, seat 1")
-    assert commit is not None and seats.head_of(seat) == commit
-    known = subprocess.run(["git", "-C", str(repo), "cat-file", "-e", commit], check=False)
-    assert known.returncode != 0  # the checkpoint is the seat's alone
+    assert commit is not None and git.head_commit(seat.path) == commit
+    assert not has_object(repo, commit)  # the checkpoint is the seat's alone
+
+
+def test_the_candidate_is_one_commit_on_the_base_whatever_history_the_coder_made(
+    repo: Path,
+) -> None:
+    seat = make_seat(repo)
+    base = git.head_commit(repo)
+    (seat.path / "src" / "key.py").write_text("KEY = 'hidden in history'\n")
+    sh(seat.path, "add", "-A")
+    sh(seat.path, "commit", "-qm", "the coder's own commit")
+    smuggled = sh(seat.path, "rev-parse", "HEAD:src/key.py")
+    (seat.path / "src" / "key.py").unlink()
+    (seat.path / "src" / "a.py").write_text("a = 2\n")
+    git.read_changes(seat.path, base)
+    git.commit_all(seat.path, "assay: attempt 1, seat 1")
+    candidate = seats.candidate_commit(seat, base, "Title\n\nbody")
+    assert sh(seat.path, "rev-parse", f"{candidate}^@") == base
+    assert sh(seat.path, "rev-parse", f"{candidate}^{{tree}}") == sh(
+        seat.path, "rev-parse", "HEAD^{tree}"
+    )
+    seats.fetch_candidate(repo, seat, candidate)
+    assert sh(repo, "show", f"{seat.branch}:src/a.py") == "a = 2"
+    assert not has_object(repo, smuggled)  # the coder's history stayed in the seat
 
 
 def test_secure_puts_back_config_hooks_and_alternates_and_drops_a_commondir(
@@ -82,7 +109,10 @@ def test_secure_puts_back_config_hooks_and_alternates_and_drops_a_commondir(
     (seat.git_dir / "hooks" / "post-commit").write_text("#!/bin/sh\n")
     (seat.git_dir / "objects" / "info" / "alternates").write_text(f"{tmp_path}\n")
     (seat.git_dir / "commondir").write_text(f"{repo / '.git'}\n")
+    (seat.git_dir / "info").mkdir()
+    (seat.git_dir / "info" / "attributes").write_text("* -diff\n")
     seats.secure(seat)
+    assert not (seat.git_dir / "info").exists()
     assert (seat.git_dir / "config").read_bytes() == config
     assert list((seat.git_dir / "hooks").iterdir()) == []
     assert (seat.git_dir / "objects" / "info" / "alternates").read_bytes() == seat.alternates

@@ -85,7 +85,7 @@ def test_only_a_candidate_that_passed_scope_and_secrets_is_fetched(
     seat = seating.prepare(plan, 1)
     (seat.path / "src" / "slug.py").write_text("changed\n")
     git(seat.path, "commit", "-qam", "attempt 1")
-    seating.record_candidate(1, 1)
+    seating.record_candidate(plan, 1, 1)
     results = [result("scope", scope), result("tests", Severity.BLOCK)]
     if secrets is not None:
         results.append(result("secrets", secrets))
@@ -95,6 +95,11 @@ def test_only_a_candidate_that_passed_scope_and_secrets_is_fetched(
     refs = git(root, "for-each-ref", "--format=%(refname)", "refs/heads/assay/")
     if published:
         assert branch == "assay/r1/seat-1" and refs == "refs/heads/assay/r1/seat-1"
+        assert git(root, "log", "-1", "--format=%s%n%b", branch).splitlines() == [
+            "Make slugify keep digits.",
+            "assay run r1, seat 1, attempt 1",
+        ]
+        assert git(root, "rev-parse", f"{branch}^") == plan.base_commit
     else:  # the first validation of the attempt decides; a later one of another tree does not
         assert branch is None and refs == ""
     seating.cleanup(plan, keep_branches=set())

@@ -27,7 +27,10 @@ from assay.adapters.git import ASSAY_EMAIL, ASSAY_NAME, GitError, _out, _run
 
 # What a coder may not leave in a seat's git directory: files that make git read another
 # repository's config, refs or objects (``commondir``), or config assay did not write.
-_REDIRECTS = ("commondir", "gitdir", "config.worktree", "objects/info/http-alternates")
+# ``info/`` is assay's to write and it writes nothing there: a coder's ``info/attributes``
+# could mark files ``-diff`` (their lines then hidden from the secret scan) and its
+# ``info/exclude`` hide files from the change assay reads back.
+_REDIRECTS = ("commondir", "gitdir", "config.worktree", "info", "objects/info/http-alternates")
 
 
 class SeatTampered(Exception):
@@ -166,9 +169,13 @@ def secure(seat: Seat) -> None:
         _replace(git_dir / "shallow", seat.shallow)
 
 
-def head_of(seat: Seat) -> str:
-    """The commit the seat's HEAD is on (its last checkpoint)."""
-    return _out(seat.path, "rev-parse", "--verify", "HEAD^{commit}")
+def candidate_commit(seat: Seat, base_commit: str, message: str) -> str:
+    """A commit of the seat's staged tree (what was read back and is validated) whose only
+    parent is ``base_commit``: what may later be fetched into the user's repository. Never the
+    seat's own history, which the coder can shape (a secret committed, then removed, would
+    travel with it); only the candidate's tree and the user's own base."""
+    tree = _out(seat.path, "write-tree")
+    return _out(seat.path, "commit-tree", tree, "-p", base_commit, "-m", message)
 
 
 def fetch_candidate(repo: Path, seat: Seat, commit: str, branch: str | None = None) -> str:

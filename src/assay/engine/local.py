@@ -173,7 +173,7 @@ class LocalEffects:
             # A checkpoint commit fixes the candidate, so validators' side effects can be undone.
             message = f"assay: attempt {attempt}, seat {seat}"
             await asyncio.to_thread(git.commit_all, worktree, message)
-            await asyncio.to_thread(self.seating.record_candidate, attempt, seat)
+            await asyncio.to_thread(self.seating.record_candidate, plan, attempt, seat)
         boundary(CrashPoint.DISPATCH_ENDED)
         report = self._read_report(attempt, seat, report_path, report_folder) or result.report
         return SeatOutcome(

@@ -19,6 +19,7 @@ from pathlib import Path
 from assay.adapters import git, seats
 from assay.adapters.sandbox_spec import SandboxSpec
 from assay.core.results import ValidatorResult
+from assay.core.text import one_line_title
 from assay.core.vocab import CoderKind, NetworkMode, Severity
 from assay.engine.effects import RunPlan
 
@@ -125,9 +126,14 @@ class Seating:
 
     # -- what reaches the user's repository ---------------------------------------------------
 
-    def record_candidate(self, attempt: int, seat: int) -> None:
-        """The seat's checkpoint after an attempt: what its validation clears or not."""
-        self.candidates[(attempt, seat)] = seats.head_of(self.seats[seat])
+    def record_candidate(self, plan: RunPlan, attempt: int, seat: int) -> None:
+        """The attempt's candidate, as the one commit on the base that may enter the user's
+        repository if its validation clears it."""
+        title = one_line_title(plan.contract.task, 72)
+        message = f"{title}\n\nassay run {plan.run_id}, seat {seat}, attempt {attempt}"
+        self.candidates[(attempt, seat)] = seats.candidate_commit(
+            self.seats[seat], plan.base_commit, message
+        )
 
     def record_checks(self, attempt: int, seat: int, results: Sequence[ValidatorResult]) -> None:
         """Whether the attempt's candidate passed the scope and secret checks (its first
