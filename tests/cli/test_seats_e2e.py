@@ -116,6 +116,29 @@ def test_a_seat_whose_git_was_replaced_is_an_error_and_is_not_followed(
     assert _snapshot(repo.root / ".git") == before
 
 
+def test_a_validator_running_the_coders_code_that_replaces_git_is_caught(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    head = git(repo.root, "rev-parse", "main")
+    index = (repo.root / ".git" / "index").read_bytes()
+    conftest = repo.fixes / "conftest.py"
+    conftest.write_text(
+        "import shutil, pathlib\n"
+        "git = pathlib.Path(__file__).resolve().parent.parent / '.git'\n"
+        "shutil.rmtree(git)\n"
+        f"git.write_text('gitdir: {repo.root}/.git\\n')\n"
+    )
+    command = f"cp {repo.fixes}/fixed.py src/slug.py && cp {conftest} tests/conftest.py"
+    done = repo.assay("run", "--contract", str(_contract(repo, "conftest", command)), "--json")
+    payload = json.loads(done.stdout)
+    assert payload["status"] == "blocked", payload
+    assert payload["reason"] == "block halt fired: halt-scope-breach"
+    (fired,) = payload["halts"]["fired"]
+    assert "the seat's .git was replaced by a file" in json.dumps(fired)
+    assert git(repo.root, "rev-parse", "main") == head
+    assert (repo.root / ".git" / "index").read_bytes() == index
+    assert git(repo.root, "for-each-ref", "refs/heads/assay/") == ""
+
+
 def test_a_commondir_the_coder_wrote_is_removed_before_assay_runs_git(tmp_path: Path) -> None:
     repo = make_repo(tmp_path)
     before = _snapshot(repo.root / ".git")

@@ -152,6 +152,13 @@ def secure(seat: Seat) -> None:
                 kind = "a symbolic link" if stat.S_ISLNK(mode) else "a special file"
                 relative = entry.relative_to(seat.path)
                 raise SeatTampered(f"{relative} is {kind}; assay does not follow it")
+    try:
+        _reset(seat)
+    except OSError as exc:  # a folder made unremovable, say: not a repository assay uses
+        raise SeatTampered(f"its .git cannot be reset ({exc})") from None
+
+
+def _reset(seat: Seat) -> None:
     git_dir = seat.git_dir
     for name in _REDIRECTS:
         with contextlib.suppress(FileNotFoundError):

@@ -367,7 +367,7 @@ class LocalEffects:
         secret checks is also left as its branch in the user's repository."""
         try:
             self.seating.publish_kept(plan)
-        except git.GitError as exc:  # the seats are still there to look at
+        except (git.GitError, OSError) as exc:  # the seats are still there to look at
             self._warn(f"a seat's candidate was not brought into the repository: {exc}")
 
     def cleanup(self, plan: RunPlan, *, keep_branches: set[int]) -> None:
