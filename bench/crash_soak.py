@@ -6,7 +6,7 @@ process group, SIGKILLs that group — and every coder group it started, as a ma
 would — at a random moment, then runs ``assay run --resume``. A task the kill caught before
 its run started is still queued and is then worked by ``assay serve --once``. Then it checks
 (``tests/support/crash.py``): main holds the change exactly once, the ledger's counts are the
-dispatches that started, no run open and no task running, no seat worktree or ``assay/*``
+dispatches that started, no run open and no task running, no seat repository or ``assay/*``
 branch left, every payload valid JSON and agreeing with the ledger.
 
 The kill moment is uniform between the command's start-up (the time of ``assay task list``)

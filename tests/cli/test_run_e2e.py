@@ -59,7 +59,8 @@ def test_wrong_fix_then_right_fix_recovers_and_merges(tmp_path: Path) -> None:
         (1, ["src/slug.py"]),
         (2, ["src/slug.py"]),
     ]
-    assert not list((repo.root / ".assay" / "worktrees" / payload["run_id"]).glob("*"))
+    assert not (repo.root / ".assay" / "seats" / payload["run_id"]).exists()
+    assert git(repo.root, "worktree", "list", "--porcelain").count("worktree ") == 1
     assert ".assay/" in (repo.root / ".git" / "info" / "exclude").read_text()
 
 

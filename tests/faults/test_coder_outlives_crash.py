@@ -67,3 +67,4 @@ def test_resume_ends_the_coder_of_a_run_whose_assay_was_killed(tmp_path: Path) -
         time.sleep(0.05)
     assert not _alive(coder), "recovery left the dead run's coder running"
     assert git(repo.root, "worktree", "list", "--porcelain").count("worktree ") == 1
+    assert not list((repo.root / ".assay" / "seats").glob("*/*"))  # no seat repository left

@@ -3,7 +3,7 @@
 The real `assay run` is ended with ``os._exit`` at a boundary (``ASSAY_CRASH_AT``); the 1-seat
 run is recovered by ``assay run --resume``, the 3-seat run by ``assay serve --once``. After
 each: main holds the change once, the ledger's counts are the dispatches that started, no task
-is running, no seat worktree or branch is left, and every payload agrees with the ledger.
+is running, no seat repository or branch is left, and every payload agrees with the ledger.
 ``judged`` is reached only with blind judges: one 3-seat run ranked by a scripted judge.
 """
 
@@ -108,7 +108,11 @@ def test_recovery_leaves_the_seats_an_operator_asked_to_keep(tmp_path: Path) -> 
     contract = str(crash_contract(repo, 1))
     kept = repo.assay("run", "--contract", contract, "--keep-worktrees")
     assert kept.returncode == 0, kept.stderr
-    before = git(repo.root, "worktree", "list", "--porcelain").count("worktree ")
-    assert before == 2
+    seats = repo.root / ".assay" / "seats"
+    before = sorted(p.name for p in seats.glob("*/*"))
+    assert before == ["seat-1", "seat-1.home"]
+    branches = git(repo.root, "branch", "--list", "assay/*")
+    assert branches  # the candidate passed its scope and secret checks: kept as a branch too
     assert repo.assay("run", "--resume").returncode == 0
-    assert git(repo.root, "worktree", "list", "--porcelain").count("worktree ") == before
+    assert sorted(p.name for p in seats.glob("*/*")) == before
+    assert git(repo.root, "branch", "--list", "assay/*") == branches

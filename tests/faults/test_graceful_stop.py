@@ -103,4 +103,5 @@ def test_a_signal_stops_the_coder_and_closes_the_run_as_interrupted(
         assert not run.open and run.status.value == "failed"
         assert len(ledger.dispatches(run.id)) == 1
     assert git(repo.root, "worktree", "list", "--porcelain").count("worktree ") == 1
+    assert not list((repo.root / ".assay" / "seats").glob("*/*"))  # no seat repository left
     assert git(repo.root, "branch", "--list", "assay/*") == ""

@@ -77,4 +77,5 @@ def test_a_signal_to_the_whole_group_while_main_moves_never_breaks_the_landing(
         assert not run.open and run.status.value == "merged"
         assert ledger.get_task(payload["task_id"]).status.value == "done"
     assert git(repo.root, "worktree", "list", "--porcelain").count("worktree ") == 1
+    assert not list((repo.root / ".assay" / "seats").glob("*/*"))  # no seat repository left
     assert git(repo.root, "branch", "--list", "assay/*") == ""

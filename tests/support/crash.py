@@ -48,7 +48,7 @@ def invariant_failures(repo: Repo, *, base_landings: int) -> list[str]:
     - no run is open and no task is running;
     - each closed run's dispatch records are exactly the dispatches that started (its
       ``dispatch.started`` events), and the task's ``dispatch`` stage is their sum;
-    - no seat worktree and no ``assay/*`` branch is left;
+    - no seat repository (nor its home), no worktree and no ``assay/*`` branch is left;
     - every payload file is valid JSON and agrees with the ledger.
     """
     root = repo.root
@@ -82,7 +82,11 @@ def invariant_failures(repo: Repo, *, base_landings: int) -> list[str]:
                 failures.append(f"dispatch stage {counted}, {started_in_task} dispatches started")
     worktrees = git(root, "worktree", "list", "--porcelain").count("worktree ")
     if worktrees != 1:
-        failures.append(f"{worktrees - 1} seat worktree(s) left registered")
+        failures.append(f"{worktrees - 1} worktree(s) left registered")
+    seats = root / ".assay" / "seats"
+    left = sorted(p.name for p in seats.glob("*/*")) if seats.is_dir() else []
+    if left:
+        failures.append(f"seat repositories left: {left}")
     branches = git(root, "branch", "--list", "assay/*")
     if branches:
         failures.append(f"branches left: {branches.split()}")

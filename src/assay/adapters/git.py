@@ -1,10 +1,11 @@
-"""Git through its command line: seat worktrees, the change read back from disk, publishing.
+"""Git through its command line: the change read back from disk, checkpoints, publishing.
 
 Every call is ``git -C <dir> …`` with the user's hooks, signing and colour switched off, so a
-pre-commit hook or a gpg prompt in the user's config cannot stall or alter a run. Seats work on
-their own branch ``assay/<run>/<seat>`` in ``.assay/worktrees/<run>/<seat>`` (a branch rather
-than a detached HEAD, so the ``branch`` land mode only has to keep it). Landing on the base
-branch is :mod:`assay.adapters.landing`.
+pre-commit hook or a gpg prompt in the user's config cannot stall or alter a run. Seats are
+repositories of their own (:mod:`assay.adapters.seats`) on the branch ``assay/<run>/<seat>``;
+the worktree helpers below remain for the seats of runs made by older versions (their
+``.assay/worktrees/<run>/<seat>`` is still cleaned up). Landing on the base branch is
+:mod:`assay.adapters.landing`.
 """
 
 from __future__ import annotations
@@ -198,7 +199,7 @@ def ensure_excluded(repo: Path, pattern: str = ".assay/") -> bool:
     return True
 
 
-# --- seat worktrees --------------------------------------------------------------------------
+# --- seat branches, and the worktrees of older versions --------------------------------------
 
 
 def seat_branch(run_id: str, seat: int | str) -> str:

@@ -142,11 +142,14 @@ def run(
         bool, typer.Option("--resume", help="Close runs a crash interrupted, then run them again.")
     ] = False,
     keep_worktrees: Annotated[
-        bool, typer.Option(help="Keep every worktree (they are kept anyway when a run fails).")
+        bool,
+        typer.Option(
+            help="Keep every seat repository (.assay/seats/<run>; kept anyway when a run fails)."
+        ),
     ] = False,
     json_output: Annotated[bool, typer.Option("--json", help="Print the payload as JSON.")] = False,
 ) -> None:
-    """Run a task now: coders in worktrees, validators decide, the task is settled.
+    """Run a task now: coders in seat repositories, validators decide, the task is settled.
 
     Give an instruction (and flags), or a contract file. The payload is written to
     .assay/runs/<run>/payload.json. Exit: 0 done, 1 failed, 2 bad input, 3 held, 4 internal,

@@ -5,7 +5,8 @@ assigned by a shuffle seeded by the run id (sha256, no random state: the same ru
 same labels on every machine), each judge sees the candidates in an order of its own, and what
 would reveal the coder is removed from the diff it reads:
 
-- branch names ``assay/<run>/<seat>`` and worktree paths ``.assay/worktrees/<run>/<seat>``;
+- branch names ``assay/<run>/<seat>`` and seat paths ``.assay/seats/<run>/<seat>`` (and the
+  ``.assay/worktrees/…`` of older versions);
 - any exact string the caller names (the run id, dispatch id, model names);
 - commit metadata around the diff (``git show`` / ``format-patch`` headers and messages);
 - attribution trailers (``Co-authored-by:``, ``Signed-off-by:``…) the change adds;
@@ -112,7 +113,7 @@ def blind_candidates(
 
 # --- redaction -------------------------------------------------------------------------------
 
-_WORKTREE = re.compile(r"\.assay/worktrees/[^\s/\"']+(?:/[^\s/\"']+)?")
+_WORKTREE = re.compile(r"\.assay/(?:seats|worktrees)/[^\s/\"']+(?:/[^\s/\"']+)?")
 _BRANCH = re.compile(r"\bassay/[A-Za-z0-9._-]+/(?:seat-?)?\d+\b")
 _TRAILER = re.compile(
     r"^(?:co-authored-by|signed-off-by|generated-by|assisted-by|authored-by|made-with)\s*:",

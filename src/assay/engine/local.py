@@ -1,7 +1,8 @@
 """The local executor: every Effects call performed in-process, on this machine.
 
-Coders run in threads (each one a child process in its own worktree), so the seats of an
-attempt run in parallel while the graph itself stays single-threaded and deterministic.
+Coders run in threads (each one a child process in its seat's own repository and sandbox,
+see :mod:`assay.engine.seating`), so the seats of an attempt run in parallel while the graph
+itself stays single-threaded and deterministic.
 """
 
 from __future__ import annotations
@@ -29,25 +30,26 @@ from assay.adapters.validators.base import ValidationContext, ValidationOutcome
 from assay.core.anchors import unresolved_anchors
 from assay.core.attempts import AttemptRecord
 from assay.core.brief import render_brief
+from assay.core.changes import ChangeSet
 from assay.core.halt_watch import HaltWatch
 from assay.core.payload import HaltNotice, Payload
 from assay.core.report import CoderReport, compare_with_diff, read_coder_report
 from assay.core.results import ValidatorResult
 from assay.core.statefile import HaltStateFile
-from assay.core.text import one_line_title
 from assay.core.vocab import (
     CanonicalHalt,
     CrashPoint,
-    LandMode,
     RunStatus,
+    Severity,
     ValidatorKind,
 )
 from assay.engine.crashpoints import crash_point
 from assay.engine.effects import JudgeRound, LandOutcome, RunEvent, RunPlan, SeatOutcome
 from assay.engine.interrupt import boundary
-from assay.engine.merge import merge_squashed
+from assay.engine.merge import land_candidate
 from assay.engine.panel import judge_blind
-from assay.engine.pull_request import PR_OPENED, land_pull_request
+from assay.engine.pull_request import PR_OPENED
+from assay.engine.seating import Seating
 
 EventSink = Callable[[RunEvent], None]
 
@@ -70,8 +72,7 @@ class LocalEffects:
         self.operator_env = dict(operator_env)
         self.sink = sink
         self.events: list[RunEvent] = []
-        self.worktrees: dict[int, Path] = {}
-        self.branches: dict[int, str] = {}
+        self.seating = Seating(home, self.operator_env)
         self.warnings: list[str] = []
         # The latest validation of each (attempt, seat): what a merge's commit says of it.
         self.results: dict[tuple[int, int], list[ValidatorResult]] = {}
@@ -109,7 +110,8 @@ class LocalEffects:
 
     async def dispatch(self, plan: RunPlan, attempt: int, seat: int, prompt: str) -> SeatOutcome:
         spec = plan.contract.coder_for_seat(seat)
-        worktree = await asyncio.to_thread(self._worktree, plan, seat)
+        repo = await asyncio.to_thread(self.seating.prepare, plan, seat)
+        worktree = repo.path
         boundary(CrashPoint.DISPATCH_STARTED)
         seat_dir = self.run_dir(plan) / f"attempt-{attempt}" / f"seat-{seat}"
         try:
@@ -142,6 +144,8 @@ class LocalEffects:
                 if v.kind is ValidatorKind.COMMAND and v.run
             },
             brief=render_brief(plan.contract, spec.kind),
+            sandbox=self.seating.coder_sandbox(plan, seat, seat_dir),
+            home=repo.home.resolve(),
         )
         coder = None
         if unmade is not None:
@@ -163,9 +167,19 @@ class LocalEffects:
                 if fault is None:
                     raise
                 result = _environment_failed(fault)
-        change = await asyncio.to_thread(git.read_changes, worktree, plan.base_commit)
-        # A checkpoint commit fixes the candidate, so validators' side effects can be undone.
-        await asyncio.to_thread(git.commit_all, worktree, f"assay: attempt {attempt}, seat {seat}")
+        # Before any git command of assay's there: the seat's .git as assay left it.
+        tampered = await asyncio.to_thread(self.seating.secure, seat)
+        if tampered is not None:  # reaching past the seat through its .git: a scope breach
+            self._warn(f"attempt {attempt}, seat {seat}: {tampered}")
+            result.error = "; ".join(filter(None, [result.error, tampered]))
+            await self.fire(plan, CanonicalHalt.SCOPE_BREACH, f"seat {seat}: {tampered}")
+            change = ChangeSet(base_commit=plan.base_commit, files=[], diff="")
+        else:
+            change = await asyncio.to_thread(git.read_changes, worktree, plan.base_commit)
+            # A checkpoint commit fixes the candidate, so validators' side effects can be undone.
+            message = f"assay: attempt {attempt}, seat {seat}"
+            await asyncio.to_thread(git.commit_all, worktree, message)
+            await asyncio.to_thread(self.seating.record_candidate, plan, attempt, seat)
         boundary(CrashPoint.DISPATCH_ENDED)
         report = _with_final_answer(
             self._read_report(attempt, seat, report_path, report_folder), result.report
@@ -207,6 +221,7 @@ class LocalEffects:
             spec.model_dump(mode="json"),
             declared=contract.env,
         )
+        sandbox = self.seating.validator_sandbox(plan, seat.seat, log_dir)
         for kind, settings in checks:
             context = ValidationContext(
                 worktree=seat.worktree,
@@ -216,6 +231,7 @@ class LocalEffects:
                 settings=settings,
                 log_dir=log_dir,
                 captured_output=captured,
+                sandbox=sandbox,
             )
             validator = get_validator(kind)
             outcome = await asyncio.to_thread(validator.validate, context)
@@ -232,19 +248,28 @@ class LocalEffects:
                     },
                 )
             )
-        await asyncio.to_thread(git.restore_checkpoint, seat.worktree, coder_ignored)
+        # The validators ran the coder's code in the seat: its .git is checked again.
+        tampered = await asyncio.to_thread(self.seating.secure, seat.seat)
+        if tampered is not None:
+            self._warn(f"attempt {seat.attempt}, seat {seat.seat}: {tampered}")
+            outcomes.append(_tampered_outcome(tampered))
+        else:
+            await asyncio.to_thread(git.restore_checkpoint, seat.worktree, coder_ignored)
         outcomes = await asyncio.to_thread(self._redact_secrets, plan, outcomes)
         self.results.setdefault((seat.attempt, seat.seat), [o.result for o in outcomes])
+        self.seating.record_checks(seat.attempt, seat.seat, [o.result for o in outcomes])
         boundary(CrashPoint.VALIDATED)
         return outcomes
 
     async def judge(self, plan: RunPlan, attempt: int, seats: list[SeatOutcome]) -> JudgeRound:
+        workdir = self.run_dir(plan) / f"attempt-{attempt}" / "judges"
         panel = await judge_blind(
             plan,
             attempt,
             seats,
             operator_env=self.operator_env,
-            workdir=self.run_dir(plan) / f"attempt-{attempt}" / "judges",
+            workdir=workdir,
+            sandbox=await asyncio.to_thread(self.seating.judge_sandbox, plan, workdir),
         )
         for problem in panel.problems:  # a judge that cannot run says so on stderr
             self._warn(f"attempt {attempt}: {problem}")
@@ -296,7 +321,9 @@ class LocalEffects:
         attempts: Sequence[AttemptRecord] = (),
     ) -> LandOutcome:
         boundary(CrashPoint.LANDING_INTENT)
-        outcome = await asyncio.to_thread(self._land, plan, seat, blocked, failures, attempts)
+        outcome = await asyncio.to_thread(
+            land_candidate, self, plan, seat, blocked, failures, attempts
+        )
         if outcome.status is RunStatus.MERGED:
             crash_point(CrashPoint.REF_MOVED)  # landed, nothing recorded yet: never interrupted
         return outcome
@@ -325,7 +352,7 @@ class LocalEffects:
             self._warn(f"attempt {attempt}, seat {seat}: {warning}")
         return report
 
-    def _record_landing(self, kind: str, data: dict[str, Any]) -> None:
+    def record_landing(self, kind: str, data: dict[str, Any]) -> None:
         """A landing step, journaled the moment it took effect (recovery reads it back)."""
         if kind == PR_OPENED:
             crash_point(CrashPoint.REF_MOVED)  # opened, nothing recorded yet
@@ -369,63 +396,16 @@ class LocalEffects:
         )
         return with_assay_on_path(env)  # the brief's `assay halt check` must find this assay
 
-    def _worktree(self, plan: RunPlan, seat: int) -> Path:
-        """One worktree per seat, kept across the run's attempts (recovery continues from it)."""
-        if seat not in self.worktrees:
-            path = git.seat_worktree(self.home, plan.run_id, f"seat-{seat}")
-            branch = git.seat_branch(plan.run_id, f"seat-{seat}")
-            git.add_worktree(plan.repo_root, path, plan.base_commit, branch)
-            self.worktrees[seat] = path
-            self.branches[seat] = branch
-        return self.worktrees[seat]
-
-    def _land(
-        self,
-        plan: RunPlan,
-        seat: SeatOutcome,
-        blocked: bool = False,
-        failures: Sequence[str] = (),
-        attempts: Sequence[AttemptRecord] = (),
-    ) -> LandOutcome:
-        mode = plan.contract.land
-        branch = self.branches[seat.seat]
-        title = one_line_title(plan.contract.task, 72)
-        git.commit_all(seat.worktree, f"{title}\n\nassay run {plan.run_id}, seat {seat.seat}")
-        if mode is LandMode.PR:
-            # Push and open the PR; any failure leaves the branch and says why (never raises).
-            landing = land_pull_request(
-                plan,
-                branch,
-                self.operator_env,
-                blocked=blocked,
-                failures=failures,
-                record=self._record_landing,
-            )
-            if landing.warning:
-                self._warn(landing.warning)
-            return landing.outcome
-        if blocked:  # only `pr` leaves anything for a blocked run
-            return LandOutcome(RunStatus.BLOCKED, f"branch {branch} left", branch)
-        if mode is LandMode.NONE:
-            return LandOutcome(RunStatus.READY, "validators passed; nothing landed (land: none)")
-        if mode is LandMode.MERGE and plan.base_branch:
-            if not plan.contract.verified and not plan.contract.land_unverified:
-                reason = (
-                    "no validator verified the change (only scope and secret checks); "
-                    f"branch {branch} left instead of merging; "
-                    "set land_unverified: true to merge anyway"
-                )
-                self._warn(reason)
-                return LandOutcome(RunStatus.READY, reason, branch)
-            return merge_squashed(self, plan, seat, branch, plan.base_branch, attempts)
-        if mode is LandMode.MERGE:
-            self._warn(f"the base is a detached HEAD; branch {branch} left instead of merging")
-        return LandOutcome(RunStatus.READY, f"branch {branch} ready", branch)
+    def keep_for_a_look(self, plan: RunPlan) -> None:
+        """A run that keeps its seats: the last candidate of each that passed the scope and
+        secret checks is also left as its branch in the user's repository."""
+        try:
+            self.seating.publish_kept(plan)
+        except (git.GitError, OSError) as exc:  # the seats are still there to look at
+            self._warn(f"a seat's candidate was not brought into the repository: {exc}")
 
     def cleanup(self, plan: RunPlan, *, keep_branches: set[int]) -> None:
-        for seat, path in self.worktrees.items():
-            keep = seat in keep_branches
-            git.remove_worktree(plan.repo_root, path, branch=None if keep else self.branches[seat])
+        self.seating.cleanup(plan, keep_branches=keep_branches)
 
 
 def _environment_failed(fault: EnvironmentFault) -> DispatchResult:
@@ -446,6 +426,17 @@ def _with_final_answer(
     if written.summary is None and derived is not None and derived.summary is not None:
         return written.model_copy(update={"summary": derived.summary})
     return written
+
+
+def _tampered_outcome(why: str) -> ValidationOutcome:
+    """A seat whose .git a validator's process replaced: no verdict, never a pass."""
+    return ValidationOutcome(
+        result=ValidatorResult(
+            validator_id="seat", severity=Severity.BLOCK, error=True, justification=why
+        ),
+        fire=CanonicalHalt.SCOPE_BREACH,
+        evidence=why,
+    )
 
 
 def _captured_output(result: DispatchResult) -> str:

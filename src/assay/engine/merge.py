@@ -1,9 +1,10 @@
-"""The ``merge`` land mode of the local executor: one squashed commit on the base branch.
+"""The land modes of the local executor; ``merge``: one squashed commit on the base branch.
 
 The git side (squash, compare-and-swap, idempotence by trailer) is
 :func:`assay.adapters.landing.land_squash`; this module gives it the commit's message and the
 revalidation it needs when the base branch moved during the run: the combined tree is checked
-out in the seat's worktree and the same validators and policy the graph used decide on it.
+out in the seat's repository (its objects are in the user's store, which the seat borrows
+through its alternates) and the same validators and policy the graph used decide on it.
 """
 
 from __future__ import annotations
@@ -20,12 +21,64 @@ from assay.adapters.store import halt_files
 from assay.core.attempts import AttemptRecord
 from assay.core.policy import decide
 from assay.core.results import ValidatorResult
-from assay.core.vocab import AttemptOutcome, PolicyAction, RunStatus
+from assay.core.vocab import AttemptOutcome, LandMode, PolicyAction, RunStatus
 from assay.engine.accounting import failure_detail
 from assay.engine.effects import LandOutcome, RunPlan, SeatOutcome
+from assay.engine.pull_request import land_pull_request
 
 if TYPE_CHECKING:
     from assay.engine.local import LocalEffects
+
+
+def land_candidate(
+    fx: LocalEffects,
+    plan: RunPlan,
+    seat: SeatOutcome,
+    blocked: bool = False,
+    failures: Sequence[str] = (),
+    attempts: Sequence[AttemptRecord] = (),
+) -> LandOutcome:
+    """Land the chosen candidate as the contract's ``land`` mode says (``pr`` also leaves a
+    blocked run's candidate for review)."""
+    mode = plan.contract.land
+    if mode is LandMode.NONE and not blocked:
+        return LandOutcome(RunStatus.READY, "validators passed; nothing landed (land: none)")
+    # Only now, and only a candidate that passed the scope and secret checks, enters the
+    # user's repository: fetched from the seat as its branch.
+    branch = fx.seating.publish(plan, seat.attempt, seat.seat)
+    if branch is None:
+        why = fx.seating.tampered.get(seat.seat) or "it did not pass the scope and secret checks"
+        return LandOutcome(
+            RunStatus.BLOCKED, f"the candidate was not brought into the repository: {why}"
+        )
+    if mode is LandMode.PR:
+        # Push and open the PR; any failure leaves the branch and says why (never raises).
+        landing = land_pull_request(
+            plan,
+            branch,
+            fx.operator_env,
+            blocked=blocked,
+            failures=failures,
+            record=fx.record_landing,
+        )
+        if landing.warning:
+            fx.warn(landing.warning)
+        return landing.outcome
+    if blocked:  # only `pr` leaves anything for a blocked run
+        return LandOutcome(RunStatus.BLOCKED, f"branch {branch} left", branch)
+    if mode is LandMode.MERGE and plan.base_branch:
+        if not plan.contract.verified and not plan.contract.land_unverified:
+            reason = (
+                "no validator verified the change (only scope and secret checks); "
+                f"branch {branch} left instead of merging; "
+                "set land_unverified: true to merge anyway"
+            )
+            fx.warn(reason)
+            return LandOutcome(RunStatus.READY, reason, branch)
+        return merge_squashed(fx, plan, seat, branch, plan.base_branch, attempts)
+    if mode is LandMode.MERGE:
+        fx.warn(f"the base is a detached HEAD; branch {branch} left instead of merging")
+    return LandOutcome(RunStatus.READY, f"branch {branch} ready", branch)
 
 
 def merge_squashed(
@@ -100,14 +153,17 @@ def _revalidate(
     fx: LocalEffects, plan: RunPlan, seat: SeatOutcome, branch: str, combined: str, tip: str
 ) -> str | None:
     """Run the validators on ``combined`` (the change applied to the moved base's ``tip``) in
-    the seat's worktree, then put the worktree back on its branch. None: they pass."""
+    the seat's repository, then put it back on its branch. None: they pass."""
+    if not fx.seating.usable(seat.seat):
+        return fx.seating.tampered.get(seat.seat, "the seat's repository is gone")
     landing.check_out(seat.worktree, combined)
     try:
         change = git.read_changes(seat.worktree, tip)
         # Called from the landing thread, which runs no event loop of its own.
         outcomes = asyncio.run(fx.validate(plan, dataclasses.replace(seat, change=change)))
     finally:
-        landing.check_out(seat.worktree, branch)
+        if fx.seating.usable(seat.seat):  # validate checked its .git; never a tampered one
+            landing.check_out(seat.worktree, branch)
     results = [o.result for o in outcomes]
     decision = decide(results, plan.contract.policy, plan.contract.threshold)
     if decision.action is PolicyAction.PROCEED and all(o.fire is None for o in outcomes):

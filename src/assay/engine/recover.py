@@ -6,7 +6,7 @@ ledger say how many coders really ran. A run whose commit is already on the base
 whose journal says its pull request opened (``land.pr_opened``), or, when it died after its
 push (``land.pushed``), whose pull request the GitHub API lists as open for its branch. Any
 other is closed once as interrupted: an environment error, refunded through ``settle``. Either
-way its seat worktrees and branches are removed (but a pull request's branch). Closed runs
+way its seat repositories and branches are removed (but a pull request's branch). Closed runs
 are never touched again, so a second recovery does nothing.
 """
 
@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from assay.adapters import git, github
+from assay.adapters import git, github, seats
 from assay.adapters.landing import landed_commit
 from assay.adapters.process_groups import GROUPS_FILE, stop_recorded_groups
 from assay.adapters.run_files import cause_of
@@ -40,7 +40,7 @@ Clock = Callable[[], datetime]
 
 UNRECORDED_GRACE = timedelta(seconds=60)
 DIED = "interrupted: the process running it died before the run closed"
-# Closed runs that ended like this keep their worktrees on purpose (for a look); others don't.
+# Closed runs that ended like this keep their seats on purpose (for a look); others don't.
 KEEPS_WORKTREES = (RunStatus.FAILED, RunStatus.BLOCKED, RunStatus.STALLED)
 KEEP_MARKER = "keep-worktrees"  # in the run folder: the operator asked to keep its seats
 
@@ -268,7 +268,9 @@ def sweep_leftovers(
 
 
 def remove_run_seats(repo: Path, home: Path, run_id: str, keep: str | None = None) -> None:
-    """Remove the run's seat worktrees and its ``assay/<run>/…`` branches (but ``keep``)."""
+    """Remove the run's seat repositories and homes, and its ``assay/<run>/…`` branches in the
+    user's repository (but ``keep``). Seat worktrees of runs made by older versions too."""
+    seats.remove_seats(home, run_id)
     root = home / "worktrees" / run_id
     if root.is_dir():
         for path in sorted(root.iterdir()):
@@ -287,8 +289,9 @@ def _run_branches(repo: Path, run_id: str) -> list[str]:
 
 
 def _runs_with_seats(repo: Path, home: Path) -> set[str]:
-    root = home / "worktrees"
-    found = {p.name for p in root.iterdir() if p.is_dir()} if root.is_dir() else set()
+    found: set[str] = set()
+    for root in (home / "seats", home / "worktrees"):
+        found |= {p.name for p in root.iterdir() if p.is_dir()} if root.is_dir() else set()
     listed = git._run(repo, "for-each-ref", "--format=%(refname:short)", "refs/heads/assay/")
     for line in git._text(listed.stdout).splitlines():
         parts = line.split("/")

@@ -164,6 +164,11 @@ def run_task(
             done = read_journal(ledger.events(run_id=run_id), dispatch_id=run_id, fault=reason)
             result = RunResult(RunStatus.FAILED, HaltType.INTERNAL_ERROR, reason)
             result.attempts, dispatches = done.attempts, done.dispatches
+        kept = (RunStatus.FAILED, RunStatus.BLOCKED, RunStatus.STALLED)
+        if keep_worktrees or result.status in kept:
+            # Its seats stay for a look; a candidate that passed the scope and secret checks
+            # is also left as a branch (never one blocked for a secret).
+            fx.keep_for_a_look(plan)
         report = close_run(
             plan=plan,
             fx=fx,
@@ -174,7 +179,7 @@ def run_task(
             clock=clock,
             dispatches=dispatches,
         )
-        failed = report.payload.status in (RunStatus.FAILED, RunStatus.BLOCKED, RunStatus.STALLED)
+        failed = report.payload.status in kept
         if not keep_worktrees and not failed:
             # A merged run's branch is on the base branch now; only `land: branch` leaves one.
             keep = (

@@ -1,0 +1,191 @@
+"""The seats of one run: their repositories, their sandboxes, and what reaches the user's.
+
+Each seat is a repository of its own (:mod:`assay.adapters.seats`) kept across the run's
+attempts. Every process of a seat (the coder, the command validators) runs in a sandbox that
+may write the seat, its own log folder and (the coder) the halt state, and that does not see
+the operator's home, the user's repository or assay's folder; the user's object store is bound
+back read-only because the seat borrows it. After each such process the seat's ``.git`` is
+checked and reset before assay runs git there; a seat whose ``.git`` was replaced is an error
+and is started afresh at the next attempt. A candidate enters the user's repository (as the
+branch ``assay/<run>/seat-N``, fetched from the seat) only when it passed the scope and secret
+checks: at landing time, or, for a run that keeps its seats for a look, at its end.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from assay.adapters import git, seats
+from assay.adapters.sandbox_spec import SandboxSpec
+from assay.core.results import ValidatorResult
+from assay.core.text import one_line_title
+from assay.core.vocab import CoderKind, NetworkMode, Severity
+from assay.engine.effects import RunPlan
+
+# Coders whose network the contract's ``network: none`` takes away; agents call their model.
+_OFFLINE_CAPABLE = (CoderKind.COMMAND, CoderKind.REPLAY)
+# The checks a candidate must pass before any of it enters the user's repository.
+CLEARING_CHECKS = ("scope", "secrets")
+
+
+class Seating:
+    """The seat repositories of one run, by seat number."""
+
+    def __init__(self, home: Path, operator_env: Mapping[str, str]) -> None:
+        self.home = home
+        self.operator_env = operator_env
+        self.seats: dict[int, seats.Seat] = {}
+        self.tampered: dict[int, str] = {}  # seat -> why its repository is not used again
+        self.candidates: dict[tuple[int, int], str] = {}  # (attempt, seat) -> its checkpoint
+        self.cleared: dict[tuple[int, int], bool] = {}  # passed the scope and secret checks
+        self.fetched: dict[int, str] = {}  # seat -> its branch in the user's repository
+        self._stores: tuple[Path, ...] | None = None
+
+    # -- the repositories ---------------------------------------------------------------------
+
+    def prepare(self, plan: RunPlan, seat: int) -> seats.Seat:
+        """The seat's repository, made at its first dispatch (or again after tampering)."""
+        if seat not in self.seats or seat in self.tampered:
+            self.tampered.pop(seat, None)
+            path = seats.seat_path(self.home, plan.run_id, f"seat-{seat}")
+            self.seats[seat] = seats.create_seat(
+                plan.repo_root,
+                path,
+                plan.base_commit,
+                git.seat_branch(plan.run_id, f"seat-{seat}"),
+                store=self.stores(plan)[0],
+            )
+        return self.seats[seat]
+
+    def stores(self, plan: RunPlan) -> tuple[Path, ...]:
+        if self._stores is None:
+            self._stores = seats.object_stores(plan.repo_root)
+        return self._stores
+
+    def secure(self, seat: int) -> str | None:
+        """Check and reset the seat's ``.git`` after one of its processes; why it cannot be
+        used (and never will be in this run), or None."""
+        if seat in self.tampered:
+            return self.tampered[seat]
+        try:
+            seats.secure(self.seats[seat])
+        except seats.SeatTampered as exc:
+            self.tampered[seat] = f"the seat's repository was tampered with: {exc}"
+            return self.tampered[seat]
+        return None
+
+    def usable(self, seat: int) -> bool:
+        return seat in self.seats and seat not in self.tampered
+
+    # -- sandboxes ----------------------------------------------------------------------------
+
+    def coder_sandbox(self, plan: RunPlan, seat: int, log_dir: Path) -> SandboxSpec:
+        """Where the seat's coder runs: its repository, its log folder, the halt state."""
+        kind = plan.contract.coder_for_seat(seat).kind
+        network = plan.contract.network if kind in _OFFLINE_CAPABLE else NetworkMode.ON
+        return self._spec(plan, seat, (log_dir, self.home / "halt-state"), network)
+
+    def validator_sandbox(self, plan: RunPlan, seat: int, log_dir: Path) -> SandboxSpec:
+        """Where a command validator runs code the coder wrote: its repository and log folder."""
+        return self._spec(plan, seat, (log_dir,), plan.contract.network)
+
+    def judge_sandbox(self, plan: RunPlan, workdir: Path) -> SandboxSpec:
+        """Where a CLI judge runs: its own folder of blinded diffs, a home of the run's judges;
+        it sees no seat (an agent: it keeps the network to reach its model)."""
+        home = seats.seats_root(self.home, plan.run_id) / "judges.home"
+        home.mkdir(parents=True, exist_ok=True)
+        return SandboxSpec(
+            mode=plan.contract.sandbox,
+            network=NetworkMode.ON,
+            writable=_unique([workdir]),
+            hidden=self._hidden(plan),
+            home=home.resolve(),
+        )
+
+    def _spec(
+        self, plan: RunPlan, seat: int, writable: Sequence[Path], network: NetworkMode
+    ) -> SandboxSpec:
+        repo = self.seats[seat]
+        return SandboxSpec(
+            mode=plan.contract.sandbox,
+            network=network,
+            writable=_unique([repo.path, *writable]),
+            readable=_unique(self.stores(plan)),
+            hidden=self._hidden(plan),
+            home=repo.home.resolve(),
+        )
+
+    def _hidden(self, plan: RunPlan) -> tuple[Path, ...]:
+        """The operator's home, the user's repository and assay's own folder (its ledger)."""
+        hidden = [plan.repo_root, self.home]
+        operator_home = self.operator_env.get("HOME", "").strip()
+        if operator_home and Path(operator_home).is_absolute():
+            hidden.insert(0, Path(operator_home))
+        return _unique(hidden)
+
+    # -- what reaches the user's repository ---------------------------------------------------
+
+    def record_candidate(self, plan: RunPlan, attempt: int, seat: int) -> None:
+        """The attempt's candidate, as the one commit on the base that may enter the user's
+        repository if its validation clears it."""
+        title = one_line_title(plan.contract.task, 72)
+        message = f"{title}\n\nassay run {plan.run_id}, seat {seat}, attempt {attempt}"
+        self.candidates[(attempt, seat)] = seats.candidate_commit(
+            self.seats[seat], plan.base_commit, message
+        )
+
+    def record_checks(self, attempt: int, seat: int, results: Sequence[ValidatorResult]) -> None:
+        """Whether the attempt's candidate passed the scope and secret checks (its first
+        validation counts; a revalidation of a combined tree checks another tree)."""
+        if (attempt, seat) in self.cleared:
+            return
+        given = {r.validator_id: r for r in results}
+        self.cleared[(attempt, seat)] = all(
+            name in given and not given[name].error and given[name].severity is not Severity.BLOCK
+            for name in CLEARING_CHECKS
+        ) and self.usable(seat)
+
+    def publish(self, plan: RunPlan, attempt: int, seat: int) -> str | None:
+        """Fetch the seat's candidate of ``attempt`` into the user's repository as its branch;
+        the branch, or None when it may not go there (its checks failed, or the seat was
+        tampered with)."""
+        if seat in self.fetched:
+            return self.fetched[seat]
+        commit = self.candidates.get((attempt, seat))
+        if commit is None or not self.cleared.get((attempt, seat)) or not self.usable(seat):
+            return None
+        repo = self.seats[seat]
+        try:
+            branch = seats.fetch_candidate(plan.repo_root, repo, commit)
+        except seats.SeatTampered as exc:
+            self.tampered[seat] = f"the seat's repository was tampered with: {exc}"
+            return None
+        self.fetched[seat] = branch
+        return branch
+
+    def publish_kept(self, plan: RunPlan) -> list[str]:
+        """For a run that keeps its seats for a look: each seat's last candidate that passed
+        the scope and secret checks, as its branch in the user's repository; the branches."""
+        branches = []
+        for seat in sorted(self.seats):
+            attempts = [a for (a, s) in self.candidates if s == seat]
+            if attempts and (branch := self.publish(plan, max(attempts), seat)):
+                branches.append(branch)
+        return branches
+
+    def cleanup(self, plan: RunPlan, *, keep_branches: set[int]) -> None:
+        """Remove the seats and their homes; the fetched branches but those of ``keep``."""
+        seats.remove_seats(self.home, plan.run_id)
+        for seat, branch in self.fetched.items():
+            if seat not in keep_branches:
+                git._run(plan.repo_root, "branch", "-D", "--", branch, ok=(0, 1))
+
+
+def _unique(paths: Sequence[Path]) -> tuple[Path, ...]:
+    found: list[Path] = []
+    for path in paths:
+        absolute = path.resolve()
+        if absolute not in found:
+            found.append(absolute)
+    return tuple(found)

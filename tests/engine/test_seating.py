@@ -1,0 +1,107 @@
+"""The seats of a run as the engine holds them: the sandbox each seat's processes get, and
+which candidates may enter the user's repository."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support.repo import git, make_repo
+
+from assay.core.contract import Contract
+from assay.core.results import ValidatorResult
+from assay.core.vocab import NetworkMode, SandboxMode, Severity
+from assay.engine.effects import RunPlan
+from assay.engine.seating import Seating
+
+
+def plan_for(root: Path, **contract: Any) -> RunPlan:
+    task = Contract(task="Make slugify keep digits.", **contract)
+    return RunPlan("t1", "r1", "r1", task, root, git(root, "rev-parse", "HEAD"), "main")
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    return make_repo(tmp_path).root
+
+
+def test_the_coder_may_write_its_seat_logs_and_halt_state_and_sees_neither_home_nor_repo(
+    root: Path, tmp_path: Path
+) -> None:
+    home = root / ".assay"
+    seating = Seating(home, {"HOME": str(tmp_path / "operator")})
+    plan = plan_for(root, coder={"kind": "claude"}, network="none")
+    seat = seating.prepare(plan, 1)
+    logs = home / "runs" / "r1" / "attempt-1" / "seat-1"
+    spec = seating.coder_sandbox(plan, 1, logs)
+    assert spec.mode is SandboxMode.BWRAP
+    assert spec.network is NetworkMode.ON  # an agent keeps the network to reach its model
+    assert spec.writable == (seat.path.resolve(), logs.resolve(), (home / "halt-state").resolve())
+    assert spec.hidden == ((tmp_path / "operator").resolve(), root.resolve(), home.resolve())
+    assert spec.readable == ((root / ".git" / "objects").resolve(),)
+    assert spec.home == seat.home.resolve() and spec.home.is_dir()
+    assert spec.home.name == "seat-1.home" and spec.home.parent == seat.path.parent.resolve()
+
+
+@pytest.mark.parametrize("kind", ["command", "replay"])
+def test_network_none_takes_the_network_from_command_coders_and_validators(
+    root: Path, kind: str
+) -> None:
+    seating = Seating(root / ".assay", {})
+    coder: dict[str, Any] = {"kind": kind, "command": "true"} if kind == "command" else {}
+    if kind == "replay":
+        coder = {"kind": "replay", "steps": [{"script": "true"}]}
+    plan = plan_for(root, coder=coder, network="none", sandbox="none")
+    seating.prepare(plan, 1)
+    logs = root / ".assay" / "runs" / "r1" / "attempt-1" / "seat-1"
+    coder_spec = seating.coder_sandbox(plan, 1, logs)
+    validator_spec = seating.validator_sandbox(plan, 1, logs / "validators")
+    assert coder_spec.network is NetworkMode.NONE and validator_spec.network is NetworkMode.NONE
+    assert coder_spec.mode is SandboxMode.NONE  # the contract's explicit choice, passed on
+    # Validators run the coder's code: never the halt state, and no operator home to hide.
+    assert (root / ".assay" / "halt-state").resolve() not in validator_spec.writable
+    assert validator_spec.hidden == (root.resolve(), (root / ".assay").resolve())
+
+
+def result(name: str, severity: Severity, error: bool = False) -> ValidatorResult:
+    return ValidatorResult(validator_id=name, severity=severity, error=error)
+
+
+@pytest.mark.parametrize(
+    ("scope", "secrets", "published"),
+    [
+        (Severity.PASS, Severity.PASS, True),
+        (Severity.PASS, Severity.BLOCK, False),
+        (Severity.BLOCK, Severity.PASS, False),
+        (Severity.PASS, None, False),
+    ],
+)
+def test_only_a_candidate_that_passed_scope_and_secrets_is_fetched(
+    root: Path, scope: Severity, secrets: Severity | None, published: bool
+) -> None:
+    seating = Seating(root / ".assay", {})
+    plan = plan_for(root)
+    seat = seating.prepare(plan, 1)
+    (seat.path / "src" / "slug.py").write_text("changed\n")
+    git(seat.path, "commit", "-qam", "attempt 1")
+    seating.record_candidate(plan, 1, 1)
+    results = [result("scope", scope), result("tests", Severity.BLOCK)]
+    if secrets is not None:
+        results.append(result("secrets", secrets))
+    seating.record_checks(1, 1, results)
+    seating.record_checks(1, 1, [result("scope", Severity.PASS), result("secrets", Severity.PASS)])
+    branch = seating.publish(plan, 1, 1)
+    refs = git(root, "for-each-ref", "--format=%(refname)", "refs/heads/assay/")
+    if published:
+        assert branch == "assay/r1/seat-1" and refs == "refs/heads/assay/r1/seat-1"
+        assert git(root, "log", "-1", "--format=%s%n%b", branch).splitlines() == [
+            "Make slugify keep digits.",
+            "assay run r1, seat 1, attempt 1",
+        ]
+        assert git(root, "rev-parse", f"{branch}^") == plan.base_commit
+    else:  # the first validation of the attempt decides; a later one of another tree does not
+        assert branch is None and refs == ""
+    seating.cleanup(plan, keep_branches=set())
+    assert git(root, "for-each-ref", "refs/heads/assay/") == ""
+    assert not (root / ".assay" / "seats").exists()
