@@ -249,7 +249,8 @@ def find_values(
                 except OSError:
                     continue
         for git_dir in git_dirs(top):
-            check(all_objects(git_dir), f"an object of {git_dir}")
+            if not any(s == git_dir.resolve() or s in git_dir.resolve().parents for s in skipped):
+                check(all_objects(git_dir), f"an object of {git_dir}")
     for name, text in (outputs or {}).items():
         check(text.encode(), name)
     return hits

@@ -21,7 +21,8 @@ from support.repo import git
 if TYPE_CHECKING:
     from conftest import World
 
-UNCONFINED = "UNCONFINED-PID-NAMESPACE"
+# What the coder prints when it is not confined: computed, as the log also shows the command.
+UNCONFINED = "UNCONFINED-PID-NAMESPACE-9"
 
 
 def test_the_coder_cannot_kill_assay(world: World) -> None:
@@ -32,7 +33,9 @@ def test_the_coder_cannot_kill_assay(world: World) -> None:
             "echo note > NOTE.md",
             "kill -9 $PPID",
             'ns="$(readlink /proc/self/ns/pid)"',
-            f'if [ -z "$ns" ] || [ "$ns" = "{ours}" ]; then echo {UNCONFINED}; exit 0; fi',
+            f'if [ -z "$ns" ] || [ "$ns" = "{ours}" ]; then',
+            '  echo "UNCONFINED-PID-NAMESPACE-$((3*3))"; exit 0',
+            "fi",
             # Spelt in two pieces, so this shell's own command line does not match.
             'pkill -f "ass""ay"',
             'pkill -9 -f "ass""ay"',
