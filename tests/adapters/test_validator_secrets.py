@@ -260,3 +260,72 @@ def test_a_putty_key_hands_over_its_lines() -> None:
 
     lines = ["PuTTY-User-" + "Key-File-2: ssh-rsa", "Public-Lines: 1", "AAAAB3NzaC1yc2EAAAAB"]
     assert private_key_body(lines, 0) == {"AAAAB3NzaC1yc2EAAAAB"}
+
+
+@pytest.mark.parametrize(
+    ("files", "path"),
+    [
+        ({".gitattributes": "*.txt -diff\n", "notes.txt": f"key = {AWS_KEY}\n"}, "notes.txt"),
+        ({"blob.bin": f"\0\x01\x02 header\n{AWS_KEY} trailing\n"}, "blob.bin"),
+    ],
+    ids=["attributes-say-binary", "nul-byte"],
+)
+def test_a_secret_in_a_file_the_diff_shows_as_binary_still_blocks(
+    tmp_path: Path, files: dict[str, str], path: str
+) -> None:
+    from assay.adapters import git as assay_git
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    (repo / "README").write_text("base\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "base")
+    base = git(repo, "rev-parse", "HEAD").strip()
+    for name, text in files.items():
+        (repo / name).write_text(text)
+    change = assay_git.read_changes(repo, base)
+    assert f"Binary files /dev/null and b/{path} differ" in change.diff  # hidden from the diff
+    context = ValidationContext(
+        worktree=repo,
+        change=change,
+        task="t",
+        env={},
+        settings={"id": "secrets"},
+        log_dir=tmp_path / "logs",
+    )
+    outcome = SecretsValidator().validate(context)
+    assert outcome.fire is CanonicalHalt.SECRET_EXPOSURE, outcome.result
+    assert any(path in finding for finding in outcome.result.findings)
+    assert AWS_KEY not in outcome.result.justification
+
+
+def test_a_binary_file_with_a_secret_already_in_the_base_is_not_a_new_finding(
+    tmp_path: Path,
+) -> None:
+    from assay.adapters import git as assay_git
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    (repo / "blob.bin").write_bytes(f"\0 old {AWS_KEY} kept\n".encode())
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "base")
+    base = git(repo, "rev-parse", "HEAD").strip()
+    (repo / "blob.bin").write_bytes(f"\0 old {AWS_KEY} kept\n\0 new plain text\n".encode())
+    change = assay_git.read_changes(repo, base)
+    context = ValidationContext(
+        worktree=repo,
+        change=change,
+        task="t",
+        env={},
+        settings={"id": "secrets"},
+        log_dir=tmp_path / "logs",
+    )
+    assert SecretsValidator().validate(context).fire is None
+
+
+def test_a_secret_in_a_text_file_with_an_image_extension_blocks(tmp_path: Path) -> None:
+    # detect-secrets skips files by extension; an added text line is scanned whatever the name.
+    diff = _diff(tmp_path, {}, {"logo.svg": f'<svg data="{AWS_KEY}"/>\n'})
+    assert _scan(tmp_path, diff).fire is CanonicalHalt.SECRET_EXPOSURE

@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import re
+import stat
 import tempfile
 import threading
 import warnings
@@ -28,14 +29,16 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from assay.adapters import git
 from assay.adapters.validators.base import DetectedSecret, ValidationContext, ValidationOutcome
 from assay.adapters.validators.secret_values import (
     PRIVATE_KEY_TYPE,
     completed_values,
     private_key_body,
 )
+from assay.core.changes import ChangeSet
 from assay.core.results import ValidatorResult
-from assay.core.vocab import CanonicalHalt, Severity
+from assay.core.vocab import CanonicalHalt, FileChangeKind, Severity
 
 OUTPUT_SOURCE = "coder output"
 MAX_NAMED = 20
@@ -48,6 +51,8 @@ OUTPUT_EXCLUDED_PLUGINS: frozenset[str] = DIFF_EXCLUDED_PLUGINS | {
 }
 _CREDENTIAL_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH)", re.I)
 _MIN_KNOWN_VALUE = 12
+MAX_BINARY_BYTES = 4 << 20
+_TEXT_RUN = re.compile(rb"[\x20-\x7e\t]{8,}")  # printable ASCII, as `strings` would show
 _HUNK = re.compile(r"^@@ -\d+(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 
 # detect-secrets keeps its settings in a process-wide singleton: one scan at a time.
@@ -76,6 +81,7 @@ class SecretsValidator:
     def validate(self, context: ValidationContext) -> ValidationOutcome:
         validator_id = str(context.settings.get("id") or "secrets")
         added = added_lines(context.change.diff)
+        added.update(binary_lines(context.worktree, context.change))
         output_lines = list(enumerate(context.captured_output.splitlines(), start=1))
         values: set[DetectedSecret] = set()
         try:
@@ -116,6 +122,37 @@ class SecretsValidator:
             evidence=evidence,
             secrets=tuple(sorted(values, key=lambda v: (v.type, v.value))),
         )
+
+
+def binary_lines(worktree: Path, change: ChangeSet) -> dict[str, list[tuple[int, str]]]:
+    """The text runs of each file the diff shows only as "Binary files differ", less those
+    already in the base: a ``.gitattributes`` saying ``-diff`` (or one NUL byte) must not hide
+    a credential from the scan. Regular files up to ``MAX_BINARY_BYTES`` only."""
+    files: dict[str, list[tuple[int, str]]] = {}
+    for delta in change.files:
+        if not delta.binary or delta.kind is FileChangeKind.DELETED:
+            continue
+        runs = _text_runs(_read_regular(worktree / delta.path))
+        if not runs:
+            continue
+        base = git.read_file_at(worktree, change.base_commit, delta.path) or ""
+        known = set(_text_runs(base.encode("utf-8", "replace")))
+        files[delta.path] = [(n, run) for n, run in enumerate(runs, 1) if run not in known]
+    return files
+
+
+def _read_regular(path: Path) -> bytes:
+    try:
+        info = path.lstat()
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_BINARY_BYTES:
+            return b""
+        return path.read_bytes()
+    except OSError:
+        return b""
+
+
+def _text_runs(data: bytes) -> list[str]:
+    return [run.decode("ascii") for run in _TEXT_RUN.findall(data)]
 
 
 def added_lines(diff: str) -> dict[str, list[tuple[int, str]]]:
@@ -171,8 +208,15 @@ def scan_with_detect_secrets(
     if warnings.showwarning is not before:
         # Importing detect-secrets turns on logging.captureWarnings for the whole process.
         logging.captureWarnings(False)
+    from detect_secrets.filters.heuristic import is_non_text_file
+
+    def scanned_name(path: str) -> str:
+        # Its file-type rules, but never its skip by extension: text in `x.png` is text.
+        name = PurePosixPath(path).name or "file"
+        return f"{name}.txt" if is_non_text_file(name) else name
+
     jobs: list[tuple[str, str, Sequence[tuple[int, str]], frozenset[str]]] = [
-        (path, PurePosixPath(path).name or "file", lines, DIFF_EXCLUDED_PLUGINS)
+        (path, scanned_name(path), lines, DIFF_EXCLUDED_PLUGINS)
         for path, lines in sorted(added.items())
         if lines
     ]
