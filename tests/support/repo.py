@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import subprocess
@@ -56,6 +57,13 @@ class Repo:
             check=False,
         )
 
+    def put(self, name: str, dest: str) -> str:
+        """A shell command that writes the fixture ``name`` to ``dest`` in the seat. The content
+        travels inside the command: a seat's sandbox sees neither this test's folders (its
+        ``/tmp`` is private) nor the user's repository, so ``cp <fixes>/x`` cannot work there."""
+        encoded = base64.b64encode((self.fixes / name).read_bytes()).decode()
+        return f"echo {encoded} | base64 -d > {dest}"
+
     def contract(self, name: str, text: str) -> Path:
         path = self.fixes / name
         path.write_text(text)
@@ -85,7 +93,7 @@ def make_repo(tmp_path: Path) -> Repo:
 
 
 def replay_contract(repo: Repo, *steps: str, land: str = "merge", extra: str = "") -> Path:
-    lines = "\n".join(f'    - {{script: "cp {repo.fixes}/{s}.py src/slug.py"}}' for s in steps)
+    lines = "\n".join(f'    - {{script: "{repo.put(f"{s}.py", "src/slug.py")}"}}' for s in steps)
     return repo.contract(
         f"{land}.yaml",
         f"""task: Make slugify keep digits.
