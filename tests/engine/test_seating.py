@@ -105,3 +105,37 @@ def test_only_a_candidate_that_passed_scope_and_secrets_is_fetched(
     seating.cleanup(plan, keep_branches=set())
     assert git(root, "for-each-ref", "refs/heads/assay/") == ""
     assert not (root / ".assay" / "seats").exists()
+
+
+def test_a_file_the_contract_env_names_is_readable_but_never_the_repo_or_a_hidden_folder(
+    root: Path, tmp_path: Path
+) -> None:
+    operator = tmp_path / "operator"
+    registry = operator / ".config" / "registry.json"
+    registry.parent.mkdir(parents=True)
+    registry.write_text("{}")
+    bundle = tmp_path / "ca.pem"
+    bundle.write_text("pem")
+    seating = Seating(root / ".assay", {"HOME": str(operator), "CA": str(bundle)})
+    env = {
+        "REGISTRY": str(registry),  # under the hidden home: named, so shown read-only
+        "BUNDLE": "$CA",  # the operator's variable, resolved
+        "IN_REPO": str(root / "src" / "slug.py"),  # the user's repository stays hidden
+        "HOME_ITSELF": str(operator),  # naming the hidden home does not show it
+        "PARENT": str(tmp_path),  # nor does a folder holding hidden ones
+        "RELATIVE": "src/slug.py",
+        "MISSING": str(tmp_path / "nothing"),
+        "WORD": "plain",
+    }
+    metadata = tmp_path / "metadata.json"
+    metadata.write_text("{}")
+    coder = {"kind": "aider", "args": ["--model-metadata-file", str(metadata), str(operator)]}
+    plan = plan_for(root, coder=coder, env=env)
+    seating.prepare(plan, 1)
+    spec = seating.coder_sandbox(plan, 1, root / ".assay" / "runs" / "r1" / "logs")
+    assert spec.readable == (
+        (root / ".git" / "objects").resolve(),
+        registry.resolve(),
+        bundle.resolve(),
+        metadata.resolve(),  # a coder argument naming a file
+    )

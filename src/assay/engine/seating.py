@@ -111,10 +111,33 @@ class Seating:
             mode=plan.contract.sandbox,
             network=network,
             writable=_unique([repo.path, *writable]),
-            readable=_unique(self.stores(plan)),
+            readable=_unique([*self.stores(plan), *self._declared_paths(plan, seat)]),
             hidden=self._hidden(plan),
             home=repo.home.resolve(),
         )
+
+    def _declared_paths(self, plan: RunPlan, seat: int) -> list[Path]:
+        """Files and folders the contract's ``env:`` or the seat's coder ``args`` name by
+        absolute path (a model registry, a CA bundle): the operator chose to hand them to the
+        coder, so they are visible read-only even under a hidden folder; never the user's
+        repository or assay's own folder."""
+        found = []
+        args = [str(a) for a in plan.contract.coder_for_seat(seat).args]
+        for declared in [*plan.contract.env.values(), *args]:
+            value = declared
+            if declared.startswith("$") and len(declared) > 1:
+                value = self.operator_env.get(declared[1:], "")
+            path = Path(value)
+            if not path.is_absolute() or not path.exists():
+                continue
+            path = path.resolve()
+            inside = [plan.repo_root.resolve(), self.home.resolve()]
+            if any(path == root or root in path.parents for root in inside):
+                continue
+            if any(path in (h, *h.parents) for h in self._hidden(plan)):
+                continue  # naming a folder that holds a hidden one must not show it
+            found.append(path)
+        return found
 
     def _hidden(self, plan: RunPlan) -> tuple[Path, ...]:
         """The operator's home, the user's repository and assay's own folder (its ledger)."""
