@@ -270,3 +270,10 @@ def test_no_brief_no_brief_config(tmp_path: Path) -> None:
     MiniCoder().dispatch(request)
     assert str(request.log_dir / "mini.brief.yaml") not in recorded(tmp_path)["argv"]
     assert not (request.log_dir / "mini.brief.yaml").exists()
+
+
+def test_an_unpriced_model_is_an_unknown_cost_never_zero() -> None:
+    # mini adds 0.0 for every call litellm could not price (MSWEA_COST_TRACKING=ignore_errors).
+    parsed = parse_mini_run(trajectory("Submitted", cost=0.0, submission="Done."))
+    assert parsed.cost_usd is None
+    assert parsed.tokens_used == 1050 + 2010  # the tokens are still known

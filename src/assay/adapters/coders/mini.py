@@ -160,7 +160,9 @@ def parse_mini_run(
     info = _dict(data.get("info"))
     stats = _dict(info.get("model_stats"))
     parsed.turns_used = non_negative_int(stats.get("api_calls"))
-    parsed.cost_usd = non_negative_float(stats.get("instance_cost"))
+    # mini prices a call only when the price is above 0 (litellm_model._calculate_cost) and
+    # adds 0.0 for an unpriced one: a total of 0.0 is an unknown cost, never a free run.
+    parsed.cost_usd = non_negative_float(stats.get("instance_cost")) or None
     messages = data.get("messages")
     messages = messages if isinstance(messages, list) else []
     parsed.tokens_used = _tokens(messages)
