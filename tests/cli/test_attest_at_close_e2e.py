@@ -21,13 +21,17 @@ def test_a_state_file_removed_after_the_coder_is_a_warning_and_the_run_closes(
         "--coder",
         "command",
         "--coder-command",
-        f"cp {repo.fixes}/fixed.py src/slug.py",
+        repo.put("fixed.py", "src/slug.py"),
         "--validator",
         # Removed after the engine's last read of it (a removal while the coder runs is
         # tampering, a block): only the attestation at close meets the missing file.
         f"rm {repo.root}/.assay/halt-state/*.json && {PYTEST}",
         "--land",
         "branch",
+        # Unconfined on purpose: the validator stands in for whatever removes the state file
+        # from assay's own folder, which the seat's sandbox hides from every seat process.
+        "--sandbox",
+        "none",
         "--json",
         timeout=60,
     )

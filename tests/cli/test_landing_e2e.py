@@ -42,6 +42,9 @@ coder: {{kind: command, command: "sh {script}"}}
 validators: [{{id: tests, kind: command, run: "{PYTEST}"}}]
 budgets: {{max_recovery: 0}}
 land: merge
+# Unconfined on purpose: this coder commits on the user's main checkout to simulate main
+# moving during the run, a write into the user's repository the seat's sandbox forbids.
+sandbox: none
 """,
     )
     base = git(repo.root, "rev-parse", "main")
@@ -114,7 +117,7 @@ def test_a_check_that_only_warns_verifies_nothing(tmp_path: Path) -> None:
     contract = repo.contract(
         "warn_only.yaml",
         f"""task: Make slugify keep digits.
-coder: {{kind: command, command: "cp {repo.fixes}/fixed.py src/slug.py"}}
+coder: {{kind: command, command: "{repo.put("fixed.py", "src/slug.py")}"}}
 validators: [{{id: t, kind: command, run: "false", on_fail: warn}}]
 land: merge
 """,
@@ -133,7 +136,7 @@ def test_the_squashed_commit_names_each_validator_with_its_severity(tmp_path: Pa
     contract = repo.contract(
         "severities.yaml",
         f"""task: Make slugify keep digits.
-coder: {{kind: command, command: "cp {repo.fixes}/fixed.py src/slug.py"}}
+coder: {{kind: command, command: "{repo.put("fixed.py", "src/slug.py")}"}}
 validators:
   - {{id: tests, kind: command, run: "{PYTEST}"}}
   - {{id: lint, kind: command, run: "false", on_fail: warn}}

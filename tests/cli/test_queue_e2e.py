@@ -100,7 +100,7 @@ def test_run_from_an_instruction_and_flags(tmp_path: Path) -> None:
         "--coder",
         "command",
         "--coder-command",
-        f"cp {repo.fixes / 'fixed.py'} src/slug.py",
+        repo.put("fixed.py", "src/slug.py"),
         "--validator",
         "true",
         "--land",

@@ -47,7 +47,7 @@ def test_a_caught_secret_is_redacted_from_logs_payload_and_ledger(tmp_path: Path
     script = repo.fixes / "leak.sh"
     script.write_text(
         f"echo 'AWS_KEY = \"{AWS_KEY}\"' > src/config.py\n"
-        f"cp {repo.fixes}/key.pem src/id_rsa\n"
+        f"cp $FIXES/key.pem src/id_rsa\n"
         f"echo using the key {AWS_KEY}\n"
         f"cat src/id_rsa\n"
         f"echo 'also on stderr: {AWS_KEY}' >&2\n"
@@ -57,7 +57,10 @@ def test_a_caught_secret_is_redacted_from_logs_payload_and_ledger(tmp_path: Path
     contract = repo.contract(
         "leak.yaml",
         f"""task: Add the configuration.
-coder: {{kind: command, command: "sh {script}"}}
+coder: {{kind: command, command: "sh $FIXES/leak.sh"}}
+# The sources stay out of every command line: the fixtures' folder is handed to the coder by
+# the contract's env (an absolute path there is visible, read-only, in the seat's sandbox).
+env: {{FIXES: "{repo.fixes}"}}
 validators: [{{id: show, kind: command, run: "cat src/config.py src/id_rsa"}}]
 budgets: {{max_attempts: 2, max_recovery: 1}}
 land: merge

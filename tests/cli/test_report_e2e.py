@@ -31,7 +31,7 @@ def test_a_report_that_is_not_a_file_is_one_warning(
         "--coder",
         "command",
         "--coder-command",
-        f"cp {repo.fixes}/fixed.py src/slug.py && {make_report}",
+        f"{repo.put('fixed.py', 'src/slug.py')} && {make_report}",
         "--validator",
         PYTEST,
         "--land",

@@ -4,7 +4,9 @@ A seat folder, the validators' log folder or the payload that cannot be written 
 machine's fault: the seat or the attempt is refunded as an environment error that names the
 cause, never exit 4 and never a traceback; a payload that cannot be written still leaves the
 run closed in the ledger (the ledger is the truth) with one line on stderr. The coder here
-(a command, unsandboxed) breaks the run folder itself, exactly where assay writes next; an
+(a command) breaks the run folder itself, exactly where assay writes next: outside its own log
+folder, a write the seat's sandbox refuses on purpose, so those coders run with `--sandbox
+none` (standing in for the machine breaking the folder); an
 llm coder's transcript (written by assay) hits RLIMIT_FSIZE, set on the `assay` process as
 root cannot be denied a write.
 """
@@ -52,6 +54,7 @@ def test_a_seat_folder_that_cannot_be_made_is_the_seats_environment_error(
     # Attempt 1 is blocked by the validator and leaves a file where attempt 2's folder goes.
     coder = ': > "$d/../../attempt-2"'
     extra = ("--validator", "false", "--land", "none", "--max-recovery", "1")
+    extra += ("--sandbox", "none")  # the run folder is outside what the sandbox may write
     payload, _ = run(repo, coder, *extra, expect=1)
     assert payload["halt_type"] == "environment_error" and payload["status"] == "failed"
     assert payload["attempt_spent"] is False and payload["task_status"] == "failed"
@@ -79,7 +82,9 @@ def test_a_validator_log_folder_that_cannot_be_made_refunds_the_attempt(tmp_path
 def test_a_payload_that_cannot_be_written_still_closes_the_run(tmp_path: Path) -> None:
     repo = make_repo(tmp_path)
     coder = 'mkdir "$d/../../payload.json"'
-    payload, stderr = run(repo, coder, "--validator", "true", "--land", "none", expect=0)
+    extra = ("--validator", "true", "--land", "none")
+    extra += ("--sandbox", "none")  # the run folder is outside what the sandbox may write
+    payload, stderr = run(repo, coder, *extra, expect=0)
     assert payload["status"] == "ready" and payload["task_status"] == "done"
     flat = " ".join(stderr.split())
     assert "the payload was not written to " in flat and "payload.json: Is a directory" in flat
