@@ -39,7 +39,7 @@ def test_a_coder_that_erases_its_fired_halt_is_held(tmp_path: Path, erase: str, 
     done = repo.assay(
         "run", "Make slugify keep digits.",
         "--coder", "command",
-        "--coder-command", FIRE + erase + f"cp {repo.fixes}/fixed.py src/slug.py",
+        "--coder-command", FIRE + erase + repo.put("fixed.py", "src/slug.py"),
         "--validator", PYTEST,
         "--land", "merge",
         "--json",
