@@ -44,7 +44,7 @@ def test_a_signal_to_the_whole_group_while_main_moves_never_breaks_the_landing(
     env["PATH"] = f"{bin_dir}:{env['PATH']}"
     argv = [
         str(ASSAY), "run", "Make slugify keep digits.",
-        "--coder", "command", "--coder-command", f"cp {repo.fixes}/fixed.py src/slug.py",
+        "--coder", "command", "--coder-command", repo.put("fixed.py", "src/slug.py"),
         "--validator", PYTEST, "--land", "merge", "--json",
     ]  # fmt: skip
     proc = subprocess.Popen(

@@ -38,7 +38,7 @@ def three_seat_contract(
     """Three seats (wrong, fixed, wrong) and LLM judges on ``server``; the judges' key comes
     from the exported environment (``run`` exports it) unless ``env`` declares one."""
     steps = [
-        f'{{kind: replay, steps: [{{script: "cp {repo.fixes}/{name}.py src/slug.py"}}]}}'
+        f'{{kind: replay, steps: [{{script: "{repo.put(f"{name}.py", "src/slug.py")}"}}]}}'
         for name in ("wrong", "fixed", "wrong")
     ]
     return repo.contract(
@@ -125,7 +125,7 @@ def test_three_seats_two_rate_limited_the_third_wins_uncontested(tmp_path: Path)
     standins = Path(__file__).resolve().parents[1] / "standins"
     search = os.pathsep.join([str(standins), str(Path(sys.executable).parent), "/usr/bin:/bin"])
     repo = make_repo(tmp_path)
-    fixed = f'{{kind: replay, steps: [{{script: "cp {repo.fixes}/fixed.py src/slug.py"}}]}}'
+    fixed = f'{{kind: replay, steps: [{{script: "{repo.put("fixed.py", "src/slug.py")}"}}]}}'
     contract = repo.contract(
         "mixed.yaml",
         f"""task: Make slugify keep digits.

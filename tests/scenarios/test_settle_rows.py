@@ -71,7 +71,7 @@ def test_halted_by_a_coder_fired_block_halt(tmp_path: Path) -> None:
     fire = (
         f"{Path(sys.executable).parent / 'assay'} halt check --dispatch-id $ASSAY_DISPATCH_ID "
         "--condition halt-irreversible-action --fire --evidence 'needs a force-push'; "
-        f"cp {repo.fixes}/fixed.py src/slug.py"
+        f"{repo.put('fixed.py', 'src/slug.py')}"
     )
     contract = repo.contract(
         "halt.yaml",
@@ -116,7 +116,7 @@ def test_validator_error_fails_the_run_and_spends_the_attempt(tmp_path: Path) ->
     contract = repo.contract(
         "verr.yaml",
         f"""task: x
-coder: {{kind: replay, steps: [{{script: "cp {repo.fixes}/fixed.py src/slug.py"}}]}}
+coder: {{kind: replay, steps: [{{script: "{repo.put("fixed.py", "src/slug.py")}"}}]}}
 validators: [{{id: slow, kind: command, run: "sleep 5", timeout_seconds: 0.3}}]
 land: merge
 """,
