@@ -31,13 +31,25 @@ def _start(repo: Repo, *args: str) -> subprocess.Popen[str]:
     )
 
 
-def _wait_for(path: Path, proc: subprocess.Popen[str]) -> int:
+def _wait_for_coder(repo: Repo, proc: subprocess.Popen[str]) -> int:
+    """The host process group of the sleeping coder, once it started.
+
+    The coder runs in the seat's sandbox: it can write only its seat and its log folder (where
+    it leaves ``started``), and its ``$$`` is a pid of the sandbox's own PID namespace. The
+    host group is the one assay recorded in ``runs/<run>/pgids`` for the seat's folder."""
+    runs = repo.root / ".assay" / "runs"
     deadline = time.monotonic() + 30
-    while not path.exists() or not path.read_text().strip():
+    while True:
         assert proc.poll() is None, proc.communicate()
+        started = list(runs.glob("*/attempt-*/seat-*/started"))
+        recorded = [
+            line.split() for p in runs.glob("*/pgids") for line in p.read_text().splitlines()
+        ]
+        coders = [int(f[0]) for f in recorded if len(f) == 3 and "/seats/" in f[2]]
+        if started and coders:
+            return coders[-1]
         assert time.monotonic() < deadline, "the coder never started"
         time.sleep(0.05)
-    return int(path.read_text())
 
 
 def _group_gone(pgid: int) -> bool:
@@ -65,9 +77,9 @@ def test_a_signal_stops_the_coder_and_closes_the_run_as_interrupted(
     tmp_path: Path, command: str, sig: signal.Signals, code: int
 ) -> None:
     repo = make_repo(tmp_path)
-    pidfile = tmp_path / "coder.pid"
+    mark = '"$(dirname "$ASSAY_REPORT_PATH")/started"'  # in the seat's log folder
     flags = [
-        "--coder", "command", "--coder-command", f"echo $$ > {pidfile}; sleep 30",
+        "--coder", "command", "--coder-command", f"echo $$ > {mark}; sleep 30",
         "--validator", "true", "--land", "merge",
     ]  # fmt: skip
     if command == "run":
@@ -76,7 +88,8 @@ def test_a_signal_stops_the_coder_and_closes_the_run_as_interrupted(
         added = repo.assay("task", "add", "do it", *flags)
         assert added.returncode == 0, added.stderr
         proc = _start(repo, "serve", "--poll", "0.1")
-    coder = _wait_for(pidfile, proc)
+    coder = _wait_for_coder(repo, proc)
+    os.killpg(coder, 0)  # the group recorded is there (raises if not) until the signal
 
     started = time.monotonic()
     proc.send_signal(sig)

@@ -17,10 +17,13 @@ pytestmark = pytest.mark.slow
 
 def test_kill_9_then_resume_counts_the_interrupted_attempt_once(tmp_path: Path) -> None:
     repo = make_repo(tmp_path)
-    marker, pidfile = tmp_path / "second-time", tmp_path / "coder.pid"
+    # The seat's sandbox sees no test folder but one the contract's env: names (read-only):
+    # the test marks it before the resume; the first coder says it started in its log folder.
+    state = tmp_path / "state"
+    state.mkdir()
     coder = (
-        f"if [ -f {marker} ]; then echo fixed > src/done.txt; "
-        f"else touch {marker}; echo $$ > {pidfile}; sleep 60; fi"
+        "if [ -f $CRASH_STATE/second-time ]; then echo fixed > src/done.txt; "
+        "else echo $$ > $(dirname $ASSAY_REPORT_PATH)/started; sleep 60; fi"
     )
     contract = repo.contract(
         "crash.yaml",
@@ -28,6 +31,7 @@ def test_kill_9_then_resume_counts_the_interrupted_attempt_once(tmp_path: Path) 
 coder: {{kind: command, command: "{coder}", timeout_seconds: 120}}
 validators: [{{id: done, kind: command, run: "test -f src/done.txt"}}]
 land: merge
+env: {{CRASH_STATE: "{state}"}}
 """,
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
@@ -38,13 +42,15 @@ land: merge
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
+    runs = repo.root / ".assay" / "runs"
     deadline = time.monotonic() + 30
-    while not pidfile.exists() and time.monotonic() < deadline:
+    while not any(runs.glob("*/attempt-*/seat-*/started")) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert pidfile.exists(), "the coder never started"
+    assert any(runs.glob("*/attempt-*/seat-*/started")), "the coder never started"
     victim.send_signal(signal.SIGKILL)
     victim.wait()
-    os.killpg(int(pidfile.read_text()), signal.SIGKILL)  # the orphaned coder, in its own group
+    # The sandboxed coder ends with assay (bwrap's --die-with-parent); no orphan to kill.
+    (state / "second-time").touch()
 
     resumed = repo.assay("run", "--resume", "--json")
     assert resumed.returncode == 0, resumed.stderr
