@@ -127,7 +127,9 @@ def run(argv: Sequence[str]) -> int:
         if isinstance(fired, dict):  # in a run: journaled where a rewrite of the file cannot go
             from assay.adapters.store.halt_journal import journal_fired
 
-            journal_fired(state_dir, args.dispatch_id, fired)
+            problem = journal_fired(state_dir, args.dispatch_id, fired)
+            if problem:  # the state file holds the firing; the exit code stays seed 002's
+                sys.stderr.write(f"assay halt: warning: {problem}\n")
     elif args.command == "rearm":
         outcome = halt_ops.rearm(
             args.dispatch_id, args.condition, state_dir, evidence=args.evidence

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,7 @@ from assay.adapters.redact import SecretRedaction
 from assay.adapters.report_file import read_report_file
 from assay.adapters.run_files import fault_of, make_folder, writing
 from assay.adapters.store import halt_files, halt_ops
-from assay.adapters.store.halt_journal import HALT_FIRED_EVENT, event_data
+from assay.adapters.store.halt_journal import HALT_FIRED_EVENT, RELAY_ENV, event_data
 from assay.adapters.validators import get_validator
 from assay.adapters.validators.base import ValidationContext, ValidationOutcome
 from assay.core.anchors import unresolved_anchors
@@ -45,6 +46,7 @@ from assay.core.vocab import (
 )
 from assay.engine.crashpoints import crash_point
 from assay.engine.effects import JudgeRound, LandOutcome, RunEvent, RunPlan, SeatOutcome
+from assay.engine.halt_relay import HaltRelay
 from assay.engine.interrupt import boundary
 from assay.engine.merge import land_candidate
 from assay.engine.panel import judge_blind
@@ -78,6 +80,11 @@ class LocalEffects:
         self.results: dict[tuple[int, int], list[ValidatorResult]] = {}
         # Every secret value the scan found in this run, and what replaces it where it is kept.
         self.redaction = SecretRedaction()
+        # Events come from the graph's thread, the threads it hands work to, and the relay's.
+        self._lock = threading.RLock()
+        self.relay: HaltRelay | None = None
+        self.relayed: list[HaltNotice] = []  # firings the halt command sent through the relay
+        self._relay_journaled: set[tuple[str, str | None]] = set()
 
     # -- paths -------------------------------------------------------------------------------
 
@@ -106,7 +113,43 @@ class LocalEffects:
             raise RuntimeError(f"arming halts failed: {json.dumps(document['violations'])}")
         self.halt_watch = HaltWatch(plan.dispatch_id)
         await asyncio.to_thread(self._watch_halts, plan)  # the armed file: what comes after
+        self._open_relay(plan)
         boundary(CrashPoint.ARMED)
+
+    def _open_relay(self, plan: RunPlan) -> None:
+        """Listen for the coders' firings (see :mod:`assay.engine.halt_relay`)."""
+        if self.relay is not None or self.halt_watch is None:
+            return
+        relay = HaltRelay(
+            dispatch_id=plan.dispatch_id,
+            armed=self.halt_watch.severities or {},
+            record=self._relayed_firing,
+        )
+        try:
+            relay.start()
+        except OSError as exc:  # the file remains the coders' only record of a firing
+            self._warn(f"the halt relay could not listen: {exc}")
+            return
+        self.relay = relay
+        self.seating.halt_relay = relay.folder
+
+    def _relayed_firing(self, notice: HaltNotice) -> None:
+        """A firing the halt command sent: counted and journaled at once (the relay's thread)."""
+        key = (notice.name, notice.fired_at)
+        with self._lock:
+            if key in self._relay_journaled:
+                return
+            if all((n.name, n.fired_at) != key for n in self.relayed):
+                self.relayed.append(notice)  # counted even if the journal write fails
+            self._record(RunEvent(HALT_FIRED_EVENT, event_data(notice, by="halt check")))
+            self._relay_journaled.add(key)
+
+    def close(self) -> None:
+        """The run is over: stop the relay and remove its socket (idempotent)."""
+        relay, self.relay = self.relay, None
+        if relay is not None:
+            relay.close()
+        self.seating.halt_relay = None
 
     async def dispatch(self, plan: RunPlan, attempt: int, seat: int, prompt: str) -> SeatOutcome:
         spec = plan.contract.coder_for_seat(seat)
@@ -306,6 +349,9 @@ class LocalEffects:
             problem = "it was removed" if not path.exists() else f"it cannot be read: {exc}"
         journaled = list(self.journaled_firings()) if self.journaled_firings else []
         recorded = {(n.name, n.fired_at) for n in journaled}
+        with self._lock:  # what the relay took counts, journaled already or not
+            journaled += self.relayed
+            recorded |= self._relay_journaled
         for notice in watch.observe(state, problem, journaled):
             if (notice.name, notice.fired_at) not in recorded:
                 self._record(RunEvent(HALT_FIRED_EVENT, event_data(notice, by="engine")))
@@ -379,11 +425,12 @@ class LocalEffects:
         return payload if redacted == document else Payload.model_validate(redacted)
 
     def _record(self, event: RunEvent) -> None:
-        if self.redaction.redactor:  # a ledger event never carries a detected secret
-            event = RunEvent(event.kind, self.redaction.redactor.data(event.data))
-        self.events.append(event)
-        if self.sink is not None:
-            self.sink(event)
+        with self._lock:
+            if self.redaction.redactor:  # a ledger event never carries a detected secret
+                event = RunEvent(event.kind, self.redaction.redactor.data(event.data))
+            self.events.append(event)
+            if self.sink is not None:
+                self.sink(event)
 
     def _coder_env(self, plan: RunPlan, seat: int) -> dict[str, str]:
         """The environment the seat's coder runs in: its own credentials and the declared env."""
@@ -394,6 +441,8 @@ class LocalEffects:
             spec.model_dump(mode="json"),
             declared=plan.contract.env,
         )
+        if self.relay is not None and self.relay.path is not None:
+            env[RELAY_ENV] = str(self.relay.path)  # where `assay halt check --fire` reports
         return with_assay_on_path(env)  # the brief's `assay halt check` must find this assay
 
     def keep_for_a_look(self, plan: RunPlan) -> None:

@@ -193,6 +193,7 @@ def run_task(
             fx.cleanup(plan, keep_branches=keep)
         return report
     finally:
+        fx.close()  # the halt relay: no coder runs any more
         os.close(lock)
 
 

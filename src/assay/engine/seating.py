@@ -41,6 +41,7 @@ class Seating:
         self.cleared: dict[tuple[int, int], bool] = {}  # passed the scope and secret checks
         self.fetched: dict[int, str] = {}  # seat -> its branch in the user's repository
         self._stores: tuple[Path, ...] | None = None
+        self.halt_relay: Path | None = None  # the folder of the engine's halt relay socket
 
     # -- the repositories ---------------------------------------------------------------------
 
@@ -81,10 +82,12 @@ class Seating:
     # -- sandboxes ----------------------------------------------------------------------------
 
     def coder_sandbox(self, plan: RunPlan, seat: int, log_dir: Path) -> SandboxSpec:
-        """Where the seat's coder runs: its repository, its log folder, the halt state."""
+        """Where the seat's coder runs: its repository, its log folder, the halt state and
+        the folder of the halt relay's socket (a firing reported there cannot be taken back)."""
         kind = plan.contract.coder_for_seat(seat).kind
         network = plan.contract.network if kind in _OFFLINE_CAPABLE else NetworkMode.ON
-        return self._spec(plan, seat, (log_dir, self.home / "halt-state"), network)
+        relay = (self.halt_relay,) if self.halt_relay is not None else ()
+        return self._spec(plan, seat, (log_dir, self.home / "halt-state", *relay), network)
 
     def validator_sandbox(self, plan: RunPlan, seat: int, log_dir: Path) -> SandboxSpec:
         """Where a command validator runs code the coder wrote: its repository and log folder."""

@@ -1,0 +1,197 @@
+"""The halt relay: where ``assay halt check --fire``, inside a coder's sandbox, tells the engine.
+
+A coder's sandbox hides assay's folder and its ledger, and the halt state file lives where the
+coder can write it, so a firing recorded only in the file can be taken back by the coder that
+fired it. While a run's coders run, the engine therefore listens on a unix stream socket in a
+short private folder (``/tmp/assay-halt-XXXX/s``, mode 0700: a socket path is limited to 108
+bytes, and pytest's folders are long), bound writable at the same path into every coder's
+sandbox and named by ``$ASSAY_HALT_RELAY``. The halt command sends each firing as one JSON line
+(:func:`assay.adapters.store.halt_journal.firing_message`) and waits for a one-line answer,
+``{"ok": true}`` or ``{"ok": false, "error": ...}``; an accepted firing is journaled by the
+engine before the answer goes back, so nothing the coder does to the file later unfires it.
+
+The peer is untrusted: a line is read up to :data:`RELAY_MAX_LINE` bytes and for at most
+``read_timeout`` seconds in all, each connection has a thread of its own (daemon, at most
+``max_connections`` at once; more are closed unanswered), and nothing a peer sends can raise
+out of the relay or block the engine. A firing is accepted only for this run's dispatch id and
+a halt armed for it, and is journaled with the armed severity, whatever the line claims.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+import socket
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from assay.adapters.store.halt_journal import RELAY_MAX_LINE
+from assay.core.payload import HaltNotice
+from assay.core.vocab import HaltSeverity
+
+SOCKET_NAME = "s"
+MAX_SOCKET_PATH = 107  # sun_path holds 108 bytes, the last one a NUL
+_MAX_FIRED_AT = 64
+_SHORT_TMP = Path("/tmp")
+
+
+class RelayRefused(Exception):
+    """A line the relay does not journal; the reason goes back to the sender."""
+
+
+def parse_firing(line: bytes, *, dispatch_id: str, armed: Mapping[str, HaltSeverity]) -> HaltNotice:
+    """The firing one line names, checked against this run; :class:`RelayRefused` if not."""
+    try:
+        message: Any = json.loads(line)
+    except (ValueError, UnicodeDecodeError):
+        raise RelayRefused("not a JSON line") from None
+    if not isinstance(message, dict):
+        raise RelayRefused("not a JSON object")
+    if message.get("dispatch_id") != dispatch_id:
+        raise RelayRefused("not this run's dispatch id")
+    name = message.get("name")
+    if not isinstance(name, str) or name not in armed:
+        raise RelayRefused("no such halt is armed for this dispatch")
+    evidence = message.get("evidence")
+    if not isinstance(evidence, str):
+        raise RelayRefused("the evidence is not a string")
+    fired_at = message.get("fired_at")
+    if fired_at is not None and (not isinstance(fired_at, str) or len(fired_at) > _MAX_FIRED_AT):
+        raise RelayRefused("fired_at is not a timestamp")
+    # The severity armed for the halt, never the sender's: an edited file cannot lower it.
+    return HaltNotice(name=name, severity=armed[name], detail=evidence, fired_at=fired_at)
+
+
+class HaltRelay:
+    """One run's relay. ``record`` journals an accepted firing (called from the relay's own
+    threads; it must be thread-safe); an exception from it is a refusal, never a crash."""
+
+    def __init__(
+        self,
+        *,
+        dispatch_id: str,
+        armed: Mapping[str, HaltSeverity],
+        record: Callable[[HaltNotice], None],
+        read_timeout: float = 5.0,
+        max_connections: int = 32,
+    ) -> None:
+        self.dispatch_id = dispatch_id
+        self.armed = dict(armed)
+        self.record = record
+        self.read_timeout = read_timeout
+        self.path: Path | None = None
+        self._slots = threading.BoundedSemaphore(max_connections)
+        self._stopped = threading.Event()
+        self._listener: socket.socket | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def folder(self) -> Path | None:
+        return self.path.parent if self.path is not None else None
+
+    def start(self) -> Path:
+        """Listen; the socket's path. OSError when it cannot (the caller warns and goes on)."""
+        parent = _SHORT_TMP if _SHORT_TMP.is_dir() else None
+        folder = Path(tempfile.mkdtemp(prefix="assay-halt-", dir=parent)).resolve()  # 0700
+        path = folder / SOCKET_NAME
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)  # not inherited by coders
+        try:
+            if len(str(path).encode()) > MAX_SOCKET_PATH:
+                raise OSError(f"the socket path {path} is longer than {MAX_SOCKET_PATH} bytes")
+            listener.bind(str(path))
+            listener.listen(64)
+            listener.settimeout(0.5)  # the accept loop sees a close within half a second
+        except OSError:
+            listener.close()
+            shutil.rmtree(folder, ignore_errors=True)
+            raise
+        self._listener, self.path = listener, path
+        self._thread = threading.Thread(target=self._accept, name="assay-halt-relay", daemon=True)
+        self._thread.start()
+        return path
+
+    def close(self) -> None:
+        """Stop listening and remove the socket's folder (idempotent)."""
+        self._stopped.set()
+        listener, self._listener = self._listener, None
+        if listener is not None:
+            with contextlib.suppress(OSError):
+                listener.shutdown(socket.SHUT_RDWR)  # wakes a blocked accept on Linux
+            listener.close()
+        if self._thread is not None:
+            self._thread.join(timeout=2.0)
+            self._thread = None
+        if self.path is not None:
+            shutil.rmtree(self.path.parent, ignore_errors=True)
+
+    # -- the relay's threads ------------------------------------------------------------------
+
+    def _accept(self) -> None:
+        while not self._stopped.is_set():
+            listener = self._listener
+            if listener is None:
+                return
+            try:
+                conn, _ = listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:  # closed under us, or out of file descriptors for a moment
+                if self._stopped.is_set():
+                    return
+                time.sleep(0.05)
+                continue
+            if not self._slots.acquire(blocking=False):
+                conn.close()  # too many at once: this one is not answered
+                continue
+            try:
+                threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+            except RuntimeError:  # no thread to be had: refused like an excess connection
+                conn.close()
+                self._slots.release()
+
+    def _serve(self, conn: socket.socket) -> None:
+        try:
+            reply: dict[str, object] = {"ok": True}
+            try:
+                line = self._read_line(conn)
+                self.record(parse_firing(line, dispatch_id=self.dispatch_id, armed=self.armed))
+            except RelayRefused as exc:
+                reply = {"ok": False, "error": str(exc)}
+            except Exception as exc:  # the journal failed (a locked ledger): the peer is told
+                reply = {"ok": False, "error": f"the engine could not journal it: {exc}"}
+            with contextlib.suppress(OSError):
+                conn.settimeout(1.0)
+                conn.sendall(json.dumps(reply).encode() + b"\n")
+        finally:
+            conn.close()
+            self._slots.release()
+
+    def _read_line(self, conn: socket.socket) -> bytes:
+        """One line, within the size bound and the time limit for the whole read."""
+        deadline = time.monotonic() + self.read_timeout
+        data = b""
+        while b"\n" not in data:
+            if len(data) > RELAY_MAX_LINE:
+                raise RelayRefused(f"the line is longer than {RELAY_MAX_LINE} bytes")
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise RelayRefused("no complete line in time")
+            conn.settimeout(left)
+            try:
+                chunk = conn.recv(min(65536, RELAY_MAX_LINE + 1 - len(data)))
+            except TimeoutError:
+                raise RelayRefused("no complete line in time") from None
+            except OSError as exc:
+                raise RelayRefused(f"the connection failed: {exc}") from None
+            if not chunk:
+                break  # a line without its newline still counts: the peer closed its side
+            data += chunk
+        line = data.split(b"\n", 1)[0]
+        if len(line) > RELAY_MAX_LINE:
+            raise RelayRefused(f"the line is longer than {RELAY_MAX_LINE} bytes")
+        return line
