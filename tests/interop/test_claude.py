@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -212,6 +213,16 @@ def test_claude_fires_the_halt_the_brief_describes(tmp_path: Path, server: Model
     payload = outcome.payload
     fired = {h["name"]: h["detail"] for h in payload["halts"]["fired"]}
     assert fired == {"halt-spec-contradiction": EVIDENCE}
+    # Claude Code's shell reached the engine's halt relay ($ASSAY_HALT_RELAY, through claude and
+    # its sandbox): the halt command itself journaled the firing, not only the engine's read.
+    with sqlite3.connect(run.repo.root / ".assay" / "assay.db") as db:
+        rows = db.execute(
+            "SELECT data FROM events WHERE kind = 'halt.fired' AND run_id = ?",
+            (payload["run_id"],),
+        ).fetchall()
+    by = {(d["name"], d["by"]) for d in (json.loads(data) for (data,) in rows)}
+    assert ("halt-spec-contradiction", "halt check") in by, by
+    assert "halt relay" not in shown  # no warning that the relay could not be reached
     assert payload["task_status"] == "held" and outcome.task["status"] == "held"
     assert git(run.repo.root, "rev-parse", "main") == base
     assert slug_source(run.repo).endswith(BUGGY_LINE)
