@@ -16,11 +16,14 @@ from pathlib import Path
 
 import pytest
 
+from assay.adapters.process import run_process
+from assay.adapters.sandbox import bwrap_problem
+from assay.adapters.sandbox_spec import SandboxSpec
 from assay.adapters.store import halt_ops
 from assay.adapters.store.halt_journal import RELAY_ENV, RELAY_MAX_LINE, relay_fired
 from assay.core.halts import CANONICAL_HALTS
 from assay.core.payload import HaltNotice
-from assay.core.vocab import HaltSeverity
+from assay.core.vocab import HaltSeverity, NetworkMode
 from assay.engine.halt_relay import MAX_SOCKET_PATH, HaltRelay
 
 DISPATCH = "r20260101-000000-abcdef"
@@ -283,3 +286,34 @@ def test_relaying_a_firing_never_imports_sqlalchemy(
     )
     assert done.stdout.split() == ["None", "False"], done.stderr
     assert [n.detail for n in journal.notices] == ["x"]
+
+
+CLIENT = """
+import sys
+from assay.adapters.store.halt_journal import relay_fired
+message = {"dispatch_id": sys.argv[1], "name": "halt-scope-breach", "severity": "block",
+           "evidence": "inside", "fired_at": None}
+print(relay_fired(sys.argv[2], message))
+"""
+
+
+@pytest.mark.parametrize("network", [NetworkMode.ON, NetworkMode.NONE])
+def test_a_sandboxed_process_reaches_the_relay_through_its_bound_folder(
+    tmp_path: Path, relay: HaltRelay, journal: Journal, network: NetworkMode
+) -> None:
+    """The socket's folder bound writable over the sandbox's private /tmp, at the same path;
+    ``network: none`` takes the network, not a socket in the file system."""
+    if problem := bwrap_problem():
+        pytest.skip(problem)
+    assert relay.folder is not None
+    spec = SandboxSpec(network=network, writable=(relay.folder, tmp_path), hidden=(Path.home(),))
+    done = run_process(
+        [sys.executable, "-c", CLIENT, DISPATCH, str(relay.path)],
+        cwd=tmp_path,
+        env={"PATH": os.environ["PATH"]},
+        timeout=60,
+        log_path=tmp_path / "client.log",
+        sandbox=spec,
+    )
+    assert (done.exit_code, done.stdout.strip()) == (0, "None"), done.stderr
+    assert [n.detail for n in journal.notices] == ["inside"]

@@ -139,3 +139,16 @@ def test_a_file_the_contract_env_names_is_readable_but_never_the_repo_or_a_hidde
         bundle.resolve(),
         metadata.resolve(),  # a coder argument naming a file
     )
+
+
+def test_the_halt_relay_folder_is_writable_for_coders_only(root: Path, tmp_path: Path) -> None:
+    seating = Seating(root / ".assay", {})
+    plan = plan_for(root, coder={"kind": "claude"})
+    seating.prepare(plan, 1)
+    logs = root / ".assay" / "runs" / "r1" / "attempt-1" / "seat-1"
+    assert tmp_path / "relay" not in seating.coder_sandbox(plan, 1, logs).writable
+    seating.halt_relay = tmp_path / "relay"
+    (tmp_path / "relay").mkdir()
+    assert (tmp_path / "relay").resolve() in seating.coder_sandbox(plan, 1, logs).writable
+    validator = seating.validator_sandbox(plan, 1, logs / "validators")
+    assert (tmp_path / "relay").resolve() not in validator.writable
