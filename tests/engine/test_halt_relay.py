@@ -24,7 +24,7 @@ from assay.adapters.store.halt_journal import RELAY_ENV, RELAY_MAX_LINE, relay_f
 from assay.core.halts import CANONICAL_HALTS
 from assay.core.payload import HaltNotice
 from assay.core.vocab import HaltSeverity, NetworkMode
-from assay.engine.halt_relay import MAX_SOCKET_PATH, HaltRelay
+from assay.engine.halt_relay import MAX_SOCKET_PATH, HaltRelay, remove_relay_folders
 
 DISPATCH = "r20260101-000000-abcdef"
 ARMED = {name.value: severity for name, severity in CANONICAL_HALTS.items()}
@@ -317,3 +317,16 @@ def test_a_sandboxed_process_reaches_the_relay_through_its_bound_folder(
     )
     assert (done.exit_code, done.stdout.strip()) == (0, "None"), done.stderr
     assert [n.detail for n in journal.notices] == ["inside"]
+
+
+def test_recovery_removes_the_relay_folder_a_killed_run_left(journal: Journal) -> None:
+    mine = HaltRelay(dispatch_id=DISPATCH, armed=ARMED, record=journal.record)
+    other = HaltRelay(dispatch_id="r20260101-000000-fedcba", armed=ARMED, record=journal.record)
+    try:
+        left, kept = mine.start().parent, other.start().parent
+        assert left.name.startswith(f"assay-halt-{DISPATCH}-")
+        remove_relay_folders(DISPATCH)  # what close_unfinished does for a run killed by -9
+        assert not left.exists() and kept.is_dir()
+    finally:
+        mine.close()
+        other.close()

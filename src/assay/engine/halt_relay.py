@@ -3,7 +3,7 @@
 A coder's sandbox hides assay's folder and its ledger, and the halt state file lives where the
 coder can write it, so a firing recorded only in the file can be taken back by the coder that
 fired it. While a run's coders run, the engine therefore listens on a unix stream socket in a
-short private folder (``/tmp/assay-halt-XXXX/s``, mode 0700: a socket path is limited to 108
+short private folder (``/tmp/assay-halt-<run>-XXXX/s``, mode 0700: a socket path is limited to 108
 bytes, and pytest's folders are long), bound writable at the same path into every coder's
 sandbox and named by ``$ASSAY_HALT_RELAY``. The halt command sends each firing as one JSON line
 (:func:`assay.adapters.store.halt_journal.firing_message`) and waits for a one-line answer,
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import shutil
 import socket
 import tempfile
@@ -38,6 +39,23 @@ SOCKET_NAME = "s"
 MAX_SOCKET_PATH = 107  # sun_path holds 108 bytes, the last one a NUL
 _MAX_FIRED_AT = 64
 _SHORT_TMP = Path("/tmp")
+_ID_CHARS = 40  # of the dispatch id in the folder's name: the path stays far below the limit
+
+
+def folder_prefix(dispatch_id: str) -> str:
+    """The relay folder's name starts with this, so recovery can find a killed run's."""
+    return f"assay-halt-{dispatch_id[:_ID_CHARS]}-"
+
+
+def remove_relay_folders(dispatch_id: str) -> None:
+    """Remove what a run killed before its close (``kill -9``, a crash) left of its relay:
+    called when recovery closes it; a folder of another user's is never touched."""
+    with contextlib.suppress(OSError):
+        for folder in _SHORT_TMP.glob(folder_prefix(dispatch_id) + "*"):
+            with contextlib.suppress(OSError):
+                info = folder.lstat()
+                if folder.is_dir() and not folder.is_symlink() and info.st_uid == os.getuid():
+                    shutil.rmtree(folder, ignore_errors=True)
 
 
 class RelayRefused(Exception):
@@ -97,7 +115,8 @@ class HaltRelay:
     def start(self) -> Path:
         """Listen; the socket's path. OSError when it cannot (the caller warns and goes on)."""
         parent = _SHORT_TMP if _SHORT_TMP.is_dir() else None
-        folder = Path(tempfile.mkdtemp(prefix="assay-halt-", dir=parent)).resolve()  # 0700
+        prefix = folder_prefix(self.dispatch_id)
+        folder = Path(tempfile.mkdtemp(prefix=prefix, dir=parent)).resolve()  # mode 0700
         path = folder / SOCKET_NAME
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)  # not inherited by coders
         try:

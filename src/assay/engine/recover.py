@@ -32,6 +32,7 @@ from assay.core.contract import Contract
 from assay.core.payload import HaltNotice, LandSummary, build_payload
 from assay.core.settle import Verdict, settle
 from assay.core.vocab import HaltLifecycle, HaltSeverity, HaltType, LandMode, RunStatus
+from assay.engine.halt_relay import remove_relay_folders
 from assay.engine.journal import JournaledLanding, read_journal
 from assay.engine.pull_request import delete_remote_branch, find_open_pull_request
 from assay.engine.refunds import refund_streak
@@ -60,6 +61,7 @@ def close_unfinished(
     dispatch_id = record.dispatch_id or record.id
     # Coders of a run whose assay died live on in their own groups: end them before closing.
     stop_recorded_groups(home / "runs" / record.id / GROUPS_FILE)
+    remove_relay_folders(dispatch_id)  # its halt relay's socket, which no one listens on now
     journal = read_journal(ledger.events(run_id=record.id), dispatch_id=dispatch_id, fault=reason)
     commit = (
         landed_commit(repo, journal.base_branch, record.id, since=journal.base_commit)
