@@ -41,7 +41,6 @@ from assay.core.vocab import (
     CanonicalHalt,
     CrashPoint,
     RunStatus,
-    Severity,
     ValidatorKind,
 )
 from assay.engine.crashpoints import crash_point
@@ -51,6 +50,12 @@ from assay.engine.interrupt import boundary
 from assay.engine.merge import land_candidate
 from assay.engine.panel import judge_blind
 from assay.engine.pull_request import PR_OPENED
+from assay.engine.seat_results import (
+    captured_output,
+    environment_failed,
+    tampered_outcome,
+    with_final_answer,
+)
 from assay.engine.seating import Seating
 
 EventSink = Callable[[RunEvent], None]
@@ -192,7 +197,7 @@ class LocalEffects:
         )
         coder = None
         if unmade is not None:
-            result = _environment_failed(unmade)
+            result = environment_failed(unmade)
         else:
             try:
                 coder = get_coder(spec.kind.value)
@@ -204,12 +209,12 @@ class LocalEffects:
             try:
                 result = await asyncio.to_thread(coder.dispatch, request)
             except EnvironmentFault as exc:  # the machine failed the coder: refunded, named
-                result = _environment_failed(exc)
+                result = environment_failed(exc)
             except OSError as exc:  # assay's own write for the seat (its prompt, its transcript)
                 fault = fault_of(exc, seat_dir)
                 if fault is None:
                     raise
-                result = _environment_failed(fault)
+                result = environment_failed(fault)
         # Before any git command of assay's there: the seat's .git as assay left it.
         tampered = await asyncio.to_thread(self.seating.secure, seat)
         if tampered is not None:  # reaching past the seat through its .git: a scope breach
@@ -224,7 +229,7 @@ class LocalEffects:
             await asyncio.to_thread(git.commit_all, worktree, message)
             await asyncio.to_thread(self.seating.record_candidate, plan, attempt, seat)
         boundary(CrashPoint.DISPATCH_ENDED)
-        report = _with_final_answer(
+        report = with_final_answer(
             self._read_report(attempt, seat, report_path, report_folder), result.report
         )
         return SeatOutcome(
@@ -247,7 +252,7 @@ class LocalEffects:
             self.run_dir(plan) / f"attempt-{seat.attempt}" / f"seat-{seat.seat}" / "validators"
         )
         make_folder(log_dir)  # EnvironmentFault: the attempt's environment error, refunded
-        captured = _captured_output(seat.result)
+        captured = captured_output(seat.result)
         checks: list[tuple[str, Mapping[str, object]]] = [
             ("scope", {"id": "scope", **contract.scope.model_dump(mode="json")}),
             ("secrets", {"id": "secrets"}),
@@ -295,7 +300,7 @@ class LocalEffects:
         tampered = await asyncio.to_thread(self.seating.secure, seat.seat)
         if tampered is not None:
             self._warn(f"attempt {seat.attempt}, seat {seat.seat}: {tampered}")
-            outcomes.append(_tampered_outcome(tampered))
+            outcomes.append(tampered_outcome(tampered))
         else:
             await asyncio.to_thread(git.restore_checkpoint, seat.worktree, coder_ignored)
         outcomes = await asyncio.to_thread(self._redact_secrets, plan, outcomes)
@@ -455,40 +460,3 @@ class LocalEffects:
 
     def cleanup(self, plan: RunPlan, *, keep_branches: set[int]) -> None:
         self.seating.cleanup(plan, keep_branches=keep_branches)
-
-
-def _environment_failed(fault: EnvironmentFault) -> DispatchResult:
-    """A seat the machine failed (its files could not be written): refunded, named."""
-    return DispatchResult(
-        exit_code=None, environment_error=f"the coder's environment failed: {fault}"
-    )
-
-
-def _with_final_answer(
-    written: CoderReport | None, derived: CoderReport | None
-) -> CoderReport | None:
-    """The coder's report file, else what the adapter read from the program's output; a file
-    without a summary takes the program's final answer as its summary, so a ``NO CHANGE
-    NEEDED:`` answer counts whether or not the agent also wrote a report."""
-    if written is None:
-        return derived
-    if written.summary is None and derived is not None and derived.summary is not None:
-        return written.model_copy(update={"summary": derived.summary})
-    return written
-
-
-def _tampered_outcome(why: str) -> ValidationOutcome:
-    """A seat whose .git a validator's process replaced: no verdict, never a pass."""
-    return ValidationOutcome(
-        result=ValidatorResult(
-            validator_id="seat", severity=Severity.BLOCK, error=True, justification=why
-        ),
-        fire=CanonicalHalt.SCOPE_BREACH,
-        evidence=why,
-    )
-
-
-def _captured_output(result: DispatchResult) -> str:
-    if result.log_path is None or not result.log_path.exists():
-        return ""
-    return result.log_path.read_text(errors="replace")[-200_000:]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from assay.core.report import CoderReport, FileChange
 from assay.core.vocab import FileChangeKind, StopReason
-from assay.engine.local import _with_final_answer
+from assay.engine.seat_results import with_final_answer
 
 ANSWER = CoderReport(
     summary="NO CHANGE NEEDED: test_digits passes", stop_reason=StopReason.COMPLETED
@@ -13,13 +13,13 @@ ANSWER = CoderReport(
 
 
 def test_no_file_keeps_the_final_answer_as_the_summary() -> None:
-    assert _with_final_answer(None, ANSWER) == ANSWER
-    assert _with_final_answer(None, None) is None
+    assert with_final_answer(None, ANSWER) == ANSWER
+    assert with_final_answer(None, None) is None
 
 
 def test_a_file_without_a_summary_takes_the_final_answer() -> None:
     written = CoderReport(files=[FileChange(path="a.py", kind=FileChangeKind.MODIFIED)])
-    kept = _with_final_answer(written, ANSWER)
+    kept = with_final_answer(written, ANSWER)
     assert kept is not None
     assert kept.summary == ANSWER.summary
     assert kept.files == written.files and kept.stop_reason is None  # the rest is the file's
@@ -27,5 +27,5 @@ def test_a_file_without_a_summary_takes_the_final_answer() -> None:
 
 def test_a_file_with_a_summary_wins() -> None:
     written = CoderReport(summary="changed a.py")
-    assert _with_final_answer(written, ANSWER) == written
-    assert _with_final_answer(written, None) == written
+    assert with_final_answer(written, ANSWER) == written
+    assert with_final_answer(written, None) == written
