@@ -357,6 +357,22 @@ def restore_checkpoint(worktree: Path, keep_ignored: frozenset[str] = frozenset(
 # --- publishing ------------------------------------------------------------------------------
 
 
+def delete_branch(repo: Path, branch: str) -> None:
+    """Delete the local ``branch`` if it exists (a seat's candidate branch)."""
+    _run(repo, "branch", "-D", "--", branch, ok=(0, 1))
+
+
+def branches(repo: Path, prefix: str) -> list[str]:
+    """The short names of the local branches under ``prefix`` (``refs/heads/assay/…``)."""
+    listed = _run(repo, "for-each-ref", "--format=%(refname:short)", prefix)
+    return [line for line in _text(listed.stdout).splitlines() if line]
+
+
+def delete_remote_branch(repo: Path, remote: str, branch: str) -> None:
+    """Delete ``branch`` from ``remote``; raises :class:`GitError` when that fails."""
+    _run(repo, "push", "--quiet", remote, "--delete", f"refs/heads/{branch}")
+
+
 def push_branch(repo: Path, branch: str, remote: str = "origin") -> None:
     """Publish the candidate branch (for the ``pr`` land mode)."""
     _run(repo, "push", "--quiet", remote, f"refs/heads/{branch}:refs/heads/{branch}")

@@ -161,7 +161,7 @@ def land_pull_request(
 def delete_remote_branch(repo_root: Path, remote: str, branch: str) -> str | None:
     """Delete ``branch`` from ``remote``, best effort: None when done, else a warning."""
     try:
-        git._run(repo_root, "push", "--quiet", remote, "--delete", f"refs/heads/{branch}")
+        git.delete_remote_branch(repo_root, remote, branch)
     except git.GitError as exc:
         return f"the pushed branch {branch} could not be deleted from {remote}: {exc}"
     return None

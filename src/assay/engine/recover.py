@@ -281,21 +281,18 @@ def remove_run_seats(repo: Path, home: Path, run_id: str, keep: str | None = Non
             root.rmdir()
     for branch in _run_branches(repo, run_id):
         if branch != keep:
-            git._run(repo, "branch", "-D", "--", branch, ok=(0, 1))
+            git.delete_branch(repo, branch)
 
 
 def _run_branches(repo: Path, run_id: str) -> list[str]:
-    prefix = f"refs/heads/{git.seat_branch(run_id, '')}"
-    listed = git._run(repo, "for-each-ref", "--format=%(refname:short)", prefix)
-    return [line for line in git._text(listed.stdout).splitlines() if line]
+    return git.branches(repo, f"refs/heads/{git.seat_branch(run_id, '')}")
 
 
 def _runs_with_seats(repo: Path, home: Path) -> set[str]:
     found: set[str] = set()
     for root in (home / "seats", home / "worktrees"):
         found |= {p.name for p in root.iterdir() if p.is_dir()} if root.is_dir() else set()
-    listed = git._run(repo, "for-each-ref", "--format=%(refname:short)", "refs/heads/assay/")
-    for line in git._text(listed.stdout).splitlines():
+    for line in git.branches(repo, "refs/heads/assay/"):
         parts = line.split("/")
         if len(parts) >= 3:
             found.add(parts[1])

@@ -205,7 +205,7 @@ class Seating:
         seats.remove_seats(self.home, plan.run_id)
         for seat, branch in self.fetched.items():
             if seat not in keep_branches:
-                git._run(plan.repo_root, "branch", "-D", "--", branch, ok=(0, 1))
+                git.delete_branch(plan.repo_root, branch)
 
 
 def _unique(paths: Sequence[Path]) -> tuple[Path, ...]:
