@@ -3,12 +3,13 @@
 A coder's sandbox hides assay's folder and its ledger, and the halt state file lives where the
 coder can write it, so a firing recorded only in the file can be taken back by the coder that
 fired it. While a run's coders run, the engine therefore listens on a unix stream socket in a
-short private folder (``/tmp/assay-halt-<run>-XXXX/s``, mode 0700: a socket path is limited to 108
-bytes, and pytest's folders are long), bound writable at the same path into every coder's
-sandbox and named by ``$ASSAY_HALT_RELAY``. The halt command sends each firing as one JSON line
-(:func:`assay.adapters.store.halt_journal.firing_message`) and waits for a one-line answer,
-``{"ok": true}`` or ``{"ok": false, "error": ...}``; an accepted firing is journaled by the
-engine before the answer goes back, so nothing the coder does to the file later unfires it.
+short private folder (``/tmp/assay-halt-<run>-<random>/s``, mode 0700: a socket path is
+limited to 108 bytes, and pytest's folders are long), bound writable at the same path into
+every coder's sandbox and named by ``$ASSAY_HALT_RELAY``. The halt command sends each firing
+as one JSON line (:func:`assay.adapters.store.halt_journal.firing_message`) and waits for a
+one-line answer, ``{"ok": true}`` or ``{"ok": false, "error": ...}``; an accepted firing is
+journaled by the engine before the answer goes back, so nothing the coder does to the file
+later unfires it.
 
 The peer is untrusted: a line is read up to :data:`RELAY_MAX_LINE` bytes and for at most
 ``read_timeout`` seconds in all, each connection has a thread of its own (daemon, at most
