@@ -56,7 +56,9 @@ class Progress:
             style = _STYLE.get(severity, "magenta")
             out(f"  validator {data['validator']}: [{style}]{severity}[/{style}]")
         elif event.kind == "attempt.decided":
-            out(f"  decision: [bold]{data['action']}[/bold] (seat {data['seat']})")
+            going = data.get("next", data["action"])  # what the run does, not the bare policy
+            why = f": {escape(str(data['why']))}" if data.get("why") else ""
+            out(f"  decision: [bold]{going}[/bold] (seat {data['seat']}){why}")
             for failure in _items(data.get("failures")):
                 out(f"    [red]✗[/red] {escape(str(failure))}")
         elif event.kind == "judges.ranked":

@@ -110,6 +110,15 @@ class PolicyAction(StrEnum):
     HALT = "halt"
 
 
+class AttemptNext(StrEnum):
+    """What the run does after an attempt was decided: the policy's action as the budgets, the
+    fired halts and the stuck check leave it (a ``recover`` with no recovery left is a stop)."""
+
+    LAND = "land"
+    RECOVER = "recover"
+    STOP = "stop"
+
+
 class HaltType(StrEnum):
     """The payload's account of why a run stopped."""
 

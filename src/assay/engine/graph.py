@@ -13,9 +13,10 @@ from datetime import datetime
 
 from assay.adapters.validators.base import ValidationOutcome
 from assay.core.ledger import finding_signatures
-from assay.core.policy import decide
+from assay.core.policy import PolicyDecision, decide
 from assay.core.recovery import PriorFailure, recovery_spec
 from assay.core.vocab import (
+    AttemptNext,
     CanonicalHalt,
     HaltSeverity,
     HaltType,
@@ -158,6 +159,9 @@ async def run_graph(plan: RunPlan, fx: Effects) -> RunResult:
                 signatures=signatures,
             )
         )
+        halted_by = [o.fire.value for o in outcomes if o.fire is not None]
+        stuck = previous is not None and signatures == previous
+        going, why = _next_step(decision, halted_by, stuck, attempt, waves)
         await fx.emit(
             RunEvent(
                 "attempt.decided",
@@ -165,6 +169,8 @@ async def run_graph(plan: RunPlan, fx: Effects) -> RunResult:
                     "attempt": attempt,
                     "outcome": run.attempts[-1].outcome.value,
                     "action": decision.action.value,
+                    "next": going.value,
+                    "why": why,
                     "seat": chosen.seat,
                     "failures": [
                         f"{r.validator_id}: {'; '.join(r.findings) or r.justification}"[:300]
@@ -173,12 +179,9 @@ async def run_graph(plan: RunPlan, fx: Effects) -> RunResult:
                 },
             )
         )
-        if any(o.fire is not None for o in outcomes):
+        if halted_by:
             run.fired = await fx.fired_halts(plan)
-            names = ", ".join(o.fire.value for o in outcomes if o.fire is not None)
-            return end_run(
-                run, RunStatus.BLOCKED, HaltType.ESCALATE, f"block halt fired: {names}", halted=True
-            )
+            return end_run(run, RunStatus.BLOCKED, HaltType.ESCALATE, why, halted=True)
         if decision.action is PolicyAction.PROCEED:
             run.land = await fx.land(plan, chosen, attempts=run.attempts)
             run.validations += run.land.validations
@@ -189,13 +192,8 @@ async def run_graph(plan: RunPlan, fx: Effects) -> RunResult:
             PriorFailure(attempt=attempt, source=r.validator_id, detail=failure_detail(r))
             for r in failed
         )
-        if previous is not None and signatures == previous:
-            return await _end_blocked(
-                plan,
-                fx,
-                run,
-                f"stuck: attempt {attempt} failed exactly as attempt {attempt - 1} did",
-            )
+        if stuck:
+            return await _end_blocked(plan, fx, run, why)
         previous = signatures
     return await _end_blocked(
         plan,
@@ -205,6 +203,27 @@ async def run_graph(plan: RunPlan, fx: Effects) -> RunResult:
         if run.policy_decision
         else f"no passing candidate after {waves} attempt(s)",
     )
+
+
+def _next_step(
+    decision: PolicyDecision, halted_by: list[str], stuck: bool, attempt: int, waves: int
+) -> tuple[AttemptNext, str]:
+    """What the run does after this attempt, and why when it stops (the progress line and the
+    ledger's ``attempt.decided`` say this, not the bare policy action)."""
+    if halted_by:
+        return AttemptNext.STOP, f"block halt fired: {', '.join(halted_by)}"
+    if decision.action is PolicyAction.PROCEED:
+        return AttemptNext.LAND, ""
+    if decision.action is PolicyAction.HALT:
+        return AttemptNext.STOP, decision.justification
+    if stuck:
+        return (
+            AttemptNext.STOP,
+            f"stuck: attempt {attempt} failed exactly as attempt {attempt - 1} did",
+        )
+    if attempt >= waves:
+        return AttemptNext.STOP, f"no recovery left (max_recovery {waves - 1})"
+    return AttemptNext.RECOVER, ""
 
 
 async def _judge(
