@@ -38,3 +38,17 @@ def test_a_fired_block_halt_says_stop_with_the_halt(tmp_path: Path) -> None:
     assert done.returncode == 3, shown
     assert "decision: recover" not in shown
     assert "decision: stop (seat 1): block halt fired: halt-secret-exposure" in shown
+
+
+def test_a_flag_the_contract_sets_is_refused_beside_it_never_ignored(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    contract = str(replay_contract(repo, "fixed"))
+    for command in ("run", "task add"):
+        done = repo.assay(*command.split(), "--contract", contract, "--max-recovery", "0")
+        assert done.returncode == 2, done.stderr
+        assert "--max-recovery cannot be combined with --contract" in done.stderr
+        assert "Traceback" not in done.stderr
+    assert not (repo.root / ".assay").exists()  # nothing was created
+    # --sandbox is the one documented override of a contract file.
+    done = repo.assay("run", "--contract", contract, "--sandbox", "bwrap")
+    assert done.returncode == 0, done.stdout + done.stderr

@@ -116,6 +116,7 @@ def refuse_conflicting_flags(
 
 
 def run(
+    ctx: typer.Context,
     instruction: Annotated[
         str | None, typer.Argument(help="What to do. Omit it when --contract gives the task.")
     ] = None,
@@ -158,6 +159,8 @@ def run(
     from assay.engine.runner import recover_interrupted
 
     refuse_conflicting_flags(instruction, contract, task_id, ignore_wait, resume)
+    if contract is not None:
+        refuse_flags_beside_a_contract(ctx)
     built: Contract | None = None
     if task_id is None and (instruction is not None or contract is not None):
         # A bad contract or option is refused before anything is created.
@@ -319,6 +322,28 @@ def build_contract(
     if sandbox is not None:
         built = built.model_copy(update={"sandbox": sandbox})
     return built
+
+
+# The flags a contract file sets itself: given beside --contract they would be ignored.
+_CONTRACT_FLAGS = frozenset(
+    {"coder", "coder_command", "validator", "land", "seats", "max_attempts", "max_recovery"}
+)
+
+
+def refuse_flags_beside_a_contract(ctx: typer.Context) -> None:
+    """A flag the contract file would override is refused, never silently ignored."""
+    given = [
+        param.opts[0]
+        for param in ctx.command.params
+        if param.name in _CONTRACT_FLAGS
+        and (source := ctx.get_parameter_source(param.name)) is not None
+        and source.name == "COMMANDLINE"
+    ]
+    if given:
+        fail(
+            f"{', '.join(given)} cannot be combined with --contract: the contract file sets "
+            "these (change them there, e.g. budgets.max_recovery)"
+        )
 
 
 def _build_contract(

@@ -57,6 +57,7 @@ def _dump(task: Task) -> dict[str, object]:
 
 @app.command()
 def add(
+    ctx: typer.Context,
     instruction: Annotated[str | None, typer.Argument(help="What to do.")] = None,
     contract: ContractFlag = None,
     coder: CoderFlag = None,
@@ -70,10 +71,12 @@ def add(
     json_output: JsonFlag = False,
 ) -> None:
     """Queue a task (an instruction with flags, or a contract) for `assay serve`."""
-    from assay.cli.run import build_contract, queue_task
+    from assay.cli.run import build_contract, queue_task, refuse_flags_beside_a_contract
 
     if instruction is None and contract is None:
         fail("give an instruction or --contract FILE")
+    if contract is not None:
+        refuse_flags_beside_a_contract(ctx)
     built = build_contract(
         instruction, contract, coder, coder_command, validator, land, seats,
         max_attempts, max_recovery, sandbox=sandbox,
