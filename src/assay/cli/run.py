@@ -315,10 +315,36 @@ def build_contract(
 ) -> Contract:
     """The contract of a new task, from a file or from the flags; ``sandbox`` (``--sandbox``)
     overrides either's."""
-    built = _build_contract(
-        instruction, contract_file, coder, coder_command, validators, land, seats,
-        max_attempts, max_recovery,
-    )  # fmt: skip
+    from pydantic import ValidationError
+
+    from assay.core.contract import contract_from_flags
+
+    if contract_file is not None:
+        built = load_contract_file(contract_file)
+        if instruction is not None:
+            built = built.model_copy(update={"task": instruction})
+    else:
+        assert instruction is not None
+        refuse_bad_coder_flags(coder, coder_command)
+        try:
+            built = contract_from_flags(
+                instruction,
+                coder=coder,
+                coder_command=coder_command,
+                validators=validators or [],
+                land=land,
+                seats=seats,
+                judges=0,
+                max_attempts=max_attempts,
+                max_recovery=max_recovery,
+                policy="unanimous",
+                scope_allow=None,
+                scope_protect=None,
+            )
+        except ValidationError as exc:
+            fail(f"invalid options: {one_line(exc)}")
+        except ValueError as exc:
+            fail(f"invalid options: {exc}")
     if sandbox is not None:
         built = built.model_copy(update={"sandbox": sandbox})
     return built
@@ -344,49 +370,6 @@ def refuse_flags_beside_a_contract(ctx: typer.Context) -> None:
             f"{', '.join(given)} cannot be combined with --contract: the contract file sets "
             "these (change them there, e.g. budgets.max_recovery)"
         )
-
-
-def _build_contract(
-    instruction: str | None,
-    contract_file: Path | None,
-    coder: str | None,
-    coder_command: str | None,
-    validators: list[str] | None,
-    land: str,
-    seats: int,
-    max_attempts: int,
-    max_recovery: int,
-) -> Contract:
-    from pydantic import ValidationError
-
-    from assay.core.contract import contract_from_flags
-
-    if contract_file is not None:
-        loaded = load_contract_file(contract_file)
-        if instruction is not None:
-            loaded = loaded.model_copy(update={"task": instruction})
-        return loaded
-    assert instruction is not None
-    refuse_bad_coder_flags(coder, coder_command)
-    try:
-        return contract_from_flags(
-            instruction,
-            coder=coder,
-            coder_command=coder_command,
-            validators=validators or [],
-            land=land,
-            seats=seats,
-            judges=0,
-            max_attempts=max_attempts,
-            max_recovery=max_recovery,
-            policy="unanimous",
-            scope_allow=None,
-            scope_protect=None,
-        )
-    except ValidationError as exc:
-        fail(f"invalid options: {one_line(exc)}")
-    except ValueError as exc:
-        fail(f"invalid options: {exc}")
 
 
 def refuse_bad_coder_flags(coder: str | None, coder_command: str | None) -> None:
