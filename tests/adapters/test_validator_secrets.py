@@ -262,6 +262,35 @@ def test_a_putty_key_hands_over_its_lines() -> None:
     assert private_key_body(lines, 0) == {"AAAAB3NzaC1yc2EAAAAB"}
 
 
+def _scan_worktree(
+    tmp_path: Path, before: dict[str, bytes], after: dict[str, bytes]
+) -> tuple[ValidationOutcome, ChangeSet]:
+    """The secret scan of a real worktree's change from ``before`` (committed) to ``after``, and
+    that change as assay's own ``read_changes`` read it (git decides what shows as binary)."""
+    from assay.adapters import git as assay_git
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    for name, data in {"README": b"base\n", **before}.items():
+        (repo / name).write_bytes(data)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "base")
+    base = git(repo, "rev-parse", "HEAD").strip()
+    for name, data in after.items():
+        (repo / name).write_bytes(data)
+    change = assay_git.read_changes(repo, base)
+    context = ValidationContext(
+        worktree=repo,
+        change=change,
+        task="t",
+        env={},
+        settings={"id": "secrets"},
+        log_dir=tmp_path / "logs",
+    )
+    return SecretsValidator().validate(context), change
+
+
 @pytest.mark.parametrize(
     ("files", "path"),
     [
@@ -273,28 +302,8 @@ def test_a_putty_key_hands_over_its_lines() -> None:
 def test_a_secret_in_a_file_the_diff_shows_as_binary_still_blocks(
     tmp_path: Path, files: dict[str, str], path: str
 ) -> None:
-    from assay.adapters import git as assay_git
-
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    git(repo, "init", "-q")
-    (repo / "README").write_text("base\n")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "base")
-    base = git(repo, "rev-parse", "HEAD").strip()
-    for name, text in files.items():
-        (repo / name).write_text(text)
-    change = assay_git.read_changes(repo, base)
+    outcome, change = _scan_worktree(tmp_path, {}, {n: t.encode() for n, t in files.items()})
     assert f"Binary files /dev/null and b/{path} differ" in change.diff  # hidden from the diff
-    context = ValidationContext(
-        worktree=repo,
-        change=change,
-        task="t",
-        env={},
-        settings={"id": "secrets"},
-        log_dir=tmp_path / "logs",
-    )
-    outcome = SecretsValidator().validate(context)
     assert outcome.fire is CanonicalHalt.SECRET_EXPOSURE, outcome.result
     assert any(path in finding for finding in outcome.result.findings)
     assert AWS_KEY not in outcome.result.justification
@@ -303,26 +312,11 @@ def test_a_secret_in_a_file_the_diff_shows_as_binary_still_blocks(
 def test_a_binary_file_with_a_secret_already_in_the_base_is_not_a_new_finding(
     tmp_path: Path,
 ) -> None:
-    from assay.adapters import git as assay_git
-
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    git(repo, "init", "-q")
-    (repo / "blob.bin").write_bytes(f"\0 old {AWS_KEY} kept\n".encode())
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "base")
-    base = git(repo, "rev-parse", "HEAD").strip()
-    (repo / "blob.bin").write_bytes(f"\0 old {AWS_KEY} kept\n\0 new plain text\n".encode())
-    change = assay_git.read_changes(repo, base)
-    context = ValidationContext(
-        worktree=repo,
-        change=change,
-        task="t",
-        env={},
-        settings={"id": "secrets"},
-        log_dir=tmp_path / "logs",
+    old = f"\0 old {AWS_KEY} kept\n".encode()
+    outcome, _ = _scan_worktree(
+        tmp_path, {"blob.bin": old}, {"blob.bin": old + b"\0 new plain text\n"}
     )
-    assert SecretsValidator().validate(context).fire is None
+    assert outcome.fire is None
 
 
 def test_a_secret_in_a_text_file_with_an_image_extension_blocks(tmp_path: Path) -> None:
