@@ -112,11 +112,11 @@ class PolicyAction(StrEnum):
 
 class AttemptNext(StrEnum):
     """What the run does after an attempt was decided: the policy's action as the budgets, the
-    fired halts and the stuck check leave it (a ``recover`` with no recovery left is a stop)."""
+    fired halts and the stuck check leave it (a ``recover`` with no recovery left ends the run)."""
 
     LAND = "land"
     RECOVER = "recover"
-    STOP = "stop"
+    END = "end"
 
 
 class HaltType(StrEnum):

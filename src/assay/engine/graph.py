@@ -208,22 +208,23 @@ async def run_graph(plan: RunPlan, fx: Effects) -> RunResult:
 def _next_step(
     decision: PolicyDecision, halted_by: list[str], stuck: bool, attempt: int, waves: int
 ) -> tuple[AttemptNext, str]:
-    """What the run does after this attempt, and why when it stops (the progress line and the
-    ledger's ``attempt.decided`` say this, not the bare policy action)."""
+    """What the run does after this attempt and why: the attempt that follows a recovery, the
+    reason a run ends (the progress line and the ledger's ``attempt.decided`` say this, not
+    the bare policy action)."""
     if halted_by:
-        return AttemptNext.STOP, f"block halt fired: {', '.join(halted_by)}"
+        return AttemptNext.END, f"block halt fired: {', '.join(halted_by)}"
     if decision.action is PolicyAction.PROCEED:
         return AttemptNext.LAND, ""
     if decision.action is PolicyAction.HALT:
-        return AttemptNext.STOP, decision.justification
+        return AttemptNext.END, decision.justification
     if stuck:
         return (
-            AttemptNext.STOP,
+            AttemptNext.END,
             f"stuck: attempt {attempt} failed exactly as attempt {attempt - 1} did",
         )
     if attempt >= waves:
-        return AttemptNext.STOP, f"no recovery left (max_recovery {waves - 1})"
-    return AttemptNext.RECOVER, ""
+        return AttemptNext.END, f"no recovery left (max_recovery {waves - 1})"
+    return AttemptNext.RECOVER, f"attempt {attempt + 1} of {waves} follows"
 
 
 async def _judge(
