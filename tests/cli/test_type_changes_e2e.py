@@ -7,13 +7,20 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
+from typing import Any
 
 import jsonschema
+from support.model_server import ModelServer, RecordedRequest
 from support.repo import PYTEST, Repo, git, make_repo
+from support.script import Turn
 
 SCHEMA = json.loads(
     (Path(__file__).resolve().parents[2] / "schemas" / "payload.schema.json").read_text()
+)
+CANDIDATE = re.compile(
+    r"Candidate (\w+) \(files: [^)]*\):\n<<<UNTRUSTED-DATA \w+>>>\n(.*?)\n<<<END", re.S
 )
 # The fix of make_repo's bug, applied the way a hurried coder does it: over every file.
 BULK_SED = "sed -i s/isalpha/isalnum/ src/*.py"
@@ -43,17 +50,15 @@ land: merge
     )
 
 
-def run(repo: Repo, path: Path) -> tuple[int, dict[str, object], str]:
+def run(repo: Repo, path: Path) -> tuple[int, dict[str, Any], str]:
     done = repo.assay("run", "--contract", str(path), "--json")
     payload = json.loads(done.stdout)
     jsonschema.validate(payload, SCHEMA)
     return done.returncode, payload, done.stderr
 
 
-def candidate(payload: dict[str, object]) -> dict[str, object]:
-    candidates = payload["candidates"]
-    assert isinstance(candidates, list) and len(candidates) == 1, payload
-    found = candidates[0]
+def candidate(payload: dict[str, Any]) -> dict[str, Any]:
+    [found] = payload["candidates"]
     assert isinstance(found, dict)
     return found
 
@@ -66,15 +71,14 @@ def test_a_symlink_sed_replaced_by_a_copy_is_a_scope_breach_never_merged(
     code, payload, stderr = run(repo, contract(repo, BULK_SED))
     assert code == 3, stderr
     assert payload["status"] == "blocked" and payload["task_status"] == "held", payload
-    halts = payload["halts"]
-    assert isinstance(halts, dict)
-    assert [h["name"] for h in halts["fired"]] == ["halt-scope-breach"]
-    assert "src/compat.py" in halts["fired"][0]["detail"]
-    assert "symlink" in halts["fired"][0]["detail"]
+    [fired] = payload["halts"]["fired"]
+    assert fired["name"] == "halt-scope-breach"
+    assert "the change replaces a symlink: src/compat.py symlink → file" in fired["detail"]
     seat = candidate(payload)
     assert seat["type_changes"] == [{"path": "src/compat.py", "before": "symlink", "after": "file"}]
-    scope = [r for r in payload["validator_results"] if r["validator_id"] == "scope"]  # type: ignore[attr-defined, index]
-    assert scope and scope[0]["severity"] == "block", payload
+    [scope] = [r for r in payload["validator_results"] if r["validator_id"] == "scope"]
+    assert scope["severity"] == "block"
+    assert scope["findings"] == ["symlink replaced: src/compat.py symlink → file"]
     assert git(repo.root, "rev-parse", "main") == base
     assert (repo.root / "src" / "compat.py").is_symlink()
     assert "type changed: src/compat.py symlink → file" in stderr
@@ -111,4 +115,58 @@ def test_a_change_without_type_changes_lists_none(tmp_path: Path) -> None:
     assert code == 0, stderr
     assert candidate(payload)["type_changes"] == []
     assert "type changed" not in stderr
+    assert (repo.root / "src" / "compat.py").is_symlink()
+
+
+def test_a_blind_judge_reads_the_type_change_and_can_prefer_the_candidate_keeping_the_link(
+    tmp_path: Path,
+) -> None:
+    """Two viable seats (type changes allowed): one fixes the bug through the bulk ``sed``,
+    which replaces the link; the other edits ``slug.py`` alone. The scripted judge reads its
+    request as a model would and ranks the candidate whose block names no type change first."""
+    repo = linked_repo(tmp_path)
+    seen: list[str] = []
+
+    def keep_the_link(request: RecordedRequest) -> Turn:
+        text = request.body["messages"][1]["content"]
+        seen.append(text)
+        blocks = {label: body for label, body in CANDIDATE.findall(text)}
+        best = sorted(blocks, key=lambda label: "Type changes" in blocks[label])
+        return Turn.call("rank", {"ranking": best, "reasons": "keeps compat.py a link"})
+
+    with ModelServer() as server:
+        server.script(keep_the_link)
+        path = repo.contract(
+            "judged.yaml",
+            f"""task: Make slugify keep digits.
+scope: {{allow: ["src/**"], allow_type_changes: true}}
+seats: 2
+judges: 1
+coder:
+  - {{kind: command, command: "{BULK_SED}"}}
+  - {{kind: command, command: "sed -i s/isalpha/isalnum/ src/slug.py"}}
+judge: {{kind: llm, model: judge-model, base_url: "{server.base_url}"}}
+validators: [{{id: tests, kind: command, run: "{PYTEST}"}}]
+budgets: {{max_attempts: 1, max_recovery: 0}}
+land: merge
+""",
+        )
+        done = repo.assay("run", "--contract", str(path), "--json", OPENAI_API_KEY="k")
+    assert done.returncode == 0, done.stderr
+    payload = json.loads(done.stdout)
+    jsonschema.validate(payload, SCHEMA)
+    [request] = seen
+    blocks = dict(CANDIDATE.findall(request))
+    noted = [label for label, body in blocks.items() if "Type changes" in body]
+    assert len(blocks) == 2 and len(noted) == 1, request
+    assert blocks[noted[0]].startswith(
+        "Type changes (read from git's file modes):\n- src/compat.py symlink → file\n\n"
+    )
+    by_seat = {c["seat"]: c for c in payload["candidates"]}
+    assert by_seat[1]["label"] == noted[0]
+    assert by_seat[1]["type_changes"] == [
+        {"path": "src/compat.py", "before": "symlink", "after": "file"}
+    ]
+    assert by_seat[2]["type_changes"] == []
+    assert payload["status"] == "merged" and payload["tally"]["winner"] == by_seat[2]["label"]
     assert (repo.root / "src" / "compat.py").is_symlink()
