@@ -396,6 +396,9 @@ def test_the_template_says_type_changes_are_refused_by_default() -> None:
     template = yaml.safe_load(contract_template())["scope"]
     assert template["allow_type_changes"] is False is Scope().allow_type_changes
     assert "allow_type_changes: true" in contract_template()
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    assert "`scope: {allow_type_changes: true}`" in readme
+    assert "`candidates[].type_changes: [{path, before, after}]`" in readme
 
 
 # --- built from flags -----------------------------------------------------------------------
