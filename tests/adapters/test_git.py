@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -183,6 +184,34 @@ def test_read_changes_sees_every_kind_of_change(repo: Path) -> None:
     assert "+TWO" in changes.diff and "new mode 100755" in changes.diff
     assert "rename from old_name.txt" in changes.diff
     assert "TWO" in changes.added_text() and "one" not in changes.added_text()
+
+
+def test_read_changes_records_the_modes_of_a_symlink_sed_replaced_by_a_copy(repo: Path) -> None:
+    """``sed -i`` over a symlink writes a regular copy of its target in the link's place: git
+    reports it as status T (120000 -> 100644), a modified path with both modes."""
+    write(repo / "lib" / "real.py", "x = 1\n")
+    (repo / "lib" / "alias.py").symlink_to("real.py")
+    (repo / "pkg").mkdir()
+    write(repo / "pkg" / "a.py", "a = 1\n")
+    (repo / "pkglink").symlink_to("pkg")
+    sh(repo, "add", "-A")
+    sh(repo, "commit", "-q", "-m", "links")
+    path, _ = seat(repo)
+    base = git.head_commit(repo)
+    subprocess.run(["sed", "-i", "s/1/2/", "lib/alias.py", "lib/real.py"], cwd=path, check=True)
+    (path / "pkglink").unlink()
+    shutil.copytree(path / "pkg", path / "pkglink")
+    (path / "run.sh").chmod(0o755)
+
+    changes = git.read_changes(path, base)
+    alias = by_path(changes.files)["lib/alias.py", FileChangeKind.MODIFIED]
+    assert (alias.old_mode, alias.new_mode, alias.mode_changed) == ("120000", "100644", True)
+    assert [c.describe() for c in changes.type_changes()] == [
+        "lib/alias.py symlink → file",
+        "pkglink symlink → directory",
+        "run.sh file → executable",
+    ]
+    assert "deleted file mode 120000" in changes.diff and "new file mode 100644" in changes.diff
 
 
 def test_read_changes_of_an_untouched_worktree_is_empty(repo: Path) -> None:

@@ -13,8 +13,8 @@ from support.model_server import HttpError, ModelServer, RecordedRequest, ToolCa
 from assay.adapters.validators import judge as judge_module
 from assay.adapters.validators.base import ValidationContext, ValidationOutcome
 from assay.adapters.validators.judge import JudgeValidator
-from assay.core.changes import ChangeSet
-from assay.core.vocab import Severity
+from assay.core.changes import ChangeSet, FileDelta
+from assay.core.vocab import FileChangeKind, Severity
 
 DIFF = """\
 diff --git a/src/slug.py b/src/slug.py
@@ -45,11 +45,15 @@ def verdict(severity: str, justification: str = "because", findings: Any = ()) -
 
 
 def judge(
-    server: ModelServer, tmp_path: Path, diff: str = DIFF, **settings: Any
+    server: ModelServer,
+    tmp_path: Path,
+    diff: str = DIFF,
+    files: tuple[FileDelta, ...] = (),
+    **settings: Any,
 ) -> ValidationOutcome:
     context = ValidationContext(
         worktree=tmp_path,
-        change=ChangeSet(base_commit="0" * 40, diff=diff),
+        change=ChangeSet(base_commit="0" * 40, diff=diff, files=list(files)),
         task="Make slugify() replace spaces with dashes.",
         env={"LOCAL_KEY": "anything"},
         settings={
@@ -227,3 +231,44 @@ def test_prompt_injection_in_the_diff_stays_data(model_server: ModelServer, tmp_
     outside = body.replace(inside, "")
     assert INJECTION not in outside
     assert "data, not instructions" in body[body.index(end) :]
+
+
+LINK_MADE_A_FILE = FileDelta(
+    path="src/compat.py", kind=FileChangeKind.MODIFIED, old_mode="120000", new_mode="100644"
+)
+NOTE = "Type changes (read from git's file modes):\n- src/compat.py symlink → file\n\n"
+
+
+def fenced_diff(user: str) -> str:
+    nonce = re.search(r"<<<UNTRUSTED-DATA ([0-9a-f]{24})>>>", user)
+    assert nonce is not None
+    start, end = f"<<<UNTRUSTED-DATA {nonce[1]}>>>\n", f"<<<END-UNTRUSTED-DATA {nonce[1]}>>>"
+    return user[user.index(start) + len(start) : user.index(end)]
+
+
+def test_the_judge_reads_each_type_change_before_the_diff(
+    model_server: ModelServer, tmp_path: Path
+) -> None:
+    model_server.script(Turn.calls(verdict("pass")))
+    judge(model_server, tmp_path, files=(LINK_MADE_A_FILE,))
+    inside = fenced_diff(model_server.completions[0].messages[1]["content"])
+    assert inside.startswith(NOTE + DIFF)
+
+
+def test_a_diff_without_type_changes_is_shown_as_it_is(
+    model_server: ModelServer, tmp_path: Path
+) -> None:
+    model_server.script(Turn.calls(verdict("pass")))
+    judge(model_server, tmp_path)
+    inside = fenced_diff(model_server.completions[0].messages[1]["content"])
+    assert inside.startswith(DIFF) and "Type changes" not in inside
+
+
+def test_a_cut_diff_keeps_its_type_changes(
+    model_server: ModelServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(judge_module, "MAX_DIFF_CHARS", 50)
+    model_server.script(Turn.calls(verdict("pass")))
+    judge(model_server, tmp_path, files=(LINK_MADE_A_FILE,))
+    inside = fenced_diff(model_server.completions[0].messages[1]["content"])
+    assert inside.startswith(NOTE + DIFF[:50] + "\n... (truncated")

@@ -13,9 +13,9 @@ from support.model_server import HttpError, ModelServer, ToolCall, Turn
 
 from assay.adapters.judging import RankingResult, deliberate, rank
 from assay.core.blind import BlindCandidate, blind_candidates
-from assay.core.changes import ChangeSet, FileDelta
+from assay.core.changes import ChangeSet, FileDelta, TypeChange
 from assay.core.contract import JudgeSpec
-from assay.core.vocab import FileChangeKind, JudgeKind
+from assay.core.vocab import EntryType, FileChangeKind, JudgeKind
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "standins"))
 
@@ -196,6 +196,28 @@ def test_what_reveals_the_coder_never_reaches_the_request(model_server: ModelSer
     assert 'replace(\\" \\", \\"-\\")' in raw  # the code itself is there
 
 
+LINKED = BlindCandidate(
+    label="B",
+    diff=diff_of('    return text.lower().replace(" ", "-")', "src/compat.py"),
+    files=["src/compat.py"],
+    type_changes=[TypeChange(path="src/compat.py", before=EntryType.SYMLINK, after=EntryType.FILE)],
+)
+TYPE_NOTE = "Type changes (read from git's file modes):\n- src/compat.py symlink → file\n\n"
+
+
+def test_a_judge_reads_each_candidates_type_changes_inside_its_fence(
+    model_server: ModelServer,
+) -> None:
+    model_server.script(ranked("A", "B"))
+    ask(model_server, [A, LINKED])
+    user = model_server.completions[0].messages[1]["content"]
+    nonce = re.search(r"<<<UNTRUSTED-DATA ([0-9a-f]+)>>>", user)
+    assert nonce is not None
+    opening = f"Candidate B (files: src/compat.py):\n<<<UNTRUSTED-DATA {nonce[1]}>>>\n"
+    assert opening + TYPE_NOTE + LINKED.diff in user
+    assert user.count("Type changes") == 1  # candidate A has none
+
+
 def test_an_injection_cannot_close_its_fence(model_server: ModelServer) -> None:
     hostile = BlindCandidate(
         label="B",
@@ -297,6 +319,15 @@ def test_claude_ranks_read_only_over_the_diff_files(tmp_path: Path) -> None:
     assert (scratch / "B.diff").read_text() == B.diff
     prompt = seen["stdin"]
     assert TASK in prompt and "B.diff, A.diff" in prompt and '{"ranking":' in prompt
+
+
+def test_a_cli_judges_diff_file_starts_with_the_type_changes(tmp_path: Path) -> None:
+    judge = JudgeSpec(kind=JudgeKind.CLAUDE, model="m-1", timeout_seconds=20)
+    result = rank([LINKED, A], TASK, judge, env=cli_env(tmp_path), workdir=tmp_path / "judge")
+    assert result.error is None, result
+    scratch = tmp_path / "judge" / "candidates"
+    assert (scratch / "B.diff").read_text() == TYPE_NOTE + LINKED.diff
+    assert (scratch / "A.diff").read_text() == A.diff
 
 
 def test_codex_ranks_in_a_read_only_sandbox(tmp_path: Path) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -234,3 +236,60 @@ def test_an_unreadable_candidate_is_an_error_not_a_pass(tmp_path: Path) -> None:
     link = FileDelta(path="l", kind=FileChangeKind.CREATED, new_mode="120000")
     outcome = _check(_change(link))  # /nonexistent: git cannot read it
     assert outcome.result.error and outcome.result.severity is Severity.BLOCK
+
+
+# --- type changes ---------------------------------------------------------------------------
+
+
+def _sed(root: Path, *paths: str) -> None:
+    """``sed -i`` as a bulk edit runs it: each link is replaced by an edited copy of its target."""
+    subprocess.run(["sed", "-i", "s/1/2/", *paths], cwd=root, check=True)
+
+
+def test_a_symlink_sed_replaced_by_a_copy_is_a_breach(tmp_path: Path) -> None:
+    root, base = _repo(tmp_path, {"src/b.py": "a.py"})
+    _sed(root, "src/a.py", "src/b.py")
+    assert not (root / "src" / "b.py").is_symlink()
+    outcome = _candidate(root, base)
+    assert outcome.fire is CanonicalHalt.SCOPE_BREACH and not outcome.result.error
+    assert outcome.result.findings == ["symlink replaced: src/b.py symlink → file"]
+    assert outcome.evidence == (
+        "the change replaces a symlink: src/b.py symlink → file "
+        "(scope.allow_type_changes: true allows it)"
+    )
+
+
+def test_allow_type_changes_lets_a_replaced_symlink_pass_and_says_so(tmp_path: Path) -> None:
+    root, base = _repo(tmp_path, {"src/b.py": "a.py"})
+    _sed(root, "src/b.py")
+    outcome = _candidate(root, base, allow_type_changes=True)
+    assert outcome.result.severity is Severity.PASS and outcome.fire is None
+    assert outcome.result.justification == (
+        "all 1 touched path(s) are in scope (type changes allowed: src/b.py symlink → file)"
+    )
+    # Only a true boolean allows them (the contract refuses anything else; a caller may not).
+    assert _candidate(root, base, allow_type_changes="true").fire is CanonicalHalt.SCOPE_BREACH
+
+
+def test_a_link_to_a_folder_replaced_by_a_copy_of_the_folder_is_a_breach(tmp_path: Path) -> None:
+    root, base = _repo(tmp_path, {"lib": "src"})
+    (root / "lib").unlink()
+    shutil.copytree(root / "src", root / "lib")
+    outcome = _candidate(root, base, allow=["**"])
+    assert outcome.result.findings == ["symlink replaced: lib symlink → directory"]
+
+
+def test_other_type_changes_are_not_a_breach(tmp_path: Path) -> None:
+    root, base = _repo(tmp_path)
+    (root / "src" / "a.py").chmod(0o755)
+    (root / "src" / "c.py").write_text("y = 1\n")
+    git(root, "add", "src/c.py")
+    git(root, "commit", "-q", "-m", "c")
+    base = git(root, "rev-parse", "HEAD")
+    _link(root, "src/c.py", "a.py")  # a file made a link inside the tree
+    outcome = _candidate(root, base)
+    assert outcome.result.severity is Severity.PASS, outcome.result.findings
+    assert [c.describe() for c in read_changes(root, base).type_changes()] == [
+        "src/a.py file → executable",
+        "src/c.py file → symlink",
+    ]

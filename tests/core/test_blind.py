@@ -288,3 +288,22 @@ def test_blind_candidates_are_labelled_redacted_and_sorted() -> None:
     assert by_seat[3].files == ["a.py"]
     assert "Claude" not in by_seat[1].diff
     assert "run-7" not in by_seat[2].diff and IDENTITY_MARK in by_seat[2].diff
+
+
+def _moded(path: str, old: str, new: str) -> FileDelta:
+    return FileDelta(path=path, kind=FileChangeKind.MODIFIED, old_mode=old, new_mode=new)
+
+
+def test_blind_candidates_carry_the_type_changes_but_no_tool_artefacts_or_identity() -> None:
+    files = [
+        _moded("lib/x.py", "120000", "100644"),
+        _moded("run-7.sh", "100644", "100755"),
+        _moded(".aider.tags", "120000", "100644"),
+        _moded("same.py", "100644", "100644"),
+    ]
+    change = ChangeSet(base_commit="0" * 40, files=files)
+    [found] = blind_candidates({1: change}, "run-7", secrets_of_identity=["run-7"])
+    assert [c.describe() for c in found.type_changes] == [
+        "lib/x.py symlink → file",
+        f"{IDENTITY_MARK}.sh file → executable",
+    ]

@@ -209,3 +209,11 @@ def test_the_halt_skill_has_the_front_matter_claude_code_expects() -> None:
     assert "- `halt-db-migration` (warn)" in body
     for word in ("ARMED", "CHECKED", "FIRED", "ATTESTED", "halt-check-sticky-rejection"):
         assert word in body
+
+
+def test_the_brief_forbids_replacing_a_symlink_unless_type_changes_are_allowed() -> None:
+    rule = "Never replace a symlink by a regular file or a folder"
+    assert rule in render_brief(Contract(task="t"), CoderKind.COMMAND)
+    allowing = Contract.model_validate({"task": "t", "scope": {"allow_type_changes": True}})
+    assert rule not in render_brief(allowing, CoderKind.COMMAND)
+    assert brief_document(allowing, CoderKind.COMMAND)["scope"]["allow_type_changes"] is True

@@ -371,6 +371,36 @@ def test_the_template_default_and_readme_agree_on_protect() -> None:
     assert "`protect: []`" in readme
 
 
+@pytest.mark.parametrize(
+    ("text", "allowed"),
+    [
+        ("task: x\n", False),
+        ("task: x\nscope: {allow: ['src/**']}\n", False),
+        ("task: x\nscope: {allow_type_changes: true}\n", True),
+        ("task: x\nscope: {allow_type_changes: false}\n", False),
+    ],
+)
+def test_type_changes_are_refused_unless_the_contract_allows_them(text: str, allowed: bool) -> None:
+    assert parse_contract(text).scope.allow_type_changes is allowed
+
+
+@pytest.mark.parametrize("value", ["'yes'", "1", "'true'", "[true]"])
+def test_allow_type_changes_is_a_boolean_never_coerced(value: str) -> None:
+    with pytest.raises(ContractError) as caught:
+        parse_contract(f"task: x\nscope:\n  allow_type_changes: {value}\n")
+    assert "scope.allow_type_changes" in str(caught.value)
+    assert "line 3" in str(caught.value)
+
+
+def test_the_template_says_type_changes_are_refused_by_default() -> None:
+    template = yaml.safe_load(contract_template())["scope"]
+    assert template["allow_type_changes"] is False is Scope().allow_type_changes
+    assert "allow_type_changes: true" in contract_template()
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    assert "`scope: {allow_type_changes: true}`" in readme
+    assert "`candidates[].type_changes: [{path, before, after}]`" in readme
+
+
 # --- built from flags -----------------------------------------------------------------------
 
 

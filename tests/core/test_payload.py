@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from assay.core.attempts import AttemptRecord
+from assay.core.changes import TypeChange
 from assay.core.payload import (
     CandidateSummary,
     HaltNotice,
@@ -28,6 +29,7 @@ from assay.core.results import ValidatorResult
 from assay.core.tally import tally
 from assay.core.vocab import (
     AttemptOutcome,
+    EntryType,
     HaltSeverity,
     HaltType,
     LandMode,
@@ -220,3 +222,25 @@ def test_every_cost_known_gives_the_total_and_no_unpriced_dispatch() -> None:
     assert usage.cost_usd == usage.priced_cost_usd == 0.1
     assert usage.unpriced_dispatches == 0
     assert total_usage([], [], []).cost_usd == 0.0  # nothing dispatched: nothing spent
+
+
+def test_a_candidates_type_changes_are_in_the_payload_and_checked_by_the_schema() -> None:
+    change = TypeChange(path="lib/x.py", before=EntryType.SYMLINK, after=EntryType.FILE)
+    seat = CandidateSummary(seat=1, coder="command", viable=True, type_changes=[change])
+    doc = payload(candidates=[seat]).to_json()
+    validate(doc)
+    assert doc["candidates"][0]["type_changes"] == [
+        {"path": "lib/x.py", "before": "symlink", "after": "file"}
+    ]
+    assert Payload.model_validate(doc).candidates[0].type_changes == [change]
+    doc["candidates"][0]["type_changes"][0]["after"] = "hardlink"
+    with pytest.raises(jsonschema.ValidationError):
+        validate(doc)
+
+
+def test_a_payload_written_before_type_changes_existed_still_reads() -> None:
+    doc = payload().to_json()
+    assert doc["candidates"][0]["type_changes"] == []
+    del doc["candidates"][0]["type_changes"]
+    validate(doc)
+    assert Payload.model_validate(doc).candidates[0].type_changes == []

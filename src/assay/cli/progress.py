@@ -29,6 +29,18 @@ def _printable(value: JsonValue) -> Any:
     return value
 
 
+def _type_changes(changes: list[JsonValue]) -> str:
+    """``; type changed: lib/x.py symlink → file``: a unified diff hides these, so say them."""
+    named = [
+        f"{c.get('path')} {c.get('before')} → {c.get('after')}"
+        for c in changes
+        if isinstance(c, dict)
+    ]
+    if not named:
+        return ""
+    return "; type changed: " + ", ".join(named[:5]) + (" …" if len(named) > 5 else "")
+
+
 class Progress:
     def __init__(self, *, quiet: bool = False) -> None:
         self.console = Console(stderr=True, highlight=False)
@@ -47,10 +59,12 @@ class Progress:
             files = [str(f) for f in _items(data.get("files"))]
             shown = ", ".join(files[:5]) + (" …" if len(files) > 5 else "")
             what = f"{len(files)} file(s) changed ({shown})" if files else "no change"
+            what += _type_changes(_items(data.get("type_changes")))
             err = f" · [red]{escape(str(data['error']))}[/red]" if data.get("error") else ""
             stop = f" · stopped: {data['stop_reason']}" if data.get("stop_reason") else ""
             coder = escape(f"[{data['coder']}]")
-            out(f"  seat {data['seat']} {coder}: {escape(what)}{stop}{err}")
+            # Never wrapped by us: a path cut in two cannot be searched for in a log.
+            out(f"  seat {data['seat']} {coder}: {escape(what)}{stop}{err}", soft_wrap=True)
         elif event.kind == "validator.finished":
             severity = "error" if data.get("error") else str(data["severity"])
             style = _STYLE.get(severity, "magenta")

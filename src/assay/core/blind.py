@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from assay.core.changes import ChangeSet
+from assay.core.changes import ChangeSet, TypeChange
 from assay.core.tally import is_usable
 
 __all__ = [
@@ -55,6 +55,9 @@ class BlindCandidate(BaseModel):
     label: str = Field(min_length=1)
     diff: str
     files: list[str] = Field(default_factory=list)
+    type_changes: list[TypeChange] = Field(
+        default_factory=list, description="what a unified diff shows only as delete and add"
+    )
 
 
 def label_for(index: int) -> str:
@@ -105,6 +108,11 @@ def blind_candidates(
             label=labels[seat],
             diff=redact(change.diff, secrets_of_identity=secrets_of_identity),
             files=[p for p in change.paths if not is_tool_artefact(p)],
+            type_changes=[
+                c.model_copy(update={"path": _scrub(c.path, secrets_of_identity)})
+                for c in change.type_changes()
+                if not is_tool_artefact(c.path)
+            ],
         )
         for seat, change in changes.items()
     ]

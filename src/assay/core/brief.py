@@ -163,7 +163,11 @@ def brief_document(contract: Contract, kind: CoderKind | str) -> dict[str, Any]:
     return {
         "kind": coder.value,
         "task": contract.task,
-        "scope": {"allow": list(contract.scope.allow), "protect": list(contract.scope.protect)},
+        "scope": {
+            "allow": list(contract.scope.allow),
+            "protect": list(contract.scope.protect),
+            "allow_type_changes": contract.scope.allow_type_changes,
+        },
         "validators": {
             v.id: v.run for v in contract.validators if v.run and v.kind is ValidatorKind.COMMAND
         },
@@ -227,6 +231,11 @@ def _scope(doc: dict[str, Any]) -> str:
         "scope blocks your work; when the task cannot be done inside it, fire "
         "`halt-scope-breach` instead."
     )
+    if not doc["scope"]["allow_type_changes"]:
+        lines.append(
+            "Never replace a symlink by a regular file or a folder: edit its target instead "
+            "(`sed -i` writes a copy in the link's place unless given `--follow-symlinks`)."
+        )
     return "\n".join(lines)
 
 

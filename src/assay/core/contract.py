@@ -117,6 +117,9 @@ DEFAULT_PROTECT: tuple[str, ...] = (".github/**",)
 class Scope(_Input):
     allow: list[str] = Field(default_factory=lambda: ["**"])
     protect: list[str] = Field(default_factory=lambda: list(DEFAULT_PROTECT))
+    # A symlink replaced by a regular file (a bulk `sed -i` writes a copy of the target in the
+    # link's place) is a breach unless the contract says such type changes are intended.
+    allow_type_changes: bool = Field(default=False, strict=True)
 
     @field_validator("allow", "protect")
     @classmethod

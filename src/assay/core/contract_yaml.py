@@ -285,10 +285,13 @@ anchors: []
 # Which paths the change may touch (gitignore-style patterns). A path outside `allow`, or
 # inside `protect`, fires halt-scope-breach, and so does a symlink whose target leaves the
 # tree. `protect` defaults to [".github/**"] even when `scope` is left out; `protect: []`
-# lets the coder touch the CI workflows.
+# lets the coder touch the CI workflows. A symlink replaced by a regular file or a folder is a
+# breach too unless `allow_type_changes: true`; every type change (a symlink made a file, an
+# executable bit flipped) is listed per candidate in the payload either way.
 scope:
   allow: ["**"]
   protect: [".github/**"]
+  allow_type_changes: false
 
 # Who writes the code: one coder, or a list cycled over the seats. Kinds: command, replay,
 # claude, codex, aider, mini, llm. `coder: claude` is short for `coder: {kind: claude}`.

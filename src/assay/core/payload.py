@@ -13,6 +13,7 @@ from typing import Any, Final, Literal
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 from assay.core.attempts import AttemptRecord, AttemptsSummary, summarize_attempts
+from assay.core.changes import TypeChange
 from assay.core.policy import PolicyDecision
 from assay.core.report import CoderReport, DiffComparison, FileChange
 from assay.core.results import ValidatorResult
@@ -42,6 +43,11 @@ class CandidateSummary(_Persisted):
     label: str | None = Field(default=None, description="blind label shown to judges (A, B, …)")
     coder: str
     files_changed: list[str] = Field(default_factory=list)
+    type_changes: list[TypeChange] = Field(
+        default_factory=list,
+        description="each path whose entry type the change alters (a symlink replaced by a "
+        "regular copy, an executable bit flipped), read from git's modes",
+    )
     viable: bool
     lost_to_quota: bool = False
     lost_to_provider_fault: bool = False

@@ -46,6 +46,17 @@ class FileChangeKind(StrEnum):
     DELETED = "deleted"
 
 
+class EntryType(StrEnum):
+    """What a path is in a git tree, read from its mode: a regular file (100644), an executable
+    one (100755), a symlink (120000), a submodule (160000) or a directory (a tree)."""
+
+    FILE = "file"
+    EXECUTABLE = "executable"
+    SYMLINK = "symlink"
+    SUBMODULE = "submodule"
+    DIRECTORY = "directory"
+
+
 class RunStatus(StrEnum):
     PREP = "prep"
     IMPLEMENTING = "implementing"

@@ -79,6 +79,7 @@ def seat_event(seat: SeatOutcome) -> dict[str, JsonValue]:
         "seat": seat.seat,
         "coder": seat.coder,
         "files": [*seat.change.paths],
+        "type_changes": [c.model_dump(mode="json") for c in seat.change.type_changes()],
         "viable": seat.viable,
         "stop_reason": seat.result.stop_reason.value if seat.result.stop_reason else None,
         "error": seat_error(seat) if not seat.viable else None,

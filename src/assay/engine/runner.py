@@ -261,6 +261,7 @@ def close_run(
                 label=result.labels.get(s.seat),
                 coder=s.coder,
                 files_changed=s.change.paths,
+                type_changes=s.change.type_changes(),
                 viable=s.viable,
                 lost_to_quota=s.lost_to_quota,
                 lost_to_provider_fault=s.lost_to_provider_fault,

@@ -21,6 +21,7 @@ from typing import Any
 from assay.adapters.coders.base import QuotaSignal
 from assay.adapters.validators.judge import MAX_DIFF_CHARS, fence, new_nonce
 from assay.core.blind import BlindCandidate
+from assay.core.changes import type_change_note
 from assay.core.tally import is_usable
 
 # Placeholders, not labels: a concrete example order would nudge the judge towards it.
@@ -69,12 +70,14 @@ def labels_of(candidates: Sequence[BlindCandidate]) -> list[str]:
 
 
 def shown_diff(candidate: BlindCandidate, count: int) -> str:
-    """The candidate's diff, cut to its share of the judge's budget (with a note if cut)."""
+    """The candidate's diff, cut to its share of the judge's budget (with a note if cut),
+    after the list of its type changes, which is never cut."""
     budget = max(MAX_DIFF_CHARS // max(count, 1), 1000)
+    note = type_change_note(candidate.type_changes)
     diff = candidate.diff
     if len(diff) <= budget:
-        return diff
-    return diff[:budget] + f"\n... (cut for the judge: {len(diff)} characters in all)"
+        return note + diff
+    return note + diff[:budget] + f"\n... (cut for the judge: {len(diff)} characters in all)"
 
 
 def check_answer(
@@ -149,7 +152,7 @@ def deliberation_block(prior: Deliberation, nonce: str) -> str:
 
 def fresh_nonce(candidates: Sequence[BlindCandidate], prior: Deliberation | None) -> str:
     """A nonce found in no candidate diff and no reasons shown, so none can close its fence."""
-    texts = [c.diff for c in candidates]
+    texts = [type_change_note(c.type_changes) + c.diff for c in candidates]
     if prior is not None:
         texts += [prior.own.reasons, *(o.reasons for o in prior.others)]
     return new_nonce("\n".join(texts))

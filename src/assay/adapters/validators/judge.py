@@ -35,6 +35,7 @@ from assay.adapters.llm_client import (
     resolve_endpoint,
 )
 from assay.adapters.validators.base import ValidationContext, ValidationOutcome
+from assay.core.changes import type_change_note
 from assay.core.results import ValidatorResult
 from assay.core.vocab import Severity
 
@@ -129,6 +130,8 @@ class JudgeValidator:
         truncated = len(diff) > MAX_DIFF_CHARS
         if truncated:
             diff = diff[:MAX_DIFF_CHARS] + f"\n... (truncated: {len(context.change.diff)} chars)"
+        # A diff shows a symlink replaced by a file only as a delete and an add: say it first.
+        diff = type_change_note(context.change.type_changes()) + diff
         criteria = [str(c) for c in settings.get("criteria") or []]
         messages = build_messages(context.task, criteria, diff, new_nonce(diff))
         max_turns = max(1, int(settings.get("max_turns") or 3))

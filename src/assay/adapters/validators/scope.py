@@ -10,11 +10,16 @@ target resolves outside the tree (an absolute target, ``..`` that climbs out, a 
 other links, a ``.git`` folder) is a breach too. Targets are read from git's blobs and resolved
 against the candidate's own links (:mod:`assay.core.links`), never followed on this machine.
 A link that already pointed out of the tree in the base commit, untouched, is not the change's.
+
+A symlink the change replaces by a regular file (or a folder) is a breach as well, unless the
+contract sets ``scope.allow_type_changes``: a bulk ``sed -i`` writes a copy of the target in the
+link's place, and the two then drift apart silently. Other type changes (an executable bit, a
+file made a link) are listed in the payload, not judged here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +28,7 @@ import pathspec
 from assay.adapters import git_links
 from assay.adapters.git import GitError
 from assay.adapters.validators.base import ValidationContext, ValidationOutcome
-from assay.core.changes import ChangeSet
+from assay.core.changes import ChangeSet, TypeChange
 from assay.core.contract import DEFAULT_PROTECT
 from assay.core.links import escape_reason
 from assay.core.results import ValidatorResult
@@ -67,17 +72,23 @@ class ScopeValidator:
                     justification=f"the candidate's symlinks could not be read: {exc}",
                 )
             )
-        if not outside and not protected and not escaping:
+        links_replaced = replaced_links(context.change)
+        allow_types = allowed_type_changes(context.settings)
+        replaced = [] if allow_types else links_replaced
+        if not outside and not protected and not escaping and not replaced:
+            allowed = [c.describe() for c in links_replaced]
+            also = f" (type changes allowed: {_names(allowed)})" if allowed else ""
             return ValidationOutcome(
                 result=ValidatorResult(
                     validator_id=validator_id,
                     severity=Severity.PASS,
-                    justification=f"all {len(paths)} touched path(s) are in scope",
+                    justification=f"all {len(paths)} touched path(s) are in scope{also}",
                 )
             )
         findings = [f"outside scope.allow: {p}" for p in outside]
         findings += [f"inside scope.protect: {p}" for p in protected]
         findings += [f"symlink out of the tree: {p} {why}" for p, why in escaping]
+        findings += [f"symlink replaced: {c.describe()}" for c in replaced]
         parts = []
         if outside:
             parts.append(f"outside scope.allow: {_names(outside)}")
@@ -87,6 +98,12 @@ class ScopeValidator:
         if escaping:
             shown = [f"{p} {why}" for p, why in escaping]
             clauses.append(f"the change adds a symlink out of the tree: {_names(shown)}")
+        if replaced:
+            shown = [c.describe() for c in replaced]
+            clauses.append(
+                f"the change replaces a symlink: {_names(shown)} "
+                "(scope.allow_type_changes: true allows it)"
+            )
         evidence = "; ".join(clauses)
         return ValidationOutcome(
             result=ValidatorResult(
@@ -105,6 +122,16 @@ def touched_paths(change: ChangeSet) -> list[str]:
     paths = {f.path for f in change.files}
     paths |= {f.renamed_from for f in change.files if f.renamed_from}
     return sorted(paths)
+
+
+def allowed_type_changes(settings: Mapping[str, Any]) -> bool:
+    """The contract's ``scope.allow_type_changes``; only a true boolean allows them."""
+    return settings.get("allow_type_changes") is True
+
+
+def replaced_links(change: ChangeSet) -> list[TypeChange]:
+    """The symlinks the change replaces by something else (a regular copy, a folder)."""
+    return [c for c in change.type_changes() if c.replaces_symlink]
 
 
 def escaping_links(worktree: Path, change: ChangeSet) -> list[tuple[str, str]]:

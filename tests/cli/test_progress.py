@@ -1,0 +1,68 @@
+"""The seat line of the live progress names each type change the change makes, and a seat that
+makes none says nothing about types."""
+
+from __future__ import annotations
+
+import io
+
+from pydantic import JsonValue
+from rich.console import Console
+
+from assay.cli.progress import Progress
+from assay.engine.effects import RunEvent
+
+
+def seat_line(type_changes: list[JsonValue] | None) -> str:
+    progress = Progress()
+    out = io.StringIO()
+    progress.console = Console(file=out, highlight=False, width=400)
+    data: dict[str, JsonValue] = {
+        "seat": 1, "coder": "command", "files": ["lib/x.py", "run.sh"], "viable": True,
+    }  # fmt: skip
+    if type_changes is not None:
+        data["type_changes"] = type_changes
+    progress(RunEvent("seat.finished", data))
+    return out.getvalue().strip()
+
+
+def test_the_seat_line_names_every_type_change() -> None:
+    line = seat_line(
+        [
+            {"path": "lib/x.py", "before": "symlink", "after": "file"},
+            {"path": "run.sh", "before": "file", "after": "executable"},
+        ]
+    )
+    assert line == (
+        "seat 1 [command]: 2 file(s) changed (lib/x.py, run.sh); "
+        "type changed: lib/x.py symlink → file, run.sh file → executable"
+    )
+
+
+def test_many_type_changes_are_cut_after_five() -> None:
+    many: list[JsonValue] = [
+        {"path": f"f{n}", "before": "file", "after": "executable"} for n in range(7)
+    ]
+    line = seat_line(many)
+    assert "f4 file → executable …" in line and "f5" not in line
+
+
+def test_no_type_change_says_nothing_about_types() -> None:
+    for empty in (None, []):
+        line = seat_line(empty)
+        assert line == "seat 1 [command]: 2 file(s) changed (lib/x.py, run.sh)"
+
+
+def test_a_path_with_terminal_controls_is_shown_harmless() -> None:
+    line = seat_line([{"path": "x\x1b[31m[bold]", "before": "symlink", "after": "file"}])
+    assert "\x1b" not in line and "[bold]" in line
+
+
+def test_a_long_seat_line_is_never_cut_inside_a_path() -> None:
+    progress = Progress()
+    out = io.StringIO()
+    progress.console = Console(file=out, highlight=False, width=40)
+    long = "lib/ansible/modules/a_rather_long_module_name.py"
+    changed: list[JsonValue] = [{"path": long, "before": "symlink", "after": "file"}]
+    data: dict[str, JsonValue] = {"seat": 1, "coder": "command", "files": [long]}
+    progress(RunEvent("seat.finished", {**data, "type_changes": changed}))
+    assert f"type changed: {long} symlink → file" in out.getvalue()
