@@ -59,8 +59,9 @@ def test_a_path_with_terminal_controls_is_shown_harmless() -> None:
 
 def test_a_long_seat_line_is_never_cut_inside_a_path() -> None:
     progress = Progress()
+    assert progress.console.soft_wrap  # every line of the progress, not only this one
     out = io.StringIO()
-    progress.console = Console(file=out, highlight=False, width=40)
+    progress.console = Console(file=out, highlight=False, width=40, soft_wrap=True)
     long = "lib/ansible/modules/a_rather_long_module_name.py"
     changed: list[JsonValue] = [{"path": long, "before": "symlink", "after": "file"}]
     data: dict[str, JsonValue] = {"seat": 1, "coder": "command", "files": [long]}

@@ -43,7 +43,9 @@ def _type_changes(changes: list[JsonValue]) -> str:
 
 class Progress:
     def __init__(self, *, quiet: bool = False) -> None:
-        self.console = Console(stderr=True, highlight=False)
+        self.console = Console(
+            stderr=True, highlight=False, soft_wrap=True
+        )  # never cut a path in two
         self.quiet = quiet
 
     def __call__(self, event: RunEvent) -> None:
@@ -64,7 +66,7 @@ class Progress:
             stop = f" · stopped: {data['stop_reason']}" if data.get("stop_reason") else ""
             coder = escape(f"[{data['coder']}]")
             # Never wrapped by us: a path cut in two cannot be searched for in a log.
-            out(f"  seat {data['seat']} {coder}: {escape(what)}{stop}{err}", soft_wrap=True)
+            out(f"  seat {data['seat']} {coder}: {escape(what)}{stop}{err}")
         elif event.kind == "validator.finished":
             severity = "error" if data.get("error") else str(data["severity"])
             style = _STYLE.get(severity, "magenta")
