@@ -17,9 +17,11 @@ PRIVATE_KEY_TYPE = "Private Key"
 _TOKEN_CHAR = re.compile(r"[A-Za-z0-9_\-]")
 _EDGE = " \t\"'`=:,;"
 _KEY_END = re.compile(r"-----END [A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----|---- END SSH2")
-_KEY_LINE = re.compile(r"[A-Za-z0-9+/=]{8,}")
-_HEADER_FIELD = re.compile(r"[A-Za-z][A-Za-z0-9-]*: ")  # Proc-Type:, DEK-Info:, Public-Lines:
-_WRAPPING = " \t\"'`,;()+\\"  # a key line inside a string literal: "MIIE...\n" +
+# A key line, bare or inside a string literal (`"MIIE...\n" +`, `+ 'MIIE...'`, `("MIIE...",`).
+_KEY_LINE = re.compile(
+    r"""[\s"'`(]*(?:\+[\s"'`(]+)?([A-Za-z0-9+/=]{8,})[\s"'`,;)\\]*(?:\+[\s"'`,;)\\]*)?"""
+)
+_HEADER_FIELD = re.compile(r"\s*[A-Za-z][A-Za-z0-9-]*: ")  # Proc-Type:, DEK-Info:, Public-Lines:
 MAX_KEY_LINES = 200
 
 
@@ -64,11 +66,11 @@ def private_key_body(lines: Sequence[str], at: int) -> set[str]:
     for segment in segments:
         if _KEY_END.search(segment):
             break
-        bare = segment.strip(_WRAPPING)
-        if not bare or _HEADER_FIELD.match(bare):
-            continue
-        if not _KEY_LINE.fullmatch(bare):
+        if not segment.strip(" \t\"'`,;()+\\") or _HEADER_FIELD.match(segment):
+            continue  # a blank line, a literal's quotes alone, a header field
+        line = _KEY_LINE.fullmatch(segment)
+        if line is None:
             break
-        if not bare.isalpha():
-            found.add(bare)
+        if not line.group(1).isalpha():
+            found.add(line.group(1))
     return found
