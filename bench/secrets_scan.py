@@ -43,7 +43,8 @@ def _file(n: int, ext: str) -> str:
         return f"name: job-{n}\nsteps:\n" + "".join(
             f"  - run: make step{i}\n    timeout: {i}\n" for i in range(14)
         )
-    return f"# Notes {n}\n\n" + "".join(f"Line {i} of the notes about part {n}.\n" for i in range(28))
+    notes = "".join(f"Line {i} of the notes about part {n}.\n" for i in range(28))
+    return f"# Notes {n}\n\n{notes}"
 
 
 def _edit(n: int, ext: str, text: str) -> str:

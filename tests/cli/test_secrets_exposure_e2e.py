@@ -210,6 +210,14 @@ def test_a_new_url_vector_like_its_neighbours_merges_with_a_warning(tmp_path: Pa
     assert "tests/test_utils.py:19: Basic Auth Credentials" in result["findings"]
     assert all(f.endswith(": Basic Auth Credentials") for f in result["findings"])
     assert "secrets: strict" in result["justification"]
+    # A warning's value is redacted from the logs assay keeps, like an exposure's.
+    attempt = root / ".assay" / "runs" / payload["run_id"] / "attempt-1"
+    logs = [p for p in attempt.rglob("*") if p.is_file()]
+    assert logs and not [p for p in logs if "pass%3Aword" in p.read_text(errors="replace")]
+    assert (
+        "[REDACTED:Basic Auth Credentials]"
+        in (attempt / "seat-1" / "coder-attempt1.log").read_text()
+    )
 
 
 def test_secrets_strict_blocks_the_same_url_vector(tmp_path: Path) -> None:
