@@ -78,7 +78,7 @@ def scan(sources: Sequence[ScanSource], *, gated: bool = True) -> list[Hit]:
     sources = [s for s in sources if s.lines]
     if not sources:
         return []
-    with _imported() as ds, _SCAN_LOCK, _quiet_detect_secrets():
+    with _SCAN_LOCK, _imported() as ds, _quiet_detect_secrets():
         names = sorted(cls.__name__ for cls in ds.plugin_classes().values())
         used = [{"name": n} for n in names if detector(n).diff or detector(n).output]
         with ds.transient_settings({"plugins_used": used}):

@@ -68,9 +68,9 @@ def private_key_body(lines: Sequence[str], at: int) -> set[str]:
             break
         if not segment.strip(" \t\"'`,;()+\\") or _HEADER_FIELD.match(segment):
             continue  # a blank line, a literal's quotes alone, a header field
-        line = _KEY_LINE.fullmatch(segment)
-        if line is None:
+        material = _KEY_LINE.fullmatch(segment)
+        if material is None:
             break
-        if not line.group(1).isalpha():
-            found.add(line.group(1))
+        if not material.group(1).isalpha():
+            found.add(material.group(1))
     return found
