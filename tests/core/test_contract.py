@@ -25,7 +25,15 @@ from assay.core.contract import (
     parse_contract,
 )
 from assay.core.halts import CANONICAL_HALTS
-from assay.core.vocab import CoderKind, HaltSeverity, JudgeKind, LandMode, OnFail, PolicyMode
+from assay.core.vocab import (
+    CoderKind,
+    HaltSeverity,
+    JudgeKind,
+    LandMode,
+    OnFail,
+    PolicyMode,
+    SecretsMode,
+)
 
 SEVEN = {name.value: sev for name, sev in CANONICAL_HALTS.items()}
 
@@ -155,6 +163,14 @@ def test_bad_enum_value_in_a_flow_mapping() -> None:
     error = refused(text)
     assert_names(error, "validators[1].on_fail", 4)
     assert "'explode'" in str(error)
+
+
+def test_secrets_is_standard_unless_the_contract_says_strict() -> None:
+    assert parse_contract("task: x\n").secrets is SecretsMode.STANDARD
+    assert parse_contract("task: x\nsecrets: strict\n").secrets is SecretsMode.STRICT
+    error = refused("task: x\nsecrets: lax\n")
+    assert_names(error, "secrets", 2)
+    assert "'lax'" in str(error)
 
 
 def test_bad_coder_setting_reports_only_the_matching_shape() -> None:

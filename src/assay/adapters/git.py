@@ -15,7 +15,7 @@ import fcntl
 import os
 import shutil
 import subprocess
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -150,6 +150,20 @@ def read_file_at(repo: Path, commit: str, path: str) -> str | None:
     """A file's text at ``commit``, or None when it does not exist there (anchor checks)."""
     done = _run(repo, "cat-file", "-p", f"{commit}:{path}", ok=(0, 128))
     return _text(done.stdout) if done.returncode == 0 else None
+
+
+def strings_at(repo: Path, commit: str, values: Iterable[str]) -> set[str]:
+    """Which of ``values`` occur, as exact text, anywhere in ``commit``'s files (binary ones
+    too): one ``git grep`` for all of them."""
+    wanted = sorted({v for v in values if v and "\n" not in v})
+    if not wanted:
+        return set()
+    grep = ("grep", "-a", "-F", "-o", "-h", "--no-textconv", "--no-color", "-f", "-")
+    feed = ("\n".join(wanted) + "\n").encode("utf-8", "surrogateescape")
+    done = _run(repo, *grep, commit, "--", ok=(0, 1), feed=feed)
+    matched = set(_text(done.stdout).splitlines())
+    # -o prints the longest match at a place: a value inside a longer one is there as well.
+    return {v for v in wanted if v in matched or any(v in m for m in matched)}
 
 
 def current_branch(repo: Path) -> str | None:

@@ -45,6 +45,7 @@ from assay.core.vocab import (
     OnFail,
     PolicyMode,
     SandboxMode,
+    SecretsMode,
     ValidatorKind,
 )
 
@@ -308,6 +309,8 @@ class Contract(_Input):
     env: dict[str, str] = Field(default_factory=dict)
     sandbox: SandboxMode = SandboxMode.BWRAP
     network: NetworkMode = NetworkMode.ON
+    # A generic secret finding (keyword, entropy, credentials in a URL) warns, or blocks.
+    secrets: SecretsMode = SecretsMode.STANDARD
     halt_classes: list[HaltClass] = Field(default_factory=canonical_halt_classes)
 
     @field_validator("task")

@@ -387,6 +387,14 @@ sandbox: bwrap
 # model (claude, codex, aider, mini) keep it.
 network: "on"
 
+# What the built-in secret check does with a finding of a generic detector (a password-like
+# keyword, a high-entropy string, credentials in a URL) that is new in the change or in the
+# coder's output: standard warns (reported in the payload, the change may land), strict blocks
+# and fires halt-secret-exposure like a provider's credential (AWS, GitHub, private keys, ...)
+# always does. A value already in the base commit, listed in its .secrets.baseline or on a
+# line marked `# pragma: allowlist secret` is never a finding.
+secrets: standard
+
 # Halts the run arms. All seven canonical classes are required; add your own below them. A
 # canonical severity may be raised (warn -> block), never lowered. Severities: block, warn, log.
 halt_classes:

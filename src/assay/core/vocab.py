@@ -233,6 +233,14 @@ class NetworkMode(StrEnum):
     NONE = "none"
 
 
+class SecretsMode(StrEnum):
+    """What the secret check does with a generic finding (a keyword, high entropy, credentials
+    in a URL): warn (``standard``), or block like a provider's credential (``strict``)."""
+
+    STANDARD = "standard"
+    STRICT = "strict"
+
+
 class ValidatorKind(StrEnum):
     COMMAND = "command"
     SCOPE = "scope"

@@ -255,7 +255,7 @@ class LocalEffects:
         captured = captured_output(seat.result)
         checks: list[tuple[str, Mapping[str, object]]] = [
             ("scope", {"id": "scope", **contract.scope.model_dump(mode="json")}),
-            ("secrets", {"id": "secrets"}),
+            ("secrets", {"id": "secrets", "mode": contract.secrets.value}),
         ]
         checks += [(v.kind.value, v.model_dump(mode="json")) for v in contract.validators]
         coder_ignored = await asyncio.to_thread(git.ignored_entries, seat.worktree)

@@ -17,7 +17,11 @@ PRIVATE_KEY_TYPE = "Private Key"
 _TOKEN_CHAR = re.compile(r"[A-Za-z0-9_\-]")
 _EDGE = " \t\"'`=:,;"
 _KEY_END = re.compile(r"-----END [A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----|---- END SSH2")
-_KEY_BODY = re.compile(r"[A-Za-z0-9+/=]{8,}")
+# A key line, bare or inside a string literal (`"MIIE...\n" +`, `+ 'MIIE...'`, `("MIIE...",`).
+_KEY_LINE = re.compile(
+    r"""[\s"'`(]*(?:\+[\s"'`(]+)?([A-Za-z0-9+/=]{8,})[\s"'`,;)\\]*(?:\+[\s"'`,;)\\]*)?"""
+)
+_HEADER_FIELD = re.compile(r"\s*[A-Za-z][A-Za-z0-9-]*: ")  # Proc-Type:, DEK-Info:, Public-Lines:
 MAX_KEY_LINES = 200
 
 
@@ -43,16 +47,30 @@ def completed_values(line: str, captured: str, patterns: Iterable[re.Pattern[str
 
 
 def private_key_body(lines: Sequence[str], at: int) -> set[str]:
-    """The base64 lines of the private key whose header is on ``lines[at]``."""
+    """The base64 lines of the private key whose header is on ``lines[at]``.
+
+    The key ends at its END line, or at the first line that is not key material (header
+    fields such as ``Proc-Type:``, blank lines and a source file's quotes and commas around
+    each line are passed over): a coder that prints the first lines of a key file, then other
+    things, hands over only the lines of the key, so whether the key is new is judged by them.
+    """
     text = []
     for line in lines[at : at + MAX_KEY_LINES]:
         text.append(line)
         if _KEY_END.search(line.replace("\\n", "\n")):
             break
-    block = "\n".join(text).replace("\\r", "\n").replace("\\n", "\n")
+    block = "\n".join(text).replace("\\r", "\n").replace("\\n", "\n").replace("\r", "\n")
     begin = max(block.find("PRIVATE KEY"), 0)  # PuTTY's header does not say it
-    end = _KEY_END.search(block, begin + 1)
-    body = block[begin : end.start() if end else len(block)].split("\n", 1)
-    if len(body) < 2:
-        return set()
-    return {token for token in _KEY_BODY.findall(body[1]) if not token.isalpha()}
+    segments = block[begin:].split("\n")[1:]
+    found: set[str] = set()
+    for segment in segments:
+        if _KEY_END.search(segment):
+            break
+        if not segment.strip(" \t\"'`,;()+\\") or _HEADER_FIELD.match(segment):
+            continue  # a blank line, a literal's quotes alone, a header field
+        material = _KEY_LINE.fullmatch(segment)
+        if material is None:
+            break
+        if not material.group(1).isalpha():
+            found.add(material.group(1))
+    return found

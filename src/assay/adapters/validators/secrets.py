@@ -1,91 +1,74 @@
-"""The ``secrets`` check: no credential in what the coder added or printed.
+"""The ``secrets`` check: no new credential in what the coder added or printed.
 
-detect-secrets scans the diff's added lines (file by file, so its file-type rules apply) and
-the coder's captured output. A finding blocks and asks the engine to fire
-``halt-secret-exposure``. What is reported names the file, the line and the secret's type,
-never its value: the value must not reach the payload, the ledger or a log.
+detect-secrets scans the lines the change adds and the coder's captured output, in one pass
+(:mod:`secret_scan`). A finding is an exposure only when the credential is new
+(:mod:`secret_exposure`): one the base commit already holds, anywhere, or that its
+``.secrets.baseline`` lists, is not; nor is a line marked ``# pragma: allowlist secret``. A new
+credential found by a provider's detector (AWS, GitHub, private keys, ... :mod:`secret_rules`),
+or the exact value of a credential-like variable of the validator's environment, blocks and
+asks the engine to fire ``halt-secret-exposure``; one found by a generic detector (keyword,
+entropy, credentials in a URL) warns, unless the contract says ``secrets: strict``. What is
+reported names the file, the line and the secret's type, never its value.
 
-False positives hold a task for a human, so the plugin sets are chosen to keep them down:
-hex high-entropy strings (hashes, digests, commit ids) and public IP addresses are not
-credentials; captured output (JSON event streams full of random-looking ids) is scanned only
-with the detectors that recognise a credential by its format. Besides detect-secrets, the
-exact values of credential-like variables in the validator's environment are looked for.
-
-The values found travel to the engine in ``ValidationOutcome.secrets`` (never in the text of
-the verdict), so it can redact them from the files it keeps (:mod:`assay.adapters.redact`).
+The values of exposures and warnings travel to the engine in ``ValidationOutcome.secrets``
+(never in the text of the verdict), so it can redact them from the files it keeps
+(:mod:`assay.adapters.redact`). Values already in the base commit are not redacted: they are in
+the repository anyway.
 """
 
 from __future__ import annotations
 
-import contextlib
-import logging
 import re
 import stat
-import tempfile
-import threading
-import warnings
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
-from typing import Any
+from pathlib import Path
 
 from assay.adapters import git
-from assay.adapters.validators.base import DetectedSecret, ValidationContext, ValidationOutcome
-from assay.adapters.validators.secret_values import (
-    PRIVATE_KEY_TYPE,
-    completed_values,
-    private_key_body,
+from assay.adapters.validators.base import ValidationContext, ValidationOutcome
+from assay.adapters.validators.secret_exposure import (
+    Baseline,
+    Judgement,
+    SecretFinding,
+    judge,
+    read_baseline,
+    values_in_base,
 )
+from assay.adapters.validators.secret_rules import ENV_VALUE_PREFIX
+from assay.adapters.validators.secret_scan import OUTPUT_SOURCE, Hit, ScanSource, scan
 from assay.core.changes import ChangeSet
 from assay.core.results import ValidatorResult
-from assay.core.vocab import CanonicalHalt, FileChangeKind, Severity
+from assay.core.vocab import CanonicalHalt, FileChangeKind, SecretsMode, Severity
 
-OUTPUT_SOURCE = "coder output"
+__all__ = ["OUTPUT_SOURCE", "SecretFinding", "SecretsValidator", "added_lines"]
+
 MAX_NAMED = 20
-# Not credentials, and frequent in ordinary code.
-DIFF_EXCLUDED_PLUGINS: frozenset[str] = frozenset({"HexHighEntropyString", "IPPublicDetector"})
-# Output is scanned with format detectors only (AWS, GitHub, Slack, private keys, JWT, ...).
-OUTPUT_EXCLUDED_PLUGINS: frozenset[str] = DIFF_EXCLUDED_PLUGINS | {
-    "Base64HighEntropyString",
-    "KeywordDetector",
-}
 _CREDENTIAL_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH)", re.I)
 _MIN_KNOWN_VALUE = 12
 MAX_BINARY_BYTES = 4 << 20
 _TEXT_RUN = re.compile(rb"[\x20-\x7e\t]{8,}")  # printable ASCII, as `strings` would show
 _HUNK = re.compile(r"^@@ -\d+(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 
-# detect-secrets keeps its settings in a process-wide singleton: one scan at a time.
-_SCAN_LOCK = threading.Lock()
-
-
-@dataclass(frozen=True, order=True)
-class SecretFinding:
-    """Where a secret is and what kind it is. Deliberately no field for the value."""
-
-    source: str  # a path in the change, or "coder output"
-    line: int
-    type: str
-
-    def __str__(self) -> str:
-        if self.source == OUTPUT_SOURCE:
-            return f"{OUTPUT_SOURCE} line {self.line}: {self.type}"
-        return f"{self.source}:{self.line}: {self.type}"
-
 
 class SecretsValidator:
-    """Blocks a change (and fires ``halt-secret-exposure``) when a credential is exposed."""
+    """Blocks a change (and fires ``halt-secret-exposure``) when a new credential is exposed;
+    warns when a generic detector finds a possible one."""
 
     kind = "secrets"
 
     def validate(self, context: ValidationContext) -> ValidationOutcome:
-        validator_id = str(context.settings.get("id") or "secrets")
-        added = added_lines(context.change.diff)
-        added.update(binary_lines(context.worktree, context.change))
-        output_lines = list(enumerate(context.captured_output.splitlines(), start=1))
-        values: set[DetectedSecret] = set()
+        settings = context.settings
+        validator_id = str(settings.get("id") or "secrets")
+        strict = str(settings.get("mode") or SecretsMode.STANDARD) == SecretsMode.STRICT
+        sources = diff_sources(context.change.diff)
+        sources += [
+            ScanSource(path, lines)
+            for path, lines in sorted(binary_lines(context.worktree, context.change).items())
+        ]
+        added = sum(len(s.lines) for s in sources)
+        output = list(enumerate(context.captured_output.splitlines(), start=1))
+        sources.append(ScanSource(OUTPUT_SOURCE, output))
         try:
-            found = set(scan_with_detect_secrets(added, output_lines, values))
+            hits = scan(sources)
         except Exception as exc:  # a scanner fault is no verdict, and never a pass
             return ValidationOutcome(
                 result=ValidatorResult(
@@ -95,33 +78,76 @@ class SecretsValidator:
                     justification=f"the secret scan failed ({type(exc).__name__})",
                 )
             )
-        found |= set(scan_known_values(context.env, added, output_lines, values))
-        findings = sorted(found)
-        if not findings:
-            return ValidationOutcome(
-                result=ValidatorResult(
-                    validator_id=validator_id,
-                    severity=Severity.PASS,
-                    justification=(
-                        f"no credential in {sum(len(v) for v in added.values())} added line(s) "
-                        f"or {len(output_lines)} line(s) of coder output"
-                    ),
-                )
-            )
-        named = "; ".join(str(f) for f in findings[:MAX_NAMED])
-        more = len(findings) - MAX_NAMED
-        evidence = f"a credential is exposed: {named}" + (f" (and {more} more)" if more > 0 else "")
+        hits += known_value_hits(context.env, sources)
+        baseline, in_base = Baseline(), set[str]()
+        if hits:
+            base = context.change.base_commit
+            baseline = read_baseline(context.worktree, base)
+            in_base = values_in_base(context.worktree, base, hits)
+        verdict = judge(hits, in_base=in_base, baseline=baseline, strict=strict)
+        scanned = f"{added} added line(s) and {len(output)} line(s) of coder output"
+        return _outcome(validator_id, verdict, scanned, _notes(verdict, baseline))
+
+
+def _outcome(validator_id: str, verdict: Judgement, scanned: str, notes: str) -> ValidationOutcome:
+    secrets = tuple(sorted(verdict.values, key=lambda v: (v.type, v.value)))
+    findings = [str(f) for f in sorted(verdict.blocking + verdict.warning)]
+    possible = ""
+    if verdict.warning:
+        possible = (
+            f"possible credential(s) found by generic detectors: {_named(verdict.warning)} "
+            "(a warning; `secrets: strict` blocks them)"
+        )
+    if verdict.blocking:
+        evidence = f"a credential is exposed: {_named(verdict.blocking)}"
         return ValidationOutcome(
             result=ValidatorResult(
                 validator_id=validator_id,
                 severity=Severity.BLOCK,
-                justification=evidence,
-                findings=[str(f) for f in findings],
+                justification="; ".join(filter(None, [evidence, possible])) + notes,
+                findings=findings,
             ),
             fire=CanonicalHalt.SECRET_EXPOSURE,
             evidence=evidence,
-            secrets=tuple(sorted(values, key=lambda v: (v.type, v.value))),
+            secrets=secrets,
         )
+    if verdict.warning:
+        return ValidationOutcome(
+            result=ValidatorResult(
+                validator_id=validator_id,
+                severity=Severity.WARN,
+                advisory=True,  # a warning by rule: it never counts against the consensus
+                justification=possible + notes,
+                findings=findings,
+            ),
+            secrets=secrets,
+        )
+    return ValidationOutcome(
+        result=ValidatorResult(
+            validator_id=validator_id,
+            severity=Severity.PASS,
+            justification=f"no new credential in {scanned}{notes}",
+        )
+    )
+
+
+def _named(findings: Sequence[SecretFinding]) -> str:
+    named = "; ".join(str(f) for f in findings[:MAX_NAMED])
+    more = len(findings) - MAX_NAMED
+    return named + (f" (and {more} more)" if more > 0 else "")
+
+
+def _notes(verdict: Judgement, baseline: Baseline) -> str:
+    """What was found but is no exposure, and a baseline that could not be used."""
+    old = []
+    if verdict.in_base:
+        old.append(f"{verdict.in_base} already in the base commit")
+    if verdict.in_baseline:
+        old.append(f"{verdict.in_baseline} listed in its .secrets.baseline")
+    notes = f" ({' and '.join(old)}: not exposures)" if old else ""
+    if baseline.problem:
+        notes += f"; {baseline.problem}"
+    return notes
 
 
 def binary_lines(worktree: Path, change: ChangeSet) -> dict[str, list[tuple[int, str]]]:
@@ -155,14 +181,25 @@ def _text_runs(data: bytes) -> list[str]:
     return [run.decode("ascii") for run in _TEXT_RUN.findall(data)]
 
 
+def diff_sources(diff: str) -> list[ScanSource]:
+    """One scan source per file of a unified diff: its added lines, and every line the diff
+    shows of the new file (for the pragma on the line above an added one)."""
+    return [ScanSource(path, added, shown) for path, (added, shown) in sorted(_parse(diff).items())]
+
+
 def added_lines(diff: str) -> dict[str, list[tuple[int, str]]]:
-    """The added lines of a unified diff, per new path, with their line numbers in the new file.
+    """The added lines of a unified diff, per new path, with their line numbers in the new file."""
+    return {path: added for path, (added, _) in _parse(diff).items() if added}
+
+
+def _parse(diff: str) -> dict[str, tuple[list[tuple[int, str]], dict[int, str]]]:
+    """Per new path: its added lines and every line shown of the new file, by line number.
 
     Hunk line counts are followed exactly, so an added line that itself begins with ``++`` is
     not mistaken for a file header.
     """
-    files: dict[str, list[tuple[int, str]]] = {}
-    path: str | None = None
+    files: dict[str, tuple[list[tuple[int, str]], dict[int, str]]] = {}
+    current: tuple[list[tuple[int, str]], dict[int, str]] | None = None
     old_left = new_left = 0
     line_no = 0
     for line in diff.splitlines():
@@ -170,8 +207,9 @@ def added_lines(diff: str) -> dict[str, list[tuple[int, str]]]:
             old_left = new_left = 0
         if old_left > 0 or new_left > 0:
             if line.startswith("+"):
-                if path is not None:
-                    files.setdefault(path, []).append((line_no, line[1:]))
+                if current is not None:
+                    current[0].append((line_no, line[1:]))
+                    current[1][line_no] = line[1:]
                 line_no += 1
                 new_left -= 1
             elif line.startswith("-"):
@@ -179,6 +217,8 @@ def added_lines(diff: str) -> dict[str, list[tuple[int, str]]]:
             elif line.startswith("\\"):
                 pass  # "\ No newline at end of file"
             else:
+                if current is not None:
+                    current[1][line_no] = line[1:]
                 line_no += 1
                 old_left -= 1
                 new_left -= 1
@@ -186,6 +226,7 @@ def added_lines(diff: str) -> dict[str, list[tuple[int, str]]]:
         if line.startswith("+++ "):
             target = line[4:].split("\t")[0]
             path = None if target == "/dev/null" else _strip_prefix(_unquote(target))
+            current = None if path is None else files.setdefault(path, ([], {}))
         elif match := _HUNK.match(line):
             old_left = int(match.group(1)) if match.group(1) is not None else 1
             line_no = int(match.group(2))
@@ -193,76 +234,12 @@ def added_lines(diff: str) -> dict[str, list[tuple[int, str]]]:
     return files
 
 
-def scan_with_detect_secrets(
-    added: Mapping[str, Sequence[tuple[int, str]]],
-    output: Sequence[tuple[int, str]],
-    values: set[DetectedSecret] | None = None,
-) -> Iterator[SecretFinding]:
-    """Run detect-secrets in-process over the added lines and the output. The findings say
-    where; the values found go only into ``values``, for redaction."""
-    before = warnings.showwarning
-    from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
-    from detect_secrets.core.scan import scan_file
-    from detect_secrets.settings import transient_settings
-
-    if warnings.showwarning is not before:
-        # Importing detect-secrets turns on logging.captureWarnings for the whole process.
-        logging.captureWarnings(False)
-    from detect_secrets.filters.heuristic import is_non_text_file
-
-    def scanned_name(path: str) -> str:
-        # Its file-type rules, but never its skip by extension: text in `x.png` is text.
-        name = PurePosixPath(path).name or "file"
-        return f"{name}.txt" if is_non_text_file(name) else name
-
-    jobs: list[tuple[str, str, Sequence[tuple[int, str]], frozenset[str]]] = [
-        (path, scanned_name(path), lines, DIFF_EXCLUDED_PLUGINS)
-        for path, lines in sorted(added.items())
-        if lines
-    ]
-    if output:
-        jobs.append((OUTPUT_SOURCE, "coder-output.log", output, OUTPUT_EXCLUDED_PLUGINS))
-    if not jobs:
-        return
-    results: list[SecretFinding] = []
-    with _SCAN_LOCK, _quiet_detect_secrets(), tempfile.TemporaryDirectory() as tmp:
-        by_type: dict[str, type] = dict(get_mapping_from_secret_type_to_class())
-        names = [cls.__name__ for cls in by_type.values()]
-        for index, (source, name, lines, excluded) in enumerate(jobs):
-            folder = Path(tmp) / str(index)
-            folder.mkdir()
-            target = folder / name
-            target.write_text("\n".join(text for _, text in lines) + "\n", encoding="utf-8")
-            plugins = [{"name": n} for n in sorted(names) if n not in excluded]
-            texts = [text for _, text in lines]
-            with transient_settings({"plugins_used": plugins}):
-                for secret in scan_file(str(target)):
-                    at = secret.line_number - 1
-                    line = lines[at][0] if 0 <= at < len(lines) else secret.line_number
-                    results.append(SecretFinding(source, line, str(secret.type)))
-                    if values is not None and 0 <= at < len(lines):
-                        found = _values_of(secret, texts, at, by_type.get(str(secret.type)))
-                        values.update(DetectedSecret(str(secret.type), v) for v in found)
-    yield from results
-
-
-def _values_of(secret: Any, lines: Sequence[str], at: int, plugin: type | None) -> set[str]:
-    """The whole credential behind a detect-secrets finding on ``lines[at]``."""
-    if str(secret.type) == PRIVATE_KEY_TYPE:
-        return private_key_body(lines, at)
-    captured = getattr(secret, "secret_value", None)
-    if not captured:
-        return set()
-    return completed_values(lines[at], str(captured), getattr(plugin, "denylist", ()))
-
-
-def scan_known_values(
-    env: Mapping[str, str],
-    added: Mapping[str, Sequence[tuple[int, str]]],
-    output: Sequence[tuple[int, str]],
-    values: set[DetectedSecret] | None = None,
-) -> Iterator[SecretFinding]:
+def known_value_hits(env: Mapping[str, str], sources: Sequence[ScanSource]) -> list[Hit]:
     """The exact value of a credential-like variable of the environment, wherever it appears."""
+    return list(_known_value_hits(env, sources))
+
+
+def _known_value_hits(env: Mapping[str, str], sources: Sequence[ScanSource]) -> Iterator[Hit]:
     known = {
         name: value
         for name, value in env.items()
@@ -273,27 +250,12 @@ def scan_known_values(
     }
     if not known:
         return
-    sources: list[tuple[str, Sequence[tuple[int, str]]]] = [*sorted(added.items())]
-    sources.append((OUTPUT_SOURCE, output))
-    for source, lines in sources:
-        for line_no, text in lines:
+    for source in sources:
+        for line_no, text in source.lines:
             for name, value in sorted(known.items()):
                 if value in text:
-                    if values is not None:
-                        values.add(DetectedSecret(name, value))
-                    yield SecretFinding(source, line_no, f"value of the variable {name}")
-
-
-@contextlib.contextmanager
-def _quiet_detect_secrets() -> Iterator[None]:
-    """detect-secrets logs skipped secrets with their values at info level: silence it."""
-    logger = logging.getLogger("detect-secrets")
-    was = logger.disabled
-    logger.disabled = True
-    try:
-        yield
-    finally:
-        logger.disabled = was
+                    kind = f"{ENV_VALUE_PREFIX}{name}"
+                    yield Hit(source.name, line_no, kind, "environment", "", frozenset({value}))
 
 
 def _strip_prefix(path: str) -> str:
