@@ -74,15 +74,15 @@ class RelayFolder:
 def relay_folders() -> list[RelayFolder]:
     """Every relay folder of this user's (another user's is never looked into)."""
     found = []
-    start = len(folder_prefix(""))
+    prefix = folder_prefix("")[:-1]  # "assay-halt-"
     with contextlib.suppress(OSError):
-        for folder in sorted(_SHORT_TMP.glob(folder_prefix("") + "*")):
+        for folder in sorted(_SHORT_TMP.glob(prefix + "*")):
             with contextlib.suppress(OSError):
                 info = folder.lstat()
                 if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
                     continue
                 # mkdtemp's random part has no "-": the dispatch id is all before the last one.
-                dispatch_id = folder.name[start:].rpartition("-")[0]
+                dispatch_id = folder.name[len(prefix) :].rpartition("-")[0]
                 found.append(
                     RelayFolder(
                         folder, dispatch_id, info.st_mtime, _listening(folder / SOCKET_NAME)
@@ -100,14 +100,17 @@ def remove_relay_folder(folder: Path) -> None:
 
 
 def _listening(path: Path) -> bool:
-    """Whether something accepts connections on the socket at ``path`` (a live relay): the
-    connection is closed at once, which the relay answers as an empty line."""
+    """Whether a relay listens on the socket at ``path``: only a refused connection or no
+    socket file says no (a relay too busy to answer in time counts as there). The connection
+    is closed at once, which the relay answers as an empty line."""
     probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     probe.settimeout(1.0)
     try:
         probe.connect(str(path))
-    except OSError:  # refused, gone, not a socket: no one is there
+    except (ConnectionRefusedError, FileNotFoundError, NotADirectoryError):
         return False
+    except OSError:  # a timeout, a full backlog: someone is there
+        return True
     finally:
         probe.close()
     return True
