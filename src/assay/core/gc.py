@@ -28,6 +28,7 @@ UNKNOWN_RELAY_GRACE_SECONDS = 60
 """A relay folder no run of this ledger owns, that nobody listens on, is left alone at least
 this long: it may be a run of another repository that is just starting."""
 _MAX_SECONDS = 100 * 365 * 24 * 3600
+_NOT_OURS = "not ours"
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 _DURATION = re.compile(r"(\d{1,12})([smhdw]?)")
 
@@ -112,14 +113,17 @@ def plan_gc(
     now: AwareDatetime,
     older_than: int,
 ) -> GcPlan:
-    """Which of ``found`` to remove, and why each other one stays. Folders go before
-    branches, so a worktree of an older version is gone before its branch is deleted."""
+    """Which of ``found`` to remove, and why each other one stays (a relay folder of a run this
+    ledger does not know that stays is left out: it is not this repository's). Folders go
+    before branches, so a worktree of an older version is gone before its branch is deleted."""
     remove: list[Leftover] = []
     skip: list[Skipped] = []
     removed_worktrees: list[str] = []
     order = {kind: n for n, kind in enumerate(LeftoverKind)}
     for leftover in sorted(found, key=lambda f: (order[f.kind], f.target)):
         reason, recent = _why_kept(leftover, runs, now, older_than, removed_worktrees)
+        if reason is _NOT_OURS:
+            continue  # another repository's relay, in use or young: not ours to report
         if reason is None:
             remove.append(leftover)
             if leftover.kind is LeftoverKind.WORKTREES:
@@ -179,13 +183,11 @@ def _unknown_relay(
 ) -> tuple[str | None, bool]:
     """A relay folder of a run this ledger does not know (another repository's, say): it goes
     only when nobody listens on it and it is older than the retention (and a minute)."""
-    if leftover.listening:
-        return "its halt relay is listening (a run of another repository)", False
-    if leftover.modified_at is None:
-        return "its age is unknown", False
+    if leftover.listening or leftover.modified_at is None:
+        return _NOT_OURS, False
     age = now.timestamp() - leftover.modified_at.timestamp()
     if age < max(older_than, UNKNOWN_RELAY_GRACE_SECONDS):
-        return f"no run of this ledger; made {_age(age)} ago", True
+        return _NOT_OURS, False
     return None, False
 
 
