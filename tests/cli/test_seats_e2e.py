@@ -169,7 +169,8 @@ def test_a_candidate_blocked_for_a_secret_never_enters_the_users_repository(
     leaked = f'AWS_ACCESS_KEY_ID = "{SECRET}"\n'
     (repo.fixes / "leak.py").write_text(leaked)
     command = f"cp {repo.fixes}/fixed.py src/slug.py && cp {repo.fixes}/leak.py src/config.py"
-    done = repo.assay("run", "--contract", str(_contract(repo, "leak", command, land=land)))
+    contract = str(_contract(repo, "leak", command, land=land))
+    done = repo.assay("run", "--contract", contract, "--keep-worktrees")
     assert done.returncode != 0, done.stderr
     payload = repo.payloads()[-1]
     assert payload["status"] == "blocked"
@@ -177,7 +178,7 @@ def test_a_candidate_blocked_for_a_secret_never_enters_the_users_repository(
     assert _has_object(repo.root, blob) is False
     refs = git(repo.root, "for-each-ref", "--format=%(refname)", "refs/")
     assert not [r for r in refs.splitlines() if r.startswith("refs/heads/assay/")]
-    # The seat is kept for a look (the blob lives there, and only there).
+    # The seat, kept on request, holds the blob (it lives there, and only there).
     seat = repo.root / ".assay" / "seats" / payload["run_id"] / "seat-1"
     assert _has_object(seat, blob) is True
 
@@ -187,14 +188,15 @@ def test_a_blocked_candidate_that_passed_scope_and_secrets_is_kept_as_a_branch(
 ) -> None:
     repo = make_repo(tmp_path)
     command = f"cp {repo.fixes}/wrong.py src/slug.py"
-    done = repo.assay("run", "--contract", str(_contract(repo, "wrong", command)))
+    contract = str(_contract(repo, "wrong", command))
+    done = repo.assay("run", "--contract", contract, "--keep-worktrees")
     assert done.returncode != 0
     payload = repo.payloads()[-1]
     assert payload["status"] == "blocked"
     branch = f"assay/{payload['run_id']}/seat-1"
     shown = git(repo.root, "show", f"refs/heads/{branch}:src/slug.py", strip=False)
     assert shown == (repo.fixes / "wrong.py").read_text()
-    seat = repo.root / ".assay" / "seats" / payload["run_id"]
+    seat = repo.root / ".assay" / "seats" / payload["run_id"]  # kept: --keep-worktrees
     assert sorted(p.name for p in seat.iterdir()) == ["seat-1", "seat-1.home"]
     # The seat has no remote and no hooks: nothing in it names the user's repository but the
     # borrowed object store.

@@ -20,6 +20,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("assay.cli.run", "run"),
     "serve": ("assay.cli.serve", "serve"),
     "brief": ("assay.cli.brief", "brief"),
+    "gc": ("assay.cli.gc", "gc"),
 }
 
 

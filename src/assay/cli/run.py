@@ -145,7 +145,8 @@ def run(
     keep_worktrees: Annotated[
         bool,
         typer.Option(
-            help="Keep every seat repository (.assay/seats/<run>; kept anyway when a run fails)."
+            help="Keep the seat repositories (.assay/seats/<run>) after the run; without it a run"
+            " that did not land keeps only its candidates' branches (assay gc removes both later)."
         ),
     ] = False,
     json_output: Annotated[bool, typer.Option("--json", help="Print the payload as JSON.")] = False,

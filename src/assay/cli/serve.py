@@ -6,12 +6,15 @@ import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from assay.cli.signals import graceful_stop, interrupted_exit
-from assay.cli.workspace import Workspace, refuse_unconfinable
+from assay.cli.workspace import Workspace, fail, refuse_unconfinable
+
+if TYPE_CHECKING:
+    from assay.adapters.store.sql import Ledger
 
 
 def serve(
@@ -20,6 +23,22 @@ def serve(
         bool, typer.Option("--once", help="Exit when nothing is runnable instead of waiting.")
     ] = False,
     poll: Annotated[float, typer.Option(min=0.1, help="Seconds between queue checks.")] = 2.0,
+    gc_every: Annotated[
+        str,
+        typer.Option(
+            "--gc-every",
+            metavar="DURATION",
+            help="Run `assay gc` at start and then this often (30m, 1h, 1d); 0: never.",
+        ),
+    ] = "1h",
+    gc_older_than: Annotated[
+        str,
+        typer.Option(
+            "--gc-older-than",
+            metavar="DURATION",
+            help="What that gc removes: leftovers of runs closed longer ago than this.",
+        ),
+    ] = "7d",
 ) -> None:
     """Run queued (and failed, runnable) tasks, N at a time; interrupted runs are closed first.
 
@@ -27,14 +46,23 @@ def serve(
     again until max_attempts hold it for a human. A task that waits for its provider quota is
     skipped until its time (said once per wait); with --once, it does not keep serve running.
     SIGINT / SIGTERM stop the coders, close the runs in progress as interrupted, and exit
-    130 / 143.
+    130 / 143. What closed runs left behind is collected at start and every --gc-every
+    (see `assay gc`).
     """
     from assay.adapters.store.sql import LedgerConflict
     from assay.cli.explain import waits_message
     from assay.cli.progress import Progress
+    from assay.core.gc import DurationError, parse_duration
     from assay.engine.interrupt import RunInterrupted
     from assay.engine.runner import recover_interrupted, run_task
 
+    durations = []
+    for flag, text in (("--gc-every", gc_every), ("--gc-older-than", gc_older_than)):
+        try:
+            durations.append(parse_duration(text))
+        except DurationError as exc:
+            fail(f"{flag}: {exc}")
+    every, retention = durations
     workspace = Workspace.find()
     ledger = workspace.ledger()
     for run_id in recover_interrupted(
@@ -84,10 +112,15 @@ def serve(
             with guard:
                 busy.discard(task_id)
 
+    next_gc = time.monotonic()  # right away: a serve restarted often still collects
+
     with graceful_stop(), ThreadPoolExecutor(max_workers=concurrency) as pool:
         futures: list[Future[None]] = []
         try:
             while interrupted_exit() is None:
+                if every and time.monotonic() >= next_gc:
+                    _collect(workspace, ledger, retention)
+                    next_gc = time.monotonic() + every
                 now = datetime.now(UTC)
                 tasks, unreadable = ledger.scan_tasks()
                 for task_id, problem in unreadable:  # said once; the other tasks still run
@@ -117,3 +150,23 @@ def serve(
     stopped = interrupted_exit()
     if stopped is not None:
         raise typer.Exit(stopped)
+
+
+def _collect(workspace: Workspace, ledger: Ledger, retention: int) -> None:
+    """One `assay gc` between queue checks: said in one line when it removed or failed
+    something; its own error is a warning, never the end of serve."""
+    from assay.cli.gc import describe
+    from assay.engine.gc import collect_garbage
+
+    try:
+        report = collect_garbage(
+            repo=workspace.repo, home=workspace.home, ledger=ledger, older_than=retention
+        )
+    except Exception as exc:  # a git or disk error in gc must not stop the queue
+        typer.echo(f"gc: failed: {' '.join(str(exc).split())}", err=True)
+        return
+    if report.removed or report.failed:
+        for line in describe(report, verbose=False):
+            typer.echo(line, err=True)
+    for warning in report.warnings:
+        typer.echo(f"gc: warning: {warning}", err=True)

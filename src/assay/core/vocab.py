@@ -192,6 +192,15 @@ class LandMode(StrEnum):
     NONE = "none"
 
 
+class LeftoverKind(StrEnum):
+    """What a closed run can leave behind that ``assay gc`` removes."""
+
+    SEATS = "seats"  # .assay/seats/<run>: seat repositories and homes
+    WORKTREES = "worktrees"  # .assay/worktrees/<run>: seat worktrees of older versions
+    BRANCH = "branch"  # assay/<run>/<seat> in the user's repository
+    RELAY = "relay"  # /tmp/assay-halt-<run>-*: a halt relay's socket folder
+
+
 class Stage(StrEnum):
     """Convergence-ledger stages: every attempt counter lives under one of these."""
 

@@ -25,10 +25,12 @@ import json
 import os
 import shutil
 import socket
+import stat
 import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +59,61 @@ def remove_relay_folders(dispatch_id: str) -> None:
                 info = folder.lstat()
                 if folder.is_dir() and not folder.is_symlink() and info.st_uid == os.getuid():
                     shutil.rmtree(folder, ignore_errors=True)
+
+
+@dataclass(frozen=True)
+class RelayFolder:
+    """A relay folder of this user's in ``/tmp``: whose run, how old, whether it is in use."""
+
+    path: Path
+    dispatch_id: str  # its first 40 characters, as the folder's name keeps them
+    modified: float  # st_mtime
+    listening: bool
+
+
+def relay_folders() -> list[RelayFolder]:
+    """Every relay folder of this user's (another user's is never looked into)."""
+    found = []
+    prefix = folder_prefix("")[:-1]  # "assay-halt-"
+    with contextlib.suppress(OSError):
+        for folder in sorted(_SHORT_TMP.glob(prefix + "*")):
+            with contextlib.suppress(OSError):
+                info = folder.lstat()
+                if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
+                    continue
+                # mkdtemp's random part has no "-": the dispatch id is all before the last one.
+                dispatch_id = folder.name[len(prefix) :].rpartition("-")[0]
+                found.append(
+                    RelayFolder(
+                        folder, dispatch_id, info.st_mtime, _listening(folder / SOCKET_NAME)
+                    )
+                )
+    return found
+
+
+def remove_relay_folder(folder: Path) -> None:
+    """Remove one relay folder (OSError when it could not be)."""
+    info = folder.lstat()
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
+        raise OSError(f"{folder} is not a relay folder of this user's")
+    shutil.rmtree(folder)
+
+
+def _listening(path: Path) -> bool:
+    """Whether a relay listens on the socket at ``path``: only a refused connection or no
+    socket file says no (a relay too busy to answer in time counts as there). The connection
+    is closed at once, which the relay answers as an empty line."""
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    probe.settimeout(1.0)
+    try:
+        probe.connect(str(path))
+    except (ConnectionRefusedError, FileNotFoundError, NotADirectoryError):
+        return False
+    except OSError:  # a timeout, a full backlog: someone is there
+        return True
+    finally:
+        probe.close()
+    return True
 
 
 class RelayRefused(Exception):

@@ -451,11 +451,11 @@ class LocalEffects:
         return with_assay_on_path(env)  # the brief's `assay halt check` must find this assay
 
     def keep_for_a_look(self, plan: RunPlan) -> None:
-        """A run that keeps its seats: the last candidate of each that passed the scope and
-        secret checks is also left as its branch in the user's repository."""
+        """A run that did not land (or keeps its seats): the last candidate of each seat that
+        passed the scope and secret checks is left as its branch in the user's repository."""
         try:
             self.seating.publish_kept(plan)
-        except (git.GitError, OSError) as exc:  # the seats are still there to look at
+        except (git.GitError, OSError) as exc:  # the seat goes; the run's logs still tell
             self._warn(f"a seat's candidate was not brought into the repository: {exc}")
 
     def cleanup(self, plan: RunPlan, *, keep_branches: set[int]) -> None:

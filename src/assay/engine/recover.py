@@ -41,8 +41,9 @@ Clock = Callable[[], datetime]
 
 UNRECORDED_GRACE = timedelta(seconds=60)
 DIED = "interrupted: the process running it died before the run closed"
-# Closed runs that ended like this keep their seats on purpose (for a look); others don't.
-KEEPS_WORKTREES = (RunStatus.FAILED, RunStatus.BLOCKED, RunStatus.STALLED)
+# Closed runs that ended like this keep their candidates' branches (for a look), not their
+# seats; others keep neither (but the branch ``land: branch`` or a pull request left).
+KEEPS_CANDIDATES = (RunStatus.FAILED, RunStatus.BLOCKED, RunStatus.STALLED)
 KEEP_MARKER = "keep-worktrees"  # in the run folder: the operator asked to keep its seats
 
 
@@ -255,15 +256,18 @@ def _claimed(run_dir: Path) -> Iterator[bool]:
 def sweep_leftovers(
     repo: Path, home: Path, ledger: Ledger, is_alive: Callable[[Path], bool]
 ) -> None:
-    """Seats a closed run left because its process died between close and cleanup."""
+    """Seats a closed run left because its process died between close and cleanup (a run that
+    did not land keeps its candidates' branches; ``--keep-worktrees`` keeps everything)."""
     for run_id in sorted(_runs_with_seats(repo, home)):
         try:
             record = ledger.get_run(run_id)
         except RunNotFound:
             continue
         run_dir = home / "runs" / run_id
-        kept = record.status in KEEPS_WORKTREES or (run_dir / KEEP_MARKER).exists()
-        if record.open or kept or is_alive(run_dir):
+        if record.open or (run_dir / KEEP_MARKER).exists() or is_alive(run_dir):
+            continue
+        if record.status in KEEPS_CANDIDATES:
+            remove_run_folders(repo, home, run_id)
             continue
         keep = _landed_branch(record) if record.status is RunStatus.READY else None
         remove_run_seats(repo, home, run_id, keep=keep)
@@ -272,6 +276,15 @@ def sweep_leftovers(
 def remove_run_seats(repo: Path, home: Path, run_id: str, keep: str | None = None) -> None:
     """Remove the run's seat repositories and homes, and its ``assay/<run>/…`` branches in the
     user's repository (but ``keep``). Seat worktrees of runs made by older versions too."""
+    remove_run_folders(repo, home, run_id)
+    for branch in _run_branches(repo, run_id):
+        if branch != keep:
+            git.delete_branch(repo, branch)
+
+
+def remove_run_folders(repo: Path, home: Path, run_id: str) -> None:
+    """Remove the run's seat repositories and homes (and the seat worktrees of older versions,
+    ``.assay/worktrees/<run>``), never a branch."""
     seats.remove_seats(home, run_id)
     root = home / "worktrees" / run_id
     if root.is_dir():
@@ -279,9 +292,8 @@ def remove_run_seats(repo: Path, home: Path, run_id: str, keep: str | None = Non
             git.remove_worktree(repo, path)
         with contextlib.suppress(OSError):
             root.rmdir()
-    for branch in _run_branches(repo, run_id):
-        if branch != keep:
-            git.delete_branch(repo, branch)
+    with contextlib.suppress(OSError):
+        root.parent.rmdir()  # no empty ``worktrees/`` left
 
 
 def _run_branches(repo: Path, run_id: str) -> list[str]:

@@ -57,7 +57,12 @@ from assay.engine.graph import run_graph
 from assay.engine.interrupt import RunInterrupted
 from assay.engine.journal import journaled, read_journal
 from assay.engine.local import EventSink, LocalEffects
-from assay.engine.recover import KEEP_MARKER, close_unfinished, remove_unrecorded_run_folder
+from assay.engine.recover import (
+    KEEP_MARKER,
+    KEEPS_CANDIDATES,
+    close_unfinished,
+    remove_unrecorded_run_folder,
+)
 from assay.engine.recover import recover_interrupted as recover_runs
 from assay.engine.refunds import refund_streak, wait_after_refund
 from assay.engine.result import RunResult
@@ -164,10 +169,9 @@ def run_task(
             done = read_journal(ledger.events(run_id=run_id), dispatch_id=run_id, fault=reason)
             result = RunResult(RunStatus.FAILED, HaltType.INTERNAL_ERROR, reason)
             result.attempts, dispatches = done.attempts, done.dispatches
-        kept = (RunStatus.FAILED, RunStatus.BLOCKED, RunStatus.STALLED)
-        if keep_worktrees or result.status in kept:
-            # Its seats stay for a look; a candidate that passed the scope and secret checks
-            # is also left as a branch (never one blocked for a secret).
+        if keep_worktrees or result.status in KEEPS_CANDIDATES:
+            # A candidate that passed the scope and secret checks is left as a branch for a
+            # look (never one blocked for a secret).
             fx.keep_for_a_look(plan)
         report = close_run(
             plan=plan,
@@ -179,22 +183,23 @@ def run_task(
             clock=clock,
             dispatches=dispatches,
         )
-        failed = report.payload.status in kept
-        if not keep_worktrees and not failed:
-            # A merged run's branch is on the base branch now; only `land: branch` leaves one.
-            keep = (
-                {result.winner.seat}
-                if result.land
-                and result.land.branch
-                and result.winner
-                and result.status is not RunStatus.MERGED
-                else set()
-            )
-            fx.cleanup(plan, keep_branches=keep)
+        if not keep_worktrees:
+            fx.cleanup(plan, keep_branches=_branches_kept(result, report.payload.status, fx))
         return report
     finally:
         fx.close()  # the halt relay: no coder runs any more
         os.close(lock)
+
+
+def _branches_kept(result: RunResult, status: RunStatus, fx: LocalEffects) -> set[int]:
+    """The seats whose branch stays once the seats are gone: every candidate a run that did
+    not land brought into the repository (its one commit, for a look); of a landed run, only
+    the branch ``land: branch`` leaves (a merged run's is on the base branch now)."""
+    if status in KEEPS_CANDIDATES:
+        return set(fx.seating.fetched)
+    if result.land and result.land.branch and result.winner and status is not RunStatus.MERGED:
+        return {result.winner.seat}
+    return set()
 
 
 def warm_up_model_client(contract: Contract) -> None:

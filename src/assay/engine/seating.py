@@ -8,7 +8,9 @@ back read-only because the seat borrows it. After each such process the seat's `
 checked and reset before assay runs git there; a seat whose ``.git`` was replaced is an error
 and is started afresh at the next attempt. A candidate enters the user's repository (as the
 branch ``assay/<run>/seat-N``, fetched from the seat) only when it passed the scope and secret
-checks: at landing time, or, for a run that keeps its seats for a look, at its end.
+checks: at landing time, or, for a run that did not land, at its end (its one commit on the
+base, for a look). When the run closes its seats go (working copies, homes, the judges' home);
+only those branches stay, unless the operator asked to keep the seats (``--keep-worktrees``).
 """
 
 from __future__ import annotations
@@ -191,8 +193,9 @@ class Seating:
         return branch
 
     def publish_kept(self, plan: RunPlan) -> list[str]:
-        """For a run that keeps its seats for a look: each seat's last candidate that passed
-        the scope and secret checks, as its branch in the user's repository; the branches."""
+        """For a run that did not land (or keeps its seats): each seat's last candidate that
+        passed the scope and secret checks, as its branch in the user's repository, so it
+        outlives the seat; the branches."""
         branches = []
         for seat in sorted(self.seats):
             attempts = [a for (a, s) in self.candidates if s == seat]
@@ -201,7 +204,8 @@ class Seating:
         return branches
 
     def cleanup(self, plan: RunPlan, *, keep_branches: set[int]) -> None:
-        """Remove the seats and their homes; the fetched branches but those of ``keep``."""
+        """Remove the seats, their homes and the judges' home; the fetched branches but those
+        of ``keep_branches``."""
         seats.remove_seats(self.home, plan.run_id)
         for seat, branch in self.fetched.items():
             if seat not in keep_branches:
