@@ -282,21 +282,47 @@ def test_parse_baseline_reads_detect_secrets_results() -> None:
 # --- the allowlist pragma, on added lines ------------------------------------------------------
 
 
-def test_the_pragma_on_an_added_line_allows_it(tmp_path: Path) -> None:
-    after = f"KEY = '{AWS_KEY}'  # pragma: allowlist secret\n"
+def test_the_pragma_on_an_added_line_allows_a_generic_finding(tmp_path: Path) -> None:
+    after = 'password = "hunter2-horse-battery"  # pragma: allowlist secret\n'
     assert_passes(check(tmp_path, {}, {"conf.py": after}))
+    assert_passes(check(tmp_path / "strict", {}, {"conf.py": after}, mode="strict"))
+
+
+def test_a_pragma_the_coder_wrote_beside_a_providers_key_warns_never_hides_it(
+    tmp_path: Path,
+) -> None:
+    after = f"KEY = '{AWS_KEY}'  # pragma: allowlist secret\n"
+    outcome = check(tmp_path, {}, {"conf.py": after})
+    assert outcome.result.severity is Severity.WARN and outcome.fire is None
+    assert outcome.result.findings == ["conf.py:1: AWS Access Key (allowlisted by a pragma)"]
+    assert AWS_KEY in {s.value for s in outcome.secrets}  # still redacted from the logs
+    assert_blocks(check(tmp_path / "strict", {}, {"conf.py": after}, mode="strict"))
+
+
+def test_a_pragmad_key_the_base_already_holds_is_no_finding(tmp_path: Path) -> None:
+    before = f"KEY = '{AWS_KEY}'  # pragma: allowlist secret\n"
+    after = before + f"COPY = '{AWS_KEY}'  # pragma: allowlist secret\n"
+    assert_passes(check(tmp_path, {"conf.py": before}, {"conf.py": after}))
 
 
 def test_the_nextline_pragma_on_the_line_above_allows_the_next_only(tmp_path: Path) -> None:
     after = f"# pragma: allowlist nextline secret\nKEY = '{AWS_KEY}'\nNEW = '{OTHER_AWS_KEY}'\n"
     outcome = check(tmp_path, {}, {"conf.py": after})
-    assert outcome.result.findings == ["conf.py:3: AWS Access Key"]
+    assert outcome.result.findings == [
+        "conf.py:2: AWS Access Key (allowlisted by a pragma)",
+        "conf.py:3: AWS Access Key",
+    ]
+    assert_blocks(outcome)
 
 
 def test_the_nextline_pragma_may_be_an_unchanged_line(tmp_path: Path) -> None:
     before = "A = 1\n# pragma: allowlist nextline secret\nKEY = None\nB = 2\n"
     after = before.replace("KEY = None", f"KEY = '{AWS_KEY}'")
-    assert_passes(check(tmp_path, {"conf.py": before}, {"conf.py": after}))
+    outcome = check(tmp_path, {"conf.py": before}, {"conf.py": after})
+    assert outcome.result.severity is Severity.WARN, outcome.result
+    assert outcome.result.findings == ["conf.py:3: AWS Access Key (allowlisted by a pragma)"]
+    generic = before.replace("KEY = None", 'password = "hunter2-horse-battery"')
+    assert_passes(check(tmp_path / "g", {"conf.py": before}, {"conf.py": generic}))
 
 
 def test_strings_at_finds_values_in_any_file_binary_ones_too(tmp_path: Path) -> None:

@@ -4,8 +4,9 @@ A finding is no exposure when its credential is already in the base commit (the 
 its value, in any file, whatever the quoting or position around it), or when the base commit's
 ``.secrets.baseline`` (detect-secrets' own format) lists it: same path, same type, same
 ``hashed_secret``, whatever the line number. The baseline is read from the base commit, never
-from the candidate: a coder could list its own key there. Lines marked ``# pragma: allowlist
-secret`` never reach here (detect-secrets' filter drops them).
+from the candidate: a coder could list its own key there. On a line marked ``# pragma:
+allowlist secret`` a generic finding never reaches here; a provider's does, ``allowlisted``,
+and when new it is a warning: the untrusted coder may have written the pragma beside its key.
 
 An exposure blocks when its detector is a provider's (:mod:`secret_rules`) or the contract says
 ``secrets: strict``; a generic one otherwise only warns.
@@ -107,8 +108,10 @@ def judge(hits: Sequence[Hit], *, in_base: set[str], baseline: Baseline, strict:
         if checked and checked <= in_base:
             verdict.in_base += 1
             continue
-        finding = SecretFinding(hit.source, hit.line, hit.type)
+        kind = f"{hit.type} (allowlisted by a pragma)" if hit.allowlisted else hit.type
+        finding = SecretFinding(hit.source, hit.line, kind)
         generic = not hit.type.startswith(ENV_VALUE_PREFIX) and detector(hit.plugin).generic
+        generic = generic or hit.allowlisted
         (warning if generic and not strict else blocking).add(finding)
         label = hit.type.removeprefix(ENV_VALUE_PREFIX)
         verdict.values.update(DetectedSecret(label, v) for v in hit.values)

@@ -70,6 +70,9 @@ class Hit:
     secret_hash: str  # detect-secrets' hashed_secret, as a .secrets.baseline lists it
     values: frozenset[str] = field(repr=False)  # never shown; for the exposure check, redaction
     text: str = field(default="", repr=False)  # the stripped line (a key header alone)
+    # A provider's finding on a line the allowlist pragma marks: the coder may have written the
+    # pragma itself, so it is reported (as a warning), never dropped.
+    allowlisted: bool = False
 
 
 def scan(sources: Sequence[ScanSource], *, gated: bool = True) -> list[Hit]:
@@ -122,10 +125,15 @@ def _scan_source(source: ScanSource, plugins: Sequence[tuple[Any, Any]], ds: Any
                     found.append((plugin, secret))
         # The line's own filters (the pragma) after the plugins, not before as detect-secrets
         # does: the same verdict, paid only on the few lines where a plugin found something.
-        if not found or ds.filtered(["line"], filename=name, line=line, context=context):
+        if not found:
+            continue
+        allowlisted = ds.is_line_allowlisted(name, line, context)
+        if allowlisted:
+            found = [(p, f) for p, f in found if not detector(type(p).__name__).generic]
+        elif ds.filtered(["line"], filename=name, line=line, context=context):
             continue
         for plugin, secret in found:
-            if ds.filtered(
+            if not allowlisted and ds.filtered(
                 ["context"],
                 filename=name,
                 secret=secret.secret_value,
@@ -149,6 +157,7 @@ def _scan_source(source: ScanSource, plugins: Sequence[tuple[Any, Any]], ds: Any
                     secret_hash=str(secret.secret_hash),
                     values=frozenset(values),
                     text=line.strip(),
+                    allowlisted=allowlisted,
                 )
             )
     return hits
@@ -215,6 +224,7 @@ class _DetectSecrets:
     def __init__(self) -> None:
         from detect_secrets.core import scan as core_scan
         from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
+        from detect_secrets.filters.allowlist import is_line_allowlisted
         from detect_secrets.filters.heuristic import is_lock_file, is_swagger_file
         from detect_secrets.plugins import keyword
         from detect_secrets.plugins.base import RegexBasedDetector
@@ -224,6 +234,7 @@ class _DetectSecrets:
 
         self.plugin_classes: Any = get_mapping_from_secret_type_to_class
         self.filtered = core_scan._is_filtered_out  # its own filter chain, by parameter
+        self.is_line_allowlisted = is_line_allowlisted
         self.is_lock_file = is_lock_file
         self.is_swagger_file = is_swagger_file
         self.KeywordDetector = keyword.KeywordDetector
