@@ -391,8 +391,9 @@ network: "on"
 # keyword, a high-entropy string, credentials in a URL) that is new in the change or in the
 # coder's output: standard warns (reported in the payload, the change may land), strict blocks
 # and fires halt-secret-exposure like a provider's credential (AWS, GitHub, private keys, ...)
-# always does. A value already in the base commit, listed in its .secrets.baseline or on a
-# line marked `# pragma: allowlist secret` is never a finding.
+# always does. A value already in the base commit or listed in its .secrets.baseline is never a
+# finding; on a new line marked `# pragma: allowlist secret` a generic finding is dropped and a
+# provider's credential only warns (the coder may have written the pragma itself).
 secrets: standard
 
 # Halts the run arms. All seven canonical classes are required; add your own below them. A
