@@ -36,13 +36,13 @@ from assay.core.ledger import (
     StageRecord,
 )
 from assay.core.tasks import Task
-from assay.core.vocab import RunStatus, Stage, StageVerdict, TaskStatus
+from assay.core.vocab import EventKind, RunStatus, Stage, StageVerdict, TaskStatus
 
 KNOWN_STAGES = frozenset(s.value for s in Stage)
 KNOWN_VERDICTS = frozenset(v.value for v in StageVerdict)
 
 MIGRATIONS = "assay.adapters.store:migrations"
-HEAD_REVISION = "0002"
+HEAD_REVISION = "0003"
 """The newest migration; a test checks it against alembic's own head."""
 _MIGRATE_LOCK = 0x61737361  # "assa": a PostgreSQL advisory lock id for concurrent migrates
 
@@ -133,7 +133,9 @@ class Ledger:
         with self._write() as conn:
             conn.execute(sa.insert(tasks).values(id=task.id, **st.task_values(task)))
             st.set_task_attempts(conn, task.id, task.attempts)
-            st.append_event(conn, task.created_at, "task_added", {"status": task.status}, task.id)
+            st.append_event(
+                conn, task.created_at, EventKind.TASK_ADDED, {"status": task.status}, task.id
+            )
 
     def get_task(self, task_id: str) -> Task:
         unreadable: list[tuple[str, str]] = []
@@ -181,7 +183,9 @@ class Ledger:
             st.update_task(conn, task)
             if task.attempts != stored:
                 st.set_task_attempts(conn, task.id, task.attempts)
-            st.append_event(conn, task.updated_at, "task_saved", {"status": task.status}, task.id)
+            st.append_event(
+                conn, task.updated_at, EventKind.TASK_SAVED, {"status": task.status}, task.id
+            )
 
     # -- runs ---------------------------------------------------------------------------------
 
@@ -220,7 +224,7 @@ class Ledger:
             st.update_task(conn, task)
             st.set_task_attempts(conn, task.id, task.attempts)
             data = {"dispatch_id": dispatch_id}
-            st.append_event(conn, record.started_at, "run_started", data, task.id, run_id)
+            st.append_event(conn, record.started_at, EventKind.RUN_OPENED, data, task.id, run_id)
         return record
 
     def close_run(self, close: RunClose) -> RunRecord:
@@ -386,17 +390,45 @@ class Ledger:
         with self._read() as conn:
             return [Event.model_validate(r._asdict()) for r in conn.execute(query)]
 
+    def events_after(
+        self,
+        event_id: int,
+        limit: int = 100,
+        *,
+        task_id: str | None = None,
+        run_id: str | None = None,
+    ) -> list[Event]:
+        """At most ``limit`` events with an id above ``event_id``, oldest first: a live tail.
+
+        Start from 0 (or the id of the last event already shown) and pass the last id returned
+        on the next call; nothing appended in between is skipped, on either backend (see
+        ``statements.hold_event_order``), and an event is never returned twice.
+        """
+        if limit < 1:
+            raise ValueError(f"limit must be at least 1, got {limit}")
+        query = sa.select(events).where(events.c.id > event_id).order_by(events.c.id).limit(limit)
+        if task_id is not None:
+            query = query.where(events.c.task_id == task_id)
+        if run_id is not None:
+            query = query.where(events.c.run_id == run_id)
+        with self._read() as conn:
+            return [Event.model_validate(r._asdict()) for r in conn.execute(query)]
+
     def append_event(
         self,
-        kind: str,
+        kind: EventKind | str,
         data: Mapping[str, Any],
         *,
         at: datetime,
         task_id: str | None = None,
         run_id: str | None = None,
     ) -> int:
-        """Append one event outside a run's close; returns its id."""
-        checked = EventIn(kind=kind, data=dict(data))
+        """Append one event outside a run's close; returns its id.
+
+        Raises ``pydantic.ValidationError`` (nothing written) for a kind not in
+        :class:`EventKind`.
+        """
+        checked = EventIn.model_validate({"kind": kind, "data": dict(data)})
         with self._write() as conn:
             return st.append_event(conn, at, checked.kind, checked.data, task_id, run_id)
 
