@@ -34,6 +34,8 @@ _LOCK_TASK = (
     .with_for_update(of=tasks)
 )
 _LOCK_RUN = sa.select(runs).where(runs.c.id == sa.bindparam("run_id")).with_for_update()
+TASK_COLUMNS = tuple(c for c in tasks.c if c.name != "contract")
+"""What a task is read from: not its contract, read alone when a run needs it."""
 _UPDATE_TASK = sa.update(tasks).where(tasks.c.id == sa.bindparam("key"))
 _UPDATE_RUN = sa.update(runs).where(runs.c.id == sa.bindparam("key"))
 
@@ -68,7 +70,7 @@ def load_tasks(
     newer version) is left out, never raised, and noted in ``unreadable`` as (id, what is
     wrong) when a list is given."""
     rows = conn.execute(
-        sa.select(tasks, sa.func.coalesce(stage_records.c.attempts, 0).label("attempts"))
+        sa.select(*TASK_COLUMNS, sa.func.coalesce(stage_records.c.attempts, 0).label("attempts"))
         .select_from(tasks.outerjoin(stage_records, _TASK_STAGE))
         .where(where)
         .order_by(tasks.c.created_at, tasks.c.id)
