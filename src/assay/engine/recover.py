@@ -31,7 +31,7 @@ from assay.adapters.store.sql import Ledger, RunNotFound
 from assay.core.contract import Contract
 from assay.core.payload import HaltNotice, LandSummary, build_payload
 from assay.core.settle import Verdict, settle
-from assay.core.vocab import HaltLifecycle, HaltSeverity, HaltType, LandMode, RunStatus
+from assay.core.vocab import EventKind, HaltLifecycle, HaltSeverity, HaltType, LandMode, RunStatus
 from assay.engine.halt_relay import remove_relay_folders
 from assay.engine.journal import JournaledLanding, read_journal
 from assay.engine.pull_request import delete_remote_branch, find_open_pull_request
@@ -143,9 +143,9 @@ def close_unfinished(
         halt_files.write_json_atomic(path, payload.to_json())
     except OSError as exc:  # the ledger is the truth: the run still closes, and says why
         warning = f"the payload was not written to {path}: {cause_of(exc)}"
-        events.append(EventIn(kind="warning", data={"message": warning}))
+        events.append(EventIn(kind=EventKind.WARNING, data={"message": warning}))
         written = None
-    event = "run.recovered_landed" if land is not None else "run.interrupted"
+    event = EventKind.RUN_RECOVERED_LANDED if land is not None else EventKind.RUN_INTERRUPTED
     ledger.close_run(
         RunClose(
             run_id=record.id,
