@@ -307,7 +307,7 @@ class LocalEffects:
     def _warn(self, message: str) -> None:
         if message not in self.warnings:
             self.warnings.append(message)
-            self._record(RunEvent("warning", {"message": message}))
+            self._record(RunEvent("run.warning", {"message": message}))
 
     def read_report(self, attempt: int, seat: int, path: Path, folder: Path) -> CoderReport | None:
         """The coder's report file, read safely; any problem is one run warning, never a fault."""
