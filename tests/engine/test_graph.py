@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+import dataclasses
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
+
+import pytest
 
 from assay.adapters.coders.base import DispatchResult, ProviderFault, QuotaSignal
 from assay.adapters.validators.base import ValidationOutcome
-from assay.core.attempts import AttemptRecord
 from assay.core.changes import ChangeSet, FileDelta
 from assay.core.contract import Budgets, Contract, ValidatorSpec
 from assay.core.payload import HaltNotice
 from assay.core.results import ValidatorResult
-from assay.core.settle import settle_row
+from assay.core.settle import Settlement, settle_row
 from assay.core.tally import tally
+from assay.core.tasks import Task
 from assay.core.vocab import (
     AttemptOutcome,
     CanonicalHalt,
@@ -26,10 +29,32 @@ from assay.core.vocab import (
     SettleRow,
     Severity,
     StopReason,
+    TaskStatus,
 )
-from assay.engine.effects import JudgeRound, LandOutcome, RunEvent, RunPlan, SeatOutcome
-from assay.engine.graph import run_graph
+from assay.engine.effects import (
+    Candidate,
+    CandidateCall,
+    EffectFault,
+    FaultKind,
+    FireCall,
+    JudgeCall,
+    JudgeRound,
+    LandCall,
+    LandOutcome,
+    OpenRequest,
+    RecordCall,
+    RunEvent,
+    RunHandle,
+    RunPlan,
+    RunRecorded,
+    RunStopped,
+    SeatCall,
+    Validation,
+)
+from assay.engine.graph import run_attempts as run_graph
+from assay.engine.graph import run_graph as run_whole
 from assay.engine.result import RunResult
+from assay.engine.seat_results import candidate_of, validation_of
 
 
 def change(*paths: str) -> ChangeSet:
@@ -70,7 +95,8 @@ class FakeEffects:
     async def arm(self, plan: RunPlan) -> None:
         return None
 
-    async def dispatch(self, plan: RunPlan, attempt: int, seat: int, prompt: str) -> SeatOutcome:
+    async def dispatch(self, call: SeatCall) -> Candidate:
+        attempt, seat, prompt = call.attempt, call.seat, call.prompt
         self.prompts.append(prompt)
         if attempt in self.script.coder_fires:
             halt, severity = self.script.coder_fires[attempt]
@@ -80,15 +106,15 @@ class FakeEffects:
             res, changed = DispatchResult(exit_code=0), step
         else:
             res, changed = step, ChangeSet(base_commit="base")
-        return SeatOutcome(
-            seat=seat, attempt=attempt, coder="fake", result=res, change=changed, worktree=Path(".")
-        )
+        return candidate_of(seat=seat, attempt=attempt, coder="fake", result=res, change=changed)
 
-    async def validate(self, plan: RunPlan, seat: SeatOutcome) -> list[ValidationOutcome]:
+    async def validate(self, call: CandidateCall) -> list[Validation]:
+        seat = call.candidate
         verdicts = self.script.verdicts[min(seat.attempt, len(self.script.verdicts)) - 1]
-        return [ValidationOutcome(result=r) for r in verdicts]
+        return [Validation(result=r) for r in verdicts]
 
-    async def fire(self, plan: RunPlan, halt: CanonicalHalt, evidence: str) -> None:
+    async def fire(self, call: FireCall) -> None:
+        halt, evidence = call.halt, call.evidence
         severity = HaltSeverity.BLOCK
         if halt in (CanonicalHalt.BUDGET_EXHAUSTED, CanonicalHalt.VERIFICATION_GAP):
             severity = HaltSeverity.WARN
@@ -97,15 +123,8 @@ class FakeEffects:
     async def fired_halts(self, plan: RunPlan) -> list[HaltNotice]:
         return list(self.fired)
 
-    async def land(
-        self,
-        plan: RunPlan,
-        seat: SeatOutcome,
-        *,
-        blocked: bool = False,
-        failures: Sequence[str] = (),
-        attempts: Sequence[AttemptRecord] = (),
-    ) -> LandOutcome:
+    async def land(self, call: LandCall) -> LandOutcome:
+        seat, blocked, failures = call.candidate, call.blocked, call.failures
         self.landed.append(seat.seat)
         if blocked:
             self.blocked_lands.append(list(failures))
@@ -271,10 +290,12 @@ def _noop_seat(summary: str) -> DispatchResult:
 
 
 class NoopEffects(FakeEffects):
-    async def dispatch(self, plan: RunPlan, attempt: int, seat: int, prompt: str) -> SeatOutcome:
-        outcome = await super().dispatch(plan, attempt, seat, prompt)
-        outcome.report = outcome.result.report
-        return outcome
+    async def dispatch(self, call: SeatCall) -> Candidate:
+        outcome = await super().dispatch(call)
+        step = self.script.dispatches[min(call.attempt, len(self.script.dispatches)) - 1]
+        res = step[call.seat - 1]
+        assert isinstance(res, DispatchResult)
+        return dataclasses.replace(outcome, report=res.report)
 
 
 def test_unanimous_no_change_with_evidence_and_passing_validators_is_verified_noop() -> None:
@@ -382,17 +403,9 @@ def test_a_command_validator_closes_the_verification_gap() -> None:
 class MovedBaseEffects(FakeEffects):
     """The base branch moved during the run and the combined tree fails the validators."""
 
-    async def land(
-        self,
-        plan: RunPlan,
-        seat: SeatOutcome,
-        *,
-        blocked: bool = False,
-        failures: Sequence[str] = (),
-        attempts: Sequence[AttemptRecord] = (),
-    ) -> LandOutcome:
-        self.landed.append(seat.seat)
-        self.attempts_seen = list(attempts)
+    async def land(self, call: LandCall) -> LandOutcome:
+        self.landed.append(call.candidate.seat)
+        self.attempts_seen = list(call.attempts)
         reason = "the base branch moved to abc; combined with it the validators block: tests: x"
         return LandOutcome(RunStatus.BLOCKED, reason, "assay/x", validations=1)
 
@@ -443,13 +456,8 @@ def test_identical_faults_of_several_seats_are_named_once() -> None:
 
 
 def test_a_provider_fault_with_a_change_is_not_a_candidate() -> None:
-    outcome = SeatOutcome(
-        seat=1,
-        attempt=1,
-        coder="claude",
-        result=_overloaded(),
-        change=change("a.py"),
-        worktree=Path(),
+    outcome = candidate_of(
+        seat=1, attempt=1, coder="claude", result=_overloaded(), change=change("a.py")
     )
     assert outcome.lost_to_provider_fault and outcome.lost_to_machine and not outcome.viable
 
@@ -493,11 +501,11 @@ def test_quota_and_a_provider_fault_together_wait_for_the_quota() -> None:
 class FaultyJudgeEffects(FakeEffects):
     """The judge validator's provider failed after its retries."""
 
-    async def validate(self, plan: RunPlan, seat: SeatOutcome) -> list[ValidationOutcome]:
+    async def validate(self, call: CandidateCall) -> list[Validation]:
         outcome = ValidationOutcome(
             result=result(Severity.BLOCK, error=True), fault="review: HTTP 503, 3 of 3 calls"
         )
-        return [outcome]
+        return [validation_of(outcome)]
 
 
 def test_a_judge_lost_to_a_provider_fault_refunds() -> None:
@@ -517,7 +525,8 @@ class PanelEffects(FakeEffects):
         self.rankings = rankings
         self.lost = lost
 
-    async def judge(self, plan: RunPlan, attempt: int, seats: list[SeatOutcome]) -> JudgeRound:
+    async def judge(self, call: JudgeCall) -> JudgeRound:
+        plan, seats = call.plan, call.candidates
         labels = {s.seat: "AB"[i] for i, s in enumerate(seats)}
         problems = tuple(
             f"judge {i + 1} (llm m): HTTP 503, 3 of 3 calls"
@@ -607,3 +616,74 @@ def test_a_wave_partly_lost_to_a_machine_fact_is_never_called_stuck() -> None:
     )
     _, out = run(script, seats=2, budgets=Budgets(max_recovery=2))
     assert out.status is RunStatus.MERGED
+
+
+class RunEffects(FakeEffects):
+    """The whole run: open hands out the plan, record keeps what it was given."""
+
+    def __init__(self, script: Script, broken: BaseException | None = None) -> None:
+        super().__init__(script)
+        self.broken = broken
+        self.recorded: list[RunResult] = []
+
+    async def open(self, call: OpenRequest) -> RunHandle:
+        opened = plan()
+        return RunHandle(dataclasses.replace(opened, run_id=call.run_id), "worker-q", NOW)
+
+    async def arm(self, plan: RunPlan) -> None:
+        if self.broken is not None:
+            raise self.broken
+
+    async def record(self, call: RecordCall) -> RunRecorded:
+        assert call.handle.worker == "worker-q"
+        self.recorded.append(call.result)
+        return RunRecorded(
+            run_id=call.handle.plan.run_id,
+            status=call.result.status,
+            task=Task.new(id="t1", title="t", instruction="x", now=NOW),
+            settlement=Settlement(
+                row=SettleRow.SUCCEEDED, new_status=TaskStatus.DONE, attempt_spent=True
+            ),
+            payload=None,  # type: ignore[arg-type]
+            payload_path=None,
+        )
+
+
+NOW = datetime(2026, 12, 2, tzinfo=UTC)
+PASSING = Script(dispatches=[[change("a.py")]], verdicts=[[result(Severity.PASS)]])
+
+
+def test_run_graph_opens_runs_the_attempts_and_records_the_result() -> None:
+    fx = RunEffects(PASSING)
+    recorded = asyncio.run(run_whole(OpenRequest("t1", "r9"), fx))
+    assert recorded.run_id == "r9" and recorded.status is RunStatus.MERGED
+    (closed,) = fx.recorded
+    assert closed.status is RunStatus.MERGED and not closed.journaled
+    assert {e.run_id for e in fx.events} == {"r9"}  # every event names its run
+
+
+def test_an_environment_fault_of_an_effect_is_recorded_as_a_refunded_failure() -> None:
+    fault = EffectFault(FaultKind.ENVIRONMENT, "environment error: no space left on device")
+    fx = RunEffects(PASSING, broken=fault)
+    asyncio.run(run_whole(OpenRequest("t1", "r1"), fx))
+    (closed,) = fx.recorded
+    assert closed.status is RunStatus.FAILED and closed.halt_type is HaltType.ENVIRONMENT_ERROR
+    assert closed.machine_fault and closed.journaled  # counted from the journal
+    assert settle_row(closed.verdict) is SettleRow.FAILED_MACHINE_FAULT
+    assert closed.reason == "environment error: no space left on device"
+
+
+def test_a_bug_is_recorded_as_an_internal_error_with_its_traceback() -> None:
+    fx = RunEffects(PASSING, broken=KeyError("seat"))
+    asyncio.run(run_whole(OpenRequest("t1", "r1"), fx))
+    (closed,) = fx.recorded
+    assert closed.status is RunStatus.FAILED and closed.halt_type is HaltType.INTERNAL_ERROR
+    assert closed.reason == "internal error: KeyError('seat')"
+    assert closed.trace and "KeyError" in closed.trace and not closed.machine_fault
+
+
+def test_a_stopped_run_passes_through_unrecorded_for_the_executor_to_close() -> None:
+    fx = RunEffects(PASSING, broken=RunStopped("the worker was lost"))
+    with pytest.raises(RunStopped):
+        asyncio.run(run_whole(OpenRequest("t1", "r1"), fx))
+    assert fx.recorded == []
