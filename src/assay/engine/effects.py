@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import Protocol
 
 from assay.core.attempts import AttemptRecord
 from assay.core.payload import HaltNotice, Payload
@@ -196,41 +196,3 @@ class Effects(Protocol):
         """Close the run: attest, settle, write the payload and the ledger's close (one
         transaction), keep what a run that did not land leaves for a look, remove the seats."""
         ...
-
-
-# -- transitional: the graph and the local executor move to Candidate in the next commits ----
-
-
-@dataclass
-class SeatOutcome:
-    """One seat's dispatch in one attempt, read back from disk (the pre-boundary form)."""
-
-    seat: int
-    attempt: int
-    coder: str
-    result: Any
-    change: Any
-    worktree: Any
-    report: Any = None
-    comparison: Any = field(default_factory=lambda: None)
-
-    @property
-    def lost_to_quota(self) -> bool:
-        return self.result.quota is not None
-
-    @property
-    def lost_to_provider_fault(self) -> bool:
-        return self.result.fault is not None and not self.lost_to_quota
-
-    @property
-    def environment_error(self) -> str | None:
-        return self.result.environment_error  # type: ignore[no-any-return]
-
-    @property
-    def lost_to_machine(self) -> bool:
-        environment = self.environment_error is not None
-        return self.lost_to_quota or self.lost_to_provider_fault or environment
-
-    @property
-    def viable(self) -> bool:
-        return not self.lost_to_machine and not self.change.empty

@@ -68,7 +68,7 @@ class RunResult:
         return [latest[seat] for seat in sorted(latest)]
 
     def usage(self) -> Usage:
-        results = [getattr(d, "dispatch", None) or d.result for d in self.dispatches]  # type: ignore[attr-defined]
+        results = [d.dispatch for d in self.dispatches]
         return total_usage(
             [r.tokens_used for r in results],
             [r.cost_usd for r in results],
