@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from assay.core.contract import Contract
+from assay.core.payload import HaltNotice
 from assay.core.tasks import Task
 from assay.engine.effects import (
     CandidateCall,
@@ -24,6 +25,7 @@ from assay.engine.effects import (
     RunRecorded,
     SeatCall,
 )
+from assay.engine.outcomes import Candidate
 from assay.engine.temporal.config import Timeouts
 
 
@@ -75,6 +77,17 @@ class LandIn:
 class RecordIn:
     call: RecordCall
     pending: Pending = field(default_factory=Pending)
+
+
+@dataclass(frozen=True)
+class Dispatched:
+    """A seat's candidate, and the run's fired halts as the worker saw them once that coder
+    had ended: ``seen`` orders those looks, so the latest look of a wave (taken after every
+    coder of it ended) answers the graph's ``fired_halts`` with no round trip of its own."""
+
+    candidate: Candidate
+    halts: list[HaltNotice]
+    seen: int
 
 
 @dataclass(frozen=True)
@@ -149,6 +162,7 @@ __all__ = [
     "CandidateIn",
     "CloseIn",
     "Closed",
+    "Dispatched",
     "FireIn",
     "JudgeIn",
     "LandIn",
