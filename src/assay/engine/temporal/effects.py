@@ -63,7 +63,10 @@ with workflow.unsafe.imports_passed_through():
 EFFECT_FAULT = "EffectFault"
 RUN_NOT_HELD = "RunNotHeld"  # the worker does not hold the run (it restarted): lost
 RUN_STOPPED = "RunStopped"
-NOT_RETRIED = [EFFECT_FAULT, RUN_NOT_HELD, RUN_STOPPED]
+# A worker silent past its heartbeat, or an activity past its start-to-close, is a lost
+# worker: retrying it on that worker's queue would only wait for its schedule-to-start too.
+TIMED_OUT = ["TemporalTimeout:Heartbeat", "TemporalTimeout:StartToClose"]
+NOT_RETRIED = [EFFECT_FAULT, RUN_NOT_HELD, RUN_STOPPED, *TIMED_OUT]
 
 INFRASTRUCTURE_RETRY = RetryPolicy(
     initial_interval=timedelta(milliseconds=500),
