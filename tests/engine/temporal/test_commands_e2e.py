@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import time
 from pathlib import Path
 
 from support.repo import ASSAY, make_repo, replay_contract
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.worker import Replayer
+
+from assay.engine.temporal.client import connect
+from assay.engine.temporal.config import workflow_id
+from assay.engine.temporal.worker import workflow_runner
+from assay.engine.temporal.workflow import RunWorkflow
 
 from .conftest import Workers, add_task, assay_env, show_task
 
@@ -29,6 +37,21 @@ def test_serve_submits_and_a_worker_runs_it_to_done(workers: Workers) -> None:
         assert isinstance(runs, list) and len(runs) == 1 and runs[0]["status"] == "ready"
         payload = json.loads(repo.assay("payload", "show", runs[0]["id"], **assay_env(pg)).stdout)
         assert payload["attempts"]["total"] == 2 and payload["status"] == "ready"
+    asyncio.run(_replays(workers.temporal, ids))
+
+
+async def _replays(temporal: str, task_ids: list[str]) -> None:
+    """Each workflow's history replays on the workflow code as it is: deterministic."""
+    client = await connect(temporal)
+    replayer = Replayer(
+        workflows=[RunWorkflow],
+        data_converter=pydantic_data_converter,
+        workflow_runner=workflow_runner(),
+    )
+    for task_id in task_ids:
+        history = await client.get_workflow_handle(workflow_id(task_id)).fetch_history()
+        replayed = await replayer.replay_workflow(history, raise_on_replay_failure=False)
+        assert replayed.replay_failure is None, replayed.replay_failure
 
 
 def test_temporal_needs_postgresql(tmp_path: Path, temporal_server: str) -> None:
