@@ -160,7 +160,11 @@ class Activities:
             if not task.runnable(self.clock()):
                 why = f"task {task.id} is {task.status.value}, not runnable"
                 return Opened(None, not_runnable=why)
-            contract = await asyncio.to_thread(self.contract_for, task.id)
+            try:
+                contract = await asyncio.to_thread(self.contract_for, task.id)
+            except Exception as exc:  # unreadable or missing: nothing can run it
+                why = f"task {task.id}: its contract cannot be read: {exc}"
+                return Opened(None, not_runnable=why)
             fx = self.effects_for(task, contract)
             try:
                 handle = await _faults(fx.open(call))
