@@ -80,6 +80,7 @@ class Held:
     handle: RunHandle
     written: int = 0  # the run's events up to this number are in the ledger
     looks: int = 0  # looks at its fired halts taken after a dispatch
+    opened: Opened | None = None  # what open answered (a retried open answers it again)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     @property
@@ -144,8 +145,8 @@ class Activities:
     async def open(self, call: OpenRequest) -> Opened:
         async with self._beating(lambda: {"opening": call.run_id}):
             held = self.runs.get(call.run_id)
-            if held is not None:  # a retried open that reached the same worker
-                return Opened(held.handle, prepared=False)
+            if held is not None and held.opened is not None:  # retried, reached this worker
+                return held.opened
             try:
                 record = await asyncio.to_thread(self.ledger.get_run, call.run_id)
             except RunNotFound:
@@ -181,8 +182,10 @@ class Activities:
                     unresolved = await fx.preflight(handle.plan)
                     await fx.arm(handle.plan)
             except Exception:
-                return Opened(handle, prepared=False)
-            return Opened(handle, unresolved=unresolved, prepared=True)
+                held.opened = Opened(handle, prepared=False)
+            else:
+                held.opened = Opened(handle, unresolved=unresolved, prepared=True)
+            return held.opened
 
     @activity.defn(name="assay.record")
     async def record(self, arg: RecordIn) -> RunRecorded:
