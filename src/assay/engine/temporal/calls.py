@@ -22,7 +22,6 @@ from assay.engine.effects import (
     RunEvent,
     RunHandle,
     RunPlan,
-    RunRecorded,
     SeatCall,
 )
 from assay.engine.outcomes import Candidate
@@ -155,7 +154,7 @@ class RunOutcome:
     lost: int = 0  # runs closed because their worker was lost
     stopped: bool = False
     note: str = ""
-    recorded: RunRecorded | None = None
+    payload_path: str | None = None  # the last run's payload, on the worker that ran it
 
 
 __all__ = [
