@@ -1,9 +1,10 @@
-"""A worker killed mid-dispatch: the run is closed once as an environment error (refunded) and
-runs again on the other worker, through the real commands."""
+"""A worker killed (kill -9) or stopped (SIGTERM) mid-dispatch: the run is closed once as an
+environment error (refunded) and runs again on the other worker, through the real commands."""
 
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -33,8 +34,13 @@ def _holder(pids: set[int], needle: str) -> int | None:
     return None
 
 
+@pytest.mark.parametrize(
+    ("stop", "said"),
+    [(signal.SIGKILL, "was lost"), (signal.SIGTERM, "interrupted by SIGTERM")],
+    ids=["kill-9", "sigterm"],
+)
 def test_a_killed_worker_loses_its_run_once_and_the_other_worker_finishes_it(
-    workers: Workers, tmp_path: Path
+    workers: Workers, tmp_path: Path, stop: signal.Signals, said: str
 ) -> None:
     repo, pg = workers.repo, workers.pg_url
     marker = tmp_path / "first-dispatch"
@@ -70,7 +76,7 @@ sandbox: none
             assert time.monotonic() < deadline, "the first dispatch never started"
             time.sleep(0.2)
             holder = _holder({one.pid, two.pid}, "sleep 131")
-        (one if holder == one.pid else two).kill()  # kill -9, mid-dispatch
+        (one if holder == one.pid else two).send_signal(stop)  # mid-dispatch
         killed = time.monotonic()
         _out, err = serve.communicate(timeout=120)
         assert serve.returncode == 0, err
@@ -98,6 +104,6 @@ sandbox: none
     assert {r["id"]: counted.get(r["id"]) for r in runs} == {runs[0]["id"]: 1, runs[1]["id"]: 1}
     lost = json.loads(repo.assay("payload", "show", runs[0]["id"], **assay_env(pg)).stdout)
     assert lost["halt_type"] == "environment_error" and lost["attempt_spent"] is False
-    assert "was lost" in lost["reason"]
+    assert said in lost["reason"], lost["reason"]
     assert lost["attempts"]["coder_dispatches"] == 1
     assert dict(closes) == {runs[0]["id"]: 1, runs[1]["id"]: 1}  # each run closed once
