@@ -8,6 +8,7 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
 from support.repo import ASSAY, make_repo, replay_contract
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
@@ -63,7 +64,14 @@ def test_temporal_needs_postgresql(tmp_path: Path, temporal_server: str) -> None
         assert "Traceback" not in done.stderr
 
 
-def test_cancel_reaches_the_running_workflow(workers: Workers) -> None:
+@pytest.mark.parametrize(
+    ("command", "reason"),
+    [(("cancel",), "cancelled"), (("hold", "--reason", "not now"), "not now")],
+    ids=["cancel", "hold"],
+)
+def test_cancel_and_hold_reach_the_running_workflow(
+    workers: Workers, command: tuple[str, ...], reason: str
+) -> None:
     repo, pg = workers.repo, workers.pg_url
     contract = repo.contract(
         "sleep.yaml",
@@ -93,7 +101,11 @@ sandbox: none
             time.sleep(0.2)
         time.sleep(1.0)  # the coder is sleeping now
         cancelled = repo.assay(
-            "task", "cancel", task_id, **assay_env(pg, ASSAY_TEMPORAL=workers.temporal)
+            "task",
+            command[0],
+            task_id,
+            *command[1:],
+            **assay_env(pg, ASSAY_TEMPORAL=workers.temporal),
         )
         assert cancelled.returncode == 0, cancelled.stderr
         assert "held" in cancelled.stdout, cancelled.stdout
@@ -105,7 +117,7 @@ sandbox: none
             serve.wait()
     shown = show_task(repo, pg, task_id)
     assert shown["status"] == "held" and shown["hold_source"] == "manual", shown
-    assert "cancelled" in str(shown["hold_reason"])
+    assert reason in str(shown["hold_reason"])
     runs = shown["runs"]
     assert isinstance(runs, list) and len(runs) == 1 and runs[0]["status"] == "failed"
     # Nothing of the coder lives on: its process group was stopped.
