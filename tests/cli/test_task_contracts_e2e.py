@@ -78,6 +78,10 @@ def test_a_task_an_older_assay_queued_still_runs_from_its_file(tmp_path: Path) -
     served = repo.assay("serve", "--once", "--poll", "0.2")
     assert served.returncode == 0, served.stderr
     assert f"{task_id}: ready -> done" in served.stderr
+    with sqlite3.connect(db) as conn:  # adopted: the ledger holds it now, the file is left
+        (kept,) = conn.execute("SELECT contract FROM tasks WHERE id = ?", (task_id,)).fetchone()
+    assert json.loads(kept) == json.loads(document)
+    assert stored.read_text() == document
 
 
 def test_a_contract_corrupted_in_the_ledger_is_one_line_and_exit_4(tmp_path: Path) -> None:
