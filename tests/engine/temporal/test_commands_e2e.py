@@ -108,9 +108,10 @@ sandbox: none
             **assay_env(pg, ASSAY_TEMPORAL=workers.temporal),
         )
         assert cancelled.returncode == 0, cancelled.stderr
-        assert "held" in cancelled.stdout, cancelled.stdout
+        assert "held" in cancelled.stdout, (cancelled.stdout, cancelled.stderr)
         _out, err = serve.communicate(timeout=60)
         assert serve.returncode == 0, err
+        assert "-> held" in err, err
     finally:
         if serve.poll() is None:
             serve.kill()
