@@ -1,0 +1,64 @@
+"""``assay serve --temporal HOST:PORT``: the queue worked by Temporal workers, not here."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import typer
+
+from assay.cli.workspace import EXIT_USAGE, Workspace, fail
+from assay.core.tasks import Task
+
+
+def serve_temporal(
+    *, temporal: str, task_queue: str, namespace: str, once: bool, poll: float
+) -> None:
+    """Submit every runnable task as its workflow; with ``once``, until none is runnable and
+    every workflow submitted has ended. No recovery and no gc here: the workers hold the runs
+    (a lost one is closed by its workflow) and their own folders."""
+    from assay.cli.signals import graceful_stop, interrupted_exit
+    from assay.cli.worker import temporal_ledger
+    from assay.engine.temporal.calls import RunOutcome
+    from assay.engine.temporal.client import TemporalUnreachable
+    from assay.engine.temporal.serving import IN_FLIGHT, WorkflowStep, said
+    from assay.engine.worker import QueueEvents, QueueWorker
+
+    workspace = Workspace.find()
+    ledger = temporal_ledger(workspace)
+    try:
+        step = WorkflowStep(
+            temporal,
+            namespace,
+            task_queue=task_queue,
+            on_submit=lambda task_id, workflow: typer.echo(
+                f"{task_id}: submitted as workflow {workflow}", err=True
+            ),
+        )
+    except TemporalUnreachable as exc:
+        fail(str(exc), EXIT_USAGE)
+
+    class Said(QueueEvents[RunOutcome]):
+        def unreadable(self, task_id: str, problem: str) -> None:
+            typer.echo(f"skipping task {task_id}: unreadable: {problem}", err=True)
+
+        def waiting(self, task: Task, now: datetime) -> None:
+            from assay.cli.explain import waits_message
+
+            typer.echo(f"skipping: {waits_message(task, now)}", err=True)
+
+        def finished(self, task_id: str, result: RunOutcome) -> None:
+            typer.echo(said(result), err=True)
+
+        def stopping(self) -> None:
+            typer.echo("stopping: the workflows go on; the workers finish them", err=True)
+
+    worker = QueueWorker(ledger, step, concurrency=IN_FLIGHT, once=once, poll=poll, events=Said())
+    try:
+        with graceful_stop():
+            served = worker.run()
+    finally:
+        step.close()
+    typer.echo(f"served {served.runs} workflow(s), {step.submitted} submitted", err=True)
+    stopped = interrupted_exit()
+    if stopped is not None:
+        raise typer.Exit(stopped)

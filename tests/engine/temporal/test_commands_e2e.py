@@ -1,0 +1,136 @@
+"""The Temporal executor through the real commands: assay worker, serve --temporal, task cancel."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from support.repo import ASSAY, make_repo, replay_contract
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.worker import Replayer
+
+from assay.engine.temporal.client import connect
+from assay.engine.temporal.config import workflow_id
+from assay.engine.temporal.worker import workflow_runner
+from assay.engine.temporal.workflow import RunWorkflow
+
+from .conftest import Workers, add_task, assay_env, show_task
+
+
+def test_serve_submits_and_workers_run_each_task_to_done_on_one_worker(workers: Workers) -> None:
+    repo, pg = workers.repo, workers.pg_url
+    contract = replay_contract(repo, "wrong", "fixed", land="branch")
+    ids = [add_task(repo, pg, contract) for _ in range(3)]
+    for _ in range(2):  # two workers: a run's activities must all stay on the one that opened it
+        workers.start("--max-dispatches", "1")
+    served = repo.assay(
+        "serve", "--temporal", workers.temporal, "--once", "--poll", "0.2", **assay_env(pg)
+    )
+    assert served.returncode == 0, served.stderr
+    assert "submitted as workflow assay-" in served.stderr
+    for task_id in ids:
+        shown = show_task(repo, pg, task_id)
+        assert shown["status"] == "done", shown
+        runs = shown["runs"]
+        assert isinstance(runs, list) and len(runs) == 1 and runs[0]["status"] == "ready"
+        payload = json.loads(repo.assay("payload", "show", runs[0]["id"], **assay_env(pg)).stdout)
+        assert payload["attempts"]["total"] == 2 and payload["status"] == "ready"
+    asyncio.run(_replays(workers.temporal, ids))
+
+
+async def _replays(temporal: str, task_ids: list[str]) -> None:
+    """Each workflow's history replays on the workflow code as it is (deterministic), and
+    every activity of its run ran on the one worker that opened it (affinity)."""
+    client = await connect(temporal)
+    replayer = Replayer(
+        workflows=[RunWorkflow],
+        data_converter=pydantic_data_converter,
+        workflow_runner=workflow_runner(),
+    )
+    for task_id in task_ids:
+        history = await client.get_workflow_handle(workflow_id(task_id)).fetch_history()
+        started = [
+            e.activity_task_started_event_attributes.identity
+            for e in history.events
+            if e.HasField("activity_task_started_event_attributes")
+        ]
+        assert len(started) >= 4 and len(set(started)) == 1, started
+        replayed = await replayer.replay_workflow(history, raise_on_replay_failure=False)
+        assert replayed.replay_failure is None, replayed.replay_failure
+
+
+def test_temporal_needs_postgresql(tmp_path: Path, temporal_server: str) -> None:
+    repo = make_repo(tmp_path)
+    for args in (("worker",), ("serve", "--once")):
+        done = repo.assay(*args, "--temporal", temporal_server)
+        assert done.returncode == 2, done.stderr
+        assert "PostgreSQL" in done.stderr and "ASSAY_DATABASE_URL" in done.stderr
+        assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("command", "reason"),
+    [(("cancel",), "cancelled"), (("hold", "--reason", "not now"), "not now")],
+    ids=["cancel", "hold"],
+)
+def test_cancel_and_hold_reach_the_running_workflow(
+    workers: Workers, command: tuple[str, ...], reason: str
+) -> None:
+    repo, pg = workers.repo, workers.pg_url
+    contract = repo.contract(
+        "sleep.yaml",
+        """task: Sleep for a long time.
+scope: {allow: ["src/**"]}
+coder: {kind: command, command: "sleep 127", timeout_seconds: 300}
+validators:
+  - {id: tests, kind: command, run: "true"}
+land: none
+sandbox: none
+""",
+    )
+    task_id = add_task(repo, pg, contract)
+    workers.start()
+    serve = subprocess.Popen(
+        [str(ASSAY), "serve", "--temporal", workers.temporal, "--once", "--poll", "0.2"],
+        cwd=repo.root,
+        env=assay_env(pg),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while show_task(repo, pg, task_id)["status"] != "running":
+            assert time.monotonic() < deadline, "the run never started"
+            time.sleep(0.2)
+        time.sleep(1.0)  # the coder is sleeping now
+        cancelled = repo.assay(
+            "task",
+            command[0],
+            task_id,
+            *command[1:],
+            **assay_env(pg, ASSAY_TEMPORAL=workers.temporal),
+        )
+        assert cancelled.returncode == 0, cancelled.stderr
+        assert "held" in cancelled.stdout, (cancelled.stdout, cancelled.stderr)
+        _out, err = serve.communicate(timeout=60)
+        assert serve.returncode == 0, err
+        assert "-> held" in err, err
+    finally:
+        if serve.poll() is None:
+            serve.kill()
+            serve.wait()
+    shown = show_task(repo, pg, task_id)
+    assert shown["status"] == "held" and shown["hold_source"] == "manual", shown
+    assert reason in str(shown["hold_reason"])
+    runs = shown["runs"]
+    assert isinstance(runs, list) and len(runs) == 1 and runs[0]["status"] == "failed"
+    # Nothing of the coder lives on: its process group was stopped.
+    alive = subprocess.run(
+        ["pgrep", "-f", "sleep 127"], capture_output=True, text=True, check=False
+    )
+    assert alive.stdout.strip() == "", alive.stdout
