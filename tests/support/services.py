@@ -1,0 +1,22 @@
+"""A service a test needs (Temporal's dev server, PostgreSQL) that this machine lacks.
+
+Locally the test is skipped and the reason is printed in the summary (``-ra``); in CI
+(``CI=true``) it fails: there, a missing service is a broken set-up, never a quiet skip.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import NoReturn
+
+import pytest
+
+
+def in_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() in {"1", "true", "yes"}
+
+
+def service_missing(reason: str) -> NoReturn:
+    if in_ci():
+        pytest.fail(f"CI=true, but {reason}", pytrace=False)
+    pytest.skip(reason)

