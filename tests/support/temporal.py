@@ -1,9 +1,11 @@
 """Temporal's development server for tests: the real binary, through ``assay dev-server``.
 
-``temporal_server`` (session-scoped) is one server on a free port with its state in a
-temporary folder, shared by every test that needs one. A test that kills the server makes
-its own :class:`DevServer` (``kill()`` is a kill -9 of the server process, ``start()`` starts
-it again on the same state and port). A missing binary skips locally and fails in CI.
+``temporal_server`` (session-scoped) is one server shared by every test that needs one: the
+one at ``$ASSAY_TEST_TEMPORAL_ADDRESS`` when set (``.ci/run`` starts it), else one this
+session starts on a free port with its state in a temporary folder. A test that kills the
+server makes its own :class:`DevServer` (``kill()`` is a kill -9 of the server process,
+``start()`` starts it again on the same state and port). A missing binary skips locally and
+fails in CI.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
@@ -25,6 +28,7 @@ import pytest
 from support.services import service_missing
 
 BINARY = Path(sys.executable).with_name("temporal")
+ADDRESS_ENV = "ASSAY_TEST_TEMPORAL_ADDRESS"
 START_TIMEOUT = 90.0
 ASSAY = [sys.executable, "-m", "assay.cli.main"]
 
@@ -58,6 +62,31 @@ def pid_alive(pid: int) -> bool:
         stat = Path(f"/proc/{pid}/stat").read_text()
         return stat.rsplit(")", 1)[1].split()[0] != "Z"
     return True
+
+
+def wait_serving(address: str, timeout: float = START_TIMEOUT) -> None:
+    """The port accepts before the frontend serves: wait until the default namespace can be
+    described, so a test's first call never races the server's start."""
+    deadline = time.monotonic() + timeout
+    while True:
+        done = subprocess.run(
+            [str(BINARY), "operator", "namespace", "describe", "default", "--address", address],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if done.returncode == 0:
+            return
+        if time.monotonic() > deadline:
+            service_missing(f"the Temporal server at {address} does not serve: {done.stderr}")
+        time.sleep(0.2)
+
+
+@dataclass(frozen=True)
+class ExternalServer:
+    """A server this session did not start (and never stops or kills)."""
+
+    address: str
 
 
 class DevServer:
@@ -97,22 +126,7 @@ class DevServer:
         return self
 
     def _wait_frontend(self) -> None:
-        """The port accepts before the frontend serves: wait until a client can list
-        namespaces (the default namespace exists), so a test's first call never races it."""
-        deadline = time.monotonic() + START_TIMEOUT
-        where = ["--address", self.address]
-        while True:
-            done = subprocess.run(
-                [str(BINARY), "operator", "namespace", "describe", "default", *where],
-                capture_output=True,
-                text=True,
-                check=False,
-            )
-            if done.returncode == 0:
-                return
-            if time.monotonic() > deadline:
-                pytest.fail(f"the dev server on {self.address} never served: {done.stderr}")
-            time.sleep(0.2)
+        wait_serving(self.address)
 
     def kill(self) -> None:
         """kill -9 the server process (the state file stays; the command then exits 1)."""
@@ -143,8 +157,16 @@ class DevServer:
 
 
 @pytest.fixture(scope="session")
-def temporal_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServer]:
-    """One dev server for the session (its address: ``.address``); tests use their own
-    namespaces or task queues, so they never see each other's workflows."""
+def temporal_server(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[DevServer | ExternalServer]:
+    """One Temporal server for the session (its ``.address``); tests use task queues and
+    workflow ids of their own, so they never see each other's workflows."""
+    require_binary()
+    given = os.environ.get(ADDRESS_ENV)
+    if given:
+        wait_serving(given)
+        yield ExternalServer(given)
+        return
     with DevServer(tmp_path_factory.mktemp("temporal")) as server:
         yield server

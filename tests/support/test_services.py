@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from assay.adapters.store.sql import Ledger
 from support import postgres
 from support.services import service_missing
-from support.temporal import DevServer
+from support.temporal import DevServer, ExternalServer
 
 temporalio = pytest.importorskip("temporalio")
 
@@ -37,7 +37,9 @@ class Smoke:
         )
 
 
-def test_a_workflow_runs_on_the_session_dev_server(temporal_server: DevServer) -> None:
+def test_a_workflow_runs_on_the_session_dev_server(
+    temporal_server: DevServer | ExternalServer,
+) -> None:
     async def go() -> str:
         client = await Client.connect(temporal_server.address)
         queue = f"smoke-{uuid.uuid4().hex}"
