@@ -26,7 +26,7 @@ from support.conformance import differences, normalise
 from support.model_server import ModelServer, RecordedRequest
 from support.repo import PYTEST, Repo, make_repo, replay_contract
 from support.script import Turn
-from support.services import service_missing
+from support.services import require_temporal_executor
 from support.temporal import DevServer, ExternalServer
 from support.workers import Worker, add_task, serve_once, service_env, show
 
@@ -119,13 +119,6 @@ def rank_by_digits(request: RecordedRequest) -> Turn:
     blocks = {label: diff for label, _nonce, diff in CANDIDATE.findall(text)}
     best = sorted(blocks, key=lambda label: "isalnum" not in blocks[label])
     return Turn.call("rank", {"ranking": best, "reasons": "the one that keeps digits is right"})
-
-
-def require_temporal_executor() -> None:
-    try:
-        import assay.cli.worker  # noqa: F401
-    except ImportError:
-        service_missing("the Temporal executor (assay worker) is not part of this build")
 
 
 def local_run(repo: Repo, contract: Path, scenario: Scenario) -> dict[str, Any]:

@@ -20,3 +20,11 @@ def service_missing(reason: str) -> NoReturn:
     if in_ci():
         pytest.fail(f"CI=true, but {reason}", pytrace=False)
     pytest.skip(reason)
+
+
+def require_temporal_executor() -> None:
+    """The Temporal executor is built into this assay (``assay worker --temporal``)."""
+    try:
+        import assay.cli.worker  # noqa: F401
+    except ImportError:
+        service_missing("the Temporal executor (assay worker) is not part of this build")
