@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from assay.adapters.coders.base import DispatchResult, ProviderFault, QuotaSignal
 from assay.adapters.validators.base import ValidationOutcome
-from assay.core.attempts import AttemptRecord
 from assay.core.changes import ChangeSet, FileDelta
 from assay.core.contract import Budgets, Contract, ValidatorSpec
 from assay.core.payload import HaltNotice
@@ -27,9 +26,22 @@ from assay.core.vocab import (
     Severity,
     StopReason,
 )
-from assay.engine.effects import JudgeRound, LandOutcome, RunEvent, RunPlan, SeatOutcome
-from assay.engine.graph import run_graph
+from assay.engine.effects import (
+    Candidate,
+    CandidateCall,
+    FireCall,
+    JudgeCall,
+    JudgeRound,
+    LandCall,
+    LandOutcome,
+    RunEvent,
+    RunPlan,
+    SeatCall,
+    Validation,
+)
+from assay.engine.graph import run_attempts as run_graph
 from assay.engine.result import RunResult
+from assay.engine.seat_results import candidate_of, validation_of
 
 
 def change(*paths: str) -> ChangeSet:
@@ -70,7 +82,8 @@ class FakeEffects:
     async def arm(self, plan: RunPlan) -> None:
         return None
 
-    async def dispatch(self, plan: RunPlan, attempt: int, seat: int, prompt: str) -> SeatOutcome:
+    async def dispatch(self, call: SeatCall) -> Candidate:
+        attempt, seat, prompt = call.attempt, call.seat, call.prompt
         self.prompts.append(prompt)
         if attempt in self.script.coder_fires:
             halt, severity = self.script.coder_fires[attempt]
@@ -80,15 +93,15 @@ class FakeEffects:
             res, changed = DispatchResult(exit_code=0), step
         else:
             res, changed = step, ChangeSet(base_commit="base")
-        return SeatOutcome(
-            seat=seat, attempt=attempt, coder="fake", result=res, change=changed, worktree=Path(".")
-        )
+        return candidate_of(seat=seat, attempt=attempt, coder="fake", result=res, change=changed)
 
-    async def validate(self, plan: RunPlan, seat: SeatOutcome) -> list[ValidationOutcome]:
+    async def validate(self, call: CandidateCall) -> list[Validation]:
+        seat = call.candidate
         verdicts = self.script.verdicts[min(seat.attempt, len(self.script.verdicts)) - 1]
-        return [ValidationOutcome(result=r) for r in verdicts]
+        return [Validation(result=r) for r in verdicts]
 
-    async def fire(self, plan: RunPlan, halt: CanonicalHalt, evidence: str) -> None:
+    async def fire(self, call: FireCall) -> None:
+        halt, evidence = call.halt, call.evidence
         severity = HaltSeverity.BLOCK
         if halt in (CanonicalHalt.BUDGET_EXHAUSTED, CanonicalHalt.VERIFICATION_GAP):
             severity = HaltSeverity.WARN
@@ -97,15 +110,8 @@ class FakeEffects:
     async def fired_halts(self, plan: RunPlan) -> list[HaltNotice]:
         return list(self.fired)
 
-    async def land(
-        self,
-        plan: RunPlan,
-        seat: SeatOutcome,
-        *,
-        blocked: bool = False,
-        failures: Sequence[str] = (),
-        attempts: Sequence[AttemptRecord] = (),
-    ) -> LandOutcome:
+    async def land(self, call: LandCall) -> LandOutcome:
+        seat, blocked, failures = call.candidate, call.blocked, call.failures
         self.landed.append(seat.seat)
         if blocked:
             self.blocked_lands.append(list(failures))
@@ -271,10 +277,12 @@ def _noop_seat(summary: str) -> DispatchResult:
 
 
 class NoopEffects(FakeEffects):
-    async def dispatch(self, plan: RunPlan, attempt: int, seat: int, prompt: str) -> SeatOutcome:
-        outcome = await super().dispatch(plan, attempt, seat, prompt)
-        outcome.report = outcome.result.report
-        return outcome
+    async def dispatch(self, call: SeatCall) -> Candidate:
+        outcome = await super().dispatch(call)
+        step = self.script.dispatches[min(call.attempt, len(self.script.dispatches)) - 1]
+        res = step[call.seat - 1]
+        assert isinstance(res, DispatchResult)
+        return dataclasses.replace(outcome, report=res.report)
 
 
 def test_unanimous_no_change_with_evidence_and_passing_validators_is_verified_noop() -> None:
@@ -382,17 +390,9 @@ def test_a_command_validator_closes_the_verification_gap() -> None:
 class MovedBaseEffects(FakeEffects):
     """The base branch moved during the run and the combined tree fails the validators."""
 
-    async def land(
-        self,
-        plan: RunPlan,
-        seat: SeatOutcome,
-        *,
-        blocked: bool = False,
-        failures: Sequence[str] = (),
-        attempts: Sequence[AttemptRecord] = (),
-    ) -> LandOutcome:
-        self.landed.append(seat.seat)
-        self.attempts_seen = list(attempts)
+    async def land(self, call: LandCall) -> LandOutcome:
+        self.landed.append(call.candidate.seat)
+        self.attempts_seen = list(call.attempts)
         reason = "the base branch moved to abc; combined with it the validators block: tests: x"
         return LandOutcome(RunStatus.BLOCKED, reason, "assay/x", validations=1)
 
@@ -443,13 +443,8 @@ def test_identical_faults_of_several_seats_are_named_once() -> None:
 
 
 def test_a_provider_fault_with_a_change_is_not_a_candidate() -> None:
-    outcome = SeatOutcome(
-        seat=1,
-        attempt=1,
-        coder="claude",
-        result=_overloaded(),
-        change=change("a.py"),
-        worktree=Path(),
+    outcome = candidate_of(
+        seat=1, attempt=1, coder="claude", result=_overloaded(), change=change("a.py")
     )
     assert outcome.lost_to_provider_fault and outcome.lost_to_machine and not outcome.viable
 
@@ -493,11 +488,11 @@ def test_quota_and_a_provider_fault_together_wait_for_the_quota() -> None:
 class FaultyJudgeEffects(FakeEffects):
     """The judge validator's provider failed after its retries."""
 
-    async def validate(self, plan: RunPlan, seat: SeatOutcome) -> list[ValidationOutcome]:
+    async def validate(self, call: CandidateCall) -> list[Validation]:
         outcome = ValidationOutcome(
             result=result(Severity.BLOCK, error=True), fault="review: HTTP 503, 3 of 3 calls"
         )
-        return [outcome]
+        return [validation_of(outcome)]
 
 
 def test_a_judge_lost_to_a_provider_fault_refunds() -> None:
@@ -517,7 +512,8 @@ class PanelEffects(FakeEffects):
         self.rankings = rankings
         self.lost = lost
 
-    async def judge(self, plan: RunPlan, attempt: int, seats: list[SeatOutcome]) -> JudgeRound:
+    async def judge(self, call: JudgeCall) -> JudgeRound:
+        plan, seats = call.plan, call.candidates
         labels = {s.seat: "AB"[i] for i, s in enumerate(seats)}
         problems = tuple(
             f"judge {i + 1} (llm m): HTTP 503, 3 of 3 calls"

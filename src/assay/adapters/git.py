@@ -354,6 +354,13 @@ def ignored_entries(worktree: Path) -> frozenset[str]:
     return frozenset(entry for entry in _text(out).split("\0") if entry)
 
 
+def reset_to(worktree: Path, commit: str) -> None:
+    """Put the worktree and its branch back on ``commit``: what a process left that is not
+    ignored goes (ignored entries, the coder's own such as ``node_modules/``, stay)."""
+    _run(worktree, "reset", "--quiet", "--hard", commit)
+    _run(worktree, "clean", "--quiet", "-f", "-d")
+
+
 def restore_checkpoint(worktree: Path, keep_ignored: frozenset[str] = frozenset()) -> None:
     """Put the worktree back to its last commit: what validators left behind (caches such as a
     stale ``__pycache__``, build output) must not leak into the candidate or the next attempt.

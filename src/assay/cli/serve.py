@@ -39,6 +39,20 @@ def serve(
             help="What that gc removes: leftovers of runs closed longer ago than this.",
         ),
     ] = "7d",
+    temporal: Annotated[
+        str | None,
+        typer.Option(
+            "--temporal",
+            metavar="HOST:PORT",
+            help="Submit runs as Temporal workflows (workers run them; ledger on PostgreSQL).",
+        ),
+    ] = None,
+    task_queue: Annotated[
+        str, typer.Option("--task-queue", help="With --temporal: the workers' shared queue.")
+    ] = "assay",
+    namespace: Annotated[
+        str, typer.Option(help="With --temporal: the Temporal namespace.")
+    ] = "default",
 ) -> None:
     """Run queued (and failed, runnable) tasks, N at a time; interrupted runs are closed first.
 
@@ -49,6 +63,13 @@ def serve(
     130 / 143. What closed runs left behind is collected at start and every --gc-every
     (see `assay gc`).
     """
+    if temporal is not None:
+        from assay.cli.serve_temporal import serve_temporal
+
+        serve_temporal(
+            temporal=temporal, task_queue=task_queue, namespace=namespace, once=once, poll=poll
+        )
+        return
     from assay.adapters.store.sql import LedgerConflict
     from assay.cli.explain import waits_message
     from assay.cli.progress import Progress

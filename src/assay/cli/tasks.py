@@ -195,6 +195,10 @@ def _move(task_id: str, move: str, reason: str | None = None) -> None:
         elif move == "release":
             task.release(now)  # refused, with the lifecycle's own explanation
         else:
+            from assay.cli.temporal_stop import stop_running
+
+            if stop_running(task, reason or "held by an operator"):
+                return  # its workflow stops the run and holds the task
             task.hold(reason or "held by an operator", now)
     except TaskTransitionError as exc:
         fail(str(exc), EXIT_USAGE)

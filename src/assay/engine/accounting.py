@@ -7,12 +7,12 @@ from pydantic import JsonValue
 from assay.core.attempts import AttemptRecord, attempt_outcome
 from assay.core.results import ValidatorResult
 from assay.core.vocab import StopReason
-from assay.engine.effects import SeatOutcome
+from assay.engine.outcomes import Candidate
 
 
 def record_attempt(
     attempt: int,
-    seats: list[SeatOutcome],
+    seats: list[Candidate],
     results: list[ValidatorResult],
     *,
     fault: bool,
@@ -42,26 +42,26 @@ def failure_detail(result: ValidatorResult) -> str:
     return f"{result.justification} {findings}".strip() if findings else result.justification
 
 
-def hit_budget(seat: SeatOutcome) -> bool:
-    reason = seat.result.stop_reason
-    return seat.result.timed_out or reason in (StopReason.TURN_BUDGET, StopReason.CONTEXT_BUDGET)
+def hit_budget(seat: Candidate) -> bool:
+    reason = seat.dispatch.stop_reason
+    return seat.dispatch.timed_out or reason in (StopReason.TURN_BUDGET, StopReason.CONTEXT_BUDGET)
 
 
-def budget_detail(seat: SeatOutcome) -> str:
-    if seat.result.timed_out:
+def budget_detail(seat: Candidate) -> str:
+    if seat.dispatch.timed_out:
         return "the coder hit its time budget and was stopped"
-    reason = seat.result.stop_reason
+    reason = seat.dispatch.stop_reason
     return f"the coder stopped on its {reason.value if reason else 'budget'}"
 
 
-def seat_error(seat: SeatOutcome) -> str:
-    result = seat.result
+def seat_error(seat: Candidate) -> str:
+    result = seat.dispatch
     if result.environment_error:
         return result.environment_error
     if result.quota:
         return f"lost to quota: {result.quota.detail}"
     if result.fault and not result.quota:
-        return f"lost to a provider fault: {result.fault.detail}"
+        return f"lost to a provider fault: {result.fault}"
     if result.timed_out:
         return "timed out"
     if result.error:
@@ -69,18 +69,18 @@ def seat_error(seat: SeatOutcome) -> str:
     return "the coder left the tree unchanged"
 
 
-def seat_errors(seats: list[SeatOutcome]) -> list[str]:
+def seat_errors(seats: list[Candidate]) -> list[str]:
     return [f"seat {s.seat}: {seat_error(s)}" for s in seats if not s.viable]
 
 
-def seat_event(seat: SeatOutcome) -> dict[str, JsonValue]:
+def seat_event(seat: Candidate) -> dict[str, JsonValue]:
     return {
         "attempt": seat.attempt,
         "seat": seat.seat,
         "coder": seat.coder,
-        "files": [*seat.change.paths],
-        "type_changes": [c.model_dump(mode="json") for c in seat.change.type_changes()],
+        "files": [*seat.files],
+        "type_changes": [c.model_dump(mode="json") for c in seat.type_changes],
         "viable": seat.viable,
-        "stop_reason": seat.result.stop_reason.value if seat.result.stop_reason else None,
+        "stop_reason": seat.dispatch.stop_reason.value if seat.dispatch.stop_reason else None,
         "error": seat_error(seat) if not seat.viable else None,
     }

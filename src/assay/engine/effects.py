@@ -3,149 +3,196 @@
 The graph (:mod:`assay.engine.graph`) decides; effects act. The local executor performs each
 call in-process; the Temporal executor performs each as an activity. Keeping every step behind
 this interface is what lets the graph be deterministic and tested without git or a model.
+
+Every method takes one small serialisable value and returns one (see
+:mod:`assay.engine.outcomes`): a workflow's history holds them. A run's seats live on the
+worker that opened it (:attr:`RunHandle.worker`); every later call of the run is performed
+there, so dispatch, validate, judge, fire, fired_halts, land and record must reach that worker.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
+from enum import StrEnum
 from typing import Protocol
 
-from pydantic import JsonValue
-
-from assay.adapters.coders.base import DispatchResult
-from assay.adapters.validators.base import ValidationOutcome
 from assay.core.attempts import AttemptRecord
-from assay.core.changes import ChangeSet
-from assay.core.contract import Contract
-from assay.core.payload import HaltNotice
-from assay.core.report import CoderReport, DiffComparison
-from assay.core.tally import Tally
+from assay.core.payload import HaltNotice, Payload
+from assay.core.settle import Settlement
+from assay.core.tasks import Task
 from assay.core.vocab import CanonicalHalt, RunStatus
+from assay.engine.outcomes import (
+    Candidate,
+    DispatchSummary,
+    JudgeRound,
+    LandOutcome,
+    Quota,
+    RunEvent,
+    RunPlan,
+    Validation,
+)
+from assay.engine.result import RunResult
+
+__all__ = [
+    "Candidate",
+    "CandidateCall",
+    "DispatchSummary",
+    "EffectFault",
+    "Effects",
+    "FaultKind",
+    "FireCall",
+    "JudgeCall",
+    "JudgeRound",
+    "LandCall",
+    "LandOutcome",
+    "OpenRequest",
+    "Quota",
+    "RecordCall",
+    "RunEvent",
+    "RunHandle",
+    "RunPlan",
+    "RunRecorded",
+    "RunStopped",
+    "SeatCall",
+    "Validation",
+]
+
+LOCAL_WORKER = "local"  # the worker of a run the local executor holds, in this process
 
 
 @dataclass(frozen=True)
-class RunPlan:
-    """What a run is about; fixed before the graph starts."""
+class OpenRequest:
+    """Open a run of ``task_id`` under the id the executor chose (a workflow's is fixed by it,
+    so a retried open never makes a second run)."""
 
     task_id: str
     run_id: str
-    dispatch_id: str
-    contract: Contract
-    repo_root: Path
-    base_commit: str
-    base_branch: str | None
+    keep_worktrees: bool = False
 
 
-@dataclass
-class SeatOutcome:
-    """One seat's dispatch in one attempt, read back from disk."""
+@dataclass(frozen=True)
+class RunHandle:
+    """An open run: its plan, and the worker that holds its seats (its own task queue under
+    Temporal; ``"local"`` in-process). Every later call of the run goes to that worker."""
 
-    seat: int
+    plan: RunPlan
+    worker: str
+    started_at: datetime
+
+
+@dataclass(frozen=True)
+class SeatCall:
+    plan: RunPlan
     attempt: int
-    coder: str
-    result: DispatchResult
-    change: ChangeSet
-    worktree: Path
-    report: CoderReport | None = None
-    comparison: DiffComparison = field(default_factory=DiffComparison)
-
-    @property
-    def lost_to_quota(self) -> bool:
-        return self.result.quota is not None
-
-    @property
-    def lost_to_provider_fault(self) -> bool:
-        """The provider failed the coder (not quota): a machine fact, never a task failure."""
-        return self.result.fault is not None and not self.lost_to_quota
-
-    @property
-    def environment_error(self) -> str | None:
-        return self.result.environment_error
-
-    @property
-    def lost_to_machine(self) -> bool:
-        """Lost to quota, a provider fault or the environment: nothing said about the task."""
-        environment = self.environment_error is not None
-        return self.lost_to_quota or self.lost_to_provider_fault or environment
-
-    @property
-    def viable(self) -> bool:
-        """A candidate the validators can judge: it ran, was not lost, and changed something."""
-        return not self.lost_to_machine and not self.change.empty
+    seat: int
+    prompt: str
 
 
 @dataclass(frozen=True)
-class LandOutcome:
-    status: RunStatus  # merged or ready; blocked when a blocked run left its branch or PR
-    detail: str
-    branch: str | None = None
-    left_pr: bool = False
-    pr_url: str | None = None
-    validations: int = 0  # validations of a combined tree, when the base branch had moved
-    # The landing failed on the machine (GitHub 5xx, a timeout, the network): land again later.
-    machine_fault: bool = False
-    # The landing was refused (401, 403, a setting missing): a human must resolve it.
-    refused: bool = False
+class CandidateCall:
+    plan: RunPlan
+    candidate: Candidate
 
 
 @dataclass(frozen=True)
-class JudgeRound:
-    """What the blind judges of one attempt said, tallied."""
-
-    tally: Tally
-    labels: dict[int, str]  # seat -> blind label
-    calls: int  # rank and deliberation calls made
-    lost_to_quota: int = 0  # judges whose provider refused them
-    quota_reset_at: datetime | None = None
-    lost_to_fault: int = 0  # judges whose provider failed after retries (5xx, 529, connection)
-    # Judges that gave no usable ranking, each named with why ("judge 1 (llm gpt-5-mini): …").
-    problems: tuple[str, ...] = ()
+class JudgeCall:
+    plan: RunPlan
+    attempt: int
+    candidates: list[Candidate]  # two or more viable ones
 
 
 @dataclass(frozen=True)
-class RunEvent:
-    """Progress, for the live display and the ledger's event log (stored as it is: JSON)."""
+class FireCall:
+    plan: RunPlan
+    halt: CanonicalHalt
+    evidence: str
 
-    kind: str
-    data: dict[str, JsonValue] = field(default_factory=dict)
+
+@dataclass(frozen=True)
+class LandCall:
+    """Land ``candidate`` by the contract's mode. ``blocked``: the validators still fail and
+    the mode is ``pr``; leave it as a draft PR listing ``failures`` for a human. ``attempts``:
+    the run's attempts so far (a merge's commit counts them)."""
+
+    plan: RunPlan
+    candidate: Candidate
+    blocked: bool = False
+    failures: list[str] = field(default_factory=list)
+    attempts: list[AttemptRecord] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class RecordCall:
+    handle: RunHandle
+    result: RunResult
+
+
+@dataclass(frozen=True)
+class RunRecorded:
+    """A closed run: the task as settle left it, the payload, where it was written."""
+
+    run_id: str
+    status: RunStatus
+    task: Task
+    settlement: Settlement
+    payload: Payload
+    payload_path: str | None  # None when it could not be written (a warning says why)
+    warnings: list[str] = field(default_factory=list)
+
+
+class RunStopped(Exception):
+    """The run is being stopped from outside (a signal, a cancellation, a lost worker): it
+    propagates through the graph untouched and the executor closes the run."""
+
+
+class FaultKind(StrEnum):
+    ENVIRONMENT = "environment"  # the machine refused the effect (a full disk): refunded
+    INTERNAL = "internal"  # a bug: the run fails as an internal error
+
+
+class EffectFault(Exception):
+    """An effect failed in a way that ends the run. The graph turns it into a failed result
+    and still records the run; ``trace`` is the traceback, kept by the worker that records."""
+
+    def __init__(self, kind: FaultKind, reason: str, trace: str = "") -> None:
+        super().__init__(reason)
+        self.kind = kind
+        self.reason = reason
+        self.trace = trace
 
 
 class Effects(Protocol):
+    async def open(self, call: OpenRequest) -> RunHandle:
+        """Claim the task, create the run in the ledger, prepare this worker to hold it."""
+        ...
+
     async def preflight(self, plan: RunPlan) -> list[str]:
         """Anchors of the contract that do not resolve at the base commit."""
         ...
 
     async def arm(self, plan: RunPlan) -> None: ...
 
-    async def dispatch(
-        self, plan: RunPlan, attempt: int, seat: int, prompt: str
-    ) -> SeatOutcome: ...
-
-    async def validate(self, plan: RunPlan, seat: SeatOutcome) -> list[ValidationOutcome]: ...
-
-    async def judge(self, plan: RunPlan, attempt: int, seats: list[SeatOutcome]) -> JudgeRound:
-        """Blind judges rank the candidates of ``seats`` (two or more)."""
+    async def dispatch(self, call: SeatCall) -> Candidate:
+        """Run one seat's coder. The seat is reset to its last state first, so a retried
+        dispatch never starts on what an earlier, lost one left."""
         ...
 
-    async def fire(self, plan: RunPlan, halt: CanonicalHalt, evidence: str) -> None: ...
+    async def validate(self, call: CandidateCall) -> list[Validation]: ...
+
+    async def judge(self, call: JudgeCall) -> JudgeRound:
+        """Blind judges rank the candidates (two or more), reading their diffs on the worker."""
+        ...
+
+    async def fire(self, call: FireCall) -> None: ...
 
     async def fired_halts(self, plan: RunPlan) -> list[HaltNotice]: ...
 
-    async def land(
-        self,
-        plan: RunPlan,
-        seat: SeatOutcome,
-        *,
-        blocked: bool = False,
-        failures: Sequence[str] = (),
-        attempts: Sequence[AttemptRecord] = (),
-    ) -> LandOutcome:
-        """Land the chosen candidate by the contract's mode. ``blocked``: the validators still
-        fail and the mode is ``pr``; leave it as a draft PR listing ``failures`` for a human.
-        ``attempts``: the run's attempts so far (a merge's commit counts them)."""
-        ...
+    async def land(self, call: LandCall) -> LandOutcome: ...
 
     async def emit(self, event: RunEvent) -> None: ...
+
+    async def record(self, call: RecordCall) -> RunRecorded:
+        """Close the run: attest, settle, write the payload and the ledger's close (one
+        transaction), keep what a run that did not land leaves for a look, remove the seats."""
+        ...

@@ -15,17 +15,18 @@ from assay.core.recovery import PriorFailure
 from assay.core.results import ValidatorResult
 from assay.core.vocab import HaltType, PolicyAction, RunStatus, Severity
 from assay.engine.accounting import record_attempt, seat_error, seat_errors
-from assay.engine.effects import Effects, RunPlan, SeatOutcome
+from assay.engine.effects import CandidateCall, Effects, RunPlan
+from assay.engine.outcomes import Candidate
 from assay.engine.result import RunResult, end_run
 
 NO_CHANGE_CHECK = "assay.change"
 
 
-def claims_no_change(seats: list[SeatOutcome]) -> bool:
+def claims_no_change(seats: list[Candidate]) -> bool:
     """Every seat that ran left the tree unchanged and says why, with evidence after the mark."""
     ran = [s for s in seats if not s.lost_to_machine]
     return bool(ran) and all(
-        s.change.empty
+        s.empty
         and s.report is not None
         and (s.report.summary or "").strip().startswith(NO_CHANGE_MARK)
         and len((s.report.summary or "").strip()) > len(NO_CHANGE_MARK)
@@ -34,12 +35,12 @@ def claims_no_change(seats: list[SeatOutcome]) -> bool:
 
 
 async def verify_noop(
-    plan: RunPlan, fx: Effects, run: RunResult, attempt: int, seats: list[SeatOutcome]
+    plan: RunPlan, fx: Effects, run: RunResult, attempt: int, seats: list[Candidate]
 ) -> RunResult | None:
     """A unanimous "nothing to change" is checked, not believed: the validators must pass on the
     unchanged tree. Then the run is verified_noop and settle holds the task for a human."""
     claimant = next(s for s in seats if not s.lost_to_machine)
-    outcomes = await fx.validate(plan, claimant)
+    outcomes = await fx.validate(CandidateCall(plan, claimant))
     results = [o.result for o in outcomes]
     decision = decide(results, plan.contract.policy, plan.contract.threshold)
     run.validations += 1
@@ -59,7 +60,7 @@ async def verify_noop(
 
 
 def no_candidate(
-    run: RunResult, attempt: int, seats: list[SeatOutcome], failures: list[PriorFailure]
+    run: RunResult, attempt: int, seats: list[Candidate], failures: list[PriorFailure]
 ) -> RunResult | None:
     """A wave with no viable candidate: end the run on a machine fact, or note it and recover.
 
@@ -80,12 +81,14 @@ def no_candidate(
         if lost:
             run.quota_hit = True
             resets = [
-                s.result.quota.reset_at for s in lost if s.result.quota and s.result.quota.reset_at
+                s.dispatch.quota.reset_at
+                for s in lost
+                if s.dispatch.quota and s.dispatch.quota.reset_at
             ]
             run.quota_reset_at = max(resets) if resets else None
         return end_run(run, RunStatus.FAILED, HaltType.ENVIRONMENT_ERROR, lost_reason(seats))
     if not (lost or faulted or broken):
-        crashed = any(s.result.error or s.result.timed_out for s in seats)
+        crashed = any(s.dispatch.error or s.dispatch.timed_out for s in seats)
         errors = seat_errors(seats) or ["the coder left the tree unchanged"]
         result = ValidatorResult(
             validator_id=NO_CHANGE_CHECK,
@@ -120,10 +123,10 @@ def empty_wave_signatures(run: RunResult, attempt: int) -> list[str] | None:
     return list(last.finding_signatures)
 
 
-def lost_reason(seats: list[SeatOutcome]) -> str:
+def lost_reason(seats: list[Candidate]) -> str:
     """Why a wave where every seat was lost to a machine fact ended, naming the faults."""
-    quota = [s.result.quota.detail for s in seats if s.result.quota]
-    faults = [s.result.fault.detail for s in seats if s.lost_to_provider_fault and s.result.fault]
+    quota = [s.dispatch.quota.detail for s in seats if s.dispatch.quota]
+    faults = [s.dispatch.fault for s in seats if s.lost_to_provider_fault and s.dispatch.fault]
     broken = [
         s.environment_error or ""
         for s in seats

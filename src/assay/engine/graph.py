@@ -9,14 +9,14 @@ attempts — dispatch every seat, read coder-fired halts, validate the chosen ca
 from __future__ import annotations
 
 import asyncio
-from datetime import datetime
+import traceback
 
-from assay.adapters.validators.base import ValidationOutcome
+from pydantic import JsonValue
+
 from assay.core.ledger import finding_signatures
-from assay.core.policy import PolicyDecision, decide
+from assay.core.policy import decide
 from assay.core.recovery import PriorFailure, recovery_spec
 from assay.core.vocab import (
-    AttemptNext,
     CanonicalHalt,
     HaltSeverity,
     HaltType,
@@ -32,16 +32,31 @@ from assay.engine.accounting import (
     record_attempt,
     seat_event,
 )
-from assay.engine.effects import Effects, RunEvent, RunPlan, SeatOutcome
+from assay.engine.effects import (
+    CandidateCall,
+    EffectFault,
+    Effects,
+    FaultKind,
+    FireCall,
+    JudgeCall,
+    LandCall,
+    OpenRequest,
+    RecordCall,
+    RunRecorded,
+    RunStopped,
+    SeatCall,
+)
 from assay.engine.empty_wave import (
     claims_no_change,
     empty_wave_signatures,
     no_candidate,
     verify_noop,
 )
+from assay.engine.endings import judge_validator_lost, landed, next_step
+from assay.engine.outcomes import Candidate, RunEvent, RunPlan, Validation
 from assay.engine.result import RunResult, end_run
 
-__all__ = ["run_graph"]
+__all__ = ["broken_result", "run_attempts", "run_graph"]
 
 VERIFICATION_GAP_EVIDENCE = (
     "no validator verifies the change: the contract declares no command or judge validator, "
@@ -50,18 +65,55 @@ VERIFICATION_GAP_EVIDENCE = (
 )
 
 
-async def run_graph(plan: RunPlan, fx: Effects) -> RunResult:
+async def run_graph(request: OpenRequest, fx: Effects) -> RunRecorded:
+    """One run: open it (on the worker that will hold its seats), its attempts, its record.
+
+    A fault of an effect, or a bug, ends the run as a failed result that is still recorded;
+    a stop from outside (:class:`RunStopped`) passes through: the executor closes the run."""
+    handle = await fx.open(request)
+    try:
+        result = await run_attempts(handle.plan, fx)
+    except RunStopped:
+        raise
+    except EffectFault as fault:
+        result = broken_result(fault.kind, fault.reason, fault.trace)
+    except Exception as exc:  # any bug becomes an honest internal_error payload
+        result = broken_result(
+            FaultKind.INTERNAL, f"internal error: {exc!r}", traceback.format_exc()
+        )
+    return await fx.record(RecordCall(handle, result))
+
+
+def broken_result(kind: FaultKind, reason: str, trace: str = "") -> RunResult:
+    """The result of a run the graph could not finish: failed, its counts taken from the
+    run's journal when it is recorded; an environment fault is refunded like a seat lost to
+    its environment."""
+    if kind is FaultKind.ENVIRONMENT:
+        result = RunResult(RunStatus.FAILED, HaltType.ENVIRONMENT_ERROR, reason)
+        result.machine_fault = True
+    else:
+        result = RunResult(RunStatus.FAILED, HaltType.INTERNAL_ERROR, reason, trace=trace or None)
+    result.journaled = True
+    return result
+
+
+async def run_attempts(plan: RunPlan, fx: Effects) -> RunResult:
+    """Preflight, arm, then the attempts until one lands, halts or recovery is spent."""
     contract = plan.contract
     # The base is journaled so a recovery can tell whether this run already landed.
-    started = {"run_id": plan.run_id, "seats": contract.seats, "base_commit": plan.base_commit}
-    await fx.emit(RunEvent("run.started", {**started, "base_branch": plan.base_branch}))
+    started: dict[str, JsonValue] = {
+        "run_id": plan.run_id,
+        "seats": contract.seats,
+        "base_commit": plan.base_commit,
+    }
+    await _emit(fx, plan, "run.started", {**started, "base_branch": plan.base_branch})
     unresolved = await fx.preflight(plan)
     await fx.arm(plan)
     if not contract.verified:
-        await fx.fire(plan, CanonicalHalt.VERIFICATION_GAP, VERIFICATION_GAP_EVIDENCE)
+        await fx.fire(FireCall(plan, CanonicalHalt.VERIFICATION_GAP, VERIFICATION_GAP_EVIDENCE))
     if unresolved:
         evidence = "anchors do not resolve at the base commit: " + ", ".join(unresolved)
-        await fx.fire(plan, CanonicalHalt.ANCHOR_RESOLUTION_FAILURE, evidence)
+        await fx.fire(FireCall(plan, CanonicalHalt.ANCHOR_RESOLUTION_FAILURE, evidence))
         run = RunResult(RunStatus.BLOCKED, HaltType.ESCALATE, evidence, halted=True)
         run.fired = await fx.fired_halts(plan)
         return run
@@ -74,25 +126,30 @@ async def run_graph(plan: RunPlan, fx: Effects) -> RunResult:
         if attempt > 1:
             run.recovery_waves += 1
         prompt = recovery_spec(contract.task, failures)
-        await fx.emit(RunEvent("attempt.started", {"attempt": attempt}))
-        for seat in range(1, contract.seats + 1):  # recorded before it runs: counts stay exact
-            coder = contract.coder_for_seat(seat).kind.value
-            await fx.emit(
-                RunEvent("dispatch.started", {"attempt": attempt, "seat": seat, "coder": coder})
+        await _emit(fx, plan, "attempt.started", {"attempt": attempt})
+        for number in range(1, contract.seats + 1):  # recorded before it runs: counts stay exact
+            coder = contract.coder_for_seat(number).kind.value
+            await _emit(
+                fx, plan, "dispatch.started", {"attempt": attempt, "seat": number, "coder": coder}
             )
         seats = list(
             await asyncio.gather(
-                *(fx.dispatch(plan, attempt, seat, prompt) for seat in range(1, contract.seats + 1))
+                *(
+                    fx.dispatch(SeatCall(plan, attempt, seat, prompt))
+                    for seat in range(1, contract.seats + 1)
+                )
             )
         )
         run.dispatches.extend(seats)
         for seat in seats:
-            await fx.emit(RunEvent("seat.finished", seat_event(seat)))
+            await _emit(fx, plan, "seat.finished", seat_event(seat))
             if hit_budget(seat):
                 await fx.fire(
-                    plan,
-                    CanonicalHalt.BUDGET_EXHAUSTED,
-                    f"attempt {attempt} seat {seat.seat}: {budget_detail(seat)}",
+                    FireCall(
+                        plan,
+                        CanonicalHalt.BUDGET_EXHAUSTED,
+                        f"attempt {attempt} seat {seat.seat}: {budget_detail(seat)}",
+                    )
                 )
         run.fired = await fx.fired_halts(plan)
         blocking = [h for h in run.fired if h.severity is HaltSeverity.BLOCK]
@@ -131,7 +188,7 @@ async def run_graph(plan: RunPlan, fx: Effects) -> RunResult:
             judged = await _judge(plan, fx, run, attempt, seats, viable)
             if isinstance(judged, RunResult):
                 return judged
-            chosen, outcomes = judged, await fx.validate(plan, judged)
+            chosen, outcomes = judged, await fx.validate(CandidateCall(plan, judged))
             run.validations += 1
         else:
             chosen, outcomes = await _validate_best(plan, fx, viable)
@@ -139,10 +196,11 @@ async def run_graph(plan: RunPlan, fx: Effects) -> RunResult:
         run.winner = chosen
         for outcome in outcomes:
             if outcome.fire is not None:
-                await fx.fire(plan, outcome.fire, outcome.evidence or outcome.result.justification)
+                evidence = outcome.evidence or outcome.result.justification
+                await fx.fire(FireCall(plan, outcome.fire, evidence))
         results = [o.result for o in outcomes]
         run.validator_results = results
-        lost = _judge_validator_lost(run, attempt, seats, outcomes)
+        lost = judge_validator_lost(run, attempt, seats, outcomes)
         if lost is not None:
             return lost
         decision = decide(results, contract.policy, contract.threshold)
@@ -161,31 +219,31 @@ async def run_graph(plan: RunPlan, fx: Effects) -> RunResult:
         )
         halted_by = [o.fire.value for o in outcomes if o.fire is not None]
         stuck = previous is not None and signatures == previous
-        going, why = _next_step(decision, halted_by, stuck, attempt, waves)
-        await fx.emit(
-            RunEvent(
-                "attempt.decided",
-                {
-                    "attempt": attempt,
-                    "outcome": run.attempts[-1].outcome.value,
-                    "action": decision.action.value,
-                    "next": going.value,
-                    "why": why,
-                    "seat": chosen.seat,
-                    "failures": [
-                        f"{r.validator_id}: {'; '.join(r.findings) or r.justification}"[:300]
-                        for r in failed
-                    ],
-                },
-            )
+        going, why = next_step(decision, halted_by, stuck, attempt, waves)
+        await _emit(
+            fx,
+            plan,
+            "attempt.decided",
+            {
+                "attempt": attempt,
+                "outcome": run.attempts[-1].outcome.value,
+                "action": decision.action.value,
+                "next": going.value,
+                "why": why,
+                "seat": chosen.seat,
+                "failures": [
+                    f"{r.validator_id}: {'; '.join(r.findings) or r.justification}"[:300]
+                    for r in failed
+                ],
+            },
         )
         if halted_by:
             run.fired = await fx.fired_halts(plan)
             return end_run(run, RunStatus.BLOCKED, HaltType.ESCALATE, why, halted=True)
         if decision.action is PolicyAction.PROCEED:
-            run.land = await fx.land(plan, chosen, attempts=run.attempts)
+            run.land = await fx.land(LandCall(plan, chosen, attempts=list(run.attempts)))
             run.validations += run.land.validations
-            return _landed(run)
+            return landed(run)
         if decision.action is PolicyAction.HALT:
             return end_run(run, RunStatus.FAILED, HaltType.VALIDATOR_ERROR, decision.justification)
         failures.extend(
@@ -205,54 +263,32 @@ async def run_graph(plan: RunPlan, fx: Effects) -> RunResult:
     )
 
 
-def _next_step(
-    decision: PolicyDecision, halted_by: list[str], stuck: bool, attempt: int, waves: int
-) -> tuple[AttemptNext, str]:
-    """What the run does after this attempt and why: the attempt that follows a recovery, the
-    reason a run ends (the progress line and the ledger's ``attempt.decided`` say this, not
-    the bare policy action)."""
-    if halted_by:
-        return AttemptNext.END, f"block halt fired: {', '.join(halted_by)}"
-    if decision.action is PolicyAction.PROCEED:
-        return AttemptNext.LAND, ""
-    if decision.action is PolicyAction.HALT:
-        return AttemptNext.END, decision.justification
-    if stuck:
-        return (
-            AttemptNext.END,
-            f"stuck: attempt {attempt} failed exactly as attempt {attempt - 1} did",
-        )
-    if attempt >= waves:
-        return AttemptNext.END, f"no recovery left (max_recovery {waves - 1})"
-    return AttemptNext.RECOVER, f"attempt {attempt + 1} of {waves} follows"
-
-
 async def _judge(
     plan: RunPlan,
     fx: Effects,
     run: RunResult,
     attempt: int,
-    seats: list[SeatOutcome],
-    viable: list[SeatOutcome],
-) -> SeatOutcome | RunResult:
+    seats: list[Candidate],
+    viable: list[Candidate],
+) -> Candidate | RunResult:
     """Blind judges rank the viable candidates; the winner, or the run stalled without quorum."""
-    panel = await fx.judge(plan, attempt, viable)
+    panel = await fx.judge(JudgeCall(plan, attempt, viable))
     run.tally = panel.tally
     run.labels.update(panel.labels)
     run.judge_calls += panel.calls
     tally = panel.tally
-    await fx.emit(
-        RunEvent(
-            "judges.ranked",
-            {
-                "attempt": attempt,
-                "winner": tally.winner,
-                "present": tally.present,
-                "quorum": tally.quorum,
-                "lost_to_quota": panel.lost_to_quota,
-                "lost_to_fault": panel.lost_to_fault,
-            },
-        )
+    await _emit(
+        fx,
+        plan,
+        "judges.ranked",
+        {
+            "attempt": attempt,
+            "winner": tally.winner,
+            "present": tally.present,
+            "quorum": tally.quorum,
+            "lost_to_quota": panel.lost_to_quota,
+            "lost_to_fault": panel.lost_to_fault,
+        },
     )
     if tally.winner is not None and tally.met_quorum:
         return next(s for s in viable if panel.labels[s.seat] == tally.winner)
@@ -278,58 +314,11 @@ async def _judge(
     return end_run(run, status, halt_type, reason)
 
 
-def _judge_validator_lost(
-    run: RunResult, attempt: int, seats: list[SeatOutcome], outcomes: list[ValidationOutcome]
-) -> RunResult | None:
-    """A judge validator lost to its provider (quota, or a fault that outlived the retries) is
-    a machine fact, not a verdict on the task: the run ends refunded, the fault named."""
-    results = [o.result for o in outcomes]
-    quota = [o.quota for o in outcomes if o.quota is not None]
-    faults = [o.fault for o in outcomes if o.fault is not None]
-    if quota:
-        run.quota_hit = True
-        run.quota_reset_at = _latest([q.reset_at for q in quota])
-        detail = "; ".join(q.detail for q in quota)
-        status, reason = RunStatus.STALLED, f"a judge hit its quota: {detail}"
-    elif faults:
-        run.machine_fault = True
-        detail = "; ".join(faults)
-        status, reason = RunStatus.FAILED, f"a judge was lost to a provider fault: {detail}"
-    else:
-        return None
-    run.attempts.append(record_attempt(attempt, seats, results, fault=True, failures=[detail]))
-    return end_run(run, status, HaltType.ENVIRONMENT_ERROR, reason)
-
-
-def _landed(run: RunResult) -> RunResult:
-    """End a run whose candidate passed on what its landing did. A landing that failed on a
-    machine fault is refunded (the task lands again later); a refused one goes to a human."""
-    land = run.land
-    assert land is not None
-    if land.machine_fault:
-        run.machine_fault = True
-        reason = f"the landing failed on a machine fault; the task lands again later: {land.detail}"
-        return end_run(run, RunStatus.FAILED, HaltType.ENVIRONMENT_ERROR, reason)
-    if land.refused:
-        run.land_refused = True
-        # Blocked by the landing alone: say first that the change itself passed.
-        reason = f"the validators passed; the pull request was refused: {land.detail}"
-        return end_run(run, RunStatus.BLOCKED, HaltType.ESCALATE, reason)
-    # Blocked here: the base branch moved and the change does not hold on its tip.
-    moved = land.status is RunStatus.BLOCKED
-    return end_run(run, land.status, HaltType.BLOCKER if moved else HaltType.NONE, land.detail)
-
-
-def _latest(times: list[datetime | None]) -> datetime | None:
-    known = [t for t in times if t is not None]
-    return max(known) if known else None
-
-
 async def _validate_best(
-    plan: RunPlan, fx: Effects, viable: list[SeatOutcome]
-) -> tuple[SeatOutcome, list[ValidationOutcome]]:
+    plan: RunPlan, fx: Effects, viable: list[Candidate]
+) -> tuple[Candidate, list[Validation]]:
     """Validate every viable candidate; keep the first (by seat) that proceeds, else the first."""
-    judged = [(seat, await fx.validate(plan, seat)) for seat in viable]
+    judged = [(seat, await fx.validate(CandidateCall(plan, seat))) for seat in viable]
     contract = plan.contract
     for seat, outcomes in judged:
         decision = decide([o.result for o in outcomes], contract.policy, contract.threshold)
@@ -351,7 +340,12 @@ async def _end_blocked(plan: RunPlan, fx: Effects, run: RunResult, reason: str) 
         and last
         and run.winner.attempt == last.attempt
     ):
-        run.land = await fx.land(plan, run.winner, blocked=True, failures=last.failures)
+        call = LandCall(plan, run.winner, blocked=True, failures=list(last.failures))
+        run.land = await fx.land(call)
         if run.land.left_pr:
             run.reason = f"{reason}; left for review as {run.land.pr_url}"
     return run
+
+
+async def _emit(fx: Effects, plan: RunPlan, kind: str, data: dict[str, JsonValue]) -> None:
+    await fx.emit(RunEvent(kind, data, run_id=plan.run_id))

@@ -12,9 +12,10 @@ import signal
 from assay.adapters.process import stop_requested
 from assay.core.vocab import CrashPoint
 from assay.engine.crashpoints import crash_point
+from assay.engine.effects import RunStopped
 
 
-class RunInterrupted(Exception):
+class RunInterrupted(RunStopped):
     """The operator asked assay to stop (``signum``); the run closes as interrupted."""
 
     def __init__(self, signum: int) -> None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -23,7 +22,7 @@ from assay.core.policy import decide
 from assay.core.results import ValidatorResult
 from assay.core.vocab import AttemptOutcome, LandMode, PolicyAction, RunStatus
 from assay.engine.accounting import failure_detail
-from assay.engine.effects import LandOutcome, RunPlan, SeatOutcome
+from assay.engine.outcomes import Candidate, LandOutcome, RunPlan
 from assay.engine.pull_request import land_pull_request
 
 if TYPE_CHECKING:
@@ -33,7 +32,7 @@ if TYPE_CHECKING:
 def land_candidate(
     fx: LocalEffects,
     plan: RunPlan,
-    seat: SeatOutcome,
+    seat: Candidate,
     blocked: bool = False,
     failures: Sequence[str] = (),
     attempts: Sequence[AttemptRecord] = (),
@@ -84,7 +83,7 @@ def land_candidate(
 def merge_squashed(
     fx: LocalEffects,
     plan: RunPlan,
-    seat: SeatOutcome,
+    seat: Candidate,
     branch: str,
     into: str,
     attempts: Sequence[AttemptRecord],
@@ -150,20 +149,21 @@ def validator_verdicts(plan: RunPlan, results: Sequence[ValidatorResult]) -> lis
 
 
 def _revalidate(
-    fx: LocalEffects, plan: RunPlan, seat: SeatOutcome, branch: str, combined: str, tip: str
+    fx: LocalEffects, plan: RunPlan, seat: Candidate, branch: str, combined: str, tip: str
 ) -> str | None:
     """Run the validators on ``combined`` (the change applied to the moved base's ``tip``) in
     the seat's repository, then put it back on its branch. None: they pass."""
     if not fx.seating.usable(seat.seat):
         return fx.seating.tampered.get(seat.seat, "the seat's repository is gone")
-    landing.check_out(seat.worktree, combined)
+    worktree = fx.worktree_of(seat)
+    landing.check_out(worktree, combined)
     try:
-        change = git.read_changes(seat.worktree, tip)
+        change = git.read_changes(worktree, tip)
         # Called from the landing thread, which runs no event loop of its own.
-        outcomes = asyncio.run(fx.validate(plan, dataclasses.replace(seat, change=change)))
+        outcomes = asyncio.run(fx.validate_candidate(plan, seat, change))
     finally:
         if fx.seating.usable(seat.seat):  # validate checked its .git; never a tampered one
-            landing.check_out(seat.worktree, branch)
+            landing.check_out(worktree, branch)
     results = [o.result for o in outcomes]
     decision = decide(results, plan.contract.policy, plan.contract.threshold)
     if decision.action is PolicyAction.PROCEED and all(o.fire is None for o in outcomes):

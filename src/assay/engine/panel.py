@@ -16,30 +16,30 @@ from assay.adapters.envpolicy import agent_environment, model_environment
 from assay.adapters.judging import RankingResult, deliberate, rank
 from assay.adapters.sandbox_spec import SandboxSpec
 from assay.core.blind import blind_candidates, blind_labels, judge_order, needs_deliberation
+from assay.core.changes import ChangeSet
 from assay.core.contract import JudgeSpec
 from assay.core.tally import tally
 from assay.core.vocab import JudgeKind
-from assay.engine.effects import JudgeRound, RunPlan, SeatOutcome
+from assay.engine.outcomes import JudgeRound, RunPlan
 
 
 async def judge_blind(
     plan: RunPlan,
     attempt: int,
-    seats: list[SeatOutcome],
+    changes: Mapping[int, ChangeSet],
     *,
     operator_env: Mapping[str, str],
     workdir: Path,
     sandbox: SandboxSpec | None = None,
 ) -> JudgeRound:
-    """``sandbox``: where each CLI judge runs (None: unconfined); an LLM judge is a model
-    assay calls itself, so no process of it is confined."""
+    """``changes``: each candidate's change with its diff, by seat (read on the worker that
+    holds the seats). ``sandbox``: where each CLI judge runs (None: unconfined); an LLM judge
+    is a model assay calls itself, so no process of it is confined."""
     contract = plan.contract
-    labels = blind_labels([s.seat for s in seats], plan.run_id)
+    labels = blind_labels(list(changes), plan.run_id)
     identity = [plan.run_id, plan.dispatch_id]
-    identity += [m for m in (contract.coder_for_seat(s.seat).model for s in seats) if m]
-    blind = blind_candidates(
-        {s.seat: s.change for s in seats}, plan.run_id, secrets_of_identity=identity
-    )
+    identity += [m for m in (contract.coder_for_seat(s).model for s in changes) if m]
+    blind = blind_candidates(dict(changes), plan.run_id, secrets_of_identity=identity)
     by_label = {c.label: c for c in blind}
     ordered_labels = sorted(by_label)
     specs: list[JudgeSpec | None] = [contract.judge_for(i) for i in range(contract.judges)]

@@ -26,16 +26,19 @@ from assay.adapters.process_groups import GROUPS_FILE, stop_recorded_groups
 from assay.adapters.run_files import cause_of
 from assay.adapters.store import halt_files, halt_ops
 from assay.adapters.store.halt_journal import journaled_firings
-from assay.adapters.store.records import EventIn, RunClose, RunRecord
+from assay.adapters.store.records import EventIn, RunRecord
 from assay.adapters.store.sql import Ledger, RunNotFound
+from assay.core.backoff import quota_streak
 from assay.core.contract import Contract
-from assay.core.payload import HaltNotice, LandSummary, build_payload
-from assay.core.settle import Verdict, settle
-from assay.core.vocab import HaltLifecycle, HaltSeverity, HaltType, LandMode, RunStatus
+from assay.core.payload import HaltNotice
+from assay.core.vocab import HaltLifecycle, HaltSeverity, HaltType, RunStatus
+from assay.engine.closing import CloseFacts, close_run
 from assay.engine.halt_relay import remove_relay_folders
 from assay.engine.journal import JournaledLanding, read_journal
+from assay.engine.outcomes import LandOutcome
 from assay.engine.pull_request import delete_remote_branch, find_open_pull_request
 from assay.engine.refunds import refund_streak
+from assay.engine.result import RunResult
 
 Clock = Callable[[], datetime]
 
@@ -85,56 +88,45 @@ def close_unfinished(
     pr_url = landing.pr_url if landing else None
     if commit is None and landing is not None and pr_url is None:
         pr_url = _pull_request_opened(repo, contract, landing, env or os.environ)
-    land: LandSummary | None = None
+    land: LandOutcome | None = None
     if commit is not None:
         status, halt_type = RunStatus.MERGED, HaltType.NONE
         reason = f"merged into {journal.base_branch} as {commit[:12]} before the process died"
-        verdict = Verdict(status=status)
-        land = LandSummary(mode=LandMode.MERGE)
+        land = LandOutcome(status, reason)
     elif landing is not None and pr_url is not None:  # opened once; never opened again
-        land = LandSummary(mode=LandMode.PR, branch=landing.branch, pr_url=pr_url)
         if landing.blocked:
             status, halt_type = RunStatus.BLOCKED, HaltType.BLOCKER
             reason = f"blocked; left for review as {pr_url} before the process died"
         else:
             status, halt_type = RunStatus.READY, HaltType.NONE
             reason = f"pull request {pr_url} opened before the process died"
-        verdict = Verdict(status=status, left_pr=True)
+        land = LandOutcome(status, reason, landing.branch, left_pr=True, pr_url=pr_url)
     elif blocks:  # a block halt fired before the crash: a human decides, never a refund
         names = ", ".join(f"{h.name} ({h.detail})" for h in blocks)
         status, halt_type = RunStatus.BLOCKED, HaltType.ESCALATE
         reason = f"block halt fired before the process died: {names}"
-        verdict = Verdict(status=status, halted=True)
     else:
         status, halt_type = RunStatus.FAILED, HaltType.ENVIRONMENT_ERROR
-        verdict = Verdict(status=status, parked=True)
-    budgets = contract.budgets
-    settlement = settle(
-        task,
-        verdict,
-        reason,
-        budgets.max_attempts,
-        now,
-        refunds=refund_streak(ledger, task.id),
-        max_refunds=budgets.max_refunds,
+    result = RunResult(status, halt_type, reason, attempts=journal.attempts, fired=blocks)
+    result.land = land
+    result.halted = bool(blocks) and land is None
+    result.parked = land is None and not blocks  # interrupted: refunded through settle
+    closing = close_run(
+        CloseFacts(
+            task=task,
+            run_id=record.id,
+            dispatch_id=dispatch_id,
+            contract=contract,
+            result=result,
+            started_at=record.started_at,
+            settled_at=now,
+            finished_at=now,
+            refunds=refund_streak(ledger, task.id),
+            quota_streak=closed_quota_streak(ledger, task.id),
+            dispatches=journal.dispatches,
+        )
     )
-    payload = build_payload(
-        task_id=task.id,
-        run_id=record.id,
-        dispatch_id=dispatch_id,
-        status=status,
-        halt_type=halt_type,
-        reason=reason,
-        task_status=settlement.new_status,
-        attempt_spent=settlement.attempt_spent,
-        task_spec=contract.task,
-        attempts=journal.attempts,
-        started_at=record.started_at,
-        finished_at=max(now, record.started_at),
-        fired_halts=blocks,
-        land=land,
-        sandbox=contract.sandbox,
-    )
+    payload = closing.payload
     path = home / "runs" / record.id / "payload.json"
     written: str | None = str(path)
     events: list[EventIn] = []
@@ -146,26 +138,16 @@ def close_unfinished(
         events.append(EventIn(kind="warning", data={"message": warning}))
         written = None
     event = "run.recovered_landed" if land is not None else "run.interrupted"
-    ledger.close_run(
-        RunClose(
-            run_id=record.id,
-            status=status,
-            task=task,
-            settlement=settlement,
-            reason=reason,
-            attempts=journal.attempts,
-            dispatches=journal.dispatches,
-            land_attempts=1 if land is not None else 0,
-            payload_path=written,
-            finished_at=payload.finished_at,
-            events=[
-                *events,
-                EventIn(kind=event, data={"reason": reason, "commit": commit, "pr_url": pr_url}),
-            ],
-        )
-    )
+    events.append(EventIn(kind=event, data={"reason": reason, "commit": commit, "pr_url": pr_url}))
+    ledger.close_run(closing.row.model_copy(update={"payload_path": written, "events": events}))
     remove_run_seats(repo, home, record.id, keep=land.branch if land else None)
     return status
+
+
+def closed_quota_streak(ledger: Ledger, task_id: str) -> int:
+    """The quota-refunded runs in a row among ``task_id``'s closed runs (a run lost to quota
+    waits longer the longer the streak: :func:`assay.core.backoff.quota_wait`)."""
+    return quota_streak([r.settle_row for r in ledger.runs(task_id) if not r.open])
 
 
 def recover_interrupted(

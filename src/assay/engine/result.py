@@ -12,7 +12,7 @@ from assay.core.results import ValidatorResult
 from assay.core.settle import Verdict
 from assay.core.tally import Tally
 from assay.core.vocab import HaltType, RunStatus
-from assay.engine.effects import LandOutcome, SeatOutcome
+from assay.engine.outcomes import Candidate, LandOutcome
 
 
 @dataclass
@@ -23,10 +23,10 @@ class RunResult:
     halt_type: HaltType
     reason: str
     attempts: list[AttemptRecord] = field(default_factory=list)
-    dispatches: list[SeatOutcome] = field(default_factory=list)
+    dispatches: list[Candidate] = field(default_factory=list)
     validator_results: list[ValidatorResult] = field(default_factory=list)
     policy_decision: PolicyDecision | None = None
-    winner: SeatOutcome | None = None
+    winner: Candidate | None = None
     fired: list[HaltNotice] = field(default_factory=list)
     land: LandOutcome | None = None
     quota_hit: bool = False
@@ -35,11 +35,16 @@ class RunResult:
     machine_fault: bool = False  # ended on a provider, environment or landing fault: refunded
     land_refused: bool = False  # the landing was refused (401, 403, a setting): a human decides
     halted: bool = False
+    parked: bool = False  # stopped at a boundary (interrupted, its process or worker lost)
     recovery_waves: int = 0
     validations: int = 0
     judge_calls: int = 0
     tally: Tally | None = None
     labels: dict[int, str] = field(default_factory=dict)
+    # The graph broke (an effect fault, a bug): what ran is counted from the run's journal,
+    # which saw every dispatch start, not from ``dispatches``.
+    journaled: bool = False
+    trace: str | None = None  # the traceback of a bug that ended the run, kept with its logs
 
     @property
     def verdict(self) -> Verdict:
@@ -47,6 +52,7 @@ class RunResult:
             status=self.status,
             left_pr=self.land.left_pr if self.land else False,
             quota_hit=self.quota_hit,
+            parked=self.parked,
             no_viable_candidates=self.no_viable_candidates,
             machine_fault=self.machine_fault,
             land_refused=self.land_refused,
@@ -54,15 +60,15 @@ class RunResult:
         )
 
     @property
-    def latest_seats(self) -> list[SeatOutcome]:
+    def latest_seats(self) -> list[Candidate]:
         """The newest dispatch of each seat, in seat order."""
-        latest: dict[int, SeatOutcome] = {}
+        latest: dict[int, Candidate] = {}
         for outcome in self.dispatches:
             latest[outcome.seat] = outcome
         return [latest[seat] for seat in sorted(latest)]
 
     def usage(self) -> Usage:
-        results = [d.result for d in self.dispatches]
+        results = [d.dispatch for d in self.dispatches]
         return total_usage(
             [r.tokens_used for r in results],
             [r.cost_usd for r in results],

@@ -7,9 +7,11 @@ from __future__ import annotations
 from assay.adapters.coders.base import DispatchResult
 from assay.adapters.process import EnvironmentFault
 from assay.adapters.validators.base import ValidationOutcome
-from assay.core.report import CoderReport
+from assay.core.changes import ChangeSet
+from assay.core.report import CoderReport, DiffComparison
 from assay.core.results import ValidatorResult
 from assay.core.vocab import CanonicalHalt, Severity
+from assay.engine.outcomes import Candidate, DispatchSummary, Quota, Validation
 
 # The tail of a coder's log the secret scan reads.
 CAPTURED_OUTPUT_CHARS = 200_000
@@ -50,3 +52,61 @@ def captured_output(result: DispatchResult) -> str:
     if result.log_path is None or not result.log_path.exists():
         return ""
     return result.log_path.read_text(errors="replace")[-CAPTURED_OUTPUT_CHARS:]
+
+
+def summary_of(result: DispatchResult) -> DispatchSummary:
+    """The part of an adapter's dispatch result that crosses the effect boundary (its log
+    and its report stay on the worker; the report crosses in the candidate)."""
+    quota = result.quota
+    return DispatchSummary(
+        exit_code=result.exit_code,
+        stop_reason=result.stop_reason,
+        tokens_used=result.tokens_used,
+        cost_usd=result.cost_usd,
+        turns_used=result.turns_used,
+        wall_time_ms=result.wall_time_ms,
+        timed_out=result.timed_out,
+        quota=Quota(quota.kind, quota.detail, quota.reset_at) if quota else None,
+        fault=result.fault.detail if result.fault else None,
+        environment_error=result.environment_error,
+        error=result.error,
+    )
+
+
+def candidate_of(
+    *,
+    seat: int,
+    attempt: int,
+    coder: str,
+    result: DispatchResult,
+    change: ChangeSet,
+    commit: str | None = None,
+    report: CoderReport | None = None,
+    comparison: DiffComparison | None = None,
+) -> Candidate:
+    """A seat's dispatch as it crosses the boundary: its change as statistics, never the diff."""
+    return Candidate(
+        seat=seat,
+        attempt=attempt,
+        coder=coder,
+        dispatch=summary_of(result),
+        commit=commit,
+        files=change.paths,
+        type_changes=change.type_changes(),
+        insertions=sum(f.added_lines for f in change.files),
+        deletions=sum(f.removed_lines for f in change.files),
+        report=report,
+        comparison=comparison or DiffComparison(),
+    )
+
+
+def validation_of(outcome: ValidationOutcome) -> Validation:
+    """A validator's outcome without what the secret scan found (that stays for redaction)."""
+    quota = outcome.quota
+    return Validation(
+        result=outcome.result,
+        fire=outcome.fire,
+        evidence=outcome.evidence,
+        quota=Quota(quota.kind, quota.detail, quota.reset_at) if quota else None,
+        fault=outcome.fault,
+    )

@@ -42,13 +42,19 @@ class Seating:
         self.candidates: dict[tuple[int, int], str] = {}  # (attempt, seat) -> its checkpoint
         self.cleared: dict[tuple[int, int], bool] = {}  # passed the scope and secret checks
         self.fetched: dict[int, str] = {}  # seat -> its branch in the user's repository
+        self.starts: dict[tuple[int, int], str] = {}  # (attempt, seat) -> the commit it starts on
         self._stores: tuple[Path, ...] | None = None
         self.halt_relay: Path | None = None  # the folder of the engine's halt relay socket
 
     # -- the repositories ---------------------------------------------------------------------
 
-    def prepare(self, plan: RunPlan, seat: int) -> seats.Seat:
-        """The seat's repository, made at its first dispatch (or again after tampering)."""
+    def prepare(self, plan: RunPlan, seat: int, attempt: int = 1) -> seats.Seat:
+        """The seat's repository, ready for its dispatch of ``attempt``: made at its first
+        dispatch (or again after tampering); otherwise put back where the attempt starts (the
+        seat's last candidate), so a dispatch that is retried never starts on what a lost
+        one left behind."""
+        if seat in self.seats and seat not in self.tampered:
+            self.secure(seat)  # before assay's git runs there: its .git as assay left it
         if seat not in self.seats or seat in self.tampered:
             self.tampered.pop(seat, None)
             path = seats.seat_path(self.home, plan.run_id, f"seat-{seat}")
@@ -59,7 +65,11 @@ class Seating:
                 git.seat_branch(plan.run_id, f"seat-{seat}"),
                 store=self.stores(plan)[0],
             )
-        return self.seats[seat]
+            self.starts = {k: v for k, v in self.starts.items() if k[1] != seat}
+        repo = self.seats[seat]
+        start = self.starts.setdefault((attempt, seat), git.head_commit(repo.path))
+        git.reset_to(repo.path, start)
+        return repo
 
     def stores(self, plan: RunPlan) -> tuple[Path, ...]:
         if self._stores is None:

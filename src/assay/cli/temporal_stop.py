@@ -1,0 +1,49 @@
+"""``assay task cancel|hold`` of a running task reaches its Temporal workflow.
+
+Set ``ASSAY_TEMPORAL=HOST:PORT`` (and ``ASSAY_TEMPORAL_NAMESPACE``) where the runs are on
+Temporal: a running task cannot be held in the ledger (its run settles it), so its workflow is
+signalled instead; the workflow stops the run (coders stopped, the run closed as interrupted,
+refunded) and holds the task. This waits for that, up to ``wait`` seconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+import typer
+
+from assay.cli.workspace import EXIT_USAGE, fail
+from assay.core.tasks import Task
+from assay.core.vocab import TaskStatus
+
+
+def stop_running(task: Task, reason: str, *, wait: float = 60.0) -> bool:
+    """True when the task's workflow was told to stop (and what came of it was said)."""
+    from assay.engine.temporal.config import DEFAULT_NAMESPACE, NAMESPACE_ENV, TEMPORAL_ENV
+
+    target = os.environ.get(TEMPORAL_ENV)
+    if not target or task.status is not TaskStatus.RUNNING:
+        return False
+    namespace = os.environ.get(NAMESPACE_ENV, DEFAULT_NAMESPACE)
+
+    async def go() -> str | None:
+        from assay.engine.temporal.client import TemporalUnreachable, connect, outcome, stop
+
+        try:
+            client = await connect(target, namespace)
+        except TemporalUnreachable as exc:
+            fail(str(exc), EXIT_USAGE)
+        if not await stop(client, task.id, reason):
+            return None
+        try:
+            done = await asyncio.wait_for(outcome(client, task.id), wait)
+        except TimeoutError:
+            return "stopping; held once its run closes"
+        return done.task_status or "stopped"
+
+    said = asyncio.run(go())
+    if said is None:
+        return False
+    typer.echo(f"{task.id}: {said}")
+    return True

@@ -1,0 +1,140 @@
+"""``assay worker --temporal HOST:PORT``: a Temporal worker for this machine's repository."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from assay.cli.workspace import EXIT_USAGE, Workspace, fail
+
+if TYPE_CHECKING:
+    from assay.adapters.store.sql import Ledger
+
+POSTGRES_NEEDED = (
+    "--temporal needs the ledger on PostgreSQL: set ASSAY_DATABASE_URL="
+    "postgresql+psycopg://USER@HOST:PORT/DB (every worker and serve share that one ledger)"
+)
+
+
+def temporal_ledger(workspace: Workspace) -> Ledger:
+    """The ledger every worker shares: PostgreSQL, or a clear refusal (exit 2)."""
+    from assay.adapters.store.connect import DATABASE_URL_ENV
+
+    url = os.environ.get(DATABASE_URL_ENV, "")
+    if not url.startswith("postgresql"):
+        fail(POSTGRES_NEEDED, EXIT_USAGE)
+    return workspace.ledger()
+
+
+def worker(
+    temporal: Annotated[
+        str, typer.Option("--temporal", metavar="HOST:PORT", help="The Temporal server.")
+    ],
+    task_queue: Annotated[
+        str, typer.Option("--task-queue", help="The shared task queue serve submits to.")
+    ] = "assay",
+    namespace: Annotated[str, typer.Option(help="The Temporal namespace.")] = "default",
+    max_dispatches: Annotated[
+        int,
+        typer.Option(
+            "--max-dispatches", min=1, max=256, help="Coders at once here (and runs held)."
+        ),
+    ] = 4,
+    repo: Annotated[
+        Path | None,
+        typer.Option(help="The repository this worker serves (default: the one around here)."),
+    ] = None,
+    home: Annotated[
+        Path | None,
+        typer.Option(help="Its .assay folder: seats, runs, halt state (default: ASSAY_HOME)."),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Say it in JSON lines.")] = False,
+) -> None:
+    """Serve runs from Temporal: open runs from the shared queue, hold their seats here.
+
+    The ledger is ASSAY_DATABASE_URL (PostgreSQL). A run this worker opens stays here: every
+    later activity of it comes to this worker's own queue. SIGINT / SIGTERM stop polling; the
+    runs in progress here start again on another worker.
+    """
+    import asyncio
+
+    from assay.cli.signals import graceful_stop, interrupted_exit
+    from assay.engine.temporal.client import TemporalUnreachable, connect
+    from assay.engine.temporal.config import own_queue
+    from assay.engine.temporal.worker import run_worker
+
+    if home is not None:
+        os.environ["ASSAY_HOME"] = str(home.absolute())
+    workspace = Workspace.find(repo, require_commit=True)
+    ledger = temporal_ledger(workspace)
+    activities = _activities(workspace, ledger, own_queue(task_queue), max_dispatches)
+
+    def ready() -> None:
+        if as_json:
+            line = {"event": "ready", "task_queue": task_queue, "worker_queue": activities.queue}
+            typer.echo(json.dumps(line))
+        else:
+            typer.echo(f"worker ready: {task_queue} {activities.queue}")
+
+    async def main() -> None:
+        try:
+            client = await connect(temporal, namespace)
+        except TemporalUnreachable as exc:
+            fail(str(exc), EXIT_USAGE)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+
+        async def watch() -> None:  # graceful_stop records the signal; stop polling then
+            while interrupted_exit() is None:
+                await asyncio.sleep(0.2)
+            stop.set()
+
+        watcher = loop.create_task(watch())
+        try:
+            await run_worker(
+                client,
+                task_queue=task_queue,
+                activities=activities,
+                max_runs=max_dispatches,
+                stop=stop,
+                ready=ready,
+            )
+        finally:
+            watcher.cancel()
+
+    with graceful_stop():
+        with contextlib.suppress(KeyboardInterrupt):
+            asyncio.run(main())
+    stopped = interrupted_exit()
+    if stopped is not None:
+        raise typer.Exit(stopped)
+
+
+def _activities(workspace: Workspace, ledger: Ledger, queue: str, max_dispatches: int):  # type: ignore[no-untyped-def]
+    from assay.engine.local import LocalEffects
+    from assay.engine.temporal.activities import Activities
+
+    def effects_for(task, contract):  # type: ignore[no-untyped-def]
+        return LocalEffects(
+            repo=workspace.repo,
+            home=workspace.home,
+            ledger=ledger,
+            task=task,
+            contract=contract,
+            operator_env=os.environ,
+        )
+
+    return Activities(
+        queue=queue,
+        repo=workspace.repo,
+        home=workspace.home,
+        ledger=ledger,
+        effects_for=effects_for,
+        contract_for=workspace.load_contract,
+        max_dispatches=max_dispatches,
+    )

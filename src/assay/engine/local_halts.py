@@ -1,0 +1,91 @@
+"""The local executor's halts: the watch over the run's state file and the journal, and the
+relay the coders' ``assay halt check --fire`` reports through (:mod:`assay.engine.halt_relay`).
+Both live on the worker that holds the run's seats."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from assay.adapters.store import halt_files
+from assay.adapters.store.halt_journal import HALT_FIRED_EVENT, event_data
+from assay.core.halt_watch import HaltWatch
+from assay.core.payload import HaltNotice
+from assay.core.statefile import HaltStateFile
+from assay.engine.halt_relay import HaltRelay
+from assay.engine.outcomes import RunEvent, RunPlan
+
+if TYPE_CHECKING:
+    from assay.engine.local import LocalEffects
+
+
+class HaltKeeper:
+    """The firings of one run: seen in its state file, its journal and its relay."""
+
+    def __init__(self, fx: LocalEffects) -> None:
+        self.fx = fx
+        self.halt_watch: HaltWatch | None = None
+        self.relay: HaltRelay | None = None
+        self.relayed: list[HaltNotice] = []  # firings the halt command sent through the relay
+        self._relay_journaled: set[tuple[str, str | None]] = set()
+
+    def armed(self, plan: RunPlan) -> None:
+        """The state file is armed: watch it from here on, and open the relay."""
+        self.halt_watch = HaltWatch(plan.dispatch_id)
+        self.watch(plan)  # the armed file: what comes after
+        self._open_relay(plan)
+
+    def _open_relay(self, plan: RunPlan) -> None:
+        if self.relay is not None or self.halt_watch is None:
+            return
+        relay = HaltRelay(
+            dispatch_id=plan.dispatch_id,
+            armed=self.halt_watch.severities or {},
+            record=self._relayed_firing,
+        )
+        try:
+            relay.start()
+        except OSError as exc:  # the file remains the coders' only record of a firing
+            self.fx.warn(f"the halt relay could not listen: {exc}")
+            return
+        self.relay = relay
+        self.fx.seating.halt_relay = relay.folder
+
+    def _relayed_firing(self, notice: HaltNotice) -> None:
+        """A firing the halt command sent: counted and journaled at once (the relay's thread)."""
+        key = (notice.name, notice.fired_at)
+        with self.fx._lock:
+            if key in self._relay_journaled:
+                return
+            if all((n.name, n.fired_at) != key for n in self.relayed):
+                self.relayed.append(notice)  # counted even if the journal write fails
+            self.fx._record(RunEvent(HALT_FIRED_EVENT, event_data(notice, by="halt check")))
+            self._relay_journaled.add(key)
+
+    def close(self) -> None:
+        """The run is over: stop the relay and remove its socket (idempotent)."""
+        relay, self.relay = self.relay, None
+        if relay is not None:
+            relay.close()
+        self.fx.seating.halt_relay = None
+
+    def watch(self, plan: RunPlan) -> list[HaltNotice]:
+        """Every firing seen so far; a new one the journal lacks is journaled now."""
+        if self.halt_watch is None:  # not armed (a test driving effects directly)
+            self.halt_watch = HaltWatch(plan.dispatch_id)
+        watch = self.halt_watch
+        path = halt_files.state_path(self.fx.state_dir(), plan.dispatch_id)
+        state: HaltStateFile | None = None
+        problem = None
+        try:
+            state = halt_files.read_state(path)
+        except halt_files.StateFileError as exc:
+            problem = "it was removed" if not path.exists() else f"it cannot be read: {exc}"
+        journaled = list(self.fx.journaled_firings())
+        recorded = {(n.name, n.fired_at) for n in journaled}
+        with self.fx._lock:  # what the relay took counts, journaled already or not
+            journaled += self.relayed
+            recorded |= self._relay_journaled
+        for notice in watch.observe(state, problem, journaled):
+            if (notice.name, notice.fired_at) not in recorded:
+                self.fx._record(RunEvent(HALT_FIRED_EVENT, event_data(notice, by="engine")))
+        return watch.fired()

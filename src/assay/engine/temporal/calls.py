@@ -1,0 +1,164 @@
+"""What crosses between the workflow and its activities, beyond the effect boundary's values.
+
+Every call to a run's worker carries the events the graph emitted since the last call that
+worker acknowledged (``Pending``): an event costs no round trip of its own, and a retried or
+concurrent call never writes one twice (each has its number in the run).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from assay.core.contract import Contract
+from assay.core.tasks import Task
+from assay.engine.effects import (
+    CandidateCall,
+    FireCall,
+    JudgeCall,
+    LandCall,
+    OpenRequest,
+    RecordCall,
+    RunEvent,
+    RunHandle,
+    RunPlan,
+    RunRecorded,
+    SeatCall,
+)
+from assay.engine.temporal.config import Timeouts
+
+
+@dataclass(frozen=True)
+class Pending:
+    """Events not yet written: ``events[i]`` is the run's event number ``first + i``."""
+
+    first: int = 1
+    events: list[RunEvent] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class PlanIn:
+    plan: RunPlan
+    pending: Pending = field(default_factory=Pending)
+
+
+@dataclass(frozen=True)
+class SeatIn:
+    call: SeatCall
+    pending: Pending = field(default_factory=Pending)
+
+
+@dataclass(frozen=True)
+class CandidateIn:
+    call: CandidateCall
+    pending: Pending = field(default_factory=Pending)
+
+
+@dataclass(frozen=True)
+class JudgeIn:
+    call: JudgeCall
+    pending: Pending = field(default_factory=Pending)
+
+
+@dataclass(frozen=True)
+class FireIn:
+    call: FireCall
+    pending: Pending = field(default_factory=Pending)
+
+
+@dataclass(frozen=True)
+class LandIn:
+    call: LandCall
+    pending: Pending = field(default_factory=Pending)
+
+
+@dataclass(frozen=True)
+class RecordIn:
+    call: RecordCall
+    pending: Pending = field(default_factory=Pending)
+
+
+@dataclass(frozen=True)
+class Opened:
+    """What ``open`` came to: the run's handle (its worker queue in ``handle.worker``) and the
+    anchors that do not resolve (the worker armed the halts in the same call: two round trips
+    saved), or ``None`` and why the task is not runnable."""
+
+    handle: RunHandle | None
+    unresolved: list[str] = field(default_factory=list)
+    prepared: bool = False  # preflight and arm done; else the graph's own calls do them
+    not_runnable: str | None = None
+
+
+@dataclass(frozen=True)
+class CloseIn:
+    """Close an open run its graph never recorded: its worker was lost, or it was stopped.
+    ``hold``: the operator's reason to hold the task once the run is closed."""
+
+    task_id: str
+    run_id: str | None  # None: no run was opened (only the hold is applied)
+    reason: str
+    hold: str | None = None
+    contract: Contract | None = None  # the run's (from its plan); else the ledger's
+
+
+@dataclass(frozen=True)
+class Closed:
+    """A run closed from its journal (``closed_now``), or found closed already by its own
+    record; the task as the ledger then holds it."""
+
+    run_id: str | None
+    status: str | None  # the run's RunStatus (None: there was no run)
+    closed_now: bool
+    task: Task
+    runnable: bool
+
+
+@dataclass(frozen=True)
+class RunInput:
+    """A workflow's input: the task, the shared queue its opens go to, the timeouts."""
+
+    task_id: str
+    task_queue: str
+    keep_worktrees: bool = False
+    timeouts: Timeouts = field(default_factory=Timeouts)
+    max_runs: int = 10  # lost workers in a row this workflow restarts the run for
+
+
+@dataclass(frozen=True)
+class StopRequest:
+    reason: str
+    hold: bool = True  # cancel and hold both hold the task (manual) once the run closed
+
+
+@dataclass
+class RunOutcome:
+    """What a workflow came to, small enough for its history: each run it opened, how it
+    ended, and the task's status after the last."""
+
+    task_id: str
+    runs: list[str] = field(default_factory=list)
+    status: str | None = None  # the last run's RunStatus
+    task_status: str | None = None
+    lost: int = 0  # runs closed because their worker was lost
+    stopped: bool = False
+    note: str = ""
+    recorded: RunRecorded | None = None
+
+
+__all__ = [
+    "CandidateIn",
+    "CloseIn",
+    "Closed",
+    "FireIn",
+    "JudgeIn",
+    "LandIn",
+    "OpenRequest",
+    "Opened",
+    "Pending",
+    "PlanIn",
+    "RecordIn",
+    "RunInput",
+    "RunOutcome",
+    "SeatIn",
+    "StopRequest",
+]

@@ -1,0 +1,113 @@
+"""A Temporal worker process: three pollers over one :class:`Activities`.
+
+- the shared queue: the workflows, and ``open`` — taken only while this worker holds fewer
+  runs than it may (:class:`RunGate`), so a busy worker leaves new runs to one with room
+  instead of queueing them behind its own;
+- its own queue: every later activity of the runs it opened (never gated: a live worker takes
+  them at once, which is what lets a schedule-to-start timeout mean "this worker is gone");
+- the close queue: closing runs whose worker was lost (any worker, whatever it holds).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+from collections.abc import Callable
+
+from temporalio.client import Client
+from temporalio.worker import (
+    CustomSlotSupplier,
+    FixedSizeSlotSupplier,
+    SlotMarkUsedContext,
+    SlotPermit,
+    SlotReleaseContext,
+    SlotReserveContext,
+    Worker,
+    WorkerTuner,
+)
+
+from assay.engine.temporal.activities import Activities
+from assay.engine.temporal.config import close_queue
+from assay.engine.temporal.workflow import RunWorkflow
+
+
+class RunGate(CustomSlotSupplier):
+    """Activity slots of the shared queue: one is reserved (a poll begins) only while the runs
+    held plus the slots reserved stay under ``capacity``; the poll waits otherwise."""
+
+    def __init__(self, capacity: int, held: Callable[[], int]) -> None:
+        self.capacity = capacity
+        self.held = held
+        self.reserved = 0
+        self._room = asyncio.Event()
+        self._room.set()
+
+    def _has_room(self) -> bool:
+        return self.held() + self.reserved < self.capacity
+
+    def changed(self) -> None:
+        """A run was let go (or a slot released): a waiting poll may start."""
+        if self._has_room():
+            self._room.set()
+
+    async def reserve_slot(self, ctx: SlotReserveContext) -> SlotPermit:
+        while not self._has_room():
+            self._room.clear()
+            await self._room.wait()
+        self.reserved += 1
+        return SlotPermit()
+
+    def try_reserve_slot(self, ctx: SlotReserveContext) -> SlotPermit | None:
+        if not self._has_room():
+            return None
+        self.reserved += 1
+        return SlotPermit()
+
+    def mark_slot_used(self, ctx: SlotMarkUsedContext) -> None:
+        pass
+
+    def release_slot(self, ctx: SlotReleaseContext) -> None:
+        self.reserved = max(0, self.reserved - 1)
+        self.changed()
+
+
+async def run_worker(
+    client: Client,
+    *,
+    task_queue: str,
+    activities: Activities,
+    max_runs: int,
+    stop: asyncio.Event,
+    ready: Callable[[], None] = lambda: None,
+) -> None:
+    """Serve until ``stop`` is set; then stop polling and let the activities in flight end."""
+    loop = asyncio.get_running_loop()
+    # Coders, git and the ledger run in threads: never fewer than the coders allowed at once.
+    threads = concurrent.futures.ThreadPoolExecutor(max_workers=max(32, 4 * max_runs))
+    loop.set_default_executor(threads)
+    gate = RunGate(max_runs, lambda: len(activities.runs))
+    activities.changed = gate.changed
+    tuner = WorkerTuner.create_composite(
+        workflow_supplier=FixedSizeSlotSupplier(100),
+        activity_supplier=gate,
+        local_activity_supplier=FixedSizeSlotSupplier(10),
+        nexus_supplier=FixedSizeSlotSupplier(1),
+    )
+    own = Worker(
+        client,
+        task_queue=activities.queue,
+        activities=activities.on_own_queue(),
+        max_concurrent_activities=1000,
+    )
+    shared = Worker(
+        client,
+        task_queue=task_queue,
+        workflows=[RunWorkflow],
+        activities=activities.on_shared_queue(),
+        tuner=tuner,
+    )
+    closer = Worker(client, task_queue=close_queue(task_queue), activities=[activities.close])
+    # Its own queue first: an open this worker takes is always followed by someone polling.
+    async with own, shared, closer:
+        ready()
+        await stop.wait()
