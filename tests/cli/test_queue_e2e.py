@@ -4,6 +4,7 @@ show, payload show, contract init/check."""
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 
 import yaml
@@ -116,7 +117,11 @@ def test_run_from_an_instruction_and_flags(tmp_path: Path) -> None:
 def test_a_corrupt_stored_contract_is_one_line_and_exit_4(tmp_path: Path) -> None:
     repo = make_repo(tmp_path)
     queued = json.loads(repo.assay("task", "add", "x", *COMMAND_CODER, "--json").stdout)
-    (repo.root / ".assay" / "tasks" / f"{queued['id']}.contract.json").write_text("{not json")
+    with sqlite3.connect(repo.root / ".assay" / "assay.db") as db:  # as an older assay left it
+        db.execute("UPDATE tasks SET contract = NULL WHERE id = ?", (queued["id"],))
+    stored = repo.root / ".assay" / "tasks" / f"{queued['id']}.contract.json"
+    stored.parent.mkdir()
+    stored.write_text("{not json")
     done = repo.assay("run", "--task", queued["id"])
     assert done.returncode == 4
     assert done.stderr.startswith(f"assay: task {queued['id']}: its stored contract ")

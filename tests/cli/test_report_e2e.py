@@ -50,5 +50,5 @@ def test_a_report_that_is_not_a_file_is_one_warning(
     assert payload["coder_report"] is None or payload["coder_report"]["summary"] is None
     with Ledger.open(f"sqlite:///{repo.root / '.assay' / 'assay.db'}") as ledger:
         events = ledger.events(run_id=payload["run_id"])
-    warnings = [e.data["message"] for e in events if e.kind == "warning"]
+    warnings = [e.data["message"] for e in events if e.kind == "run.warning"]
     assert sum("coder report discarded" in w for w in warnings) == 1

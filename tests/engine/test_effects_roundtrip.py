@@ -23,6 +23,7 @@ from assay.core.vocab import (
     AttemptOutcome,
     CanonicalHalt,
     EntryType,
+    EventKind,
     HaltSeverity,
     HaltType,
     RunStatus,
@@ -157,7 +158,7 @@ def boundary_values() -> list[object]:
         FireCall(plan, CanonicalHalt.BUDGET_EXHAUSTED, "seat 1: timed out"),
         LandCall(plan, _candidate(), blocked=True, failures=["tests: 1 failed"]),
         LandOutcome(RunStatus.BLOCKED, "left", "b", left_pr=True, pr_url="https://x/1"),
-        RunEvent("seat.finished", {"seat": 1, "files": ["a.py"], "viable": True}, run_id="r1"),
+        RunEvent(EventKind.SEAT_FINISHED, {"seat": 1, "files": ["a.py"]}, run_id="r1"),
         RecordCall(handle, _result()),
         _recorded(),
     ]

@@ -5,7 +5,10 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
+
+import pytest
 
 from assay.adapters.coders.base import DispatchResult, ProviderFault, QuotaSignal
 from assay.adapters.validators.base import ValidationOutcome
@@ -13,8 +16,9 @@ from assay.core.changes import ChangeSet, FileDelta
 from assay.core.contract import Budgets, Contract, ValidatorSpec
 from assay.core.payload import HaltNotice
 from assay.core.results import ValidatorResult
-from assay.core.settle import settle_row
+from assay.core.settle import Settlement, settle_row
 from assay.core.tally import tally
+from assay.core.tasks import Task
 from assay.core.vocab import (
     AttemptOutcome,
     CanonicalHalt,
@@ -25,21 +29,30 @@ from assay.core.vocab import (
     SettleRow,
     Severity,
     StopReason,
+    TaskStatus,
 )
 from assay.engine.effects import (
     Candidate,
     CandidateCall,
+    EffectFault,
+    FaultKind,
     FireCall,
     JudgeCall,
     JudgeRound,
     LandCall,
     LandOutcome,
+    OpenRequest,
+    RecordCall,
     RunEvent,
+    RunHandle,
     RunPlan,
+    RunRecorded,
+    RunStopped,
     SeatCall,
     Validation,
 )
 from assay.engine.graph import run_attempts as run_graph
+from assay.engine.graph import run_graph as run_whole
 from assay.engine.result import RunResult
 from assay.engine.seat_results import candidate_of, validation_of
 
@@ -603,3 +616,74 @@ def test_a_wave_partly_lost_to_a_machine_fact_is_never_called_stuck() -> None:
     )
     _, out = run(script, seats=2, budgets=Budgets(max_recovery=2))
     assert out.status is RunStatus.MERGED
+
+
+class RunEffects(FakeEffects):
+    """The whole run: open hands out the plan, record keeps what it was given."""
+
+    def __init__(self, script: Script, broken: BaseException | None = None) -> None:
+        super().__init__(script)
+        self.broken = broken
+        self.recorded: list[RunResult] = []
+
+    async def open(self, call: OpenRequest) -> RunHandle:
+        opened = plan()
+        return RunHandle(dataclasses.replace(opened, run_id=call.run_id), "worker-q", NOW)
+
+    async def arm(self, plan: RunPlan) -> None:
+        if self.broken is not None:
+            raise self.broken
+
+    async def record(self, call: RecordCall) -> RunRecorded:
+        assert call.handle.worker == "worker-q"
+        self.recorded.append(call.result)
+        return RunRecorded(
+            run_id=call.handle.plan.run_id,
+            status=call.result.status,
+            task=Task.new(id="t1", title="t", instruction="x", now=NOW),
+            settlement=Settlement(
+                row=SettleRow.SUCCEEDED, new_status=TaskStatus.DONE, attempt_spent=True
+            ),
+            payload=None,  # type: ignore[arg-type]
+            payload_path=None,
+        )
+
+
+NOW = datetime(2026, 12, 2, tzinfo=UTC)
+PASSING = Script(dispatches=[[change("a.py")]], verdicts=[[result(Severity.PASS)]])
+
+
+def test_run_graph_opens_runs_the_attempts_and_records_the_result() -> None:
+    fx = RunEffects(PASSING)
+    recorded = asyncio.run(run_whole(OpenRequest("t1", "r9"), fx))
+    assert recorded.run_id == "r9" and recorded.status is RunStatus.MERGED
+    (closed,) = fx.recorded
+    assert closed.status is RunStatus.MERGED and not closed.journaled
+    assert {e.run_id for e in fx.events} == {"r9"}  # every event names its run
+
+
+def test_an_environment_fault_of_an_effect_is_recorded_as_a_refunded_failure() -> None:
+    fault = EffectFault(FaultKind.ENVIRONMENT, "environment error: no space left on device")
+    fx = RunEffects(PASSING, broken=fault)
+    asyncio.run(run_whole(OpenRequest("t1", "r1"), fx))
+    (closed,) = fx.recorded
+    assert closed.status is RunStatus.FAILED and closed.halt_type is HaltType.ENVIRONMENT_ERROR
+    assert closed.machine_fault and closed.journaled  # counted from the journal
+    assert settle_row(closed.verdict) is SettleRow.FAILED_MACHINE_FAULT
+    assert closed.reason == "environment error: no space left on device"
+
+
+def test_a_bug_is_recorded_as_an_internal_error_with_its_traceback() -> None:
+    fx = RunEffects(PASSING, broken=KeyError("seat"))
+    asyncio.run(run_whole(OpenRequest("t1", "r1"), fx))
+    (closed,) = fx.recorded
+    assert closed.status is RunStatus.FAILED and closed.halt_type is HaltType.INTERNAL_ERROR
+    assert closed.reason == "internal error: KeyError('seat')"
+    assert closed.trace and "KeyError" in closed.trace and not closed.machine_fault
+
+
+def test_a_stopped_run_passes_through_unrecorded_for_the_executor_to_close() -> None:
+    fx = RunEffects(PASSING, broken=RunStopped("the worker was lost"))
+    with pytest.raises(RunStopped):
+        asyncio.run(run_whole(OpenRequest("t1", "r1"), fx))
+    assert fx.recorded == []

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from support.repo import git, make_repo
 
+from assay.adapters import git as gitops
 from assay.core.contract import Contract
 from assay.core.results import ValidatorResult
 from assay.core.vocab import NetworkMode, SandboxMode, Severity
@@ -152,3 +153,29 @@ def test_the_halt_relay_folder_is_writable_for_coders_only(root: Path, tmp_path:
     assert (tmp_path / "relay").resolve() in seating.coder_sandbox(plan, 1, logs).writable
     validator = seating.validator_sandbox(plan, 1, logs / "validators")
     assert (tmp_path / "relay").resolve() not in validator.writable
+
+
+def test_a_retried_dispatch_starts_where_its_attempt_started_not_on_a_lost_ones_leftovers(
+    root: Path,
+) -> None:
+    seating = Seating(root / ".assay", {})
+    plan = plan_for(root, sandbox="none")
+    seat = seating.prepare(plan, 1, attempt=1)
+    (seat.path / "kept.txt").write_text("attempt 1's candidate\n")
+    first = gitops.commit_all(seat.path, "assay: attempt 1, seat 1")
+    assert first is not None
+    # Attempt 2's dispatch starts on attempt 1's candidate; its coder is lost midway, leaving
+    # a half-written file, a changed one, and even a commit of its own.
+    seat = seating.prepare(plan, 1, attempt=2)
+    assert git(seat.path, "rev-parse", "HEAD") == first
+    (seat.path / "half.txt").write_text("half")
+    (seat.path / "kept.txt").write_text("scribbled\n")
+    gitops.commit_all(seat.path, "assay: attempt 2, seat 1")
+    (seat.path / "later.txt").write_text("after the commit")
+    (seat.path / ".gitignore").write_text("cache/\n")
+    retried = seating.prepare(plan, 1, attempt=2)
+    assert retried.path == seat.path
+    assert git(seat.path, "rev-parse", "HEAD") == first
+    assert (seat.path / "kept.txt").read_text() == "attempt 1's candidate\n"
+    assert not (seat.path / "half.txt").exists() and not (seat.path / "later.txt").exists()
+    assert git(seat.path, "status", "--porcelain") == ""

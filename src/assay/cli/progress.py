@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from assay.core.text import printable
+from assay.core.vocab import EventKind
 from assay.engine.effects import RunEvent
 
 _STYLE = {"pass": "green", "warn": "yellow", "block": "red"}
@@ -53,11 +54,11 @@ class Progress:
             return
         data = _printable(event.data)
         out = self.console.print
-        if event.kind == "run.started":
+        if event.kind == EventKind.RUN_STARTED:
             out(f"[bold]run {data['run_id']}[/bold] · {data['seats']} seat(s)")
-        elif event.kind == "attempt.started":
+        elif event.kind == EventKind.ATTEMPT_STARTED:
             out(f"[bold cyan]attempt {data['attempt']}[/bold cyan]")
-        elif event.kind == "seat.finished":
+        elif event.kind == EventKind.SEAT_FINISHED:
             files = [str(f) for f in _items(data.get("files"))]
             shown = ", ".join(files[:5]) + (" …" if len(files) > 5 else "")
             what = f"{len(files)} file(s) changed ({shown})" if files else "no change"
@@ -67,17 +68,17 @@ class Progress:
             coder = escape(f"[{data['coder']}]")
             # Never wrapped by us: a path cut in two cannot be searched for in a log.
             out(f"  seat {data['seat']} {coder}: {escape(what)}{stop}{err}")
-        elif event.kind == "validator.finished":
+        elif event.kind == EventKind.VALIDATOR_FINISHED:
             severity = "error" if data.get("error") else str(data["severity"])
             style = _STYLE.get(severity, "magenta")
             out(f"  validator {data['validator']}: [{style}]{severity}[/{style}]")
-        elif event.kind == "attempt.decided":
+        elif event.kind == EventKind.ATTEMPT_DECIDED:
             going = data.get("next", data["action"])  # what the run does, not the bare policy
             why = f": {escape(str(data['why']))}" if data.get("why") else ""
             out(f"  decision: [bold]{going}[/bold] (seat {data['seat']}){why}")
             for failure in _items(data.get("failures")):
                 out(f"    [red]✗[/red] {escape(str(failure))}")
-        elif event.kind == "judges.ranked":
+        elif event.kind == EventKind.JUDGES_RANKED:
             lost = f", {data['lost_to_quota']} lost to quota" if data.get("lost_to_quota") else ""
             if data.get("lost_to_fault"):
                 lost += f", {data['lost_to_fault']} lost to a provider fault"
@@ -86,5 +87,5 @@ class Progress:
                 f"  judges: {verdict} ({data['present']} usable ranking(s), "
                 f"quorum {data['quorum']}{lost})"
             )
-        elif event.kind == "warning":
+        elif event.kind == EventKind.WARNING:
             out(f"  [yellow]warning:[/yellow] {escape(str(data['message']))}")

@@ -217,7 +217,7 @@ def run(
     elif built is not None:
         if not built.verified:
             typer.echo(unverified_warning(built, contract is None), err=True)
-        jobs.append((queue_task(workspace, ledger, built, now), built))
+        jobs.append((queue_task(ledger, built, now), built))
     if not jobs:
         fail("give an instruction, --contract FILE, --task ID or --resume (see assay run -h)")
     for _, chosen in jobs:  # a stored task's contract (--task, --resume) too
@@ -391,29 +391,25 @@ def refuse_bad_coder_flags(coder: str | None, coder_command: str | None) -> None
         fail("the replay coder needs steps: give it in a contract file (--contract)")
 
 
-def queue_task(workspace: Workspace, ledger: Ledger, contract: Contract, now: datetime) -> Task:
-    """A new task for ``contract``, titled by its first line; the contract is stored first, so
-    a task in the ledger always has one, and removed again when the task cannot be added, so
-    a failure (a locked ledger) leaves neither."""
+def queue_task(ledger: Ledger, contract: Contract, now: datetime) -> Task:
+    """A new task for ``contract``, titled by its first line, added to the ledger together
+    with its contract in one transaction: a task always has one, a failure leaves neither,
+    and a worker on any machine can read it."""
     import secrets
 
+    from assay.adapters.store.contracts import contract_document
     from assay.adapters.store.sql import LedgerConflict
     from assay.core.tasks import Task
     from assay.core.text import one_line_title
 
     title = one_line_title(contract.task)
+    document = contract_document(contract)
     for _ in range(3):  # 32 random bits per second make a clash rare; a clash just draws again
         task_id = f"t{now:%Y%m%d-%H%M%S}-{secrets.token_hex(4)}"
-        if not workspace.create_contract(task_id, contract):
-            continue  # never overwrite another task's contract
         task = Task.new(id=task_id, title=title, instruction=contract.task, now=now)
         try:
-            ledger.add_task(task)
+            ledger.add_task(task, contract=document)
         except LedgerConflict:
-            workspace.remove_contract(task_id)
-            continue
-        except BaseException:
-            workspace.remove_contract(task_id)
-            raise
+            continue  # the id is taken: never another task's
         return task
     fail("could not find a free task id after 3 tries", EXIT_INTERNAL)

@@ -83,7 +83,7 @@ def add(
     )  # fmt: skip
     refuse_unconfinable(built)
     workspace = Workspace.find(require_commit=True)
-    task = queue_task(workspace, workspace.ledger(), built, datetime.now(UTC))
+    task = queue_task(workspace.ledger(), built, datetime.now(UTC))
     if json_output:
         print_json(_dump(task))
     else:

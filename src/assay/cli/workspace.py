@@ -1,5 +1,7 @@
 """Where a command works: the repository, its ``.assay`` home, the ledger, task contracts.
 
+A task's contract is kept in the ledger with the task (:mod:`assay.adapters.store.contracts`).
+
 ``ASSAY_HOME`` moves the home; ``ASSAY_DATABASE_URL`` moves the ledger (e.g. to PostgreSQL).
 """
 
@@ -8,14 +10,13 @@ from __future__ import annotations
 import json
 import os
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NoReturn
 
 import typer
 
 from assay.adapters import git
-from assay.adapters.store import halt_files
 from assay.adapters.store.connect import DATABASE_URL_ENV, HOME_ENV
 from assay.adapters.store.sql import Ledger
 from assay.core.contract import Contract
@@ -52,6 +53,7 @@ def refuse_unconfinable(contract: Contract) -> None:
 class Workspace:
     repo: Path
     home: Path
+    _ledger: Ledger | None = field(default=None, init=False, repr=False, compare=False)
 
     @classmethod
     def find(cls, start: Path | None = None, *, require_commit: bool = False) -> Workspace:
@@ -74,51 +76,32 @@ class Workspace:
         return cls(repo=repo, home=home)
 
     def ledger(self) -> Ledger:
+        """The workspace's ledger, opened (and migrated) once and shared by every caller."""
+        if self._ledger is not None:
+            return self._ledger
         url = os.environ.get(DATABASE_URL_ENV) or f"sqlite:///{self.home / 'assay.db'}"
         try:
-            return Ledger.open(url)
+            self._ledger = Ledger.open(url)
         except Exception as exc:  # a broken or unreachable database is the operator's to fix
             from assay.cli.failures import database_error
 
             detail = database_error(exc) or " ".join(str(exc).split())
             fail(f"cannot open the ledger at {url}: {detail}", EXIT_INTERNAL)
-
-    def contract_path(self, task_id: str) -> Path:
-        return self.home / "tasks" / f"{task_id}.contract.json"
-
-    def create_contract(self, task_id: str, contract: Contract) -> bool:
-        """Store a new task's contract, never over an existing file (False: the id is taken).
-
-        Written whole beside it, then hard-linked into place, which fails if the name exists.
-        """
-        path = self.contract_path(task_id)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        staged = path.with_name(f".{path.name}.{os.getpid()}.new")
-        # Only what was set: a default is not a setting the operator chose, so reading it
-        # back never warns that a coder ignores it.
-        halt_files.write_json_atomic(staged, contract.model_dump(mode="json", exclude_unset=True))
-        try:
-            os.link(staged, path)
-        except FileExistsError:
-            return False
-        finally:
-            staged.unlink(missing_ok=True)
-        return True
-
-    def remove_contract(self, task_id: str) -> None:
-        self.contract_path(task_id).unlink(missing_ok=True)
+        return self._ledger
 
     def load_contract(self, task_id: str) -> Contract:
-        path = self.contract_path(task_id)
-        from pydantic import ValidationError
+        """The task's stored contract, from the ledger (or, for a task an older assay queued,
+        its file under the home); exit 4 with one line when there is none or it is unreadable."""
+        from assay.adapters.store.contracts import ContractUnavailable, load_task_contract
 
         try:
-            return Contract.model_validate(json.loads(path.read_text(encoding="utf-8")))
-        except FileNotFoundError:
-            fail(f"task {task_id} has no stored contract at {path}", EXIT_INTERNAL)
-        except (OSError, ValueError, ValidationError) as exc:
+            return load_task_contract(self.ledger(), task_id, home=self.home)
+        except ContractUnavailable as exc:
+            if exc.cause is None:
+                fail(str(exc), EXIT_INTERNAL)
             fail(
-                f"task {task_id}: its stored contract {path} is unreadable: {one_line(exc)}",
+                f"task {task_id}: its stored contract {exc.where} is unreadable: "
+                f"{one_line(exc.cause)}",
                 EXIT_INTERNAL,
             )
 

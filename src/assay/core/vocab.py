@@ -309,3 +309,30 @@ class CrashPoint(StrEnum):
     REF_MOVED = "ref_moved"  # the base branch moved, nothing recorded yet
     PAYLOAD_WRITTEN = "payload_written"
     LEDGER_CLOSED = "ledger_closed"
+
+
+class EventKind(StrEnum):
+    """Every kind of event in the ledger's event log, one dotted spelling each.
+
+    The store refuses any other kind, so a reader (recovery, the refund streak, the dashboard,
+    a live tail) can rely on matching these tokens; migration 0003 rewrote the older spellings.
+    """
+
+    TASK_ADDED = "task.added"
+    TASK_SAVED = "task.saved"  # an operator's move outside a run (hold, release, a diagnostic)
+    RUN_OPENED = "run.opened"  # the ledger claimed the task for a run (``start_run``)
+    RUN_STARTED = "run.started"  # the graph began: base commit and branch
+    ATTEMPT_STARTED = "attempt.started"
+    DISPATCH_STARTED = "dispatch.started"  # before its coder runs: counts an interrupted run
+    SEAT_FINISHED = "seat.finished"
+    VALIDATOR_FINISHED = "validator.finished"
+    JUDGES_RANKED = "judges.ranked"
+    ATTEMPT_DECIDED = "attempt.decided"
+    HALT_FIRED = "halt.fired"
+    WARNING = "run.warning"
+    LAND_PUSHED = "land.pushed"
+    LAND_PR_OPENED = "land.pr_opened"
+    RUN_CLOSED = "run.closed"  # what settle did; the last event of a closed run
+    RUN_INTERRUPTED = "run.interrupted"  # closed by recovery: its process died
+    RUN_RECOVERED_LANDED = "run.recovered_landed"  # closed by recovery: it had landed
+    RUN_GC = "run.gc"  # what a closed run left behind was removed

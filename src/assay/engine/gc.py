@@ -21,10 +21,10 @@ from assay.adapters import leftovers
 from assay.adapters.git import GitError
 from assay.adapters.store.sql import Ledger, RunNotFound
 from assay.core.gc import GcPlan, Leftover, RunFacts, format_duration, plan_gc
-from assay.core.vocab import LeftoverKind, RunStatus
+from assay.core.vocab import EventKind, LeftoverKind, RunStatus
 from assay.engine import halt_relay
 
-GC_EVENT = "run.gc"
+GC_EVENT = EventKind.RUN_GC
 
 
 @dataclass

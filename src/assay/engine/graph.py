@@ -18,6 +18,7 @@ from assay.core.policy import decide
 from assay.core.recovery import PriorFailure, recovery_spec
 from assay.core.vocab import (
     CanonicalHalt,
+    EventKind,
     HaltSeverity,
     HaltType,
     LandMode,
@@ -106,7 +107,7 @@ async def run_attempts(plan: RunPlan, fx: Effects) -> RunResult:
         "seats": contract.seats,
         "base_commit": plan.base_commit,
     }
-    await _emit(fx, plan, "run.started", {**started, "base_branch": plan.base_branch})
+    await _emit(fx, plan, EventKind.RUN_STARTED, {**started, "base_branch": plan.base_branch})
     unresolved = await fx.preflight(plan)
     await fx.arm(plan)
     if not contract.verified:
@@ -126,11 +127,14 @@ async def run_attempts(plan: RunPlan, fx: Effects) -> RunResult:
         if attempt > 1:
             run.recovery_waves += 1
         prompt = recovery_spec(contract.task, failures)
-        await _emit(fx, plan, "attempt.started", {"attempt": attempt})
+        await _emit(fx, plan, EventKind.ATTEMPT_STARTED, {"attempt": attempt})
         for number in range(1, contract.seats + 1):  # recorded before it runs: counts stay exact
             coder = contract.coder_for_seat(number).kind.value
             await _emit(
-                fx, plan, "dispatch.started", {"attempt": attempt, "seat": number, "coder": coder}
+                fx,
+                plan,
+                EventKind.DISPATCH_STARTED,
+                {"attempt": attempt, "seat": number, "coder": coder},
             )
         seats = list(
             await asyncio.gather(
@@ -142,7 +146,7 @@ async def run_attempts(plan: RunPlan, fx: Effects) -> RunResult:
         )
         run.dispatches.extend(seats)
         for seat in seats:
-            await _emit(fx, plan, "seat.finished", seat_event(seat))
+            await _emit(fx, plan, EventKind.SEAT_FINISHED, seat_event(seat))
             if hit_budget(seat):
                 await fx.fire(
                     FireCall(
@@ -223,7 +227,7 @@ async def run_attempts(plan: RunPlan, fx: Effects) -> RunResult:
         await _emit(
             fx,
             plan,
-            "attempt.decided",
+            EventKind.ATTEMPT_DECIDED,
             {
                 "attempt": attempt,
                 "outcome": run.attempts[-1].outcome.value,
@@ -280,7 +284,7 @@ async def _judge(
     await _emit(
         fx,
         plan,
-        "judges.ranked",
+        EventKind.JUDGES_RANKED,
         {
             "attempt": attempt,
             "winner": tally.winner,
@@ -347,5 +351,5 @@ async def _end_blocked(plan: RunPlan, fx: Effects, run: RunResult, reason: str) 
     return run
 
 
-async def _emit(fx: Effects, plan: RunPlan, kind: str, data: dict[str, JsonValue]) -> None:
+async def _emit(fx: Effects, plan: RunPlan, kind: EventKind, data: dict[str, JsonValue]) -> None:
     await fx.emit(RunEvent(kind, data, run_id=plan.run_id))

@@ -14,7 +14,7 @@ from datetime import datetime
 from assay.adapters.store.records import DispatchRecord, Event
 from assay.adapters.store.sql import Ledger
 from assay.core.attempts import AttemptRecord
-from assay.core.vocab import AttemptOutcome, StopReason
+from assay.core.vocab import AttemptOutcome, EventKind, StopReason
 from assay.engine.effects import RunEvent
 from assay.engine.pull_request import PR_OPENED, PUSHED
 
@@ -75,14 +75,14 @@ def read_journal(events: Sequence[Event], *, dispatch_id: str, fault: str) -> Jo
     landing: JournaledLanding | None = None
     for event in events:
         data = event.data
-        if event.kind == "run.started":
+        if event.kind == EventKind.RUN_STARTED:
             base_commit = _text(data.get("base_commit"))
             base_branch = _text(data.get("base_branch"))
-        elif event.kind == "dispatch.started":
+        elif event.kind == EventKind.DISPATCH_STARTED:
             started[(int(data["attempt"]), int(data["seat"]))] = str(data.get("coder") or "?")
-        elif event.kind == "seat.finished":
+        elif event.kind == EventKind.SEAT_FINISHED:
             finished[(int(data["attempt"]), int(data["seat"]))] = data
-        elif event.kind == "attempt.decided":
+        elif event.kind == EventKind.ATTEMPT_DECIDED:
             decided[int(data["attempt"])] = data
         elif event.kind in (PUSHED, PR_OPENED) and _text(data.get("branch")):
             landing = JournaledLanding(

@@ -40,7 +40,7 @@ from assay.core.payload import HaltNotice, Payload
 from assay.core.report import CoderReport, read_coder_report
 from assay.core.results import ValidatorResult
 from assay.core.tasks import Task
-from assay.core.vocab import CrashPoint, RunStatus
+from assay.core.vocab import CrashPoint, EventKind, RunStatus
 from assay.engine.crashpoints import crash_point
 from assay.engine.effects import (
     LOCAL_WORKER,
@@ -307,7 +307,7 @@ class LocalEffects:
     def _warn(self, message: str) -> None:
         if message not in self.warnings:
             self.warnings.append(message)
-            self._record(RunEvent("warning", {"message": message}))
+            self._record(RunEvent(EventKind.WARNING, {"message": message}))
 
     def read_report(self, attempt: int, seat: int, path: Path, folder: Path) -> CoderReport | None:
         """The coder's report file, read safely; any problem is one run warning, never a fault."""
@@ -322,7 +322,7 @@ class LocalEffects:
         """A landing step, journaled the moment it took effect (recovery reads it back)."""
         if kind == PR_OPENED:
             crash_point(CrashPoint.REF_MOVED)  # opened, nothing recorded yet
-        self._record(RunEvent(kind, data))
+        self._record(RunEvent(EventKind(kind), data))
 
     def redact_secrets(
         self, plan: RunPlan, outcomes: list[ValidationOutcome]

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from pydantic import JsonValue
+
 from assay.adapters.store import halt_files
 from assay.adapters.store.halt_journal import HALT_FIRED_EVENT, event_data
 from assay.core.halt_watch import HaltWatch
@@ -58,7 +60,7 @@ class HaltKeeper:
                 return
             if all((n.name, n.fired_at) != key for n in self.relayed):
                 self.relayed.append(notice)  # counted even if the journal write fails
-            self.fx._record(RunEvent(HALT_FIRED_EVENT, event_data(notice, by="halt check")))
+            self.fx._record(_fired(notice, by="halt check"))
             self._relay_journaled.add(key)
 
     def close(self) -> None:
@@ -87,5 +89,10 @@ class HaltKeeper:
             recorded |= self._relay_journaled
         for notice in watch.observe(state, problem, journaled):
             if (notice.name, notice.fired_at) not in recorded:
-                self.fx._record(RunEvent(HALT_FIRED_EVENT, event_data(notice, by="engine")))
+                self.fx._record(_fired(notice, by="engine"))
         return watch.fired()
+
+
+def _fired(notice: HaltNotice, *, by: str) -> RunEvent:
+    data: dict[str, JsonValue] = {**event_data(notice, by=by)}
+    return RunEvent(HALT_FIRED_EVENT, data)

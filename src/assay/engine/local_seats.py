@@ -25,7 +25,7 @@ from assay.adapters.validators.base import ValidationContext, ValidationOutcome
 from assay.core.brief import render_brief
 from assay.core.changes import ChangeSet
 from assay.core.report import compare_with_diff
-from assay.core.vocab import CanonicalHalt, CrashPoint, ValidatorKind
+from assay.core.vocab import CanonicalHalt, CrashPoint, EventKind, ValidatorKind
 from assay.engine.effects import FireCall, SeatCall
 from assay.engine.interrupt import boundary
 from assay.engine.outcomes import Candidate, RunEvent, RunPlan
@@ -188,7 +188,7 @@ async def validate_seat(
         outcomes.append(outcome)
         await fx.emit(
             RunEvent(
-                "validator.finished",
+                EventKind.VALIDATOR_FINISHED,
                 {
                     "attempt": attempt,
                     "seat": seat,

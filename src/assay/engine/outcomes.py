@@ -19,7 +19,7 @@ from assay.core.contract import Contract
 from assay.core.report import CoderReport, DiffComparison
 from assay.core.results import ValidatorResult
 from assay.core.tally import Tally
-from assay.core.vocab import CanonicalHalt, RunStatus, StopReason
+from assay.core.vocab import CanonicalHalt, EventKind, RunStatus, StopReason
 
 
 @dataclass(frozen=True)
@@ -158,6 +158,6 @@ class RunEvent:
     ``run_id`` names the run an event of the graph belongs to (an executor that serves many
     runs routes it by that); the local executor's own events leave it empty."""
 
-    kind: str
+    kind: EventKind
     data: dict[str, JsonValue] = field(default_factory=dict)
     run_id: str = ""

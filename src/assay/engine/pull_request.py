@@ -21,14 +21,14 @@ from typing import Any
 
 from assay.adapters import git, github
 from assay.core.contract import Contract
-from assay.core.vocab import RunStatus
+from assay.core.vocab import EventKind, RunStatus
 from assay.engine.effects import LandOutcome, RunPlan
 
 # Called as each step takes effect (``land.pushed``, ``land.pr_opened``), so a run that dies
 # after it is closed from what really happened: a pull request is opened once.
 LandRecorder = Callable[[str, dict[str, Any]], None]
-PUSHED = "land.pushed"
-PR_OPENED = "land.pr_opened"
+PUSHED = EventKind.LAND_PUSHED
+PR_OPENED = EventKind.LAND_PR_OPENED
 
 BLOCKED_PREFIX = "[blocked] "
 DEFAULT_BODY = (

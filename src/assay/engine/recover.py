@@ -31,7 +31,7 @@ from assay.adapters.store.sql import Ledger, RunNotFound
 from assay.core.backoff import quota_streak
 from assay.core.contract import Contract
 from assay.core.payload import HaltNotice
-from assay.core.vocab import HaltLifecycle, HaltSeverity, HaltType, RunStatus
+from assay.core.vocab import EventKind, HaltLifecycle, HaltSeverity, HaltType, RunStatus
 from assay.engine.closing import CloseFacts, close_run
 from assay.engine.halt_relay import remove_relay_folders
 from assay.engine.journal import JournaledLanding, read_journal
@@ -135,9 +135,9 @@ def close_unfinished(
         halt_files.write_json_atomic(path, payload.to_json())
     except OSError as exc:  # the ledger is the truth: the run still closes, and says why
         warning = f"the payload was not written to {path}: {cause_of(exc)}"
-        events.append(EventIn(kind="warning", data={"message": warning}))
+        events.append(EventIn(kind=EventKind.WARNING, data={"message": warning}))
         written = None
-    event = "run.recovered_landed" if land is not None else "run.interrupted"
+    event = EventKind.RUN_RECOVERED_LANDED if land is not None else EventKind.RUN_INTERRUPTED
     events.append(EventIn(kind=event, data={"reason": reason, "commit": commit, "pr_url": pr_url}))
     ledger.close_run(closing.row.model_copy(update={"payload_path": written, "events": events}))
     remove_run_seats(repo, home, record.id, keep=land.branch if land else None)

@@ -1,7 +1,7 @@
 """The refund streak of a task, read from the ledger, and the wait after a refunded run.
 
 settle is pure, so the streak it bounds (``budgets.max_refunds``) is read here: the task's
-runs started since its last release (a ``task_saved`` event that made it queued again), their
+runs started since its last release (a ``task.saved`` event that made it queued again), their
 settle rows in the order they started. Nothing is counted twice and no counter can drift: the
 runs already hold the answer.
 """
@@ -14,10 +14,10 @@ from assay.adapters.store.sql import Ledger
 from assay.core.backoff import QUOTA_ROWS, quota_streak, quota_wait
 from assay.core.settle import RefundStreak, Settlement
 from assay.core.tasks import Task
-from assay.core.vocab import SettleRow, TaskStatus
+from assay.core.vocab import EventKind, SettleRow, TaskStatus
 
-RELEASE_EVENT = "task_saved"
-RUN_STARTED_EVENT = "run_started"
+RELEASE_EVENT = EventKind.TASK_SAVED
+RUN_OPENED_EVENT = EventKind.RUN_OPENED
 
 
 def refund_streak(ledger: Ledger, task_id: str) -> RefundStreak:
@@ -26,7 +26,7 @@ def refund_streak(ledger: Ledger, task_id: str) -> RefundStreak:
     for event in ledger.events(task_id):
         if event.kind == RELEASE_EVENT and event.data.get("status") == TaskStatus.QUEUED.value:
             since_release = []
-        elif event.kind == RUN_STARTED_EVENT and event.run_id:
+        elif event.kind == RUN_OPENED_EVENT and event.run_id:
             since_release.append(event.run_id)
     runs = {r.id: r for r in ledger.runs(task_id)}
     closed = [runs[i] for i in since_release if i in runs and not runs[i].open]

@@ -14,12 +14,19 @@ from assay.adapters.store import statements
 from assay.adapters.store.connect import default_url, make_engine
 from assay.adapters.store.records import EventIn, RunClose
 from assay.adapters.store.schema import metadata
-from assay.adapters.store.sql import Ledger, LedgerConflict, RunNotFound, TaskNotFound
+from assay.adapters.store.sql import (
+    HEAD_REVISION,
+    Ledger,
+    LedgerConflict,
+    RunNotFound,
+    TaskNotFound,
+)
 from assay.core.ledger import ConvergenceLedger
 from assay.core.settle import Verdict
 from assay.core.tasks import Task
 from assay.core.vocab import (
     AttemptOutcome,
+    EventKind,
     HoldSource,
     RunStatus,
     SettleRow,
@@ -52,7 +59,7 @@ def snapshot(ledger: Ledger) -> dict[str, list[tuple[Any, ...]]]:
 def test_migrate_creates_schema_from_empty(target: LedgerTarget) -> None:
     ledger = target.open(migrate=False)
     assert ledger.revision() is None
-    assert ledger.migrate() == "0002"
+    assert ledger.migrate() == HEAD_REVISION
     names = set(sa.inspect(engine_of(ledger)).get_table_names())
     assert set(TABLES) <= names
 
@@ -60,8 +67,8 @@ def test_migrate_creates_schema_from_empty(target: LedgerTarget) -> None:
 def test_migrate_is_idempotent(ledger: Ledger, driver: Driver) -> None:
     driver.add("t1")
     before = snapshot(ledger)
-    assert ledger.migrate() == "0002"
-    assert ledger.migrate() == "0002"
+    assert ledger.migrate() == HEAD_REVISION
+    assert ledger.migrate() == HEAD_REVISION
     assert snapshot(ledger) == before
 
 
@@ -153,7 +160,7 @@ def test_close_records_everything(ledger: Ledger, driver: Driver) -> None:
         BENCH_WAVES,
         judge_calls=2,
         land_attempts=1,
-        events=[EventIn(kind="halt_fired", data={"name": "halt-budget-exhausted"})],
+        events=[EventIn(kind=EventKind.HALT_FIRED, data={"name": "halt-budget-exhausted"})],
     )
     closed = ledger.close_run(close)
     assert closed == ledger.get_run("r1")
@@ -169,7 +176,7 @@ def test_close_records_everything(ledger: Ledger, driver: Driver) -> None:
     assert ledger.attempts("r1") == close.attempts
     assert ledger.dispatches("r1") == close.dispatches
     kinds = [e.kind for e in ledger.events("t1")]
-    assert kinds == ["task_added", "run_started", "halt_fired", "run_closed"]
+    assert kinds == ["task.added", "run.opened", "halt.fired", "run.closed"]
 
 
 def test_refund_gives_the_attempt_back(ledger: Ledger, driver: Driver) -> None:
@@ -387,8 +394,8 @@ def test_save_task_guards_the_counter(ledger: Ledger, driver: Driver) -> None:
 
 def test_events_are_append_only(ledger: Ledger, driver: Driver) -> None:
     driver.add("t1")
-    first = ledger.append_event("note", {"n": 1}, at=driver.now(), task_id="t1")
-    second = ledger.append_event("note", {"n": 2}, at=driver.now())
+    first = ledger.append_event(EventKind.WARNING, {"n": 1}, at=driver.now(), task_id="t1")
+    second = ledger.append_event(EventKind.WARNING, {"n": 2}, at=driver.now())
     assert second > first
     assert [e.data for e in ledger.events("t1")] == [{"status": "queued"}, {"n": 1}]
     assert [e.id for e in ledger.events()] == sorted(e.id for e in ledger.events())
@@ -406,7 +413,7 @@ def test_events_filter_by_run(ledger: Ledger, driver: Driver) -> None:
     driver.add("t1")
     driver.cycle("t1", "r1", RunStatus.FAILED)
     driver.cycle("t1", "r2", RunStatus.FAILED)
-    assert [e.kind for e in ledger.events(run_id="r2")] == ["run_started", "run_closed"]
+    assert [e.kind for e in ledger.events(run_id="r2")] == ["run.opened", "run.closed"]
     closed = ledger.events("t1", run_id="r1")[-1]
     assert closed.data["status"] == "failed"
     assert closed.data["settle_row"] == "stalled_or_failed"
@@ -416,7 +423,7 @@ def test_head_revision_constant_is_alembic_head() -> None:
     from alembic.config import Config
     from alembic.script import ScriptDirectory
 
-    from assay.adapters.store.sql import HEAD_REVISION, MIGRATIONS
+    from assay.adapters.store.sql import MIGRATIONS
 
     config = Config()
     config.set_main_option("script_location", MIGRATIONS)

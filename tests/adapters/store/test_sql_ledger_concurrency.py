@@ -11,7 +11,7 @@ import pytest
 import sqlalchemy as sa
 from ledger_driver import BENCH_WAVES, Driver, LedgerTarget, work
 
-from assay.adapters.store.sql import Ledger, LedgerConflict
+from assay.adapters.store.sql import HEAD_REVISION, Ledger, LedgerConflict
 from assay.core.settle import Verdict
 from assay.core.vocab import RunStatus, Stage, TaskStatus
 
@@ -187,4 +187,4 @@ def test_concurrent_migrations_apply_once(target: LedgerTarget) -> None:
         thread.start()
     for thread in threads:
         thread.join()
-    assert results == ["0002"] * len(ledgers)
+    assert results == [HEAD_REVISION] * len(ledgers)

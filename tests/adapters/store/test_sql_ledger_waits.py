@@ -10,7 +10,7 @@ from alembic.config import Config
 from ledger_driver import Driver, LedgerTarget
 
 from assay.adapters.store.schema import tasks
-from assay.adapters.store.sql import MIGRATIONS, Ledger
+from assay.adapters.store.sql import HEAD_REVISION, MIGRATIONS, Ledger
 from assay.core.settle import Verdict
 from assay.core.vocab import RunStatus, SettleRow, TaskStatus
 from assay.engine.refunds import quota_wait_for
@@ -83,7 +83,7 @@ def test_migrating_from_0001_keeps_every_task_and_adds_no_wait(target: LedgerTar
             {"at": "2026-01-01 00:00:00"},
         )
     assert ledger.revision() == "0001"
-    assert ledger.migrate() == "0002"
+    assert ledger.migrate() == HEAD_REVISION
     task = ledger.get_task("old")
     assert task.status is TaskStatus.FAILED and task.not_before is None
     with ledger._engine.connect() as conn:

@@ -23,12 +23,12 @@ from typing import TYPE_CHECKING, Any
 
 from assay.adapters.store.names import DATABASE_URL_ENV
 from assay.core.payload import HaltNotice
-from assay.core.vocab import HaltSeverity
+from assay.core.vocab import EventKind, HaltSeverity
 
 if TYPE_CHECKING:  # only a type here: the halt CLI must not pay for the store's imports
     from assay.adapters.store.records import Event
 
-HALT_FIRED_EVENT = "halt.fired"
+HALT_FIRED_EVENT = EventKind.HALT_FIRED
 RELAY_ENV = "ASSAY_HALT_RELAY"
 # One firing is one line of at most this many bytes; the engine reads no more of a connection.
 RELAY_MAX_LINE = 64 * 1024

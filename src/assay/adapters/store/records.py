@@ -16,7 +16,7 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, JsonValue, mod
 from assay.core.attempts import AttemptRecord
 from assay.core.settle import Settlement
 from assay.core.tasks import Task
-from assay.core.vocab import RunStatus, SettleRow, Stage, StopReason, TaskStatus
+from assay.core.vocab import EventKind, RunStatus, SettleRow, Stage, StopReason, TaskStatus
 
 
 class DispatchRecord(BaseModel):
@@ -39,11 +39,15 @@ class DispatchRecord(BaseModel):
 
 
 class EventIn(BaseModel):
-    """An event a caller asks to append; the store stamps id, time, task and run."""
+    """An event a caller asks to append; the store stamps id, time, task and run.
+
+    ``kind`` must be an :class:`EventKind`: the log has one closed vocabulary, so a misspelt
+    kind is refused when written instead of silently missed by every reader.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    kind: str = Field(min_length=1, max_length=200)
+    kind: EventKind
     data: dict[str, JsonValue] = Field(default_factory=dict)
 
 
@@ -132,7 +136,11 @@ class RunRecord(BaseModel):
 
 
 class Event(BaseModel):
-    """One entry of the append-only event log."""
+    """One entry of the append-only event log.
+
+    ``kind`` reads back as an :class:`EventKind`, or as the stored text when a newer version
+    (or a hand edit) wrote a kind this one does not know: shown, never a reason to fail.
+    """
 
     model_config = ConfigDict(extra="ignore", frozen=True)
 
@@ -140,5 +148,5 @@ class Event(BaseModel):
     at: AwareDatetime
     task_id: str | None = None
     run_id: str | None = None
-    kind: str
+    kind: EventKind | str = Field(union_mode="left_to_right")
     data: dict[str, Any] = Field(default_factory=dict)

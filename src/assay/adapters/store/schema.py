@@ -4,7 +4,8 @@ This is the *current* shape, used to build queries and to check (in tests) that 
 migrations produce exactly it; the migrations themselves are frozen snapshots and never import
 this module's tables.
 
-There is deliberately no attempts column on ``tasks``: a task's spent attempts are its ``task``
+Reading tasks never selects ``contract`` (a document per task, read only when a run needs
+it). There is deliberately no attempts column on ``tasks``: a task's spent attempts are its ``task``
 row in ``stage_records``, the one place any counter lives.
 """
 
@@ -45,9 +46,12 @@ class UTCDateTime(sa.TypeDecorator[datetime]):
         return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
-def json_type() -> sa.types.TypeEngine[Any]:
-    """JSON on SQLite, JSONB on PostgreSQL."""
-    return sa.JSON().with_variant(postgresql.JSONB(), "postgresql")
+def json_type(*, none_as_null: bool = False) -> sa.types.TypeEngine[Any]:
+    """JSON on SQLite, JSONB on PostgreSQL; ``none_as_null``: Python's None is SQL NULL (not
+    the JSON ``null``), for an optional column."""
+    return sa.JSON(none_as_null=none_as_null).with_variant(
+        postgresql.JSONB(none_as_null=none_as_null), "postgresql"
+    )
 
 
 def event_id_type() -> sa.types.TypeEngine[int]:
@@ -71,6 +75,9 @@ tasks = sa.Table(
     sa.Column("created_at", UTCDateTime(), nullable=False),
     sa.Column("updated_at", UTCDateTime(), nullable=False),
     sa.Column("not_before", UTCDateTime()),
+    # The dispatch contract the task was queued with, as set (defaults left out), so a worker
+    # on any machine can run it; NULL for a task queued before contracts were kept here.
+    sa.Column("contract", json_type(none_as_null=True)),
 )
 sa.Index("ix_tasks_status", tasks.c.status)
 

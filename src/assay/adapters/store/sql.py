@@ -26,50 +26,37 @@ from sqlalchemy.exc import IntegrityError
 
 from assay.adapters.store import statements as st
 from assay.adapters.store.connect import WRITE_OPTION, default_url, make_engine
-from assay.adapters.store.records import DispatchRecord, Event, EventIn, RunClose, RunRecord
-from assay.adapters.store.schema import attempts, dispatches, events, runs, stage_records, tasks
-from assay.core.attempts import AttemptRecord
-from assay.core.ledger import (
-    MAX_LAP_HISTORY,
-    ConvergenceLedger,
-    ForeignStageRecord,
-    StageRecord,
+from assay.adapters.store.convergence import convergence_ledger
+from assay.adapters.store.errors import (
+    LedgerConflict,
+    LedgerError,
+    RunNotFound,
+    TaskNotFound,
+    UnreadableContract,
+    UnreadableTask,
 )
+from assay.adapters.store.records import DispatchRecord, Event, EventIn, RunClose, RunRecord
+from assay.adapters.store.schema import attempts, dispatches, events, runs, tasks
+from assay.core.attempts import AttemptRecord
+from assay.core.ledger import ConvergenceLedger
 from assay.core.tasks import Task
-from assay.core.vocab import RunStatus, Stage, StageVerdict, TaskStatus
-
-KNOWN_STAGES = frozenset(s.value for s in Stage)
-KNOWN_VERDICTS = frozenset(v.value for v in StageVerdict)
+from assay.core.vocab import EventKind, RunStatus, TaskStatus
 
 MIGRATIONS = "assay.adapters.store:migrations"
-HEAD_REVISION = "0002"
+HEAD_REVISION = "0004"
 """The newest migration; a test checks it against alembic's own head."""
 _MIGRATE_LOCK = 0x61737361  # "assa": a PostgreSQL advisory lock id for concurrent migrates
 
-
-class LedgerError(Exception):
-    """The ledger refused an operation; nothing of it was written."""
-
-
-class TaskNotFound(LedgerError, LookupError):
-    pass
-
-
-class RunNotFound(LedgerError, LookupError):
-    pass
-
-
-class UnreadableTask(LedgerError, LookupError):
-    """The task's row exists but is not a valid task (edited by hand, or by a newer version)."""
-
-    def __init__(self, task_id: str, problem: str) -> None:
-        super().__init__(f"task {task_id!r} is unreadable in the ledger: {problem}")
-        self.task_id = task_id
-        self.problem = problem
-
-
-class LedgerConflict(LedgerError):
-    """The write disagrees with what the ledger holds (a duplicate, a stale or wrong count)."""
+__all__ = [
+    "HEAD_REVISION",
+    "Ledger",
+    "LedgerConflict",
+    "LedgerError",
+    "RunNotFound",
+    "TaskNotFound",
+    "UnreadableContract",
+    "UnreadableTask",
+]
 
 
 class Ledger:
@@ -126,14 +113,21 @@ class Ledger:
 
     # -- tasks --------------------------------------------------------------------------------
 
-    def add_task(self, task: Task) -> None:
-        """Record a new task; its ``task`` stage starts at ``task.attempts``."""
+    def add_task(self, task: Task, *, contract: Mapping[str, Any] | None = None) -> None:
+        """Record a new task, with its contract document when given (see
+        :mod:`assay.adapters.store.contracts`); its ``task`` stage starts at ``task.attempts``.
+        A task id already in the ledger is a ``LedgerConflict``, and nothing is written."""
         if task.run_ids:
             raise ValueError(f"task {task.id!r}: a new task has no runs yet")
+        document = None if contract is None else dict(contract)
         with self._write() as conn:
-            conn.execute(sa.insert(tasks).values(id=task.id, **st.task_values(task)))
+            conn.execute(
+                sa.insert(tasks).values(id=task.id, contract=document, **st.task_values(task))
+            )
             st.set_task_attempts(conn, task.id, task.attempts)
-            st.append_event(conn, task.created_at, "task_added", {"status": task.status}, task.id)
+            st.append_event(
+                conn, task.created_at, EventKind.TASK_ADDED, {"status": task.status}, task.id
+            )
 
     def get_task(self, task_id: str) -> Task:
         unreadable: list[tuple[str, str]] = []
@@ -144,6 +138,23 @@ class Ledger:
         if not found:
             raise TaskNotFound(f"no task {task_id!r}")
         return found[0]
+
+    def task_contract(self, task_id: str) -> dict[str, Any] | None:
+        """The contract document stored with the task, or None for a task queued before
+        contracts were kept in the ledger. Raises ``UnreadableContract`` when the stored value
+        is not a JSON object (edited by hand), ``TaskNotFound`` for an unknown task."""
+        query = sa.select(sa.type_coerce(tasks.c.contract, sa.Text)).where(tasks.c.id == task_id)
+        with self._read() as conn:
+            row = conn.execute(query).first()
+        if row is None:
+            raise TaskNotFound(f"no task {task_id!r}")
+        value = st.stored_json(row[0])
+        if value is None:
+            return None
+        if not isinstance(value, dict):
+            shown = "not JSON" if value is st.UNREADABLE else f"a JSON {type(value).__name__}"
+            raise UnreadableContract(task_id, f"it is {shown}, not an object")
+        return value
 
     def list_tasks(self, status: TaskStatus | None = None) -> list[Task]:
         """Tasks oldest first, optionally only those with ``status``; unreadable rows are
@@ -181,7 +192,9 @@ class Ledger:
             st.update_task(conn, task)
             if task.attempts != stored:
                 st.set_task_attempts(conn, task.id, task.attempts)
-            st.append_event(conn, task.updated_at, "task_saved", {"status": task.status}, task.id)
+            st.append_event(
+                conn, task.updated_at, EventKind.TASK_SAVED, {"status": task.status}, task.id
+            )
 
     # -- runs ---------------------------------------------------------------------------------
 
@@ -220,7 +233,7 @@ class Ledger:
             st.update_task(conn, task)
             st.set_task_attempts(conn, task.id, task.attempts)
             data = {"dispatch_id": dispatch_id}
-            st.append_event(conn, record.started_at, "run_started", data, task.id, run_id)
+            st.append_event(conn, record.started_at, EventKind.RUN_OPENED, data, task.id, run_id)
         return record
 
     def close_run(self, close: RunClose) -> RunRecord:
@@ -307,74 +320,8 @@ class Ledger:
 
         Each judged attempt is one lap; its finding signatures are the lap's set.
         """
-        # Signatures are read as stored and parsed here, so a row that does not hold JSON is
-        # shown as unreadable instead of stopping the reader.
-        laps_of_task = (
-            sa.select(sa.type_coerce(attempts.c.finding_signatures, sa.Text))
-            .select_from(attempts.join(runs, runs.c.id == attempts.c.run_id))
-            .where(runs.c.task_id == task_id)
-        )
         with self._read() as conn:
-            if conn.execute(sa.select(tasks.c.id).where(tasks.c.id == task_id)).first() is None:
-                raise TaskNotFound(f"no task {task_id!r}")
-            stages = conn.execute(
-                sa.select(
-                    stage_records.c.stage,
-                    stage_records.c.attempts,
-                    stage_records.c.last_verdict,
-                    sa.type_coerce(stage_records.c.last_finding_signatures, sa.Text).label(
-                        "last_finding_signatures"
-                    ),
-                ).where(stage_records.c.task_id == task_id)
-            ).all()
-            laps = conn.execute(
-                sa.select(sa.func.count()).select_from(laps_of_task.subquery())
-            ).scalar_one()
-            newest = conn.execute(
-                laps_of_task.order_by(
-                    *(c.desc() for c in st.RUN_ORDER), attempts.c.attempt.desc()
-                ).limit(MAX_LAP_HISTORY)
-            ).scalars()
-            lap_signatures = [st.signature_list(s) or [] for s in reversed(list(newest))]
-
-        # A row a newer version wrote (a stage or verdict we do not know), or one whose
-        # signatures are unreadable, is shown, not counted.
-        def known(row: sa.Row[Any]) -> bool:
-            return (
-                row.stage in KNOWN_STAGES
-                and row.last_verdict in KNOWN_VERDICTS
-                and st.signature_list(row.last_finding_signatures) is not None
-            )
-
-        def shown(value: Any) -> list[str]:
-            signatures = st.signature_list(value)
-            if signatures is None:
-                return [f"(unreadable: {str(value)[:60]!r} is not a list of signatures)"]
-            return signatures
-
-        return ConvergenceLedger(
-            task_id=task_id,
-            stage_state={
-                r.stage: StageRecord(
-                    attempts=r.attempts,
-                    last_verdict=r.last_verdict,
-                    last_finding_signatures=st.signature_list(r.last_finding_signatures) or [],
-                )
-                for r in stages
-                if known(r)
-            },
-            laps=laps,
-            lap_signatures=lap_signatures,
-            foreign_stages={
-                str(r.stage): ForeignStageRecord(
-                    attempts=r.attempts,
-                    last_verdict=str(r.last_verdict),
-                    last_finding_signatures=shown(r.last_finding_signatures),
-                )
-                for r in stages
-                if not known(r)
-            },
-        )
+            return convergence_ledger(conn, task_id)
 
     def events(self, task_id: str | None = None, *, run_id: str | None = None) -> list[Event]:
         """Events in the order they were appended, optionally of one task and/or run."""
@@ -386,17 +333,45 @@ class Ledger:
         with self._read() as conn:
             return [Event.model_validate(r._asdict()) for r in conn.execute(query)]
 
+    def events_after(
+        self,
+        event_id: int,
+        limit: int = 100,
+        *,
+        task_id: str | None = None,
+        run_id: str | None = None,
+    ) -> list[Event]:
+        """At most ``limit`` events with an id above ``event_id``, oldest first: a live tail.
+
+        Start from 0 (or the id of the last event already shown) and pass the last id returned
+        on the next call; nothing appended in between is skipped, on either backend (see
+        ``statements.hold_event_order``), and an event is never returned twice.
+        """
+        if limit < 1:
+            raise ValueError(f"limit must be at least 1, got {limit}")
+        query = sa.select(events).where(events.c.id > event_id).order_by(events.c.id).limit(limit)
+        if task_id is not None:
+            query = query.where(events.c.task_id == task_id)
+        if run_id is not None:
+            query = query.where(events.c.run_id == run_id)
+        with self._read() as conn:
+            return [Event.model_validate(r._asdict()) for r in conn.execute(query)]
+
     def append_event(
         self,
-        kind: str,
+        kind: EventKind | str,
         data: Mapping[str, Any],
         *,
         at: datetime,
         task_id: str | None = None,
         run_id: str | None = None,
     ) -> int:
-        """Append one event outside a run's close; returns its id."""
-        checked = EventIn(kind=kind, data=dict(data))
+        """Append one event outside a run's close; returns its id.
+
+        Raises ``pydantic.ValidationError`` (nothing written) for a kind not in
+        :class:`EventKind`.
+        """
+        checked = EventIn.model_validate({"kind": kind, "data": dict(data)})
         with self._write() as conn:
             return st.append_event(conn, at, checked.kind, checked.data, task_id, run_id)
 

@@ -21,7 +21,7 @@ from assay.adapters.store.records import DispatchRecord, EventIn, RunClose, RunR
 from assay.adapters.store.schema import attempts, dispatches, events, runs, stage_records, tasks
 from assay.core.ledger import finding_signatures, outcome_verdict, task_verdict
 from assay.core.tasks import Task
-from assay.core.vocab import Stage, StageVerdict, TaskStatus
+from assay.core.vocab import EventKind, Stage, StageVerdict, TaskStatus
 
 RUN_ORDER = (runs.c.started_at, runs.c.id)
 _TASK_STAGE = sa.and_(
@@ -34,6 +34,8 @@ _LOCK_TASK = (
     .with_for_update(of=tasks)
 )
 _LOCK_RUN = sa.select(runs).where(runs.c.id == sa.bindparam("run_id")).with_for_update()
+TASK_COLUMNS = tuple(c for c in tasks.c if c.name != "contract")
+"""What a task is read from: not its contract, read alone when a run needs it."""
 _UPDATE_TASK = sa.update(tasks).where(tasks.c.id == sa.bindparam("key"))
 _UPDATE_RUN = sa.update(runs).where(runs.c.id == sa.bindparam("key"))
 
@@ -68,7 +70,7 @@ def load_tasks(
     newer version) is left out, never raised, and noted in ``unreadable`` as (id, what is
     wrong) when a list is given."""
     rows = conn.execute(
-        sa.select(tasks, sa.func.coalesce(stage_records.c.attempts, 0).label("attempts"))
+        sa.select(*TASK_COLUMNS, sa.func.coalesce(stage_records.c.attempts, 0).label("attempts"))
         .select_from(tasks.outerjoin(stage_records, _TASK_STAGE))
         .where(where)
         .order_by(tasks.c.created_at, tasks.c.id)
@@ -257,7 +259,7 @@ def finish_run(conn: sa.Connection, close: RunClose, run: RunRecord) -> RunRecor
 
 
 def write_close_events(conn: sa.Connection, close: RunClose, run: RunRecord) -> None:
-    """The caller's events, then ``run_closed`` with what settle did (facts, no counters)."""
+    """The caller's events, then ``run.closed`` with what settle did (facts, no counters)."""
     summary: dict[str, Any] = {
         "status": run.status,
         "settle_row": run.settle_row,
@@ -265,7 +267,8 @@ def write_close_events(conn: sa.Connection, close: RunClose, run: RunRecord) -> 
         "task_status": run.task_status,
         "payload_path": run.payload_path,
     }
-    entries = [*close.events, EventIn(kind="run_closed", data=summary)]
+    entries = [*close.events, EventIn(kind=EventKind.RUN_CLOSED, data=summary)]
+    hold_event_order(conn)
     conn.execute(
         sa.insert(events),
         [
@@ -273,7 +276,7 @@ def write_close_events(conn: sa.Connection, close: RunClose, run: RunRecord) -> 
                 "at": close.finished_at,
                 "task_id": close.task_id,
                 "run_id": close.run_id,
-                "kind": e.kind,
+                "kind": e.kind.value,
                 "data": e.data,
             }
             for e in entries
@@ -284,15 +287,31 @@ def write_close_events(conn: sa.Connection, close: RunClose, run: RunRecord) -> 
 def append_event(
     conn: sa.Connection,
     at: datetime,
-    kind: str,
+    kind: EventKind,
     data: Mapping[str, Any],
     task_id: str | None = None,
     run_id: str | None = None,
 ) -> int:
     """Append one event; returns its id."""
+    hold_event_order(conn)
     inserted = conn.execute(
         sa.insert(events)
-        .values(at=at, task_id=task_id, run_id=run_id, kind=kind, data=dict(data))
+        .values(at=at, task_id=task_id, run_id=run_id, kind=kind.value, data=dict(data))
         .returning(events.c.id)
     )
     return int(inserted.scalar_one())
+
+
+EVENT_ORDER_LOCK = 0x61737365  # "asse": a PostgreSQL advisory lock id
+
+
+def hold_event_order(conn: sa.Connection) -> None:
+    """Make event ids commit in the order they are drawn, so a live tail never skips one.
+
+    A reader tails the log by id (``events_after``). On PostgreSQL two transactions can draw
+    ids 5 and 6 and commit 6 first: a reader that saw 6 would never look back for 5. Holding
+    this lock from the insert to the commit (every caller appends its events last) makes the
+    drawing and committing of ids one queue. SQLite has one writer at a time already.
+    """
+    if conn.dialect.name == "postgresql":
+        conn.execute(sa.select(sa.func.pg_advisory_xact_lock(EVENT_ORDER_LOCK)))
