@@ -153,7 +153,7 @@ def add_task(repo: Path, contract: Path, env: dict[str, str]) -> str:
 
 
 def serve_once(
-    repo: Path, address: str, task_queue: str, env: dict[str, str], timeout: float = 300
+    repo: Path, address: str, task_queue: str, env: dict[str, str], timeout: float = 120
 ) -> subprocess.CompletedProcess[str]:
     """``assay serve --temporal ADDRESS --once``: every runnable task submitted, and waited
     for until its workflow closed."""
