@@ -25,6 +25,7 @@ from temporalio.worker import (
     Worker,
     WorkerTuner,
 )
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from assay.engine.temporal.activities import Activities
 from assay.engine.temporal.config import close_queue
@@ -71,6 +72,16 @@ class RunGate(CustomSlotSupplier):
         self.changed()
 
 
+def workflow_runner() -> SandboxedWorkflowRunner:
+    """The sandbox the workflow replays in. The engine's modules pass through (imported once,
+    outside): the graph is kept deterministic by its import contract (no adapter, no clock),
+    and its types must be the very classes the data converter builds."""
+    passed = SandboxRestrictions.default.with_passthrough_modules(
+        "assay", "pydantic", "pydantic_core", "annotated_types", "yaml", "pathspec"
+    )
+    return SandboxedWorkflowRunner(restrictions=passed)
+
+
 async def run_worker(
     client: Client,
     *,
@@ -103,6 +114,7 @@ async def run_worker(
         client,
         task_queue=task_queue,
         workflows=[RunWorkflow],
+        workflow_runner=workflow_runner(),
         activities=activities.on_shared_queue(),
         tuner=tuner,
     )
