@@ -8,6 +8,7 @@ from typing import Any
 from support.conformance import differences, normalise
 
 COMMITS = {"r1": "ab12cd34ef56", "r2": "0f9e8d7c6b5a"}
+TOOK = {"r1": "0.85", "r2": "1.2"}
 
 
 def payload(run: str, labels: tuple[str, str], winner: str) -> dict[str, Any]:
@@ -27,6 +28,7 @@ def payload(run: str, labels: tuple[str, str], winner: str) -> dict[str, Any]:
         "started_at": f"2026-12-02T01:4{run[-1]}:19.577464Z",
         "finished_at": "2026-12-02T01:43:26Z",
         "halts": {"fired": [{"at": "2026-12-02T01:43:20+00:00", "detail": "x"}]},
+        "validator_results": [{"justification": f"1 failed in {TOOK[run]}s"}],
     }
 
 

@@ -2,7 +2,8 @@
 
 Ids and times differ by nature and are set aside: the task, run and dispatch ids (also where
 they appear inside strings, e.g. a branch name), timestamps, commit ids (a merge commit's id
-carries its time), wall times. Blind labels are drawn from a shuffle seeded by the run id, so
+carries its time), wall times and a tool's own timing in its output (pytest's `1 failed in
+0.85s`). Blind labels are drawn from a shuffle seeded by the run id, so
 a label is replaced by the seat it stands for. Everything else must be equal.
 """
 
@@ -15,6 +16,7 @@ IGNORED = frozenset({"task_id", "run_id", "dispatch_id", "started_at", "finished
 IGNORED_PATHS = frozenset({"usage.wall_time_ms"})
 TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?")
 COMMIT = re.compile(r"\b[0-9a-f]{12,40}\b")
+DURATION = re.compile(r"\b(in|took) \d+(?:\.\d+)?\s?(?:s|ms|seconds)\b")  # a tool's own timing
 
 
 def normalise(payload: dict[str, Any]) -> dict[str, Any]:
@@ -43,6 +45,7 @@ def normalise(payload: dict[str, Any]) -> dict[str, Any]:
             for raw, placeholder in sorted(ids.items(), key=lambda kv: -len(kv[0])):
                 value = value.replace(raw, placeholder)
             value = TIMESTAMP.sub("<time>", value)
+            value = DURATION.sub(r"\1 <duration>", value)
             return COMMIT.sub("<commit>", value)
         return value
 
