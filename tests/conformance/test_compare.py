@@ -22,7 +22,11 @@ def payload(run: str, labels: tuple[str, str], winner: str) -> dict[str, Any]:
             {"seat": 1, "label": labels[0], "files_changed": ["src/slug.py"]},
             {"seat": 2, "label": labels[1], "files_changed": ["src/slug.py"]},
         ],
-        "tally": {"winner": winner, "rankings": [[winner, "A" if winner == "B" else "B"]]},
+        "tally": {
+            "winner": winner,
+            "rankings": [[winner, "A" if winner == "B" else "B"]],
+            "first_choices": {winner: 1, "A" if winner == "B" else "B": 0},
+        },
         "land": {"mode": "merge", "branch": f"assay/{run}/seat-2"},
         "usage": {"tokens": 10, "wall_time_ms": 80 if run == "r1" else 1234},
         "started_at": f"2026-12-02T01:4{run[-1]}:19.577464Z",

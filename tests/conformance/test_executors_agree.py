@@ -16,7 +16,6 @@ import shutil
 import sys
 import uuid
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,7 +24,7 @@ import jsonschema
 import pytest
 from support.conformance import differences, normalise
 from support.model_server import ModelServer, RecordedRequest
-from support.repo import PYTEST, Repo, git, make_repo, replay_contract
+from support.repo import PYTEST, WRONG, Repo, git, make_repo, replay_contract
 from support.script import Turn
 from support.services import require_temporal_executor
 from support.temporal import DevServer, ExternalServer
@@ -77,9 +76,13 @@ def _quota(repo: Repo, _server: ModelServer) -> Path:
 
 
 def _judged(repo: Repo, server: ModelServer) -> Path:
+    # Three different diffs, so a judge that reads them ranks all three the same way whatever
+    # order its blind labels came in (two equal diffs would be ordered by the shuffle, which is
+    # seeded by the run id and so differs between the executors).
+    (repo.fixes / "title.py").write_text(WRONG.replace("upper", "title"))
     steps = [
         f'{{kind: replay, steps: [{{script: "{repo.put(f"{name}.py", "src/slug.py")}"}}]}}'
-        for name in ("wrong", "fixed", "wrong")
+        for name in ("wrong", "fixed", "title")
     ]
     return repo.contract(
         "judged.yaml",
@@ -115,10 +118,11 @@ SCENARIOS: dict[str, Scenario] = {
 
 
 def rank_by_digits(request: RecordedRequest) -> Turn:
-    """A judge that ranks the candidate whose diff keeps digits first, whatever its label."""
+    """A judge that reads the diffs: the one that keeps digits first, then the upper-casing
+    one, then the title-casing one, whatever their labels."""
     text = json.loads(json.dumps(request.body))["messages"][1]["content"]
     blocks = {label: diff for label, _nonce, diff in CANDIDATE.findall(text)}
-    best = sorted(blocks, key=lambda label: "isalnum" not in blocks[label])
+    best = sorted(blocks, key=lambda label: [w not in blocks[label] for w in ("isalnum", "upper")])
     return Turn.call("rank", {"ranking": best, "reasons": "the one that keeps digits is right"})
 
 
@@ -165,14 +169,8 @@ def test_both_executors_make_the_same_payload(
     twin = Repo(root=tmp_path / "temporal" / "repo", fixes=made.fixes)
     git(twin.root, "update-index", "-q", "--refresh")  # a copy's index has stale stat data
 
-    # Both at once: independent repositories and ledgers (and the judges' replies are
-    # stateless), so the scenario takes the longer of the two, not their sum.
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        pending = pool.submit(local_run, made, contract, scenario)
-        remote, task_id = temporal_run(
-            twin, contract, scenario, temporal_server.address, postgres_url
-        )
-        local = pending.result()
+    local = local_run(made, contract, scenario)
+    remote, task_id = temporal_run(twin, contract, scenario, temporal_server.address, postgres_url)
     for payload in (local, remote):
         jsonschema.validate(payload, SCHEMA)
         assert payload["status"] == scenario.status, payload["reason"]

@@ -33,7 +33,9 @@ def normalise(payload: dict[str, Any]) -> dict[str, Any]:
     def clean(value: Any, path: str, in_labels: bool) -> Any:
         if isinstance(value, dict):
             return {
-                key: clean(item, f"{path}.{key}" if path else key, in_labels or key == "tally")
+                (labels.get(key, key) if in_labels else key): clean(
+                    item, f"{path}.{key}" if path else key, in_labels or key == "tally"
+                )
                 for key, item in value.items()
                 if (path or key not in IGNORED) and f"{path}.{key}".lstrip(".") not in IGNORED_PATHS
             }
