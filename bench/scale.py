@@ -23,12 +23,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import secrets
 import sys
 import tempfile
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -82,14 +84,22 @@ def check_done(repo: Path, env: dict[str, str], ids: list[str]) -> None:
         raise SystemExit(f"{len(missing)} of {len(ids)} tasks not done: {missing[:5]}")
 
 
-def phase(work: Path, server: str, count: int, workers: int, address: str | None) -> float:
-    """Seconds to work ``count`` queued tasks: locally (``address`` None) or on Temporal."""
+@dataclass
+class Timed:
+    seconds: float
+    cpu_seconds: float  # of assay's processes (serve, workers and what they ran), not the server
+    load: float  # the machine's 1-minute load average at the end: other work competes for cores
+
+
+def phase(work: Path, server: str, count: int, workers: int, address: str | None) -> Timed:
+    """Time to work ``count`` queued tasks: locally (``address`` None) or on Temporal."""
     database = Database(server)
     try:
         repo = make_repo(work)
         contract = repo.contract("instant.yaml", CONTRACT)
         env = service_env(database.url)
         ids = queue_tasks(repo.root, contract, env, count)
+        before = _children_cpu()
         if address is None:
             start = time.perf_counter()
             done = assay(repo.root, "serve", "--once", "--poll", "0.2", env=env, timeout=3600)
@@ -115,9 +125,14 @@ def phase(work: Path, server: str, count: int, workers: int, address: str | None
         if done.returncode != 0:
             raise SystemExit(f"assay serve failed ({done.returncode}): {done.stderr[-2000:]}")
         check_done(repo.root, env, ids)
-        return elapsed
+        return Timed(elapsed, _children_cpu() - before, os.getloadavg()[0])
     finally:
         database.drop()
+
+
+def _children_cpu() -> float:
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
 
 
 def main() -> None:
@@ -132,31 +147,33 @@ def main() -> None:
         with DevServer(work / "temporal") as server:
             one = phase(work / "one", args.postgres, args.tasks, 1, server.address)
             two = phase(work / "two", args.postgres, args.tasks, 2, server.address)
-    per_minute = {
-        name: args.tasks / s * 60 for name, s in (("local", local), ("1", one), ("2", two))
-    }
-    speedup = one / two
-    overhead = (one - local) / args.tasks
-    figures = {
-        "tasks": args.tasks,
-        "local_s": round(local, 2),
-        "temporal_1_worker_s": round(one, 2),
-        "temporal_2_workers_s": round(two, 2),
-        "local_tasks_per_minute": round(per_minute["local"], 1),
-        "temporal_1_worker_tasks_per_minute": round(per_minute["1"], 1),
-        "temporal_2_workers_tasks_per_minute": round(per_minute["2"], 1),
-        "speedup_2_over_1": round(speedup, 2),
-        "temporal_overhead_per_run_s": round(overhead, 3),
-        "speedup_target": TARGET_SPEEDUP,
-        "overhead_target_s": TARGET_OVERHEAD_S,
-    }
+    phases = {"local": local, "1": one, "2": two}
+    per_minute = {name: args.tasks / t.seconds * 60 for name, t in phases.items()}
+    speedup = one.seconds / two.seconds
+    overhead = (one.seconds - local.seconds) / args.tasks
+    figures: dict[str, object] = {"tasks": args.tasks, "cores": os.cpu_count()}
+    for name, t in phases.items():
+        figures[f"{name}_s"] = round(t.seconds, 2)
+        figures[f"{name}_tasks_per_minute"] = round(per_minute[name], 1)
+        figures[f"{name}_cpu_s_per_task"] = round(t.cpu_seconds / args.tasks, 3)
+        figures[f"{name}_load"] = round(t.load, 2)
+    figures["speedup_2_over_1"] = round(speedup, 2)
+    figures["temporal_overhead_per_run_s"] = round(overhead, 3)
+    figures["speedup_target"] = TARGET_SPEEDUP
+    figures["overhead_target_s"] = TARGET_OVERHEAD_S
     if args.json:
         print(json.dumps(figures))
         return
-    print(f"{args.tasks} instant tasks, one run at a time per executor / worker, on PostgreSQL")
-    print(f"  local executor:       {per_minute['local']:7.1f} tasks/min ({local:.1f} s)")
-    print(f"  Temporal, 1 worker:   {per_minute['1']:7.1f} tasks/min ({one:.1f} s)")
-    print(f"  Temporal, 2 workers:  {per_minute['2']:7.1f} tasks/min ({two:.1f} s)")
+    print(
+        f"{args.tasks} instant tasks, one run at a time per executor / worker, on PostgreSQL; "
+        f"{os.cpu_count()} cores"
+    )
+    names = {"local": "local executor", "1": "Temporal, 1 worker", "2": "Temporal, 2 workers"}
+    for name, t in phases.items():
+        print(
+            f"  {names[name] + ':':21} {per_minute[name]:7.1f} tasks/min ({t.seconds:.1f} s; "
+            f"{t.cpu_seconds / args.tasks:.2f} CPU s per task; load {t.load:.1f} at the end)"
+        )
     verdict = "met" if speedup >= TARGET_SPEEDUP else "MISSED"
     print(f"  2 workers over 1:     {speedup:.2f}x (target >= {TARGET_SPEEDUP}x: {verdict})")
     verdict = "met" if overhead <= TARGET_OVERHEAD_S else "MISSED"
