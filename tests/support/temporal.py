@@ -94,6 +94,7 @@ class DevServer:
 
     def __init__(self, home: Path, port: int | None = None) -> None:
         self.home = home
+        self.chosen = port is None  # a port picked here may be taken by a racer: pick again
         self.port = port or free_port()
         self.proc: subprocess.Popen[str] | None = None
         self.server_pid: int | None = None
@@ -106,7 +107,27 @@ class DevServer:
     def start(self) -> DevServer:
         require_binary()
         self.home.mkdir(parents=True, exist_ok=True)
-        self._stderr = (self.home / "dev-server.stderr").open("a")
+        for _ in range(3):
+            line = self._launch()
+            if line:
+                self.server_pid = int(json.loads(line)["pid"])
+                self._wait_frontend()
+                return self
+            assert self.proc is not None
+            self.proc.wait(timeout=30)
+            assert self._stderr is not None
+            self._stderr.flush()
+            log = (self.home / "dev-server.stderr").read_text()
+            last = (log.splitlines() or [""])[-1]
+            if not (self.chosen and "is in use" in last):
+                break
+            self.port = free_port()  # another process took it between our pick and the bind
+        pytest.fail(f"assay dev-server did not start (exit {self.proc.returncode}):\n{log}")
+
+    def _launch(self) -> str:
+        """Start ``assay dev-server``; its announcement line, or "" when it exited first."""
+        if self._stderr is None:
+            self._stderr = (self.home / "dev-server.stderr").open("a")
         env = {**os.environ, "ASSAY_HOME": str(self.home)}
         self.proc = subprocess.Popen(
             [*ASSAY, "dev-server", "--port", str(self.port), "--json"],
@@ -116,14 +137,7 @@ class DevServer:
             text=True,
         )
         assert self.proc.stdout is not None
-        line = self.proc.stdout.readline()  # printed once the port accepts connections
-        if not line:
-            self.proc.wait(timeout=30)
-            log = (self.home / "dev-server.stderr").read_text()
-            pytest.fail(f"assay dev-server did not start (exit {self.proc.returncode}):\n{log}")
-        self.server_pid = int(json.loads(line)["pid"])
-        self._wait_frontend()
-        return self
+        return self.proc.stdout.readline()  # printed once the port accepts connections
 
     def _wait_frontend(self) -> None:
         wait_serving(self.address)
