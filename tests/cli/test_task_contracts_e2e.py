@@ -4,10 +4,39 @@ home runs it; a task an older assay queued (its contract a file) still runs."""
 from __future__ import annotations
 
 import json
+import os
+import secrets
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+import sqlalchemy as sa
 from support.repo import Repo, git, make_repo, replay_contract
+
+POSTGRES_ENV = "ASSAY_TEST_POSTGRES_URL"
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def shared_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """The one ledger two machines share: a SQLite file, or a PostgreSQL database of this
+    test's own (created here, dropped after; never another's)."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'shared' / 'assay.db'}"
+        return
+    server = os.environ.get(POSTGRES_ENV)
+    if not server:
+        pytest.skip(f"{POSTGRES_ENV} is not set")
+    name = f"assay_contracts_{secrets.token_hex(4)}"
+    admin = sa.create_engine(server, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
+    try:
+        yield sa.make_url(server).set(database=name).render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as conn:
+            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
 
 
 def _queue(repo: Repo, **env: str) -> str:
@@ -17,9 +46,11 @@ def _queue(repo: Repo, **env: str) -> str:
     return str(json.loads(added.stdout)["id"])
 
 
-def test_a_worker_elsewhere_runs_a_task_from_the_ledger_alone(tmp_path: Path) -> None:
+def test_a_worker_elsewhere_runs_a_task_from_the_ledger_alone(
+    tmp_path: Path, shared_url: str
+) -> None:
     repo = make_repo(tmp_path)
-    url = f"sqlite:///{tmp_path / 'shared' / 'assay.db'}"
+    url = shared_url
     task_id = _queue(repo, ASSAY_DATABASE_URL=url)
     assert not (repo.root / ".assay" / "tasks").exists()  # no file beside the ledger
 
@@ -47,6 +78,10 @@ def test_a_task_an_older_assay_queued_still_runs_from_its_file(tmp_path: Path) -
     served = repo.assay("serve", "--once", "--poll", "0.2")
     assert served.returncode == 0, served.stderr
     assert f"{task_id}: ready -> done" in served.stderr
+    with sqlite3.connect(db) as conn:  # adopted: the ledger holds it now, the file is left
+        (kept,) = conn.execute("SELECT contract FROM tasks WHERE id = ?", (task_id,)).fetchone()
+    assert json.loads(kept) == json.loads(document)
+    assert stored.read_text() == document
 
 
 def test_a_contract_corrupted_in_the_ledger_is_one_line_and_exit_4(tmp_path: Path) -> None:

@@ -1,11 +1,12 @@
-"""``assay serve``: work the queue with N concurrent runs until stopped (or until idle)."""
+"""``assay serve``: work the queue with N concurrent runs until stopped (or until idle).
+
+The queue worker is :class:`assay.engine.worker.QueueWorker`; this module only wires it to
+this repository (its step runs a task here) and prints what it says.
+"""
 
 from __future__ import annotations
 
-import threading
-import time
-from concurrent.futures import Future, ThreadPoolExecutor
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -15,6 +16,10 @@ from assay.cli.workspace import Workspace, fail, refuse_unconfinable
 
 if TYPE_CHECKING:
     from assay.adapters.store.sql import Ledger
+    from assay.core.tasks import Task
+    from assay.engine.interrupt import RunInterrupted
+    from assay.engine.runner import RunReport
+    from assay.engine.worker import QueueEvents
 
 
 def serve(
@@ -70,12 +75,10 @@ def serve(
             temporal=temporal, task_queue=task_queue, namespace=namespace, once=once, poll=poll
         )
         return
-    from assay.adapters.store.sql import LedgerConflict
-    from assay.cli.explain import waits_message
     from assay.cli.progress import Progress
     from assay.core.gc import DurationError, parse_duration
-    from assay.engine.interrupt import RunInterrupted
     from assay.engine.runner import recover_interrupted, run_task
+    from assay.engine.worker import Cadence, QueueWorker
 
     durations = []
     for flag, text in (("--gc-every", gc_every), ("--gc-older-than", gc_older_than)):
@@ -86,91 +89,75 @@ def serve(
     every, retention = durations
     workspace = Workspace.find()
     ledger = workspace.ledger()
-    for run_id in recover_interrupted(
-        repo=workspace.repo,
-        home=workspace.home,
-        ledger=ledger,
-        contract_for=workspace.load_contract,
-    ):
-        typer.echo(f"recovered interrupted run {run_id}", err=True)
-
-    busy: set[str] = set()
-    closed = {"runs": 0, "interrupted": 0}  # counted as each run closes, interrupted ones too
-    announced: dict[str, datetime] = {}  # task -> the wait already reported
-    skipped: set[str] = set()  # unreadable tasks already reported
-    guard = threading.Lock()
     progress = Progress(quiet=concurrency > 1)
 
-    def work(task_id: str) -> None:
-        try:
-            task = ledger.get_task(task_id)
-            if not task.runnable(datetime.now(UTC)):
-                return
-            contract = workspace.load_contract(task_id)
-            refuse_unconfinable(contract)  # exit 2 (re-raised by the loop), the task untouched
-            report = run_task(
-                repo=workspace.repo,
-                home=workspace.home,
-                ledger=ledger,
-                task=task,
-                contract=contract,
-                sink=progress,
-            )
-            settled = report.settlement
-            with guard:
-                closed["runs"] += 1
-            typer.echo(
-                f"{task_id}: {report.payload.status.value} -> {settled.new_status.value}", err=True
-            )
-        except LedgerConflict:
-            pass  # another worker claimed it first
-        except RunInterrupted as stop:
-            with guard:
-                closed["runs"] += 1
-                closed["interrupted"] += 1
-            typer.echo(f"{task_id}: {stop}; closed as interrupted, runnable again", err=True)
-        finally:
-            with guard:
-                busy.discard(task_id)
+    def run_here(task: Task) -> RunReport:
+        contract = workspace.load_contract(task.id)
+        refuse_unconfinable(contract)  # exit 2 (re-raised by the worker), the task untouched
+        return run_task(
+            repo=workspace.repo,
+            home=workspace.home,
+            ledger=ledger,
+            task=task,
+            contract=contract,
+            sink=progress,
+        )
 
-    next_gc = time.monotonic()  # right away: a serve restarted often still collects
+    def recover() -> list[str]:
+        return recover_interrupted(
+            repo=workspace.repo,
+            home=workspace.home,
+            ledger=ledger,
+            contract_for=workspace.load_contract,
+        )
 
-    with graceful_stop(), ThreadPoolExecutor(max_workers=concurrency) as pool:
-        futures: list[Future[None]] = []
-        try:
-            while interrupted_exit() is None:
-                if every and time.monotonic() >= next_gc:
-                    _collect(workspace, ledger, retention)
-                    next_gc = time.monotonic() + every
-                now = datetime.now(UTC)
-                tasks, unreadable = ledger.scan_tasks()
-                for task_id, problem in unreadable:  # said once; the other tasks still run
-                    if task_id not in skipped:
-                        skipped.add(task_id)
-                        typer.echo(f"skipping task {task_id}: unreadable: {problem}", err=True)
-                for task in tasks:
-                    if task.waiting(now) and announced.get(task.id) != task.not_before:
-                        assert task.not_before is not None
-                        announced[task.id] = task.not_before
-                        typer.echo(f"skipping: {waits_message(task, now)}", err=True)
-                with guard:
-                    free = concurrency - len(busy)
-                    runnable = [t.id for t in tasks if t.runnable(now) and t.id not in busy][:free]
-                    busy.update(runnable)
-                futures.extend(pool.submit(work, task_id) for task_id in runnable)
-                for future in [f for f in futures if f.done()]:
-                    futures.remove(future)
-                    future.result()
-                if once and not runnable and not futures:
-                    break
-                time.sleep(poll if not runnable else 0.05)
-        except KeyboardInterrupt:
-            typer.echo("stopping: waiting for the runs in progress to close", err=True)
-    stopped_runs = f" ({closed['interrupted']} interrupted)" if closed["interrupted"] else ""
-    typer.echo(f"served {closed['runs']} run(s){stopped_runs}", err=True)
+    worker = QueueWorker(
+        ledger,
+        run_here,
+        concurrency=concurrency,
+        once=once,
+        poll=poll,
+        recover=recover,
+        every=[Cadence(lambda: _collect(workspace, ledger, retention), every)],
+        events=_said(),
+    )
+    with graceful_stop():
+        closed = worker.run()
+    stopped_runs = f" ({closed.interrupted} interrupted)" if closed.interrupted else ""
+    typer.echo(f"served {closed.runs} run(s){stopped_runs}", err=True)
     stopped = interrupted_exit()
     if stopped is not None:
         raise typer.Exit(stopped)
+
+
+def _said() -> QueueEvents[RunReport]:
+    """The worker's news, one line each on stderr (built here: the engine's worker module
+    pulls in the store, which a command that never serves must not pay for)."""
+    from assay.engine.worker import QueueEvents
+
+    class Said(QueueEvents["RunReport"]):
+        def recovered(self, run_id: str) -> None:
+            typer.echo(f"recovered interrupted run {run_id}", err=True)
+
+        def unreadable(self, task_id: str, problem: str) -> None:
+            typer.echo(f"skipping task {task_id}: unreadable: {problem}", err=True)
+
+        def waiting(self, task: Task, now: datetime) -> None:
+            from assay.cli.explain import waits_message
+
+            typer.echo(f"skipping: {waits_message(task, now)}", err=True)
+
+        def finished(self, task_id: str, result: RunReport) -> None:
+            settled = result.settlement.new_status.value
+            typer.echo(f"{task_id}: {result.payload.status.value} -> {settled}", err=True)
+
+        def interrupted(self, task_id: str, stop: RunInterrupted) -> None:
+            typer.echo(f"{task_id}: {stop}; closed as interrupted, runnable again", err=True)
+
+        def stopping(self) -> None:
+            typer.echo("stopping: waiting for the runs in progress to close", err=True)
+
+    return Said()
 
 
 def _collect(workspace: Workspace, ledger: Ledger, retention: int) -> None:

@@ -2,48 +2,63 @@
 
 from __future__ import annotations
 
-import asyncio
+from datetime import datetime
 
 import typer
 
 from assay.cli.workspace import EXIT_USAGE, Workspace, fail
+from assay.core.tasks import Task
 
 
 def serve_temporal(
     *, temporal: str, task_queue: str, namespace: str, once: bool, poll: float
 ) -> None:
     """Submit every runnable task as its workflow; with ``once``, until none is runnable and
-    every workflow submitted has ended."""
+    every workflow submitted has ended. No recovery and no gc here: the workers hold the runs
+    (a lost one is closed by its workflow) and their own folders."""
     from assay.cli.signals import graceful_stop, interrupted_exit
     from assay.cli.worker import temporal_ledger
-    from assay.engine.temporal.client import TemporalUnreachable, connect
-    from assay.engine.temporal.serving import serve_queue
+    from assay.engine.temporal.calls import RunOutcome
+    from assay.engine.temporal.client import TemporalUnreachable
+    from assay.engine.temporal.serving import IN_FLIGHT, WorkflowStep, said
+    from assay.engine.worker import QueueEvents, QueueWorker
 
     workspace = Workspace.find()
     ledger = temporal_ledger(workspace)
-
-    def say(line: str) -> None:
-        typer.echo(line, err=True)
-
-    async def main() -> int:
-        try:
-            client = await connect(temporal, namespace)
-        except TemporalUnreachable as exc:
-            fail(str(exc), EXIT_USAGE)
-        served = await serve_queue(
-            client,
-            ledger,
+    try:
+        step = WorkflowStep(
+            temporal,
+            namespace,
             task_queue=task_queue,
-            once=once,
-            poll=poll,
-            say=say,
-            stopping=lambda: interrupted_exit() is not None,
+            on_submit=lambda task_id, workflow: typer.echo(
+                f"{task_id}: submitted as workflow {workflow}", err=True
+            ),
         )
-        return served.finished
+    except TemporalUnreachable as exc:
+        fail(str(exc), EXIT_USAGE)
 
-    with graceful_stop():
-        finished = asyncio.run(main())
-    typer.echo(f"served {finished} workflow(s)", err=True)
+    class Said(QueueEvents[RunOutcome]):
+        def unreadable(self, task_id: str, problem: str) -> None:
+            typer.echo(f"skipping task {task_id}: unreadable: {problem}", err=True)
+
+        def waiting(self, task: Task, now: datetime) -> None:
+            from assay.cli.explain import waits_message
+
+            typer.echo(f"skipping: {waits_message(task, now)}", err=True)
+
+        def finished(self, task_id: str, result: RunOutcome) -> None:
+            typer.echo(said(result), err=True)
+
+        def stopping(self) -> None:
+            typer.echo("stopping: the workflows go on; the workers finish them", err=True)
+
+    worker = QueueWorker(ledger, step, concurrency=IN_FLIGHT, once=once, poll=poll, events=Said())
+    try:
+        with graceful_stop():
+            served = worker.run()
+    finally:
+        step.close()
+    typer.echo(f"served {served.runs} workflow(s), {step.submitted} submitted", err=True)
     stopped = interrupted_exit()
     if stopped is not None:
         raise typer.Exit(stopped)

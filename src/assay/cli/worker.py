@@ -14,6 +14,9 @@ from assay.cli.workspace import EXIT_USAGE, Workspace, fail
 
 if TYPE_CHECKING:
     from assay.adapters.store.sql import Ledger
+    from assay.core.contract import Contract
+    from assay.core.tasks import Task
+    from assay.engine.temporal.activities import Activities
 
 POSTGRES_NEEDED = (
     "--temporal needs the ledger on PostgreSQL: set ASSAY_DATABASE_URL="
@@ -107,19 +110,21 @@ def worker(
         finally:
             watcher.cancel()
 
-    with graceful_stop():
-        with contextlib.suppress(KeyboardInterrupt):
-            asyncio.run(main())
+    with graceful_stop(), contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(main())
     stopped = interrupted_exit()
     if stopped is not None:
         raise typer.Exit(stopped)
 
 
-def _activities(workspace: Workspace, ledger: Ledger, queue: str, max_dispatches: int):  # type: ignore[no-untyped-def]
+def _activities(
+    workspace: Workspace, ledger: Ledger, queue: str, max_dispatches: int
+) -> Activities:
+    from assay.adapters.store.contracts import load_task_contract
     from assay.engine.local import LocalEffects
     from assay.engine.temporal.activities import Activities
 
-    def effects_for(task, contract):  # type: ignore[no-untyped-def]
+    def effects_for(task: Task, contract: Contract) -> LocalEffects:
         return LocalEffects(
             repo=workspace.repo,
             home=workspace.home,
@@ -135,6 +140,7 @@ def _activities(workspace: Workspace, ledger: Ledger, queue: str, max_dispatches
         home=workspace.home,
         ledger=ledger,
         effects_for=effects_for,
-        contract_for=workspace.load_contract,
+        # The ledger's copy (a worker on another machine has no task files of its own).
+        contract_for=lambda task_id: load_task_contract(ledger, task_id, home=workspace.home),
         max_dispatches=max_dispatches,
     )

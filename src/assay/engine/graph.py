@@ -70,7 +70,8 @@ async def run_graph(request: OpenRequest, fx: Effects) -> RunRecorded:
     """One run: open it (on the worker that will hold its seats), its attempts, its record.
 
     A fault of an effect, or a bug, ends the run as a failed result that is still recorded;
-    a stop from outside (:class:`RunStopped`) passes through: the executor closes the run."""
+    a stop from outside (:class:`RunStopped`) passes through: the executor closes the run.
+    A failure of ``open`` itself passes through too: no run was made, so none is recorded."""
     handle = await fx.open(request)
     try:
         result = await run_attempts(handle.plan, fx)

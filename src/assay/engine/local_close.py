@@ -132,7 +132,9 @@ def record_run(fx: LocalEffects, handle: RunHandle, result: RunResult) -> RunRec
         dispatches=dispatches,
     )
     closing = close_run(facts)
-    fx.task = closing.task
+    # The task the executor was handed comes back settled (its caller reads it, as the CLI does).
+    for name in type(fx.task).model_fields:
+        setattr(fx.task, name, getattr(closing.task, name))
     payload = fx.redacted_payload(closing.payload)
     payload_file = run_dir / "payload.json"
     payload_path: Path | None = payload_file
@@ -152,7 +154,7 @@ def record_run(fx: LocalEffects, handle: RunHandle, result: RunResult) -> RunRec
     return RunRecorded(
         run_id=plan.run_id,
         status=result.status,
-        task=fx.task,
+        task=closing.task,
         settlement=closing.settlement,
         payload=payload,
         payload_path=str(payload_path) if payload_path else None,

@@ -99,8 +99,23 @@ def test_a_task_without_one_falls_back_to_the_old_file(
     )
     with pytest.raises(ContractUnavailable, match=r"none in the ledger\)$"):
         load_task_contract(ledger, "old")  # no home: only the ledger was asked
-    _write_legacy(tmp_path, "old", json.dumps(contract_document(CONTRACT)))
+    path = _write_legacy(tmp_path, "old", json.dumps(contract_document(CONTRACT)))
     assert load_task_contract(ledger, "old", home=tmp_path) == CONTRACT
+    # Read once, it is the ledger's from now on: a machine without the file runs it too.
+    assert ledger.task_contract("old") == contract_document(CONTRACT)
+    path.unlink()
+    assert load_task_contract(ledger, "old") == CONTRACT
+
+
+def test_adopting_never_replaces_a_stored_contract(ledger: Ledger, driver: Driver) -> None:
+    ledger.add_task(_task(driver, "t1"), contract=contract_document(CONTRACT))
+    assert not ledger.adopt_contract("t1", {"task": "another"})
+    assert ledger.task_contract("t1") == contract_document(CONTRACT)
+    driver.add("old")
+    assert ledger.adopt_contract("old", {"task": "x"})
+    assert not ledger.adopt_contract("old", {"task": "y"})
+    assert ledger.task_contract("old") == {"task": "x"}
+    assert not ledger.adopt_contract("nope", {"task": "x"})
 
 
 def test_the_ledger_wins_over_a_stale_file(ledger: Ledger, driver: Driver, tmp_path: Path) -> None:
@@ -149,11 +164,17 @@ def test_a_hand_edited_contract_cell_is_unreadable(
 ) -> None:
     ledger.add_task(_task(driver, "t1"), contract=contract_document(CONTRACT))
     ledger.add_task(_task(driver, "t2"), contract=contract_document(CONTRACT))
+    postgres = ledger._engine.dialect.name == "postgresql"
+    edit = sa.text(
+        f"UPDATE tasks SET contract = {'CAST(:v AS jsonb)' if postgres else ':v'} WHERE id = 't1'"
+    )
+    if postgres and stored == "{broken":  # jsonb itself refuses text that is not JSON
+        with pytest.raises(sa.exc.DataError), ledger._engine.begin() as conn:
+            conn.execute(edit, {"v": stored})
+        assert load_task_contract(ledger, "t1") == CONTRACT
+        return
     with ledger._engine.begin() as conn:
-        if conn.dialect.name == "postgresql" and stored == "{broken":
-            pytest.skip("PostgreSQL's jsonb refuses text that is not JSON")
-        value = "CAST(:v AS jsonb)" if conn.dialect.name == "postgresql" else ":v"
-        conn.execute(sa.text(f"UPDATE tasks SET contract = {value} WHERE id = 't1'"), {"v": stored})
+        conn.execute(edit, {"v": stored})
     with pytest.raises(UnreadableContract, match="not an object"):
         ledger.task_contract("t1")
     with pytest.raises(ContractUnavailable, match="in the ledger is unreadable"):

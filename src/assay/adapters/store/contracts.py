@@ -3,7 +3,8 @@
 A worker on another machine has the ledger and nothing of the queueing machine's ``.assay``,
 so the contract a task was queued with is stored in its row (``Ledger.add_task(task,
 contract=...)``). Tasks queued before that have their contract in a file,
-``<home>/tasks/<id>.contract.json``; it is still read when the ledger has none for the task.
+``<home>/tasks/<id>.contract.json``; it is still read when the ledger has none for the task,
+and the first read stores it in the ledger (the file is left as it is).
 """
 
 from __future__ import annotations
@@ -50,7 +51,8 @@ class ContractUnavailable(LookupError):
 
 def load_task_contract(ledger: Ledger, task_id: str, *, home: Path | None = None) -> Contract:
     """The contract of ``task_id``: the ledger's, else (an older task) its file under
-    ``home``; a machine without that folder passes None and reads the ledger only.
+    ``home``, adopted into the ledger; a machine without that folder passes None and reads
+    the ledger only.
 
     Raises :class:`ContractUnavailable` when neither holds a readable contract, and
     ``TaskNotFound`` for a task the ledger does not know.
@@ -75,6 +77,9 @@ def load_task_contract(ledger: Ledger, task_id: str, *, home: Path | None = None
     except OSError as exc:
         raise ContractUnavailable(task_id, str(path), exc) from exc
     try:
-        return Contract.model_validate(json.loads(text))
+        contract = Contract.model_validate(json.loads(text))
     except (ValueError, ValidationError) as exc:
         raise ContractUnavailable(task_id, str(path), exc) from exc
+    # Kept in the ledger from now on, so a worker on another machine can run this task too.
+    ledger.adopt_contract(task_id, contract_document(contract))
+    return contract

@@ -156,6 +156,17 @@ class Ledger:
             raise UnreadableContract(task_id, f"it is {shown}, not an object")
         return value
 
+    def adopt_contract(self, task_id: str, contract: Mapping[str, Any]) -> bool:
+        """Store ``contract`` with a task that has none yet (one an older assay queued, whose
+        contract was a file); never replaces one. True when it was stored."""
+        query = (
+            sa.update(tasks)
+            .where(tasks.c.id == task_id, tasks.c.contract.is_(None))
+            .values(contract=dict(contract))
+        )
+        with self._write() as conn:
+            return conn.execute(query).rowcount == 1
+
     def list_tasks(self, status: TaskStatus | None = None) -> list[Task]:
         """Tasks oldest first, optionally only those with ``status``; unreadable rows are
         left out (see :meth:`scan_tasks`)."""

@@ -39,12 +39,13 @@ from assay.engine.effects import (
     RunRecorded,
     RunStopped,
 )
-from assay.engine.outcomes import Candidate, JudgeRound, LandOutcome, Validation
+from assay.engine.outcomes import JudgeRound, LandOutcome, Validation
 from assay.engine.recover import close_unfinished
 from assay.engine.temporal.calls import (
     CandidateIn,
     Closed,
     CloseIn,
+    Dispatched,
     FireIn,
     JudgeIn,
     LandIn,
@@ -78,6 +79,8 @@ class Held:
     fx: RunEffects
     handle: RunHandle
     written: int = 0  # the run's events up to this number are in the ledger
+    looks: int = 0  # looks at its fired halts taken after a dispatch
+    opened: Opened | None = None  # what open answered (a retried open answers it again)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     @property
@@ -142,8 +145,8 @@ class Activities:
     async def open(self, call: OpenRequest) -> Opened:
         async with self._beating(lambda: {"opening": call.run_id}):
             held = self.runs.get(call.run_id)
-            if held is not None:  # a retried open that reached the same worker
-                return Opened(held.handle, prepared=False)
+            if held is not None and held.opened is not None:  # retried, reached this worker
+                return held.opened
             try:
                 record = await asyncio.to_thread(self.ledger.get_run, call.run_id)
             except RunNotFound:
@@ -158,7 +161,11 @@ class Activities:
             if not task.runnable(self.clock()):
                 why = f"task {task.id} is {task.status.value}, not runnable"
                 return Opened(None, not_runnable=why)
-            contract = await asyncio.to_thread(self.contract_for, task.id)
+            try:
+                contract = await asyncio.to_thread(self.contract_for, task.id)
+            except Exception as exc:  # unreadable or missing: nothing can run it
+                why = f"task {task.id}: its contract cannot be read: {exc}"
+                return Opened(None, not_runnable=why)
             fx = self.effects_for(task, contract)
             try:
                 handle = await _faults(fx.open(call))
@@ -175,8 +182,10 @@ class Activities:
                     unresolved = await fx.preflight(handle.plan)
                     await fx.arm(handle.plan)
             except Exception:
-                return Opened(handle, prepared=False)
-            return Opened(handle, unresolved=unresolved, prepared=True)
+                held.opened = Opened(handle, prepared=False)
+            else:
+                held.opened = Opened(handle, unresolved=unresolved, prepared=True)
+            return held.opened
 
     @activity.defn(name="assay.record")
     async def record(self, arg: RecordIn) -> RunRecorded:
@@ -250,7 +259,7 @@ class Activities:
         await self._on_run(arg.plan.run_id, arg.pending, lambda fx: fx.arm(arg.plan))
 
     @activity.defn(name="assay.dispatch")
-    async def dispatch(self, arg: SeatIn) -> Candidate:
+    async def dispatch(self, arg: SeatIn) -> Dispatched:
         call = arg.call
         started = time.monotonic()
 
@@ -258,9 +267,14 @@ class Activities:
             elapsed = round(time.monotonic() - started, 1)
             return {"attempt": call.attempt, "seat": call.seat, "elapsed_s": elapsed}
 
-        async def run(fx: RunEffects) -> Candidate:
+        async def run(fx: RunEffects) -> Dispatched:
             async with self.coders:  # --max-dispatches: coders at once on this worker
-                return await fx.dispatch(call)
+                candidate = await fx.dispatch(call)
+            held = self.runs[call.plan.run_id]
+            async with held.lock:  # this coder has ended: what has fired so far
+                halts = await fx.fired_halts(call.plan)
+                held.looks += 1
+                return Dispatched(candidate, halts, held.looks)
 
         return await self._on_run(call.plan.run_id, arg.pending, run, progress, stops=True)
 
@@ -334,12 +348,13 @@ class Activities:
 
     @contextlib.asynccontextmanager
     async def _beating(self, details: Callable[[], dict[str, Any]]) -> AsyncIterator[None]:
-        """Heartbeat every few seconds while the activity works (the SDK throttles them)."""
+        """Heartbeat every few seconds while the activity works. The first beat waits that
+        long too: most calls end sooner, and a beat is a request to the server."""
 
         async def beat() -> None:
             while True:
-                activity.heartbeat(details())
                 await asyncio.sleep(self.heartbeat_every)
+                activity.heartbeat(details())
 
         beating = asyncio.create_task(beat())
         try:

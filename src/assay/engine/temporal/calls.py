@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from assay.core.contract import Contract
+from assay.core.payload import HaltNotice
 from assay.core.tasks import Task
 from assay.engine.effects import (
     CandidateCall,
@@ -21,9 +22,9 @@ from assay.engine.effects import (
     RunEvent,
     RunHandle,
     RunPlan,
-    RunRecorded,
     SeatCall,
 )
+from assay.engine.outcomes import Candidate
 from assay.engine.temporal.config import Timeouts
 
 
@@ -75,6 +76,17 @@ class LandIn:
 class RecordIn:
     call: RecordCall
     pending: Pending = field(default_factory=Pending)
+
+
+@dataclass(frozen=True)
+class Dispatched:
+    """A seat's candidate, and the run's fired halts as the worker saw them once that coder
+    had ended: ``seen`` orders those looks, so the latest look of a wave (taken after every
+    coder of it ended) answers the graph's ``fired_halts`` with no round trip of its own."""
+
+    candidate: Candidate
+    halts: list[HaltNotice]
+    seen: int
 
 
 @dataclass(frozen=True)
@@ -142,13 +154,14 @@ class RunOutcome:
     lost: int = 0  # runs closed because their worker was lost
     stopped: bool = False
     note: str = ""
-    recorded: RunRecorded | None = None
+    payload_path: str | None = None  # the last run's payload, on the worker that ran it
 
 
 __all__ = [
     "CandidateIn",
     "CloseIn",
     "Closed",
+    "Dispatched",
     "FireIn",
     "JudgeIn",
     "LandIn",

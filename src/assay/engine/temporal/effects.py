@@ -47,6 +47,7 @@ with workflow.unsafe.imports_passed_through():
     from assay.engine.outcomes import Candidate, JudgeRound, LandOutcome, Validation
     from assay.engine.temporal.calls import (
         CandidateIn,
+        Dispatched,
         FireIn,
         JudgeIn,
         LandIn,
@@ -62,7 +63,10 @@ with workflow.unsafe.imports_passed_through():
 EFFECT_FAULT = "EffectFault"
 RUN_NOT_HELD = "RunNotHeld"  # the worker does not hold the run (it restarted): lost
 RUN_STOPPED = "RunStopped"
-NOT_RETRIED = [EFFECT_FAULT, RUN_NOT_HELD, RUN_STOPPED]
+# A worker silent past its heartbeat, or an activity past its start-to-close, is a lost
+# worker: retrying it on that worker's queue would only wait for its schedule-to-start too.
+TIMED_OUT = ["TemporalTimeout:Heartbeat", "TemporalTimeout:StartToClose"]
+NOT_RETRIED = [EFFECT_FAULT, RUN_NOT_HELD, RUN_STOPPED, *TIMED_OUT]
 
 INFRASTRUCTURE_RETRY = RetryPolicy(
     initial_interval=timedelta(milliseconds=500),
@@ -95,6 +99,8 @@ class TemporalEffects:
         self.opened: Opened | None = None
         self.pending: list[RunEvent] = []
         self.first = 1  # the run's number of ``pending[0]``
+        self.dispatching = 0
+        self.seen: Dispatched | None = None  # the latest look at fired halts, still current
 
     @property
     def worker(self) -> str | None:
@@ -136,10 +142,19 @@ class TemporalEffects:
     async def dispatch(self, call: SeatCall) -> Candidate:
         coder = call.plan.contract.coder_for_seat(call.seat)
         seconds = float(coder.timeout_seconds or 0) + self.run.timeouts.dispatch_margin
-        candidate: Candidate = await self._call(
-            "assay.dispatch", SeatIn(call, self._pending()), result_type=Candidate, timeout=seconds
-        )
-        return candidate
+        self.dispatching += 1
+        try:
+            done: Dispatched = await self._call(
+                "assay.dispatch",
+                SeatIn(call, self._pending()),
+                result_type=Dispatched,
+                timeout=seconds,
+            )
+        finally:
+            self.dispatching -= 1
+        if self.seen is None or done.seen > self.seen.seen:
+            self.seen = done
+        return done.candidate
 
     async def validate(self, call: CandidateCall) -> list[Validation]:
         result: list[Validation] = await self._call(
@@ -160,9 +175,13 @@ class TemporalEffects:
         return result
 
     async def fire(self, call: FireCall) -> None:
+        self.seen = None  # what fired changes now
         await self._call("assay.fire", FireIn(call, self._pending()), result_type=type(None))
 
     async def fired_halts(self, plan: RunPlan) -> list[HaltNotice]:
+        seen, self.seen = self.seen, None
+        if seen is not None and self.dispatching == 0:
+            return list(seen.halts)  # looked at after the wave's last coder ended
         result: list[HaltNotice] = await self._call(
             "assay.fired_halts", PlanIn(plan, self._pending()), result_type=list[HaltNotice]
         )

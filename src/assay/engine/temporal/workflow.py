@@ -98,7 +98,7 @@ class RunWorkflow:
                 self._graph = None
             outcome.status = recorded.status.value
             outcome.task_status = recorded.task.status.value
-            outcome.recorded = recorded
+            outcome.payload_path = recorded.payload_path
             self._run_id = None
             return outcome
         outcome.note = f"stopped after {run.max_runs} lost worker(s) in a row"
