@@ -21,11 +21,12 @@ from assay.engine.temporal.workflow import RunWorkflow
 from .conftest import Workers, add_task, assay_env, show_task
 
 
-def test_serve_submits_and_a_worker_runs_it_to_done(workers: Workers) -> None:
+def test_serve_submits_and_workers_run_each_task_to_done_on_one_worker(workers: Workers) -> None:
     repo, pg = workers.repo, workers.pg_url
     contract = replay_contract(repo, "wrong", "fixed", land="branch")
-    ids = [add_task(repo, pg, contract) for _ in range(2)]
-    workers.start("--max-dispatches", "2")
+    ids = [add_task(repo, pg, contract) for _ in range(3)]
+    for _ in range(2):  # two workers: a run's activities must all stay on the one that opened it
+        workers.start("--max-dispatches", "1")
     served = repo.assay(
         "serve", "--temporal", workers.temporal, "--once", "--poll", "0.2", **assay_env(pg)
     )
@@ -42,7 +43,8 @@ def test_serve_submits_and_a_worker_runs_it_to_done(workers: Workers) -> None:
 
 
 async def _replays(temporal: str, task_ids: list[str]) -> None:
-    """Each workflow's history replays on the workflow code as it is: deterministic."""
+    """Each workflow's history replays on the workflow code as it is (deterministic), and
+    every activity of its run ran on the one worker that opened it (affinity)."""
     client = await connect(temporal)
     replayer = Replayer(
         workflows=[RunWorkflow],
@@ -51,6 +53,12 @@ async def _replays(temporal: str, task_ids: list[str]) -> None:
     )
     for task_id in task_ids:
         history = await client.get_workflow_handle(workflow_id(task_id)).fetch_history()
+        started = [
+            e.activity_task_started_event_attributes.identity
+            for e in history.events
+            if e.HasField("activity_task_started_event_attributes")
+        ]
+        assert len(started) >= 4 and len(set(started)) == 1, started
         replayed = await replayer.replay_workflow(history, raise_on_replay_failure=False)
         assert replayed.replay_failure is None, replayed.replay_failure
 
@@ -108,9 +116,10 @@ sandbox: none
             **assay_env(pg, ASSAY_TEMPORAL=workers.temporal),
         )
         assert cancelled.returncode == 0, cancelled.stderr
-        assert "held" in cancelled.stdout, cancelled.stdout
+        assert "held" in cancelled.stdout, (cancelled.stdout, cancelled.stderr)
         _out, err = serve.communicate(timeout=60)
         assert serve.returncode == 0, err
+        assert "-> held" in err, err
     finally:
         if serve.poll() is None:
             serve.kill()

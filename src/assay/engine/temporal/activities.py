@@ -340,6 +340,22 @@ class Activities:
                     await held.fx.emit(event)
                     held.written = number
 
+    async def sweep(self) -> list[str]:
+        """Let go of runs held here that the ledger has closed meanwhile (their workflow closed
+        them elsewhere: stopped while its open was in flight, or this worker thought lost),
+        so they no longer count against the runs this worker may hold."""
+        gone = []
+        for run_id, held in list(self.runs.items()):
+            try:
+                record = await asyncio.to_thread(self.ledger.get_run, run_id)
+            except RunNotFound:
+                continue
+            if not record.open:
+                await asyncio.to_thread(stop_recorded_groups, held.groups)
+                self._let_go(run_id)
+                gone.append(run_id)
+        return gone
+
     def _let_go(self, run_id: str) -> None:
         held = self.runs.pop(run_id, None)
         if held is not None:

@@ -98,6 +98,8 @@ def said(outcome: RunOutcome) -> str:
     """What a workflow came to, in one line."""
     runs = ", ".join(outcome.runs) or "no run"
     lost = f" ({outcome.lost} lost worker(s))" if outcome.lost else ""
+    if outcome.stopped:
+        return f"{outcome.task_id}: stopped ({outcome.note}) -> {outcome.task_status} [{runs}]"
     if outcome.status is None:
         return f"{outcome.task_id}: {outcome.note or 'nothing ran'}"
     return f"{outcome.task_id}: {outcome.status} -> {outcome.task_status} [{runs}]{lost}"

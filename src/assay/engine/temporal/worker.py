@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import os
 from collections.abc import Callable
 
@@ -31,6 +32,8 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 from assay.engine.temporal.activities import Activities
 from assay.engine.temporal.config import close_queue
 from assay.engine.temporal.workflow import RunWorkflow
+
+SWEEP_SECONDS = 30.0  # how often runs closed elsewhere are let go
 
 
 class RunGate(CustomSlotSupplier):
@@ -125,4 +128,9 @@ async def run_worker(
     # Its own queue first: an open this worker takes is always followed by someone polling.
     async with own, shared, closer:
         ready()
-        await stop.wait()
+        while not stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), SWEEP_SECONDS)
+            if not stop.is_set():
+                with contextlib.suppress(Exception):  # a ledger blip: the next sweep
+                    await activities.sweep()
