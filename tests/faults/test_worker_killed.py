@@ -23,6 +23,9 @@ from support.services import require_temporal_executor
 from support.temporal import DevServer, ExternalServer
 from support.workers import ASSAY, Worker, add_task, service_env, show
 
+from assay.adapters.store.sql import Ledger
+from assay.core.vocab import EventKind
+
 pytestmark = pytest.mark.slow
 
 CODER_SLEEP = 6  # seconds: long enough to be killed mid-dispatch, short enough to finish after
@@ -54,16 +57,23 @@ def submit(repo: Repo, address: str, queue: str, env: dict[str, str]) -> subproc
     )
 
 
-def holder(workers: list[Worker], timeout: float = 60) -> Worker:
-    """The worker whose home holds the run's seat: the one running its dispatch."""
+def holder(workers: list[Worker], database_url: str, task_id: str, timeout: float = 60) -> Worker:
+    """Once the ledger has the task's ``dispatch.started`` (written by the worker as its
+    dispatch activity begins, before the coder runs), the worker whose home holds the seat."""
+    ledger = Ledger.open(database_url)
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        for worker in workers:
-            seats = worker.home / "seats"
-            if seats.is_dir() and any(p.is_dir() for p in seats.glob("*/*")):
-                return worker
-        time.sleep(0.1)
-    raise AssertionError("no worker started the dispatch: " + "\n".join(w.tail() for w in workers))
+    try:
+        while time.monotonic() < deadline:
+            kinds = [e.kind for e in ledger.events_after(0, 1000, task_id=task_id)]
+            if EventKind.DISPATCH_STARTED in kinds:
+                for worker in workers:
+                    if any(p.is_dir() for p in (worker.home / "seats").glob("*/*")):
+                        return worker
+            time.sleep(0.1)
+    finally:
+        ledger.close()
+    tails = "\n".join(w.tail() for w in workers)
+    raise AssertionError(f"no worker started the dispatch:\n{tails}")
 
 
 def wait_settled(repo: Repo, task_id: str, env: dict[str, str]) -> dict[str, Any]:
@@ -98,8 +108,8 @@ def test_a_worker_killed_mid_dispatch_the_run_completes_on_the_other(
             worker.start()
         task_id = add_task(repo.root, sleepy_contract(repo), env)
         serve = submit(repo, address, queue, env)
-        lost = holder(workers)
-        time.sleep(1.0)  # the coder is asleep inside its dispatch
+        lost = holder(workers, postgres_url, task_id)
+        time.sleep(0.5)  # the coder is asleep inside its dispatch
         lost.kill()
         survivor = next(w for w in workers if w is not lost)
         _, err = serve.communicate(timeout=SETTLE_TIMEOUT)
@@ -146,7 +156,7 @@ def test_the_dev_server_killed_mid_run_and_restarted_the_run_completes(
         worker.start()
         task_id = add_task(repo.root, sleepy_contract(repo), env)
         serve = submit(repo, server.address, queue, env)
-        holder([worker])
+        holder([worker], postgres_url, task_id)
         time.sleep(1.0)
         server.kill()  # kill -9 of the server process, mid-dispatch; its state file stays
         time.sleep(1.0)
