@@ -14,6 +14,7 @@ from __future__ import annotations
 import subprocess
 import time
 import uuid
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -25,11 +26,13 @@ from support.workers import ASSAY, Worker, add_task, service_env, show
 
 from assay.adapters.store.sql import Ledger
 from assay.core.vocab import EventKind
+from assay.engine.temporal.config import Timeouts
 
 pytestmark = pytest.mark.slow
 
 CODER_SLEEP = 6  # seconds: long enough to be killed mid-dispatch, short enough to finish after
 SETTLE_TIMEOUT = 180.0
+NOTICE_MARGIN = 5.0  # seconds beyond the heartbeat timeout for the lost run to be closed
 
 
 def sleepy_contract(repo: Repo) -> Path:
@@ -110,6 +113,7 @@ def test_a_worker_killed_mid_dispatch_the_run_completes_on_the_other(
         serve = submit(repo, address, queue, env)
         lost = holder(workers, postgres_url, task_id)
         time.sleep(0.5)  # the coder is asleep inside its dispatch
+        killed_at = datetime.now(UTC)
         lost.kill()
         survivor = next(w for w in workers if w is not lost)
         _, err = serve.communicate(timeout=SETTLE_TIMEOUT)
@@ -132,6 +136,10 @@ def test_a_worker_killed_mid_dispatch_the_run_completes_on_the_other(
     assert payload["halt_type"] == "environment_error", payload
     assert "worker" in payload["reason"].lower(), payload["reason"]
     assert payload["attempts"]["coder_dispatches"] == 1
+    # Noticed within the heartbeat timeout (plus a margin for a loaded machine), not after a
+    # retry onto the dead worker's own queue.
+    noticed = datetime.fromisoformat(first["finished_at"]) - killed_at
+    assert noticed.total_seconds() <= Timeouts().heartbeat + NOTICE_MARGIN, noticed
 
     # The ledger's counts are exact: one spent attempt, two dispatches, one landing.
     assert task["attempts"] == 1
