@@ -13,6 +13,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 from support.model_server import ModelServer
+from support.postgres import postgres_url  # noqa: F401 (a fixture, shared)
+from support.temporal import temporal_server  # noqa: F401 (a fixture, shared)
 
 
 @pytest.fixture

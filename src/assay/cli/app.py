@@ -22,6 +22,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "brief": ("assay.cli.brief", "brief"),
     "gc": ("assay.cli.gc", "gc"),
     "worker": ("assay.cli.worker", "worker"),
+    "dev-server": ("assay.cli.dev_server", "dev_server"),
 }
 
 
