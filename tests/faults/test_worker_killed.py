@@ -1,17 +1,18 @@
-"""A machine lost mid-run, on Temporal: kill -9 the worker holding a dispatch, kill -9 the server.
+"""A machine lost mid-run, on Temporal: kill -9 (or SIGTERM) the worker holding a dispatch,
+kill -9 the server.
 
 Two workers in separate processes (each its own home, as on two machines) share one dev server
 and one PostgreSQL ledger. The coder sleeps, so its dispatch is in flight when the worker that
-holds it is killed (its whole process group, coders included). The workflow notices within
-the heartbeat timeout, records the lost run once as an environment error (refunded) and runs
-the task again on the other worker: the task is done, landed once, the ledger's counts exact,
-and the lost run's payload says what happened. Then the dev server itself is killed mid-run
-and started again on the same state: the run completes.
+holds it is killed (its whole process group, coders included) or stopped (SIGTERM: it stops its
+coders itself). The workflow notices within the heartbeat timeout, records the lost run once as
+an environment error (refunded) and runs the task again on the other worker: the task is done,
+landed once, the ledger's counts exact, and the lost run's payload says what happened. Then the
+dev server itself is killed mid-run and started again on the same state: the run completes.
 """
 
 from __future__ import annotations
 
-import subprocess
+import signal
 import time
 import uuid
 from datetime import UTC, datetime
@@ -22,7 +23,7 @@ import pytest
 from support.repo import FIXED, PYTEST, Repo, git, make_repo
 from support.services import require_temporal_executor
 from support.temporal import DevServer, ExternalServer
-from support.workers import ASSAY, Worker, add_task, service_env, show
+from support.workers import Worker, add_task, service_env, show, submit
 
 from assay.adapters.store.sql import Ledger
 from assay.core.vocab import EventKind
@@ -46,17 +47,6 @@ validators: [{{id: tests, kind: command, run: "{PYTEST}"}}]
 budgets: {{max_attempts: 2, max_refunds: 3}}
 land: merge
 """,
-    )
-
-
-def submit(repo: Repo, address: str, queue: str, env: dict[str, str]) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [str(ASSAY), "serve", "--temporal", address, "--task-queue", queue, "--once"],
-        cwd=repo.root,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
     )
 
 
@@ -95,8 +85,17 @@ def landings(repo: Repo) -> list[str]:
     return [line for line in log.splitlines() if line.strip()]
 
 
+@pytest.mark.parametrize(
+    ("stop", "said"),
+    [(signal.SIGKILL, ("worker", "was lost")), (signal.SIGTERM, ("interrupted by SIGTERM",))],
+    ids=["kill-9", "sigterm"],
+)
 def test_a_worker_killed_mid_dispatch_the_run_completes_on_the_other(
-    tmp_path: Path, temporal_server: DevServer | ExternalServer, postgres_url: str
+    tmp_path: Path,
+    temporal_server: DevServer | ExternalServer,
+    postgres_url: str,
+    stop: signal.Signals,
+    said: tuple[str, ...],
 ) -> None:
     require_temporal_executor()
     repo = make_repo(tmp_path)
@@ -110,11 +109,14 @@ def test_a_worker_killed_mid_dispatch_the_run_completes_on_the_other(
         for worker in workers:
             worker.start()
         task_id = add_task(repo.root, sleepy_contract(repo), env)
-        serve = submit(repo, address, queue, env)
+        serve = submit(repo.root, address, queue, env)
         lost = holder(workers, postgres_url, task_id)
         time.sleep(0.5)  # the coder is asleep inside its dispatch
         killed_at = datetime.now(UTC)
-        lost.kill()
+        if stop is signal.SIGKILL:
+            lost.kill()  # the machine is gone, its coders with it
+        else:
+            lost.terminate()  # stopped: it stops its coders and lets go of the run
         survivor = next(w for w in workers if w is not lost)
         _, err = serve.communicate(timeout=SETTLE_TIMEOUT)
         assert serve.returncode == 0, f"{err}\nsurvivor:\n{survivor.tail()}"
@@ -134,7 +136,8 @@ def test_a_worker_killed_mid_dispatch_the_run_completes_on_the_other(
     assert first["status"] == "failed" and not first["attempt_spent"], first
     payload = show(repo.root, "payload", "show", first["id"], env=env)
     assert payload["halt_type"] == "environment_error", payload
-    assert "worker" in payload["reason"].lower(), payload["reason"]
+    assert payload["attempt_spent"] is False, payload
+    assert all(words in payload["reason"] for words in said), payload["reason"]
     assert payload["attempts"]["coder_dispatches"] == 1
     # Noticed within the heartbeat timeout (plus a margin for a loaded machine), not after a
     # retry onto the dead worker's own queue.
@@ -146,6 +149,18 @@ def test_a_worker_killed_mid_dispatch_the_run_completes_on_the_other(
     ledger = show(repo.root, "ledger", "show", task_id, env=env)
     counts = {stage: state["attempts"] for stage, state in ledger["stage_state"].items()}
     assert counts["task"] == 1 and counts["dispatch"] == 2 and counts["land"] == 1, counts
+    # One dispatch each, each run closed once, and the lost one closed as interrupted, once.
+    runs = [first["id"], second["id"]]
+    store = Ledger.open(postgres_url)
+    try:
+        assert {run: len(store.dispatches(run)) for run in runs} == dict.fromkeys(runs, 1)
+        events = store.events(task_id)
+    finally:
+        store.close()
+    closes = [e.run_id for e in events if e.kind == EventKind.RUN_CLOSED]
+    assert closes == runs, closes  # the lost run closed before the next one opened
+    interrupted = [e.run_id for e in events if e.kind == EventKind.RUN_INTERRUPTED]
+    assert interrupted == [first["id"]], interrupted
 
     # The survivor left nothing behind for its run.
     assert not any((survivor.home / "seats").glob(f"{second['id']}/*"))
@@ -163,7 +178,7 @@ def test_the_dev_server_killed_mid_run_and_restarted_the_run_completes(
     try:
         worker.start()
         task_id = add_task(repo.root, sleepy_contract(repo), env)
-        serve = submit(repo, server.address, queue, env)
+        serve = submit(repo.root, server.address, queue, env)
         holder([worker], postgres_url, task_id)
         time.sleep(1.0)
         server.kill()  # kill -9 of the server process, mid-dispatch; its state file stays

@@ -18,6 +18,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -102,6 +103,11 @@ class Worker:
             return "(no stderr)"
         return "\n".join(text.splitlines()[-lines:])
 
+    def terminate(self) -> None:
+        """SIGTERM the worker, only it (its coders are its to stop); :meth:`stop` waits."""
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGTERM)
+
     def kill(self) -> None:
         """kill -9 the worker and everything it started (its coders): a machine lost."""
         assert self.proc is not None
@@ -130,6 +136,43 @@ class Worker:
         self.stop()
 
 
+@dataclass
+class Workers:
+    """The workers a test starts for one repository and ledger, on a task queue of their own
+    (the dev server may be the whole suite's), each with a home of its own under ``homes``;
+    :meth:`stop` (or leaving the ``with``) stops them all."""
+
+    address: str
+    repo: Path
+    database_url: str
+    homes: Path
+    task_queue: str = field(default_factory=lambda: f"test-{uuid.uuid4().hex[:10]}")
+    started: list[Worker] = field(default_factory=list)
+
+    @property
+    def env(self) -> dict[str, str]:
+        """What a CLI call of this test runs with (:func:`service_env`)."""
+        return service_env(self.database_url)
+
+    def start(self, max_dispatches: int = 4) -> Worker:
+        home = self.homes / f"machine-{len(self.started) + 1}"
+        worker = Worker(
+            self.address, self.repo, home, self.database_url, self.task_queue, max_dispatches
+        )
+        self.started.append(worker)
+        return worker.start()
+
+    def stop(self) -> None:
+        for worker in self.started:
+            worker.stop()
+
+    def __enter__(self) -> Workers:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.stop()
+
+
 def assay(
     repo: Path, *args: str, env: dict[str, str], timeout: float = 300
 ) -> subprocess.CompletedProcess[str]:
@@ -152,13 +195,38 @@ def add_task(repo: Path, contract: Path, env: dict[str, str]) -> str:
     return task_id
 
 
+def serve_args(address: str, task_queue: str, poll: float | None = None) -> list[str]:
+    """``serve --temporal ADDRESS --task-queue QUEUE --once`` (``--poll`` when given)."""
+    args = ["serve", "--temporal", address, "--task-queue", task_queue, "--once"]
+    return [*args, "--poll", str(poll)] if poll is not None else args
+
+
 def serve_once(
-    repo: Path, address: str, task_queue: str, env: dict[str, str], timeout: float = 120
+    repo: Path,
+    address: str,
+    task_queue: str,
+    env: dict[str, str],
+    timeout: float = 120,
+    poll: float | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """``assay serve --temporal ADDRESS --once``: every runnable task submitted, and waited
     for until its workflow closed."""
-    args = ["serve", "--temporal", address, "--task-queue", task_queue, "--once"]
-    return assay(repo, *args, env=env, timeout=timeout)
+    return assay(repo, *serve_args(address, task_queue, poll), env=env, timeout=timeout)
+
+
+def submit(
+    repo: Path, address: str, task_queue: str, env: dict[str, str], poll: float | None = None
+) -> subprocess.Popen[str]:
+    """:func:`serve_once` in the background (a test acts while it runs): its process."""
+    return subprocess.Popen(
+        [str(ASSAY), *serve_args(address, task_queue, poll)],
+        cwd=repo,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def show(repo: Path, *args: str, env: dict[str, str]) -> Any:

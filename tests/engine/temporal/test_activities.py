@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 
 from support.repo import make_repo
+from support.workers import add_task, service_env
 from temporalio.testing import ActivityEnvironment
 
 from assay.adapters.store.contracts import load_task_contract
@@ -20,8 +21,6 @@ from assay.engine.effects import OpenRequest
 from assay.engine.local import LocalEffects
 from assay.engine.temporal.activities import Activities
 from assay.engine.temporal.calls import CloseIn
-
-from .conftest import add_task
 
 
 def _activities(repo: Path, ledger: Ledger) -> Activities:
@@ -48,7 +47,7 @@ def _activities(repo: Path, ledger: Ledger) -> Activities:
 
 
 def test_lost_runs_close_once_refunded_until_the_streak_holds_the_task(
-    tmp_path: Path, pg_url: str
+    tmp_path: Path, postgres_url: str
 ) -> None:
     repo = make_repo(tmp_path)
     contract = repo.contract(
@@ -56,8 +55,8 @@ def test_lost_runs_close_once_refunded_until_the_streak_holds_the_task(
         'task: x\nscope: {allow: ["src/**"]}\ncoder: {kind: command, command: "true"}\n'
         'validators:\n  - {id: ok, kind: command, run: "true"}\nland: none\nsandbox: none\n',
     )
-    task_id = add_task(repo, pg_url, contract)
-    ledger = Ledger.open(pg_url)
+    task_id = add_task(repo.root, contract, service_env(postgres_url))
+    ledger = Ledger.open(postgres_url)
     acts = _activities(repo.root, ledger)
     env = ActivityEnvironment()
     for n in range(1, 4):
@@ -87,15 +86,17 @@ def test_lost_runs_close_once_refunded_until_the_streak_holds_the_task(
     assert payload["halt_type"] == "environment_error" and payload["attempt_spent"] is False
 
 
-def test_a_stop_closes_the_held_run_here_and_holds_the_task(tmp_path: Path, pg_url: str) -> None:
+def test_a_stop_closes_the_held_run_here_and_holds_the_task(
+    tmp_path: Path, postgres_url: str
+) -> None:
     repo = make_repo(tmp_path)
     contract = repo.contract(
         "c.yaml",
         'task: x\nscope: {allow: ["src/**"]}\ncoder: {kind: command, command: "true"}\n'
         'validators:\n  - {id: ok, kind: command, run: "true"}\nland: none\nsandbox: none\n',
     )
-    task_id = add_task(repo, pg_url, contract)
-    ledger = Ledger.open(pg_url)
+    task_id = add_task(repo.root, contract, service_env(postgres_url))
+    ledger = Ledger.open(postgres_url)
     acts = _activities(repo.root, ledger)
     env = ActivityEnvironment()
     opened = asyncio.run(env.run(acts.open, OpenRequest(task_id, "r-stop")))

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support.repo import ASSAY, make_repo, replay_contract
+from support.repo import Repo, make_repo, replay_contract
+from support.temporal import DevServer, ExternalServer
+from support.workers import Workers, add_task, assay, serve_once, show, submit
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
@@ -18,28 +20,43 @@ from assay.engine.temporal.config import workflow_id
 from assay.engine.temporal.worker import workflow_runner
 from assay.engine.temporal.workflow import RunWorkflow
 
-from .conftest import Workers, add_task, assay_env, show_task
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Repo:
+    return make_repo(tmp_path)
 
 
-def test_serve_submits_and_workers_run_each_task_to_done_on_one_worker(workers: Workers) -> None:
-    repo, pg = workers.repo, workers.pg_url
+@pytest.fixture
+def workers(
+    repo: Repo,
+    tmp_path: Path,
+    temporal_server: DevServer | ExternalServer,
+    postgres_url: str,
+) -> Iterator[Workers]:
+    """Workers for ``repo`` on the session's server, on a queue of this test's own."""
+    with Workers(temporal_server.address, repo.root, postgres_url, tmp_path / "machines") as w:
+        yield w
+
+
+def test_serve_submits_and_workers_run_each_task_to_done_on_one_worker(
+    repo: Repo, workers: Workers
+) -> None:
+    env = workers.env
     contract = replay_contract(repo, "wrong", "fixed", land="branch")
-    ids = [add_task(repo, pg, contract) for _ in range(3)]
+    ids = [add_task(repo.root, contract, env) for _ in range(3)]
     for _ in range(2):  # two workers: a run's activities must all stay on the one that opened it
-        workers.start("--max-dispatches", "1")
-    served = repo.assay(
-        "serve", "--temporal", workers.temporal, "--once", "--poll", "0.2", **assay_env(pg)
-    )
+        workers.start(max_dispatches=1)
+    served = serve_once(repo.root, workers.address, workers.task_queue, env, poll=0.2)
     assert served.returncode == 0, served.stderr
     assert "submitted as workflow assay-" in served.stderr
     for task_id in ids:
-        shown = show_task(repo, pg, task_id)
+        shown = show(repo.root, "task", "show", task_id, env=env)
         assert shown["status"] == "done", shown
         runs = shown["runs"]
         assert isinstance(runs, list) and len(runs) == 1 and runs[0]["status"] == "ready"
-        payload = json.loads(repo.assay("payload", "show", runs[0]["id"], **assay_env(pg)).stdout)
+        payload = show(repo.root, "payload", "show", runs[0]["id"], env=env)
         assert payload["attempts"]["total"] == 2 and payload["status"] == "ready"
-    asyncio.run(_replays(workers.temporal, ids))
+    asyncio.run(_replays(workers.address, ids))
 
 
 async def _replays(temporal: str, task_ids: list[str]) -> None:
@@ -63,10 +80,9 @@ async def _replays(temporal: str, task_ids: list[str]) -> None:
         assert replayed.replay_failure is None, replayed.replay_failure
 
 
-def test_temporal_needs_postgresql(tmp_path: Path, temporal_server: str) -> None:
-    repo = make_repo(tmp_path)
+def test_temporal_needs_postgresql(repo: Repo, temporal_server: DevServer | ExternalServer) -> None:
     for args in (("worker",), ("serve", "--once")):
-        done = repo.assay(*args, "--temporal", temporal_server)
+        done = repo.assay(*args, "--temporal", temporal_server.address)
         assert done.returncode == 2, done.stderr
         assert "PostgreSQL" in done.stderr and "ASSAY_DATABASE_URL" in done.stderr
         assert "Traceback" not in done.stderr
@@ -78,9 +94,9 @@ def test_temporal_needs_postgresql(tmp_path: Path, temporal_server: str) -> None
     ids=["cancel", "hold"],
 )
 def test_cancel_and_hold_reach_the_running_workflow(
-    workers: Workers, command: tuple[str, ...], reason: str
+    repo: Repo, workers: Workers, command: tuple[str, ...], reason: str
 ) -> None:
-    repo, pg = workers.repo, workers.pg_url
+    env = workers.env
     contract = repo.contract(
         "sleep.yaml",
         """task: Sleep for a long time.
@@ -92,28 +108,22 @@ land: none
 sandbox: none
 """,
     )
-    task_id = add_task(repo, pg, contract)
+    task_id = add_task(repo.root, contract, env)
     workers.start()
-    serve = subprocess.Popen(
-        [str(ASSAY), "serve", "--temporal", workers.temporal, "--once", "--poll", "0.2"],
-        cwd=repo.root,
-        env=assay_env(pg),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    serve = submit(repo.root, workers.address, workers.task_queue, env, poll=0.2)
     try:
         deadline = time.monotonic() + 60
-        while show_task(repo, pg, task_id)["status"] != "running":
+        while show(repo.root, "task", "show", task_id, env=env)["status"] != "running":
             assert time.monotonic() < deadline, "the run never started"
             time.sleep(0.2)
         time.sleep(1.0)  # the coder is sleeping now
-        cancelled = repo.assay(
+        cancelled = assay(
+            repo.root,
             "task",
             command[0],
             task_id,
             *command[1:],
-            **assay_env(pg, ASSAY_TEMPORAL=workers.temporal),
+            env={**env, "ASSAY_TEMPORAL": workers.address},
         )
         assert cancelled.returncode == 0, cancelled.stderr
         assert "held" in cancelled.stdout, (cancelled.stdout, cancelled.stderr)
@@ -124,7 +134,7 @@ sandbox: none
         if serve.poll() is None:
             serve.kill()
             serve.wait()
-    shown = show_task(repo, pg, task_id)
+    shown = show(repo.root, "task", "show", task_id, env=env)
     assert shown["status"] == "held" and shown["hold_source"] == "manual", shown
     assert reason in str(shown["hold_reason"])
     runs = shown["runs"]
