@@ -13,8 +13,8 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
-import os
 from collections.abc import Callable
+from datetime import timedelta
 
 from temporalio.client import Client
 from temporalio.worker import (
@@ -34,6 +34,10 @@ from assay.engine.temporal.config import close_queue
 from assay.engine.temporal.workflow import RunWorkflow
 
 SWEEP_SECONDS = 30.0  # how often runs closed elsewhere are let go
+# On SIGINT/SIGTERM the coders are stopped at once and each activity in flight reaches its
+# next boundary and says the run was interrupted; the pollers wait that long for it instead of
+# cancelling the activity (which would read as a lost worker, by a timeout, seconds later).
+SHUTDOWN_GRACE = timedelta(seconds=15)
 
 
 class RunGate(CustomSlotSupplier):
@@ -113,18 +117,23 @@ async def run_worker(
         task_queue=activities.queue,
         activities=activities.on_own_queue(),
         max_concurrent_activities=1000,
+        graceful_shutdown_timeout=SHUTDOWN_GRACE,
     )
     shared = Worker(
         client,
         task_queue=task_queue,
         workflows=[RunWorkflow],
-        workflow_runner=workflow_runner()
-        if os.environ.get("ASSAY_SANDBOX_TRY")
-        else __import__("temporalio.worker").worker.UnsandboxedWorkflowRunner(),
+        workflow_runner=workflow_runner(),
         activities=activities.on_shared_queue(),
         tuner=tuner,
+        graceful_shutdown_timeout=SHUTDOWN_GRACE,
     )
-    closer = Worker(client, task_queue=close_queue(task_queue), activities=[activities.close])
+    closer = Worker(
+        client,
+        task_queue=close_queue(task_queue),
+        activities=[activities.close],
+        graceful_shutdown_timeout=SHUTDOWN_GRACE,
+    )
     # Its own queue first: an open this worker takes is always followed by someone polling.
     async with own, shared, closer:
         ready()
