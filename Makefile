@@ -34,7 +34,7 @@ agents:
 	@AGENTS_PYTHON="$(PYTHON)" tools/install-agents.sh
 
 unit: $(STAMP) agents
-	$(VENV)/bin/pytest -n 2 -q
+	$(VENV)/bin/pytest -n 2 -q --durations=15
 
 test: lint typecheck imports unit
 
