@@ -9,7 +9,7 @@ import json
 import os
 from pathlib import Path
 
-from support.repo import make_repo
+from support.repo import Repo, make_repo
 from support.workers import add_task, service_env
 from temporalio.testing import ActivityEnvironment
 
@@ -46,9 +46,8 @@ def _activities(repo: Path, ledger: Ledger) -> Activities:
     )
 
 
-def test_lost_runs_close_once_refunded_until_the_streak_holds_the_task(
-    tmp_path: Path, postgres_url: str
-) -> None:
+def _queued(tmp_path: Path, postgres_url: str) -> tuple[Repo, str, Ledger, Activities]:
+    """A repository with one queued instant task on PostgreSQL, and a worker's activities."""
     repo = make_repo(tmp_path)
     contract = repo.contract(
         "c.yaml",
@@ -57,7 +56,13 @@ def test_lost_runs_close_once_refunded_until_the_streak_holds_the_task(
     )
     task_id = add_task(repo.root, contract, service_env(postgres_url))
     ledger = Ledger.open(postgres_url)
-    acts = _activities(repo.root, ledger)
+    return repo, task_id, ledger, _activities(repo.root, ledger)
+
+
+def test_lost_runs_close_once_refunded_until_the_streak_holds_the_task(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    repo, task_id, ledger, acts = _queued(tmp_path, postgres_url)
     env = ActivityEnvironment()
     for n in range(1, 4):
         run_id = f"r-lost-{n}"
@@ -89,15 +94,7 @@ def test_lost_runs_close_once_refunded_until_the_streak_holds_the_task(
 def test_a_stop_closes_the_held_run_here_and_holds_the_task(
     tmp_path: Path, postgres_url: str
 ) -> None:
-    repo = make_repo(tmp_path)
-    contract = repo.contract(
-        "c.yaml",
-        'task: x\nscope: {allow: ["src/**"]}\ncoder: {kind: command, command: "true"}\n'
-        'validators:\n  - {id: ok, kind: command, run: "true"}\nland: none\nsandbox: none\n',
-    )
-    task_id = add_task(repo.root, contract, service_env(postgres_url))
-    ledger = Ledger.open(postgres_url)
-    acts = _activities(repo.root, ledger)
+    _, task_id, _, acts = _queued(tmp_path, postgres_url)
     env = ActivityEnvironment()
     opened = asyncio.run(env.run(acts.open, OpenRequest(task_id, "r-stop")))
     assert opened.handle is not None
