@@ -36,10 +36,9 @@ from assay.engine.recover import (
     KEEP_MARKER,
     KEEPS_CANDIDATES,
     close_unfinished,
-    closed_quota_streak,
     remove_unrecorded_run_folder,
 )
-from assay.engine.refunds import refund_streak
+from assay.engine.refunds import closed_quota_streak, refund_streak
 from assay.engine.result import RunResult
 from assay.engine.run_lock import hold_run_lock
 

@@ -28,7 +28,6 @@ from assay.adapters.store import halt_files, halt_ops
 from assay.adapters.store.halt_journal import journaled_firings
 from assay.adapters.store.records import EventIn, RunRecord
 from assay.adapters.store.sql import Ledger, RunNotFound
-from assay.core.backoff import quota_streak
 from assay.core.contract import Contract
 from assay.core.payload import HaltNotice
 from assay.core.vocab import EventKind, HaltLifecycle, HaltSeverity, HaltType, RunStatus
@@ -37,7 +36,7 @@ from assay.engine.halt_relay import remove_relay_folders
 from assay.engine.journal import JournaledLanding, read_journal
 from assay.engine.outcomes import LandOutcome
 from assay.engine.pull_request import delete_remote_branch, find_open_pull_request
-from assay.engine.refunds import refund_streak
+from assay.engine.refunds import closed_quota_streak, refund_streak
 from assay.engine.result import RunResult
 
 Clock = Callable[[], datetime]
@@ -142,12 +141,6 @@ def close_unfinished(
     ledger.close_run(closing.row.model_copy(update={"payload_path": written, "events": events}))
     remove_run_seats(repo, home, record.id, keep=land.branch if land else None)
     return status
-
-
-def closed_quota_streak(ledger: Ledger, task_id: str) -> int:
-    """The quota-refunded runs in a row among ``task_id``'s closed runs (a run lost to quota
-    waits longer the longer the streak: :func:`assay.core.backoff.quota_wait`)."""
-    return quota_streak([r.settle_row for r in ledger.runs(task_id) if not r.open])
 
 
 def recover_interrupted(

@@ -1,4 +1,4 @@
-"""The refund streak of a task, read from the ledger, and the wait after a refunded run.
+"""The refund and quota streaks of a task, read from the ledger.
 
 settle is pure, so the streak it bounds (``budgets.max_refunds``) is read here: the task's
 runs started since its last release (a ``task.saved`` event that made it queued again), their
@@ -8,13 +8,10 @@ runs already hold the answer.
 
 from __future__ import annotations
 
-from datetime import datetime
-
 from assay.adapters.store.sql import Ledger
-from assay.core.backoff import QUOTA_ROWS, quota_streak, quota_wait
-from assay.core.settle import RefundStreak, Settlement
-from assay.core.tasks import Task
-from assay.core.vocab import EventKind, SettleRow, TaskStatus
+from assay.core.backoff import quota_streak
+from assay.core.settle import RefundStreak
+from assay.core.vocab import EventKind, TaskStatus
 
 RELEASE_EVENT = EventKind.TASK_SAVED
 RUN_OPENED_EVENT = EventKind.RUN_OPENED
@@ -33,32 +30,8 @@ def refund_streak(ledger: Ledger, task_id: str) -> RefundStreak:
     return RefundStreak.of((r.settle_row, r.reason) for r in closed)
 
 
-def wait_after_refund(
-    ledger: Ledger,
-    task: Task,
-    settlement: Settlement,
-    refunds: RefundStreak,
-    reset_at: datetime | None,
-    now: datetime,
-) -> None:
-    """Set the task's wait after a run lost to quota or a machine fault, before the close is
-    written (so the refund and its wait land in one transaction). A held task has no wait."""
-    if task.status is not TaskStatus.FAILED:
-        return
-    if settlement.row in QUOTA_ROWS:
-        task.wait_until(quota_wait_for(ledger, task, reset_at, now), now)
-    elif settlement.row is SettleRow.FAILED_MACHINE_FAULT:
-        # A provider outage or a broken environment: exponential backoff on the streak.
-        task.wait_until(quota_wait(None, now, refunds.count + 1), now)
-
-
-def quota_wait_for(
-    ledger: Ledger, task: Task, reset_at: datetime | None, now: datetime
-) -> datetime:
-    """When a task just lost a run to quota may run again: ``quota_wait`` on the streak.
-
-    The streak is read from the task's closed runs in the ledger (this run, still open, is
-    the ``+ 1``), so there is no separate counter to drift from them.
-    """
-    closed = [r.settle_row for r in ledger.runs(task.id) if not r.open]
-    return quota_wait(reset_at, now, quota_streak(closed) + 1)
+def closed_quota_streak(ledger: Ledger, task_id: str) -> int:
+    """The quota-refunded runs in a row among ``task_id``'s closed runs (a run lost to quota
+    waits longer the longer the streak: :func:`assay.core.backoff.quota_wait`); the run being
+    closed, still open, is the ``+ 1`` its close adds."""
+    return quota_streak([r.settle_row for r in ledger.runs(task_id) if not r.open])

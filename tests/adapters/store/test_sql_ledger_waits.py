@@ -11,9 +11,10 @@ from ledger_driver import Driver, LedgerTarget
 
 from assay.adapters.store.schema import tasks
 from assay.adapters.store.sql import HEAD_REVISION, MIGRATIONS, Ledger
+from assay.core.backoff import quota_wait
 from assay.core.settle import Verdict
 from assay.core.vocab import RunStatus, SettleRow, TaskStatus
-from assay.engine.refunds import quota_wait_for
+from assay.engine.refunds import closed_quota_streak
 
 QUOTA = Verdict(status=RunStatus.STALLED, quota_hit=True)
 
@@ -59,7 +60,7 @@ def test_the_streak_comes_from_the_closed_runs(ledger: Ledger, driver: Driver) -
     for n in range(1, 5):
         task = driver.start("t1", f"r{n}")
         now = driver.now()
-        expected.append(quota_wait_for(ledger, task, None, now) - now)
+        expected.append(quota_wait(None, now, closed_quota_streak(ledger, task.id) + 1) - now)
         close = driver.close_for(task, f"r{n}", QUOTA)
         close.task.wait_until(now + expected[-1], close.finished_at)
         ledger.close_run(close)
