@@ -329,6 +329,7 @@ class EventKind(StrEnum):
     JUDGES_RANKED = "judges.ranked"
     ATTEMPT_DECIDED = "attempt.decided"
     HALT_FIRED = "halt.fired"
+    HALT_REARMED = "halt.rearmed"  # an operator re-armed a fired halt, with evidence
     WARNING = "run.warning"
     LAND_PUSHED = "land.pushed"
     LAND_PR_OPENED = "land.pr_opened"

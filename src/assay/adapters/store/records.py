@@ -51,6 +51,43 @@ class EventIn(BaseModel):
     data: dict[str, JsonValue] = Field(default_factory=dict)
 
 
+DIFF_LIMIT = 512 * 1024
+"""The most of a chosen candidate's diff the ledger keeps (characters); the rest is cut."""
+
+
+class RunDocument(BaseModel):
+    """What the ledger keeps of a closed run for a reader on any machine (the dashboard).
+
+    ``payload`` is the payload document as written to ``payload.json``; ``diff`` the chosen
+    candidate's diff, at most :data:`DIFF_LIMIT` characters (``diff_truncated`` says it was
+    cut); ``halt_states`` the dispatch's halt state file as it stood when the run closed.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    payload: dict[str, JsonValue]
+    diff: str | None = None
+    diff_truncated: bool = False
+    halt_states: dict[str, JsonValue] | None = None
+
+    @classmethod
+    def build(
+        cls,
+        payload: dict[str, JsonValue],
+        *,
+        diff: str | None = None,
+        halt_states: dict[str, JsonValue] | None = None,
+    ) -> RunDocument:
+        """The document with ``diff`` cut at :data:`DIFF_LIMIT` (at a line's end when one is
+        near), so one huge change cannot bloat the ledger."""
+        if diff is None or len(diff) <= DIFF_LIMIT:
+            return cls(payload=payload, diff=diff, halt_states=halt_states)
+        cut = diff[:DIFF_LIMIT]
+        line_end = cut.rfind("\n")
+        kept = cut[: line_end + 1] if line_end > DIFF_LIMIT // 2 else cut
+        return cls(payload=payload, diff=kept, diff_truncated=True, halt_states=halt_states)
+
+
 class RunClose(BaseModel):
     """The close of one run: its records, the task as settle left it, and the payload path.
 
@@ -73,6 +110,7 @@ class RunClose(BaseModel):
     payload_path: str | None = None
     finished_at: AwareDatetime
     events: list[EventIn] = Field(default_factory=list)
+    document: RunDocument | None = None
 
     @property
     def task_id(self) -> str:

@@ -144,6 +144,18 @@ stage_records = sa.Table(
     sa.CheckConstraint("attempts >= 0", name="ck_stage_records_attempts_nonnegative"),
 )
 
+# What a dashboard on any machine shows of a closed run without the files of the worker that ran
+# it: the payload document, the chosen candidate's diff (capped), the dispatch's halt states.
+run_documents = sa.Table(
+    "run_documents",
+    metadata,
+    sa.Column("run_id", sa.String(NAME_LENGTH), sa.ForeignKey("runs.id"), primary_key=True),
+    sa.Column("payload", json_type(), nullable=False),
+    sa.Column("diff", sa.Text()),
+    sa.Column("diff_truncated", sa.Boolean(), nullable=False),
+    sa.Column("halt_states", json_type(none_as_null=True)),
+)
+
 events = sa.Table(
     "events",
     metadata,

@@ -17,7 +17,7 @@ release); any other change is refused, so a stale copy of a task cannot rewind t
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
 from typing import Any, Self
 
@@ -35,15 +35,22 @@ from assay.adapters.store.errors import (
     UnreadableContract,
     UnreadableTask,
 )
-from assay.adapters.store.records import DispatchRecord, Event, EventIn, RunClose, RunRecord
-from assay.adapters.store.schema import attempts, dispatches, events, runs, tasks
+from assay.adapters.store.records import (
+    DispatchRecord,
+    Event,
+    EventIn,
+    RunClose,
+    RunDocument,
+    RunRecord,
+)
+from assay.adapters.store.schema import attempts, dispatches, events, run_documents, runs, tasks
 from assay.core.attempts import AttemptRecord
 from assay.core.ledger import ConvergenceLedger
 from assay.core.tasks import Task
 from assay.core.vocab import EventKind, RunStatus, TaskStatus
 
 MIGRATIONS = "assay.adapters.store:migrations"
-HEAD_REVISION = "0004"
+HEAD_REVISION = "0005"
 """The newest migration; a test checks it against alembic's own head."""
 _MIGRATE_LOCK = 0x61737361  # "assa": a PostgreSQL advisory lock id for concurrent migrates
 
@@ -276,6 +283,7 @@ class Ledger:
             st.write_attempts(conn, close)
             st.write_dispatches(conn, close)
             closed = st.finish_run(conn, close, run)
+            st.write_document(conn, close)
             st.write_close_events(conn, close, closed)
         return closed
 
@@ -285,6 +293,18 @@ class Ledger:
         if row is None:
             raise RunNotFound(f"no run {run_id!r}")
         return RunRecord.model_validate(row._asdict())
+
+    def run_document(self, run_id: str) -> RunDocument | None:
+        """The documents kept with a closed run; None for an open run or one closed before
+        the ledger kept them (its payload file is then the place to look)."""
+        query = sa.select(run_documents).where(run_documents.c.run_id == run_id)
+        with self._read() as conn:
+            row = conn.execute(query).first()
+        if row is None:
+            return None
+        values = row._asdict()
+        values.pop("run_id")
+        return RunDocument.model_validate(values)
 
     def open_runs(self) -> list[RunRecord]:
         """Runs started and not closed, oldest first: after a crash, the ones to settle."""
@@ -398,6 +418,11 @@ class Ledger:
                     yield conn
         except IntegrityError as exc:
             raise LedgerConflict(str(exc.orig)) from exc
+
+    def read(self) -> AbstractContextManager[sa.Connection]:
+        """One read transaction for a reader that builds its own queries over :mod:`schema`
+        (the dashboard's pages); nothing written through it is committed."""
+        return self._read()
 
     @contextmanager
     def _read(self) -> Iterator[sa.Connection]:

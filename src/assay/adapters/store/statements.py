@@ -18,7 +18,15 @@ from pydantic import ValidationError
 from sqlalchemy.dialects import postgresql, sqlite
 
 from assay.adapters.store.records import DispatchRecord, EventIn, RunClose, RunRecord
-from assay.adapters.store.schema import attempts, dispatches, events, runs, stage_records, tasks
+from assay.adapters.store.schema import (
+    attempts,
+    dispatches,
+    events,
+    run_documents,
+    runs,
+    stage_records,
+    tasks,
+)
 from assay.core.ledger import finding_signatures, outcome_verdict, task_verdict
 from assay.core.tasks import Task
 from assay.core.vocab import EventKind, Stage, StageVerdict, TaskStatus
@@ -256,6 +264,17 @@ def finish_run(conn: sa.Connection, close: RunClose, run: RunRecord) -> RunRecor
     values = closed.model_dump(mode="json", exclude={"id", "task_id", "started_at", "finished_at"})
     conn.execute(_UPDATE_RUN, {"key": close.run_id, "finished_at": close.finished_at, **values})
     return closed
+
+
+def write_document(conn: sa.Connection, close: RunClose) -> None:
+    """The run's documents (payload, chosen diff, halt states), when the close carries them."""
+    document = close.document
+    if document is None:
+        return
+    conn.execute(
+        sa.insert(run_documents),
+        {"run_id": close.run_id, **document.model_dump(mode="json")},
+    )
 
 
 def write_close_events(conn: sa.Connection, close: RunClose, run: RunRecord) -> None:
