@@ -10,14 +10,13 @@ and sees nothing twice, and a hundred open pages cost one query per tick.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import anyio.to_thread
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import Response, StreamingResponse
 
 from assay.adapters.store.records import Event
@@ -69,7 +68,7 @@ def message(event: Event) -> str:
     return f"id: {event.id}\nevent: {kind}\ndata: {data}\n\n"
 
 
-@dataclass
+@dataclass(eq=False)  # compared (and hashed) by identity: one per open stream
 class _Subscriber:
     run_id: str | None
     task_id: str | None
@@ -89,11 +88,20 @@ class Hub:
         self.poll = poll
         self.subscribers: set[_Subscriber] = set()
         self.cursor: int | None = None  # the newest event id the poller has seen
+        self.closed = False
         self._task: asyncio.Task[None] | None = None
+
+    def close(self) -> None:
+        """End every stream (the server is stopping); later ones end at once."""
+        self.closed = True
+        for sub in list(self.subscribers):
+            self._end(sub)
 
     async def subscribe(
         self, after: int | None, *, run_id: str | None, task_id: str | None
     ) -> AsyncIterator[str]:
+        if self.closed:
+            return
         sub = _Subscriber(run_id, task_id)
         # Registered before catching up: an event the catch-up read misses reaches the queue.
         self.subscribers.add(sub)
@@ -140,7 +148,7 @@ class Hub:
         """Poll while anyone listens; stop when the last stream closes."""
         if self.cursor is None:
             self.cursor = await anyio.to_thread.run_sync(_newest_id, self.ledger)
-        while self.subscribers:
+        while self.subscribers and not self.closed:
             await asyncio.sleep(self.poll)
             try:
                 batch = await anyio.to_thread.run_sync(self._read, self.cursor, None, None)
@@ -157,10 +165,21 @@ class Hub:
             try:
                 sub.queue.put_nowait(event)
             except asyncio.QueueFull:
-                self.subscribers.discard(sub)
-                with contextlib.suppress(asyncio.QueueFull):
-                    sub.queue.get_nowait()
-                    sub.queue.put_nowait(None)
+                self._end(sub)
+
+    def _end(self, sub: _Subscriber) -> None:
+        """Tell one stream to end (making room for the word if its queue is full)."""
+        self.subscribers.discard(sub)
+        if sub.queue.full():
+            sub.queue.get_nowait()
+        sub.queue.put_nowait(None)
+
+
+def close_streams(app: FastAPI) -> None:
+    """End the app's open streams (call on its event loop)."""
+    hub: Hub | None = getattr(app.state, "live_hub", None)
+    if hub is not None:
+        hub.close()
 
 
 def _newest_id(ledger: Ledger) -> int:
