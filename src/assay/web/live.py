@@ -37,7 +37,10 @@ async def events(
     after: int | None = None,
     run_id: str | None = None,
     task_id: str | None = None,
+    plain: bool = False,
 ) -> Response:
+    """``plain``: no ``event:`` line, so every kind reaches an EventSource's one ``message``
+    listener (live.js; a named event only reaches listeners of that name)."""
     config: WebConfig = request.app.state.config
     hub = _hub(request, config.ledger)
     resume = request.headers.get("last-event-id", "")
@@ -45,7 +48,7 @@ async def events(
         after = int(resume)
     if after is not None and after < 0:
         after = 0
-    stream = hub.subscribe(after, run_id=run_id, task_id=task_id)
+    stream = hub.subscribe(after, run_id=run_id, task_id=task_id, named=not plain)
     return StreamingResponse(
         stream,
         media_type="text/event-stream",
@@ -53,7 +56,7 @@ async def events(
     )
 
 
-def message(event: Event) -> str:
+def message(event: Event, *, named: bool = True) -> str:
     """One SSE message: ``id``, ``event`` (the kind) and the event as JSON on one line."""
     kind = str(event.kind)
     document = {
@@ -65,7 +68,8 @@ def message(event: Event) -> str:
         "data": event.data,
     }
     data = json.dumps(document, separators=(",", ":"), default=str)
-    return f"id: {event.id}\nevent: {kind}\ndata: {data}\n\n"
+    name = f"event: {kind}\n" if named else ""
+    return f"id: {event.id}\n{name}data: {data}\n\n"
 
 
 @dataclass(eq=False)  # compared (and hashed) by identity: one per open stream
@@ -98,7 +102,7 @@ class Hub:
             self._end(sub)
 
     async def subscribe(
-        self, after: int | None, *, run_id: str | None, task_id: str | None
+        self, after: int | None, *, run_id: str | None, task_id: str | None, named: bool = True
     ) -> AsyncIterator[str]:
         if self.closed:
             return
@@ -115,7 +119,7 @@ class Hub:
                 batch = await anyio.to_thread.run_sync(self._read, sent, run_id, task_id)
                 for event in batch:
                     sent = event.id
-                    yield message(event)
+                    yield message(event, named=named)
                 if len(batch) < BATCH:
                     break
             while True:
@@ -128,7 +132,7 @@ class Hub:
                     return  # fell too far behind (or the hub closed): the browser reconnects
                 if event.id > sent:
                     sent = event.id
-                    yield message(event)
+                    yield message(event, named=named)
         finally:
             self.subscribers.discard(sub)
 
