@@ -17,6 +17,9 @@ from urllib.parse import quote, urlencode
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import RedirectResponse, Response
 
+from assay.adapters.store.errors import RunNotFound, TaskNotFound, UnreadableTask
+from assay.core.vocab import ActorVia, OperatorMove
+from assay.engine.operator import Actor, MoveRefused, RearmRefused, move_task, rearm_halt
 from assay.web.config import WebConfig
 
 router = APIRouter()
@@ -35,12 +38,12 @@ async def hold(
     reason: Annotated[str, Form()] = "",
     by: Annotated[str, Form()] = "",
 ) -> Response:
-    return _move(request, task_id, "hold", reason=reason, by=by)
+    return _move(request, task_id, OperatorMove.HOLD, reason=reason, by=by)
 
 
 @router.post("/tasks/{task_id}/release")
 async def release(request: Request, task_id: str, by: Annotated[str, Form()] = "") -> Response:
-    return _move(request, task_id, "release", reason="", by=by)
+    return _move(request, task_id, OperatorMove.RELEASE, reason="", by=by)
 
 
 @router.post("/tasks/{task_id}/cancel")
@@ -50,7 +53,7 @@ async def cancel(
     reason: Annotated[str, Form()] = "",
     by: Annotated[str, Form()] = "",
 ) -> Response:
-    return _move(request, task_id, "cancel", reason=reason, by=by)
+    return _move(request, task_id, OperatorMove.CANCEL, reason=reason, by=by)
 
 
 @router.post("/runs/{run_id}/halts/{condition}/rearm")
@@ -61,9 +64,6 @@ async def rearm(
     evidence: Annotated[str, Form()] = "",
     by: Annotated[str, Form()] = "",
 ) -> Response:
-    from assay.adapters.store.errors import RunNotFound
-    from assay.engine.operator import RearmRefused, rearm_halt
-
     config = _config(request)
     back = f"/runs/{quote(run_id, safe='')}"
     evidence = evidence.strip()
@@ -93,11 +93,7 @@ async def rearm(
     return _done(back, f"halt {condition} re-armed by {actor.by}", remembered)
 
 
-def _move(request: Request, task_id: str, move: str, *, reason: str, by: str) -> Response:
-    from assay.adapters.store.errors import TaskNotFound, UnreadableTask
-    from assay.core.vocab import OperatorMove
-    from assay.engine.operator import MoveRefused, move_task
-
+def _move(request: Request, task_id: str, move: OperatorMove, *, reason: str, by: str) -> Response:
     config = _config(request)
     back = f"/tasks/{quote(task_id, safe='')}"
     reason = reason.strip()
@@ -108,22 +104,24 @@ def _move(request: Request, task_id: str, move: str, *, reason: str, by: str) ->
         moved = move_task(
             config.ledger,
             task_id,
-            OperatorMove(move),
+            move,
             actor=actor,
             now=datetime.now(UTC),
             reason=reason or None,
         )
     except TaskNotFound:
         return _message(request, 404, "No such task", f"There is no task {task_id!r}.", "/")
-    except UnreadableTask as exc:
-        return _message(request, 409, f"Not {_PAST[move]}", str(exc), back)
-    except MoveRefused as exc:
+    except (UnreadableTask, MoveRefused) as exc:
         return _message(request, 409, f"Not {_PAST[move]}", str(exc), back)
     notice = f"{task_id} {_PAST[move]}: now {moved.task.status.value}{moved.note}"
     return _done(back, notice, remembered)
 
 
-_PAST = {"hold": "held", "release": "released", "cancel": "cancelled"}
+_PAST = {
+    OperatorMove.HOLD: "held",
+    OperatorMove.RELEASE: "released",
+    OperatorMove.CANCEL: "cancelled",
+}
 _NO_EVIDENCE = "Say what was checked before re-arming: the evidence is kept with the halt."
 _NO_STATE_DIR = (
     "This dashboard has no halt state folder, so it cannot re-arm here; "
@@ -131,11 +129,8 @@ _NO_STATE_DIR = (
 )
 
 
-def _actor(request: Request, by: str) -> tuple[object, str | None]:
+def _actor(request: Request, by: str) -> tuple[Actor, str | None]:
     """Who acts: the form's ``by`` (then remembered), else the remembered one, else anonymous."""
-    from assay.core.vocab import ActorVia
-    from assay.engine.operator import Actor
-
     named = " ".join(by.split())[:MAX_BY]
     remembered = named or None
     name = named or " ".join(request.cookies.get(BY_COOKIE, "").split())[:MAX_BY] or ANONYMOUS

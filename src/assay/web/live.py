@@ -10,14 +10,13 @@ and sees nothing twice, and a hundred open pages cost one query per tick.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import anyio.to_thread
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import Response, StreamingResponse
 
 from assay.adapters.store.records import Event
@@ -38,7 +37,10 @@ async def events(
     after: int | None = None,
     run_id: str | None = None,
     task_id: str | None = None,
+    plain: bool = False,
 ) -> Response:
+    """``plain``: no ``event:`` line, so every kind reaches an EventSource's one ``message``
+    listener (live.js; a named event only reaches listeners of that name)."""
     config: WebConfig = request.app.state.config
     hub = _hub(request, config.ledger)
     resume = request.headers.get("last-event-id", "")
@@ -46,7 +48,7 @@ async def events(
         after = int(resume)
     if after is not None and after < 0:
         after = 0
-    stream = hub.subscribe(after, run_id=run_id, task_id=task_id)
+    stream = hub.subscribe(after, run_id=run_id, task_id=task_id, named=not plain)
     return StreamingResponse(
         stream,
         media_type="text/event-stream",
@@ -54,7 +56,7 @@ async def events(
     )
 
 
-def message(event: Event) -> str:
+def message(event: Event, *, named: bool = True) -> str:
     """One SSE message: ``id``, ``event`` (the kind) and the event as JSON on one line."""
     kind = str(event.kind)
     document = {
@@ -66,10 +68,11 @@ def message(event: Event) -> str:
         "data": event.data,
     }
     data = json.dumps(document, separators=(",", ":"), default=str)
-    return f"id: {event.id}\nevent: {kind}\ndata: {data}\n\n"
+    name = f"event: {kind}\n" if named else ""
+    return f"id: {event.id}\n{name}data: {data}\n\n"
 
 
-@dataclass
+@dataclass(eq=False)  # compared (and hashed) by identity: one per open stream
 class _Subscriber:
     run_id: str | None
     task_id: str | None
@@ -89,11 +92,20 @@ class Hub:
         self.poll = poll
         self.subscribers: set[_Subscriber] = set()
         self.cursor: int | None = None  # the newest event id the poller has seen
+        self.closed = False
         self._task: asyncio.Task[None] | None = None
 
+    def close(self) -> None:
+        """End every stream (the server is stopping); later ones end at once."""
+        self.closed = True
+        for sub in list(self.subscribers):
+            self._end(sub)
+
     async def subscribe(
-        self, after: int | None, *, run_id: str | None, task_id: str | None
+        self, after: int | None, *, run_id: str | None, task_id: str | None, named: bool = True
     ) -> AsyncIterator[str]:
+        if self.closed:
+            return
         sub = _Subscriber(run_id, task_id)
         # Registered before catching up: an event the catch-up read misses reaches the queue.
         self.subscribers.add(sub)
@@ -107,7 +119,7 @@ class Hub:
                 batch = await anyio.to_thread.run_sync(self._read, sent, run_id, task_id)
                 for event in batch:
                     sent = event.id
-                    yield message(event)
+                    yield message(event, named=named)
                 if len(batch) < BATCH:
                     break
             while True:
@@ -120,7 +132,7 @@ class Hub:
                     return  # fell too far behind (or the hub closed): the browser reconnects
                 if event.id > sent:
                     sent = event.id
-                    yield message(event)
+                    yield message(event, named=named)
         finally:
             self.subscribers.discard(sub)
 
@@ -140,7 +152,7 @@ class Hub:
         """Poll while anyone listens; stop when the last stream closes."""
         if self.cursor is None:
             self.cursor = await anyio.to_thread.run_sync(_newest_id, self.ledger)
-        while self.subscribers:
+        while self.subscribers and not self.closed:
             await asyncio.sleep(self.poll)
             try:
                 batch = await anyio.to_thread.run_sync(self._read, self.cursor, None, None)
@@ -157,10 +169,21 @@ class Hub:
             try:
                 sub.queue.put_nowait(event)
             except asyncio.QueueFull:
-                self.subscribers.discard(sub)
-                with contextlib.suppress(asyncio.QueueFull):
-                    sub.queue.get_nowait()
-                    sub.queue.put_nowait(None)
+                self._end(sub)
+
+    def _end(self, sub: _Subscriber) -> None:
+        """Tell one stream to end (making room for the word if its queue is full)."""
+        self.subscribers.discard(sub)
+        if sub.queue.full():
+            sub.queue.get_nowait()
+        sub.queue.put_nowait(None)
+
+
+def close_streams(app: FastAPI) -> None:
+    """End the app's open streams (call on its event loop)."""
+    hub: Hub | None = getattr(app.state, "live_hub", None)
+    if hub is not None:
+        hub.close()
 
 
 def _newest_id(ledger: Ledger) -> int:
