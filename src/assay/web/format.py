@@ -15,16 +15,30 @@ from markupsafe import Markup, escape
 UNKNOWN = "—"
 
 
+Moment = datetime | str | None  # a halt state file keeps its times as ISO text
+
+
 def _aware(moment: datetime) -> datetime:
     # The store hands back aware UTC times; a naive one (an older SQLite row) is UTC too.
     return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
-def when(moment: datetime | None) -> str:
-    """An absolute time as an operator reads it: ``2026-12-02 05:31:07 UTC``."""
-    if moment is None:
-        return UNKNOWN
-    return f"{_aware(moment).astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC"
+def _moment(value: Moment) -> datetime | None:
+    if value is None or isinstance(value, datetime):
+        return value
+    try:
+        return _aware(datetime.fromisoformat(value.strip().replace("Z", "+00:00")))
+    except ValueError:
+        return None
+
+
+def when(moment: Moment) -> str:
+    """An absolute time as an operator reads it: ``2026-12-02 05:31:07 UTC`` (text that is no
+    time is shown as it is)."""
+    parsed = _moment(moment)
+    if parsed is None:
+        return str(moment) if moment else UNKNOWN
+    return f"{_aware(parsed).astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC"
 
 
 def _span(seconds: int) -> str:
@@ -39,10 +53,11 @@ def _span(seconds: int) -> str:
     return f"{days} d {rest // 3600} h" if days < 3 and rest >= 3600 else f"{days} d"
 
 
-def ago(moment: datetime | None, now: datetime | None = None) -> str:
+def ago(value: Moment, now: datetime | None = None) -> str:
     """How far ``moment`` is from now: ``3 min ago``, ``in 2 h``, ``just now``."""
+    moment = _moment(value)
     if moment is None:
-        return UNKNOWN
+        return str(value) if value else UNKNOWN
     now = _aware(now) if now is not None else datetime.now(UTC)
     delta = int((_aware(moment) - now).total_seconds())
     if abs(delta) < 5:
@@ -50,10 +65,11 @@ def ago(moment: datetime | None, now: datetime | None = None) -> str:
     return f"in {_span(delta)}" if delta > 0 else f"{_span(-delta)} ago"
 
 
-def timetag(moment: datetime | None, now: datetime | None = None) -> Markup:
+def timetag(value: Moment, now: datetime | None = None) -> Markup:
     """``<time>`` reading relative, the absolute time in its title and ``datetime``."""
+    moment = _moment(value)
     if moment is None:
-        return Markup('<span class="muted">—</span>')
+        return Markup('<span class="muted">{}</span>').format(value or UNKNOWN)
     iso = _aware(moment).astimezone(UTC).isoformat()
     return Markup('<time datetime="{}" title="{}">{}</time>').format(
         iso, when(moment), ago(moment, now)
@@ -99,6 +115,13 @@ def duration(ms: int | None) -> str:
         return f"{minutes} m {secs:02d} s"
     hours, minutes = divmod(minutes, 60)
     return f"{hours} h {minutes:02d} m"
+
+
+def elapsed(start: datetime | None, end: datetime | None) -> str:
+    """How long from ``start`` to ``end``, as :func:`duration` writes it."""
+    if start is None or end is None:
+        return UNKNOWN
+    return duration(max(0, int((_aware(end) - _aware(start)).total_seconds() * 1000)))
 
 
 def slug(value: object) -> str:
@@ -162,6 +185,7 @@ FILTERS = {
     "usd": usd,
     "tokens": tokens,
     "duration": duration,
+    "elapsed": elapsed,
     "slug": slug,
     "diff_html": diff_html,
 }
