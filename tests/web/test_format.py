@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 
 from assay.web.format import (
     DiffLine,
@@ -22,7 +22,7 @@ NOW = datetime(2026, 12, 2, 5, 31, 7, tzinfo=UTC)
 
 def test_when_is_utc_to_the_second() -> None:
     assert when(NOW) == "2026-12-02 05:31:07 UTC"
-    plus_one = NOW.astimezone(__import__("datetime").timezone(timedelta(hours=1)))
+    plus_one = NOW.astimezone(timezone(timedelta(hours=1)))
     assert when(plus_one) == "2026-12-02 05:31:07 UTC"
     assert when(NOW.replace(tzinfo=None)) == "2026-12-02 05:31:07 UTC"  # naive is UTC
     assert when(None) == "—"

@@ -171,9 +171,10 @@ def diff_lines(diff: str | None) -> list[ColouredLine]:
 
 
 def diff_html(diff: str | None) -> Markup:
-    """The diff as escaped spans, one per line, for a ``<pre>``."""
+    """The diff as escaped spans, one per line, for a ``<pre>`` (each span a block, so no
+    newline between them: it would show as a blank line)."""
     return Markup("").join(
-        Markup('<span class="d-{}">{}</span>\n').format(line.kind.value, escape(line.text))
+        Markup('<span class="d-{}">{}</span>').format(line.kind.value, escape(line.text))
         for line in diff_lines(diff)
     )
 

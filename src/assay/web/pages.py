@@ -79,7 +79,7 @@ def _queue_context(request: Request, status: str | None, page: int) -> dict[str,
     return {
         "queue": queue,
         "tabs": tabs,
-        "query": lambda **changes: _query(status=status, page=page, **changes),
+        "query": lambda **changes: _query(**{"status": status, "page": page, **changes}),
         "fragment": "/fragments/queue" + _query(status=status, page=page),
     }
 
@@ -209,7 +209,7 @@ def _halts_context(request: Request, page: int) -> dict[str, Any]:
     )
     return {
         "halts": halts,
-        "query": lambda **changes: _query(page=page, **changes),
+        "query": lambda **changes: _query(**{"page": page, **changes}),
         "fragment": "/fragments/halts" + _query(page=page),
     }
 
