@@ -27,12 +27,16 @@ from assay.cli.workspace import (
     print_json,
     refuse_unconfinable,
 )
+from assay.core.vocab import OperatorMove
 
 if TYPE_CHECKING:
     from assay.adapters.store.sql import Ledger
     from assay.core.tasks import Task
 
 app = command_group()
+
+HOLD_REASON = "held by an operator"
+_STOP_REASONS = {OperatorMove.HOLD: HOLD_REASON, OperatorMove.CANCEL: "cancelled by an operator"}
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Machine-readable JSON output.")]
 
@@ -176,53 +180,43 @@ def show(task_id: str, json_output: JsonFlag = False) -> None:
             typer.echo(f"      {command}")
 
 
-def _move(task_id: str, move: str, reason: str | None = None) -> None:
-    from assay.core.tasks import TaskTransitionError
-    from assay.core.vocab import TaskStatus
+def _move(task_id: str, move: OperatorMove, reason: str | None = None) -> None:
+    from assay.engine.operator import MoveRefused, cli_actor, move_task
 
     workspace = Workspace.find()
     ledger = workspace.ledger()
-    task = _get(ledger, task_id)
-    now = datetime.now(UTC)
-    note = ""
-    try:
-        if move == "release" and task.status is TaskStatus.HELD:
-            task.release(now)
-            note = " (attempts reset to 0; run history kept)"
-        elif move == "release" and task.waiting(now):
-            task.skip_wait(now)
-            note = f" (the quota wait is cleared; attempts kept: {task.attempts})"
-        elif move == "release":
-            task.release(now)  # refused, with the lifecycle's own explanation
-        else:
-            from assay.cli.temporal_stop import stop_running
+    task = _get(ledger, task_id)  # its not-found and unreadable messages
+    if move is not OperatorMove.RELEASE:
+        from assay.cli.temporal_stop import stop_running
 
-            if stop_running(task, reason or "held by an operator"):
-                return  # its workflow stops the run and holds the task
-            task.hold(reason or "held by an operator", now)
-    except TaskTransitionError as exc:
+        if stop_running(task, reason or _STOP_REASONS[move]):
+            return  # its workflow stops the run and holds the task
+    try:
+        moved = move_task(
+            ledger, task_id, move, actor=cli_actor(), now=datetime.now(UTC), reason=reason
+        )
+    except MoveRefused as exc:
         fail(str(exc), EXIT_USAGE)
-    ledger.save_task(task)
-    typer.echo(f"{task.id}: {task.status.value}{note}")
+    typer.echo(f"{moved.task.id}: {moved.task.status.value}{moved.note}")
 
 
 @app.command()
 def hold(
     task_id: str,
-    reason: Annotated[str, typer.Option(help="Why it is held.")] = "held by an operator",
+    reason: Annotated[str, typer.Option(help="Why it is held.")] = HOLD_REASON,
 ) -> None:
     """Hold a queued or failed task (manual); `release` lets it run again."""
-    _move(task_id, "hold", reason)
+    _move(task_id, OperatorMove.HOLD, reason)
 
 
 @app.command()
 def release(task_id: str) -> None:
     """Release a held task (queued again, attempts reset to 0, history kept), or let a task
     that waits for its provider quota run now (the wait is cleared, attempts kept)."""
-    _move(task_id, "release")
+    _move(task_id, OperatorMove.RELEASE)
 
 
 @app.command()
 def cancel(task_id: str) -> None:
     """Cancel a queued or failed task: held (manual) with the reason "cancelled"."""
-    _move(task_id, "hold", "cancelled by an operator")
+    _move(task_id, OperatorMove.CANCEL)

@@ -311,6 +311,21 @@ class CrashPoint(StrEnum):
     LEDGER_CLOSED = "ledger_closed"
 
 
+class OperatorMove(StrEnum):
+    """What an operator does to a task outside a run (the CLI's and the dashboard's actions)."""
+
+    HOLD = "hold"
+    RELEASE = "release"
+    CANCEL = "cancel"
+
+
+class ActorVia(StrEnum):
+    """Where an operator's move came from, recorded with it."""
+
+    CLI = "cli"
+    WEB = "web"
+
+
 class EventKind(StrEnum):
     """Every kind of event in the ledger's event log, one dotted spelling each.
 

@@ -16,7 +16,7 @@ release); any other change is refused, so a stale copy of a task cannot rewind t
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
 from typing import Any, Self
@@ -197,22 +197,26 @@ class Ledger:
         """
         with self._write() as conn:
             _status, stored = _locked(conn, task.id)
-            open_run = conn.execute(
-                sa.select(runs.c.id).where(runs.c.task_id == task.id, runs.c.finished_at.is_(None))
-            ).scalar()
-            if open_run is not None:
-                raise LedgerConflict(f"task {task.id!r} has run {open_run!r} open")
-            if task.attempts not in (stored, 0):
-                raise LedgerConflict(
-                    f"task {task.id!r}: attempts {task.attempts} but the ledger holds {stored}; "
-                    "outside a run they can only be reset to 0"
-                )
-            st.update_task(conn, task)
-            if task.attempts != stored:
-                st.set_task_attempts(conn, task.id, task.attempts)
-            st.append_event(
-                conn, task.updated_at, EventKind.TASK_SAVED, {"status": task.status}, task.id
-            )
+            _save_outside_run(conn, task, stored, {})
+
+    def change_task(self, task_id: str, move: Callable[[Task], Mapping[str, Any]]) -> Task:
+        """An operator's move as one read-modify-write under the task's lock: ``move`` gets the
+        task as the ledger holds it now, applies a lifecycle move to it (an exception it raises
+        writes nothing) and returns what its ``task.saved`` event records beside the status.
+
+        A stale copy therefore cannot undo a run that started or closed since it was read;
+        the same refusals as :meth:`save_task` apply. Returns the saved task.
+        """
+        with self._write() as conn:
+            _status, stored = _locked(conn, task_id)
+            unreadable: list[tuple[str, str]] = []
+            found = st.load_tasks(conn, tasks.c.id == task_id, unreadable)
+            if unreadable:
+                raise UnreadableTask(*unreadable[0])
+            task = found[0]
+            extra = move(task)
+            _save_outside_run(conn, task, stored, extra)
+        return task
 
     # -- runs ---------------------------------------------------------------------------------
 
@@ -429,6 +433,27 @@ class Ledger:
         """One read transaction: a consistent snapshot for every query inside it."""
         with self._engine.connect() as conn, conn.begin():
             yield conn
+
+
+def _save_outside_run(
+    conn: sa.Connection, task: Task, stored: int, extra: Mapping[str, Any]
+) -> None:
+    """The task row, its attempts (only ever reset to 0 here) and its ``task.saved`` event."""
+    open_run = conn.execute(
+        sa.select(runs.c.id).where(runs.c.task_id == task.id, runs.c.finished_at.is_(None))
+    ).scalar()
+    if open_run is not None:
+        raise LedgerConflict(f"task {task.id!r} has run {open_run!r} open")
+    if task.attempts not in (stored, 0):
+        raise LedgerConflict(
+            f"task {task.id!r}: attempts {task.attempts} but the ledger holds {stored}; "
+            "outside a run they can only be reset to 0"
+        )
+    st.update_task(conn, task)
+    if task.attempts != stored:
+        st.set_task_attempts(conn, task.id, task.attempts)
+    data = {"status": task.status, **extra}
+    st.append_event(conn, task.updated_at, EventKind.TASK_SAVED, data, task.id)
 
 
 def _locked(conn: sa.Connection, task_id: str) -> tuple[TaskStatus, int]:

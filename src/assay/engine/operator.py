@@ -1,0 +1,173 @@
+"""An operator's moves outside a run: hold, release, cancel a task; re-arm a fired halt.
+
+The CLI (``assay task hold|release|cancel``) and the dashboard's actions both come here, so a
+move is checked by the task's own lifecycle and recorded the same way whoever made it: the
+task and its ``task.saved`` event (with the action, who, from where and why) in one ledger
+transaction, or a ``halt.rearmed`` event beside the re-armed state file.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import socket
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from assay.adapters.store import halt_files, halt_ops
+from assay.adapters.store.errors import LedgerConflict
+from assay.core.tasks import Task, TaskTransitionError
+from assay.core.vocab import ActorVia, EventKind, OperatorMove, TaskStatus
+
+if TYPE_CHECKING:
+    from assay.adapters.store.sql import Ledger
+
+__all__ = [
+    "Actor",
+    "ActorVia",
+    "MoveRefused",
+    "Moved",
+    "OperatorMove",
+    "RearmRefused",
+    "cli_actor",
+    "move_task",
+    "rearm_halt",
+]
+
+HOLD_REASON = "held by an operator"
+CANCEL_REASON = "cancelled by an operator"
+RELEASED_NOTE = " (attempts reset to 0; run history kept)"
+
+
+@dataclass(frozen=True)
+class Actor:
+    """Who made a move (free text: ``user@host`` from the CLI, what the web form says) and
+    where from."""
+
+    by: str
+    via: ActorVia
+
+
+def cli_actor() -> Actor:
+    """The person at this terminal: ``<user>@<host>``."""
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):  # a uid without a passwd entry (containers)
+        user = os.environ.get("USER") or f"uid {os.getuid()}"
+    return Actor(by=f"{user}@{socket.gethostname()}", via=ActorVia.CLI)
+
+
+@dataclass(frozen=True)
+class Moved:
+    """The task as saved, and what to add after its status when saying so ("" or a note)."""
+
+    task: Task
+    note: str
+
+
+class MoveRefused(Exception):
+    """The move is not allowed now; ``str(exc)`` says why, for the person who asked."""
+
+
+class RearmRefused(Exception):
+    """The halt was not re-armed (nothing written); ``str(exc)`` says why."""
+
+
+def move_task(
+    ledger: Ledger,
+    task_id: str,
+    move: OperatorMove,
+    *,
+    actor: Actor,
+    now: datetime,
+    reason: str | None = None,
+) -> Moved:
+    """Apply ``move`` to the task as the ledger holds it at this moment and record it.
+
+    Raises the store's ``TaskNotFound`` / ``UnreadableTask``, or ``MoveRefused`` with the
+    lifecycle's explanation (a running task, a release of a task not held, ...). The read,
+    the move and the write are one transaction under the task's lock, so a move racing a run
+    start either lands before it (the run then sees the new status) or is refused.
+    """
+    notes: list[str] = []
+
+    def apply(task: Task) -> dict[str, Any]:
+        said = _apply(task, move, now, reason)
+        notes.append(said[0])
+        return {"action": move.value, "by": actor.by, "via": actor.via.value, "reason": said[1]}
+
+    try:
+        task = ledger.change_task(task_id, apply)
+    except TaskTransitionError as exc:
+        raise MoveRefused(str(exc)) from exc
+    except LedgerConflict as exc:  # a run claimed the task in between: nothing was written
+        raise MoveRefused(f"task {task_id!r} cannot be moved now: {exc}") from exc
+    return Moved(task=task, note=notes[-1])
+
+
+def _apply(
+    task: Task, move: OperatorMove, now: datetime, reason: str | None
+) -> tuple[str, str | None]:
+    """The lifecycle move itself; returns the note to print and the reason recorded."""
+    if move is OperatorMove.RELEASE:
+        if task.status is TaskStatus.HELD:
+            task.release(now)
+            return RELEASED_NOTE, reason
+        if task.waiting(now):
+            task.skip_wait(now)
+            return f" (the quota wait is cleared; attempts kept: {task.attempts})", reason
+        task.release(now)  # refused, with the lifecycle's own explanation
+        return RELEASED_NOTE, reason
+    default = HOLD_REASON if move is OperatorMove.HOLD else CANCEL_REASON
+    given = reason.strip() if reason else ""
+    chosen = given or default
+    task.hold(chosen, now)
+    return "", chosen
+
+
+def rearm_halt(
+    ledger: Ledger,
+    *,
+    state_dir: Path,
+    run_id: str,
+    condition: str,
+    evidence: str,
+    actor: Actor,
+    now: datetime,
+) -> dict[str, Any]:
+    """Re-arm the fired (or checked) halt ``condition`` of the run's dispatch, with evidence
+    of the remedy, and journal it as ``halt.rearmed``; returns the halt command's document.
+
+    Raises the store's ``RunNotFound`` for an unknown run, and ``RearmRefused`` (nothing
+    written) when the evidence is blank, the dispatch's state file is not on this machine, or
+    the halt command refuses (its violations say why).
+    """
+    if not evidence.strip():
+        raise RearmRefused("re-arming a halt needs evidence that its cause was remedied")
+    run = ledger.get_run(run_id)
+    dispatch = run.dispatch_id or run.id
+    if not halt_files.valid_dispatch_id(dispatch):
+        raise RearmRefused(f"run {run_id!r} has no halt state file (dispatch {dispatch!r})")
+    path = halt_files.state_path(state_dir, dispatch)
+    if not path.is_file():
+        raise RearmRefused(
+            f"the halt state file of run {run_id!r} is not on this machine ({path}); "
+            "re-arm it where the run ran"
+        )
+    at = now.isoformat(timespec="microseconds").replace("+00:00", "Z")
+    document, code = halt_ops.rearm(dispatch, condition, state_dir, evidence=evidence, now=at)
+    if code != 0:
+        violations = document.get("violations") or []
+        details = [str(v.get("detail", v)) for v in violations if isinstance(v, dict)]
+        raise RearmRefused("; ".join(details) or f"{condition} was not re-armed")
+    data = {
+        "dispatch_id": dispatch,
+        "condition": condition,
+        "evidence": evidence,
+        "by": actor.by,
+        "via": actor.via.value,
+    }
+    ledger.append_event(EventKind.HALT_REARMED, data, at=now, task_id=run.task_id, run_id=run.id)
+    return document

@@ -1,0 +1,192 @@
+"""How the dashboard writes times, money, token counts, durations and diffs.
+
+Jinja filters, pure functions of their input (``now`` is passed in by tests; pages use the
+clock at render time). ``None`` always means unknown and reads as a dash, never as zero.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from enum import StrEnum
+
+from markupsafe import Markup, escape
+
+UNKNOWN = "—"
+
+
+Moment = datetime | str | None  # a halt state file keeps its times as ISO text
+
+
+def _aware(moment: datetime) -> datetime:
+    # The store hands back aware UTC times; a naive one (an older SQLite row) is UTC too.
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def _moment(value: Moment) -> datetime | None:
+    if value is None or isinstance(value, datetime):
+        return value
+    try:
+        return _aware(datetime.fromisoformat(value.strip().replace("Z", "+00:00")))
+    except ValueError:
+        return None
+
+
+def when(moment: Moment) -> str:
+    """An absolute time as an operator reads it: ``2026-12-02 05:31:07 UTC`` (text that is no
+    time is shown as it is)."""
+    parsed = _moment(moment)
+    if parsed is None:
+        return str(moment) if moment else UNKNOWN
+    return f"{_aware(parsed).astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC"
+
+
+def _span(seconds: int) -> str:
+    if seconds < 60:
+        return f"{seconds} s"
+    if seconds < 3600:
+        return f"{seconds // 60} min"
+    if seconds < 86_400:
+        hours, rest = divmod(seconds, 3600)
+        return f"{hours} h {rest // 60} min" if hours < 6 and rest >= 60 else f"{hours} h"
+    days, rest = divmod(seconds, 86_400)
+    return f"{days} d {rest // 3600} h" if days < 3 and rest >= 3600 else f"{days} d"
+
+
+def ago(value: Moment, now: datetime | None = None) -> str:
+    """How far ``moment`` is from now: ``3 min ago``, ``in 2 h``, ``just now``."""
+    moment = _moment(value)
+    if moment is None:
+        return str(value) if value else UNKNOWN
+    now = _aware(now) if now is not None else datetime.now(UTC)
+    delta = int((_aware(moment) - now).total_seconds())
+    if abs(delta) < 5:
+        return "just now"
+    return f"in {_span(delta)}" if delta > 0 else f"{_span(-delta)} ago"
+
+
+def timetag(value: Moment, now: datetime | None = None) -> Markup:
+    """``<time>`` reading relative, the absolute time in its title and ``datetime``."""
+    moment = _moment(value)
+    if moment is None:
+        return Markup('<span class="muted">{}</span>').format(value or UNKNOWN)
+    iso = _aware(moment).astimezone(UTC).isoformat()
+    return Markup('<time datetime="{}" title="{}">{}</time>').format(
+        iso, when(moment), ago(moment, now)
+    )
+
+
+def usd(value: float | None) -> str:
+    """Dollars: ``$1.23``; below a dollar four decimals (``$0.0123``), so cents of a cheap
+    model are not all ``$0.00``."""
+    if value is None:
+        return UNKNOWN
+    if value == 0:
+        return "$0.00"
+    if abs(value) < 1:
+        return f"${value:.4f}"
+    return f"${value:,.2f}"
+
+
+def tokens(value: int | None) -> str:
+    """A token count: ``950``, ``12.3k``, ``4.1M``."""
+    if value is None:
+        return UNKNOWN
+    if value < 1000:
+        return str(value)
+    if value < 1_000_000:
+        return f"{value / 1000:.1f}k".replace(".0k", "k")
+    return f"{value / 1_000_000:.1f}M".replace(".0M", "M")
+
+
+def duration(ms: int | None) -> str:
+    """A wall time in milliseconds: ``450 ms``, ``4.2 s``, ``42 s``, ``1 m 03 s``, ``2 h 05 m``."""
+    if ms is None:
+        return UNKNOWN
+    if ms < 1000:
+        return f"{ms} ms"
+    if ms < 10_000:
+        return f"{ms / 1000:.1f} s"
+    seconds = ms // 1000
+    if seconds < 60:
+        return f"{seconds} s"
+    minutes, secs = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes} m {secs:02d} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes:02d} m"
+
+
+def elapsed(start: datetime | None, end: datetime | None) -> str:
+    """How long from ``start`` to ``end``, as :func:`duration` writes it."""
+    if start is None or end is None:
+        return UNKNOWN
+    return duration(max(0, int((_aware(end) - _aware(start)).total_seconds() * 1000)))
+
+
+def slug(value: object) -> str:
+    """A status or state as a CSS class suffix: ``not viable`` → ``not-viable``."""
+    text = str(value).strip().lower()
+    return "".join(c if c.isalnum() else "-" for c in text) or "unknown"
+
+
+class DiffLine(StrEnum):
+    """What a line of a unified diff is, as a CSS class."""
+
+    FILE = "file"  # diff --git / index / --- / +++
+    HUNK = "hunk"
+    ADD = "add"
+    DEL = "del"
+    CONTEXT = "ctx"
+
+
+@dataclass(frozen=True)
+class ColouredLine:
+    kind: DiffLine
+    text: str
+
+
+def diff_lines(diff: str | None) -> list[ColouredLine]:
+    """A unified diff, line by line, with what each line is (coloured server-side: no JS).
+
+    A file's header runs from ``diff --git`` to its first ``@@``; inside a hunk a removed line
+    that reads ``--- x`` is a removal, not a header."""
+    lines: list[ColouredLine] = []
+    in_hunk = False
+    for text in (diff or "").splitlines():
+        if text.startswith("diff --git"):
+            in_hunk, kind = False, DiffLine.FILE
+        elif text.startswith("@@"):
+            in_hunk, kind = True, DiffLine.HUNK
+        elif not in_hunk:
+            kind = DiffLine.FILE
+        elif text.startswith("+"):
+            kind = DiffLine.ADD
+        elif text.startswith("-"):
+            kind = DiffLine.DEL
+        else:
+            kind = DiffLine.CONTEXT
+        lines.append(ColouredLine(kind, text))
+    return lines
+
+
+def diff_html(diff: str | None) -> Markup:
+    """The diff as escaped spans, one per line, for a ``<pre>`` (each span a block, so no
+    newline between them: it would show as a blank line)."""
+    return Markup("").join(
+        Markup('<span class="d-{}">{}</span>').format(line.kind.value, escape(line.text))
+        for line in diff_lines(diff)
+    )
+
+
+FILTERS = {
+    "when": when,
+    "ago": ago,
+    "timetag": timetag,
+    "usd": usd,
+    "tokens": tokens,
+    "duration": duration,
+    "elapsed": elapsed,
+    "slug": slug,
+    "diff_html": diff_html,
+}
