@@ -17,7 +17,7 @@ from support.repo import FIXED, PYTEST, git
 
 from assay.engine.refunds import refund_streak
 from assay.web import views
-from assay.web.views import AttemptState, ReportMark, SeatState
+from assay.web.views import AttemptState, SeatState
 
 if TYPE_CHECKING:
     from conftest import World
@@ -295,4 +295,3 @@ land: merge
     assert [a.state for a in closed.attempts] == [AttemptState.PASS]
     assert (repo.root / "src" / "slug.py").read_text() == FIXED
     assert json.loads(out)["run_id"] == live.run.run_id
-    assert ReportMark.OK == "ok"
