@@ -49,6 +49,11 @@ class World:
         return HALT_EVIDENCE
 
     @property
+    def check_command(self) -> str:
+        """The quick validator command of the world's contracts (run in a seat)."""
+        return CHECK_COMMAND
+
+    @property
     def backend(self) -> str:
         return "postgresql" if self.url.startswith("postgresql") else "sqlite"
 

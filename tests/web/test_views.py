@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from support.repo import ASSAY as REPO_ASSAY
-from support.repo import FIXED, PYTEST, git
+from support.repo import FIXED, git
 
 from assay.core.vocab import EventKind
 from assay.engine.refunds import refund_streak
@@ -286,7 +286,7 @@ def test_an_open_run_is_read_from_its_events_while_it_runs(world_copy: World) ->
         "slow.yaml",
         f"""task: Make slugify keep digits, slowly.
 coder: {{kind: replay, steps: [{{script: "{slow}"}}]}}
-validators: [{{id: tests, kind: command, run: "{PYTEST}"}}]
+validators: [{{id: tests, kind: command, run: "{world_copy.check_command}"}}]
 land: merge
 """,
     )
