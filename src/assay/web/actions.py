@@ -21,6 +21,7 @@ from assay.adapters.store.errors import RunNotFound, TaskNotFound, UnreadableTas
 from assay.core.vocab import ActorVia, OperatorMove
 from assay.engine.operator import Actor, MoveRefused, RearmRefused, move_task, rearm_halt
 from assay.web.config import WebConfig
+from assay.web.rendering import render
 
 router = APIRouter()
 
@@ -147,8 +148,6 @@ def _done(back: str, notice: str, remembered: str | None) -> Response:
 
 
 def _message(request: Request, status: int, title: str, message: str, back: str) -> Response:
-    from assay.web.rendering import render
-
     return render(
         request, "message.html", {"title": title, "message": message, "back": back}, status
     )

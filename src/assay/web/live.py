@@ -140,8 +140,7 @@ class Hub:
         return self.ledger.events_after(after, BATCH, run_id=run_id, task_id=task_id)
 
     async def _newest(self) -> int:
-        if self.cursor is not None:
-            return self.cursor
+        # The ledger's, not the poller's cursor: that may be a tick behind "now".
         return await anyio.to_thread.run_sync(_newest_id, self.ledger)
 
     def _ensure_polling(self) -> None:
