@@ -134,6 +134,19 @@ def run(argv: Sequence[str]) -> int:
         outcome = halt_ops.rearm(
             args.dispatch_id, args.condition, state_dir, evidence=args.evidence
         )
+        if outcome[1] == 0:  # an operator's move: the ledger says who re-armed it (best effort)
+            from assay.adapters.store.halt_journal import journal_rearmed
+            from assay.engine.operator import cli_actor
+
+            actor = cli_actor()
+            journal_rearmed(
+                state_dir,
+                args.dispatch_id,
+                args.condition,
+                args.evidence,
+                by=actor.by,
+                via=actor.via.value,
+            )
     else:
         outcome = halt_ops.attest(args.dispatch_id, state_dir)
     document, code = outcome

@@ -83,4 +83,26 @@ def seat_event(seat: Candidate) -> dict[str, JsonValue]:
         "viable": seat.viable,
         "stop_reason": seat.dispatch.stop_reason.value if seat.dispatch.stop_reason else None,
         "error": seat_error(seat) if not seat.viable else None,
+        "tokens_used": seat.dispatch.tokens_used,
+        "cost_usd": seat.dispatch.cost_usd,
+        "wall_time_ms": seat.dispatch.wall_time_ms,
+    }
+
+
+# What a validator.finished event keeps of the verdict's text: enough for a reader to see why
+# (the end of a test run's output says it), bounded so a chatty check cannot bloat the log.
+JUSTIFICATION_TAIL = 2000
+FINDINGS_KEPT = 20
+FINDING_LIMIT = 300
+
+
+def validator_event(attempt: int, seat: int, result: ValidatorResult) -> dict[str, JsonValue]:
+    return {
+        "attempt": attempt,
+        "seat": seat,
+        "validator": result.validator_id,
+        "severity": result.severity.value,
+        "error": result.error,
+        "justification": result.justification[-JUSTIFICATION_TAIL:],
+        "findings": [f[:FINDING_LIMIT] for f in result.findings[:FINDINGS_KEPT]],
     }

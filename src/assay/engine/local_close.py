@@ -35,6 +35,7 @@ from assay.engine.outcomes import RunPlan
 from assay.engine.recover import (
     KEEP_MARKER,
     KEEPS_CANDIDATES,
+    close_document,
     close_unfinished,
     remove_unrecorded_run_folder,
 )
@@ -143,8 +144,15 @@ def record_run(fx: LocalEffects, handle: RunHandle, result: RunResult) -> RunRec
         fx.warn(f"the payload was not written to {payload_file}: {cause_of(exc)}")
         payload_path = None
     crash_point(CrashPoint.PAYLOAD_WRITTEN)
+    document = close_document(
+        payload.to_json(),
+        diff=_chosen_diff(fx, result),
+        state_dir=fx.state_dir(),
+        dispatch_id=plan.dispatch_id,
+        redactor=fx.redaction.redactor,
+    )
     row = closing.row.model_copy(
-        update={"payload_path": str(payload_path) if payload_path else None}
+        update={"payload_path": str(payload_path) if payload_path else None, "document": document}
     )
     ledger.close_run(row)  # the run's events are in the ledger already (journaled as they ran)
     crash_point(CrashPoint.LEDGER_CLOSED)
@@ -159,6 +167,13 @@ def record_run(fx: LocalEffects, handle: RunHandle, result: RunResult) -> RunRec
         payload_path=str(payload_path) if payload_path else None,
         warnings=list(fx.warnings),
     )
+
+
+def _chosen_diff(fx: LocalEffects, result: RunResult) -> str | None:
+    """The diff of the candidate the run chose (read on this worker when it was dispatched)."""
+    winner = result.winner
+    work = fx.work.get((winner.attempt, winner.seat)) if winner is not None else None
+    return work.change.diff if work is not None else None
 
 
 def _branches_kept(fx: LocalEffects, result: RunResult, status: RunStatus) -> set[int]:

@@ -19,6 +19,7 @@ from assay.adapters.coders import get_coder, ignored_settings
 from assay.adapters.coders.base import DispatchRequest, DispatchResult
 from assay.adapters.envpolicy import child_environment, model_environment
 from assay.adapters.process import EnvironmentFault
+from assay.adapters.redact import Redactor, redactions
 from assay.adapters.run_files import fault_of, make_folder
 from assay.adapters.validators import get_validator
 from assay.adapters.validators.base import ValidationContext, ValidationOutcome
@@ -26,6 +27,7 @@ from assay.core.brief import render_brief
 from assay.core.changes import ChangeSet
 from assay.core.report import compare_with_diff
 from assay.core.vocab import CanonicalHalt, CrashPoint, EventKind, ValidatorKind
+from assay.engine.accounting import validator_event
 from assay.engine.effects import FireCall, SeatCall
 from assay.engine.interrupt import boundary
 from assay.engine.outcomes import Candidate, RunEvent, RunPlan
@@ -186,18 +188,13 @@ async def validate_seat(
         validator = get_validator(kind)
         outcome = await asyncio.to_thread(validator.validate, context)
         outcomes.append(outcome)
-        await fx.emit(
-            RunEvent(
-                EventKind.VALIDATOR_FINISHED,
-                {
-                    "attempt": attempt,
-                    "seat": seat,
-                    "validator": outcome.result.validator_id,
-                    "severity": outcome.result.severity.value,
-                    "error": outcome.result.error,
-                },
-            )
-        )
+        # The event carries the verdict's text: a secret this seat's scan found is cut from it
+        # now (the run learns it, and redacts its files, once every check is done).
+        data = validator_event(attempt, seat, outcome.result)
+        found = {(s.type, s.value) for o in outcomes for s in o.secrets}
+        if found:
+            data = Redactor(redactions(found)).data(data)
+        await fx.emit(RunEvent(EventKind.VALIDATOR_FINISHED, data))
     # The validators ran the coder's code in the seat: its .git is checked again.
     tampered = await asyncio.to_thread(fx.seating.secure, seat)
     if tampered is not None:

@@ -16,17 +16,20 @@ import contextlib
 import fcntl
 import json
 import os
+import subprocess
 from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from assay.adapters import git, github, seats
 from assay.adapters.landing import landed_commit
 from assay.adapters.process_groups import GROUPS_FILE, stop_recorded_groups
+from assay.adapters.redact import Redactor
 from assay.adapters.run_files import cause_of
 from assay.adapters.store import halt_files, halt_ops
 from assay.adapters.store.halt_journal import journaled_firings
-from assay.adapters.store.records import EventIn, RunRecord
+from assay.adapters.store.records import EventIn, RunDocument, RunRecord
 from assay.adapters.store.sql import Ledger, RunNotFound
 from assay.core.contract import Contract
 from assay.core.payload import HaltNotice
@@ -138,9 +141,50 @@ def close_unfinished(
         written = None
     event = EventKind.RUN_RECOVERED_LANDED if land is not None else EventKind.RUN_INTERRUPTED
     events.append(EventIn(kind=event, data={"reason": reason, "commit": commit, "pr_url": pr_url}))
-    ledger.close_run(closing.row.model_copy(update={"payload_path": written, "events": events}))
+    document = close_document(
+        payload.to_json(),
+        diff=_landed_diff(repo, commit) if commit else None,
+        state_dir=state_dir,
+        dispatch_id=dispatch_id,
+    )
+    changes = {"payload_path": written, "events": events, "document": document}
+    ledger.close_run(closing.row.model_copy(update=changes))
     remove_run_seats(repo, home, record.id, keep=land.branch if land else None)
     return status
+
+
+def close_document(
+    payload: dict[str, Any],
+    *,
+    diff: str | None,
+    state_dir: Path,
+    dispatch_id: str,
+    redactor: Redactor | None = None,
+) -> RunDocument:
+    """What the ledger keeps of a closing run for a reader on any machine: the payload as
+    written, the chosen candidate's diff (cut when huge) and the dispatch's halt state file as
+    it stands now; a secret the run detected is cut from the diff and the states too."""
+    states: Any = None
+    with contextlib.suppress(OSError, ValueError):  # no file (never armed), or not JSON
+        text = halt_files.state_path(state_dir, dispatch_id).read_text(encoding="utf-8")
+        states = json.loads(text)
+    if not isinstance(states, dict):
+        states = None
+    if redactor:
+        diff = redactor.text(diff) if diff else diff
+        states = redactor.data(states)
+    return RunDocument.build(payload, diff=diff or None, halt_states=states)
+
+
+def _landed_diff(repo: Path, commit: str) -> str | None:
+    """The change a landed commit made (what its run merged), or None when git cannot say."""
+    command = ["git", "-C", str(repo), "diff-tree", "-p", "-M", "--no-commit-id"]
+    options = ["--no-ext-diff", "--no-textconv", "--src-prefix=a/", "--dst-prefix=b/"]
+    try:
+        done = subprocess.run([*command, *options, commit], capture_output=True, check=True)
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return done.stdout.decode("utf-8", errors="replace")
 
 
 def recover_interrupted(

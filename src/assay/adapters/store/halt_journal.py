@@ -123,13 +123,61 @@ def journal_fired(
     return None
 
 
-def _journal_in_ledger(state_dir: Path, dispatch_id: str, current_state: Mapping[str, Any]) -> None:
+def journal_rearmed(
+    state_dir: Path, dispatch_id: str, condition: str, evidence: str, *, by: str, via: str
+) -> None:
+    """Best effort, from ``assay halt rearm``: append ``halt.rearmed`` to the ledger of the
+    assay home the state folder belongs to, for the run of that dispatch, so the dashboard
+    shows who re-armed it and why. Nothing happens without such a ledger or run; never
+    raises (the state file holds the re-arm; the exit code stays seed 002's)."""
+    url = _ledger_url(state_dir)
+    if url is None:
+        return
+    data = {
+        "dispatch_id": dispatch_id,
+        "condition": condition,
+        "evidence": evidence,
+        "by": by,
+        "via": via,
+    }
+    try:
+        import sqlalchemy as sa
+
+        from assay.adapters.store.schema import runs
+        from assay.adapters.store.sql import Ledger
+
+        ledger = Ledger(url)
+        try:
+            query = sa.select(runs.c.id, runs.c.task_id).where(
+                sa.or_(runs.c.dispatch_id == dispatch_id, runs.c.id == dispatch_id)
+            )
+            with ledger.read() as conn:
+                row = conn.execute(query.limit(1)).first()
+            if row is None:
+                return
+            at = datetime.now(UTC)
+            kind = EventKind.HALT_REARMED
+            ledger.append_event(kind, data, at=at, task_id=row.task_id, run_id=row.id)
+        finally:
+            ledger.close()
+    except Exception:  # a ledger elsewhere or unreachable: the state file still holds it
+        return
+
+
+def _ledger_url(state_dir: Path) -> str | None:
+    """The ledger a state folder's halts belong to: ``$ASSAY_DATABASE_URL``, else the
+    ``assay.db`` beside the folder (an assay home's ``halt-state``), else None."""
     url = os.environ.get(DATABASE_URL_ENV)
+    if url:
+        return url
     database = state_dir.parent / "assay.db"
-    if not url:
-        if not database.is_file():
-            return
-        url = f"sqlite:///{database}"
+    return f"sqlite:///{database}" if database.is_file() else None
+
+
+def _journal_in_ledger(state_dir: Path, dispatch_id: str, current_state: Mapping[str, Any]) -> None:
+    url = _ledger_url(state_dir)
+    if url is None:
+        return
     try:
         from assay.adapters.store.sql import Ledger
 
