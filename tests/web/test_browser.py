@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from support.repo import ASSAY, PYTEST, Repo
+from support.services import service_missing
 
 from assay.adapters.store.sql import Ledger
 from assay.core.vocab import EventKind
@@ -131,7 +132,7 @@ def site(sqlite_world: World, tmp_path_factory: pytest.TempPathFactory) -> Itera
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
     if not CHROMIUM.exists():
-        pytest.skip(f"no chromium at {CHROMIUM} (.ci/run installs it)")
+        service_missing(f"no chromium at {CHROMIUM} (.ci/run installs it)")
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
