@@ -182,6 +182,17 @@ def test_many_streams_share_one_poller(served: Served) -> None:
     assert len(hub.subscribers) >= 5 and hub._task is not None and not hub._task.done()
 
 
+def test_a_closed_stream_leaves_the_hub(served: Served) -> None:
+    hub: live.Hub = served.app.state.live_hub
+    with httpx.stream("GET", f"{served.server.url}events", timeout=10) as response:
+        next(response.iter_lines())
+        during = len(hub.subscribers)
+    deadline = time.monotonic() + WAIT
+    while len(hub.subscribers) >= during:
+        assert time.monotonic() < deadline, "the closed stream is still subscribed"
+        time.sleep(0.05)
+
+
 def test_a_quiet_stream_keeps_alive(served: Served, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(live, "KEEPALIVE_SECONDS", 0.2)
     stream = served.events()

@@ -113,6 +113,14 @@ def test_a_forged_post_is_refused_403_and_nothing_runs(
     assert ran == []
 
 
+def test_other_unsafe_methods_pass_the_same_rules(ledger: Ledger) -> None:
+    app, ran = make_app(ledger)
+    c = client(app)
+    csrf_of(c)
+    refused = c.request("DELETE", "/act", headers={"Origin": "http://evil.example"})
+    assert refused.status_code == 403 and ran == []
+
+
 def test_a_referer_stands_for_a_missing_origin(ledger: Ledger) -> None:
     app, ran = make_app(ledger)
     c = client(app)
