@@ -44,6 +44,11 @@ class World:
         return Ledger(self.url)
 
     @property
+    def halt_evidence(self) -> str:
+        """What the halting run's coder gave as its halt's evidence."""
+        return HALT_EVIDENCE
+
+    @property
     def backend(self) -> str:
         return "postgresql" if self.url.startswith("postgresql") else "sqlite"
 

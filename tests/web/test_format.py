@@ -10,6 +10,8 @@ from assay.web.format import (
     diff_html,
     diff_lines,
     duration,
+    elapsed,
+    shorten,
     slug,
     timetag,
     tokens,
@@ -105,3 +107,19 @@ def test_diff_html_escapes_the_change() -> None:
     html = str(diff_html("@@ -1 +1 @@\n+<script>alert(1)</script>\n"))
     assert '<span class="d-add">+&lt;script&gt;alert(1)&lt;/script&gt;</span>' in html
     assert "<script>" not in html
+
+
+def test_shorten_and_elapsed() -> None:
+    assert shorten("  a  short\nline ") == "a short line"
+    assert shorten("the script failed with a very long message", 20) == "the script failed …"
+    assert shorten(None) == ""
+    assert elapsed(NOW, NOW + timedelta(seconds=63)) == "1 m 03 s"
+    assert elapsed(NOW, None) == "—"
+    assert elapsed(NOW, NOW - timedelta(seconds=5)) == "0 ms"  # a clock step back is not negative
+
+
+def test_times_read_iso_text_from_halt_state_files() -> None:
+    assert when("2026-12-02T05:31:07.123Z") == "2026-12-02 05:31:07 UTC"
+    assert ago("2026-12-02T05:28:07Z", NOW) == "3 min ago"
+    assert when("not a time") == "not a time"
+    assert "not a time" in str(timetag("not a time"))

@@ -124,6 +124,15 @@ def elapsed(start: datetime | None, end: datetime | None) -> str:
     return duration(max(0, int((_aware(end) - _aware(start)).total_seconds() * 1000)))
 
 
+def shorten(text: str | None, limit: int = 120) -> str:
+    """``text`` on one line, cut at a word boundary with an ellipsis past ``limit``."""
+    flat = " ".join((text or "").split())
+    if len(flat) <= limit:
+        return flat
+    cut = flat[:limit].rsplit(" ", 1)[0] if " " in flat[:limit] else flat[:limit]
+    return cut.rstrip(" ,;:") + " …"
+
+
 def slug(value: object) -> str:
     """A status or state as a CSS class suffix: ``not viable`` → ``not-viable``."""
     text = str(value).strip().lower()
@@ -188,5 +197,6 @@ FILTERS = {
     "duration": duration,
     "elapsed": elapsed,
     "slug": slug,
+    "shorten": shorten,
     "diff_html": diff_html,
 }
