@@ -62,7 +62,7 @@ def build_world(root: Path, url: str | None = None) -> World:
     """Fill a ledger with the four tasks through `assay run` / `task add` / `task hold`;
     ``url``: a PostgreSQL ledger (else SQLite under the repository's ``.assay``)."""
     repo = make_repo(root)
-    env = {"ASSAY_DATABASE_URL": url} if url else {}
+    env: Any = {"ASSAY_DATABASE_URL": url} if url else {}
     contract = replay_contract(repo, "wrong", "fixed", land="merge")
     passed = json.loads(_ok(repo.assay("run", "--contract", str(contract), "--json", **env)).stdout)
 
