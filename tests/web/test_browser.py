@@ -236,6 +236,7 @@ land: none
         page.goto(f"{site.open.url}/runs/{run_id}")
         page.wait_for_selector("#live-status.live-on")
         page.evaluate("window.__notReloaded = true")
+        assert page.locator("#attempt-2").count() == 0  # attempt 1 still sleeps: nothing yet
         page.wait_for_selector("#attempt-2", timeout=60_000)  # appeared without a reload
         assert page.evaluate("window.__notReloaded === true")
         page.wait_for_function("!document.querySelector('#run .live-badge')", timeout=60_000)
