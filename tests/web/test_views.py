@@ -326,3 +326,22 @@ land: merge
     assert [a.state for a in closed.attempts] == [AttemptState.PASS]
     assert (repo.root / "src" / "slug.py").read_text() == FIXED
     assert json.loads(out)["run_id"] == live.run.run_id
+
+
+def test_a_firing_the_coder_erased_from_its_state_file_still_shows_fired(
+    world_copy: World,
+) -> None:
+    path = world_copy.state_dir / f"{world_copy.halt_run}.json"
+    state = json.loads(path.read_text())
+    for halt in state["halts"]:
+        if halt["name"] == "halt-scope-breach":
+            halt.update(lifecycle="ARMED", evidence=None, fired_at=None)
+    path.write_text(json.dumps(state))
+    with world_copy.ledger() as ledger:
+        run = views.run_view(ledger, world_copy.halt_run, state_dir=world_copy.state_dir)
+        halts = views.halts_page(ledger, state_dir=world_copy.state_dir)
+    assert run is not None
+    breach = next(h for h in run.halts if h.name == "halt-scope-breach")
+    assert breach.lifecycle == "FIRED" and breach.detail == world_copy.halt_evidence
+    assert breach.rearm_command is not None
+    assert [r.halt.name for r in halts.rows] == ["halt-scope-breach"]
