@@ -12,7 +12,18 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from assay.cli.signals import graceful_stop, interrupted_exit
+from assay.cli.web_options import (
+    NoWeb,
+    WebHost,
+    WebOnly,
+    WebOptions,
+    WebPort,
+    WebToken,
+    dashboard,
+    serve_web_only,
+)
 from assay.cli.workspace import Workspace, fail, refuse_unconfinable
+from assay.web.config import DEFAULT_HOST, DEFAULT_PORT
 
 if TYPE_CHECKING:
     from assay.adapters.store.sql import Ledger
@@ -58,6 +69,11 @@ def serve(
     namespace: Annotated[
         str, typer.Option(help="With --temporal: the Temporal namespace.")
     ] = "default",
+    no_web: NoWeb = False,
+    web_only: WebOnly = False,
+    web_host: WebHost = DEFAULT_HOST,
+    web_port: WebPort = DEFAULT_PORT,
+    web_token: WebToken = None,
 ) -> None:
     """Run queued (and failed, runnable) tasks, N at a time; interrupted runs are closed first.
 
@@ -67,13 +83,33 @@ def serve(
     SIGINT / SIGTERM stop the coders, close the runs in progress as interrupted, and exit
     130 / 143. What closed runs left behind is collected at start and every --gc-every
     (see `assay gc`).
+
+    The dashboard (see `--web-*`) is served beside the queue, on http://127.0.0.1:8765/ by
+    default, and stops with it; --web-only serves it alone, --no-web (and --once) not at all.
     """
+    web = WebOptions.of(
+        no_web=no_web,
+        web_only=web_only,
+        host=web_host,
+        port=web_port,
+        token=web_token,
+        once=once,
+    )
     if temporal is not None:
         from assay.cli.serve_temporal import serve_temporal
 
         serve_temporal(
-            temporal=temporal, task_queue=task_queue, namespace=namespace, once=once, poll=poll
+            temporal=temporal,
+            task_queue=task_queue,
+            namespace=namespace,
+            once=once,
+            poll=poll,
+            web=web,
         )
+        return
+    if web.only:
+        workspace = Workspace.find()
+        serve_web_only(web, workspace.ledger(), workspace.home / "halt-state")
         return
     from assay.cli.progress import Progress
     from assay.core.gc import DurationError, parse_duration
@@ -121,7 +157,7 @@ def serve(
         every=[Cadence(lambda: _collect(workspace, ledger, retention), every)],
         events=_said(),
     )
-    with graceful_stop():
+    with graceful_stop(), dashboard(web, ledger, workspace.home / "halt-state"):
         closed = worker.run()
     stopped_runs = f" ({closed.interrupted} interrupted)" if closed.interrupted else ""
     typer.echo(f"served {closed.runs} run(s){stopped_runs}", err=True)

@@ -6,16 +6,24 @@ from datetime import datetime
 
 import typer
 
+from assay.cli.web_options import WebOptions, dashboard, serve_web_only
 from assay.cli.workspace import EXIT_USAGE, Workspace, fail
 from assay.core.tasks import Task
 
 
 def serve_temporal(
-    *, temporal: str, task_queue: str, namespace: str, once: bool, poll: float
+    *,
+    temporal: str,
+    task_queue: str,
+    namespace: str,
+    once: bool,
+    poll: float,
+    web: WebOptions | None = None,
 ) -> None:
     """Submit every runnable task as its workflow; with ``once``, until none is runnable and
     every workflow submitted has ended. No recovery and no gc here: the workers hold the runs
-    (a lost one is closed by its workflow) and their own folders."""
+    (a lost one is closed by its workflow) and their own folders. The dashboard reads the
+    shared ledger; it can re-arm only halts whose state files are on this machine."""
     from assay.cli.signals import graceful_stop, interrupted_exit
     from assay.cli.worker import temporal_ledger
     from assay.engine.temporal.calls import RunOutcome
@@ -23,8 +31,13 @@ def serve_temporal(
     from assay.engine.temporal.serving import IN_FLIGHT, WorkflowStep, said
     from assay.engine.worker import QueueEvents, QueueWorker
 
+    web = web or WebOptions()
     workspace = Workspace.find()
     ledger = temporal_ledger(workspace)
+    state_dir = workspace.home / "halt-state"
+    if web.only:
+        serve_web_only(web, ledger, state_dir)
+        return
     try:
         step = WorkflowStep(
             temporal,
@@ -54,7 +67,7 @@ def serve_temporal(
 
     worker = QueueWorker(ledger, step, concurrency=IN_FLIGHT, once=once, poll=poll, events=Said())
     try:
-        with graceful_stop():
+        with graceful_stop(), dashboard(web, ledger, state_dir):
             served = worker.run()
     finally:
         step.close()

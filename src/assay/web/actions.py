@@ -1,0 +1,159 @@
+"""The operator's moves from the dashboard: hold, release and cancel a task, re-arm a fired halt.
+
+Each goes through :mod:`assay.engine.operator`, the same path as the CLI, recorded as done
+``via`` web ``by`` whoever the form names (remembered in a cookie). The security middleware
+has checked the token, the CSRF field and the origin before any of this runs.
+
+Success: 303 to the task (or run) page with ``?notice=``. Refusal by the lifecycle: 409 with its
+message; unknown task or run: 404; bad input: 400 — each the message page, never a traceback.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated
+from urllib.parse import quote, urlencode
+
+from fastapi import APIRouter, Form, Request
+from fastapi.responses import RedirectResponse, Response
+
+from assay.adapters.store.errors import RunNotFound, TaskNotFound, UnreadableTask
+from assay.core.vocab import ActorVia, OperatorMove
+from assay.engine.operator import Actor, MoveRefused, RearmRefused, move_task, rearm_halt
+from assay.web.config import WebConfig
+from assay.web.rendering import render
+
+router = APIRouter()
+
+BY_COOKIE = "assay_by"
+MAX_BY = 80
+MAX_REASON = 2000
+MAX_EVIDENCE = 4000
+
+
+@router.post("/tasks/{task_id}/hold")
+async def hold(
+    request: Request,
+    task_id: str,
+    reason: Annotated[str, Form()] = "",
+    by: Annotated[str, Form()] = "",
+) -> Response:
+    return _move(request, task_id, OperatorMove.HOLD, reason=reason, by=by)
+
+
+@router.post("/tasks/{task_id}/release")
+async def release(request: Request, task_id: str, by: Annotated[str, Form()] = "") -> Response:
+    return _move(request, task_id, OperatorMove.RELEASE, reason="", by=by)
+
+
+@router.post("/tasks/{task_id}/cancel")
+async def cancel(
+    request: Request,
+    task_id: str,
+    reason: Annotated[str, Form()] = "",
+    by: Annotated[str, Form()] = "",
+) -> Response:
+    return _move(request, task_id, OperatorMove.CANCEL, reason=reason, by=by)
+
+
+@router.post("/runs/{run_id}/halts/{condition}/rearm")
+async def rearm(
+    request: Request,
+    run_id: str,
+    condition: str,
+    evidence: Annotated[str, Form()] = "",
+    by: Annotated[str, Form()] = "",
+) -> Response:
+    config = _config(request)
+    back = f"/runs/{quote(run_id, safe='')}"
+    evidence = evidence.strip()
+    if not evidence:
+        return _message(request, 400, "Evidence needed", _NO_EVIDENCE, back)
+    if len(evidence) > MAX_EVIDENCE:
+        return _message(
+            request, 400, "Evidence too long", f"At most {MAX_EVIDENCE} characters.", back
+        )
+    if config.state_dir is None:
+        return _message(request, 409, "Not re-armed", _NO_STATE_DIR, back)
+    actor, remembered = _actor(request, by)
+    try:
+        rearm_halt(
+            config.ledger,
+            state_dir=config.state_dir,
+            run_id=run_id,
+            condition=condition,
+            evidence=evidence,
+            actor=actor,
+            now=datetime.now(UTC),
+        )
+    except RunNotFound:
+        return _message(request, 404, "No such run", f"There is no run {run_id!r}.", "/")
+    except RearmRefused as exc:
+        return _message(request, 409, "Not re-armed", str(exc), back)
+    return _done(back, f"halt {condition} re-armed by {actor.by}", remembered)
+
+
+def _move(request: Request, task_id: str, move: OperatorMove, *, reason: str, by: str) -> Response:
+    config = _config(request)
+    back = f"/tasks/{quote(task_id, safe='')}"
+    reason = reason.strip()
+    if len(reason) > MAX_REASON:
+        return _message(request, 400, "Reason too long", f"At most {MAX_REASON} characters.", back)
+    actor, remembered = _actor(request, by)
+    try:
+        moved = move_task(
+            config.ledger,
+            task_id,
+            move,
+            actor=actor,
+            now=datetime.now(UTC),
+            reason=reason or None,
+        )
+    except TaskNotFound:
+        return _message(request, 404, "No such task", f"There is no task {task_id!r}.", "/")
+    except (UnreadableTask, MoveRefused) as exc:
+        return _message(request, 409, f"Not {_PAST[move]}", str(exc), back)
+    notice = f"{task_id} {_PAST[move]}: now {moved.task.status.value}{moved.note}"
+    return _done(back, notice, remembered)
+
+
+_PAST = {
+    OperatorMove.HOLD: "held",
+    OperatorMove.RELEASE: "released",
+    OperatorMove.CANCEL: "cancelled",
+}
+_NO_EVIDENCE = "Say what was checked before re-arming: the evidence is kept with the halt."
+_NO_STATE_DIR = (
+    "This dashboard has no halt state folder, so it cannot re-arm here; "
+    "run the command shown on the run page on the machine that ran it."
+)
+
+
+def _actor(request: Request, by: str) -> tuple[Actor, str | None]:
+    """Who acts: the form's ``by`` (then remembered), else the remembered one, else anonymous."""
+    named = " ".join(by.split())[:MAX_BY]
+    remembered = named or None
+    # Unnamed: at least where it came from (the address the server saw).
+    anonymous = f"anonymous at {request.client.host}" if request.client else "anonymous"
+    name = named or " ".join(request.cookies.get(BY_COOKIE, "").split())[:MAX_BY] or anonymous
+    return Actor(by=name, via=ActorVia.WEB), remembered
+
+
+def _done(back: str, notice: str, remembered: str | None) -> Response:
+    response = RedirectResponse(f"{back}?{urlencode({'notice': notice})}", status_code=303)
+    if remembered:
+        response.set_cookie(
+            BY_COOKIE, remembered, max_age=365 * 86400, httponly=True, samesite="strict"
+        )
+    return response
+
+
+def _message(request: Request, status: int, title: str, message: str, back: str) -> Response:
+    return render(
+        request, "message.html", {"title": title, "message": message, "back": back}, status
+    )
+
+
+def _config(request: Request) -> WebConfig:
+    config: WebConfig = request.app.state.config
+    return config

@@ -1,0 +1,208 @@
+"""How the dashboard writes times, money, token counts, durations and diffs.
+
+Jinja filters, pure functions of their input (``now`` is passed in by tests; pages use the
+clock at render time). ``None`` always means unknown and reads as a dash, never as zero.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from enum import StrEnum
+
+from markupsafe import Markup, escape
+
+UNKNOWN = "—"
+
+
+Moment = datetime | str | None  # a halt state file keeps its times as ISO text
+
+
+def _aware(moment: datetime) -> datetime:
+    # The store hands back aware UTC times; a naive one (an older SQLite row) is UTC too.
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def _moment(value: Moment) -> datetime | None:
+    if value is None or isinstance(value, datetime):
+        return value
+    try:
+        return _aware(datetime.fromisoformat(value.strip().replace("Z", "+00:00")))
+    except ValueError:
+        return None
+
+
+def when(moment: Moment) -> str:
+    """An absolute time as an operator reads it: ``2026-12-02 05:31:07 UTC`` (text that is no
+    time is shown as it is)."""
+    parsed = _moment(moment)
+    if parsed is None:
+        return str(moment) if moment else UNKNOWN
+    return f"{_aware(parsed).astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC"
+
+
+def _span(seconds: int) -> str:
+    if seconds < 60:
+        return f"{seconds} s"
+    if seconds < 3600:
+        return f"{seconds // 60} min"
+    if seconds < 86_400:
+        hours, rest = divmod(seconds, 3600)
+        return f"{hours} h {rest // 60} min" if hours < 6 and rest >= 60 else f"{hours} h"
+    days, rest = divmod(seconds, 86_400)
+    return f"{days} d {rest // 3600} h" if days < 3 and rest >= 3600 else f"{days} d"
+
+
+def ago(value: Moment, now: datetime | None = None) -> str:
+    """How far ``moment`` is from now: ``3 min ago``, ``in 2 h``, ``just now``."""
+    moment = _moment(value)
+    if moment is None:
+        return str(value) if value else UNKNOWN
+    now = _aware(now) if now is not None else datetime.now(UTC)
+    delta = int((_aware(moment) - now).total_seconds())
+    if abs(delta) < 5:
+        return "just now"
+    return f"in {_span(delta)}" if delta > 0 else f"{_span(-delta)} ago"
+
+
+def timetag(value: Moment, now: datetime | None = None) -> Markup:
+    """``<time>`` reading relative, the absolute time in its title and ``datetime``."""
+    moment = _moment(value)
+    if moment is None:
+        return Markup('<span class="muted">{}</span>').format(value or UNKNOWN)
+    # Plain formatting (every part is digits, words and punctuation of our own): a queue
+    # page has hundreds of these.
+    iso = _aware(moment).astimezone(UTC).isoformat()
+    return Markup(f'<time datetime="{iso}" title="{when(moment)}">{ago(moment, now)}</time>')
+
+
+def usd(value: float | None) -> str:
+    """Dollars: ``$1.23``; below a dollar four decimals (``$0.0123``), so cents of a cheap
+    model are not all ``$0.00``."""
+    if value is None:
+        return UNKNOWN
+    if value == 0:
+        return "$0.00"
+    if abs(value) < 1:
+        return f"${value:.4f}"
+    return f"${value:,.2f}"
+
+
+def tokens(value: int | None) -> str:
+    """A token count: ``950``, ``12.3k``, ``4.1M``."""
+    if value is None:
+        return UNKNOWN
+    if value < 1000:
+        return str(value)
+    if value < 1_000_000:
+        return f"{value / 1000:.1f}k".replace(".0k", "k")
+    return f"{value / 1_000_000:.1f}M".replace(".0M", "M")
+
+
+def duration(ms: int | None) -> str:
+    """A wall time in milliseconds: ``450 ms``, ``4.2 s``, ``42 s``, ``1 m 03 s``, ``2 h 05 m``."""
+    if ms is None:
+        return UNKNOWN
+    if ms < 1000:
+        return f"{ms} ms"
+    if ms < 10_000:
+        return f"{ms / 1000:.1f} s"
+    seconds = ms // 1000
+    if seconds < 60:
+        return f"{seconds} s"
+    minutes, secs = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes} m {secs:02d} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes:02d} m"
+
+
+def elapsed(start: datetime | None, end: datetime | None) -> str:
+    """How long from ``start`` to ``end``, as :func:`duration` writes it."""
+    if start is None or end is None:
+        return UNKNOWN
+    return duration(max(0, int((_aware(end) - _aware(start)).total_seconds() * 1000)))
+
+
+def shorten(text: str | None, limit: int = 120) -> str:
+    """``text`` on one line, cut at a word boundary with an ellipsis past ``limit``."""
+    flat = " ".join((text or "").split())
+    if len(flat) <= limit:
+        return flat
+    cut = flat[:limit].rsplit(" ", 1)[0] if " " in flat[:limit] else flat[:limit]
+    return cut.rstrip(" ,;:") + " …"
+
+
+def slug(value: object) -> str:
+    """A status or state as a CSS class suffix: ``not viable`` → ``not-viable``."""
+    text = str(value).strip().lower()
+    return "".join(c if c.isalnum() else "-" for c in text) or "unknown"
+
+
+class DiffLine(StrEnum):
+    """What a line of a unified diff is, as a CSS class."""
+
+    FILE = "file"  # diff --git / index / --- / +++
+    HUNK = "hunk"
+    ADD = "add"
+    DEL = "del"
+    CONTEXT = "ctx"
+
+
+@dataclass(frozen=True)
+class ColouredLine:
+    kind: DiffLine
+    text: str
+
+
+def _kinds(diff: str | None) -> Iterator[tuple[DiffLine, str]]:
+    """Each line of a unified diff with what it is. A file's header runs from ``diff --git``
+    to its first ``@@``; inside a hunk a removed line that reads ``--- x`` is a removal."""
+    in_hunk = False
+    for text in (diff or "").splitlines():
+        first = text[:1]
+        if in_hunk and first == "+":
+            yield DiffLine.ADD, text
+        elif in_hunk and first == "-":
+            yield DiffLine.DEL, text
+        elif text.startswith("@@"):
+            in_hunk = True
+            yield DiffLine.HUNK, text
+        elif text.startswith("diff --git"):
+            in_hunk = False
+            yield DiffLine.FILE, text
+        else:
+            yield (DiffLine.CONTEXT if in_hunk else DiffLine.FILE), text
+
+
+def diff_lines(diff: str | None) -> list[ColouredLine]:
+    """A unified diff, line by line, with what each line is (coloured server-side: no JS)."""
+    return [ColouredLine(kind, text) for kind, text in _kinds(diff)]
+
+
+def diff_html(diff: str | None) -> Markup:
+    """The diff as escaped spans, one per line, for a ``<pre>`` (each span a block, so no
+    newline between them: it would show as a blank line).
+
+    Escaped once as a whole, then split: escaping leaves newlines and the markers a line is
+    told by (``+ - @ d``) alone, and a 512 KiB diff is thousands of lines, where a
+    ``Markup.format`` per line cost more than the rest of the run page."""
+    escaped = str(escape(diff or ""))
+    return Markup(
+        "".join(f'<span class="d-{kind}">{text}</span>' for kind, text in _kinds(escaped))
+    )
+
+
+FILTERS = {
+    "when": when,
+    "ago": ago,
+    "timetag": timetag,
+    "usd": usd,
+    "tokens": tokens,
+    "duration": duration,
+    "elapsed": elapsed,
+    "slug": slug,
+    "shorten": shorten,
+    "diff_html": diff_html,
+}

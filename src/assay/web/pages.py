@@ -1,0 +1,224 @@
+"""The dashboard's pages (GET only): the queue, a task, a run, the fired halts, the payload.
+
+Each page is one read model of :mod:`assay.web.views` rendered by one template; its live part
+is a partial template also served alone under ``/fragments/...`` so ``live.js`` can swap it in
+when the event log moves. Without JavaScript a page is complete; a reload shows the same.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Annotated, Any
+from urllib.parse import quote, urlencode
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import Response
+
+from assay.core.vocab import TaskStatus
+from assay.web import views
+from assay.web.config import WebConfig
+from assay.web.rendering import render
+
+router = APIRouter()
+
+PER_PAGE = 50
+# The filter tabs, in the order an operator reads a queue: what waits, what runs, what needs a
+# human, what ended.
+STATUS_ORDER = [
+    TaskStatus.QUEUED.value,
+    TaskStatus.RUNNING.value,
+    TaskStatus.HELD.value,
+    TaskStatus.FAILED.value,
+    TaskStatus.DONE.value,
+    views.UNREADABLE_STATUS,
+]
+PageNumber = Annotated[int, Query(ge=1, le=1_000_000, description="1-based page")]
+
+
+def _config(request: Request) -> WebConfig:
+    config: WebConfig = request.app.state.config
+    return config
+
+
+def _not_found(request: Request, what: str, ident: str) -> Response:
+    return render(
+        request,
+        "message.html",
+        {"title": f"No such {what}", "message": f"There is no {what} {ident!r}.", "back": "/"},
+        404,
+    )
+
+
+def _status_filter(request: Request, status: str | None) -> str | Response | None:
+    """The queue's ``status`` filter: blank is none, an unknown one is a 400 page."""
+    if not status:
+        return None
+    if status not in STATUS_ORDER:
+        known = ", ".join(STATUS_ORDER)
+        return render(
+            request,
+            "message.html",
+            {
+                "title": "Bad request",
+                "message": f"There is no task status {status!r}; the statuses are {known}.",
+                "back": "/",
+            },
+            400,
+        )
+    return status
+
+
+def _queue_context(request: Request, status: str | None, page: int) -> dict[str, Any]:
+    queue = views.queue_page(_config(request).ledger, status=status, page=page, per_page=PER_PAGE)
+    tabs = [(None, "all", queue.counts.get("all", 0))] + [
+        (s, s, queue.counts[s]) for s in STATUS_ORDER if queue.counts.get(s)
+    ]
+    if status and status not in queue.counts:
+        tabs.append((status, status, 0))
+    return {
+        "queue": queue,
+        "tabs": tabs,
+        "query": lambda **changes: _query(**{"status": status, "page": page, **changes}),
+        "fragment": "/fragments/queue" + _query(status=status, page=page),
+    }
+
+
+def _query(**params: Any) -> str:
+    """A query string without the defaults (no status, page 1), so links stay short."""
+    kept = {k: v for k, v in params.items() if v is not None and v != "" and (k, v) != ("page", 1)}
+    return "?" + urlencode(kept) if kept else ""
+
+
+@router.get("/")
+def queue(request: Request, status: str | None = None, page: PageNumber = 1) -> Response:
+    chosen = _status_filter(request, status)
+    if isinstance(chosen, Response):
+        return chosen
+    return render(request, "queue.html", _queue_context(request, chosen, page))
+
+
+@router.get("/fragments/queue")
+def queue_fragment(request: Request, status: str | None = None, page: PageNumber = 1) -> Response:
+    chosen = _status_filter(request, status)
+    if isinstance(chosen, Response):
+        return chosen
+    return render(request, "_queue.html", _queue_context(request, chosen, page))
+
+
+def task_moves(row: views.QueueRow, now: datetime) -> tuple[list[str], str]:
+    """The operator's moves the task's status allows now (the lifecycle's own rules: hold and
+    cancel a queued or failed task, release a held or a waiting one), else why there are none."""
+    status = row.status
+    waiting = row.not_before is not None and row.not_before > now
+    if status == TaskStatus.HELD:
+        return ["release"], ""
+    if status in (TaskStatus.QUEUED, TaskStatus.FAILED):
+        return (["release"] if waiting else []) + ["hold", "cancel"], ""
+    if status == TaskStatus.RUNNING:
+        return [], (
+            "A running task is settled by its run. On Temporal, `assay task hold "
+            f"{row.task_id}` (with ASSAY_TEMPORAL set) stops its workflow and holds it."
+        )
+    if status == TaskStatus.DONE:
+        return [], "The task is done; nothing to hold or release."
+    return [], "This task row cannot be read, so it cannot be moved from here."
+
+
+def _task_context(request: Request, task_id: str) -> dict[str, Any] | None:
+    task = views.task_view(_config(request).ledger, task_id)
+    if task is None:
+        return None
+    moves, no_moves = task_moves(task.row, datetime.now(UTC))
+    return {
+        "task": task,
+        "moves": moves,
+        "no_moves": no_moves,
+        "fragment": f"/fragments/tasks/{quote(task_id, safe='')}",
+    }
+
+
+@router.get("/tasks/{task_id}")
+def task(request: Request, task_id: str) -> Response:
+    context = _task_context(request, task_id)
+    if context is None:
+        return _not_found(request, "task", task_id)
+    return render(request, "task.html", context)
+
+
+@router.get("/fragments/tasks/{task_id}")
+def task_fragment(request: Request, task_id: str) -> Response:
+    context = _task_context(request, task_id)
+    if context is None:
+        return _not_found(request, "task", task_id)
+    return render(request, "_task.html", context)
+
+
+def _run_context(request: Request, run_id: str) -> dict[str, Any] | None:
+    config = _config(request)
+    run = views.run_view(config.ledger, run_id, state_dir=config.state_dir)
+    if run is None:
+        return None
+    return {"run": run, "fragment": f"/fragments/runs/{quote(run_id, safe='')}"}
+
+
+@router.get("/runs/{run_id}")
+def run(request: Request, run_id: str) -> Response:
+    context = _run_context(request, run_id)
+    if context is None:
+        return _not_found(request, "run", run_id)
+    return render(request, "run.html", context)
+
+
+@router.get("/fragments/runs/{run_id}")
+def run_fragment(request: Request, run_id: str) -> Response:
+    context = _run_context(request, run_id)
+    if context is None:
+        return _not_found(request, "run", run_id)
+    return render(request, "_run.html", context)
+
+
+@router.get("/runs/{run_id}/payload.json")
+def payload(request: Request, run_id: str) -> Response:
+    document = views.payload_document(_config(request).ledger, run_id)
+    if document is None:
+        return render(
+            request,
+            "message.html",
+            {
+                "title": "No payload",
+                "message": f"Run {run_id!r} has no payload here (unknown run, still open, "
+                "or closed before the ledger kept payloads and its file is not on this machine).",
+                "back": f"/runs/{quote(run_id, safe='')}",
+            },
+            404,
+        )
+    # The run id is the store's own, but a header is no place to trust one.
+    name = "".join(c if c.isalnum() or c in "-_." else "_" for c in run_id)
+    return Response(
+        json.dumps(document, indent=2, sort_keys=True) + "\n",
+        media_type="application/json",
+        headers={"Content-Disposition": f'attachment; filename="payload-{name}.json"'},
+    )
+
+
+def _halts_context(request: Request, page: int) -> dict[str, Any]:
+    config = _config(request)
+    halts = views.halts_page(
+        config.ledger, state_dir=config.state_dir, page=page, per_page=PER_PAGE
+    )
+    return {
+        "halts": halts,
+        "query": lambda **changes: _query(**{"page": page, **changes}),
+        "fragment": "/fragments/halts" + _query(page=page),
+    }
+
+
+@router.get("/halts")
+def halts(request: Request, page: PageNumber = 1) -> Response:
+    return render(request, "halts.html", _halts_context(request, page))
+
+
+@router.get("/fragments/halts")
+def halts_fragment(request: Request, page: PageNumber = 1) -> Response:
+    return render(request, "_halts.html", _halts_context(request, page))

@@ -1,0 +1,38 @@
+"""The dashboard's templates and the one way every page is rendered.
+
+``render`` gives each template the request, the CSRF token the security middleware chose for
+this request (the hidden field of every form) and the config, so no route can forget them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from fastapi import Request
+from fastapi.responses import HTMLResponse
+from fastapi.templating import Jinja2Templates
+
+from assay.web.format import FILTERS
+
+TEMPLATES = Path(__file__).with_name("templates")
+
+templates = Jinja2Templates(directory=str(TEMPLATES))
+templates.env.filters.update(FILTERS)
+# A missing attribute is a bug in a template, not an empty string on a page.
+templates.env.undefined = jinja2.StrictUndefined
+
+
+def render(
+    request: Request, name: str, context: dict[str, Any], status_code: int = 200
+) -> HTMLResponse:
+    """``name`` rendered with ``context`` plus ``request``, ``csrf`` and ``config``."""
+    state = request.state
+    full = {
+        **context,
+        "csrf": getattr(state, "csrf", ""),
+        "config": getattr(request.app.state, "config", None),
+        "notice": context.get("notice", request.query_params.get("notice")),
+    }
+    return templates.TemplateResponse(request, name, full, status_code=status_code)

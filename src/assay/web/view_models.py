@@ -1,0 +1,269 @@
+"""The dashboard's read models: plain frozen values a template renders, nothing to query.
+
+Times are aware UTC datetimes; money is USD as ``float | None`` and tokens ``int | None``,
+where ``None`` means nobody reported it (unknown, never zero). Every page's value carries
+``last_event_id``, the newest event the page was built from, so a live page asks the event
+stream only for what came after it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+
+class SeatState(StrEnum):
+    """How one seat of an attempt stands, as a page says it."""
+
+    RUNNING = "running"
+    VIABLE = "viable"
+    NOT_VIABLE = "not viable"
+    LOST_TO_QUOTA = "lost to quota"
+    INTERRUPTED = "interrupted"  # started, never finished, and the run is closed
+
+
+class AttemptState(StrEnum):
+    """How one attempt stands: still running, or the outcome it was decided with."""
+
+    RUNNING = "running"
+    PASS = "pass"
+    WARN = "warn"
+    BLOCKED = "blocked"
+    ERROR = "error"
+    INTERRUPTED = "interrupted"  # started, never decided, and the run is closed
+
+
+class ReportMark(StrEnum):
+    """A file of the coder's report compared with the diff read from disk."""
+
+    OK = "ok"
+    CLAIMED_BUT_MISSING = "claimed_but_missing"
+    UNCLAIMED_BUT_PRESENT = "unclaimed_but_present"
+
+
+UNREADABLE_STATUS = "unreadable"
+"""The status shown for a task row that is not a valid task (edited by hand, a newer version)."""
+
+
+@dataclass(frozen=True)
+class RunBrief:
+    """A run as a list shows it; the settle fields are None while it is open."""
+
+    run_id: str
+    task_id: str
+    status: str
+    open: bool
+    started_at: datetime
+    finished_at: datetime | None
+    settle_row: str | None
+    attempt_spent: bool | None
+    task_status: str | None
+    reason: str | None
+
+
+@dataclass(frozen=True)
+class QueueRow:
+    """One task of the queue. ``status`` is ``unreadable`` (and ``problem`` says why) for a row
+    that is not a valid task; budgets are None when its stored contract cannot be read."""
+
+    task_id: str
+    title: str
+    status: str
+    problem: str | None
+    attempts_spent: int
+    max_attempts: int | None
+    attempts_remaining: int | None
+    refund_streak: int
+    max_refunds: int | None
+    hold_reason: str | None
+    hold_source: str | None
+    not_before: datetime | None
+    updated_at: datetime
+    last_run: RunBrief | None
+
+
+@dataclass(frozen=True)
+class QueuePage:
+    """One page of the queue. ``counts`` has every status present plus ``all``; ``total`` is
+    the number of tasks matching ``status`` (None: all)."""
+
+    rows: list[QueueRow]
+    counts: dict[str, int]
+    status: str | None
+    page: int
+    per_page: int
+    total: int
+    pages: int
+    last_event_id: int
+
+
+@dataclass(frozen=True)
+class ActionView:
+    """An operator's move on a task (hold, release, cancel) or a halt re-arm, from the log."""
+
+    at: datetime
+    action: str
+    by: str
+    via: str
+    reason: str | None
+    run_id: str | None = None
+
+
+@dataclass(frozen=True)
+class TaskView:
+    """A task's page: its row, its instruction, its runs newest first, the operators' moves."""
+
+    row: QueueRow
+    instruction: str
+    last_error: str | None
+    diagnostic: str | None
+    runs: list[RunBrief]
+    actions: list[ActionView]
+    last_event_id: int
+
+
+@dataclass(frozen=True)
+class SeatView:
+    """One seat of one attempt: who coded, what it touched and cost, whether it was chosen."""
+
+    attempt: int
+    seat: int
+    coder: str
+    label: str | None
+    state: str
+    error: str | None
+    files: list[str]
+    tokens: int | None
+    cost_usd: float | None
+    wall_time_ms: int | None
+    stop_reason: str | None
+    chosen: bool
+
+
+@dataclass(frozen=True)
+class ValidatorView:
+    """One validator's verdict on a seat's candidate, with the tail of its output."""
+
+    attempt: int
+    seat: int
+    validator_id: str
+    severity: str
+    error: bool
+    justification: str
+    findings: list[str]
+
+
+@dataclass(frozen=True)
+class TallyView:
+    """The judges' blind tally of one attempt; ``votes`` are first choices per label."""
+
+    attempt: int
+    winner: str | None
+    present: int
+    quorum: int
+    met: bool
+    votes: list[tuple[str, int]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class AttemptView:
+    """One attempt of a run's timeline: its seats, validators, tally and decision."""
+
+    attempt: int
+    state: str
+    started_at: datetime | None
+    decided_at: datetime | None
+    seats: list[SeatView]
+    validators: list[ValidatorView]
+    tally: TallyView | None
+    action: str | None
+    next: str | None
+    why: str | None
+    failures: list[str]
+
+
+@dataclass(frozen=True)
+class ReportFile:
+    path: str
+    mark: str
+
+
+@dataclass(frozen=True)
+class ReportView:
+    """The chosen candidate's coder report: evidence, never a verdict."""
+
+    summary: str | None
+    files: list[ReportFile]
+    stop_reason: str | None
+    turns_used: int | None
+    tokens_used: int | None
+    cost_usd: float | None
+
+
+@dataclass(frozen=True)
+class HaltView:
+    """One halt of a run's dispatch. ``lifecycle`` None: unknown here (no state file or
+    document); ``rearm_command`` is the exact CLI, only for a FIRED halt; ``rearmable_here``:
+    its state file is on this machine, so the page's re-arm form can act."""
+
+    dispatch_id: str
+    name: str
+    severity: str
+    lifecycle: str | None
+    detail: str
+    fired_at: str | None
+    history: list[dict[str, Any]]
+    rearm_command: str | None
+    rearmable_here: bool
+
+
+@dataclass(frozen=True)
+class Totals:
+    """What a run's dispatches spent; None where any dispatch did not say (unknown, not 0)."""
+
+    tokens: int | None
+    cost_usd: float | None
+    wall_time_ms: int | None
+
+
+@dataclass(frozen=True)
+class RunView:
+    """A run's page: its timeline (oldest attempt first), what it spent, the chosen candidate's
+    report, files and diff, its halts, and how it landed."""
+
+    run: RunBrief
+    title: str
+    attempts: list[AttemptView]
+    totals: Totals
+    coder_report: ReportView | None
+    changed_files: list[str]
+    diff: str | None
+    diff_truncated: bool
+    halts: list[HaltView]
+    warnings: list[str]
+    land: dict[str, Any] | None
+    sandbox: str | None
+    payload_available: bool
+    last_event_id: int
+
+
+@dataclass(frozen=True)
+class FiredHaltRow:
+    """A halt that fired and is not re-armed, with the task and run it stops."""
+
+    task_id: str
+    task_status: str | None
+    run_id: str
+    halt: HaltView
+
+
+@dataclass(frozen=True)
+class HaltsPage:
+    rows: list[FiredHaltRow]
+    page: int
+    per_page: int
+    total: int
+    pages: int
+    last_event_id: int

@@ -1,0 +1,307 @@
+"""The dashboard's pages over a ledger filled by real `assay` runs (the shared world of
+``conftest.py``): each page renders and says the right facts, unknown things are 404 pages,
+hostile text is escaped, and an unreadable task row does not take the queue down."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+import pytest
+import sqlalchemy as sa
+from fastapi.testclient import TestClient
+
+from assay.core.tasks import Task
+from assay.web.app import create_app
+from assay.web.config import WebConfig
+
+if TYPE_CHECKING:
+    from conftest import World
+
+
+# As a browser reaches the default dashboard: the guard refuses POSTs under any other host name.
+BASE = "http://127.0.0.1:8765"
+
+
+def client_for(world: World) -> TestClient:
+    config = WebConfig(ledger=world.ledger(), state_dir=world.state_dir)
+    return TestClient(create_app(config), base_url=BASE, raise_server_exceptions=False)
+
+
+@pytest.fixture(scope="module")
+def client(sqlite_world: World) -> Iterator[TestClient]:
+    with client_for(sqlite_world) as c:
+        yield c
+
+
+def _text(html: str) -> str:
+    """The page's words without tags, whitespace collapsed (what a reader sees)."""
+    return " ".join(re.sub(r"<[^>]+>", " ", html).split())
+
+
+def test_queue_lists_every_task_with_its_status_and_counts(world: World) -> None:
+    with client_for(world) as c:
+        page = c.get("/")
+    assert page.status_code == 200
+    html = page.text
+    for task_id in (world.done_task, world.held_task, world.halted_task, world.queued_task):
+        assert f'href="/tasks/{task_id}"' in html
+    text = _text(html)
+    assert "all 4" in text and "held 2" in text and "done 1" in text and "queued 1" in text
+    assert "waiting for the API freeze" in text  # the manual hold's reason
+    assert "halt-scope-breach" in text  # the machine hold names its halt
+    assert 'class="pill status-done"' in html and 'class="pill status-held"' in html
+    assert f'href="/runs/{world.pass_run}"' in html  # the last run, linked
+    assert 'data-live-fragment="/fragments/queue"' in html
+    assert re.search(r'<body data-live-after="\d+"', html)
+
+
+def test_queue_filters_by_status_and_paginates(client: TestClient, sqlite_world: World) -> None:
+    held = client.get("/", params={"status": "held"}).text
+    assert f"/tasks/{sqlite_world.held_task}" in held
+    assert f"/tasks/{sqlite_world.halted_task}" in held
+    assert f"/tasks/{sqlite_world.done_task}" not in held
+    assert 'class="tab tab-held active"' in held
+    assert 'data-live-fragment="/fragments/queue?status=held"' in held
+
+    beyond = client.get("/", params={"page": 7})  # past the end: the last page
+    assert beyond.status_code == 200 and f"/tasks/{sqlite_world.done_task}" in beyond.text
+    assert "No task is running" in client.get("/?status=running").text
+
+
+@pytest.mark.parametrize(
+    ("url", "says"),
+    [
+        ("/?status=bogus", "no task status &#39;bogus&#39;"),
+        ("/?page=0", "greater than or equal to 1"),
+        ("/?page=abc", "valid integer"),
+        ("/halts?page=-1", "greater than or equal to 1"),
+    ],
+)
+def test_bad_queries_are_400_pages(client: TestClient, url: str, says: str) -> None:
+    page = client.get(url)
+    assert page.status_code == 400
+    assert "Bad request" in page.text and says in page.text
+    assert "Traceback" not in page.text
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "/tasks/t-nope",
+        "/runs/r-nope",
+        "/runs/r-nope/payload.json",
+        "/fragments/tasks/t-nope",
+        "/fragments/runs/r-nope",
+        "/no/such/page",
+    ],
+)
+def test_unknown_things_are_404_pages(client: TestClient, url: str) -> None:
+    page = client.get(url)
+    assert page.status_code == 404
+    assert page.headers["content-type"].startswith("text/html")
+    assert '<a class="brand" href="/">' in page.text  # the dashboard's own page, with its nav
+
+
+def test_a_done_task_shows_its_run_and_what_settle_did(
+    client: TestClient, sqlite_world: World
+) -> None:
+    html = client.get(f"/tasks/{sqlite_world.done_task}").text
+    text = _text(html)
+    assert f'href="/runs/{sqlite_world.pass_run}"' in html
+    assert "succeeded" in text and "spent" in text
+    assert "Make slugify keep digits." in text  # the title and the instruction
+    assert "The task is done" in text
+    assert 'action="/tasks/' not in html  # no move is allowed on a done task
+    assert f'data-live-task="{sqlite_world.done_task}"' in html
+
+
+def test_a_held_task_offers_release_only(client: TestClient, sqlite_world: World) -> None:
+    page = client.get(f"/tasks/{sqlite_world.held_task}")
+    html = page.text
+    assert f'action="/tasks/{sqlite_world.held_task}/release"' in html
+    assert "/hold" not in html and "/cancel" not in html
+    assert "waiting for the API freeze" in html
+    assert "Not run yet." in html
+    # The form's CSRF field is the cookie the security middleware set on this response.
+    csrf = re.search(r'name="csrf" value="([^"]+)"', html)
+    assert csrf is not None and csrf.group(1) == client.cookies.get("assay_csrf")
+
+
+def test_a_queued_task_offers_hold_and_cancel(client: TestClient, sqlite_world: World) -> None:
+    html = client.get(f"/tasks/{sqlite_world.queued_task}").text
+    assert f'action="/tasks/{sqlite_world.queued_task}/hold"' in html
+    assert f'action="/tasks/{sqlite_world.queued_task}/cancel"' in html
+    assert "/release" not in html
+    assert 'name="reason"' in html and 'name="by"' in html
+
+
+def test_the_run_page_shows_the_blocked_attempt_then_the_pass(world: World) -> None:
+    with client_for(world) as c:
+        html = c.get(f"/runs/{world.pass_run}").text
+    first, second = html.index('id="attempt-1"'), html.index('id="attempt-2"')
+    assert first < second
+    assert 'class="attempt attempt-blocked" id="attempt-1"' in html
+    assert 'class="attempt attempt-pass" id="attempt-2"' in html
+    text = _text(html)
+    assert "Attempt 1 blocked" in text and "Attempt 2 pass" in text
+    assert "replay" in text and "viable" in text  # the seats' coder and outcome
+    assert "tests" in text and "scope" in text  # the validators
+    assert "1 failure fed to the next attempt" in text
+    assert "src/slug.py" in text  # the changed files
+    assert f'href="/runs/{world.pass_run}/payload.json"' in html
+    assert f'data-live-run="{world.pass_run}"' in html
+    assert f'data-live-fragment="/fragments/runs/{world.pass_run}"' in html
+    assert "merged" in text and "succeeded" in text
+
+
+def test_the_run_page_colours_its_diff_when_the_ledger_kept_one(
+    client: TestClient, sqlite_world: World
+) -> None:
+    from assay.web import views
+
+    run = views.run_view(sqlite_world.ledger(), sqlite_world.pass_run, state_dir=None)
+    assert run is not None
+    html = client.get(f"/runs/{sqlite_world.pass_run}").text
+    if run.diff is None:
+        assert "No diff kept for this run." in html
+        pytest.skip("this ledger keeps no run document yet (the close writes it)")
+    assert '<span class="d-add">+' in html and '<span class="d-del">-' in html
+    assert "isalnum" in html
+
+
+def test_a_fired_halt_shows_its_lifecycle_and_the_rearm_command(
+    client: TestClient, sqlite_world: World
+) -> None:
+    html = client.get(f"/runs/{sqlite_world.halt_run}").text
+    text = _text(html)
+    assert 'class="pill status-fired"' in html
+    assert "the task needs a change to setup.cfg, outside src/" in text
+    assert "assay halt rearm" in html and "halt-scope-breach" in html
+    action = f'action="/runs/{sqlite_world.halt_run}/halts/halt-scope-breach/rearm"'
+    assert action in html  # its state file is on this machine
+    assert 'name="evidence" required' in html
+
+
+def test_the_halts_page_lists_the_fired_halt(client: TestClient, sqlite_world: World) -> None:
+    html = client.get("/halts").text
+    assert f'href="/runs/{sqlite_world.halt_run}"' in html
+    assert f'href="/tasks/{sqlite_world.halted_task}"' in html
+    assert "assay halt rearm" in html
+    assert f"/runs/{sqlite_world.pass_run}" not in html  # its halts were attested, not fired
+    assert 'aria-current="page">Halts' in html
+
+
+def test_without_a_state_dir_the_rearm_form_is_not_offered(sqlite_world: World) -> None:
+    app = create_app(WebConfig(ledger=sqlite_world.ledger(), state_dir=None))
+    with TestClient(app) as c:
+        html = c.get(f"/runs/{sqlite_world.halt_run}").text
+    assert "halt-scope-breach" in html
+    assert "/rearm" not in html  # nothing here could act on it
+
+
+def test_the_payload_is_a_json_download(client: TestClient, sqlite_world: World) -> None:
+    answer = client.get(f"/runs/{sqlite_world.pass_run}/payload.json")
+    assert answer.status_code == 200
+    assert answer.headers["content-type"].startswith("application/json")
+    disposition = answer.headers["content-disposition"]
+    assert disposition == f'attachment; filename="payload-{sqlite_world.pass_run}.json"'
+    document = answer.json()
+    assert isinstance(document, dict) and document
+
+
+def test_fragments_are_the_live_part_alone(client: TestClient, sqlite_world: World) -> None:
+    for url in (
+        "/fragments/queue",
+        "/fragments/queue?status=held",
+        f"/fragments/tasks/{sqlite_world.done_task}",
+        f"/fragments/runs/{sqlite_world.pass_run}",
+        "/fragments/halts",
+    ):
+        part = client.get(url)
+        assert part.status_code == 200, url
+        assert "<html" not in part.text and "<body" not in part.text, url
+    assert f"/tasks/{sqlite_world.held_task}" in client.get("/fragments/queue?status=held").text
+    assert 'id="attempt-2"' in client.get(f"/fragments/runs/{sqlite_world.pass_run}").text
+
+
+def test_the_notice_is_shown_escaped(client: TestClient, sqlite_world: World) -> None:
+    page = client.get(f"/tasks/{sqlite_world.held_task}", params={"notice": "<b>released</b>"})
+    assert '<div class="notice" role="status">&lt;b&gt;released&lt;/b&gt;</div>' in page.text
+
+
+HOSTILE = "<script>alert('pwned')</script>"
+
+
+def test_hostile_text_is_escaped_everywhere(world_copy: World) -> None:
+    ledger = world_copy.ledger()
+    now = datetime.now(UTC)
+    task = Task.new(id="t-hostile", title=HOSTILE, instruction=HOSTILE, now=now)
+    task.hold(f"held: {HOSTILE}", now)
+    ledger.add_task(task)
+    with client_for(world_copy) as c:
+        pages = [c.get("/").text, c.get("/tasks/t-hostile").text, c.get("/?status=held").text]
+        pages.append(c.get("/tasks/<script>").text)  # an id in a 404 message
+    for html in pages:
+        assert "<script>alert" not in html
+    assert "&lt;script&gt;alert(&#39;pwned&#39;)&lt;/script&gt;" in pages[0]
+    assert "&lt;script&gt;" in pages[3]
+
+
+def test_an_unreadable_task_row_does_not_take_the_queue_down(world_copy: World) -> None:
+    engine = sa.create_engine(world_copy.url)
+    with engine.begin() as conn:
+        conn.execute(
+            sa.text("UPDATE tasks SET status = 'exploded' WHERE id = :id"),
+            {"id": world_copy.queued_task},
+        )
+    engine.dispose()
+    with client_for(world_copy) as c:
+        queue = c.get("/")
+        only = c.get("/?status=unreadable")
+        task = c.get(f"/tasks/{world_copy.queued_task}")
+    assert queue.status_code == 200
+    assert 'class="pill status-unreadable"' in queue.text
+    assert f"/tasks/{world_copy.done_task}" in queue.text  # the others are still listed
+    assert "unreadable 1" in _text(queue.text)
+    assert only.status_code == 200 and f"/tasks/{world_copy.queued_task}" in only.text
+    assert task.status_code == 200  # its own page says what is wrong with it
+    assert "exploded" in task.text and "cannot be read" in task.text
+    assert 'action="/tasks/' not in task.text
+
+
+def test_the_stylesheet_is_served(client: TestClient) -> None:
+    css = client.get("/static/app.css")
+    assert css.status_code == 200 and ".status-held" in css.text
+
+
+def test_every_json_field_stays_out_of_the_pages(client: TestClient, sqlite_world: World) -> None:
+    """No raw JSON where a table serves: no page prints a dict or list literal of its data."""
+    for url in ("/", f"/tasks/{sqlite_world.done_task}", f"/runs/{sqlite_world.pass_run}"):
+        text = _text(client.get(url).text)
+        assert "{'" not in text and "['" not in text and '{"' not in text, url
+
+
+def test_releasing_from_the_task_page_comes_back_with_a_notice(world_copy: World) -> None:
+    """The page's own form, posted as a browser would, lands back on the page with the notice
+    and the moves the new status allows."""
+    task_id = world_copy.held_task
+    with client_for(world_copy) as c:
+        page = c.get(f"/tasks/{task_id}").text
+        form = re.search(r'<form method="post" action="([^"]+/release)".*?</form>', page, re.S)
+        assert form is not None
+        csrf = re.search(r'name="csrf" value="([^"]+)"', form.group(0))
+        assert csrf is not None
+        done = c.post(
+            form.group(1),
+            data={"csrf": csrf.group(1), "by": "ana"},
+            headers={"Origin": BASE},
+            follow_redirects=True,
+        )
+    assert done.status_code == 200
+    assert done.url.path == f"/tasks/{task_id}"
+    assert re.search(r'<div class="notice" role="status">[^<]*released[^<]*queued', done.text)
+    assert f'action="/tasks/{task_id}/hold"' in done.text  # queued now: it can be held again
+    assert "ana" in done.text and "release" in _text(done.text)  # the move, in its history
