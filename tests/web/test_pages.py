@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -21,9 +22,13 @@ if TYPE_CHECKING:
     from conftest import World
 
 
+# As a browser reaches the default dashboard: the guard refuses POSTs under any other host name.
+BASE = "http://127.0.0.1:8765"
+
+
 def client_for(world: World) -> TestClient:
     config = WebConfig(ledger=world.ledger(), state_dir=world.state_dir)
-    return TestClient(create_app(config), raise_server_exceptions=False)
+    return TestClient(create_app(config), base_url=BASE, raise_server_exceptions=False)
 
 
 @pytest.fixture(scope="module")
@@ -278,3 +283,38 @@ def test_every_json_field_stays_out_of_the_pages(client: TestClient, sqlite_worl
     for url in ("/", f"/tasks/{sqlite_world.done_task}", f"/runs/{sqlite_world.pass_run}"):
         text = _text(client.get(url).text)
         assert "{'" not in text and "['" not in text and '{"' not in text, url
+
+
+def test_releasing_from_the_task_page_comes_back_with_a_notice(world_copy: World) -> None:
+    """The page's own form, posted as a browser would, lands back on the page with the notice
+    and the moves the new status allows."""
+    task_id = world_copy.held_task
+    with client_for(world_copy) as c:
+        page = c.get(f"/tasks/{task_id}").text
+        form = re.search(r'<form method="post" action="([^"]+/release)".*?</form>', page, re.S)
+        assert form is not None
+        csrf = re.search(r'name="csrf" value="([^"]+)"', form.group(0))
+        assert csrf is not None
+        done = c.post(
+            form.group(1),
+            data={"csrf": csrf.group(1), "by": "ana"},
+            headers={"Origin": BASE},
+            follow_redirects=True,
+        )
+    assert done.status_code == 200
+    assert done.url.path == f"/tasks/{task_id}"
+    assert re.search(r'<div class="notice" role="status">[^<]*released[^<]*queued', done.text)
+    assert f'action="/tasks/{task_id}/hold"' in done.text  # queued now: it can be held again
+    assert "ana" in done.text and "release" in _text(done.text)  # the move, in its history
+
+
+def test_a_ledger_that_cannot_be_read_is_a_500_page_not_a_traceback(tmp_path: Path) -> None:
+    from assay.adapters.store.sql import Ledger
+
+    empty = Ledger(f"sqlite:///{tmp_path / 'never-migrated.db'}")  # no tables at all
+    app = create_app(WebConfig(ledger=empty))
+    with TestClient(app, base_url=BASE, raise_server_exceptions=False) as c:
+        page = c.get("/")
+    assert page.status_code == 500
+    assert "Something went wrong" in page.text and "log has the details" in page.text
+    assert "Traceback" not in page.text and "sqlite" not in page.text.lower()
