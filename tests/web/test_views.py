@@ -8,13 +8,15 @@ import sqlite3
 import subprocess
 import sys
 import time
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from support.repo import ASSAY as REPO_ASSAY
-from support.repo import FIXED, PYTEST, git
+from support.repo import FIXED, git
 
+from assay.core.vocab import EventKind
 from assay.engine.refunds import refund_streak
 from assay.web import views
 from assay.web.views import AttemptState, SeatState
@@ -57,11 +59,15 @@ def test_the_queue_filters_by_status_and_pages(world: World) -> None:
         second = views.queue_page(ledger, per_page=1, page=2)
         past_the_end = views.queue_page(ledger, per_page=3, page=99)
         nothing = views.queue_page(ledger, status="failed")
+        clamped = views.queue_page(ledger, page=-3, per_page=0)
+        unknown = views.queue_page(ledger, status="sideways")
     assert {r.task_id for r in held.rows} == {world.held_task, world.halted_task}
     assert held.total == 2 and held.counts["all"] == 4
     assert [r.task_id for r in second.rows] == [world.halted_task] and second.pages == 4
     assert past_the_end.page == 2 and [r.task_id for r in past_the_end.rows] == [world.done_task]
     assert nothing.rows == [] and (nothing.total, nothing.pages) == (0, 1)
+    assert (clamped.page, clamped.per_page, len(clamped.rows)) == (1, 1, 1)
+    assert unknown.rows == [] and unknown.total == 0
 
 
 def test_a_task_page_has_its_runs_and_none_for_an_unknown_task(world: World) -> None:
@@ -99,7 +105,8 @@ def test_a_blocked_then_passed_run_shows_both_attempts(world: World) -> None:
     assert "test_digits" in tests.justification + " ".join(tests.findings)
     assert run.land is not None and run.land["mode"] == "merge"
     assert run.payload_available and run.sandbox in ("bwrap", "none")
-    assert run.totals.wall_time_ms is not None
+    # The replay coder reports no tokens: unknown, not 0; its wall time is measured.
+    assert run.totals.tokens is None and run.totals.wall_time_ms is not None
     assert not any(h.lifecycle == "FIRED" for h in run.halts)  # attested at close
     assert {h.name for h in run.halts} >= {"halt-scope-breach", "halt-secret-exposure"}
 
@@ -158,6 +165,30 @@ def test_a_run_closed_before_documents_were_kept_reads_its_payload_file(
     assert payload is not None and payload["run_id"] == world_copy.pass_run
     assert run is not None and run.payload_available and run.diff is None
     assert run.land is not None and run.land["mode"] == "merge"
+
+
+def test_malformed_run_events_are_skipped_not_raised(world_copy: World) -> None:
+    at = datetime.now(UTC)
+    junk: list[tuple[EventKind, dict[str, Any]]] = [
+        (EventKind.SEAT_FINISHED, {"attempt": "one", "seat": 1}),
+        (EventKind.SEAT_FINISHED, {"attempt": 2, "seat": None, "files": "nope"}),
+        (EventKind.ATTEMPT_DECIDED, {"attempt": 2, "failures": "not a list", "seat": "x"}),
+        (EventKind.VALIDATOR_FINISHED, {"attempt": 2, "findings": {"a": 1}}),
+        (EventKind.JUDGES_RANKED, {"attempt": 2, "winner": 3, "present": "many"}),
+        (EventKind.WARNING, {"message": ["not", "text"]}),
+        (EventKind.HALT_FIRED, {"name": None}),
+    ]
+    with world_copy.ledger() as ledger:
+        for kind, data in junk:
+            ledger.append_event(
+                kind, data, at=at, task_id=world_copy.done_task, run_id=world_copy.pass_run
+            )
+        run = views.run_view(ledger, world_copy.pass_run, state_dir=world_copy.state_dir)
+    assert run is not None
+    assert [a.state for a in run.attempts] == [AttemptState.BLOCKED, AttemptState.PASS]
+    assert run.changed_files == ["src/slug.py"] and run.warnings == []
+    assert run.attempts[1].seats[0].chosen and run.attempts[1].next == "land"
+    assert "?" not in {v.validator_id for v in run.attempts[1].validators}
 
 
 def test_an_unreadable_task_row_is_shown_not_raised(world_copy: World) -> None:
@@ -255,7 +286,7 @@ def test_an_open_run_is_read_from_its_events_while_it_runs(world_copy: World) ->
         "slow.yaml",
         f"""task: Make slugify keep digits, slowly.
 coder: {{kind: replay, steps: [{{script: "{slow}"}}]}}
-validators: [{{id: tests, kind: command, run: "{PYTEST}"}}]
+validators: [{{id: tests, kind: command, run: "{world_copy.check_command}"}}]
 land: merge
 """,
     )
