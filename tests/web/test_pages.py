@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -305,3 +306,15 @@ def test_releasing_from_the_task_page_comes_back_with_a_notice(world_copy: World
     assert re.search(r'<div class="notice" role="status">[^<]*released[^<]*queued', done.text)
     assert f'action="/tasks/{task_id}/hold"' in done.text  # queued now: it can be held again
     assert "ana" in done.text and "release" in _text(done.text)  # the move, in its history
+
+
+def test_a_ledger_that_cannot_be_read_is_a_500_page_not_a_traceback(tmp_path: Path) -> None:
+    from assay.adapters.store.sql import Ledger
+
+    empty = Ledger(f"sqlite:///{tmp_path / 'never-migrated.db'}")  # no tables at all
+    app = create_app(WebConfig(ledger=empty))
+    with TestClient(app, base_url=BASE, raise_server_exceptions=False) as c:
+        page = c.get("/")
+    assert page.status_code == 500
+    assert "Something went wrong" in page.text and "log has the details" in page.text
+    assert "Traceback" not in page.text and "sqlite" not in page.text.lower()
