@@ -4,7 +4,10 @@ hostile text is escaped, and an unreadable task row does not take the queue down
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -13,6 +16,7 @@ from typing import TYPE_CHECKING
 import pytest
 import sqlalchemy as sa
 from fastapi.testclient import TestClient
+from support.repo import ASSAY, PYTEST
 
 from assay.core.tasks import Task
 from assay.web.app import create_app
@@ -318,3 +322,48 @@ def test_a_ledger_that_cannot_be_read_is_a_500_page_not_a_traceback(tmp_path: Pa
     assert page.status_code == 500
     assert "Something went wrong" in page.text and "log has the details" in page.text
     assert "Traceback" not in page.text and "sqlite" not in page.text.lower()
+
+
+@pytest.mark.slow
+def test_an_open_run_reads_as_running_and_live(world_copy: World) -> None:
+    """A real run, caught while its coder works (a replay step that sleeps): its page says it
+    runs, with the attempt and the seat in progress and no settle yet."""
+    repo = world_copy.repo
+    slow = repo.contract(
+        "slow.yaml",
+        f"""task: Make slugify keep digits, slowly.
+scope: {{allow: ["src/**"]}}
+coder: {{kind: replay, steps: [{{script: "sleep 4 && {repo.put("fixed.py", "src/slug.py")}"}}]}}
+validators: [{{id: tests, kind: command, run: "{PYTEST}"}}]
+land: branch
+""",
+    )
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
+    run = subprocess.Popen(
+        [str(ASSAY), "run", "--contract", str(slow)],
+        cwd=repo.root,
+        env=environ,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        ledger = world_copy.ledger()
+        deadline = time.monotonic() + 20
+        while not (open_runs := ledger.open_runs()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert open_runs, "the run did not start"
+        run_id = open_runs[0].id
+        with client_for(world_copy) as c:
+            while time.monotonic() < deadline:
+                html = c.get(f"/runs/{run_id}").text
+                if 'id="attempt-1"' in html:
+                    break
+                time.sleep(0.1)
+        text = _text(html)
+        assert '<span class="live-badge">live</span>' in html
+        assert "Running for" in text and "Settle running" in text
+        assert 'class="attempt attempt-running" id="attempt-1"' in html
+        assert "Shown when the run closes." in text
+    finally:
+        run.terminate()  # seen what was wanted; the copy's ledger is thrown away with it
+        run.wait(30)
