@@ -13,6 +13,10 @@ installed, change ``kind: replay`` to ``kind: claude`` in the contract below (an
 
 The coder and the validator run in the bubblewrap sandbox when ``bwrap`` works here; when it
 does not, the demo says so and runs with ``sandbox: none`` (unconfined), as a contract would.
+
+The demo's repository is kept (in ``.demo/`` of this checkout, git-ignored, replaced by the next
+demo) so its ledger can be looked at afterwards: the demo ends by saying how to open the
+dashboard on it.
 """
 
 from __future__ import annotations
@@ -23,13 +27,13 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 from rich.console import Console
 from rich.syntax import Syntax
 
 BIN = Path(sys.executable).parent
+DEMO = Path(__file__).resolve().parent.parent / ".demo"
 console = Console()
 
 BUGGY = '''\
@@ -118,7 +122,9 @@ def sandbox_mode() -> str:
 
 
 def main() -> int:
-    work = Path(tempfile.mkdtemp(prefix="assay-demo-"))
+    work = DEMO
+    shutil.rmtree(work, ignore_errors=True)  # the previous demo's
+    work.mkdir(parents=True)
     try:
         repo, fixes = work / "slugs", work / "fixes"
         (repo / "src").mkdir(parents=True)
@@ -174,9 +180,19 @@ def main() -> int:
             )
         }
         console.print(Syntax(json.dumps(shown, indent=2), "json"))
+        console.rule("[bold]The dashboard")
+        console.print(
+            "The demo's repository and its ledger are kept. To see the run in the dashboard "
+            "(queue, the run's timeline with both attempts, the diff), open it with:"
+        )
+        console.print(
+            f"  cd {repo} && {BIN / 'assay'} serve --web-only", markup=False, soft_wrap=True
+        )
+        console.print("and browse http://127.0.0.1:8765/ (Ctrl-C stops it).")
         return done.returncode
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)  # a half-built demo is nothing to look at
+        raise
 
 
 if __name__ == "__main__":

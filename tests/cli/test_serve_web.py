@@ -11,6 +11,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -196,3 +197,26 @@ def test_no_web_serves_nothing(repo: Repo, serving: list[Serving]) -> None:
         httpx.get(f"http://127.0.0.1:{port}/", timeout=2)
     assert one.stop() == 143
     assert not [line for line in one.said if line.startswith("dashboard:")]
+
+
+@pytest.mark.slow
+def test_serve_temporal_serves_the_dashboard_over_the_shared_ledger(
+    repo: Repo, serving: list[Serving], postgres_url: str, temporal_server: Any
+) -> None:
+    port = free_port()
+    one = Serving(
+        repo,
+        "--temporal",
+        temporal_server.address,
+        "--task-queue",
+        f"web-{port}",
+        "--web-port",
+        str(port),
+        ASSAY_DATABASE_URL=postgres_url,
+    )
+    serving.append(one)
+    assert one.wait_for("dashboard: ") == f"dashboard: http://127.0.0.1:{port}/"
+    page = httpx.get(f"http://127.0.0.1:{port}/", timeout=10)
+    assert page.status_code == 200 and "Queue" in page.text
+    assert one.stop(signal.SIGTERM) == 143
+    assert any("workflow(s)" in line for line in one.said), one.said

@@ -90,6 +90,15 @@ def test_hold_then_cancel_with_reasons_and_a_remembered_name(world_copy: World) 
         assert move["reason"] == "not needed"
 
 
+def test_an_unnamed_move_records_where_it_came_from(world_copy: World) -> None:
+    with Ledger(world_copy.url) as ledger:
+        c = client(world_copy, ledger)
+        page = f"/tasks/{world_copy.held_task}"
+        assert post(c, f"{page}/release", page).status_code == 303
+        assert saved(ledger, world_copy.held_task)["by"] == "anonymous at testclient"
+        assert "assay_by" not in c.cookies
+
+
 def test_a_move_the_lifecycle_refuses_is_a_409_page_and_changes_nothing(
     world_copy: World,
 ) -> None:

@@ -18,6 +18,7 @@ from typing import Any
 import httpx
 import pytest
 from fastapi import FastAPI
+from support.postgres import create_database, drop_database
 
 from assay.adapters.store.sql import Ledger
 from assay.core.tasks import Task
@@ -94,9 +95,16 @@ class Served:
         return self.ledger.append_event(EventKind.HALT_REARMED, {"note": note}, at=NOW, **where)
 
 
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    ledger = Ledger.open(f"sqlite:///{tmp_path_factory.mktemp('live') / 'assay.db'}")
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def served(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Served]:
+    if request.param == "postgresql":
+        url = create_database()
+        request.addfinalizer(lambda: drop_database(url))
+    else:
+        url = f"sqlite:///{tmp_path_factory.mktemp('live') / 'assay.db'}"
+    ledger = Ledger.open(url)
     tasks = []
     for n in (1, 2):
         task = Task.new(id=f"t{n}", title=f"task {n}", instruction="do it", now=NOW)
@@ -180,6 +188,17 @@ def test_many_streams_share_one_poller(served: Served) -> None:
     assert all(s.next_event()["id"] == str(appended) for s in streams)
     hub: live.Hub = served.app.state.live_hub
     assert len(hub.subscribers) >= 5 and hub._task is not None and not hub._task.done()
+
+
+def test_a_closed_stream_leaves_the_hub(served: Served) -> None:
+    hub: live.Hub = served.app.state.live_hub
+    with httpx.stream("GET", f"{served.server.url}events", timeout=10) as response:
+        next(response.iter_lines())
+        during = len(hub.subscribers)
+    deadline = time.monotonic() + WAIT
+    while len(hub.subscribers) >= during:
+        assert time.monotonic() < deadline, "the closed stream is still subscribed"
+        time.sleep(0.05)
 
 
 def test_a_quiet_stream_keeps_alive(served: Served, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
 from fastapi import FastAPI, Request
 from fastapi.responses import PlainTextResponse
@@ -52,7 +54,9 @@ def client(app: FastAPI, base: str = BASE) -> TestClient:
     return TestClient(app, base_url=base, follow_redirects=False)
 
 
-def post(c: TestClient, *, csrf: str | None = None, origin: str | None = BASE, **headers: str):
+def post(
+    c: TestClient, *, csrf: str | None = None, origin: str | None = BASE, **headers: str
+) -> httpx.Response:
     fields = {"what": "it"}
     if csrf is not None:
         fields["csrf"] = csrf
@@ -102,11 +106,19 @@ def test_a_forged_post_is_refused_403_and_nothing_runs(
 ) -> None:
     app, ran = make_app(ledger)
     c = client(app)
-    kwargs: dict = {"csrf": csrf_of(c), **headers}
+    kwargs: dict[str, Any] = {"csrf": csrf_of(c), **headers}
     refused = post(c, **kwargs)
     assert refused.status_code == 403, case
     assert says in refused.text and "nothing was done" in refused.text
     assert ran == []
+
+
+def test_other_unsafe_methods_pass_the_same_rules(ledger: Ledger) -> None:
+    app, ran = make_app(ledger)
+    c = client(app)
+    csrf_of(c)
+    refused = c.request("DELETE", "/act", headers={"Origin": "http://evil.example"})
+    assert refused.status_code == 403 and ran == []
 
 
 def test_a_referer_stands_for_a_missing_origin(ledger: Ledger) -> None:

@@ -29,7 +29,6 @@ BY_COOKIE = "assay_by"
 MAX_BY = 80
 MAX_REASON = 2000
 MAX_EVIDENCE = 4000
-ANONYMOUS = "someone"
 
 
 @router.post("/tasks/{task_id}/hold")
@@ -134,7 +133,9 @@ def _actor(request: Request, by: str) -> tuple[Actor, str | None]:
     """Who acts: the form's ``by`` (then remembered), else the remembered one, else anonymous."""
     named = " ".join(by.split())[:MAX_BY]
     remembered = named or None
-    name = named or " ".join(request.cookies.get(BY_COOKIE, "").split())[:MAX_BY] or ANONYMOUS
+    # Unnamed: at least where it came from (the address the server saw).
+    anonymous = f"anonymous at {request.client.host}" if request.client else "anonymous"
+    name = named or " ".join(request.cookies.get(BY_COOKIE, "").split())[:MAX_BY] or anonymous
     return Actor(by=name, via=ActorVia.WEB), remembered
 
 

@@ -117,14 +117,14 @@ class Hub:
             yield f"retry: 2000\n: after {after}\n\n"
             while True:
                 batch = await anyio.to_thread.run_sync(self._read, sent, run_id, task_id)
-                for event in batch:
-                    sent = event.id
-                    yield message(event, named=named)
+                for caught in batch:
+                    sent = caught.id
+                    yield message(caught, named=named)
                 if len(batch) < BATCH:
                     break
             while True:
                 try:
-                    event = await asyncio.wait_for(sub.queue.get(), KEEPALIVE_SECONDS)
+                    event: Event | None = await asyncio.wait_for(sub.queue.get(), KEEPALIVE_SECONDS)
                 except TimeoutError:
                     yield ": keepalive\n\n"
                     continue

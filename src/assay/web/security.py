@@ -30,6 +30,8 @@ from assay.web.config import LOOPBACK_HOSTS, WebConfig
 TOKEN_COOKIE = "assay_token"
 CSRF_COOKIE = "assay_csrf"
 CSRF_FIELD = "csrf"
+# Every other method (POST, and any a later route might take) passes the CSRF and origin rules.
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 OPEN_PATHS = frozenset({"/login"})
 OPEN_PREFIX = "/static/"
 # The actions' forms are a few short fields; a bigger body is not one of them.
@@ -76,7 +78,7 @@ class Guard:
             login = _login_form(fresh or csrf, path)
             await _page(401, "Token required", login)(scope, receive, send)
             return
-        if scope.get("method") == "POST":
+        if scope.get("method") not in SAFE_METHODS:
             refusal = _origin_refusal(headers, self.config)
             if refusal is None:
                 body, refusal = await _read_form(receive, headers, csrf if fresh is None else "")

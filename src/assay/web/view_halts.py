@@ -222,17 +222,17 @@ def fired_rows(conn: sa.Connection, state_dir: Path | None) -> list[FiredHaltRow
         .where(runs.c.id.in_(sorted(candidates)))
     )
     found: list[tuple[str, datetime, FiredHaltRow]] = []
-    for run_id, task_id, dispatch_id, started_at, task_status, kept in conn.execute(query):
+    for row in conn.execute(query):
         views = halt_views(
-            dispatch_of(run_id, dispatch_id),
+            dispatch_of(row.id, row.dispatch_id),
             state_dir=state_dir,
-            kept=kept,
-            journal=journals.get(run_id, HaltJournal()),
+            kept=row.halt_states,
+            journal=journals.get(row.id, HaltJournal()),
         )
         for view in views:
             if needs_operator(view):
-                row = FiredHaltRow(task_id, task_status, run_id, view)
-                found.append((view.fired_at or "", started_at, row))
+                fired = FiredHaltRow(row.task_id, row.status, row.id, view)
+                found.append((view.fired_at or "", row.started_at, fired))
     found.sort(key=lambda entry: (entry[0], entry[1]), reverse=True)
     return [row for _fired, _started, row in found]
 

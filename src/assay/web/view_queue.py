@@ -72,11 +72,15 @@ def queue_rows(
     offset: int = 0,
 ) -> tuple[list[QueueRow], dict[str, Any]]:
     """The queue rows matching ``where``, newest task first, and the raw rows by id."""
-    query = _ROW_QUERY.where(where).order_by(tasks.c.created_at.desc(), tasks.c.id.desc())
+    newest_first = (tasks.c.created_at.desc(), tasks.c.id.desc())
+    # The page's ids from the tasks table alone (sorting a narrow row), then their full rows.
+    chosen = sa.select(tasks.c.id).where(where).order_by(*newest_first)
     if limit is not None:
-        query = query.limit(limit).offset(offset)
-    raw = conn.execute(query).all()
-    ids = [str(r.id) for r in raw]
+        chosen = chosen.limit(limit).offset(offset)
+    ids = list(conn.execute(chosen).scalars())
+    if not ids:
+        return [], {}
+    raw = conn.execute(_ROW_QUERY.where(tasks.c.id.in_(ids)).order_by(*newest_first)).all()
     budgets = _budgets(conn, ids)
     histories = _histories(conn, ids)
     streaks = _refund_streaks(conn, ids, histories)

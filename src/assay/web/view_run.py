@@ -126,7 +126,7 @@ def read_events(timeline: _Timeline, rows: Any) -> None:
             attempt.started_at = attempt.started_at or at
         elif kind == EventKind.SEAT_FINISHED.value and _int(data.get("seat")) is not None:
             _seat_finished(attempt.seat(data["seat"]), data)
-        elif kind == EventKind.VALIDATOR_FINISHED.value:
+        elif kind == EventKind.VALIDATOR_FINISHED.value and isinstance(data.get("validator"), str):
             attempt.validators.append(_validator(number, data))
         elif kind == EventKind.JUDGES_RANKED.value:
             attempt.tally = TallyView(
@@ -138,13 +138,21 @@ def read_events(timeline: _Timeline, rows: Any) -> None:
                 and data.get("winner") is not None,
             )
         elif kind == EventKind.ATTEMPT_DECIDED.value:
-            attempt.decided_at = at
-            attempt.outcome = str(data.get("outcome") or "") or None
-            attempt.action = _opt(data.get("action"))
-            attempt.next = _opt(data.get("next"))
-            attempt.why = _opt(data.get("why"))
-            attempt.chosen = _int(data.get("seat"))
-            attempt.failures = _strings(data.get("failures"))
+            _decided(attempt, at, data)
+
+
+def _decided(attempt: _Attempt, at: datetime, data: dict[str, Any]) -> None:
+    """The decision; a field the event does not hold well keeps what was known."""
+    attempt.decided_at = at
+    if isinstance(data.get("outcome"), str):
+        attempt.outcome = data["outcome"]
+    attempt.action = _opt(data.get("action")) or attempt.action
+    attempt.next = _opt(data.get("next")) or attempt.next
+    attempt.why = _opt(data.get("why")) or attempt.why
+    chosen = _int(data.get("seat"))
+    attempt.chosen = chosen if chosen is not None else attempt.chosen
+    if isinstance(data.get("failures"), list):
+        attempt.failures = _strings(data["failures"])
 
 
 def _opt(value: Any) -> str | None:
@@ -240,12 +248,10 @@ def _attempt_view(attempt: _Attempt, closed: bool) -> AttemptView:
     )
 
 
-def _totals(seats: list[SeatView], usage: Any) -> Totals:
-    """From the payload's usage when the run kept one, else summed over the seats: a figure
-    no seat reported is unknown; a cost is unknown as soon as one seat's is."""
-    if isinstance(usage, dict):
-        cost = _float(usage.get("cost_usd"))
-        return Totals(_int(usage.get("tokens")), cost, _int(usage.get("wall_time_ms")))
+def _totals(seats: list[SeatView]) -> Totals:
+    """Summed over the seats (the dispatch rows of a closed run, the events of an open one),
+    never the payload's usage, which counts an unreported token figure as 0: a figure no seat
+    reported is unknown, and a cost is unknown as soon as one seat's is."""
     tokens = [s.tokens for s in seats if s.tokens is not None]
     walls = [s.wall_time_ms for s in seats if s.wall_time_ms is not None]
     costs = [s.cost_usd for s in seats]
@@ -369,7 +375,7 @@ def build_run_view(conn: sa.Connection, run_id: str, state_dir: Path | None) -> 
         run=brief,
         title=str(title or ""),
         attempts=views,
-        totals=_totals(seats, payload.get("usage") if payload else None),
+        totals=_totals(seats),
         coder_report=_report(payload),
         changed_files=changed,
         diff=document.diff if document is not None else None,
