@@ -87,7 +87,7 @@ def test_a_signal_stops_the_coder_and_closes_the_run_as_interrupted(
     else:
         added = repo.assay("task", "add", "do it", *flags)
         assert added.returncode == 0, added.stderr
-        proc = _start(repo, "serve", "--poll", "0.1")
+        proc = _start(repo, "serve", "--poll", "0.1", "--no-web")
     coder = _wait_for_coder(repo, proc)
     os.killpg(coder, 0)  # the group recorded is there (raises if not) until the signal
 

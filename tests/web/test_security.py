@@ -174,6 +174,8 @@ def test_with_a_token_every_page_needs_it(ledger: Ledger) -> None:
     assert c.get("/page", headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 200
     assert c.get("/page", headers={"Authorization": "Bearer nope"}).status_code == 401
     assert c.get("/static/app.css").status_code == 404  # open (and absent here), not 401
+    back = c.get("/page", params={"status": "held"})
+    assert 'name=next value="/page?status=held"' in back.text  # the login returns there
 
 
 def test_login_by_query_sets_the_token_cookie_and_goes_back_to_a_local_page(

@@ -166,6 +166,13 @@ def strings_at(repo: Path, commit: str, values: Iterable[str]) -> set[str]:
     return {v for v in wanted if v in matched or any(v in m for m in matched)}
 
 
+def commit_diff(repo: Path, commit: str) -> str:
+    """The patch ``commit`` made over its first parent (renames found; no external diff or
+    textconv: the repository's config never runs a program here)."""
+    options = ["--no-ext-diff", "--no-textconv", "--src-prefix=a/", "--dst-prefix=b/"]
+    return _text(_run(repo, "diff-tree", "-p", "-M", "--no-commit-id", *options, commit).stdout)
+
+
 def current_branch(repo: Path) -> str | None:
     """The checked-out branch's short name, or None on a detached HEAD."""
     done = _run(repo, "symbolic-ref", "--quiet", "--short", "HEAD", ok=(0, 1))

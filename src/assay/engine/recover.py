@@ -16,7 +16,6 @@ import contextlib
 import fcntl
 import json
 import os
-import subprocess
 from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -178,13 +177,10 @@ def close_document(
 
 def _landed_diff(repo: Path, commit: str) -> str | None:
     """The change a landed commit made (what its run merged), or None when git cannot say."""
-    command = ["git", "-C", str(repo), "diff-tree", "-p", "-M", "--no-commit-id"]
-    options = ["--no-ext-diff", "--no-textconv", "--src-prefix=a/", "--dst-prefix=b/"]
     try:
-        done = subprocess.run([*command, *options, commit], capture_output=True, check=True)
-    except (OSError, subprocess.CalledProcessError):
+        return git.commit_diff(repo, commit)
+    except git.GitError:
         return None
-    return done.stdout.decode("utf-8", errors="replace")
 
 
 def recover_interrupted(

@@ -75,7 +75,8 @@ class Guard:
         token = self.config.token
         open_path = path in OPEN_PATHS or path.startswith(OPEN_PREFIX)
         if token and not open_path and not _authorised(token, headers, cookies):
-            login = _login_form(fresh or csrf, path)
+            query = scope.get("query_string", b"").decode("latin-1")
+            login = _login_form(fresh or csrf, f"{path}?{query}" if query else path)
             await _page(401, "Token required", login)(scope, receive, send)
             return
         if scope.get("method") not in SAFE_METHODS:
@@ -83,7 +84,7 @@ class Guard:
             if refusal is None:
                 body, refusal = await _read_form(receive, headers, csrf if fresh is None else "")
                 if refusal is None:
-                    receive = _replay(body)
+                    receive = _replay(body, receive)
             if refusal is not None:
                 await _page(403, "Refused", f"<p>{escape(refusal)}</p>")(scope, receive, send)
                 return
@@ -183,17 +184,18 @@ async def _read_form(
     return body, None
 
 
-def _replay(body: bytes) -> Receive:
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """The body already read, once; then the client's own messages (its disconnect)."""
     sent = False
 
-    async def receive() -> Message:
+    async def replayed() -> Message:
         nonlocal sent
         if not sent:
             sent = True
             return {"type": "http.request", "body": body, "more_body": False}
-        return {"type": "http.disconnect"}
+        return await receive()
 
-    return receive
+    return replayed
 
 
 def _with_csrf_cookie(send: Send, fresh: str | None) -> Send:
