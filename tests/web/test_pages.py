@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import pytest
 import sqlalchemy as sa
 from fastapi.testclient import TestClient
-from support.repo import ASSAY, PYTEST
+from support.repo import ASSAY
 
 from assay.core.tasks import Task
 from assay.web.app import create_app
@@ -334,7 +334,7 @@ def test_an_open_run_reads_as_running_and_live(world_copy: World) -> None:
         f"""task: Make slugify keep digits, slowly.
 scope: {{allow: ["src/**"]}}
 coder: {{kind: replay, steps: [{{script: "sleep 4 && {repo.put("fixed.py", "src/slug.py")}"}}]}}
-validators: [{{id: tests, kind: command, run: "{PYTEST}"}}]
+validators: [{{id: tests, kind: command, run: "{world_copy.check_command}"}}]
 land: branch
 """,
     )
