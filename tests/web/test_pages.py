@@ -310,6 +310,7 @@ def test_releasing_from_the_task_page_comes_back_with_a_notice(world_copy: World
     assert re.search(r'<div class="notice" role="status">[^<]*released[^<]*queued', done.text)
     assert f'action="/tasks/{task_id}/hold"' in done.text  # queued now: it can be held again
     assert "ana" in done.text and "release" in _text(done.text)  # the move, in its history
+    assert 'name="by" maxlength="80" value="ana"' in done.text  # who acts, remembered
 
 
 def test_a_ledger_that_cannot_be_read_is_a_500_page_not_a_traceback(tmp_path: Path) -> None:
