@@ -4,6 +4,7 @@ hostile text is escaped, and an unreadable task row does not take the queue down
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -368,3 +369,43 @@ land: branch
     finally:
         run.terminate()  # seen what was wanted; the copy's ledger is thrown away with it
         run.wait(30)
+
+
+REPORT = (
+    '{"summary": "Kept digits; <b>no</b> other change.", "stop_reason": "completed", '
+    '"turns_used": 3, "files": [{"path": "src/slug.py", "kind": "modified"}, '
+    '{"path": "README.md", "kind": "modified"}]}'
+)
+
+
+def test_the_coder_report_is_set_beside_the_files_the_worktree_shows(world_copy: World) -> None:
+    """A real run whose coder claims a file it did not write and writes one it does not
+    claim: the page marks both (colour and words), beside the changed files from disk."""
+    repo = world_copy.repo
+    script = "echo '# digits kept' >> src/slug.py && echo 'X = 1' > src/extra.py"
+    contract = repo.contract(
+        "report.yaml",
+        f"""task: Note that digits are kept.
+scope: {{allow: ["src/**"]}}
+coder:
+  kind: replay
+  steps:
+    - script: "{script}"
+      report: '{REPORT}'
+validators: [{{id: tests, kind: command, run: "{world_copy.check_command}"}}]
+land: branch
+""",
+    )
+    done = repo.assay("run", "--contract", str(contract), "--json")
+    assert done.returncode == 0, done.stderr
+    run_id = json.loads(done.stdout)["run_id"]
+    with client_for(world_copy) as c:
+        html = c.get(f"/runs/{run_id}").text
+    assert "Kept digits; &lt;b&gt;no&lt;/b&gt; other change." in html
+    assert re.search(r'class="mark-claimed-but-missing"><span class="mono">README.md</span>', html)
+    assert re.search(r'class="mark-unclaimed-but-present"><span class="mono">src/extra.py', html)
+    assert "claimed but missing" in html and "unclaimed but present" in html
+    assert re.search(r'class="mark-ok"><span class="mono">src/slug.py', html)
+    changed = html[html.index("Changed files") :]
+    assert "src/extra.py" in changed and "README.md" not in changed.split("</section>")[0]
+    assert "completed" in _text(html) and "Turns 3" in _text(html)
