@@ -4,7 +4,11 @@ hostile text is escaped, and an unreadable task row does not take the queue down
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import subprocess
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -13,6 +17,7 @@ from typing import TYPE_CHECKING
 import pytest
 import sqlalchemy as sa
 from fastapi.testclient import TestClient
+from support.repo import ASSAY
 
 from assay.core.tasks import Task
 from assay.web.app import create_app
@@ -306,6 +311,7 @@ def test_releasing_from_the_task_page_comes_back_with_a_notice(world_copy: World
     assert re.search(r'<div class="notice" role="status">[^<]*released[^<]*queued', done.text)
     assert f'action="/tasks/{task_id}/hold"' in done.text  # queued now: it can be held again
     assert "ana" in done.text and "release" in _text(done.text)  # the move, in its history
+    assert 'name="by" maxlength="80" value="ana"' in done.text  # who acts, remembered
 
 
 def test_a_ledger_that_cannot_be_read_is_a_500_page_not_a_traceback(tmp_path: Path) -> None:
@@ -318,3 +324,88 @@ def test_a_ledger_that_cannot_be_read_is_a_500_page_not_a_traceback(tmp_path: Pa
     assert page.status_code == 500
     assert "Something went wrong" in page.text and "log has the details" in page.text
     assert "Traceback" not in page.text and "sqlite" not in page.text.lower()
+
+
+@pytest.mark.slow
+def test_an_open_run_reads_as_running_and_live(world_copy: World) -> None:
+    """A real run, caught while its coder works (a replay step that sleeps): its page says it
+    runs, with the attempt and the seat in progress and no settle yet."""
+    repo = world_copy.repo
+    slow = repo.contract(
+        "slow.yaml",
+        f"""task: Make slugify keep digits, slowly.
+scope: {{allow: ["src/**"]}}
+coder: {{kind: replay, steps: [{{script: "sleep 4 && {repo.put("fixed.py", "src/slug.py")}"}}]}}
+validators: [{{id: tests, kind: command, run: "{world_copy.check_command}"}}]
+land: branch
+""",
+    )
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
+    run = subprocess.Popen(
+        [str(ASSAY), "run", "--contract", str(slow)],
+        cwd=repo.root,
+        env=environ,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        ledger = world_copy.ledger()
+        deadline = time.monotonic() + 20
+        while not (open_runs := ledger.open_runs()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert open_runs, "the run did not start"
+        run_id = open_runs[0].id
+        with client_for(world_copy) as c:
+            while time.monotonic() < deadline:
+                html = c.get(f"/runs/{run_id}").text
+                if 'id="attempt-1"' in html:
+                    break
+                time.sleep(0.1)
+        text = _text(html)
+        assert '<span class="live-badge">live</span>' in html
+        assert "Running for" in text and "Settle running" in text
+        assert 'class="attempt attempt-running" id="attempt-1"' in html
+        assert "Shown when the run closes." in text
+    finally:
+        run.terminate()  # seen what was wanted; the copy's ledger is thrown away with it
+        run.wait(30)
+
+
+REPORT = (
+    '{"summary": "Kept digits; <b>no</b> other change.", "stop_reason": "completed", '
+    '"turns_used": 3, "files": [{"path": "src/slug.py", "kind": "modified"}, '
+    '{"path": "README.md", "kind": "modified"}]}'
+)
+
+
+def test_the_coder_report_is_set_beside_the_files_the_worktree_shows(world_copy: World) -> None:
+    """A real run whose coder claims a file it did not write and writes one it does not
+    claim: the page marks both (colour and words), beside the changed files from disk."""
+    repo = world_copy.repo
+    script = "echo '# digits kept' >> src/slug.py && echo 'X = 1' > src/extra.py"
+    contract = repo.contract(
+        "report.yaml",
+        f"""task: Note that digits are kept.
+scope: {{allow: ["src/**"]}}
+coder:
+  kind: replay
+  steps:
+    - script: "{script}"
+      report: '{REPORT}'
+validators: [{{id: tests, kind: command, run: "{world_copy.check_command}"}}]
+land: branch
+""",
+    )
+    done = repo.assay("run", "--contract", str(contract), "--json")
+    assert done.returncode == 0, done.stderr
+    run_id = json.loads(done.stdout)["run_id"]
+    with client_for(world_copy) as c:
+        html = c.get(f"/runs/{run_id}").text
+    assert "Kept digits; &lt;b&gt;no&lt;/b&gt; other change." in html
+    assert re.search(r'class="mark-claimed-but-missing"><span class="mono">README.md</span>', html)
+    assert re.search(r'class="mark-unclaimed-but-present"><span class="mono">src/extra.py', html)
+    assert "claimed but missing" in html and "unclaimed but present" in html
+    assert re.search(r'class="mark-ok"><span class="mono">src/slug.py', html)
+    changed = html[html.index("Changed files") :]
+    assert "src/extra.py" in changed and "README.md" not in changed.split("</section>")[0]
+    assert "completed" in _text(html) and "Turns 3" in _text(html)

@@ -27,11 +27,16 @@ templates.env.undefined = jinja2.StrictUndefined
 def render(
     request: Request, name: str, context: dict[str, Any], status_code: int = 200
 ) -> HTMLResponse:
-    """``name`` rendered with ``context`` plus ``request``, ``csrf`` and ``config``."""
+    """``name`` rendered with ``context`` plus ``request``, ``csrf``, ``by``, ``notice`` and
+    ``config``."""
+    from assay.web.actions import BY_COOKIE  # here: actions renders through this module
+
     state = request.state
     full = {
         **context,
         "csrf": getattr(state, "csrf", ""),
+        # Who the forms say acts: the name the last action remembered, pre-filled.
+        "by": " ".join(request.cookies.get(BY_COOKIE, "").split())[:80],
         "config": getattr(request.app.state, "config", None),
         "notice": context.get("notice", request.query_params.get("notice")),
     }
