@@ -333,7 +333,7 @@ def bench(ledger: Ledger, engine: sa.Engine, args: argparse.Namespace) -> None:
         f"run_view ({args.attempts} attempts x {args.seats} seats)",
         median_ms(lambda: views.run_view(ledger, BIG_RUN, state_dir=None), args.repeat),
     )
-    client = TestClient(create_app(WebConfig(ledger=ledger)))
+    client = TestClient(create_app(WebConfig(ledger=ledger)), base_url="http://127.0.0.1:8765")
 
     def get(path: str) -> Callable[[], object]:
         def call() -> object:

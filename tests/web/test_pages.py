@@ -202,7 +202,7 @@ def test_the_halts_page_lists_the_fired_halt(client: TestClient, sqlite_world: W
 
 def test_without_a_state_dir_the_rearm_form_is_not_offered(sqlite_world: World) -> None:
     app = create_app(WebConfig(ledger=sqlite_world.ledger(), state_dir=None))
-    with TestClient(app) as c:
+    with TestClient(app, base_url=BASE) as c:
         html = c.get(f"/runs/{sqlite_world.halt_run}").text
     assert "halt-scope-breach" in html
     assert "/rearm" not in html  # nothing here could act on it

@@ -154,14 +154,16 @@ def test_an_oversized_form_is_refused(ledger: Ledger) -> None:
     assert refused.status_code == 403 and "too large" in refused.text and ran == []
 
 
-def test_an_unguarded_loopback_dashboard_refuses_posts_under_another_host_name(
-    ledger: Ledger,
-) -> None:
-    # DNS rebinding: evil.example resolving to 127.0.0.1 makes Origin and Host agree.
+def test_an_unguarded_loopback_dashboard_answers_only_to_its_own_names(ledger: Ledger) -> None:
+    # DNS rebinding: evil.example resolving to 127.0.0.1 makes Origin and Host agree, so a
+    # hostile page could read the dashboard (diffs, evidence) or act through it.
     app, ran = make_app(ledger)
-    c = client(app, "http://evil.example:8765")
-    refused = post(c, csrf=csrf_of(c), origin="http://evil.example:8765")
+    evil = client(app, "http://evil.example:8765")
+    assert evil.get("/page").status_code == 403
+    refused = post(evil, csrf="x" * 43, origin="http://evil.example:8765")
     assert refused.status_code == 403 and ran == []
+    for name in ("http://localhost:8765", "http://[::1]:8765", BASE):
+        assert client(app, name).get("/page").status_code == 200
 
 
 def test_with_a_token_every_page_needs_it(ledger: Ledger) -> None:

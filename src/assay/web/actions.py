@@ -23,6 +23,8 @@ from assay.engine.operator import Actor, MoveRefused, RearmRefused, move_task, r
 from assay.web.config import WebConfig
 from assay.web.rendering import render
 
+# The routes are plain functions: FastAPI runs them in its thread pool, so a ledger write that
+# waits for a lock never stalls the event loop (and with it every live stream).
 router = APIRouter()
 
 BY_COOKIE = "assay_by"
@@ -32,7 +34,7 @@ MAX_EVIDENCE = 4000
 
 
 @router.post("/tasks/{task_id}/hold")
-async def hold(
+def hold(
     request: Request,
     task_id: str,
     reason: Annotated[str, Form()] = "",
@@ -42,12 +44,12 @@ async def hold(
 
 
 @router.post("/tasks/{task_id}/release")
-async def release(request: Request, task_id: str, by: Annotated[str, Form()] = "") -> Response:
+def release(request: Request, task_id: str, by: Annotated[str, Form()] = "") -> Response:
     return _move(request, task_id, OperatorMove.RELEASE, reason="", by=by)
 
 
 @router.post("/tasks/{task_id}/cancel")
-async def cancel(
+def cancel(
     request: Request,
     task_id: str,
     reason: Annotated[str, Form()] = "",
@@ -57,7 +59,7 @@ async def cancel(
 
 
 @router.post("/runs/{run_id}/halts/{condition}/rearm")
-async def rearm(
+def rearm(
     request: Request,
     run_id: str,
     condition: str,

@@ -73,6 +73,12 @@ class Guard:
         send = _with_csrf_cookie(send, fresh)
 
         token = self.config.token
+        if self.config.loopback and not token and not _loopback_name(headers):
+            # An unguarded loopback dashboard reached under another name is DNS rebinding:
+            # a hostile page's script reading (or acting) as if it were this machine's own.
+            refusal = f"<p>This dashboard answers on {escape(self.config.host)} only.</p>"
+            await _page(403, "Refused", refusal)(scope, receive, send)
+            return
         open_path = path in OPEN_PATHS or path.startswith(OPEN_PREFIX)
         if token and not open_path and not _authorised(token, headers, cookies):
             query = scope.get("query_string", b"").decode("latin-1")
@@ -147,9 +153,6 @@ def _origin_refusal(headers: dict[str, str], config: WebConfig) -> str | None:
         return "This request says no origin; nothing was done. Use the dashboard's own forms."
     if urlsplit(source).netloc.lower() != host:
         return "This request came from another origin; nothing was done."
-    if config.loopback and not config.token and _hostname(host) not in LOOPBACK_HOSTS:
-        # An unguarded loopback dashboard reached under another name: DNS rebinding.
-        return f"This dashboard answers on {config.host} only; nothing was done."
     return None
 
 
@@ -250,6 +253,10 @@ def _cookies(raw: str) -> dict[str, str]:
 
 def _plausible(csrf: str) -> bool:
     return 20 <= len(csrf) <= 100 and csrf.replace("-", "").replace("_", "").isalnum()
+
+
+def _loopback_name(headers: dict[str, str]) -> bool:
+    return _hostname(headers.get("host", "").lower()) in LOOPBACK_HOSTS
 
 
 def _hostname(host: str) -> str:
