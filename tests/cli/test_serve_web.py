@@ -182,6 +182,7 @@ def test_web_only_with_a_token_from_the_environment(repo: Repo, serving: list[Se
     bearer = {"Authorization": "Bearer tok-from-env"}
     assert httpx.get(base, headers=bearer, timeout=10).status_code == 200
     assert one.stop(signal.SIGINT) == 130
+    assert "assay: SIGINT: stopping the dashboard" in one.said  # no coders to stop here
     assert "dashboard stopped" in one.said
 
 

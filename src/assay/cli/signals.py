@@ -30,14 +30,15 @@ def interrupted_exit() -> int | None:
 
 
 @contextlib.contextmanager
-def graceful_stop() -> Iterator[None]:
-    """Handle SIGINT/SIGTERM by a graceful stop while the block runs (main thread only)."""
+def graceful_stop(said: str = "stopping the coders and closing the run") -> Iterator[None]:
+    """Handle SIGINT/SIGTERM by a graceful stop while the block runs (main thread only);
+    ``said`` is what the first signal prints after its name."""
 
     def handler(signum: int, _frame: FrameType | None) -> None:
         if stop_requested() is None:
             name = signal.Signals(signum).name
             with contextlib.suppress(OSError, ValueError):
-                sys.stderr.write(f"assay: {name}: stopping the coders and closing the run\n")
+                sys.stderr.write(f"assay: {name}: {said}\n")
         request_stop(signum)
 
     previous = {sig: signal.signal(sig, handler) for sig in STOP_SIGNALS}

@@ -126,7 +126,7 @@ def serve_web_only(options: WebOptions, ledger: Ledger, state_dir: Path | None) 
     from assay.adapters.process import stop_requested
     from assay.cli.signals import graceful_stop, interrupted_exit
 
-    with graceful_stop(), dashboard(options, ledger, state_dir):
+    with graceful_stop("stopping the dashboard"), dashboard(options, ledger, state_dir):
         while stop_requested() is None:
             time.sleep(POLL_SECONDS)
     typer.echo("dashboard stopped", err=True)
