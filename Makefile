@@ -7,6 +7,10 @@ STAMP := $(VENV)/.installed-dev
 
 .PHONY: demo test lint typecheck imports unit agents bench clean
 
+# Some environments set PYTHONDONTWRITEBYTECODE: every one of the suite's thousands of `assay`
+# processes would then compile assay's sources again. Let the first one write the bytecode.
+unexport PYTHONDONTWRITEBYTECODE
+
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip

@@ -352,7 +352,7 @@ def test_a_firing_the_coder_erased_from_its_state_file_still_shows_fired(
 def test_a_temporal_run_reads_as_a_local_one_from_another_machine(
     tmp_path: Path, temporal_server: Any, postgres_url: str
 ) -> None:
-    from support.repo import make_repo, replay_contract
+    from support.repo import git, make_repo, replay_contract
     from support.workers import Workers, add_task, serve_once, show
 
     repo = make_repo(tmp_path)
@@ -366,6 +366,12 @@ def test_a_temporal_run_reads_as_a_local_one_from_another_machine(
     with Ledger(postgres_url) as ledger:  # no state dir: the workers' files are not here
         run = views.run_view(ledger, shown["id"], state_dir=None)
         page = views.queue_page(ledger)
+        document = ledger.run_document(shown["id"])
+    # Temporal's record is the local close: the same documents are kept in the ledger.
+    assert document is not None and document.payload["attempts"]["total"] == 2
+    branch = document.payload["land"]["branch"]
+    assert document.diff == git(repo.root, "diff", f"{branch}~1", branch, strip=False)
+    assert document.halt_states is not None
     assert run is not None and run.run.status == "ready"
     assert [a.state for a in run.attempts] == [AttemptState.BLOCKED, AttemptState.PASS]
     assert run.changed_files == ["src/slug.py"] and run.diff and "isalnum" in run.diff
