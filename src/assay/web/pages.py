@@ -50,6 +50,15 @@ def _not_found(request: Request, what: str, ident: str) -> Response:
     )
 
 
+def _shown(
+    request: Request, template: str, context: dict[str, Any] | None, what: str, ident: str
+) -> Response:
+    """A page (or its fragment) of one task or run, or the not-found page when there is none."""
+    if context is None:
+        return _not_found(request, what, ident)
+    return render(request, template, context)
+
+
 def _status_filter(request: Request, status: str | None) -> str | Response | None:
     """The queue's ``status`` filter: blank is none, an unknown one is a 400 page."""
     if not status:
@@ -140,18 +149,12 @@ def _task_context(request: Request, task_id: str) -> dict[str, Any] | None:
 
 @router.get("/tasks/{task_id}")
 def task(request: Request, task_id: str) -> Response:
-    context = _task_context(request, task_id)
-    if context is None:
-        return _not_found(request, "task", task_id)
-    return render(request, "task.html", context)
+    return _shown(request, "task.html", _task_context(request, task_id), "task", task_id)
 
 
 @router.get("/fragments/tasks/{task_id}")
 def task_fragment(request: Request, task_id: str) -> Response:
-    context = _task_context(request, task_id)
-    if context is None:
-        return _not_found(request, "task", task_id)
-    return render(request, "_task.html", context)
+    return _shown(request, "_task.html", _task_context(request, task_id), "task", task_id)
 
 
 def _run_context(request: Request, run_id: str) -> dict[str, Any] | None:
@@ -164,18 +167,12 @@ def _run_context(request: Request, run_id: str) -> dict[str, Any] | None:
 
 @router.get("/runs/{run_id}")
 def run(request: Request, run_id: str) -> Response:
-    context = _run_context(request, run_id)
-    if context is None:
-        return _not_found(request, "run", run_id)
-    return render(request, "run.html", context)
+    return _shown(request, "run.html", _run_context(request, run_id), "run", run_id)
 
 
 @router.get("/fragments/runs/{run_id}")
 def run_fragment(request: Request, run_id: str) -> Response:
-    context = _run_context(request, run_id)
-    if context is None:
-        return _not_found(request, "run", run_id)
-    return render(request, "_run.html", context)
+    return _shown(request, "_run.html", _run_context(request, run_id), "run", run_id)
 
 
 @router.get("/runs/{run_id}/payload.json")
