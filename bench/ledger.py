@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import secrets
 import tempfile
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import sqlalchemy as sa
+from _schemas import bench_schema
 
 from assay.adapters.store.records import DispatchRecord, RunClose
 from assay.adapters.store.sql import Ledger
@@ -121,20 +120,12 @@ def bench_sqlite(n: int, tasks: int) -> None:
 
 
 def bench_postgres(url: str, n: int, tasks: int) -> None:
-    schema = f"assay_bench_{secrets.token_hex(4)}"
-    admin = sa.create_engine(url)
-    with admin.begin() as conn:
-        conn.execute(sa.text(f'CREATE SCHEMA "{schema}"'))
-    try:
+    with bench_schema(url) as schema:
         ledger = Ledger.open(url, schema=schema)
         try:
             report("postgresql", measure(ledger, n, tasks))
         finally:
             ledger.close()
-    finally:
-        with admin.begin() as conn:
-            conn.execute(sa.text(f'DROP SCHEMA "{schema}" CASCADE'))
-        admin.dispose()
 
 
 def main() -> None:

@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import os
 import queue
-import secrets
 import statistics
 import tempfile
 import threading
@@ -34,6 +33,7 @@ from typing import Any
 
 import httpx
 import sqlalchemy as sa
+from _schemas import bench_schema
 
 from assay.adapters.store.connect import make_engine
 from assay.adapters.store.records import DispatchRecord, RunClose, RunDocument
@@ -372,11 +372,7 @@ def sqlite_ledger() -> Iterator[tuple[Ledger, sa.Engine]]:
 
 @contextmanager
 def postgres_ledger(url: str) -> Iterator[tuple[Ledger, sa.Engine]]:
-    schema = f"assay_bench_{secrets.token_hex(4)}"
-    admin = sa.create_engine(url)
-    with admin.begin() as conn:
-        conn.execute(sa.text(f'CREATE SCHEMA "{schema}"'))
-    try:
+    with bench_schema(url) as schema:
         ledger = Ledger.open(url, schema=schema)
         engine = make_engine(url, schema=schema)
         try:
@@ -384,10 +380,6 @@ def postgres_ledger(url: str) -> Iterator[tuple[Ledger, sa.Engine]]:
         finally:
             engine.dispose()
             ledger.close()
-    finally:
-        with admin.begin() as conn:
-            conn.execute(sa.text(f'DROP SCHEMA "{schema}" CASCADE'))
-        admin.dispose()
 
 
 def main() -> None:
