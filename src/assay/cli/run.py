@@ -14,6 +14,17 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from assay.cli.flags import (
+    CoderCommandFlag,
+    CoderFlag,
+    ContractFlag,
+    LandFlag,
+    MaxAttemptsFlag,
+    MaxRecoveryFlag,
+    SandboxFlag,
+    SeatsFlag,
+    ValidatorFlag,
+)
 from assay.cli.signals import graceful_stop, interrupted_exit
 from assay.cli.workspace import (
     EXIT_DONE,
@@ -26,45 +37,12 @@ from assay.cli.workspace import (
     print_json,
     refuse_unconfinable,
 )
-from assay.core.contract import MAX_ATTEMPTS_LIMIT, MAX_RECOVERY_LIMIT
 from assay.core.vocab import HaltType, SandboxMode, TaskStatus
 
 if TYPE_CHECKING:
     from assay.adapters.store.sql import Ledger
     from assay.core.contract import Contract
     from assay.core.tasks import Task
-
-
-# The flags that build a contract, shared by `assay run` and `assay task add`.
-ContractFlag = Annotated[
-    Path | None, typer.Option("--contract", "-c", help="A dispatch contract (YAML).")
-]
-CoderFlag = Annotated[
-    str | None,
-    typer.Option(help="Coder kind: claude, codex, aider, mini, llm, command or replay."),
-]
-CoderCommandFlag = Annotated[
-    str | None, typer.Option(help="For --coder command: the command line to run.")
-]
-ValidatorFlag = Annotated[
-    list[str] | None,
-    typer.Option("--validator", "-v", help='A validator command, e.g. "pytest -q" (repeat).'),
-]
-LandFlag = Annotated[str, typer.Option(help="merge, branch, pr or none.")]
-SeatsFlag = Annotated[int, typer.Option(min=1, max=16, help="Competing coders per attempt.")]
-MaxAttemptsFlag = Annotated[
-    int, typer.Option(min=1, max=MAX_ATTEMPTS_LIMIT, help="Runs before the task is Held.")
-]
-SandboxFlag = Annotated[
-    SandboxMode | None,
-    typer.Option(
-        help="bwrap (the default) or none: run the seat's processes unconfined. Overrides the "
-        "contract's `sandbox:`."
-    ),
-]
-MaxRecoveryFlag = Annotated[
-    int, typer.Option(min=0, max=MAX_RECOVERY_LIMIT, help="Recovery waves per run.")
-]
 
 
 def exit_code_for(status: TaskStatus, halt_type: HaltType) -> int:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from assay.cli.run import (
+from assay.cli.flags import (
     CoderCommandFlag,
     CoderFlag,
     ContractFlag,

@@ -12,14 +12,15 @@ import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import typer
 
-from assay.adapters import git
-from assay.adapters.store.connect import DATABASE_URL_ENV, HOME_ENV
-from assay.adapters.store.sql import Ledger
-from assay.core.contract import Contract
+from assay.adapters.store.names import DATABASE_URL_ENV, HOME_ENV
+
+if TYPE_CHECKING:  # imported where used: a command that never opens the ledger never pays
+    from assay.adapters.store.sql import Ledger
+    from assay.core.contract import Contract
 
 EXIT_DONE = 0
 EXIT_FAILED = 1
@@ -59,6 +60,8 @@ class Workspace:
     def find(cls, start: Path | None = None, *, require_commit: bool = False) -> Workspace:
         """The workspace of the repository around ``start``; ``require_commit``: refuse (before
         creating anything) a repository with no commits, which a run cannot start from."""
+        from assay.adapters import git
+
         here = (start or Path.cwd()).absolute()
         try:
             repo = git.repo_root(here)
@@ -79,6 +82,8 @@ class Workspace:
         """The workspace's ledger, opened (and migrated) once and shared by every caller."""
         if self._ledger is not None:
             return self._ledger
+        from assay.adapters.store.sql import Ledger
+
         url = os.environ.get(DATABASE_URL_ENV) or f"sqlite:///{self.home / 'assay.db'}"
         try:
             self._ledger = Ledger.open(url)

@@ -34,6 +34,7 @@ from assay.core.contract_yaml import (
     validation_problems,
 )
 from assay.core.halts import CANONICAL_HALTS, lowered_floor
+from assay.core.limits import MAX_ATTEMPTS_LIMIT, MAX_RECOVERY_LIMIT
 from assay.core.policy import DEFAULT_QUORUM_THRESHOLD
 from assay.core.vocab import (
     CanonicalHalt,
@@ -196,8 +197,6 @@ class JudgeSpec(_Input):
 
 
 # Budgets are bounded so a typo (or 99999999999999999999) cannot make a run loop for days.
-MAX_ATTEMPTS_LIMIT = 100
-MAX_RECOVERY_LIMIT = 20
 MAX_REFUNDS_LIMIT = 100
 
 

@@ -24,10 +24,8 @@ import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.engine import URL, make_url
 
-from assay.adapters.store.names import DATABASE_URL_ENV
+from assay.adapters.store.names import DATABASE_URL_ENV, DEFAULT_HOME, HOME_ENV
 
-HOME_ENV = "ASSAY_HOME"
-DEFAULT_HOME = ".assay"
 DB_FILE = "assay.db"
 DB_TIMEOUT_ENV = "ASSAY_DB_TIMEOUT"
 DEFAULT_TIMEOUT_SECONDS = 15.0

@@ -1,9 +1,12 @@
-"""The ledger's environment names, in a module that imports nothing.
+"""The ledger's environment names and defaults, in a module that imports nothing.
 
-``assay halt check --fire`` asks whether a ledger exists before it imports SQLAlchemy (which
-:mod:`assay.adapters.store.connect` pulls in), so the constants it needs live here.
+Commands that must start fast (``assay halt check --fire``, ``--version``, ``task list``) ask
+where the ledger is before they import SQLAlchemy (which
+:mod:`assay.adapters.store.connect` pulls in), so the constants they need live here.
 """
 
 from __future__ import annotations
 
 DATABASE_URL_ENV = "ASSAY_DATABASE_URL"
+HOME_ENV = "ASSAY_HOME"
+DEFAULT_HOME = ".assay"

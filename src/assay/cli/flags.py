@@ -1,0 +1,45 @@
+"""The flags that build a contract, shared by ``assay run`` and ``assay task add``.
+
+Declared apart from both commands, with bounds from :mod:`assay.core.limits`, so that building
+a command's options imports neither the run machinery nor the contract's models.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from assay.core.limits import MAX_ATTEMPTS_LIMIT, MAX_RECOVERY_LIMIT
+from assay.core.vocab import SandboxMode
+
+ContractFlag = Annotated[
+    Path | None, typer.Option("--contract", "-c", help="A dispatch contract (YAML).")
+]
+CoderFlag = Annotated[
+    str | None,
+    typer.Option(help="Coder kind: claude, codex, aider, mini, llm, command or replay."),
+]
+CoderCommandFlag = Annotated[
+    str | None, typer.Option(help="For --coder command: the command line to run.")
+]
+ValidatorFlag = Annotated[
+    list[str] | None,
+    typer.Option("--validator", "-v", help='A validator command, e.g. "pytest -q" (repeat).'),
+]
+LandFlag = Annotated[str, typer.Option(help="merge, branch, pr or none.")]
+SeatsFlag = Annotated[int, typer.Option(min=1, max=16, help="Competing coders per attempt.")]
+MaxAttemptsFlag = Annotated[
+    int, typer.Option(min=1, max=MAX_ATTEMPTS_LIMIT, help="Runs before the task is Held.")
+]
+SandboxFlag = Annotated[
+    SandboxMode | None,
+    typer.Option(
+        help="bwrap (the default) or none: run the seat's processes unconfined. Overrides the "
+        "contract's `sandbox:`."
+    ),
+]
+MaxRecoveryFlag = Annotated[
+    int, typer.Option(min=0, max=MAX_RECOVERY_LIMIT, help="Recovery waves per run.")
+]
