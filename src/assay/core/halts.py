@@ -7,11 +7,20 @@ the tool-local halt class that explains why the move is not allowed.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
+from assay.core.halt_shape import (
+    HaltShapeError,
+    extra,
+    kind,
+    member,
+    object_at,
+    optional_object,
+    optional_text,
+    required_object,
+    text,
+)
 from assay.core.vocab import CanonicalHalt, CheckHalt, HaltLifecycle, HaltSeverity
 
 CANONICAL_HALTS: dict[CanonicalHalt, HaltSeverity] = {
@@ -43,23 +52,52 @@ def lowered_floor(name: str, severity: HaltSeverity) -> HaltSeverity | None:
     return floor
 
 
-class HaltRearm(BaseModel):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HaltRearm:
     """One re-arm of a halt: what it cleared and the evidence of the remedy."""
-
-    model_config = ConfigDict(extra="ignore", frozen=True)
 
     cleared: HaltLifecycle
     cleared_evidence: dict[str, Any] | None = None
     cleared_fired_at: str | None = None
     rearmed_at: str
     evidence: dict[str, Any]
+    # Keys a newer 1.x writer added to the entry, kept in order and written back unchanged.
+    extra: tuple[tuple[str, Any], ...] = ()
+
+    @classmethod
+    def from_json(cls, data: object, where: str = "") -> HaltRearm:
+        """Validate one decoded ``history`` entry; raises :class:`HaltShapeError`."""
+        entry = object_at(data, where)
+        return cls(
+            cleared=member(entry, "cleared", HaltLifecycle, where),
+            cleared_evidence=optional_object(entry, "cleared_evidence", where),
+            cleared_fired_at=optional_text(entry, "cleared_fired_at", where),
+            rearmed_at=text(entry, "rearmed_at", where),
+            evidence=required_object(entry, "evidence", where),
+            extra=extra(entry, _REARM_KEYS),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "cleared": self.cleared.value,
+            "cleared_evidence": self.cleared_evidence,
+            "cleared_fired_at": self.cleared_fired_at,
+            "rearmed_at": self.rearmed_at,
+            "evidence": self.evidence,
+        }
+        for key, value in self.extra:
+            data.setdefault(key, value)
+        return data
 
 
-class HaltState(BaseModel):
-    """One halt of one dispatch. The first six fields are the 1.0.0 shape of seed 002."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HaltState:
+    """One halt of one dispatch. The first six fields are the 1.0.0 shape of seed 002.
 
-    # Keys a newer 1.x writer added are kept (``model_extra``) and written back unchanged.
-    model_config = ConfigDict(extra="allow", frozen=True)
+    A plain dataclass with a hand-written validator (:meth:`from_json`) rather than a pydantic
+    model: ``assay halt check`` runs inside a coder's turn, and importing pydantic alone would
+    cost it several times the start-up of the interpreter.
+    """
 
     name: str
     severity: HaltSeverity
@@ -70,6 +108,28 @@ class HaltState(BaseModel):
     # 1.1.0 additions, written only by attest and rearm.
     attested_at: str | None = None
     history: tuple[HaltRearm, ...] = ()
+    # Keys a newer 1.x writer added, kept in order and written back unchanged.
+    extra: tuple[tuple[str, Any], ...] = ()
+
+    @classmethod
+    def from_json(cls, data: object) -> HaltState:
+        """Validate one decoded state-file halt entry; raises :class:`HaltShapeError`.
+
+        Fields are checked in declaration order and the first problem is reported, so the
+        message names one field; unknown keys are kept in :attr:`extra`.
+        """
+        entry = object_at(data, "")
+        return cls(
+            name=text(entry, "name"),
+            severity=member(entry, "severity", HaltSeverity),
+            lifecycle=member(entry, "lifecycle", HaltLifecycle),
+            evidence=optional_object(entry, "evidence"),
+            armed_at=text(entry, "armed_at"),
+            fired_at=optional_text(entry, "fired_at"),
+            attested_at=optional_text(entry, "attested_at"),
+            history=_history(entry),
+            extra=extra(entry, _STATE_KEYS),
+        )
 
     @property
     def has_fired(self) -> bool:
@@ -91,19 +151,30 @@ class HaltState(BaseModel):
         if self.attested_at is not None:
             data["attested_at"] = self.attested_at
         if self.history:
-            data["history"] = [h.model_dump(mode="json") for h in self.history]
-        for key, value in (self.model_extra or {}).items():
+            data["history"] = [h.to_json() for h in self.history]
+        for key, value in self.extra:
             data.setdefault(key, value)
         return data
 
 
+_STATE_KEYS = frozenset(
+    ("name", "severity", "lifecycle", "evidence", "armed_at", "fired_at", "attested_at", "history")
+)
+_REARM_KEYS = frozenset(
+    ("cleared", "cleared_evidence", "cleared_fired_at", "rearmed_at", "evidence")
+)
+
+
+def _history(entry: dict[str, Any]) -> tuple[HaltRearm, ...]:
+    value = entry.get("history", ())
+    if not isinstance(value, list | tuple):
+        raise HaltShapeError("history", f"should be a list, not {kind(value)}")
+    return tuple(HaltRearm.from_json(item, f"history[{i}]") for i, item in enumerate(value))
+
+
 @dataclass(frozen=True, slots=True)
 class Transitioned:
-    """A move that was allowed; ``applied`` is False for a no-op read.
-
-    Results are plain dataclasses: only persisted shapes pay for a pydantic model, which keeps
-    ``assay halt check`` fast to start.
-    """
+    """A move that was allowed; ``applied`` is False for a no-op read."""
 
     state: HaltState
     previous: HaltLifecycle
@@ -164,7 +235,7 @@ def transition(
 
     if goal is HaltLifecycle.CHECKED:
         if current is HaltLifecycle.ARMED:
-            return _moved(state, state.model_copy(update={"lifecycle": goal}))
+            return _moved(state, replace(state, lifecycle=goal))
         if current in (HaltLifecycle.CHECKED, HaltLifecycle.FIRED, HaltLifecycle.ATTESTED):
             return Transitioned(state=state, previous=current, applied=False)
         return _reject(
@@ -200,7 +271,7 @@ def transition(
                 "already FIRED; re-arm it before firing again",
             )
         if current in (HaltLifecycle.ARMED, HaltLifecycle.CHECKED):
-            fired = state.model_copy(update={"lifecycle": goal, "evidence": proof, "fired_at": at})
+            fired = replace(state, lifecycle=goal, evidence=proof, fired_at=at)
             return _moved(state, fired)
         return _reject(
             CheckHalt.TRANSITION_REJECTED,
@@ -227,13 +298,8 @@ def transition(
             rearmed_at=at,
             evidence=proof,
         )
-        rearmed = state.model_copy(
-            update={
-                "lifecycle": goal,
-                "evidence": None,
-                "fired_at": None,
-                "history": (*state.history, record),
-            }
+        rearmed = replace(
+            state, lifecycle=goal, evidence=None, fired_at=None, history=(*state.history, record)
         )
         return _moved(state, rearmed)
 
@@ -244,7 +310,7 @@ def transition(
                 f"transition rejected: halt {state.name} was never armed",
             )
         # Evidence and fired_at survive attestation: closure must still see what fired.
-        return _moved(state, state.model_copy(update={"lifecycle": goal, "attested_at": at}))
+        return _moved(state, replace(state, lifecycle=goal, attested_at=at))
 
     return _reject(
         CheckHalt.TRANSITION_REJECTED,

@@ -9,8 +9,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any
 
-from pydantic import ValidationError
-
+from assay.core.halt_shape import HaltShapeError
 from assay.core.halts import HaltState, Violation
 from assay.core.vocab import CheckHalt
 
@@ -113,13 +112,12 @@ def parse_state_document(doc: object) -> HaltStateFile | Violation:
     seen: set[str] = set()
     for index, raw in enumerate(halts):
         try:
-            halt = HaltState.model_validate(raw)
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"]) or "entry"
+            halt = HaltState.from_json(raw)
+        except HaltShapeError as exc:
+            where = f"halts[{index}].{exc.where}" if exc.where else f"halts[{index}]"
             return Violation(
                 halt_class=CheckHalt.STATE_CONSTRUCTION_FAILURE.value,
-                detail=f"halts[{index}].{where}: {first['msg']}",
+                detail=f"{where}: {exc.problem}",
             )
         if halt.name in seen:
             return Violation(
