@@ -5,8 +5,10 @@ Output is JSON on stdout (``--json`` is the default; ``--pretty`` indents by 2).
 ``violations``; 2 an invocation error (bad flags, a dispatch id that is not a safe file name).
 
 A coder calls ``assay halt check`` in the middle of its turn, so this path is parsed with the
-standard library's argparse rather than typer: typer alone would add about 20 ms to every
-call, and pydantic (which validates the state file) already takes most of the budget.
+standard library's argparse rather than typer (typer alone would add about 20 ms to every
+call), and ``check``, ``attest`` and ``rearm`` import no pydantic, SQLAlchemy, rich or YAML:
+the state file is validated by hand (:mod:`assay.core.halts`). Only ``arm``, which reads the
+contract's YAML, and journaling into a ledger found beside the state folder pay for more.
 """
 
 from __future__ import annotations
@@ -40,7 +42,8 @@ def _dispatch_id(value: str) -> str:
     return value
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    """The ``assay halt`` parser and its subcommands' parsers (to report their usage errors)."""
     root = argparse.ArgumentParser(
         prog="assay halt",
         description=HELP,
@@ -91,7 +94,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     check.add_argument("--condition", required=True, help="the halt class, e.g. halt-scope-breach")
     check.add_argument("--fire", action="store_true", help="fire the halt (needs --evidence)")
-    check.add_argument("--evidence", help="why the halt fires; mandatory with --fire")
+    check.add_argument(
+        "--evidence", help="why the halt fires; mandatory with --fire, refused without it"
+    )
 
     command(
         "attest",
@@ -107,12 +112,20 @@ def _parser() -> argparse.ArgumentParser:
     )
     rearm.add_argument("--condition", required=True, help="the halt class to re-arm")
     rearm.add_argument("--evidence", help="evidence that the cause was remedied (required)")
-    return root
+    return root, {"arm": arm, "check": check, "rearm": rearm}
 
 
 def run(argv: Sequence[str]) -> int:
     """Parse ``argv`` (what follows ``assay halt``), act, print JSON, return the exit code."""
-    args = _parser().parse_args(list(argv))
+    root, commands = _parser()
+    args = root.parse_args(list(argv))
+    if args.command == "check" and args.evidence is not None and not args.fire:
+        # A query records nothing, so evidence given to it would be silently lost: the caller
+        # almost certainly meant to fire the halt.
+        commands["check"].error(
+            "--evidence needs --fire: a query records no evidence (add --fire to fire the "
+            "halt with it, or drop --evidence to query the halt)"
+        )
     from assay.adapters.store import halt_files, halt_ops
 
     state_dir = halt_files.resolve_state_dir(args.state_dir)
@@ -135,8 +148,8 @@ def run(argv: Sequence[str]) -> int:
             args.dispatch_id, args.condition, state_dir, evidence=args.evidence
         )
         if outcome[1] == 0:  # an operator's move: the ledger says who re-armed it (best effort)
+            from assay.adapters.actor import cli_actor
             from assay.adapters.store.halt_journal import journal_rearmed
-            from assay.engine.operator import cli_actor
 
             actor = cli_actor()
             journal_rearmed(
