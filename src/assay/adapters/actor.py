@@ -10,18 +10,21 @@ from __future__ import annotations
 import getpass
 import os
 import socket
-from dataclasses import dataclass
 
+from assay.core.frozen import Frozen
 from assay.core.vocab import ActorVia
 
 
-@dataclass(frozen=True)
-class Actor:
+class Actor(Frozen):
     """Who made a move (free text: ``user@host`` from the CLI, what the web form says) and
     where from."""
 
+    __slots__ = ("by", "via")
     by: str
     via: ActorVia
+
+    def __init__(self, by: str, via: ActorVia) -> None:
+        super().__init__(by=by, via=via)
 
 
 def cli_actor() -> Actor:

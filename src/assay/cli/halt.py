@@ -15,10 +15,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
-from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+
+TYPE_CHECKING = False  # typing is an import `assay halt check` does without (assay.core.frozen)
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
 
 HELP = (
     "Arm, check, fire, attest and re-arm a dispatch's halts (exit 0 ok, 1 halt/failure, 2 usage)."
@@ -32,6 +36,39 @@ EPILOG = """exit codes:
 state dir: --state-dir, else $ASSAY_HALT_STATE_DIR, else .assay/halt-state"""
 
 _ID_RULE = "1-128 characters from [A-Za-z0-9._-], starting with a letter or digit"
+
+
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    """argparse's formatter, told the terminal's width so that it does not import shutil.
+
+    argparse builds a formatter for every ``add_argument`` (to check its metavar), and each
+    asks :func:`shutil.get_terminal_size` when not given a width; :mod:`shutil` and the
+    compression modules it imports are a measurable part of ``assay halt check``'s start.
+    """
+
+    def __init__(
+        self,
+        prog: str,
+        indent_increment: int = 2,
+        max_help_position: int = 24,
+        width: int | None = None,
+    ) -> None:
+        chosen = _help_width() if width is None else width
+        super().__init__(prog, indent_increment, max_help_position, chosen)
+
+
+def _help_width() -> int:
+    """What argparse would choose: ``shutil.get_terminal_size().columns - 2``."""
+    try:
+        columns = int(os.environ.get("COLUMNS", "0"))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return (columns or 80) - 2
 
 
 def _dispatch_id(value: str) -> str:
@@ -48,7 +85,7 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
         prog="assay halt",
         description=HELP,
         epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=_Formatter,
         allow_abbrev=False,
     )
     commands = root.add_subparsers(dest="command", metavar="{arm,check,attest,rearm}")
@@ -60,7 +97,7 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
             help=summary,
             description=f"{summary}\n\n{details}",
             epilog=EPILOG,
-            formatter_class=argparse.RawDescriptionHelpFormatter,
+            formatter_class=_Formatter,
             allow_abbrev=False,
         )
         sub.add_argument(

@@ -7,8 +7,12 @@ a few interpreter start-ups. Each reader raises :class:`HaltShapeError` on the f
 
 from __future__ import annotations
 
-from enum import StrEnum
-from typing import Any, TypeVar
+TYPE_CHECKING = False  # typing is an import `assay halt check` does without (assay.core.frozen)
+if TYPE_CHECKING:
+    from enum import StrEnum
+    from typing import Any, TypeVar
+
+    _Member = TypeVar("_Member", bound=StrEnum)
 
 
 class HaltShapeError(ValueError):
@@ -25,7 +29,6 @@ class HaltShapeError(ValueError):
 
 
 _MISSING = object()
-_Member = TypeVar("_Member", bound=StrEnum)
 
 
 def kind(value: object) -> str:

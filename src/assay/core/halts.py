@@ -7,9 +7,7 @@ the tool-local halt class that explains why the move is not allowed.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import Any
-
+from assay.core.frozen import Frozen, replace
 from assay.core.halt_shape import (
     HaltShapeError,
     extra,
@@ -22,6 +20,10 @@ from assay.core.halt_shape import (
     text,
 )
 from assay.core.vocab import CanonicalHalt, CheckHalt, HaltLifecycle, HaltSeverity
+
+TYPE_CHECKING = False  # typing is an import `assay halt check` does without (assay.core.frozen)
+if TYPE_CHECKING:
+    from typing import Any
 
 CANONICAL_HALTS: dict[CanonicalHalt, HaltSeverity] = {
     CanonicalHalt.ANCHOR_RESOLUTION_FAILURE: HaltSeverity.BLOCK,
@@ -52,17 +54,43 @@ def lowered_floor(name: str, severity: HaltSeverity) -> HaltSeverity | None:
     return floor
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class HaltRearm:
+class HaltRearm(Frozen):
     """One re-arm of a halt: what it cleared and the evidence of the remedy."""
 
+    __slots__ = (
+        "cleared",
+        "cleared_evidence",
+        "cleared_fired_at",
+        "evidence",
+        "extra",
+        "rearmed_at",
+    )
     cleared: HaltLifecycle
-    cleared_evidence: dict[str, Any] | None = None
-    cleared_fired_at: str | None = None
+    cleared_evidence: dict[str, Any] | None
+    cleared_fired_at: str | None
     rearmed_at: str
     evidence: dict[str, Any]
     # Keys a newer 1.x writer added to the entry, kept in order and written back unchanged.
-    extra: tuple[tuple[str, Any], ...] = ()
+    extra: tuple[tuple[str, Any], ...]
+
+    def __init__(
+        self,
+        *,
+        cleared: HaltLifecycle,
+        cleared_evidence: dict[str, Any] | None = None,
+        cleared_fired_at: str | None = None,
+        rearmed_at: str,
+        evidence: dict[str, Any],
+        extra: tuple[tuple[str, Any], ...] = (),
+    ) -> None:
+        super().__init__(
+            cleared=cleared,
+            cleared_evidence=cleared_evidence,
+            cleared_fired_at=cleared_fired_at,
+            rearmed_at=rearmed_at,
+            evidence=evidence,
+            extra=extra,
+        )
 
     @classmethod
     def from_json(cls, data: object, where: str = "") -> HaltRearm:
@@ -90,26 +118,61 @@ class HaltRearm:
         return data
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class HaltState:
+class HaltState(Frozen):
     """One halt of one dispatch. The first six fields are the 1.0.0 shape of seed 002.
 
-    A plain dataclass with a hand-written validator (:meth:`from_json`) rather than a pydantic
+    A frozen record with a hand-written validator (:meth:`from_json`) rather than a pydantic
     model: ``assay halt check`` runs inside a coder's turn, and importing pydantic alone would
     cost it several times the start-up of the interpreter.
     """
 
+    __slots__ = (
+        "armed_at",
+        "attested_at",
+        "evidence",
+        "extra",
+        "fired_at",
+        "history",
+        "lifecycle",
+        "name",
+        "severity",
+    )
     name: str
     severity: HaltSeverity
     lifecycle: HaltLifecycle
-    evidence: dict[str, Any] | None = None
+    evidence: dict[str, Any] | None
     armed_at: str
-    fired_at: str | None = None
+    fired_at: str | None
     # 1.1.0 additions, written only by attest and rearm.
-    attested_at: str | None = None
-    history: tuple[HaltRearm, ...] = ()
+    attested_at: str | None
+    history: tuple[HaltRearm, ...]
     # Keys a newer 1.x writer added, kept in order and written back unchanged.
-    extra: tuple[tuple[str, Any], ...] = ()
+    extra: tuple[tuple[str, Any], ...]
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        severity: HaltSeverity,
+        lifecycle: HaltLifecycle,
+        evidence: dict[str, Any] | None = None,
+        armed_at: str,
+        fired_at: str | None = None,
+        attested_at: str | None = None,
+        history: tuple[HaltRearm, ...] = (),
+        extra: tuple[tuple[str, Any], ...] = (),
+    ) -> None:
+        super().__init__(
+            name=name,
+            severity=severity,
+            lifecycle=lifecycle,
+            evidence=evidence,
+            armed_at=armed_at,
+            fired_at=fired_at,
+            attested_at=attested_at,
+            history=history,
+            extra=extra,
+        )
 
     @classmethod
     def from_json(cls, data: object) -> HaltState:
@@ -172,30 +235,41 @@ def _history(entry: dict[str, Any]) -> tuple[HaltRearm, ...]:
     return tuple(HaltRearm.from_json(item, f"history[{i}]") for i, item in enumerate(value))
 
 
-@dataclass(frozen=True, slots=True)
-class Transitioned:
+class Transitioned(Frozen):
     """A move that was allowed; ``applied`` is False for a no-op read."""
 
+    __slots__ = ("applied", "previous", "state")
     state: HaltState
     previous: HaltLifecycle
     applied: bool
 
+    def __init__(self, state: HaltState, previous: HaltLifecycle, applied: bool) -> None:
+        super().__init__(state=state, previous=previous, applied=applied)
 
-@dataclass(frozen=True, slots=True)
-class Rejection:
+
+class Rejection(Frozen):
     """A move that was refused, named by its tool-local halt class."""
 
+    __slots__ = ("detail", "halt_class")
     halt_class: CheckHalt
     detail: str
 
+    def __init__(self, halt_class: CheckHalt, detail: str) -> None:
+        super().__init__(halt_class=halt_class, detail=detail)
 
-@dataclass(frozen=True, slots=True)
-class Violation:
+
+class Violation(Frozen):
     """One entry of a ``violations`` list in the halt commands' JSON."""
 
+    __slots__ = ("detail", "halt_class", "severity")
     halt_class: str
     detail: str
-    severity: HaltSeverity = HaltSeverity.BLOCK
+    severity: HaltSeverity
+
+    def __init__(
+        self, halt_class: str, detail: str, severity: HaltSeverity = HaltSeverity.BLOCK
+    ) -> None:
+        super().__init__(halt_class=halt_class, detail=detail, severity=severity)
 
     def to_json(self) -> dict[str, Any]:
         return {
