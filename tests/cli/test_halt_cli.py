@@ -646,6 +646,33 @@ def test_missing_required_flag_is_an_invocation_error(assay: Assay, armed: Armed
     assert armed.halt(BLOCK)["lifecycle"] == "ARMED"
 
 
+@pytest.mark.parametrize("evidence", ["stale anchor at L42", "", "   "])
+@pytest.mark.parametrize("start", ["ARMED", "CHECKED"])
+def test_evidence_without_fire_is_refused_and_nothing_moves(
+    assay: Assay, tmp_path: Path, armed: Armed, evidence: str, start: str
+) -> None:
+    if start == "CHECKED":
+        assert assay("halt", "check", *armed.flags(), "--condition", BLOCK).code == 0
+    before = tree(tmp_path)
+    ran = assay("halt", "check", *armed.flags(), "--condition", BLOCK, "--evidence", evidence)
+    assert ran.code == 2, ran
+    assert ran.stdout == ""
+    error = [line for line in ran.stderr.splitlines() if "error:" in line]
+    assert error == [
+        "assay halt check: error: --evidence needs --fire: a query records no evidence (add "
+        "--fire to fire the halt with it, or drop --evidence to query the halt)"
+    ]
+    assert tree(tmp_path) == before  # not even the ARMED -> CHECKED query happened
+    assert armed.halt(BLOCK)["lifecycle"] == start
+
+
+def test_evidence_with_fire_in_either_order_still_fires(assay: Assay, armed: Armed) -> None:
+    ran = assay("halt", "check", *armed.flags(), "--evidence", "why", "--condition", WARN, "--fire")
+    assert ran.code == 0, ran
+    assert ran.doc["fired"] is True
+    assert armed.halt(WARN)["evidence"] == {"detail": "why"}
+
+
 # --- state dir precedence --------------------------------------------------------------------
 
 

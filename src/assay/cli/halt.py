@@ -5,18 +5,24 @@ Output is JSON on stdout (``--json`` is the default; ``--pretty`` indents by 2).
 ``violations``; 2 an invocation error (bad flags, a dispatch id that is not a safe file name).
 
 A coder calls ``assay halt check`` in the middle of its turn, so this path is parsed with the
-standard library's argparse rather than typer: typer alone would add about 20 ms to every
-call, and pydantic (which validates the state file) already takes most of the budget.
+standard library's argparse rather than typer (typer alone would add about 20 ms to every
+call), and ``check``, ``attest`` and ``rearm`` import no pydantic, SQLAlchemy, rich or YAML:
+the state file is validated by hand (:mod:`assay.core.halts`). Only ``arm``, which reads the
+contract's YAML, and journaling into a ledger found beside the state folder pay for more.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
-from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+
+TYPE_CHECKING = False  # typing is an import `assay halt check` does without (assay.core.frozen)
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
 
 HELP = (
     "Arm, check, fire, attest and re-arm a dispatch's halts (exit 0 ok, 1 halt/failure, 2 usage)."
@@ -32,6 +38,39 @@ state dir: --state-dir, else $ASSAY_HALT_STATE_DIR, else .assay/halt-state"""
 _ID_RULE = "1-128 characters from [A-Za-z0-9._-], starting with a letter or digit"
 
 
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    """argparse's formatter, told the terminal's width so that it does not import shutil.
+
+    argparse builds a formatter for every ``add_argument`` (to check its metavar), and each
+    asks :func:`shutil.get_terminal_size` when not given a width; :mod:`shutil` and the
+    compression modules it imports are a measurable part of ``assay halt check``'s start.
+    """
+
+    def __init__(
+        self,
+        prog: str,
+        indent_increment: int = 2,
+        max_help_position: int = 24,
+        width: int | None = None,
+    ) -> None:
+        chosen = _help_width() if width is None else width
+        super().__init__(prog, indent_increment, max_help_position, chosen)
+
+
+def _help_width() -> int:
+    """What argparse would choose: ``shutil.get_terminal_size().columns - 2``."""
+    try:
+        columns = int(os.environ.get("COLUMNS", "0"))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return (columns or 80) - 2
+
+
 def _dispatch_id(value: str) -> str:
     from assay.adapters.store.halt_files import valid_dispatch_id
 
@@ -40,12 +79,13 @@ def _dispatch_id(value: str) -> str:
     return value
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    """The ``assay halt`` parser and its subcommands' parsers (to report their usage errors)."""
     root = argparse.ArgumentParser(
         prog="assay halt",
         description=HELP,
         epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=_Formatter,
         allow_abbrev=False,
     )
     commands = root.add_subparsers(dest="command", metavar="{arm,check,attest,rearm}")
@@ -57,7 +97,7 @@ def _parser() -> argparse.ArgumentParser:
             help=summary,
             description=f"{summary}\n\n{details}",
             epilog=EPILOG,
-            formatter_class=argparse.RawDescriptionHelpFormatter,
+            formatter_class=_Formatter,
             allow_abbrev=False,
         )
         sub.add_argument(
@@ -91,7 +131,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     check.add_argument("--condition", required=True, help="the halt class, e.g. halt-scope-breach")
     check.add_argument("--fire", action="store_true", help="fire the halt (needs --evidence)")
-    check.add_argument("--evidence", help="why the halt fires; mandatory with --fire")
+    check.add_argument(
+        "--evidence", help="why the halt fires; mandatory with --fire, refused without it"
+    )
 
     command(
         "attest",
@@ -107,12 +149,20 @@ def _parser() -> argparse.ArgumentParser:
     )
     rearm.add_argument("--condition", required=True, help="the halt class to re-arm")
     rearm.add_argument("--evidence", help="evidence that the cause was remedied (required)")
-    return root
+    return root, {"arm": arm, "check": check, "rearm": rearm}
 
 
 def run(argv: Sequence[str]) -> int:
     """Parse ``argv`` (what follows ``assay halt``), act, print JSON, return the exit code."""
-    args = _parser().parse_args(list(argv))
+    root, commands = _parser()
+    args = root.parse_args(list(argv))
+    if args.command == "check" and args.evidence is not None and not args.fire:
+        # A query records nothing, so evidence given to it would be silently lost: the caller
+        # almost certainly meant to fire the halt.
+        commands["check"].error(
+            "--evidence needs --fire: a query records no evidence (add --fire to fire the "
+            "halt with it, or drop --evidence to query the halt)"
+        )
     from assay.adapters.store import halt_files, halt_ops
 
     state_dir = halt_files.resolve_state_dir(args.state_dir)
@@ -135,8 +185,8 @@ def run(argv: Sequence[str]) -> int:
             args.dispatch_id, args.condition, state_dir, evidence=args.evidence
         )
         if outcome[1] == 0:  # an operator's move: the ledger says who re-armed it (best effort)
+            from assay.adapters.actor import cli_actor
             from assay.adapters.store.halt_journal import journal_rearmed
-            from assay.engine.operator import cli_actor
 
             actor = cli_actor()
             journal_rearmed(

@@ -5,8 +5,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from pydantic import ValidationError
-
 from assay.core.halts import CANONICAL_HALTS, HaltState, Violation, lowered_floor
 from assay.core.vocab import ArmHalt, HaltLifecycle, HaltSeverity
 
@@ -103,20 +101,18 @@ def _build(index: int, entry: object, at: str) -> HaltState | Violation:
         return _violation(
             ArmHalt.STATE_CONSTRUCTION_FAILURE, f"halt_classes[{index}] has no usable `name`"
         )
+    severity = entry.get("severity")
     try:
-        return HaltState(
-            name=name,
-            severity=entry.get("severity"),  # validated by pydantic
-            lifecycle=HaltLifecycle.ARMED,
-            armed_at=at,
-        )
-    except ValidationError:
+        if not isinstance(severity, str):
+            raise ValueError(severity)
+        level = HaltSeverity(severity)
+    except ValueError:
         allowed = ", ".join(s.value for s in HaltSeverity)
         return _violation(
             ArmHalt.STATE_CONSTRUCTION_FAILURE,
-            f"halt_classes[{index}] ({name}): severity {entry.get('severity')!r} "
-            f"is not one of {allowed}",
+            f"halt_classes[{index}] ({name}): severity {severity!r} is not one of {allowed}",
         )
+    return HaltState(name=name, severity=level, lifecycle=HaltLifecycle.ARMED, armed_at=at)
 
 
 def _violation(halt_class: ArmHalt, detail: str) -> Violation:

@@ -7,12 +7,23 @@ the tool-local halt class that explains why the move is not allowed.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
-
-from pydantic import BaseModel, ConfigDict
-
+from assay.core.frozen import Frozen, replace
+from assay.core.halt_shape import (
+    HaltShapeError,
+    extra,
+    kind,
+    member,
+    object_at,
+    optional_object,
+    optional_text,
+    required_object,
+    text,
+)
 from assay.core.vocab import CanonicalHalt, CheckHalt, HaltLifecycle, HaltSeverity
+
+TYPE_CHECKING = False  # typing is an import `assay halt check` does without (assay.core.frozen)
+if TYPE_CHECKING:
+    from typing import Any
 
 CANONICAL_HALTS: dict[CanonicalHalt, HaltSeverity] = {
     CanonicalHalt.ANCHOR_RESOLUTION_FAILURE: HaltSeverity.BLOCK,
@@ -43,33 +54,145 @@ def lowered_floor(name: str, severity: HaltSeverity) -> HaltSeverity | None:
     return floor
 
 
-class HaltRearm(BaseModel):
+class HaltRearm(Frozen):
     """One re-arm of a halt: what it cleared and the evidence of the remedy."""
 
-    model_config = ConfigDict(extra="ignore", frozen=True)
-
+    __slots__ = (
+        "cleared",
+        "cleared_evidence",
+        "cleared_fired_at",
+        "evidence",
+        "extra",
+        "rearmed_at",
+    )
     cleared: HaltLifecycle
-    cleared_evidence: dict[str, Any] | None = None
-    cleared_fired_at: str | None = None
+    cleared_evidence: dict[str, Any] | None
+    cleared_fired_at: str | None
     rearmed_at: str
     evidence: dict[str, Any]
+    # Keys a newer 1.x writer added to the entry, kept in order and written back unchanged.
+    extra: tuple[tuple[str, Any], ...]
+
+    def __init__(
+        self,
+        *,
+        cleared: HaltLifecycle,
+        cleared_evidence: dict[str, Any] | None = None,
+        cleared_fired_at: str | None = None,
+        rearmed_at: str,
+        evidence: dict[str, Any],
+        extra: tuple[tuple[str, Any], ...] = (),
+    ) -> None:
+        super().__init__(
+            cleared=cleared,
+            cleared_evidence=cleared_evidence,
+            cleared_fired_at=cleared_fired_at,
+            rearmed_at=rearmed_at,
+            evidence=evidence,
+            extra=extra,
+        )
+
+    @classmethod
+    def from_json(cls, data: object, where: str = "") -> HaltRearm:
+        """Validate one decoded ``history`` entry; raises :class:`HaltShapeError`."""
+        entry = object_at(data, where)
+        return cls(
+            cleared=member(entry, "cleared", HaltLifecycle, where),
+            cleared_evidence=optional_object(entry, "cleared_evidence", where),
+            cleared_fired_at=optional_text(entry, "cleared_fired_at", where),
+            rearmed_at=text(entry, "rearmed_at", where),
+            evidence=required_object(entry, "evidence", where),
+            extra=extra(entry, _REARM_KEYS),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "cleared": self.cleared.value,
+            "cleared_evidence": self.cleared_evidence,
+            "cleared_fired_at": self.cleared_fired_at,
+            "rearmed_at": self.rearmed_at,
+            "evidence": self.evidence,
+        }
+        for key, value in self.extra:
+            data.setdefault(key, value)
+        return data
 
 
-class HaltState(BaseModel):
-    """One halt of one dispatch. The first six fields are the 1.0.0 shape of seed 002."""
+class HaltState(Frozen):
+    """One halt of one dispatch. The first six fields are the 1.0.0 shape of seed 002.
 
-    # Keys a newer 1.x writer added are kept (``model_extra``) and written back unchanged.
-    model_config = ConfigDict(extra="allow", frozen=True)
+    A frozen record with a hand-written validator (:meth:`from_json`) rather than a pydantic
+    model: ``assay halt check`` runs inside a coder's turn, and importing pydantic alone would
+    cost it several times the start-up of the interpreter.
+    """
 
+    __slots__ = (
+        "armed_at",
+        "attested_at",
+        "evidence",
+        "extra",
+        "fired_at",
+        "history",
+        "lifecycle",
+        "name",
+        "severity",
+    )
     name: str
     severity: HaltSeverity
     lifecycle: HaltLifecycle
-    evidence: dict[str, Any] | None = None
+    evidence: dict[str, Any] | None
     armed_at: str
-    fired_at: str | None = None
+    fired_at: str | None
     # 1.1.0 additions, written only by attest and rearm.
-    attested_at: str | None = None
-    history: tuple[HaltRearm, ...] = ()
+    attested_at: str | None
+    history: tuple[HaltRearm, ...]
+    # Keys a newer 1.x writer added, kept in order and written back unchanged.
+    extra: tuple[tuple[str, Any], ...]
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        severity: HaltSeverity,
+        lifecycle: HaltLifecycle,
+        evidence: dict[str, Any] | None = None,
+        armed_at: str,
+        fired_at: str | None = None,
+        attested_at: str | None = None,
+        history: tuple[HaltRearm, ...] = (),
+        extra: tuple[tuple[str, Any], ...] = (),
+    ) -> None:
+        super().__init__(
+            name=name,
+            severity=severity,
+            lifecycle=lifecycle,
+            evidence=evidence,
+            armed_at=armed_at,
+            fired_at=fired_at,
+            attested_at=attested_at,
+            history=history,
+            extra=extra,
+        )
+
+    @classmethod
+    def from_json(cls, data: object) -> HaltState:
+        """Validate one decoded state-file halt entry; raises :class:`HaltShapeError`.
+
+        Fields are checked in declaration order and the first problem is reported, so the
+        message names one field; unknown keys are kept in :attr:`extra`.
+        """
+        entry = object_at(data, "")
+        return cls(
+            name=text(entry, "name"),
+            severity=member(entry, "severity", HaltSeverity),
+            lifecycle=member(entry, "lifecycle", HaltLifecycle),
+            evidence=optional_object(entry, "evidence"),
+            armed_at=text(entry, "armed_at"),
+            fired_at=optional_text(entry, "fired_at"),
+            attested_at=optional_text(entry, "attested_at"),
+            history=_history(entry),
+            extra=extra(entry, _STATE_KEYS),
+        )
 
     @property
     def has_fired(self) -> bool:
@@ -91,40 +214,62 @@ class HaltState(BaseModel):
         if self.attested_at is not None:
             data["attested_at"] = self.attested_at
         if self.history:
-            data["history"] = [h.model_dump(mode="json") for h in self.history]
-        for key, value in (self.model_extra or {}).items():
+            data["history"] = [h.to_json() for h in self.history]
+        for key, value in self.extra:
             data.setdefault(key, value)
         return data
 
 
-@dataclass(frozen=True, slots=True)
-class Transitioned:
-    """A move that was allowed; ``applied`` is False for a no-op read.
+_STATE_KEYS = frozenset(
+    ("name", "severity", "lifecycle", "evidence", "armed_at", "fired_at", "attested_at", "history")
+)
+_REARM_KEYS = frozenset(
+    ("cleared", "cleared_evidence", "cleared_fired_at", "rearmed_at", "evidence")
+)
 
-    Results are plain dataclasses: only persisted shapes pay for a pydantic model, which keeps
-    ``assay halt check`` fast to start.
-    """
 
+def _history(entry: dict[str, Any]) -> tuple[HaltRearm, ...]:
+    value = entry.get("history", ())
+    if not isinstance(value, list | tuple):
+        raise HaltShapeError("history", f"should be a list, not {kind(value)}")
+    return tuple(HaltRearm.from_json(item, f"history[{i}]") for i, item in enumerate(value))
+
+
+class Transitioned(Frozen):
+    """A move that was allowed; ``applied`` is False for a no-op read."""
+
+    __slots__ = ("applied", "previous", "state")
     state: HaltState
     previous: HaltLifecycle
     applied: bool
 
+    def __init__(self, state: HaltState, previous: HaltLifecycle, applied: bool) -> None:
+        super().__init__(state=state, previous=previous, applied=applied)
 
-@dataclass(frozen=True, slots=True)
-class Rejection:
+
+class Rejection(Frozen):
     """A move that was refused, named by its tool-local halt class."""
 
+    __slots__ = ("detail", "halt_class")
     halt_class: CheckHalt
     detail: str
 
+    def __init__(self, halt_class: CheckHalt, detail: str) -> None:
+        super().__init__(halt_class=halt_class, detail=detail)
 
-@dataclass(frozen=True, slots=True)
-class Violation:
+
+class Violation(Frozen):
     """One entry of a ``violations`` list in the halt commands' JSON."""
 
+    __slots__ = ("detail", "halt_class", "severity")
     halt_class: str
     detail: str
-    severity: HaltSeverity = HaltSeverity.BLOCK
+    severity: HaltSeverity
+
+    def __init__(
+        self, halt_class: str, detail: str, severity: HaltSeverity = HaltSeverity.BLOCK
+    ) -> None:
+        super().__init__(halt_class=halt_class, detail=detail, severity=severity)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -164,7 +309,7 @@ def transition(
 
     if goal is HaltLifecycle.CHECKED:
         if current is HaltLifecycle.ARMED:
-            return _moved(state, state.model_copy(update={"lifecycle": goal}))
+            return _moved(state, replace(state, lifecycle=goal))
         if current in (HaltLifecycle.CHECKED, HaltLifecycle.FIRED, HaltLifecycle.ATTESTED):
             return Transitioned(state=state, previous=current, applied=False)
         return _reject(
@@ -200,7 +345,7 @@ def transition(
                 "already FIRED; re-arm it before firing again",
             )
         if current in (HaltLifecycle.ARMED, HaltLifecycle.CHECKED):
-            fired = state.model_copy(update={"lifecycle": goal, "evidence": proof, "fired_at": at})
+            fired = replace(state, lifecycle=goal, evidence=proof, fired_at=at)
             return _moved(state, fired)
         return _reject(
             CheckHalt.TRANSITION_REJECTED,
@@ -227,13 +372,8 @@ def transition(
             rearmed_at=at,
             evidence=proof,
         )
-        rearmed = state.model_copy(
-            update={
-                "lifecycle": goal,
-                "evidence": None,
-                "fired_at": None,
-                "history": (*state.history, record),
-            }
+        rearmed = replace(
+            state, lifecycle=goal, evidence=None, fired_at=None, history=(*state.history, record)
         )
         return _moved(state, rearmed)
 
@@ -244,7 +384,7 @@ def transition(
                 f"transition rejected: halt {state.name} was never armed",
             )
         # Evidence and fired_at survive attestation: closure must still see what fired.
-        return _moved(state, state.model_copy(update={"lifecycle": goal, "attested_at": at}))
+        return _moved(state, replace(state, lifecycle=goal, attested_at=at))
 
     return _reject(
         CheckHalt.TRANSITION_REJECTED,

@@ -6,31 +6,65 @@ Pure: turns a decoded JSON document into a :class:`HaltStateFile` or a violation
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
-from typing import Any
 
-from pydantic import ValidationError
-
+from assay.core.frozen import Frozen, replace
+from assay.core.halt_shape import HaltShapeError
 from assay.core.halts import HaltState, Violation
 from assay.core.vocab import CheckHalt
+
+TYPE_CHECKING = False  # typing is an import `assay halt check` does without (assay.core.frozen)
+if TYPE_CHECKING:
+    from typing import Any
 
 SCHEMA_V1_0 = "1.0.0"
 SCHEMA_V1_1 = "1.1.0"
 _SUPPORTED_MAJOR = re.compile(r"^1\.\d+\.\d+$")
 
 
-@dataclass(frozen=True, slots=True)
-class HaltStateFile:
+class HaltStateFile(Frozen):
     """A whole state file; each halt in it is a validated :class:`HaltState`."""
 
+    __slots__ = (
+        "armed_at",
+        "canonical_halt_count",
+        "contract_path",
+        "dispatch_id",
+        "extra",
+        "halts",
+        "per_dispatch_addition_count",
+        "read_version",
+    )
     dispatch_id: str
     contract_path: str
     armed_at: str
     halts: tuple[HaltState, ...]
     canonical_halt_count: int
     per_dispatch_addition_count: int
-    read_version: str = SCHEMA_V1_0
-    extra: tuple[tuple[str, Any], ...] = ()  # top-level keys a newer 1.x writer added
+    read_version: str
+    extra: tuple[tuple[str, Any], ...]  # top-level keys a newer 1.x writer added
+
+    def __init__(
+        self,
+        *,
+        dispatch_id: str,
+        contract_path: str,
+        armed_at: str,
+        halts: tuple[HaltState, ...],
+        canonical_halt_count: int,
+        per_dispatch_addition_count: int,
+        read_version: str = SCHEMA_V1_0,
+        extra: tuple[tuple[str, Any], ...] = (),
+    ) -> None:
+        super().__init__(
+            dispatch_id=dispatch_id,
+            contract_path=contract_path,
+            armed_at=armed_at,
+            halts=halts,
+            canonical_halt_count=canonical_halt_count,
+            per_dispatch_addition_count=per_dispatch_addition_count,
+            read_version=read_version,
+            extra=extra,
+        )
 
     @property
     def schema_version(self) -> str:
@@ -113,13 +147,12 @@ def parse_state_document(doc: object) -> HaltStateFile | Violation:
     seen: set[str] = set()
     for index, raw in enumerate(halts):
         try:
-            halt = HaltState.model_validate(raw)
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"]) or "entry"
+            halt = HaltState.from_json(raw)
+        except HaltShapeError as exc:
+            where = f"halts[{index}].{exc.where}" if exc.where else f"halts[{index}]"
             return Violation(
                 halt_class=CheckHalt.STATE_CONSTRUCTION_FAILURE.value,
-                detail=f"halts[{index}].{where}: {first['msg']}",
+                detail=f"{where}: {exc.problem}",
             )
         if halt.name in seen:
             return Violation(

@@ -8,14 +8,12 @@ transaction, or a ``halt.rearmed`` event beside the re-armed state file.
 
 from __future__ import annotations
 
-import getpass
-import os
-import socket
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from assay.adapters.actor import Actor, cli_actor
 from assay.adapters.store import halt_files, halt_ops
 from assay.adapters.store.errors import LedgerConflict
 from assay.core.tasks import Task, TaskTransitionError
@@ -39,24 +37,6 @@ __all__ = [
 HOLD_REASON = "held by an operator"
 CANCEL_REASON = "cancelled by an operator"
 RELEASED_NOTE = " (attempts reset to 0; run history kept)"
-
-
-@dataclass(frozen=True)
-class Actor:
-    """Who made a move (free text: ``user@host`` from the CLI, what the web form says) and
-    where from."""
-
-    by: str
-    via: ActorVia
-
-
-def cli_actor() -> Actor:
-    """The person at this terminal: ``<user>@<host>``."""
-    try:
-        user = getpass.getuser()
-    except (KeyError, OSError):  # a uid without a passwd entry (containers)
-        user = os.environ.get("USER") or f"uid {os.getuid()}"
-    return Actor(by=f"{user}@{socket.gethostname()}", via=ActorVia.CLI)
 
 
 @dataclass(frozen=True)

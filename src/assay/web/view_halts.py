@@ -156,7 +156,7 @@ def _from_state(
         lifecycle=lifecycle.value,
         detail=detail,
         fired_at=fired_at,
-        history=[h.model_dump(mode="json") for h in halt.history],
+        history=[h.to_json() for h in halt.history],
         rearm_command=rearm_command(dispatch_id, halt.name, state_dir if here else None)
         if fired
         else None,

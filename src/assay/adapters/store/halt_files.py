@@ -13,13 +13,16 @@ import fcntl
 import json
 import os
 import re
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 from assay.core.halts import Violation
 from assay.core.statefile import HaltStateFile, parse_state_document
 from assay.core.vocab import CheckHalt
+
+TYPE_CHECKING = False  # typing is an import `assay halt check` does without (assay.core.frozen)
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import Any
 
 DEFAULT_STATE_DIR = ".assay/halt-state"
 STATE_DIR_ENV = "ASSAY_HALT_STATE_DIR"

@@ -22,11 +22,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from assay.adapters.store.names import DATABASE_URL_ENV
-from assay.core.payload import HaltNotice
 from assay.core.vocab import EventKind, HaltSeverity
 
-if TYPE_CHECKING:  # only a type here: the halt CLI must not pay for the store's imports
+if TYPE_CHECKING:  # only types here: the halt CLI must not pay for pydantic or the store
     from assay.adapters.store.records import Event
+    from assay.core.payload import HaltNotice
 
 HALT_FIRED_EVENT = EventKind.HALT_FIRED
 RELAY_ENV = "ASSAY_HALT_RELAY"
@@ -48,6 +48,8 @@ def event_data(notice: HaltNotice, *, by: str) -> dict[str, str | None]:
 
 def journaled_firings(events: Iterable[Event]) -> list[HaltNotice]:
     """The firings a run's events journaled (malformed events are skipped, never raised)."""
+    from assay.core.payload import HaltNotice
+
     found = []
     for event in events:
         if event.kind != HALT_FIRED_EVENT:
@@ -180,6 +182,7 @@ def _journal_in_ledger(state_dir: Path, dispatch_id: str, current_state: Mapping
         return
     try:
         from assay.adapters.store.sql import Ledger
+        from assay.core.payload import HaltNotice
 
         evidence = current_state.get("evidence")
         notice = HaltNotice(
