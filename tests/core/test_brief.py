@@ -88,7 +88,7 @@ def test_each_fire_line_is_a_real_halt_check_invocation(
     for line, halt in zip(lines, contract.halt_classes, strict=True):
         argv = shlex.split(line.replace("$ASSAY_DISPATCH_ID", "r20260101-000000-abcdef"))
         assert argv[:3] == ["assay", "halt", "check"]
-        args = halt_parser().parse_args(argv[2:])  # the flags assay halt really takes
+        args = halt_parser()[0].parse_args(argv[2:])  # the flags assay halt really takes
         assert (args.command, args.condition, args.fire) == ("check", halt.name, True)
         assert args.dispatch_id == "r20260101-000000-abcdef"
         assert args.evidence and args.evidence.strip()
@@ -96,7 +96,7 @@ def test_each_fire_line_is_a_real_halt_check_invocation(
 
 def test_the_query_form_is_a_real_invocation_that_does_not_fire() -> None:
     argv = shlex.split(query_command("halt-scope-breach").replace("$ASSAY_DISPATCH_ID", "d-1"))
-    args = halt_parser().parse_args(argv[2:])
+    args = halt_parser()[0].parse_args(argv[2:])
     assert (args.command, args.condition, args.fire, args.evidence) == (
         "check",
         "halt-scope-breach",
