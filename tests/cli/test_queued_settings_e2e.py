@@ -9,7 +9,10 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
 from support.repo import Repo, make_repo, replay_contract
+from support.temporal import DevServer, ExternalServer
+from support.workers import Workers, add_task, serve_once, show
 
 from assay.core.contract import parse_contract
 
@@ -58,3 +61,29 @@ def test_a_resumed_task_warns_only_about_the_setting_the_user_wrote(tmp_path: Pa
     assert resumed.returncode == 0, resumed.stderr
     assert f"task {task_id}" in resumed.stderr
     assert IGNORES.findall(resumed.stderr) == ["model"], resumed.stderr  # written, so named
+
+
+def test_a_task_run_through_temporal_warns_about_no_setting_the_user_never_gave(
+    tmp_path: Path, temporal_server: DevServer | ExternalServer, postgres_url: str
+) -> None:
+    """The run's plan crosses Temporal's data converter, which writes every field of the
+    contract; the worker must still see only what the user wrote."""
+    repo = make_repo(tmp_path)
+    contract = replay_contract(repo, "fixed", land="branch")
+    with Workers(temporal_server.address, repo.root, postgres_url, tmp_path / "machines") as w:
+        task_id = add_task(repo.root, contract, w.env)
+        worker = w.start()
+        served = serve_once(repo.root, w.address, w.task_queue, w.env, poll=0.2)
+        assert served.returncode == 0, served.stderr
+        shown = show(repo.root, "task", "show", task_id, env=w.env)
+        assert shown["status"] == "done", shown
+        worker_said = worker.tail(400)
+    engine = sa.create_engine(postgres_url)
+    try:
+        with engine.connect() as conn:
+            kinds = conn.execute(sa.text("SELECT kind, data FROM events")).all()
+    finally:
+        engine.dispose()
+    assert "dispatch.started" in {kind for kind, _ in kinds}  # the run's events are here
+    warned = [json.dumps(data) for kind, data in kinds if kind == "run.warning"]
+    assert IGNORES.findall(" ".join(warned) + worker_said) == [], (warned, worker_said)
