@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -183,6 +184,23 @@ def test_task_add_list_and_show(site: Site) -> None:
     shown = json_out(site.repo.assay("task", "show", site.task_id, "--json"))
     assert shown["runs"] and shown["status"] == "done"
     valid("task_show", shown)
+
+
+def test_a_held_task_and_an_unreadable_row(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    held, broken = (
+        json_out(repo.assay("task", "add", title, "--coder", "claude", "--json"))["id"]
+        for title in ("to hold", "to break")
+    )
+    assert repo.assay("task", "hold", held, "--reason", "wait for ünïcode").returncode == 0
+    with sqlite3.connect(repo.root / ".assay" / "assay.db") as conn:
+        conn.execute("UPDATE tasks SET status = 'bogus' WHERE id = ?", (broken,))
+    listed = json_out(repo.assay("task", "list", "--json"))
+    valid("task_list", listed)
+    assert {t["id"]: t["status"] for t in listed} == {held: "held", broken: "unreadable"}
+    shown = json_out(repo.assay("task", "show", held, "--json"))
+    valid("task_show", shown)
+    assert (shown["held_by"], shown["hold_reason"]) == ("manual", "wait for ünïcode")
 
 
 def test_ledger_show_and_gc(site: Site) -> None:
