@@ -222,6 +222,13 @@ def test_contract_check_good_bad_and_unreadable_and_init(site: Site, tmp_path: P
     assert good.returncode == 0, good.stderr
     assert json_out(good)["ok"] is True
     valid("contract_check", json_out(good))
+    no_bwrap = {"ASSAY_BWRAP": str(tmp_path / "no-bwrap-here")}
+    warned = site.repo.assay("contract", "check", str(site.contract), "--json", **no_bwrap)
+    assert warned.returncode == 0, warned.stderr
+    (warning,) = json_out(warned)["warnings"]  # valid, and run would refuse it here
+    assert warning.startswith("`assay run` would refuse this contract here: ")
+    assert f"warning: {warning}" in warned.stderr
+    valid("contract_check", json_out(warned))
     bad_file = tmp_path / "bad.yaml"
     bad_file.write_text("task: x\nseats: 99\njudges: true\n")
     bad = site.repo.assay("contract", "check", str(bad_file), "--json")
