@@ -51,7 +51,16 @@ def get_coder(kind: str) -> Coder:
 def ignored_settings(spec: CoderSpec, coder: Coder) -> list[str]:
     """Settings the contract sets explicitly that ``coder`` does not act on, sorted.
 
-    Only explicitly set fields count (``model_fields_set``), so a default never warns.
+    Only explicitly set fields count (``model_fields_set``), and only when they hold something
+    other than the default: a spec that crossed a serializer (Temporal's data converter dumps
+    every field, and so did the task files of older versions) has every field "set", though
+    the user wrote none of them, and a default changes nothing the coder could ignore.
     """
     honoured = coder.honoured_settings | _ALWAYS_HONOURED
-    return sorted(name for name in spec.model_fields_set if name not in honoured)
+    fields = type(spec).model_fields
+    return sorted(
+        name
+        for name in spec.model_fields_set
+        if name not in honoured
+        and getattr(spec, name) != fields[name].get_default(call_default_factory=True)
+    )
