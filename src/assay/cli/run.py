@@ -8,6 +8,7 @@ interrupted, the task runnable again).
 from __future__ import annotations
 
 import json
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -25,6 +26,7 @@ from assay.cli.flags import (
     SeatsFlag,
     ValidatorFlag,
 )
+from assay.cli.output_options import EventsFlag, EventsFormat, ProgressFlag, ProgressMode
 from assay.cli.signals import graceful_stop, interrupted_exit
 from assay.cli.workspace import (
     EXIT_DONE,
@@ -40,9 +42,14 @@ from assay.cli.workspace import (
 from assay.core.vocab import HaltType, SandboxMode, TaskStatus
 
 if TYPE_CHECKING:
+    from assay.adapters.store.records import Event
     from assay.adapters.store.sql import Ledger
+    from assay.cli.event_stream import EventStream
+    from assay.cli.progress import Progress
     from assay.core.contract import Contract
     from assay.core.tasks import Task
+    from assay.engine.effects import RunEvent
+    from assay.engine.runner import RunReport
 
 
 def exit_code_for(status: TaskStatus, halt_type: HaltType) -> int:
@@ -128,12 +135,18 @@ def run(
         ),
     ] = False,
     json_output: Annotated[bool, typer.Option("--json", help="Print the payload as JSON.")] = False,
+    events: EventsFlag = None,
+    progress: ProgressFlag = ProgressMode.AUTO,
 ) -> None:
     """Run a task now: coders in seat repositories, validators decide, the task is settled.
 
     Give an instruction (and flags), or a contract file. The payload is written to
     .assay/runs/<run>/payload.json. Exit: 0 done, 1 failed, 2 bad input, 3 held, 4 internal,
     130/143 stopped by SIGINT/SIGTERM.
+
+    --events jsonl writes the ledger's events of the run to stdout as they happen, one JSON
+    object a line (the dashboard's /events objects); --json then prints the payload as the
+    last line, and the human summary goes to stderr.
     """
     from assay.engine.runner import recover_interrupted
 
@@ -150,6 +163,9 @@ def run(
         refuse_unconfinable(built)  # before the task is created
     workspace = Workspace.find(require_commit=True)
     ledger = workspace.ledger()
+    # Taken before anything is written, so the stream starts with this command's first event.
+    ours: set[str] = set()  # the tasks this command recovers or runs: the stream's events
+    stream = _event_stream(ledger, events, ours)
     now = datetime.now(UTC)
     jobs: list[tuple[Task, Contract]] = []
     recovered_code = EXIT_DONE
@@ -168,6 +184,7 @@ def run(
             task = ledger.get_task(record.task_id)
             outcomes.append(task)
             typer.echo(recovered_line(record, task, now), err=True)
+            ours.add(task.id)
             if task.runnable(now):
                 jobs.append((task, workspace.load_contract(task.id)))
         recovered_code = recovered_exit(outcomes)
@@ -175,6 +192,8 @@ def run(
             typer.echo("no interrupted run to resume", err=True)
             raise typer.Exit(EXIT_DONE)
         if not jobs and instruction is None and contract is None and task_id is None:
+            if stream is not None:
+                stream.pump()  # what recovery wrote, before the exit says what it made of it
             raise typer.Exit(recovered_code)  # nothing left to run: what recovery made of it
     if task_id is not None:
         from assay.adapters.store.sql import TaskNotFound, UnreadableTask
@@ -200,10 +219,37 @@ def run(
         fail("give an instruction, --contract FILE, --task ID or --resume (see assay run -h)")
     for _, chosen in jobs:  # a stored task's contract (--task, --resume) too
         refuse_unconfinable(chosen)
+    ours.update(task.id for task, _ in jobs)
 
-    with graceful_stop():
-        code = _run_jobs(workspace, ledger, jobs, keep_worktrees, json_output)
+    from assay.cli.progress import progress_for
+
+    display = progress_for(progress)
+    with graceful_stop(), display:
+        if stream is None:
+            code, results = _run_jobs(workspace, ledger, jobs, keep_worktrees, display, json_output)
+        else:
+            with stream.following():
+                code, results = _run_jobs(
+                    workspace, ledger, jobs, keep_worktrees, display, json_output, stream
+                )
+    for document in results:  # after the stream's last event: the result is the last line
+        sys.stdout.write(json.dumps(document, separators=(",", ":"), default=str) + "\n")
     raise typer.Exit(interrupted_exit() or max(code, recovered_code))
+
+
+def _event_stream(
+    ledger: Ledger, events: EventsFormat | None, ours: set[str]
+) -> EventStream | None:
+    """The ``--events`` stream of this command's tasks (another process's runs on the same
+    ledger are not this command's), or None without ``--events``."""
+    if events is None:
+        return None
+    from assay.cli.event_stream import EventStream, newest_event_id
+
+    def wants(event: Event) -> bool:
+        return event.task_id in ours
+
+    return EventStream(ledger, after=newest_event_id(ledger), wants=wants)
 
 
 def _run_jobs(
@@ -211,11 +257,32 @@ def _run_jobs(
     ledger: Ledger,
     jobs: list[tuple[Task, Contract]],
     keep_worktrees: bool,
+    display: Progress,
     json_output: bool,
-) -> int:
-    from assay.cli.progress import Progress
+    stream: EventStream | None = None,
+) -> tuple[int, list[object]]:
+    """Run each job in turn; the exit code, and the payloads still to print.
+
+    Without ``stream``, ``--json`` prints each payload as its run ends (indented) and nothing
+    is left to print. With it, each event is written the moment the run journals it, the
+    human summary goes to stderr (stdout is the stream's), and the payloads are returned,
+    to be printed compact after the stream's last event.
+    """
     from assay.engine.interrupt import RunInterrupted
     from assay.engine.runner import run_task
+
+    results: list[object] = []
+
+    def result(document: object) -> None:
+        if stream is not None:
+            results.append(document)
+        elif json_output:
+            print_json(document)
+
+    def sink(event: RunEvent) -> None:
+        display(event)
+        if stream is not None:
+            stream.pump_quietly()  # the event is in the ledger already (journaled first)
 
     code = EXIT_DONE
     for task, chosen in jobs:
@@ -228,39 +295,47 @@ def _run_jobs(
                 ledger=ledger,
                 task=task,
                 contract=chosen,
-                sink=Progress(quiet=False),
+                sink=sink,
                 keep_worktrees=keep_worktrees,
             )
         except RunInterrupted as stop:
+            display.ended()
             typer.echo(
                 f"task {task.id}: {stop}; the run closed as interrupted, the task is runnable "
                 f"again\npayload: {stop.payload_path}",
                 err=True,
             )
-            if json_output and stop.payload_path:
-                print_json(json.loads(Path(stop.payload_path).read_text(encoding="utf-8")))
+            if stop.payload_path:
+                result(json.loads(Path(stop.payload_path).read_text(encoding="utf-8")))
             break
+        display.ended()
         payload = report.payload
-        if json_output:
-            print_json(payload.to_json())
-        else:
-            from assay.core.text import printable
-
-            typer.echo(
-                f"{payload.status.value}: {printable(payload.reason)}\n"
-                f"task {task.id}: {report.settlement.new_status.value} "
-                f"(row {report.settlement.row.value}, attempt "
-                f"{'spent' if report.settlement.attempt_spent else 'refunded'}, "
-                f"{task.attempts} of {chosen.budgets.max_attempts} used)\n"
-                f"payload: {report.payload_path or 'not written (see the warning above)'}"
-            )
-            finished = datetime.now(UTC)
-            if task.waiting(finished):
-                from assay.cli.explain import waits_message
-
-                typer.echo(waits_message(task, finished))
+        result(payload.to_json())
+        if stream is not None or not json_output:
+            _say_settled(task, chosen, report, err=stream is not None)
         code = max(code, exit_code_for(report.settlement.new_status, payload.halt_type))
-    return code
+    return code, (results if json_output else [])
+
+
+def _say_settled(task: Task, chosen: Contract, report: RunReport, *, err: bool) -> None:
+    """The human summary of one run: its status and reason, what settle did, the payload."""
+    from assay.core.text import printable
+
+    payload = report.payload
+    typer.echo(
+        f"{payload.status.value}: {printable(payload.reason)}\n"
+        f"task {task.id}: {report.settlement.new_status.value} "
+        f"(row {report.settlement.row.value}, attempt "
+        f"{'spent' if report.settlement.attempt_spent else 'refunded'}, "
+        f"{task.attempts} of {chosen.budgets.max_attempts} used)\n"
+        f"payload: {report.payload_path or 'not written (see the warning above)'}",
+        err=err,
+    )
+    finished = datetime.now(UTC)
+    if task.waiting(finished):
+        from assay.cli.explain import waits_message
+
+        typer.echo(waits_message(task, finished), err=err)
 
 
 def unverified_warning(contract: Contract, from_flags: bool) -> str:
