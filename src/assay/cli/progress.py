@@ -138,6 +138,11 @@ class Progress:
             # Lines of several runs at once interleave: each says whose it is.
             self.console.print(f"{_escape(label)}: {line.lstrip()}" if label else line)
 
+    def say(self, text: str) -> None:
+        """A line of the command's own news (``serve``'s), taken as plain text: with a live
+        display it goes above the footer instead of through it."""
+        self.console.print(text, markup=False, highlight=False)
+
     def view(self, label: str) -> Sink:
         """The sink of one run among several (``serve --concurrency N``), named ``label``."""
         return lambda event: self.show(event, label=label)
@@ -152,16 +157,23 @@ class WarningsOnly(Progress):
     def __init__(self) -> None:  # no console: nothing here draws
         self.quiet = True
 
+    def say(self, text: str) -> None:
+        _write_stderr(text)
+
     def show(self, event: RunEvent, *, label: str | None) -> None:
         if event.kind != EventKind.WARNING:
             return
         message = " ".join(printable(str(event.data.get("message", ""))).split())
         where = f"{label}: " if label else ""
-        try:
-            sys.stderr.write(f"  warning: {where}{message}\n")
-            sys.stderr.flush()
-        except (OSError, ValueError):  # stderr went away: the payload still has it
-            pass
+        _write_stderr(f"  warning: {where}{message}")
+
+
+def _write_stderr(line: str) -> None:
+    try:
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):  # stderr went away: the payload and the ledger still have it
+        pass
 
 
 def progress_for(mode: ProgressMode, *, many: bool = False) -> Progress:
