@@ -110,5 +110,17 @@ class EventStream:
         except (BrokenPipeError, ValueError, OSError):
             # Nobody reads any more: stop writing, let the run finish and close.
             self.broken = True
+            _discard_stdout(self.out)
         else:
             self.written += 1
+
+
+def _discard_stdout(out: TextIO) -> None:
+    """Point a stdout whose reader left at /dev/null: the result line and the interpreter's
+    own flush at exit then go nowhere instead of raising BrokenPipeError a second time."""
+    import os
+
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, out.fileno())
+        os.close(devnull)

@@ -176,16 +176,17 @@ def _write_stderr(line: str) -> None:
         pass
 
 
-def progress_for(mode: ProgressMode, *, many: bool = False) -> Progress:
+def progress_for(mode: ProgressMode, *, many: bool = False, idle: str = "") -> Progress:
     """The display ``mode`` asks for here: live on a terminal (``auto``, ``always``), plain
     lines off one only with ``always`` (and one run at a time: lines of several runs at once
-    would interleave), else warnings only."""
+    would interleave), else warnings only. ``idle``: the live footer's word when no run is in
+    progress (serve's "waiting for work")."""
     if mode is ProgressMode.NEVER:
         return WarningsOnly()
     if live_terminal():
         from assay.cli.progress_live import LiveProgress
 
-        return LiveProgress()
+        return LiveProgress(idle=idle)
     if mode is ProgressMode.ALWAYS and not many:
         return Progress()
     return WarningsOnly()

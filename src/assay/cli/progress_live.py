@@ -53,10 +53,15 @@ class LiveProgress(Progress):
     """Plain lines above, a live footer below (see the module's docstring)."""
 
     def __init__(
-        self, *, console: Console | None = None, clock: Callable[[], float] = time.monotonic
+        self,
+        *,
+        console: Console | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        idle: str = "",
     ) -> None:
         super().__init__(console=console)
         self.clock = clock
+        self.idle = idle  # what the footer says with no run in progress (serve: waiting)
         self.since = clock()
         self.runs: dict[str | None, _Run] = {}
         self._lock = threading.RLock()
@@ -89,7 +94,7 @@ class LiveProgress(Progress):
             run = self.runs.pop(label, None)
         if run is not None and run.run_id:
             took = clock_text(self.clock() - run.since)
-            self.console.print(f"[dim]run {run.run_id}: {took}[/dim]")
+            self.console.print(f"[dim]run {run.run_id} took {took}[/dim]")
 
     # -- what the footer shows -------------------------------------------------------------
 
@@ -138,7 +143,7 @@ class LiveProgress(Progress):
                 Text.assemble(
                     ("assay ", "bold"),
                     (clock_text(now - self.since), "bold cyan"),
-                    (" elapsed" + ("" if runs else " · waiting for work"), "dim"),
+                    (" elapsed" + (f" · {self.idle}" if self.idle and not runs else ""), "dim"),
                 )
             ]
             for label, run in runs:
