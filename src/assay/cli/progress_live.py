@@ -110,9 +110,9 @@ class LiveProgress(Progress):
             run.state = "coding"
             run.seats.clear()
         elif event.kind == EventKind.DISPATCH_STARTED:
-            seat = _int(data.get("seat"))
-            if seat is not None:
-                run.seats[seat] = _Seat(coder=str(data.get("coder") or "?"), since=now)
+            number = _int(data.get("seat"))
+            if number is not None:
+                run.seats[number] = _Seat(coder=str(data.get("coder") or "?"), since=now)
         elif event.kind == EventKind.SEAT_FINISHED:
             seat = run.seats.get(_int(data.get("seat")) or 0)
             if seat is not None:
@@ -129,8 +129,8 @@ class LiveProgress(Progress):
                 seat.state = f"validator {data.get('validator')}: {severity}"
         elif event.kind == EventKind.JUDGES_RANKED:
             run.state = "judged"
-            for seat in run.seats.values():
-                seat.until = seat.until or now
+            for judged in run.seats.values():
+                judged.until = judged.until or now
         elif event.kind == EventKind.ATTEMPT_DECIDED:
             run.state = str(data.get("next") or data.get("action") or "decided")
             run.seats.clear()
