@@ -18,8 +18,6 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, TextIO
 
-from assay.adapters.store.event_document import event_line
-
 if TYPE_CHECKING:
     from assay.adapters.store.records import Event
     from assay.adapters.store.sql import Ledger
@@ -69,6 +67,8 @@ class EventStream:
 
     def pump(self) -> None:
         """Write every event appended since the last call (safe from any thread)."""
+        from assay.adapters.store.event_document import event_line
+
         with self._lock:
             while not self.broken:
                 batch = self.ledger.events_after(self.cursor, BATCH)

@@ -11,14 +11,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from rich.console import Console, ConsoleOptions, Group, RenderResult
-from rich.live import Live
-from rich.text import Text
-
 from assay.cli.progress import Progress, _printable
 from assay.core.vocab import EventKind
 
 if TYPE_CHECKING:
+    from rich.console import Console, ConsoleOptions, RenderResult
+    from rich.live import Live
+    from rich.text import Text
+
     from assay.engine.effects import RunEvent
 
 REFRESH_PER_SECOND = 4
@@ -68,6 +68,8 @@ class LiveProgress(Progress):
         self._live: Live | None = None
 
     def __enter__(self) -> LiveProgress:
+        from rich.live import Live
+
         self._live = Live(
             _Footer(self),
             console=self.console,
@@ -136,6 +138,8 @@ class LiveProgress(Progress):
             run.seats.clear()
 
     def footer(self) -> list[Text]:
+        from rich.text import Text
+
         now = self.clock()
         with self._lock:
             runs = list(self.runs.items())
@@ -174,6 +178,8 @@ class _Footer:
         self.progress = progress
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        from rich.console import Group
+
         yield Group(*self.progress.footer())
 
 
