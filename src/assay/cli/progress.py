@@ -176,13 +176,18 @@ def _write_stderr(line: str) -> None:
         pass
 
 
-def progress_for(mode: ProgressMode, *, many: bool = False, idle: str = "") -> Progress:
+def progress_for(
+    mode: ProgressMode, *, many: bool = False, idle: str = "", streaming: bool = False
+) -> Progress:
     """The display ``mode`` asks for here: live on a terminal (``auto``, ``always``), plain
     lines off one only with ``always`` (and one run at a time: lines of several runs at once
     would interleave), else warnings only. ``idle``: the live footer's word when no run is in
-    progress (serve's "waiting for work")."""
+    progress (serve's "waiting for work"). ``streaming``: ``--events`` writes to stdout, so a
+    stdout on the same terminal would be drawn over by the footer: plain lines then."""
     if mode is ProgressMode.NEVER:
         return WarningsOnly()
+    if live_terminal() and streaming and live_terminal(sys.stdout):
+        return Progress() if not many else WarningsOnly()
     if live_terminal():
         from assay.cli.progress_live import LiveProgress
 

@@ -223,7 +223,7 @@ def run(
     from assay.cli.progress import progress_for
     from assay.cli.run_jobs import run_jobs
 
-    display = progress_for(progress)
+    display = progress_for(progress, streaming=stream is not None)
     with graceful_stop(), display:
         if stream is None:
             code, results = run_jobs(workspace, ledger, jobs, keep_worktrees, display, json_output)

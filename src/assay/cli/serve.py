@@ -141,7 +141,9 @@ def serve(
     ledger = workspace.ledger()
     stream = _event_stream(ledger, events, None)
     many = concurrency > 1
-    display = progress_for(progress, many=many, idle="waiting for work")
+    display = progress_for(
+        progress, many=many, idle="waiting for work", streaming=stream is not None
+    )
     summary = ServeSummary()
 
     def run_here(task: Task) -> RunReport:
