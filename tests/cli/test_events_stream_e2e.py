@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import signal
+import sqlite3
 import subprocess
 import time
 from pathlib import Path
@@ -182,3 +183,38 @@ def test_events_are_refused_where_there_is_nothing_to_stream(tmp_path: Path) -> 
     done = repo.assay("run", "x", "--events", "xml")
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
     assert not (repo.root / ".assay").exists()
+
+
+def test_resume_streams_what_recovery_wrote_then_the_run_again(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    contract = str(replay_contract(repo, "fixed", land="branch"))
+    crashed = repo.assay("run", "--contract", contract, ASSAY_CRASH_AT="dispatch_ended")
+    assert crashed.returncode == 137, crashed.stderr
+    done = repo.assay("run", "--resume", "--events", "jsonl", "--json")
+    assert done.returncode == 0, done.stderr
+    *events, payload = lines(done.stdout)
+    check_events(events)
+    kinds = [e["kind"] for e in events]
+    assert kinds[:3] == ["run.interrupted", "run.closed", "run.opened"], kinds
+    assert kinds[-1] == "run.closed" and payload["status"] == "ready"
+    assert "recovered r" in done.stderr
+
+
+def test_serve_json_lists_a_task_it_skipped_and_why(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    contract = str(replay_contract(repo, "fixed", land="branch"))
+    ids = []
+    for _ in range(2):
+        added = repo.assay("task", "add", "--contract", contract, "--json")
+        assert added.returncode == 0, added.stderr
+        ids.append(json.loads(added.stdout)["id"])
+    zombie, good = ids
+    with sqlite3.connect(repo.root / ".assay" / "assay.db") as db:
+        db.execute("UPDATE tasks SET status = 'zombie' WHERE id = ?", (zombie,))
+    done = repo.assay("serve", "--once", "--no-web", "--json")
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["closed"] == {good: "done"} and summary["runs"] == 1, summary
+    [skipped] = summary["skipped"]
+    assert skipped["task_id"] == zombie and skipped["why"].startswith("unreadable: "), skipped
+    assert f"skipping task {zombie}: unreadable" in done.stderr  # said as it happened too
