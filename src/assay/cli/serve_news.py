@@ -49,7 +49,9 @@ class ServeSummary:
             return
         if event.kind == EventKind.RUN_CLOSED:
             self.runs += 1
-            self.closed[event.task_id] = str(event.data.get("task_status") or "")
+            status = event.data.get("task_status")
+            if isinstance(status, str) and status:  # a TaskStatus value, as settle left it
+                self.closed[event.task_id] = status
         elif event.kind == EventKind.RUN_INTERRUPTED:
             self.interrupted.append(event.task_id)
 
