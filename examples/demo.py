@@ -150,9 +150,9 @@ def main() -> int:
         env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
         env.pop("ASSAY_HOME", None)
         env.pop("ASSAY_DATABASE_URL", None)
-        done = subprocess.run(
-            [str(BIN / "assay"), "run", "--contract", str(contract)], cwd=repo, env=env, check=False
-        )
+        # --progress always: the attempts are the point of the demo, in a log as on a terminal.
+        command = [str(BIN / "assay"), "run", "--contract", str(contract), "--progress", "always"]
+        done = subprocess.run(command, cwd=repo, env=env, check=False)
         console.print(f"exit code {done.returncode} (0: the task is done)")
         console.rule("[bold]main after the merge: one squashed commit, with its trailers")
         log = subprocess.run(

@@ -10,7 +10,7 @@ from support.repo import make_repo, replay_contract
 def test_a_block_with_no_recovery_left_says_end_not_recover(tmp_path: Path) -> None:
     repo = make_repo(tmp_path)
     contract = replay_contract(repo, "wrong", extra="budgets: {max_recovery: 0}")
-    done = repo.assay("run", "--contract", str(contract))
+    done = repo.assay("run", "--contract", str(contract), "--progress", "always")
     shown = done.stdout + done.stderr
     assert done.returncode == 1, shown
     assert "decision: recover" not in shown
@@ -19,7 +19,9 @@ def test_a_block_with_no_recovery_left_says_end_not_recover(tmp_path: Path) -> N
 
 def test_a_wrong_fix_then_the_right_one_says_recover_then_land(tmp_path: Path) -> None:
     repo = make_repo(tmp_path)
-    done = repo.assay("run", "--contract", str(replay_contract(repo, "wrong", "fixed")))
+    done = repo.assay(
+        "run", "--contract", str(replay_contract(repo, "wrong", "fixed")), "--progress", "always"
+    )
     shown = done.stdout + done.stderr
     assert done.returncode == 0, shown
     recover = shown.index("decision: recover (seat 1): attempt 2 of 3 follows")
@@ -32,7 +34,7 @@ def test_a_fired_block_halt_says_end_with_the_halt(tmp_path: Path) -> None:
     command = repo.put("leak.py", "src/config.py")
     done = repo.assay(
         "run", "Add the config", "--coder", "command", "--coder-command", command,
-        "--validator", "true",
+        "--validator", "true", "--progress", "always",
     )  # fmt: skip
     shown = done.stdout + done.stderr
     assert done.returncode == 3, shown

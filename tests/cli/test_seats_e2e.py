@@ -103,7 +103,9 @@ def test_a_seat_whose_git_was_replaced_is_an_error_and_is_not_followed(
     head = git(repo.root, "rev-parse", "main")
     index = (repo.root / ".git" / "index").read_bytes()
     command = f"cp {repo.fixes}/fixed.py src/slug.py && " + replace.format(root=repo.root)
-    done = repo.assay("run", "--contract", str(_contract(repo, "swap", command)), "--json")
+    done = repo.assay(
+        "run", "--contract", str(_contract(repo, "swap", command)), "--json", "--progress", "always"
+    )
     payload = json.loads(done.stdout)
     assert payload["status"] != "merged", payload
     assert "the seat's repository was tampered with" in done.stderr

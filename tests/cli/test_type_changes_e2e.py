@@ -51,7 +51,8 @@ land: merge
 
 
 def run(repo: Repo, path: Path) -> tuple[int, dict[str, Any], str]:
-    done = repo.assay("run", "--contract", str(path), "--json")
+    # The seat line is progress: plain lines on a pipe only when asked for.
+    done = repo.assay("run", "--contract", str(path), "--json", "--progress", "always")
     payload = json.loads(done.stdout)
     jsonschema.validate(payload, SCHEMA)
     return done.returncode, payload, done.stderr

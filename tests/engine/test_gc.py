@@ -16,9 +16,9 @@ from assay.adapters.store.sql import Ledger
 from assay.core.contract import parse_contract
 from assay.core.gc import Leftover
 from assay.core.tasks import Task
-from assay.core.vocab import LeftoverKind
+from assay.core.vocab import EventKind, LeftoverKind
 from assay.engine import halt_relay
-from assay.engine.gc import GC_EVENT, collect_garbage
+from assay.engine.gc import collect_garbage
 from assay.engine.runner import run_task
 
 WEEK = 7 * 86400
@@ -89,12 +89,12 @@ def test_a_blocked_runs_branch_stays_a_week_from_its_close_then_goes(
     assert (removed.kind, removed.target) == (LeftoverKind.BRANCH, branch)
     assert removed.bytes is not None and removed.bytes > 0
     assert _branches(repo) == []
-    [event] = [e for e in ledger.events(run_id=report.run_id) if e.kind == GC_EVENT]
+    [event] = [e for e in ledger.events(run_id=report.run_id) if e.kind == EventKind.RUN_GC]
     assert event.data["older_than"] == "7d"
     assert event.data["removed"] == [{"kind": "branch", "target": branch, "bytes": removed.bytes}]
     # Collected once: nothing left to do, nothing recorded again.
     assert _mine(_collect(repo, ledger, 30).removed) == []
-    assert len([e for e in ledger.events(run_id=report.run_id) if e.kind == GC_EVENT]) == 1
+    assert len([e for e in ledger.events(run_id=report.run_id) if e.kind == EventKind.RUN_GC]) == 1
 
 
 def test_a_dry_run_removes_and_records_nothing(world: tuple[Repo, Ledger]) -> None:
@@ -104,7 +104,7 @@ def test_a_dry_run_removes_and_records_nothing(world: tuple[Repo, Ledger]) -> No
     assert [x.kind for x in _mine(dry.removed)] == [LeftoverKind.SEATS, LeftoverKind.BRANCH]
     assert (repo.root / ".assay" / "seats" / report.run_id).is_dir()
     assert len(_branches(repo)) == 1
-    assert [e for e in ledger.events() if e.kind == GC_EVENT] == []
+    assert [e for e in ledger.events() if e.kind == EventKind.RUN_GC] == []
     real = _collect(repo, ledger, 8)
     assert [x.kind for x in _mine(real.removed)] == [LeftoverKind.SEATS, LeftoverKind.BRANCH]
     assert not (repo.root / ".assay" / "seats").exists()  # no empty folder left either

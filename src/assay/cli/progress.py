@@ -1,25 +1,40 @@
-"""Live progress of a run, printed as it happens (to stderr, so ``--json`` stdout stays clean)."""
+"""The human progress of a run on stderr (stdout stays for ``--json`` and ``--events``).
+
+Three displays, chosen by ``--progress`` and whether stderr is a terminal (:func:`progress_for`):
+a live one on a terminal (the lines below kept in the scrollback, under them a redrawn footer
+with the elapsed time and one line per running seat, :mod:`assay.cli.progress_live`), plain
+lines (``--progress always`` when stderr is a file or a pipe: no ANSI), and a quiet one that
+says only run warnings (``auto`` off a terminal, ``never``): a warning is not progress, it is
+something the operator has to read, and it is in the payload too.
+
+rich is imported only by the displays that draw: a quiet run does not pay for it.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
-from pydantic import JsonValue
-from rich.console import Console
-from rich.markup import escape
-
+from assay.cli.output_options import ProgressMode, live_terminal
 from assay.core.text import printable
 from assay.core.vocab import EventKind
-from assay.engine.effects import RunEvent
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from assay.engine.effects import RunEvent
+
+Sink = Callable[["RunEvent"], None]
 
 _STYLE = {"pass": "green", "warn": "yellow", "block": "red"}
 
 
-def _items(value: JsonValue) -> list[JsonValue]:
+def _items(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
-def _printable(value: JsonValue) -> Any:
+def _printable(value: Any) -> Any:
     """Event data with every string made safe for the terminal (coder output, instructions)."""
     if isinstance(value, str):
         return printable(value)
@@ -30,7 +45,13 @@ def _printable(value: JsonValue) -> Any:
     return value
 
 
-def _type_changes(changes: list[JsonValue]) -> str:
+def _escape(text: str) -> str:
+    from rich.markup import escape
+
+    return escape(text)
+
+
+def _type_changes(changes: list[Any]) -> str:
     """``; type changed: lib/x.py symlink → file``: a unified diff hides these, so say them."""
     named = [
         f"{c.get('path')} {c.get('before')} → {c.get('after')}"
@@ -42,50 +63,135 @@ def _type_changes(changes: list[JsonValue]) -> str:
     return "; type changed: " + ", ".join(named[:5]) + (" …" if len(named) > 5 else "")
 
 
+def describe(event: RunEvent) -> list[str]:
+    """The progress lines (rich markup) one event adds to the scrollback; none for most."""
+    data = _printable(event.data)
+    if event.kind == EventKind.RUN_STARTED:
+        return [f"[bold]run {data['run_id']}[/bold] · {data['seats']} seat(s)"]
+    if event.kind == EventKind.ATTEMPT_STARTED:
+        return [f"[bold cyan]attempt {data['attempt']}[/bold cyan]"]
+    if event.kind == EventKind.SEAT_FINISHED:
+        files = [str(f) for f in _items(data.get("files"))]
+        shown = ", ".join(files[:5]) + (" …" if len(files) > 5 else "")
+        what = f"{len(files)} file(s) changed ({shown})" if files else "no change"
+        what += _type_changes(_items(data.get("type_changes")))
+        err = f" · [red]{_escape(str(data['error']))}[/red]" if data.get("error") else ""
+        stop = f" · stopped: {data['stop_reason']}" if data.get("stop_reason") else ""
+        coder = _escape(f"[{data['coder']}]")
+        # Never wrapped by us: a path cut in two cannot be searched for in a log.
+        return [f"  seat {data['seat']} {coder}: {_escape(what)}{stop}{err}"]
+    if event.kind == EventKind.VALIDATOR_FINISHED:
+        severity = "error" if data.get("error") else str(data["severity"])
+        style = _STYLE.get(severity, "magenta")
+        return [f"  validator {data['validator']}: [{style}]{severity}[/{style}]"]
+    if event.kind == EventKind.ATTEMPT_DECIDED:
+        going = data.get("next", data["action"])  # what the run does, not the bare policy
+        why = f": {_escape(str(data['why']))}" if data.get("why") else ""
+        lines = [f"  decision: [bold]{going}[/bold] (seat {data['seat']}){why}"]
+        lines += [f"    [red]✗[/red] {_escape(str(f))}" for f in _items(data.get("failures"))]
+        return lines
+    if event.kind == EventKind.JUDGES_RANKED:
+        lost = f", {data['lost_to_quota']} lost to quota" if data.get("lost_to_quota") else ""
+        if data.get("lost_to_fault"):
+            lost += f", {data['lost_to_fault']} lost to a provider fault"
+        verdict = f"winner {data['winner']}" if data.get("winner") else "[red]no winner[/red]"
+        return [
+            f"  judges: {verdict} ({data['present']} usable ranking(s), "
+            f"quorum {data['quorum']}{lost})"
+        ]
+    if event.kind == EventKind.WARNING:
+        return [f"  [yellow]warning:[/yellow] {_escape(str(data['message']))}"]
+    return []
+
+
+def stderr_console() -> Console:
+    from rich.console import Console
+
+    # soft_wrap: never cut a path in two (a log is searched for whole paths).
+    return Console(stderr=True, highlight=False, soft_wrap=True)
+
+
 class Progress:
-    def __init__(self, *, quiet: bool = False) -> None:
-        self.console = Console(
-            stderr=True, highlight=False, soft_wrap=True
-        )  # never cut a path in two
+    """Plain progress lines, one per step of the run, printed as they happen.
+
+    A display is used as a context manager around the work (the live one draws while it is
+    open) and as the run's sink; :meth:`view` gives the sink of one of several runs at once.
+    """
+
+    def __init__(self, *, quiet: bool = False, console: Console | None = None) -> None:
+        self.console = console if console is not None else stderr_console()
         self.quiet = quiet
 
+    def __enter__(self) -> Progress:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        return None
+
     def __call__(self, event: RunEvent) -> None:
+        self.show(event, label=None)
+
+    def show(self, event: RunEvent, *, label: str | None) -> None:
         if self.quiet:
             return
-        data = _printable(event.data)
-        out = self.console.print
-        if event.kind == EventKind.RUN_STARTED:
-            out(f"[bold]run {data['run_id']}[/bold] · {data['seats']} seat(s)")
-        elif event.kind == EventKind.ATTEMPT_STARTED:
-            out(f"[bold cyan]attempt {data['attempt']}[/bold cyan]")
-        elif event.kind == EventKind.SEAT_FINISHED:
-            files = [str(f) for f in _items(data.get("files"))]
-            shown = ", ".join(files[:5]) + (" …" if len(files) > 5 else "")
-            what = f"{len(files)} file(s) changed ({shown})" if files else "no change"
-            what += _type_changes(_items(data.get("type_changes")))
-            err = f" · [red]{escape(str(data['error']))}[/red]" if data.get("error") else ""
-            stop = f" · stopped: {data['stop_reason']}" if data.get("stop_reason") else ""
-            coder = escape(f"[{data['coder']}]")
-            # Never wrapped by us: a path cut in two cannot be searched for in a log.
-            out(f"  seat {data['seat']} {coder}: {escape(what)}{stop}{err}")
-        elif event.kind == EventKind.VALIDATOR_FINISHED:
-            severity = "error" if data.get("error") else str(data["severity"])
-            style = _STYLE.get(severity, "magenta")
-            out(f"  validator {data['validator']}: [{style}]{severity}[/{style}]")
-        elif event.kind == EventKind.ATTEMPT_DECIDED:
-            going = data.get("next", data["action"])  # what the run does, not the bare policy
-            why = f": {escape(str(data['why']))}" if data.get("why") else ""
-            out(f"  decision: [bold]{going}[/bold] (seat {data['seat']}){why}")
-            for failure in _items(data.get("failures")):
-                out(f"    [red]✗[/red] {escape(str(failure))}")
-        elif event.kind == EventKind.JUDGES_RANKED:
-            lost = f", {data['lost_to_quota']} lost to quota" if data.get("lost_to_quota") else ""
-            if data.get("lost_to_fault"):
-                lost += f", {data['lost_to_fault']} lost to a provider fault"
-            verdict = f"winner {data['winner']}" if data.get("winner") else "[red]no winner[/red]"
-            out(
-                f"  judges: {verdict} ({data['present']} usable ranking(s), "
-                f"quorum {data['quorum']}{lost})"
-            )
-        elif event.kind == EventKind.WARNING:
-            out(f"  [yellow]warning:[/yellow] {escape(str(data['message']))}")
+        for line in describe(event):
+            # Lines of several runs at once interleave: each says whose it is.
+            self.console.print(f"{_escape(label)}: {line.lstrip()}" if label else line)
+
+    def say(self, text: str) -> None:
+        """A line of the command's own news (``serve``'s), taken as plain text: with a live
+        display it goes above the footer instead of through it."""
+        self.console.print(text, markup=False, highlight=False)
+
+    def view(self, label: str) -> Sink:
+        """The sink of one run among several (``serve --concurrency N``), named ``label``."""
+        return lambda event: self.show(event, label=label)
+
+    def ended(self, label: str | None = None) -> None:
+        """The run (``label``'s, or the only one) is over: nothing of it is drawn any more."""
+
+
+class WarningsOnly(Progress):
+    """No progress, only run warnings, as plain text (no rich, no ANSI)."""
+
+    def __init__(self) -> None:  # no console: nothing here draws
+        self.quiet = True
+
+    def say(self, text: str) -> None:
+        _write_stderr(text)
+
+    def show(self, event: RunEvent, *, label: str | None) -> None:
+        if event.kind != EventKind.WARNING:
+            return
+        message = " ".join(printable(str(event.data.get("message", ""))).split())
+        where = f"{label}: " if label else ""
+        _write_stderr(f"  warning: {where}{message}")
+
+
+def _write_stderr(line: str) -> None:
+    try:
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):  # stderr went away: the payload and the ledger still have it
+        pass
+
+
+def progress_for(
+    mode: ProgressMode, *, many: bool = False, idle: str = "", streaming: bool = False
+) -> Progress:
+    """The display ``mode`` asks for here: live on a terminal (``auto``, ``always``), plain
+    lines off one only with ``always`` (and one run at a time: lines of several runs at once
+    would interleave), else warnings only. ``idle``: the live footer's word when no run is in
+    progress (serve's "waiting for work"). ``streaming``: ``--events`` writes to stdout, so a
+    stdout on the same terminal would be drawn over by the footer: plain lines then."""
+    if mode is ProgressMode.NEVER:
+        return WarningsOnly()
+    if live_terminal() and streaming and live_terminal(sys.stdout):
+        return Progress() if not many else WarningsOnly()
+    if live_terminal():
+        from assay.cli.progress_live import LiveProgress
+
+        return LiveProgress(idle=idle)
+    if mode is ProgressMode.ALWAYS and not many:
+        return Progress()
+    return WarningsOnly()

@@ -8,6 +8,7 @@ interrupted, the task runnable again).
 from __future__ import annotations
 
 import json
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -25,6 +26,7 @@ from assay.cli.flags import (
     SeatsFlag,
     ValidatorFlag,
 )
+from assay.cli.output_options import EventsFlag, ProgressFlag, ProgressMode
 from assay.cli.signals import graceful_stop, interrupted_exit
 from assay.cli.workspace import (
     EXIT_DONE,
@@ -34,13 +36,13 @@ from assay.cli.workspace import (
     Workspace,
     fail,
     one_line,
-    print_json,
     refuse_unconfinable,
 )
 from assay.core.vocab import HaltType, SandboxMode, TaskStatus
 
 if TYPE_CHECKING:
     from assay.adapters.store.sql import Ledger
+    from assay.cli.event_stream import EventStream
     from assay.core.contract import Contract
     from assay.core.tasks import Task
 
@@ -128,12 +130,18 @@ def run(
         ),
     ] = False,
     json_output: Annotated[bool, typer.Option("--json", help="Print the payload as JSON.")] = False,
+    events: EventsFlag = None,
+    progress: ProgressFlag = ProgressMode.AUTO,
 ) -> None:
     """Run a task now: coders in seat repositories, validators decide, the task is settled.
 
     Give an instruction (and flags), or a contract file. The payload is written to
     .assay/runs/<run>/payload.json. Exit: 0 done, 1 failed, 2 bad input, 3 held, 4 internal,
     130/143 stopped by SIGINT/SIGTERM.
+
+    --events jsonl writes the ledger's events of the run to stdout as they happen, one JSON
+    object a line (the dashboard's /events objects); --json then prints the payload as the
+    last line, and the human summary goes to stderr.
     """
     from assay.engine.runner import recover_interrupted
 
@@ -150,6 +158,13 @@ def run(
         refuse_unconfinable(built)  # before the task is created
     workspace = Workspace.find(require_commit=True)
     ledger = workspace.ledger()
+    # Taken before anything is written, so the stream starts with this command's first event.
+    ours: set[str] = set()  # the tasks this command recovers or runs: the stream's events
+    stream: EventStream | None = None
+    if events is not None:
+        from assay.cli.run_jobs import event_stream
+
+        stream = event_stream(ledger, ours)
     now = datetime.now(UTC)
     jobs: list[tuple[Task, Contract]] = []
     recovered_code = EXIT_DONE
@@ -168,6 +183,7 @@ def run(
             task = ledger.get_task(record.task_id)
             outcomes.append(task)
             typer.echo(recovered_line(record, task, now), err=True)
+            ours.add(task.id)
             if task.runnable(now):
                 jobs.append((task, workspace.load_contract(task.id)))
         recovered_code = recovered_exit(outcomes)
@@ -175,6 +191,8 @@ def run(
             typer.echo("no interrupted run to resume", err=True)
             raise typer.Exit(EXIT_DONE)
         if not jobs and instruction is None and contract is None and task_id is None:
+            if stream is not None:
+                stream.pump()  # what recovery wrote, before the exit says what it made of it
             raise typer.Exit(recovered_code)  # nothing left to run: what recovery made of it
     if task_id is not None:
         from assay.adapters.store.sql import TaskNotFound, UnreadableTask
@@ -200,67 +218,23 @@ def run(
         fail("give an instruction, --contract FILE, --task ID or --resume (see assay run -h)")
     for _, chosen in jobs:  # a stored task's contract (--task, --resume) too
         refuse_unconfinable(chosen)
+    ours.update(task.id for task, _ in jobs)
 
-    with graceful_stop():
-        code = _run_jobs(workspace, ledger, jobs, keep_worktrees, json_output)
-    raise typer.Exit(interrupted_exit() or max(code, recovered_code))
+    from assay.cli.progress import progress_for
+    from assay.cli.run_jobs import run_jobs
 
-
-def _run_jobs(
-    workspace: Workspace,
-    ledger: Ledger,
-    jobs: list[tuple[Task, Contract]],
-    keep_worktrees: bool,
-    json_output: bool,
-) -> int:
-    from assay.cli.progress import Progress
-    from assay.engine.interrupt import RunInterrupted
-    from assay.engine.runner import run_task
-
-    code = EXIT_DONE
-    for task, chosen in jobs:
-        if interrupted_exit() is not None:
-            break
-        try:
-            report = run_task(
-                repo=workspace.repo,
-                home=workspace.home,
-                ledger=ledger,
-                task=task,
-                contract=chosen,
-                sink=Progress(quiet=False),
-                keep_worktrees=keep_worktrees,
-            )
-        except RunInterrupted as stop:
-            typer.echo(
-                f"task {task.id}: {stop}; the run closed as interrupted, the task is runnable "
-                f"again\npayload: {stop.payload_path}",
-                err=True,
-            )
-            if json_output and stop.payload_path:
-                print_json(json.loads(Path(stop.payload_path).read_text(encoding="utf-8")))
-            break
-        payload = report.payload
-        if json_output:
-            print_json(payload.to_json())
+    display = progress_for(progress, streaming=stream is not None)
+    with graceful_stop(), display:
+        if stream is None:
+            code, results = run_jobs(workspace, ledger, jobs, keep_worktrees, display, json_output)
         else:
-            from assay.core.text import printable
-
-            typer.echo(
-                f"{payload.status.value}: {printable(payload.reason)}\n"
-                f"task {task.id}: {report.settlement.new_status.value} "
-                f"(row {report.settlement.row.value}, attempt "
-                f"{'spent' if report.settlement.attempt_spent else 'refunded'}, "
-                f"{task.attempts} of {chosen.budgets.max_attempts} used)\n"
-                f"payload: {report.payload_path or 'not written (see the warning above)'}"
-            )
-            finished = datetime.now(UTC)
-            if task.waiting(finished):
-                from assay.cli.explain import waits_message
-
-                typer.echo(waits_message(task, finished))
-        code = max(code, exit_code_for(report.settlement.new_status, payload.halt_type))
-    return code
+            with stream.following():
+                code, results = run_jobs(
+                    workspace, ledger, jobs, keep_worktrees, display, json_output, stream
+                )
+    for document in results:  # after the stream's last event: the result is the last line
+        sys.stdout.write(json.dumps(document, separators=(",", ":"), default=str) + "\n")
+    raise typer.Exit(interrupted_exit() or max(code, recovered_code))
 
 
 def unverified_warning(contract: Contract, from_flags: bool) -> str:

@@ -6,11 +6,11 @@ this repository (its step runs a task here) and prints what it says.
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from assay.cli.output_options import EventsFlag, EventsFormat, ProgressFlag, ProgressMode
 from assay.cli.signals import graceful_stop, interrupted_exit
 from assay.cli.web_options import (
     NoWeb,
@@ -22,15 +22,17 @@ from assay.cli.web_options import (
     dashboard,
     serve_web_only,
 )
-from assay.cli.workspace import Workspace, fail, refuse_unconfinable
+from assay.cli.workspace import Workspace, fail, print_json, refuse_unconfinable
 from assay.web.config import DEFAULT_HOST, DEFAULT_PORT
 
 if TYPE_CHECKING:
     from assay.adapters.store.sql import Ledger
+    from assay.cli.event_stream import EventStream
+    from assay.cli.progress import Progress
+    from assay.cli.serve_news import ServeSummary
     from assay.core.tasks import Task
-    from assay.engine.interrupt import RunInterrupted
+    from assay.engine.effects import RunEvent
     from assay.engine.runner import RunReport
-    from assay.engine.worker import QueueEvents
 
 
 def serve(
@@ -74,6 +76,11 @@ def serve(
     web_host: WebHost = DEFAULT_HOST,
     web_port: WebPort = DEFAULT_PORT,
     web_token: WebToken = None,
+    json_output: Annotated[
+        bool, typer.Option("--json", help="When serve stops, print what it did as JSON.")
+    ] = False,
+    events: EventsFlag = None,
+    progress: ProgressFlag = ProgressMode.AUTO,
 ) -> None:
     """Run queued (and failed, runnable) tasks, N at a time; interrupted runs are closed first.
 
@@ -86,6 +93,10 @@ def serve(
 
     The dashboard (see `--web-*`) is served beside the queue, on http://127.0.0.1:8765/ by
     default, and stops with it; --web-only serves it alone, --no-web (and --once) not at all.
+
+    --events jsonl writes every event of the ledger to stdout as it is written, one JSON
+    object a line; --json prints the summary (runs, closed, interrupted, skipped, recovered,
+    stopped_by) when serve stops, as the last line with --events.
     """
     web = WebOptions.of(
         no_web=no_web,
@@ -95,23 +106,26 @@ def serve(
         token=web_token,
         once=once,
     )
+    if web.only and (events is not None or json_output):
+        fail("--web-only works no queue: --events and --json need the queue worker")
     if temporal is not None:
-        from assay.cli.serve_temporal import serve_temporal
-
-        serve_temporal(
+        _serve_temporal(
             temporal=temporal,
             task_queue=task_queue,
             namespace=namespace,
             once=once,
             poll=poll,
             web=web,
+            events=events,
+            json_output=json_output,
         )
         return
     if web.only:
         workspace = Workspace.find()
         serve_web_only(web, workspace.ledger(), workspace.home / "halt-state")
         return
-    from assay.cli.progress import Progress
+    from assay.cli.progress import progress_for
+    from assay.cli.serve_news import ServeSummary, news
     from assay.core.gc import DurationError, parse_duration
     from assay.engine.runner import recover_interrupted, run_task
     from assay.engine.worker import Cadence, QueueWorker
@@ -125,19 +139,34 @@ def serve(
     every, retention = durations
     workspace = Workspace.find()
     ledger = workspace.ledger()
-    progress = Progress(quiet=concurrency > 1)
+    stream = _event_stream(ledger, events, None)
+    many = concurrency > 1
+    display = progress_for(
+        progress, many=many, idle="waiting for work", streaming=stream is not None
+    )
+    summary = ServeSummary()
 
     def run_here(task: Task) -> RunReport:
         contract = workspace.load_contract(task.id)
         refuse_unconfinable(contract)  # exit 2 (re-raised by the worker), the task untouched
-        return run_task(
-            repo=workspace.repo,
-            home=workspace.home,
-            ledger=ledger,
-            task=task,
-            contract=contract,
-            sink=progress,
-        )
+        shown = display.view(task.id) if many else display
+
+        def sink(event: RunEvent) -> None:
+            shown(event)
+            if stream is not None:
+                stream.pump_quietly()  # journaled already: its line leaves now
+
+        try:
+            return run_task(
+                repo=workspace.repo,
+                home=workspace.home,
+                ledger=ledger,
+                task=task,
+                contract=contract,
+                sink=sink,
+            )
+        finally:
+            display.ended(task.id if many else None)
 
     def recover() -> list[str]:
         return recover_interrupted(
@@ -154,49 +183,104 @@ def serve(
         once=once,
         poll=poll,
         recover=recover,
-        every=[Cadence(lambda: _collect(workspace, ledger, retention), every)],
-        events=_said(),
+        every=[Cadence(lambda: _collect(workspace, ledger, retention, display), every)],
+        events=news(display, summary),
     )
-    with graceful_stop(), dashboard(web, ledger, workspace.home / "halt-state"):
-        closed = worker.run()
+    with graceful_stop(), dashboard(web, ledger, workspace.home / "halt-state"), display:
+        if stream is None:
+            closed = worker.run()
+        else:
+            with stream.following():
+                closed = worker.run()
+    summary.runs = closed.runs
     stopped_runs = f" ({closed.interrupted} interrupted)" if closed.interrupted else ""
     typer.echo(f"served {closed.runs} run(s){stopped_runs}", err=True)
+    _finish(summary, json_output, compact=stream is not None)
+
+
+def _serve_temporal(
+    *,
+    temporal: str,
+    task_queue: str,
+    namespace: str,
+    once: bool,
+    poll: float,
+    web: WebOptions,
+    events: EventsFormat | None,
+    json_output: bool,
+) -> None:
+    """``serve --temporal``: the workers run the tasks, so ``--events`` and the summary
+    follow the shared ledger (what each run's close recorded) while the workflows go on."""
+    from assay.cli.serve_news import ServeSummary
+    from assay.cli.serve_temporal import serve_temporal
+
+    def serving() -> None:
+        serve_temporal(
+            temporal=temporal,
+            task_queue=task_queue,
+            namespace=namespace,
+            once=once,
+            poll=poll,
+            web=web,
+        )
+
+    if events is None and not json_output:
+        serving()
+        return
+    from assay.cli.worker import temporal_ledger
+
+    summary = ServeSummary()
+    stream = _event_stream(temporal_ledger(Workspace.find()), events, summary)
+    assert stream is not None  # a summary always follows the ledger
+    try:
+        with stream.following():
+            serving()
+    except typer.Exit as leaving:
+        if leaving.exit_code not in (0, None) and interrupted_exit() is None:
+            raise  # a refusal (exit 2), not an end of serving: it printed why
+        _finish(summary, json_output, compact=events is not None)
+        raise
+    _finish(summary, json_output, compact=events is not None)
+
+
+def _event_stream(
+    ledger: Ledger, events: EventsFormat | None, summary: ServeSummary | None
+) -> EventStream | None:
+    """Every event written to the ledger from now on (serve works the whole queue): on
+    stdout with ``--events``, and counted into ``summary`` when one is given."""
+    if events is None and summary is None:
+        return None
+    from assay.adapters.store.records import Event
+    from assay.cli.event_stream import EventStream, newest_event_id
+
+    def wants(event: Event) -> bool:
+        if summary is not None:
+            summary.seen(event)
+        return events is not None
+
+    return EventStream(ledger, after=newest_event_id(ledger), wants=wants)
+
+
+def _finish(summary: ServeSummary, json_output: bool, *, compact: bool) -> None:
+    """The summary (with ``--json``), then the exit a stop signal asks for."""
+    import json
+    import sys
+
+    from assay.adapters.process import stop_requested
+
+    summary.stopped(stop_requested())
+    if json_output:
+        if compact:  # the last line of the event stream
+            sys.stdout.write(json.dumps(summary.document(), separators=(",", ":")) + "\n")
+            sys.stdout.flush()
+        else:
+            print_json(summary.document())
     stopped = interrupted_exit()
     if stopped is not None:
         raise typer.Exit(stopped)
 
 
-def _said() -> QueueEvents[RunReport]:
-    """The worker's news, one line each on stderr (built here: the engine's worker module
-    pulls in the store, which a command that never serves must not pay for)."""
-    from assay.engine.worker import QueueEvents
-
-    class Said(QueueEvents["RunReport"]):
-        def recovered(self, run_id: str) -> None:
-            typer.echo(f"recovered interrupted run {run_id}", err=True)
-
-        def unreadable(self, task_id: str, problem: str) -> None:
-            typer.echo(f"skipping task {task_id}: unreadable: {problem}", err=True)
-
-        def waiting(self, task: Task, now: datetime) -> None:
-            from assay.cli.explain import waits_message
-
-            typer.echo(f"skipping: {waits_message(task, now)}", err=True)
-
-        def finished(self, task_id: str, result: RunReport) -> None:
-            settled = result.settlement.new_status.value
-            typer.echo(f"{task_id}: {result.payload.status.value} -> {settled}", err=True)
-
-        def interrupted(self, task_id: str, stop: RunInterrupted) -> None:
-            typer.echo(f"{task_id}: {stop}; closed as interrupted, runnable again", err=True)
-
-        def stopping(self) -> None:
-            typer.echo("stopping: waiting for the runs in progress to close", err=True)
-
-    return Said()
-
-
-def _collect(workspace: Workspace, ledger: Ledger, retention: int) -> None:
+def _collect(workspace: Workspace, ledger: Ledger, retention: int, display: Progress) -> None:
     """One `assay gc` between queue checks: said in one line when it removed or failed
     something; its own error is a warning, never the end of serve."""
     from assay.cli.gc import describe
@@ -207,10 +291,10 @@ def _collect(workspace: Workspace, ledger: Ledger, retention: int) -> None:
             repo=workspace.repo, home=workspace.home, ledger=ledger, older_than=retention
         )
     except Exception as exc:  # a git or disk error in gc must not stop the queue
-        typer.echo(f"gc: failed: {' '.join(str(exc).split())}", err=True)
+        display.say(f"gc: failed: {' '.join(str(exc).split())}")
         return
     if report.removed or report.failed:
         for line in describe(report, verbose=False):
-            typer.echo(line, err=True)
+            display.say(line)
     for warning in report.warnings:
-        typer.echo(f"gc: warning: {warning}", err=True)
+        display.say(f"gc: warning: {warning}")

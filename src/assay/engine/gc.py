@@ -24,8 +24,6 @@ from assay.core.gc import GcPlan, Leftover, RunFacts, format_duration, plan_gc
 from assay.core.vocab import EventKind, LeftoverKind, RunStatus
 from assay.engine import halt_relay
 
-GC_EVENT = EventKind.RUN_GC
-
 
 @dataclass
 class GcReport:
@@ -171,6 +169,8 @@ def _record(ledger: Ledger, report: GcReport, runs: dict[str, RunFacts], now: da
             ],
         }
         try:
-            ledger.append_event(GC_EVENT, data, at=now, task_id=runs[run_id].task_id, run_id=run_id)
+            ledger.append_event(
+                EventKind.RUN_GC, data, at=now, task_id=runs[run_id].task_id, run_id=run_id
+            )
         except Exception as exc:  # what was removed is gone; the account says it had to skip
             report.warnings.append(f"the ledger did not record the gc of run {run_id}: {exc}")

@@ -16,7 +16,6 @@ from assay.adapters.store.sql import Ledger
 from assay.core.attempts import AttemptRecord
 from assay.core.vocab import AttemptOutcome, EventKind, StopReason
 from assay.engine.effects import RunEvent
-from assay.engine.pull_request import PR_OPENED, PUSHED
 
 EventSink = Callable[[RunEvent], None]
 
@@ -84,7 +83,9 @@ def read_journal(events: Sequence[Event], *, dispatch_id: str, fault: str) -> Jo
             finished[(int(data["attempt"]), int(data["seat"]))] = data
         elif event.kind == EventKind.ATTEMPT_DECIDED:
             decided[int(data["attempt"])] = data
-        elif event.kind in (PUSHED, PR_OPENED) and _text(data.get("branch")):
+        elif event.kind in (EventKind.LAND_PUSHED, EventKind.LAND_PR_OPENED) and _text(
+            data.get("branch")
+        ):
             landing = JournaledLanding(
                 branch=str(data["branch"]),
                 remote=_text(data.get("remote")) or (landing.remote if landing else None),

@@ -70,7 +70,6 @@ from assay.engine.local_halts import HaltKeeper
 from assay.engine.local_seats import SeatWork, dispatch_seat, validate_seat
 from assay.engine.merge import land_candidate
 from assay.engine.panel import judge_blind
-from assay.engine.pull_request import PR_OPENED
 from assay.engine.seat_results import validation_of
 from assay.engine.seating import Seating
 
@@ -318,11 +317,11 @@ class LocalEffects:
             self._warn(f"attempt {attempt}, seat {seat}: {warning}")
         return report
 
-    def record_landing(self, kind: str, data: dict[str, Any]) -> None:
+    def record_landing(self, kind: EventKind, data: dict[str, Any]) -> None:
         """A landing step, journaled the moment it took effect (recovery reads it back)."""
-        if kind == PR_OPENED:
+        if kind == EventKind.LAND_PR_OPENED:
             crash_point(CrashPoint.REF_MOVED)  # opened, nothing recorded yet
-        self._record(RunEvent(EventKind(kind), data))
+        self._record(RunEvent(kind, data))
 
     def redact_secrets(
         self, plan: RunPlan, outcomes: list[ValidationOutcome]

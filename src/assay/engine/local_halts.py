@@ -9,10 +9,11 @@ from typing import TYPE_CHECKING
 from pydantic import JsonValue
 
 from assay.adapters.store import halt_files
-from assay.adapters.store.halt_journal import HALT_FIRED_EVENT, event_data
+from assay.adapters.store.halt_journal import event_data
 from assay.core.halt_watch import HaltWatch
 from assay.core.payload import HaltNotice
 from assay.core.statefile import HaltStateFile
+from assay.core.vocab import EventKind
 from assay.engine.halt_relay import HaltRelay
 from assay.engine.outcomes import RunEvent, RunPlan
 
@@ -95,4 +96,4 @@ class HaltKeeper:
 
 def _fired(notice: HaltNotice, *, by: str) -> RunEvent:
     data: dict[str, JsonValue] = {**event_data(notice, by=by)}
-    return RunEvent(HALT_FIRED_EVENT, data)
+    return RunEvent(EventKind.HALT_FIRED, data)

@@ -26,9 +26,7 @@ from assay.engine.effects import LandOutcome, RunPlan
 
 # Called as each step takes effect (``land.pushed``, ``land.pr_opened``), so a run that dies
 # after it is closed from what really happened: a pull request is opened once.
-LandRecorder = Callable[[str, dict[str, Any]], None]
-PUSHED = EventKind.LAND_PUSHED
-PR_OPENED = EventKind.LAND_PR_OPENED
+LandRecorder = Callable[[EventKind, dict[str, Any]], None]
 
 BLOCKED_PREFIX = "[blocked] "
 DEFAULT_BODY = (
@@ -114,7 +112,9 @@ def land_pull_request(
                 fault=push_failed_on_the_network(str(exc)),
             ) from None
         pushed = request.remote
-        note(PUSHED, {"branch": branch, "remote": request.remote, "blocked": blocked})
+        note(
+            EventKind.LAND_PUSHED, {"branch": branch, "remote": request.remote, "blocked": blocked}
+        )
         try:
             pull = github.open_pull_request(
                 request.api_base,
@@ -148,7 +148,7 @@ def land_pull_request(
         )
         return PullRequestLanding(outcome, warning)
     note(
-        PR_OPENED,
+        EventKind.LAND_PR_OPENED,
         {"branch": branch, "url": pull.html_url, "number": pull.number, "blocked": blocked},
     )
     kind = "draft pull request" if request.draft else "pull request"

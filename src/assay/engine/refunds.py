@@ -13,17 +13,17 @@ from assay.core.backoff import quota_streak
 from assay.core.settle import RefundStreak
 from assay.core.vocab import EventKind, TaskStatus
 
-RELEASE_EVENT = EventKind.TASK_SAVED
-RUN_OPENED_EVENT = EventKind.RUN_OPENED
-
 
 def refund_streak(ledger: Ledger, task_id: str) -> RefundStreak:
     """The refunded runs in a row of ``task_id``'s closed runs since its last release."""
     since_release: list[str] = []
     for event in ledger.events(task_id):
-        if event.kind == RELEASE_EVENT and event.data.get("status") == TaskStatus.QUEUED.value:
+        if (
+            event.kind == EventKind.TASK_SAVED
+            and event.data.get("status") == TaskStatus.QUEUED.value
+        ):
             since_release = []
-        elif event.kind == RUN_OPENED_EVENT and event.run_id:
+        elif event.kind == EventKind.RUN_OPENED and event.run_id:
             since_release.append(event.run_id)
     runs = {r.id: r for r in ledger.runs(task_id)}
     closed = [runs[i] for i in since_release if i in runs and not runs[i].open]

@@ -10,7 +10,6 @@ and sees nothing twice, and a hundred open pages cost one query per tick.
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,6 +18,7 @@ import anyio.to_thread
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import Response, StreamingResponse
 
+from assay.adapters.store.event_document import event_line
 from assay.adapters.store.records import Event
 from assay.adapters.store.sql import Ledger
 from assay.web.config import WebConfig
@@ -57,19 +57,10 @@ async def events(
 
 
 def message(event: Event, *, named: bool = True) -> str:
-    """One SSE message: ``id``, ``event`` (the kind) and the event as JSON on one line."""
-    kind = str(event.kind)
-    document = {
-        "id": event.id,
-        "at": event.at.isoformat(),
-        "kind": kind,
-        "task_id": event.task_id,
-        "run_id": event.run_id,
-        "data": event.data,
-    }
-    data = json.dumps(document, separators=(",", ":"), default=str)
-    name = f"event: {kind}\n" if named else ""
-    return f"id: {event.id}\n{name}data: {data}\n\n"
+    """One SSE message: ``id``, ``event`` (the kind) and the event as JSON on one line (the
+    same object ``assay run --events jsonl`` prints)."""
+    name = f"event: {event.kind}\n" if named else ""
+    return f"id: {event.id}\n{name}data: {event_line(event)}\n\n"
 
 
 @dataclass(eq=False)  # compared (and hashed) by identity: one per open stream

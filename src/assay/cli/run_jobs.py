@@ -1,0 +1,124 @@
+"""``assay run``'s jobs: each task run in turn, its events streamed and its result said.
+
+Kept apart from the command's options (``cli/run.py``): this is the part that imports the
+engine, the store and the progress display, and only once the command is sure to run.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import typer
+
+from assay.cli.event_stream import EventStream, newest_event_id
+from assay.cli.run import exit_code_for
+from assay.cli.signals import interrupted_exit
+from assay.cli.workspace import EXIT_DONE, Workspace, print_json
+
+if TYPE_CHECKING:
+    from assay.adapters.store.records import Event
+    from assay.adapters.store.sql import Ledger
+    from assay.cli.progress import Progress
+    from assay.core.contract import Contract
+    from assay.core.tasks import Task
+    from assay.engine.effects import RunEvent
+    from assay.engine.runner import RunReport
+
+
+def event_stream(ledger: Ledger, ours: set[str]) -> EventStream:
+    """The ``--events`` stream of this command's tasks, ``ours`` (another process's runs on
+    the same ledger are not this command's), from the ledger's newest event on."""
+
+    def wants(event: Event) -> bool:
+        return event.task_id in ours
+
+    return EventStream(ledger, after=newest_event_id(ledger), wants=wants)
+
+
+def run_jobs(
+    workspace: Workspace,
+    ledger: Ledger,
+    jobs: list[tuple[Task, Contract]],
+    keep_worktrees: bool,
+    display: Progress,
+    json_output: bool,
+    stream: EventStream | None = None,
+) -> tuple[int, list[object]]:
+    """Run each job in turn; the exit code, and the payloads still to print.
+
+    Without ``stream``, ``--json`` prints each payload as its run ends (indented) and nothing
+    is left to print. With it, each event is written the moment the run journals it, the
+    human summary goes to stderr (stdout is the stream's), and the payloads are returned,
+    to be printed compact after the stream's last event.
+    """
+    from assay.engine.interrupt import RunInterrupted
+    from assay.engine.runner import run_task
+
+    results: list[object] = []
+
+    def result(document: object) -> None:
+        if stream is not None:
+            results.append(document)
+        elif json_output:
+            print_json(document)
+
+    def sink(event: RunEvent) -> None:
+        display(event)
+        if stream is not None:
+            stream.pump_quietly()  # the event is in the ledger already (journaled first)
+
+    code = EXIT_DONE
+    for task, chosen in jobs:
+        if interrupted_exit() is not None:
+            break
+        try:
+            report = run_task(
+                repo=workspace.repo,
+                home=workspace.home,
+                ledger=ledger,
+                task=task,
+                contract=chosen,
+                sink=sink,
+                keep_worktrees=keep_worktrees,
+            )
+        except RunInterrupted as stop:
+            display.ended()
+            typer.echo(
+                f"task {task.id}: {stop}; the run closed as interrupted, the task is runnable "
+                f"again\npayload: {stop.payload_path}",
+                err=True,
+            )
+            if stop.payload_path:
+                result(json.loads(Path(stop.payload_path).read_text(encoding="utf-8")))
+            break
+        display.ended()
+        payload = report.payload
+        result(payload.to_json())
+        if stream is not None or not json_output:
+            _say_settled(task, chosen, report, err=stream is not None)
+        code = max(code, exit_code_for(report.settlement.new_status, payload.halt_type))
+    return code, (results if json_output else [])
+
+
+def _say_settled(task: Task, chosen: Contract, report: RunReport, *, err: bool) -> None:
+    """The human summary of one run: its status and reason, what settle did, the payload."""
+    from assay.core.text import printable
+
+    payload = report.payload
+    typer.echo(
+        f"{payload.status.value}: {printable(payload.reason)}\n"
+        f"task {task.id}: {report.settlement.new_status.value} "
+        f"(row {report.settlement.row.value}, attempt "
+        f"{'spent' if report.settlement.attempt_spent else 'refunded'}, "
+        f"{task.attempts} of {chosen.budgets.max_attempts} used)\n"
+        f"payload: {report.payload_path or 'not written (see the warning above)'}",
+        err=err,
+    )
+    finished = datetime.now(UTC)
+    if task.waiting(finished):
+        from assay.cli.explain import waits_message
+
+        typer.echo(waits_message(task, finished), err=err)
