@@ -28,7 +28,6 @@ if TYPE_CHECKING:  # only types here: the halt CLI must not pay for pydantic or 
     from assay.adapters.store.records import Event
     from assay.core.payload import HaltNotice
 
-HALT_FIRED_EVENT = EventKind.HALT_FIRED
 RELAY_ENV = "ASSAY_HALT_RELAY"
 # One firing is one line of at most this many bytes; the engine reads no more of a connection.
 RELAY_MAX_LINE = 64 * 1024
@@ -52,7 +51,7 @@ def journaled_firings(events: Iterable[Event]) -> list[HaltNotice]:
 
     found = []
     for event in events:
-        if event.kind != HALT_FIRED_EVENT:
+        if event.kind != EventKind.HALT_FIRED:
             continue
         data = event.data
         fired_at = data.get("fired_at")
@@ -195,7 +194,7 @@ def _journal_in_ledger(state_dir: Path, dispatch_id: str, current_state: Mapping
         try:
             run = ledger.get_run(dispatch_id)
             ledger.append_event(
-                HALT_FIRED_EVENT,
+                EventKind.HALT_FIRED,
                 event_data(notice, by="halt check"),
                 at=datetime.now(UTC),
                 task_id=run.task_id,
