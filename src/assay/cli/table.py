@@ -1,0 +1,102 @@
+"""A plain text table: whole cells when piped, the wide columns cut to a terminal's width.
+
+Tables are read by people and by ``grep``/``awk``/``cut``: one row per line, columns two
+spaces apart, no box drawing and no colour. Piped, nothing is ever cut (an id cut short cannot
+be pasted back). On a terminal the columns named ``shrink`` give way, longest first, so a row
+fits the window; the others (ids, statuses) stay whole.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import sys
+import unicodedata
+from collections.abc import Sequence
+
+from assay.core.text import printable
+
+GAP = "  "
+_MIN_SHRUNK = 8
+_MAYBE_ODD = re.compile("[\u0300-\U0010ffff]")
+
+
+def render(
+    headers: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    *,
+    shrink: Sequence[int] = (),
+    width: int | None = None,
+) -> str:
+    """The table as text, a newline after each line. ``width``: the most columns a line may
+    take (None: no limit); only the columns at the indexes in ``shrink`` are cut to fit."""
+    cells = [[_cell(v) for v in headers], *([_cell(v) for v in row] for row in rows)]
+    sizes = [[cell_width(c) for c in line] for line in cells]
+    widths = [max(line[i] for line in sizes) for i in range(len(headers))]
+    if width is not None:
+        widths = _fit(widths, shrink, width)
+        cells = [[_cut(c, widths[i]) for i, c in enumerate(line)] for line in cells]
+        sizes = [[cell_width(c) for c in line] for line in cells]
+    out = []
+    last = len(headers) - 1
+    for line, size in zip(cells, sizes, strict=True):
+        parts = [c if i == last else c + " " * (widths[i] - size[i]) for i, c in enumerate(line)]
+        out.append(GAP.join(parts).rstrip() + "\n")
+    return "".join(out)
+
+
+def terminal_width() -> int | None:
+    """The terminal's width when stdout is one, else None (piped: never cut)."""
+    if not sys.stdout.isatty():
+        return None
+    return shutil.get_terminal_size().columns
+
+
+def cell_width(text: str) -> int:
+    """Columns ``text`` takes on a terminal: wide (East Asian) characters take two,
+    combining marks none."""
+    if text.isascii():
+        return len(text)
+    # Below U+0300 every character takes one column: look up only the others.
+    return len(text) + sum(_char_width(c) - 1 for c in _MAYBE_ODD.findall(text))
+
+
+def _char_width(char: str) -> int:
+    if unicodedata.combining(char):
+        return 0
+    return 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
+
+
+def _cell(value: str) -> str:
+    """One line of printable text: a cell holds no newline, tab or escape sequence."""
+    if value.isprintable() and "  " not in value and value[:1] != " " and value[-1:] != " ":
+        return value  # already so (isprintable: no control, escape or other space)
+    return " ".join(printable(value).split())
+
+
+def _fit(widths: list[int], shrink: Sequence[int], width: int) -> list[int]:
+    fitted = list(widths)
+    excess = sum(fitted) + len(GAP) * (len(fitted) - 1) - width
+    while excess > 0:
+        wide = [i for i in shrink if fitted[i] > _MIN_SHRUNK]
+        if not wide:
+            break
+        widest = max(wide, key=lambda i: fitted[i])
+        others = max([fitted[i] for i in wide if i != widest] + [_MIN_SHRUNK])
+        step = min(excess, fitted[widest] - max(others, _MIN_SHRUNK)) or 1
+        fitted[widest] -= step
+        excess -= step
+    return fitted
+
+
+def _cut(text: str, width: int) -> str:
+    if cell_width(text) <= width:
+        return text
+    kept, used = [], 0
+    for char in text:
+        taken = _char_width(char)
+        if used + taken > width - 1:
+            break
+        kept.append(char)
+        used += taken
+    return "".join(kept) + "…"
