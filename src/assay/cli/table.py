@@ -8,8 +8,8 @@ fits the window; the others (ids, statuses) stay whole.
 
 from __future__ import annotations
 
+import os
 import re
-import shutil
 import sys
 import unicodedata
 from collections.abc import Sequence
@@ -30,26 +30,39 @@ def render(
 ) -> str:
     """The table as text, a newline after each line. ``width``: the most columns a line may
     take (None: no limit); only the columns at the indexes in ``shrink`` are cut to fit."""
-    cells = [[_cell(v) for v in headers], *([_cell(v) for v in row] for row in rows)]
-    sizes = [[cell_width(c) for c in line] for line in cells]
-    widths = [max(line[i] for line in sizes) for i in range(len(headers))]
+    # Column by column: a list of 10,000 tasks is 50,000 cells.
+    columns = [
+        [_cell(h), *map(_cell, column)]
+        for h, column in zip(headers, zip(*rows, strict=True), strict=True)
+    ]
+    if not rows:
+        columns = [[_cell(h)] for h in headers]
+    sizes = [list(map(cell_width, column)) for column in columns]
+    widths = [max(size) for size in sizes]
     if width is not None:
         widths = _fit(widths, shrink, width)
-        cells = [[_cut(c, widths[i]) for i, c in enumerate(line)] for line in cells]
-        sizes = [[cell_width(c) for c in line] for line in cells]
-    out = []
-    last = len(headers) - 1
-    for line, size in zip(cells, sizes, strict=True):
-        parts = [c if i == last else c + " " * (widths[i] - size[i]) for i, c in enumerate(line)]
-        out.append(GAP.join(parts).rstrip() + "\n")
-    return "".join(out)
+        columns = [[_cut(c, w) for c in column] for column, w in zip(columns, widths, strict=True)]
+        sizes = [list(map(cell_width, column)) for column in columns]
+    padded = [
+        [c + " " * (w - n) for c, n in zip(column, size, strict=True)]
+        for column, size, w in zip(columns[:-1], sizes, widths, strict=False)  # all but the last
+    ]
+    lines = zip(*padded, columns[-1], strict=True)
+    return "".join(GAP.join(line).rstrip() + "\n" for line in lines)
 
 
 def terminal_width() -> int | None:
     """The terminal's width when stdout is one, else None (piped: never cut)."""
     if not sys.stdout.isatty():
         return None
-    return shutil.get_terminal_size().columns
+    try:  # as shutil.get_terminal_size reads it, without importing shutil's archivers
+        return int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        pass
+    try:
+        return os.get_terminal_size(sys.stdout.fileno()).columns
+    except OSError:
+        return 80
 
 
 def cell_width(text: str) -> int:

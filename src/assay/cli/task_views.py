@@ -84,7 +84,7 @@ def list_text(tasks: list[AnyTask], unreadable: list[tuple[str, str]], now: date
     rows = [
         [
             task.id,
-            task.status.value,
+            str(task.status),  # a StrEnum: its value, without the enum's slow attribute
             str(task.attempts),
             task.title,
             wait_note(task, now) or shorten(task.hold_reason or error_note(task) or "", 60),

@@ -88,8 +88,16 @@ class TaskRow:
     diagnostic: str | None
     run_ids: list[str]
     not_before: datetime | None
-    created_at: datetime
-    updated_at: datetime
+    stored_created_at: str  # as stored, checked: a list prints 10,000 of each
+    stored_updated_at: str
+
+    @property
+    def created_at(self) -> datetime:
+        return _time(self.stored_created_at)
+
+    @property
+    def updated_at(self) -> datetime:
+        return _time(self.stored_updated_at)
 
     def waiting(self, now: datetime) -> bool:
         return self.not_before is not None and now < self.not_before
@@ -106,9 +114,9 @@ class TaskRow:
             "hold_source": self.hold_source.value if self.hold_source else None,
             "diagnostic": self.diagnostic,
             "run_ids": list(self.run_ids),
-            "not_before": _json_time(self.not_before),
-            "created_at": _json_time(self.created_at),
-            "updated_at": _json_time(self.updated_at),
+            "not_before": json_time(self.not_before),
+            "created_at": json_stored_time(self.stored_created_at),
+            "updated_at": json_stored_time(self.stored_updated_at),
         }
 
 
@@ -138,8 +146,8 @@ class RunRow:
             "task_id": self.task_id,
             "dispatch_id": self.dispatch_id,
             "status": self.status.value,
-            "started_at": _json_time(self.started_at),
-            "finished_at": _json_time(self.finished_at),
+            "started_at": json_time(self.started_at),
+            "finished_at": json_time(self.finished_at),
             "settle_row": self.settle_row.value if self.settle_row else None,
             "attempt_spent": self.attempt_spent,
             "task_status": self.task_status.value if self.task_status else None,
@@ -249,8 +257,8 @@ def _task_row(row: tuple[Any, ...], run_ids: dict[str, list[str]]) -> TaskRow:
         diagnostic,
         run_ids.get(task_id, []),
         None if not_before is None else _time(not_before),
-        _time(created_at),
-        _time(updated_at),
+        _checked_time(created_at),
+        _checked_time(updated_at),
     )
 
 
@@ -354,11 +362,29 @@ def _time(value: object) -> datetime:
     return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
 
 
+def _checked_time(value: object) -> str:
+    """A stored time :func:`_time` reads, kept as stored."""
+    try:
+        datetime.fromisoformat(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError) as exc:
+        raise NotQuick(f"{value!r} is not a stored time") from exc
+    return value  # type: ignore[return-value]
+
+
+def json_stored_time(value: str) -> str:
+    """:func:`_json_time` of a stored time; the form SQLAlchemy writes
+    (``2026-01-02 03:04:05.000000``, naive UTC) is rewritten without parsing it."""
+    if len(value) == 26 and value[10] == " " and value[19] == ".":
+        fraction = "" if value.endswith(".000000") else value[19:]
+        return f"{value[:10]}T{value[11:19]}{fraction}Z"
+    return json_time(_time(value))  # type: ignore[return-value]
+
+
 def _optional_time(value: object) -> datetime | None:
     return None if value is None else _time(value)
 
 
-def _json_time(value: datetime | None) -> str | None:
+def json_time(value: datetime | None) -> str | None:
     """A UTC time as pydantic's JSON mode writes it: ``2026-01-02T03:04:05[.ffffff]Z``."""
     if value is None:
         return None
