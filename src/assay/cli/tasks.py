@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from assay.adapters.store.records import RunRecord
     from assay.adapters.store.sql import Ledger
     from assay.core.tasks import Task
+    from assay.engine.operator import Actor
 
 app = command_group()
 
@@ -147,43 +148,73 @@ def _show_document(
     return views.show_document(task, _dump(task), runs, runs_json, home, now)
 
 
-def _move(task_id: str, move: OperatorMove, reason: str | None = None) -> None:
+def _move(
+    task_id: str, move: OperatorMove, reason: str | None = None, *, json_output: bool = False
+) -> None:
+    import contextlib
+
     from assay.engine.operator import MoveRefused, cli_actor, move_task
 
     workspace = Workspace.find()
     ledger = workspace.ledger()
     task = _get(ledger, task_id)  # its not-found and unreadable messages
+    actor = cli_actor()
     if move is not OperatorMove.RELEASE:
         from assay.cli.temporal_stop import stop_running
 
-        if stop_running(task, reason or _STOP_REASONS[move]):
-            return  # its workflow stops the run and holds the task
+        # Under --json, stdout holds the document only: the workflow's line goes to stderr.
+        said = contextlib.redirect_stdout(sys.stderr) if json_output else contextlib.nullcontext()
+        with said:
+            stopped = stop_running(task, reason or _STOP_REASONS[move])
+        if stopped:  # its workflow stops the run and holds the task
+            if json_output:
+                recorded = reason or _STOP_REASONS[move]
+                _print_move(workspace, ledger, _get(ledger, task_id), move, actor, recorded)
+            return
     try:
-        moved = move_task(
-            ledger, task_id, move, actor=cli_actor(), now=datetime.now(UTC), reason=reason
-        )
+        moved = move_task(ledger, task_id, move, actor=actor, now=datetime.now(UTC), reason=reason)
     except MoveRefused as exc:
         fail(str(exc), EXIT_USAGE)
-    typer.echo(f"{moved.task.id}: {moved.task.status.value}{moved.note}")
+    if json_output:
+        recorded = None if move is OperatorMove.RELEASE else moved.task.hold_reason
+        _print_move(workspace, ledger, moved.task, move, actor, recorded)
+    else:
+        typer.echo(f"{moved.task.id}: {moved.task.status.value}{moved.note}")
+
+
+def _print_move(
+    workspace: Workspace,
+    ledger: Ledger,
+    task: Task,
+    move: OperatorMove,
+    actor: Actor,
+    reason: str | None,
+) -> None:
+    """An operator move's JSON: what was done, by whom, from where, why, and the task as
+    ``task show --json`` prints it now."""
+    shown = _show_document(task, ledger.runs(task.id), workspace.home, datetime.now(UTC))
+    via = actor.via.value
+    print_json({"action": move.value, "by": actor.by, "via": via, "reason": reason, "task": shown})
 
 
 @app.command()
 def hold(
     task_id: str,
     reason: Annotated[str, typer.Option(help="Why it is held.")] = HOLD_REASON,
+    json_output: JsonFlag = False,
 ) -> None:
     """Hold a queued or failed task (manual); `release` lets it run again."""
-    _move(task_id, OperatorMove.HOLD, reason)
+    _move(task_id, OperatorMove.HOLD, reason, json_output=json_output)
 
 
 @app.command()
-def release(task_id: str) -> None:
+def release(task_id: str, json_output: JsonFlag = False) -> None:
     """Release a held task (queued again, attempts reset to 0, history kept), or let a task
     that waits for its provider quota run now (the wait is cleared, attempts kept)."""
-    _move(task_id, OperatorMove.RELEASE)
+    _move(task_id, OperatorMove.RELEASE, json_output=json_output)
 
 
 @app.command()
-def cancel(task_id: str) -> None:
+def cancel(task_id: str, json_output: JsonFlag = False) -> None:
     """Cancel a queued or failed task: held (manual) with the reason "cancelled"."""
-    _move(task_id, OperatorMove.CANCEL)
+    _move(task_id, OperatorMove.CANCEL, json_output=json_output)
