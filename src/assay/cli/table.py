@@ -31,11 +31,10 @@ def render(
     """The table as text, a newline after each line. ``width``: the most columns a line may
     take (None: no limit); only the columns at the indexes in ``shrink`` are cut to fit."""
     # Column by column: a list of 10,000 tasks is 50,000 cells.
-    columns = [
-        [_cell(h), *map(_cell, column)]
-        for h, column in zip(headers, zip(*rows, strict=True), strict=True)
-    ]
-    if not rows:
+    if rows:
+        by_column = zip(headers, zip(*rows, strict=True), strict=True)
+        columns = [[_cell(h), *map(_cell, column)] for h, column in by_column]
+    else:
         columns = [[_cell(h)] for h in headers]
     sizes = [list(map(cell_width, column)) for column in columns]
     widths = [max(size) for size in sizes]
