@@ -21,7 +21,8 @@ from assay.cli.table import render, terminal_width
 from assay.core.text import printable
 
 if TYPE_CHECKING:
-    from assay.adapters.store.quick_read import QuickLedger, RunRow, TaskRow
+    from assay.adapters.store.quick_read import QuickLedger
+    from assay.adapters.store.quick_rows import RunRow, TaskRow
     from assay.adapters.store.records import RunRecord
     from assay.core.tasks import Task
 

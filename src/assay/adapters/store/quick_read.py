@@ -16,11 +16,17 @@ import json
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from assay.adapters.store.quick_rows import (
+    NotQuick,
+    RunRow,
+    TaskRow,
+    checked_time,
+    optional_time,
+    parse_time,
+)
 from assay.core.laps import MAX_LAP_HISTORY, finding_signatures, oscillating
 from assay.core.vocab import HoldSource, RunStatus, SettleRow, Stage, StageVerdict, TaskStatus
 
@@ -66,94 +72,6 @@ _LAPS_OF_TASK = (
     "SELECT attempts.finding_signatures FROM attempts JOIN runs ON runs.id = attempts.run_id"
     " WHERE runs.task_id = ?"
 )
-
-
-class NotQuick(Exception):
-    """This read is the Ledger's to answer (see the module's docstring for when)."""
-
-
-@dataclass(slots=True)  # not frozen: a frozen init costs a third more per row
-class TaskRow:
-    """A task as :class:`assay.core.tasks.Task` reads it, without pydantic: the attributes and
-    ``waiting`` the task commands' sentences use, and :meth:`as_json` its ``model_dump``."""
-
-    id: str
-    title: str
-    instruction: str
-    status: TaskStatus
-    attempts: int
-    last_error: str | None
-    hold_reason: str | None
-    hold_source: HoldSource | None
-    diagnostic: str | None
-    run_ids: list[str]
-    not_before: datetime | None
-    stored_created_at: str  # as stored, checked: a list prints 10,000 of each
-    stored_updated_at: str
-
-    @property
-    def created_at(self) -> datetime:
-        return _time(self.stored_created_at)
-
-    @property
-    def updated_at(self) -> datetime:
-        return _time(self.stored_updated_at)
-
-    def waiting(self, now: datetime) -> bool:
-        return self.not_before is not None and now < self.not_before
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "title": self.title,
-            "instruction": self.instruction,
-            "status": self.status.value,
-            "attempts": self.attempts,
-            "last_error": self.last_error,
-            "hold_reason": self.hold_reason,
-            "hold_source": self.hold_source.value if self.hold_source else None,
-            "diagnostic": self.diagnostic,
-            "run_ids": list(self.run_ids),
-            "not_before": json_time(self.not_before),
-            "created_at": json_stored_time(self.stored_created_at),
-            "updated_at": json_stored_time(self.stored_updated_at),
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class RunRow:
-    """A run as :class:`assay.adapters.store.records.RunRecord` reads it, without pydantic."""
-
-    id: str
-    task_id: str
-    dispatch_id: str | None
-    status: RunStatus
-    started_at: datetime
-    finished_at: datetime | None
-    settle_row: SettleRow | None
-    attempt_spent: bool | None
-    task_status: TaskStatus | None
-    reason: str | None
-    payload_path: str | None
-
-    @property
-    def open(self) -> bool:
-        return self.finished_at is None
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "task_id": self.task_id,
-            "dispatch_id": self.dispatch_id,
-            "status": self.status.value,
-            "started_at": json_time(self.started_at),
-            "finished_at": json_time(self.finished_at),
-            "settle_row": self.settle_row.value if self.settle_row else None,
-            "attempt_spent": self.attempt_spent,
-            "task_status": self.task_status.value if self.task_status else None,
-            "reason": self.reason,
-            "payload_path": self.payload_path,
-        }
 
 
 class QuickLedger:
@@ -256,9 +174,9 @@ def _task_row(row: tuple[Any, ...], run_ids: dict[str, list[str]]) -> TaskRow:
         None if hold_source is None else _HOLD_SOURCE[hold_source],
         diagnostic,
         run_ids.get(task_id, []),
-        None if not_before is None else _time(not_before),
-        _checked_time(created_at),
-        _checked_time(updated_at),
+        None if not_before is None else parse_time(not_before),
+        checked_time(created_at),
+        checked_time(updated_at),
     )
 
 
@@ -274,8 +192,8 @@ def _run_row(row: tuple[Any, ...]) -> RunRow:
         task_id=_text(task_id),
         dispatch_id=_optional_text(dispatch_id),
         status=_member(_RUN_STATUS, status),
-        started_at=_time(started_at),
-        finished_at=_optional_time(finished_at),
+        started_at=parse_time(started_at),
+        finished_at=optional_time(finished_at),
         settle_row=None if settle_row is None else _member(_SETTLE_ROW, settle_row),
         attempt_spent=None if attempt_spent is None else bool(attempt_spent),
         task_status=None if task_status is None else _member(_TASK_STATUS, task_status),
@@ -350,42 +268,3 @@ def _text(value: object) -> str:
 
 def _optional_text(value: object) -> str | None:
     return None if value is None else _text(value)
-
-
-def _time(value: object) -> datetime:
-    """A stored time as ``schema.UTCDateTime`` reads it (SQLAlchemy parses with
-    ``fromisoformat``): naive is UTC, an offset is converted to UTC."""
-    try:
-        parsed = datetime.fromisoformat(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError) as exc:
-        raise NotQuick(f"{value!r} is not a stored time") from exc
-    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
-
-
-def _checked_time(value: object) -> str:
-    """A stored time :func:`_time` reads, kept as stored."""
-    try:
-        datetime.fromisoformat(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError) as exc:
-        raise NotQuick(f"{value!r} is not a stored time") from exc
-    return value  # type: ignore[return-value]
-
-
-def json_stored_time(value: str) -> str:
-    """:func:`_json_time` of a stored time; the form SQLAlchemy writes
-    (``2026-01-02 03:04:05.000000``, naive UTC) is rewritten without parsing it."""
-    if len(value) == 26 and value[10] == " " and value[19] == ".":
-        fraction = "" if value.endswith(".000000") else value[19:]
-        return f"{value[:10]}T{value[11:19]}{fraction}Z"
-    return json_time(_time(value))  # type: ignore[return-value]
-
-
-def _optional_time(value: object) -> datetime | None:
-    return None if value is None else _time(value)
-
-
-def json_time(value: datetime | None) -> str | None:
-    """A UTC time as pydantic's JSON mode writes it: ``2026-01-02T03:04:05[.ffffff]Z``."""
-    if value is None:
-        return None
-    return value.isoformat().replace("+00:00", "Z")
