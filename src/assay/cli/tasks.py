@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import sys
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from assay.cli import task_views as views
 from assay.cli.flags import (
     CoderCommandFlag,
     CoderFlag,
@@ -30,8 +33,10 @@ from assay.cli.workspace import (
 from assay.core.vocab import OperatorMove
 
 if TYPE_CHECKING:
+    from assay.adapters.store.records import RunRecord
     from assay.adapters.store.sql import Ledger
     from assay.core.tasks import Task
+    from assay.engine.operator import Actor
 
 app = command_group()
 
@@ -100,9 +105,6 @@ def list_tasks(
     json_output: JsonFlag = False,
 ) -> None:
     """List tasks, oldest first, with status, attempts and why a task waits or is held."""
-    from rich.console import Console
-    from rich.table import Table
-
     from assay.core.vocab import TaskStatus
 
     chosen = None
@@ -111,112 +113,108 @@ def list_tasks(
             chosen = TaskStatus(status)
         except ValueError:
             fail(f"unknown status {status!r}: use one of {', '.join(s.value for s in TaskStatus)}")
-    workspace = Workspace.find()
-    tasks, unreadable = workspace.ledger().scan_tasks(chosen)
+    now = datetime.now(UTC)
+    tasks, unreadable = Workspace.find().ledger().scan_tasks(chosen)
     if json_output:
         print_json(
             [_dump(t) for t in tasks]
             + [{"id": i, "status": "unreadable", "problem": why} for i, why in unreadable]
         )
         return
-    from assay.cli.explain import error_note, shorten, wait_note
-
-    now = datetime.now(UTC)
-    table = Table("id", "status", "attempts", "title", "note")
-    for task in tasks:
-        note = wait_note(task, now) or shorten(task.hold_reason or error_note(task) or "", 60)
-        table.add_row(task.id, task.status.value, str(task.attempts), task.title, note)
-    for task_id, problem in unreadable:  # shown, never fatal: one bad row hides nothing else
-        table.add_row(task_id, "unreadable", "", "", problem[:60])
-    Console().print(table)
+    sys.stdout.write(views.list_text(tasks, unreadable, now))
 
 
 @app.command()
 def show(task_id: str, json_output: JsonFlag = False) -> None:
     """One task: status, attempts, runs, any wait, and — when held — why, by whom, and the
     ways back (re-arm a fired halt, release)."""
-    from assay.cli import explain
-
+    now = datetime.now(UTC)
     workspace = Workspace.find()
     ledger = workspace.ledger()
     task = _get(ledger, task_id)
-    runs = ledger.runs(task_id)
-    now = datetime.now(UTC)
-    state_dir = workspace.home / "halt-state"
-    halts = explain.fired_halts(runs, state_dir) if task.hold_source else []
-    ways = explain.ways_back(task, halts, state_dir)
-    step = explain.next_step(task, now)
-    document = {
-        **_dump(task),
-        "held_by": (task.hold_source.value if task.hold_source else None),
-        "waiting": task.waiting(now),
-        **explain.as_json(halts, ways),
-        "next": step,
-        "runs": [r.model_dump(mode="json") for r in runs],
-    }
+    records = ledger.runs(task_id)
+    document = _show_document(task, records, workspace.home, now)
     if json_output:
         print_json(document)
-        return
-    typer.echo(f"{task.id}: {task.title}\nstatus: {task.status.value}  attempts: {task.attempts}")
-    if (who := explain.holder(task)) is not None:
-        typer.echo(f"held by {who}: {task.hold_reason}")
-    if (note := explain.wait_note(task, now)) is not None:
-        cause = explain.wait_cause(task)
-        typer.echo(f"{note} for {cause} (that run was refunded: no attempt spent)")
-    if (error := explain.error_note(task)) is not None:
-        typer.echo(error)
-    for record in runs:
-        state = record.status.value
-        typer.echo(f"  run {record.id}: {state} {record.reason or ''} {record.payload_path or ''}")
-    for halt in halts:
-        typer.echo(
-            f"fired halt {halt.name} ({halt.severity}, now {halt.lifecycle or 'unknown'}) "
-            f"in run {halt.run_id}: {halt.detail}"
-        )
-    typer.echo(f"next: {step}")
-    for number, way in enumerate(ways, start=1):
-        typer.echo(f"  way back {number}: {way.summary}")
-        for command in way.commands:
-            typer.echo(f"      {command}")
+    else:
+        sys.stdout.write(views.show_text(task, records, document, now))
 
 
-def _move(task_id: str, move: OperatorMove, reason: str | None = None) -> None:
+def _show_document(
+    task: Task, runs: list[RunRecord], home: Path, now: datetime
+) -> dict[str, object]:
+    """What ``task show --json`` prints, from the Ledger's models."""
+    runs_json = [r.model_dump(mode="json") for r in runs]
+    return views.show_document(task, _dump(task), runs, runs_json, home, now)
+
+
+def _move(
+    task_id: str, move: OperatorMove, reason: str | None = None, *, json_output: bool = False
+) -> None:
+    import contextlib
+
     from assay.engine.operator import MoveRefused, cli_actor, move_task
 
     workspace = Workspace.find()
     ledger = workspace.ledger()
     task = _get(ledger, task_id)  # its not-found and unreadable messages
+    actor = cli_actor()
     if move is not OperatorMove.RELEASE:
         from assay.cli.temporal_stop import stop_running
 
-        if stop_running(task, reason or _STOP_REASONS[move]):
-            return  # its workflow stops the run and holds the task
+        # Under --json, stdout holds the document only: the workflow's line goes to stderr.
+        said = contextlib.redirect_stdout(sys.stderr) if json_output else contextlib.nullcontext()
+        with said:
+            stopped = stop_running(task, reason or _STOP_REASONS[move])
+        if stopped:  # its workflow stops the run and holds the task
+            if json_output:
+                recorded = reason or _STOP_REASONS[move]
+                _print_move(workspace, ledger, _get(ledger, task_id), move, actor, recorded)
+            return
     try:
-        moved = move_task(
-            ledger, task_id, move, actor=cli_actor(), now=datetime.now(UTC), reason=reason
-        )
+        moved = move_task(ledger, task_id, move, actor=actor, now=datetime.now(UTC), reason=reason)
     except MoveRefused as exc:
         fail(str(exc), EXIT_USAGE)
-    typer.echo(f"{moved.task.id}: {moved.task.status.value}{moved.note}")
+    if json_output:
+        recorded = None if move is OperatorMove.RELEASE else moved.task.hold_reason
+        _print_move(workspace, ledger, moved.task, move, actor, recorded)
+    else:
+        typer.echo(f"{moved.task.id}: {moved.task.status.value}{moved.note}")
+
+
+def _print_move(
+    workspace: Workspace,
+    ledger: Ledger,
+    task: Task,
+    move: OperatorMove,
+    actor: Actor,
+    reason: str | None,
+) -> None:
+    """An operator move's JSON: what was done, by whom, from where, why, and the task as
+    ``task show --json`` prints it now."""
+    shown = _show_document(task, ledger.runs(task.id), workspace.home, datetime.now(UTC))
+    via = actor.via.value
+    print_json({"action": move.value, "by": actor.by, "via": via, "reason": reason, "task": shown})
 
 
 @app.command()
 def hold(
     task_id: str,
     reason: Annotated[str, typer.Option(help="Why it is held.")] = HOLD_REASON,
+    json_output: JsonFlag = False,
 ) -> None:
     """Hold a queued or failed task (manual); `release` lets it run again."""
-    _move(task_id, OperatorMove.HOLD, reason)
+    _move(task_id, OperatorMove.HOLD, reason, json_output=json_output)
 
 
 @app.command()
-def release(task_id: str) -> None:
+def release(task_id: str, json_output: JsonFlag = False) -> None:
     """Release a held task (queued again, attempts reset to 0, history kept), or let a task
     that waits for its provider quota run now (the wait is cleared, attempts kept)."""
-    _move(task_id, OperatorMove.RELEASE)
+    _move(task_id, OperatorMove.RELEASE, json_output=json_output)
 
 
 @app.command()
-def cancel(task_id: str) -> None:
+def cancel(task_id: str, json_output: JsonFlag = False) -> None:
     """Cancel a queued or failed task: held (manual) with the reason "cancelled"."""
-    _move(task_id, OperatorMove.CANCEL)
+    _move(task_id, OperatorMove.CANCEL, json_output=json_output)

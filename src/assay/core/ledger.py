@@ -12,31 +12,23 @@ is converging from one that keeps producing the same failures.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from assay.core.laps import MAX_LAP_HISTORY, finding_signatures, normalise_finding, oscillating
 from assay.core.vocab import AttemptOutcome, Stage, StageVerdict, TaskStatus
 
-MAX_LAP_HISTORY = 20
-"""Lap signature sets kept (newest); ``laps`` itself stays exact. Lists are bounded."""
-
-_WHITESPACE = re.compile(r"\s+")
-
-
-def normalise_finding(text: str) -> str:
-    """One finding's signature: runs of whitespace collapsed to one space, ends stripped."""
-    return _WHITESPACE.sub(" ", text).strip()
-
-
-def finding_signatures(findings: Iterable[str]) -> list[str]:
-    """The signature set of some findings: normalised, empties dropped, unique, sorted.
-
-    Two attempts that failed "the same way" then compare equal even when a validator's
-    output differs only in spacing or order.
-    """
-    return sorted({sig for sig in (normalise_finding(f) for f in findings) if sig})
+__all__ = [
+    "MAX_LAP_HISTORY",
+    "ConvergenceLedger",
+    "ForeignStageRecord",
+    "StageRecord",
+    "finding_signatures",
+    "normalise_finding",
+    "outcome_verdict",
+    "task_verdict",
+]
 
 
 def _stage(stage: Stage | str) -> str:
@@ -157,22 +149,9 @@ class ConvergenceLedger(BaseModel):
         self._recompute()
 
     def is_oscillating(self, window: int = 2) -> bool:
-        """Whether the newest lap repeats a failure seen within the ``window`` laps before it.
-
-        Precisely: the newest lap's signature set is non-empty and equals the signature set of
-        at least one of the ``window`` laps immediately before it. With the default window of
-        2 this catches both a stuck loop (A, A) and a two-step oscillation (A, B, A). A lap with
-        no findings never oscillates: an empty set is what progress looks like.
-        """
-        if window < 1:
-            raise ValueError(f"window must be at least 1, got {window}")
-        if not self.lap_signatures:
-            return False
-        newest = self.lap_signatures[-1]
-        if not newest:
-            return False
-        previous = self.lap_signatures[-1 - window : -1]
-        return newest in previous
+        """Whether the newest lap repeats a failure seen within the ``window`` laps before it
+        (see :func:`assay.core.laps.oscillating`)."""
+        return oscillating(self.lap_signatures, window)
 
     def _recompute(self) -> None:
         task = self.stage_state.get(Stage.TASK.value)

@@ -79,7 +79,9 @@ tasks = sa.Table(
     # on any machine can run it; NULL for a task queued before contracts were kept here.
     sa.Column("contract", json_type(none_as_null=True)),
 )
-sa.Index("ix_tasks_status", tasks.c.status)
+# In the order tasks are listed (oldest first), all of them or those of one status.
+sa.Index("ix_tasks_created", tasks.c.created_at, tasks.c.id)
+sa.Index("ix_tasks_status_created", tasks.c.status, tasks.c.created_at, tasks.c.id)
 
 runs = sa.Table(
     "runs",

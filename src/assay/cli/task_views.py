@@ -1,0 +1,199 @@
+"""What ``assay task list|show`` and ``assay ledger show`` print, from either read path.
+
+A task comes from the quick path (:mod:`assay.adapters.store.quick_read`: a
+:class:`~assay.adapters.store.quick_read.TaskRow`) or from the Ledger (a pydantic ``Task``);
+both carry the attributes the sentences here read, and each is turned into JSON by its own
+code (``as_json`` / ``model_dump``), so a test comparing the two paths' output compares two
+implementations, not one with itself. This module imports only the standard library and light
+assay modules: the models come with the Ledger, when that path is taken.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from assay.adapters.store.names import DATABASE_URL_ENV, HOME_ENV
+from assay.cli.table import render, terminal_width
+from assay.core.text import printable
+
+if TYPE_CHECKING:
+    from assay.adapters.store.quick_read import QuickLedger
+    from assay.adapters.store.quick_rows import RunRow, TaskRow
+    from assay.adapters.store.records import RunRecord
+    from assay.core.tasks import Task
+
+    AnyTask = Task | TaskRow
+    AnyRun = RunRecord | RunRow
+
+# ``assay.adapters.git``'s variables that point git elsewhere than ``-C`` (a test pins the
+# two lists equal): finding the repository here must agree with the Workspace's.
+GIT_LOCATION_VARS = (
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_COMMON_DIR",
+    "GIT_NAMESPACE",
+    "GIT_CEILING_DIRECTORIES",
+)
+QUICK_ENV = "ASSAY_QUICK_READ"
+"""``0`` makes the task commands read through the Ledger only (the tests' reference path)."""
+LIST_HEADERS = ("id", "status", "attempts", "title", "note")
+_SHRINK = (3, 4)  # title, note: on a narrow terminal these give way, never the id
+
+
+def quick_ledger() -> tuple[QuickLedger, Path] | None:
+    """The workspace's SQLite ledger opened for the quick path, with the workspace's home;
+    None when the Ledger must answer (a configured database URL, no repository here, no
+    ledger file yet, another revision: see :mod:`~assay.adapters.store.quick_read`)."""
+    if os.environ.get(DATABASE_URL_ENV) or os.environ.get(QUICK_ENV) == "0":
+        return None
+    root = _repo_root()
+    if root is None:
+        return None  # the Workspace says why, in its words
+    from assay.adapters.store.quick_read import NotQuick, QuickLedger
+
+    configured = os.environ.get(HOME_ENV)
+    home = Path(configured).absolute() if configured else root / ".assay"
+    try:
+        return QuickLedger(home / "assay.db"), home
+    except NotQuick:
+        return None
+
+
+def storable(text: str) -> bool:
+    """Whether ``text`` can be bound as a query parameter (no NUL, no lone surrogate); an id
+    that cannot is the Ledger path's to refuse, with its message."""
+    if "\x00" in text:
+        return False
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def list_text(tasks: list[AnyTask], unreadable: list[tuple[str, str]], now: datetime) -> str:
+    """``task list``'s table: a row per task, then a row per unreadable one."""
+    from assay.cli.explain import error_note, shorten, wait_note
+
+    rows = [
+        [
+            task.id,
+            str(task.status),  # a StrEnum: its value, without the enum's slow attribute
+            str(task.attempts),
+            task.title,
+            wait_note(task, now) or shorten(task.hold_reason or error_note(task) or "", 60),
+        ]
+        for task in tasks
+    ]
+    # shown, never fatal: one bad row hides nothing else
+    rows += [[task_id, "unreadable", "", "", problem[:60]] for task_id, problem in unreadable]
+    return render(LIST_HEADERS, rows, shrink=_SHRINK, width=terminal_width())
+
+
+def show_document(
+    task: AnyTask,
+    task_json: dict[str, Any],
+    runs: list[AnyRun],
+    runs_json: list[dict[str, Any]],
+    home: Path,
+    now: datetime,
+) -> dict[str, Any]:
+    """``task show --json``: the task, who holds it, its wait, fired halts, the ways back, the
+    next step and its runs."""
+    from assay.cli import explain
+
+    state_dir = home / "halt-state"
+    halts = explain.fired_halts(runs, state_dir) if task.hold_source else []
+    ways = explain.ways_back(task, halts, state_dir)
+    return {
+        **task_json,
+        "held_by": (task.hold_source.value if task.hold_source else None),
+        "waiting": task.waiting(now),
+        **explain.as_json(halts, ways),
+        "next": explain.next_step(task, now),
+        "runs": runs_json,
+    }
+
+
+def show_text(task: AnyTask, runs: list[AnyRun], document: dict[str, Any], now: datetime) -> str:
+    """``task show``'s lines, from the task, its runs and its :func:`show_document`."""
+    from assay.cli import explain
+
+    lines = [f"{task.id}: {task.title}", f"status: {task.status.value}  attempts: {task.attempts}"]
+    if (who := explain.holder(task)) is not None:
+        lines.append(f"held by {who}: {task.hold_reason}")
+    if (note := explain.wait_note(task, now)) is not None:
+        cause = explain.wait_cause(task)
+        lines.append(f"{note} for {cause} (that run was refunded: no attempt spent)")
+    if (error := explain.error_note(task)) is not None:
+        lines.append(error)
+    for record in runs:
+        state = record.status.value
+        lines.append(
+            f"  run {record.id}: {state} {record.reason or ''} {record.payload_path or ''}"
+        )
+    for halt in document["fired_halts"]:
+        lines.append(
+            f"fired halt {halt['name']} ({halt['severity']}, now {halt['lifecycle'] or 'unknown'}) "
+            f"in run {halt['run_id']}: {halt['detail']}"
+        )
+    lines.append(f"next: {document['next']}")
+    for number, way in enumerate(document["ways_back"], start=1):
+        lines.append(f"  way back {number}: {way['summary']}")
+        lines.extend(f"      {command}" for command in way["commands"])
+    return _printed(lines)
+
+
+def ledger_text(document: dict[str, Any]) -> str:
+    """``ledger show``'s lines, from the convergence ledger's JSON document."""
+    lines = [
+        f"task {document['task_id']}: {document['laps']} lap(s), "
+        f"oscillating: {document['oscillating']}"
+    ]
+    for stage, record in sorted(document["stage_state"].items()):
+        lines.append(
+            f"  {stage:<9} attempts {record['attempts']:<4} last verdict {record['last_verdict']}"
+        )
+    for name, foreign in sorted(document["foreign_stages"].items()):
+        signatures = foreign["last_finding_signatures"]
+        unreadable = [s for s in signatures if s.startswith("(unreadable")]
+        why = unreadable[0] if unreadable else "not known to this version of assay"
+        lines.append(
+            f"  {name:<9} attempts {foreign['attempts']:<4} last verdict "
+            f"{foreign['last_verdict']} ({why}; shown as stored, not counted)"
+        )
+    return _printed(lines)
+
+
+def _printed(lines: list[str]) -> str:
+    """The lines as text for a terminal: stored text (a reason, an error) may carry escape
+    sequences, which must not recolour or move the operator's terminal."""
+    return "".join(printable(line) + "\n" for line in lines)
+
+
+def _repo_root() -> Path | None:
+    """``git rev-parse --show-toplevel`` as the git adapter runs it (without importing it and
+    the models it brings); None when git cannot say."""
+    env = {k: v for k, v in os.environ.items() if k not in GIT_LOCATION_VARS}
+    env["LC_ALL"] = "C"
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(Path.cwd()), "rev-parse", "--show-toplevel"],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            env=env,
+            timeout=30,
+            check=False,
+            start_new_session=True,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    top = done.stdout.decode("utf-8", "replace").strip()
+    return Path(top) if done.returncode == 0 and top else None

@@ -1,0 +1,120 @@
+"""The quick read path reads what the Ledger reads, and says when it cannot."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+from ledger_driver import Driver, Wave
+
+from assay.adapters import git
+from assay.adapters.store import quick_read
+from assay.adapters.store.quick_read import NotQuick, QuickLedger
+from assay.adapters.store.sql import HEAD_REVISION, Ledger
+from assay.cli import task_views
+from assay.cli.task_quick import _task_list_json, json_text
+from assay.core.vocab import AttemptOutcome, RunStatus, TaskStatus
+
+
+def test_it_reads_the_revision_the_ledger_migrates_to() -> None:
+    # A new migration must be read here too before the quick path reads that revision.
+    assert quick_read.REVISION == HEAD_REVISION
+
+
+def test_it_finds_the_repository_as_the_git_adapter_does() -> None:
+    assert task_views.GIT_LOCATION_VARS == git._LOCATION_VARS
+
+
+@pytest.fixture
+def ledger(tmp_path: Path) -> Ledger:
+    made = Ledger.open(f"sqlite:///{tmp_path / 'assay.db'}")
+    driver = Driver(made)
+    for task_id in ("t-a", "t-b", "t-c"):
+        driver.add(task_id)
+    waves = (Wave(AttemptOutcome.BLOCKED, 1, ("x failed",)), Wave(AttemptOutcome.PASSED, 1, ()))
+    driver.cycle("t-a", "r-1", RunStatus.FAILED, waves, max_attempts=4, judge_calls=2)
+    driver.cycle("t-a", "r-2", RunStatus.FAILED, (Wave(findings=("x  failed",)),), max_attempts=4)
+    driver.cycle("t-b", "r-3", RunStatus.MERGED, (Wave(AttemptOutcome.PASSED),))
+    return made
+
+
+def test_every_read_matches_the_ledgers(ledger: Ledger, tmp_path: Path) -> None:
+    quick = QuickLedger(tmp_path / "assay.db")
+    for status in (None, *TaskStatus):
+        expected = [t.model_dump(mode="json") for t in ledger.list_tasks(status)]
+        assert [r.as_json() for r in quick.tasks(status)] == expected, status
+    for task_id in ("t-a", "t-b", "t-c"):
+        task = quick.task(task_id)
+        assert task is not None
+        assert task.as_json() == ledger.get_task(task_id).model_dump(mode="json")
+        runs = [r.model_dump(mode="json") for r in ledger.runs(task_id)]
+        assert [r.as_json() for r in quick.runs(task_id)] == runs
+        assert quick.convergence(task_id) == ledger.ledger(task_id).model_dump(mode="json")
+    assert quick.task("nope") is None and quick.convergence("nope") is None
+
+
+def test_a_stage_this_version_does_not_know_is_shown_as_the_ledger_shows_it(
+    ledger: Ledger, tmp_path: Path
+) -> None:
+    with sqlite3.connect(tmp_path / "assay.db") as db:
+        db.execute(
+            "INSERT INTO stage_records VALUES ('t-a', 'review', 2, 'advance', '[\"b\", \"a\"]')"
+        )
+        db.execute("UPDATE stage_records SET last_finding_signatures = 'not json' "
+                   "WHERE task_id = 't-a' AND stage = 'judge'")  # fmt: skip
+    document = QuickLedger(tmp_path / "assay.db").convergence("t-a")
+    assert document == ledger.ledger("t-a").model_dump(mode="json")
+    assert document is not None and set(document["foreign_stages"]) == {"review", "judge"}
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "UPDATE tasks SET status = 'zombie' WHERE id = 't-c'",
+        "UPDATE tasks SET title = X'41' WHERE id = 't-c'",  # a blob, not text
+        "UPDATE tasks SET created_at = 'yesterday' WHERE id = 't-c'",
+        "UPDATE tasks SET hold_source = 'alien' WHERE id = 't-c'",
+    ],
+)
+def test_a_row_the_models_would_judge_is_not_read_here(
+    ledger: Ledger, tmp_path: Path, sql: str
+) -> None:
+    with sqlite3.connect(tmp_path / "assay.db") as db:
+        db.execute(sql)
+    with pytest.raises(NotQuick):
+        QuickLedger(tmp_path / "assay.db").tasks()
+
+
+def test_no_file_or_another_revision_is_not_read_here(ledger: Ledger, tmp_path: Path) -> None:
+    with pytest.raises(NotQuick):
+        QuickLedger(tmp_path / "missing.db")
+    with sqlite3.connect(tmp_path / "assay.db") as db:
+        db.execute("UPDATE alembic_version SET version_num = '0099'")
+    with pytest.raises(NotQuick):
+        QuickLedger(tmp_path / "assay.db")
+
+
+def test_it_reads_a_wal_ledger_while_a_writer_holds_its_lock(
+    ledger: Ledger, tmp_path: Path
+) -> None:
+    writer = sqlite3.connect(tmp_path / "assay.db", isolation_level=None)
+    try:
+        writer.execute("BEGIN IMMEDIATE")
+        writer.execute("UPDATE tasks SET title = 'changing' WHERE id = 't-c'")
+        titles = [t.title for t in QuickLedger(tmp_path / "assay.db").tasks()]
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
+    assert "changing" not in titles and len(titles) == 3
+
+
+def test_the_json_writers_write_what_json_dumps_writes(ledger: Ledger, tmp_path: Path) -> None:
+    rows = QuickLedger(tmp_path / "assay.db").tasks()
+    documents = [r.as_json() for r in rows]
+    expected = json.dumps(documents, indent=2, default=str) + "\n"
+    assert _task_list_json(rows) == expected and json_text(documents) == expected
+    odd = {"a": [], "b": {}, "c": [{"d": None, "e": True, "f": False, "g": -3}], "h": 'ü\n"✓'}
+    assert json_text(odd) == json.dumps(odd, indent=2) + "\n"
+    assert json_text([]) == "[]\n" and _task_list_json([]) == "[]\n"
