@@ -12,12 +12,15 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import typer.main
 
 from assay import __version__
+from assay.cli import main as main_module
 from assay.cli.app import build_app
 from assay.cli.commands import BY_NAME, COMMANDS, top_level_help
 from assay.cli.halt import HELP as HALT_HELP
@@ -134,3 +137,36 @@ def test_version_beside_other_words_goes_through_typer(tmp_path: Path, flag: str
     done, modules = run_recording(tmp_path, flag, "gc")
     assert (done.returncode, done.stdout) == (0, f"assay {__version__}\n"), done.stderr
     assert "typer" in heavy_in(modules)
+
+
+@pytest.mark.parametrize("args", [["--version", "--json"], ["--json", "-V"]])
+def test_version_as_json(tmp_path: Path, args: list[str]) -> None:
+    done, modules = run_recording(tmp_path, *args)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"version": __version__}
+    assert heavy_in(modules) == []
+
+
+def test_the_quick_task_commands_are_answered_before_typer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The tasks module answers: its code is the exit code and typer is never built.
+    seen: list[list[str]] = []
+
+    def answer(args: list[str]) -> int | None:
+        seen.append(args)
+        return 0 if args[1] == "list" else None
+
+    monkeypatch.setitem(sys.modules, main_module.QUICK_MODULE, SimpleNamespace(main=answer))
+    built: list[tuple[str | None, list[str]]] = []
+
+    def build_app(only: str | None = None) -> Callable[..., None]:
+        return lambda args, **_: built.append((only, args))
+
+    monkeypatch.setattr("assay.cli.app.build_app", build_app)
+    with pytest.raises(SystemExit) as caught:
+        main_module.main(["task", "list", "--status", "held"])
+    assert (caught.value.code, seen, built) == (0, [["task", "list", "--status", "held"]], [])
+    # None means "not mine": typer's command answers instead.
+    main_module.main(["task", "show", "t-1"])
+    assert built == [("task", ["task", "show", "t-1"])]

@@ -10,7 +10,6 @@ from importlib import import_module
 
 import typer
 
-from assay.cli import halt
 from assay.cli.commands import COMMANDS, HELP_FLAGS, OPTIONS, SUMMARY, VERSION_FLAGS, Kind
 
 
@@ -57,6 +56,8 @@ def build_app(only: str | None = None) -> typer.Typer:
 
 def _add_halt(app: typer.Typer) -> None:
     # argparse parses ``halt``'s own arguments (see assay.cli.halt); typer only passes them on.
+    from assay.cli import halt
+
     @app.command(
         name="halt",
         help=halt.HELP,

@@ -133,8 +133,9 @@ BY_NAME: dict[str, Command] = {c.name: c for c in COMMANDS}
 # The root's own options: (flags, help), shown by the fast help and declared on the typer root.
 VERSION_FLAGS = ("-V", "--version")
 HELP_FLAGS = ("-h", "--help")
+JSON_FLAG = "--json"  # beside --version: {"version": "…"}
 OPTIONS: tuple[tuple[tuple[str, ...], str], ...] = (
-    (VERSION_FLAGS, "Print the version and exit."),
+    (VERSION_FLAGS, "Print the version and exit (with --json: as JSON)."),
     (HELP_FLAGS, "Show this message and exit."),
 )
 
