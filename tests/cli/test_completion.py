@@ -9,9 +9,11 @@ is made directly, with the variables their scripts set.
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -136,3 +138,28 @@ def test_an_unknown_or_missing_shell_is_a_usage_error(args: list[str]) -> None:
     )
     assert done.returncode == 2 and done.stdout == "", done
     assert "Traceback" not in done.stderr
+
+
+def test_the_tab_time_call_builds_the_tree_without_the_run_machinery(tmp_path: Path) -> None:
+    # Every command module is imported to build the tree, each keeps its heavy imports inside
+    # its function: a tab costs typer, never SQLAlchemy, the engine, YAML or rich.
+    out = tmp_path / "modules.json"
+    wrapper = (
+        "import atexit, json, sys\n"
+        f"atexit.register(lambda: open({str(out)!r}, 'w').write(json.dumps(sorted(sys.modules))))\n"
+        "sys.argv = ['assay']\n"
+        "from assay.cli.main import main\n"
+        "main()\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", wrapper],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=assay_env(_ASSAY_COMPLETE="complete_bash", COMP_WORDS="assay ta", COMP_CWORD="1"),
+    )
+    assert (done.returncode, done.stdout) == (0, "task\n"), done.stderr
+    modules = json.loads(out.read_text())
+    assert "assay.cli.run" in modules and "assay.cli.serve" in modules  # the whole tree
+    heavy = ("sqlalchemy", "assay.engine", "yaml", "rich", "assay.core.contract")
+    assert [m for m in modules if m.split(".")[0] in heavy or m.startswith(heavy)] == []
