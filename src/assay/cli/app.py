@@ -1,4 +1,8 @@
-"""The typer application behind ``assay`` (everything except the ``halt`` fast path)."""
+"""The typer application behind ``assay``, built from the table in :mod:`assay.cli.commands`.
+
+Only the invoked command's module is imported (``build_app(only)``); the whole tree is built
+for the shell's tab-time completion call.
+"""
 
 from __future__ import annotations
 
@@ -6,50 +10,36 @@ from importlib import import_module
 
 import typer
 
-from assay.cli import halt
-
-# Command groups: name -> (module, attribute, one-line help), imported only when used.
-GROUPS: dict[str, tuple[str, str, str]] = {
-    "task": ("assay.cli.tasks", "app", "Queue tasks, list them, show, hold, release, cancel."),
-    "ledger": ("assay.cli.ledger", "app", "A task's counters, derived from the ledger."),
-    "payload": ("assay.cli.payload", "app", "The halt payload: its JSON Schema, a run's payload."),
-    "contract": ("assay.cli.contract", "app", "Write a contract template; check a contract."),
-}
-# Single commands: name -> (module, function).
-COMMANDS: dict[str, tuple[str, str]] = {
-    "run": ("assay.cli.run", "run"),
-    "serve": ("assay.cli.serve", "serve"),
-    "brief": ("assay.cli.brief", "brief"),
-    "gc": ("assay.cli.gc", "gc"),
-    "worker": ("assay.cli.worker", "worker"),
-    "dev-server": ("assay.cli.dev_server", "dev_server"),
-}
+from assay.cli.commands import COMMANDS, HELP_FLAGS, OPTIONS, SUMMARY, VERSION_FLAGS, Kind
 
 
 def build_app(only: str | None = None) -> typer.Typer:
-    """The whole command tree, or only group ``only`` (to skip importing the others)."""
+    """The whole command tree, or only command ``only`` (to skip importing the others)."""
     app = typer.Typer(
         name="assay",
-        help="Run AI coding agents on real repositories and tell the truth about what happened.",
-        context_settings={"help_option_names": ["-h", "--help"]},
+        help=SUMMARY,
+        context_settings={"help_option_names": list(HELP_FLAGS)},
         no_args_is_help=True,
         add_completion=False,
         rich_markup_mode=None,
         pretty_exceptions_enable=False,
     )
-    for name, (module, attribute, help_text) in GROUPS.items():
-        if only is not None and name != only:
+    for entry in COMMANDS:
+        if only is not None and entry.name != only:
             continue
-        app.add_typer(getattr(import_module(module), attribute), name=name, help=help_text)
-    for name, (module, function) in COMMANDS.items():
-        if only is not None and name != only:
-            continue
-        app.command(name=name)(getattr(import_module(module), function))
+        if entry.kind is Kind.GROUP:
+            sub = getattr(import_module(entry.module), entry.attribute)
+            app.add_typer(sub, name=entry.name, help=entry.summary)
+        elif entry.kind is Kind.COMMAND:
+            function = getattr(import_module(entry.module), entry.attribute)
+            app.command(name=entry.name)(function)
+        else:
+            _add_halt(app)
 
     @app.callback(invoke_without_command=True)
     def _root(
         ctx: typer.Context,
-        version: bool = typer.Option(False, "--version", help="Print the version and exit."),
+        version: bool = typer.Option(False, *VERSION_FLAGS, help=dict(OPTIONS)[VERSION_FLAGS]),
     ) -> None:
         """Run AI coding agents on real repositories and tell the truth about what happened."""
         if version:
@@ -61,6 +51,13 @@ def build_app(only: str | None = None) -> typer.Typer:
             typer.echo(ctx.get_help())
             raise typer.Exit(2)
 
+    return app
+
+
+def _add_halt(app: typer.Typer) -> None:
+    # argparse parses ``halt``'s own arguments (see assay.cli.halt); typer only passes them on.
+    from assay.cli import halt
+
     @app.command(
         name="halt",
         help=halt.HELP,
@@ -69,5 +66,3 @@ def build_app(only: str | None = None) -> typer.Typer:
     )
     def _halt(ctx: typer.Context) -> None:
         raise typer.Exit(halt.run(ctx.args))
-
-    return app

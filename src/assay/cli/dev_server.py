@@ -24,7 +24,7 @@ from typing import Annotated
 
 import typer
 
-from assay.adapters.store.connect import DEFAULT_HOME, HOME_ENV
+from assay.adapters.store.names import DEFAULT_HOME, HOME_ENV
 from assay.cli.signals import STOP_SIGNALS, exit_code_for_signal
 from assay.cli.workspace import EXIT_FAILED, fail
 

@@ -12,12 +12,13 @@ import shlex
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from assay.adapters.store import halt_files
-from assay.adapters.store.records import RunRecord
-from assay.core.tasks import Task
 from assay.core.vocab import HoldSource, SettleRow, TaskStatus
+
+if TYPE_CHECKING:  # the models are pydantic's: the commands that print these already hold them
+    from assay.adapters.store.records import RunRecord
+    from assay.core.tasks import Task
 
 
 def when(moment: datetime) -> str:
@@ -200,6 +201,8 @@ def _payload(run: RunRecord) -> dict[str, Any]:
 
 
 def _lifecycles(state_dir: Path, dispatch_id: str) -> dict[str, str]:
+    from assay.adapters.store import halt_files
+
     try:
         state = halt_files.read_state(halt_files.state_path(state_dir, dispatch_id))
     except (halt_files.StateFileError, OSError, ValueError):

@@ -1,8 +1,11 @@
 """Entry point of the ``assay`` command.
 
-``assay halt …`` runs inside a coder's turn, so it is routed before typer is even imported
-(see :mod:`assay.cli.halt`); every other command goes through the typer app in
-:mod:`assay.cli.app`, which imports each command group only when it is invoked.
+What must answer at once is answered before typer is imported (typer builds every parameter
+with pydantic): ``assay --version`` / ``-V`` (``--json`` too), ``assay --help`` / ``-h`` and
+bare ``assay`` from the table in :mod:`assay.cli.commands`; ``assay halt …``, which runs
+inside a coder's turn (see :mod:`assay.cli.halt`); and the read-only task commands, when
+:data:`QUICK_MODULE` can answer them on the standard library. Every other command goes
+through the typer app in :mod:`assay.cli.app`, which imports only the invoked command's module.
 """
 
 from __future__ import annotations
@@ -11,20 +14,28 @@ import os
 import sys
 from collections.abc import Sequence
 
+# Set by the shell's completion script when it asks for completions (assay.cli.completion).
+COMPLETE_ENV = "_ASSAY_COMPLETE"
+# ``main(args) -> int | None`` there answers these commands without typer (None: typer's).
+QUICK_MODULE = "assay.cli.task_quick"
+QUICK_COMMANDS = frozenset({("task", "list"), ("task", "show"), ("ledger", "show")})
+
 
 def main(argv: Sequence[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
+    completing = bool(os.environ.get(COMPLETE_ENV))
+    if not completing:
+        _answer_at_once(args)
     if args and args[0] == "halt":
         from assay.cli import halt
 
         sys.exit(halt.run(args[1:]))
-
-    from assay.cli.app import COMMANDS, GROUPS, build_app
-
-    first = args[0] if args else None
-    only = first if first in GROUPS or first in COMMANDS else None
     try:
-        build_app(only)(args=args, prog_name="assay", standalone_mode=True)
+        if not completing and tuple(args[:2]) in QUICK_COMMANDS:
+            code = _quick(args)
+            if code is not None:
+                sys.exit(code)
+        _typer(args, completing)
     except Exception as exc:  # a bug or a broken environment: one line, exit 4, never a traceback
         if os.environ.get("ASSAY_DEBUG"):
             raise
@@ -34,6 +45,63 @@ def main(argv: Sequence[str] | None = None) -> None:
         hint = "" if known else "\n(set ASSAY_DEBUG=1 to see the traceback)"
         sys.stderr.write(f"assay: {known or describe(exc)}{hint}\n")
         sys.exit(4)
+
+
+def _typer(args: list[str], completing: bool) -> None:
+    from assay.cli.app import build_app
+    from assay.cli.commands import BY_NAME
+
+    first = args[0] if args else None
+    # A completion call builds the whole tree: the word being completed may be any command.
+    only = first if first in BY_NAME and not completing else None
+    app = build_app(only)
+    if completing:
+        from assay.cli.completion import register_shells
+
+        register_shells()
+    app(args=args, prog_name="assay", standalone_mode=True)
+
+
+def _quick(args: list[str]) -> int | None:
+    """The exit code of the quick read of ``args``, or None when typer's command must answer."""
+    from importlib import import_module
+
+    try:
+        quick = import_module(QUICK_MODULE)
+    except ModuleNotFoundError as exc:
+        if exc.name != QUICK_MODULE:
+            raise  # the module is there and broken: that is a bug to see, not to hide
+        return None
+    code: int | None = quick.main(args)
+    return code
+
+
+def _answer_at_once(args: list[str]) -> None:
+    """Print the version or the top-level help and exit, if that is all ``args`` ask for."""
+    if len(args) > 2:
+        return
+    if not args:  # like click's no_args_is_help: the help on stderr, exit 2
+        from assay.cli.commands import top_level_help
+
+        sys.stderr.write(top_level_help())
+        sys.exit(2)
+    from assay.cli.commands import HELP_FLAGS, JSON_FLAG, VERSION_FLAGS
+
+    rest = [a for a in args if a != JSON_FLAG]
+    as_json = len(rest) < len(args)
+    if len(rest) == 1 and rest[0] in VERSION_FLAGS:
+        from assay import __version__
+
+        if as_json:
+            sys.stdout.write(f'{{"version": "{__version__}"}}\n')
+        else:
+            sys.stdout.write(f"assay {__version__}\n")
+        sys.exit(0)
+    if args == rest and len(args) == 1 and args[0] in HELP_FLAGS:
+        from assay.cli.commands import top_level_help
+
+        sys.stdout.write(top_level_help())
+        sys.exit(0)
 
 
 if __name__ == "__main__":

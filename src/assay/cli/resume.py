@@ -8,11 +8,14 @@ when nothing is left to run, is theirs: 3 when a recovered task is now held for 
 from __future__ import annotations
 
 from datetime import datetime
+from typing import TYPE_CHECKING
 
-from assay.adapters.store.records import RunRecord
 from assay.cli.workspace import EXIT_DONE, EXIT_HELD
-from assay.core.tasks import Task
 from assay.core.vocab import RunStatus, TaskStatus
+
+if TYPE_CHECKING:
+    from assay.adapters.store.records import RunRecord
+    from assay.core.tasks import Task
 
 
 def recovered_line(record: RunRecord, task: Task, now: datetime) -> str:

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 import typer
 
 from assay.cli.web_options import WebOptions, dashboard, serve_web_only
 from assay.cli.workspace import EXIT_USAGE, Workspace, fail
-from assay.core.tasks import Task
+
+if TYPE_CHECKING:
+    from assay.core.tasks import Task
 
 
 def serve_temporal(

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import asyncio
 import os
+from typing import TYPE_CHECKING
 
 import typer
 
 from assay.cli.workspace import EXIT_USAGE, fail
-from assay.core.tasks import Task
 from assay.core.vocab import TaskStatus
+
+if TYPE_CHECKING:
+    from assay.core.tasks import Task
 
 
 def stop_running(task: Task, reason: str, *, wait: float = 60.0) -> bool:

@@ -11,16 +11,17 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from assay.adapters.envpolicy import agent_environment, model_environment
-from assay.adapters.judging import RankingResult, deliberate, rank
 from assay.adapters.sandbox_spec import SandboxSpec
-from assay.core.blind import blind_candidates, blind_labels, judge_order, needs_deliberation
 from assay.core.changes import ChangeSet
 from assay.core.contract import JudgeSpec
-from assay.core.tally import tally
 from assay.core.vocab import JudgeKind
 from assay.engine.outcomes import JudgeRound, RunPlan
+
+if TYPE_CHECKING:
+    from assay.adapters.judging import RankingResult
 
 
 async def judge_blind(
@@ -35,6 +36,12 @@ async def judge_blind(
     """``changes``: each candidate's change with its diff, by seat (read on the worker that
     holds the seats). ``sandbox``: where each CLI judge runs (None: unconfined); an LLM judge
     is a model assay calls itself, so no process of it is confined."""
+    # The judges' clients (HTTP, the verdict schema) and the blinding models load only for a
+    # run that has judges.
+    from assay.adapters.judging import RankingResult, deliberate, rank
+    from assay.core.blind import blind_candidates, blind_labels, judge_order, needs_deliberation
+    from assay.core.tally import tally
+
     contract = plan.contract
     labels = blind_labels(list(changes), plan.run_id)
     identity = [plan.run_id, plan.dispatch_id]

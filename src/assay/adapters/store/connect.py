@@ -9,6 +9,9 @@ handler). ``ASSAY_DATABASE_URL`` (e.g. ``postgresql+psycopg://...``) switches to
 A write that still finds the file locked after the busy timeout (``ASSAY_DB_TIMEOUT`` seconds,
 default 15) raises :class:`LedgerLocked`, which names the file, instead of SQLAlchemy's
 ``OperationalError``.
+
+SQLAlchemy is imported only when an engine is made: the constants, :func:`default_url` and
+:class:`LedgerLocked` serve commands that never open the ledger through it.
 """
 
 from __future__ import annotations
@@ -18,11 +21,7 @@ import re
 import sqlite3
 import time
 from pathlib import Path
-from typing import Any
-
-import sqlalchemy as sa
-from sqlalchemy import event
-from sqlalchemy.engine import URL, make_url
+from typing import TYPE_CHECKING, Any
 
 from assay.adapters.store.names import DATABASE_URL_ENV, DEFAULT_HOME, HOME_ENV
 
@@ -31,6 +30,10 @@ DB_TIMEOUT_ENV = "ASSAY_DB_TIMEOUT"
 DEFAULT_TIMEOUT_SECONDS = 15.0
 WRITE_OPTION = "assay_write"
 """Execution option marking a connection whose next transaction writes (SQLite: IMMEDIATE)."""
+
+if TYPE_CHECKING:
+    import sqlalchemy as sa
+    from sqlalchemy.engine import URL
 
 _SCHEMA_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
 
@@ -72,6 +75,9 @@ def make_engine(url: str | URL, *, schema: str | None = None) -> sa.Engine:
     ``schema`` (PostgreSQL only) puts every table in that schema via ``search_path``; tests use
     it to get a fresh, disposable schema.
     """
+    import sqlalchemy as sa
+    from sqlalchemy.engine import make_url
+
     parsed = make_url(url)
     backend = parsed.get_backend_name()
     if backend == "sqlite":
@@ -89,6 +95,9 @@ def make_engine(url: str | URL, *, schema: str | None = None) -> sa.Engine:
 
 
 def _sqlite_engine(url: URL) -> sa.Engine:
+    import sqlalchemy as sa
+    from sqlalchemy import event
+
     database = url.database
     if database and database != ":memory:" and not database.startswith("file:"):
         Path(database).parent.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,167 @@
+"""The table of ``assay``'s commands, and the top-level help printed from it without typer.
+
+``assay --help`` and bare ``assay`` are answered by :mod:`assay.cli.main` from this table
+before typer (and pydantic, which typer builds its parameters with) is imported; the typer app
+in :mod:`assay.cli.app` is built from the same table, and a test checks each summary here
+against the first paragraph of that command's own help, so the two never drift.
+
+Standard library only: this module is imported on every start.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+SUMMARY = "Run AI coding agents on real repositories and tell the truth about what happened."
+WIDTH = 78
+
+
+class Kind(StrEnum):
+    COMMAND = "command"  # a single typer command: ``attribute`` is its function
+    GROUP = "group"  # a typer sub-app: ``attribute`` is the ``typer.Typer``
+    HALT = "halt"  # the argparse fast path of :mod:`assay.cli.halt`
+
+
+class Command:
+    """One command: where it lives and its one-line summary. (A plain class: a dataclass
+    would import ``inspect`` and the tokenizer on every start.)"""
+
+    __slots__ = ("attribute", "kind", "module", "name", "summary")
+
+    def __init__(self, name: str, module: str, attribute: str, kind: Kind, summary: str) -> None:
+        self.name = name
+        self.module = module
+        self.attribute = attribute
+        self.kind = kind
+        self.summary = summary  # the first paragraph of the command's help, on one line
+
+    def __repr__(self) -> str:
+        return f"Command({self.name!r}, {self.module!r}, {self.attribute!r}, {self.kind!r})"
+
+
+COMMANDS: tuple[Command, ...] = (
+    Command(
+        "run",
+        "assay.cli.run",
+        "run",
+        Kind.COMMAND,
+        "Run a task now: coders in seat repositories, validators decide, the task is settled.",
+    ),
+    Command(
+        "serve",
+        "assay.cli.serve",
+        "serve",
+        Kind.COMMAND,
+        "Run queued (and failed, runnable) tasks, N at a time; interrupted runs are closed first.",
+    ),
+    Command(
+        "brief",
+        "assay.cli.brief",
+        "brief",
+        Kind.COMMAND,
+        "Print the brief a coder is given: the task, the scope, every armed halt with the "
+        "exact command that fires it, the report file and the NO CHANGE NEEDED protocol.",
+    ),
+    Command(
+        "gc",
+        "assay.cli.gc",
+        "gc",
+        Kind.COMMAND,
+        "Remove what closed runs left behind once they are older than --older-than (7 days).",
+    ),
+    Command(
+        "worker",
+        "assay.cli.worker",
+        "worker",
+        Kind.COMMAND,
+        "Serve runs from Temporal: open runs from the shared queue, hold their seats here.",
+    ),
+    Command(
+        "dev-server",
+        "assay.cli.dev_server",
+        "dev_server",
+        Kind.COMMAND,
+        "Run Temporal's development server until SIGINT / SIGTERM, its state under "
+        ".assay/temporal.",
+    ),
+    Command(
+        "completion",
+        "assay.cli.completion",
+        "completion",
+        Kind.COMMAND,
+        "Print the shell completion script for bash, zsh or fish.",
+    ),
+    Command(
+        "halt",
+        "assay.cli.halt",
+        "run",
+        Kind.HALT,
+        "Arm, check, fire, attest and re-arm a dispatch's halts (exit 0 ok, 1 halt/failure, "
+        "2 usage).",
+    ),
+    Command(
+        "task",
+        "assay.cli.tasks",
+        "app",
+        Kind.GROUP,
+        "Queue tasks, list them, show, hold, release, cancel.",
+    ),
+    Command(
+        "ledger",
+        "assay.cli.ledger",
+        "app",
+        Kind.GROUP,
+        "A task's counters, derived from the ledger.",
+    ),
+    Command(
+        "payload",
+        "assay.cli.payload",
+        "app",
+        Kind.GROUP,
+        "The halt payload: its JSON Schema, a run's payload.",
+    ),
+    Command(
+        "contract",
+        "assay.cli.contract",
+        "app",
+        Kind.GROUP,
+        "Write a contract template; check a contract.",
+    ),
+)
+BY_NAME: dict[str, Command] = {c.name: c for c in COMMANDS}
+
+# The root's own options: (flags, help), shown by the fast help and declared on the typer root.
+VERSION_FLAGS = ("-V", "--version")
+HELP_FLAGS = ("-h", "--help")
+JSON_FLAG = "--json"  # beside --version: {"version": "…"}
+OPTIONS: tuple[tuple[tuple[str, ...], str], ...] = (
+    (VERSION_FLAGS, "Print the version and exit (with --json: as JSON)."),
+    (HELP_FLAGS, "Show this message and exit."),
+)
+
+
+def top_level_help() -> str:
+    """What ``assay --help`` prints: every command with its whole one-line summary."""
+    import textwrap
+
+    lines = ["Usage: assay [OPTIONS] COMMAND [ARGS]...", ""]
+    lines += textwrap.wrap(SUMMARY, WIDTH, initial_indent="  ", subsequent_indent="  ")
+    lines += ["", "Options:"]
+    lines += _columns([(", ".join(flags), text) for flags, text in OPTIONS])
+    lines += ["", "Commands:"]
+    lines += _columns([(c.name, c.summary) for c in COMMANDS])
+    lines += ["", "Run 'assay COMMAND --help' for a command's options."]
+    return "\n".join(lines) + "\n"
+
+
+def _columns(rows: list[tuple[str, str]]) -> list[str]:
+    """Two columns, the second wrapped under itself (click's layout, never truncated)."""
+    import textwrap
+
+    left = max(len(term) for term, _ in rows) + 4
+    out = []
+    for term, text in rows:
+        wrapped = textwrap.wrap(text, WIDTH - left) or [""]
+        out.append(f"  {term.ljust(left - 2)}{wrapped[0]}")
+        out += [" " * left + more for more in wrapped[1:]]
+    return out
