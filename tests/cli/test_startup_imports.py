@@ -14,7 +14,6 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 import typer.main
@@ -157,7 +156,7 @@ def test_the_quick_task_commands_are_answered_before_typer(
         seen.append(args)
         return 0 if args[1] == "list" else None
 
-    monkeypatch.setitem(sys.modules, main_module.QUICK_MODULE, SimpleNamespace(main=answer))
+    monkeypatch.setattr("assay.cli.task_quick.main", answer)
     built: list[tuple[str | None, list[str]]] = []
 
     def build_app(only: str | None = None) -> Callable[..., None]:

@@ -4,7 +4,7 @@ What must answer at once is answered before typer is imported (typer builds ever
 with pydantic): ``assay --version`` / ``-V`` (``--json`` too), ``assay --help`` / ``-h`` and
 bare ``assay`` from the table in :mod:`assay.cli.commands`; ``assay halt …``, which runs
 inside a coder's turn (see :mod:`assay.cli.halt`); and the read-only task commands, when
-:data:`QUICK_MODULE` can answer them on the standard library. Every other command goes
+:mod:`assay.cli.task_quick` can answer them on the standard library. Every other command goes
 through the typer app in :mod:`assay.cli.app`, which imports only the invoked command's module.
 """
 
@@ -16,8 +16,7 @@ from collections.abc import Sequence
 
 # Set by the shell's completion script when it asks for completions (assay.cli.completion).
 COMPLETE_ENV = "_ASSAY_COMPLETE"
-# ``main(args) -> int | None`` there answers these commands without typer (None: typer's).
-QUICK_MODULE = "assay.cli.task_quick"
+# Answered by assay.cli.task_quick without typer when it can (else it returns None).
 QUICK_COMMANDS = frozenset({("task", "list"), ("task", "show"), ("ledger", "show")})
 
 
@@ -64,16 +63,9 @@ def _typer(args: list[str], completing: bool) -> None:
 
 def _quick(args: list[str]) -> int | None:
     """The exit code of the quick read of ``args``, or None when typer's command must answer."""
-    from importlib import import_module
+    from assay.cli import task_quick
 
-    try:
-        quick = import_module(QUICK_MODULE)
-    except ModuleNotFoundError as exc:
-        if exc.name != QUICK_MODULE:
-            raise  # the module is there and broken: that is a bug to see, not to hide
-        return None
-    code: int | None = quick.main(args)
-    return code
+    return task_quick.main(args)
 
 
 def _answer_at_once(args: list[str]) -> None:
