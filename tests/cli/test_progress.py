@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import io
 
+import pytest
 from pydantic import JsonValue
 from rich.console import Console
 
-from assay.cli.progress import Progress
+from assay.cli.progress import Progress, WarningsOnly
 from assay.engine.effects import RunEvent
 
 
@@ -67,3 +68,22 @@ def test_a_long_seat_line_is_never_cut_inside_a_path() -> None:
     data: dict[str, JsonValue] = {"seat": 1, "coder": "command", "files": [long]}
     progress(RunEvent("seat.finished", {**data, "type_changes": changed}))
     assert f"type changed: {long} symlink → file" in out.getvalue()
+
+
+def test_off_a_terminal_a_seat_error_and_a_warning_are_said_and_nothing_else(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    quiet = WarningsOnly()
+    quiet(RunEvent(kind="attempt.started", data={"attempt": 1}))
+    quiet(RunEvent(kind="seat.finished", data={"seat": 1, "coder": "llm", "files": []}))
+    quiet(
+        RunEvent(
+            kind="seat.finished",
+            data={"seat": 2, "coder": "llm", "files": [], "error": "no key\x1b[31m in $K"},
+        )
+    )
+    quiet(RunEvent(kind="run.warning", data={"message": "the coder ignores model"}))
+    assert capsys.readouterr().err.splitlines() == [
+        "  error: seat 2 [llm]: no key in $K",
+        "  warning: the coder ignores model",
+    ]

@@ -152,7 +152,9 @@ class Progress:
 
 
 class WarningsOnly(Progress):
-    """No progress, only run warnings, as plain text (no rich, no ANSI)."""
+    """No progress, only what the user must read, as plain text (no rich, no ANSI): run
+    warnings, and a seat's error (a coder that could not run: a missing key, a bad command),
+    which is the operator's to fix, not progress."""
 
     def __init__(self) -> None:  # no console: nothing here draws
         self.quiet = True
@@ -161,11 +163,18 @@ class WarningsOnly(Progress):
         _write_stderr(text)
 
     def show(self, event: RunEvent, *, label: str | None) -> None:
-        if event.kind != EventKind.WARNING:
-            return
-        message = " ".join(printable(str(event.data.get("message", ""))).split())
         where = f"{label}: " if label else ""
-        _write_stderr(f"  warning: {where}{message}")
+        if event.kind == EventKind.WARNING:
+            _write_stderr(f"  warning: {where}{_one_line(event.data.get('message'))}")
+        elif event.kind == EventKind.SEAT_FINISHED and event.data.get("error"):
+            seat = (
+                f"seat {_one_line(event.data.get('seat'))} [{_one_line(event.data.get('coder'))}]"
+            )
+            _write_stderr(f"  error: {where}{seat}: {_one_line(event.data.get('error'))}")
+
+
+def _one_line(value: object) -> str:
+    return " ".join(printable(str(value if value is not None else "")).split())
 
 
 def _write_stderr(line: str) -> None:
