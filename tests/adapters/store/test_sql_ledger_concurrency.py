@@ -108,18 +108,18 @@ def test_one_of_many_racing_starts_wins(target: LedgerTarget) -> None:
 CRASH = """
 import os, sys
 sys.path.insert(0, {here!r})
-from assay.adapters.store import sql, statements
+from assay.adapters.store import run_writes, sql
 from assay.adapters.store.records import RunClose
 
 close = RunClose.model_validate_json(open({close!r}).read())
 ledger = sql.Ledger({url!r}, schema={schema!r})
-write = statements.write_dispatches
+write = run_writes.write_dispatches
 
 def die_after_dispatches(conn, close):
     write(conn, close)
     os._exit(3)  # no rollback, no cleanup: as close to pulling the plug as a test gets
 
-statements.write_dispatches = die_after_dispatches
+run_writes.write_dispatches = die_after_dispatches
 ledger.close_run(close)
 """
 

@@ -1,0 +1,200 @@
+"""The writes that open and close a run, in as few statements as their guarantees allow.
+
+Every worker closes a run after each task, so the close is the ledger's hot write. It is one
+transaction (all of it or none) of at most eight statements, whatever the run recorded:
+
+1. lock the task and read its spent attempts (``statements.lock_task``);
+2. close the run: one ``UPDATE … WHERE`` open and this task's ``… RETURNING`` is the run's
+   lock, its check and its write (a refused update is explained by a second read, only then);
+3. check the settled attempts against the ledger (a refusal rolls back the run's update);
+4. the task row;
+5. every stage counter in one multi-row upsert (the ``task`` stage set, the others added);
+6. the attempts, 7. the dispatches, 8. the run's documents: one multi-row insert each;
+9. the events, after the event-order lock on PostgreSQL (``statements.hold_event_order``).
+
+A test counts these statements, so a change that adds a round trip shows.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sqlalchemy as sa
+
+from assay.adapters.store import statements as st
+from assay.adapters.store.errors import LedgerConflict, RunNotFound
+from assay.adapters.store.records import EventIn, RunClose, RunRecord
+from assay.adapters.store.schema import (
+    attempts,
+    dispatches,
+    events,
+    run_documents,
+    runs,
+    stage_records,
+)
+from assay.core.ledger import finding_signatures, outcome_verdict, task_verdict
+from assay.core.tasks import Task
+from assay.core.vocab import EventKind, Stage, TaskStatus
+
+_CLOSE_RUN = (
+    sa.update(runs)
+    .where(
+        runs.c.id == sa.bindparam("key"),
+        runs.c.task_id == sa.bindparam("task_key"),
+        runs.c.finished_at.is_(None),
+    )
+    .returning(*runs.c)
+)
+_INSERT_RUN = sa.insert(runs)
+_INSERT_DOCUMENT = sa.insert(run_documents)
+
+
+def open_run(conn: sa.Connection, task: Task, record: RunRecord) -> None:
+    """Claim ``task`` (after ``task.start()``) for the run ``record``: see ``Ledger.start_run``."""
+    status, stored = st.locked_task(conn, task.id)
+    if status not in (TaskStatus.QUEUED, TaskStatus.FAILED):
+        raise LedgerConflict(f"task {task.id!r} is {status} in the ledger, not runnable")
+    if task.attempts != stored + 1:
+        raise LedgerConflict(
+            f"task {task.id!r}: started with attempts {task.attempts}, "
+            f"but the ledger holds {stored} before this run"
+        )
+    conn.execute(_INSERT_RUN, record.model_dump(exclude={"finished_at"}))
+    st.update_task(conn, task)
+    st.set_task_attempts(conn, task.id, task.attempts)
+    data = {"dispatch_id": record.dispatch_id}
+    st.append_event(conn, record.started_at, EventKind.RUN_OPENED, data, task.id, record.id)
+
+
+def close_run(conn: sa.Connection, close: RunClose) -> RunRecord:
+    """Everything ``close`` records (see ``Ledger.close_run``); returns the closed run."""
+    task = close.task
+    _status, stored = st.locked_task(conn, task.id)
+    closed = finish_run(conn, close)
+    expected = stored if close.settlement.attempt_spent else max(0, stored - 1)
+    if task.attempts != expected:
+        raise LedgerConflict(
+            f"task {task.id!r}: settled attempts {task.attempts}, expected {expected} "
+            f"(ledger {stored}, attempt spent: {close.settlement.attempt_spent})"
+        )
+    st.update_task(conn, task)
+    record_stages(conn, close)
+    write_attempts(conn, close)
+    write_dispatches(conn, close)
+    write_document(conn, close)
+    write_close_events(conn, close, closed)
+    return closed
+
+
+def finish_run(conn: sa.Connection, close: RunClose) -> RunRecord:
+    """Mark the run closed with what settle made of it, if it is open and the task's; returns
+    the closed record. On PostgreSQL the update waits for a concurrent close of the same run
+    and then finds it closed, so a run is never closed twice."""
+    values = {
+        "key": close.run_id,
+        "task_key": close.task_id,
+        "status": close.status.value,
+        "finished_at": close.finished_at,
+        "settle_row": close.settlement.row.value,
+        "attempt_spent": close.settlement.attempt_spent,
+        "task_status": close.task.status.value,
+        "reason": close.reason,
+        "payload_path": close.payload_path,
+    }
+    row = conn.execute(_CLOSE_RUN, values).first()
+    if row is None:
+        run = st.lock_run(conn, close.run_id)
+        if run is None:
+            raise RunNotFound(f"no run {close.run_id!r}")
+        if run.task_id != close.task_id:
+            raise LedgerConflict(f"run {close.run_id!r} belongs to task {run.task_id!r}")
+        raise LedgerConflict(f"run {close.run_id!r} is already closed")
+    return RunRecord.model_validate(row._asdict())
+
+
+_SET, _RECOVER = Stage.TASK.value, Stage.RECOVER.value
+_STAGES_TAIL = (
+    " ON CONFLICT (task_id, stage) DO UPDATE SET"
+    f" attempts = CASE WHEN excluded.stage = '{_SET}' THEN excluded.attempts"
+    " ELSE stage_records.attempts + excluded.attempts END,"
+    f" last_verdict = CASE WHEN excluded.stage IN ('{_SET}', '{_RECOVER}')"
+    " THEN excluded.last_verdict ELSE stage_records.last_verdict END,"
+    f" last_finding_signatures = CASE WHEN excluded.stage IN ('{_SET}', '{_RECOVER}')"
+    " THEN excluded.last_finding_signatures ELSE stage_records.last_finding_signatures END"
+)
+"""How the close's stage rows meet the stored ones: the ``task`` stage's count is set (settle
+decided it), every other stage's is added in SQL (no read-modify-write, so concurrent writers
+cannot lose an update); only the ``task`` and ``recover`` verdicts are replaced. SQLite and
+PostgreSQL spell this alike."""
+
+
+def record_stages(conn: sa.Connection, close: RunClose) -> None:
+    """The close's counters and verdicts: the ``task`` stage is set to what settle decided
+    (with the task's verdict), ``recover`` takes the last attempt's verdict, the other stages
+    only count. Both verdicts carry the last attempt's finding signatures."""
+    last = max(close.attempts, key=lambda a: a.attempt, default=None)
+    signatures = last.finding_signatures if last is not None else []
+    verdict = task_verdict(close.task.status)
+    rows = [st.stage_row(close.task_id, Stage.TASK, close.task.attempts, verdict, signatures)]
+    increments = close.stage_increments()
+    recovered = increments.pop(Stage.RECOVER)
+    if last is not None:
+        judged = outcome_verdict(last.outcome)
+        rows.append(st.stage_row(close.task_id, Stage.RECOVER, recovered, judged, signatures))
+    rows.extend(st.stage_row(close.task_id, s, n) for s, n in increments.items() if n)
+    statement = st.rows_statement(stage_records, tuple(rows[0]), len(rows), _STAGES_TAIL)
+    conn.execute(statement, st.bound_values(rows))
+
+
+def write_attempts(conn: sa.Connection, close: RunClose) -> None:
+    rows = [
+        {
+            "run_id": close.run_id,
+            "attempt": a.attempt,
+            "outcome": a.outcome.value,
+            "failures": list(a.failures),
+            "finding_signatures": finding_signatures(a.finding_signatures),
+        }
+        for a in close.attempts
+    ]
+    st.insert_rows(conn, attempts, rows)
+
+
+def write_dispatches(conn: sa.Connection, close: RunClose) -> None:
+    rows = [
+        {**d.model_dump(mode="json", exclude={"dispatch_id"}), "id": d.dispatch_id}
+        | {"run_id": close.run_id}
+        for d in close.dispatches
+    ]
+    st.insert_rows(conn, dispatches, rows)
+
+
+def write_document(conn: sa.Connection, close: RunClose) -> None:
+    """The run's documents (payload, chosen diff, halt states), when the close carries them."""
+    document = close.document
+    if document is not None:
+        conn.execute(_INSERT_DOCUMENT, {"run_id": close.run_id, **document.model_dump(mode="json")})
+
+
+def write_close_events(conn: sa.Connection, close: RunClose, run: RunRecord) -> None:
+    """The caller's events, then ``run.closed`` with what settle did (facts, no counters)."""
+    summary: dict[str, Any] = {
+        "status": run.status,
+        "settle_row": run.settle_row,
+        "attempt_spent": run.attempt_spent,
+        "task_status": run.task_status,
+        "payload_path": run.payload_path,
+    }
+    entries = [*close.events, EventIn(kind=EventKind.RUN_CLOSED, data=summary)]
+    rows = [
+        {
+            "at": close.finished_at,
+            "task_id": close.task_id,
+            "run_id": close.run_id,
+            "kind": e.kind.value,
+            "data": e.data,
+        }
+        for e in entries
+    ]
+    st.hold_event_order(conn)
+    st.insert_rows(conn, events, rows)
