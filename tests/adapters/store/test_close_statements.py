@@ -21,9 +21,8 @@ from assay.core.tasks import Task
 from assay.core.vocab import AttemptOutcome, EventKind, RunStatus, Stage
 
 CLOSE = [
-    "SELECT tasks",  # the task's lock and its spent attempts
+    "UPDATE tasks",  # the task's lock and row, RETURNING its spent attempts
     "UPDATE runs",  # the run's lock, check and close, RETURNING the closed row
-    "UPDATE tasks",
     "INSERT INTO stage_records",  # every counter, one upsert
     "INSERT INTO attempts",
     "INSERT INTO dispatches",
@@ -129,5 +128,5 @@ def test_a_refused_close_is_explained_and_writes_nothing(target: LedgerTarget) -
     before = len(ledger.events())
     with counted(ledger) as seen, pytest.raises(LedgerConflict, match="r1' is already closed"):
         ledger.close_run(close)
-    assert seen[-3:] == ["SELECT tasks", "UPDATE runs", "SELECT runs"]
+    assert seen[-3:] == ["UPDATE tasks", "UPDATE runs", "SELECT runs"]
     assert len(ledger.events()) == before

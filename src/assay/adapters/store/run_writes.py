@@ -1,16 +1,17 @@
 """The writes that open and close a run, in as few statements as their guarantees allow.
 
 Every worker closes a run after each task, so the close is the ledger's hot write. It is one
-transaction (all of it or none) of at most eight statements, whatever the run recorded:
+transaction (all of it or none) of seven statements at most, whatever the run recorded (eight
+on PostgreSQL, with the event-order lock):
 
-1. lock the task and read its spent attempts (``statements.lock_task``);
+1. write the settled task: the ``UPDATE`` takes the task's lock, and ``RETURNING`` reads its
+   spent attempts as they stood;
 2. close the run: one ``UPDATE … WHERE`` open and this task's ``… RETURNING`` is the run's
    lock, its check and its write (a refused update is explained by a second read, only then);
-3. check the settled attempts against the ledger (a refusal rolls back the run's update);
-4. the task row;
-5. every stage counter in one multi-row upsert (the ``task`` stage set, the others added);
-6. the attempts, 7. the dispatches, 8. the run's documents: one multi-row insert each;
-9. the events, after the event-order lock on PostgreSQL (``statements.hold_event_order``).
+   then the settled attempts are checked against the ledger's (a refusal rolls back both);
+3. every stage counter in one multi-row upsert (the ``task`` stage set, the others added);
+4. the attempts, 5. the dispatches, 6. the run's documents: one multi-row insert each;
+7. the events, after the event-order lock on PostgreSQL (``statements.hold_event_order``).
 
 A test counts these statements, so a change that adds a round trip shows.
 """
@@ -22,7 +23,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from assay.adapters.store import statements as st
-from assay.adapters.store.errors import LedgerConflict, RunNotFound
+from assay.adapters.store.errors import LedgerConflict, RunNotFound, TaskNotFound
 from assay.adapters.store.records import EventIn, RunClose, RunRecord
 from assay.adapters.store.schema import (
     attempts,
@@ -31,6 +32,7 @@ from assay.adapters.store.schema import (
     run_documents,
     runs,
     stage_records,
+    tasks,
 )
 from assay.core.ledger import finding_signatures, outcome_verdict, task_verdict
 from assay.core.tasks import Task
@@ -44,6 +46,16 @@ _CLOSE_RUN = (
         runs.c.finished_at.is_(None),
     )
     .returning(*runs.c)
+)
+_STORED_ATTEMPTS = (
+    sa.select(stage_records.c.attempts)
+    .where(stage_records.c.task_id == tasks.c.id, stage_records.c.stage == Stage.TASK.value)
+    .scalar_subquery()
+)
+_SETTLE_TASK = (
+    sa.update(tasks)
+    .where(tasks.c.id == sa.bindparam("key"))
+    .returning(sa.func.coalesce(_STORED_ATTEMPTS, 0))
 )
 _INSERT_RUN = sa.insert(runs)
 _INSERT_DOCUMENT = sa.insert(run_documents)
@@ -69,7 +81,7 @@ def open_run(conn: sa.Connection, task: Task, record: RunRecord) -> None:
 def close_run(conn: sa.Connection, close: RunClose) -> RunRecord:
     """Everything ``close`` records (see ``Ledger.close_run``); returns the closed run."""
     task = close.task
-    _status, stored = st.locked_task(conn, task.id)
+    stored = settle_task(conn, task)
     closed = finish_run(conn, close)
     expected = stored if close.settlement.attempt_spent else max(0, stored - 1)
     if task.attempts != expected:
@@ -77,13 +89,22 @@ def close_run(conn: sa.Connection, close: RunClose) -> RunRecord:
             f"task {task.id!r}: settled attempts {task.attempts}, expected {expected} "
             f"(ledger {stored}, attempt spent: {close.settlement.attempt_spent})"
         )
-    st.update_task(conn, task)
     record_stages(conn, close)
     write_attempts(conn, close)
     write_dispatches(conn, close)
     write_document(conn, close)
     write_close_events(conn, close, closed)
     return closed
+
+
+def settle_task(conn: sa.Connection, task: Task) -> int:
+    """Write the task as settle left it, which locks its row (PostgreSQL: as the other writers'
+    ``SELECT … FOR UPDATE`` does, so they queue); returns its spent attempts as they stood
+    before this close, for the caller to check. ``TaskNotFound`` for an unknown task."""
+    stored = conn.execute(_SETTLE_TASK, {"key": task.id, **st.task_values(task)}).first()
+    if stored is None:
+        raise TaskNotFound(f"no task {task.id!r}")
+    return int(stored[0])
 
 
 def finish_run(conn: sa.Connection, close: RunClose) -> RunRecord:
