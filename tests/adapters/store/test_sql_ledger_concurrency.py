@@ -105,6 +105,39 @@ def test_one_of_many_racing_starts_wins(target: LedgerTarget) -> None:
     assert ledger.get_task("t1").attempts == 1
 
 
+def test_one_of_many_racing_closes_of_a_run_wins(target: LedgerTarget) -> None:
+    """The run's close is one guarded UPDATE: racing closes of one run (a worker and a
+    recovery, say) write it once, and the losers are told it is closed."""
+    ledger = target.open()
+    driver = Driver(ledger)
+    driver.add("t1")
+    close = driver.close_for(driver.start("t1", "r1"), "r1", Verdict(status=RunStatus.FAILED))
+    racers = 6
+    barrier = threading.Barrier(racers)
+    outcomes: list[str] = []
+
+    def finish() -> None:
+        own = target.open(migrate=False)
+        barrier.wait()
+        try:
+            own.close_run(close)
+            outcomes.append("won")
+        except LedgerConflict as exc:
+            outcomes.append("lost" if "already closed" in str(exc) else repr(exc))
+        except BaseException as exc:
+            outcomes.append(repr(exc))
+
+    threads = [threading.Thread(target=finish) for _ in range(racers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(outcomes) == ["lost"] * (racers - 1) + ["won"]
+    assert [e.kind for e in ledger.events(run_id="r1")].count("run.closed") == 1
+    assert len(ledger.attempts("r1")) == 1
+    assert ledger.ledger("t1").attempts(Stage.DISPATCH) == 1
+
+
 CRASH = """
 import os, sys
 sys.path.insert(0, {here!r})
