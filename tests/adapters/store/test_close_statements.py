@@ -23,20 +23,18 @@ from assay.core.vocab import AttemptOutcome, EventKind, RunStatus, Stage
 CLOSE = [
     "UPDATE tasks",  # the task's lock and row, RETURNING its spent attempts
     "UPDATE runs",  # the run's lock, check and close, RETURNING the closed row
-    "INSERT INTO stage_records",  # every counter, one upsert
-    "INSERT INTO attempts",
-    "INSERT INTO dispatches",
-    "INSERT INTO run_documents",
-    "INSERT INTO events",
 ]
-"""The statements of one close with documents, in order (PostgreSQL adds the event-order lock
-before the events, SQLite the ``BEGIN IMMEDIATE`` before all)."""
+"""The statements of one close that come before its rows."""
+ROWS = ["stage_records", "attempts", "dispatches", "run_documents", "events"]
+"""The tables a close with documents writes rows into, in order, the events last."""
 
 
 def expected(backend: str) -> list[str]:
+    """SQLite: one insert per table (a statement there is no round trip). PostgreSQL: the
+    event-order lock, then every table's rows in one statement."""
     if backend == "postgresql":
-        return [*CLOSE[:-1], "SELECT pg_advisory_xact_lock", CLOSE[-1]]
-    return ["BEGIN IMMEDIATE", *CLOSE]
+        return [*CLOSE, "SELECT pg_advisory_xact_lock", "WITH " + " ".join(ROWS)]
+    return ["BEGIN IMMEDIATE", *CLOSE, *(f"INSERT INTO {table}" for table in ROWS)]
 
 
 @contextmanager
@@ -57,6 +55,10 @@ def counted(ledger: Ledger) -> Iterator[list[str]]:
 
 def _head(statement: str) -> str:
     words = statement.replace("(", " ").split()
+    if words[0] == "WITH":
+        # Named by the tables it inserts into, in order.
+        inserted = [words[n + 2] for n, word in enumerate(words) if word == "INSERT"]
+        return " ".join(["WITH", *inserted])
     if words[0] == "SELECT":
         # A select is named by what it reads: its first table, or the function it calls.
         table = words[words.index("FROM") + 1] if "FROM" in words else words[1]

@@ -340,10 +340,13 @@ def test_close_is_atomic_when_a_step_raises(
     close = driver.close_for(task, "r1", Verdict(status=RunStatus.MERGED), BENCH_WAVES)
     before = snapshot(ledger)
 
-    def boom(*_args: object) -> None:
+    write = run_writes.write_rows
+
+    def boom(*args: Any) -> None:
+        write(*args)  # every row of the close sent, then the failure before the commit
         raise RuntimeError("disk on fire")
 
-    monkeypatch.setattr(run_writes, "write_close_events", boom)
+    monkeypatch.setattr(run_writes, "write_rows", boom)
     with pytest.raises(RuntimeError, match="disk on fire"):
         ledger.close_run(close)
     assert snapshot(ledger) == before

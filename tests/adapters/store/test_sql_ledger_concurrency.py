@@ -146,13 +146,13 @@ from assay.adapters.store.records import RunClose
 
 close = RunClose.model_validate_json(open({close!r}).read())
 ledger = sql.Ledger({url!r}, schema={schema!r})
-write = run_writes.write_dispatches
+write = run_writes.write_rows
 
-def die_after_dispatches(conn, close):
-    write(conn, close)
+def die_after_the_rows(conn, close, run):
+    write(conn, close, run)
     os._exit(3)  # no rollback, no cleanup: as close to pulling the plug as a test gets
 
-run_writes.write_dispatches = die_after_dispatches
+run_writes.write_rows = die_after_the_rows
 ledger.close_run(close)
 """
 

@@ -1,8 +1,9 @@
 """The writes that open and close a run, in as few statements as their guarantees allow.
 
 Every worker closes a run after each task, so the close is the ledger's hot write. It is one
-transaction (all of it or none) of seven statements at most, whatever the run recorded (eight
-on PostgreSQL, with the event-order lock):
+transaction (all of it or none) of a fixed number of statements, whatever the run recorded:
+seven at most on SQLite, four on PostgreSQL (where a statement is a round trip, the rows of
+steps 3 to 7 go in one statement, after the event-order lock):
 
 1. write the settled task: the ``UPDATE`` takes the task's lock, and ``RETURNING`` reads its
    spent attempts as they stood;
@@ -22,7 +23,9 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from assay.adapters.store import batch
 from assay.adapters.store import statements as st
+from assay.adapters.store.batch import Rows
 from assay.adapters.store.errors import LedgerConflict, RunNotFound, TaskNotFound
 from assay.adapters.store.records import EventIn, RunClose, RunRecord
 from assay.adapters.store.schema import (
@@ -58,7 +61,6 @@ _SETTLE_TASK = (
     .returning(sa.func.coalesce(_STORED_ATTEMPTS, 0))
 )
 _INSERT_RUN = sa.insert(runs)
-_INSERT_DOCUMENT = sa.insert(run_documents)
 
 
 def open_run(conn: sa.Connection, task: Task, record: RunRecord) -> None:
@@ -89,11 +91,7 @@ def close_run(conn: sa.Connection, close: RunClose) -> RunRecord:
             f"task {task.id!r}: settled attempts {task.attempts}, expected {expected} "
             f"(ledger {stored}, attempt spent: {close.settlement.attempt_spent})"
         )
-    record_stages(conn, close)
-    write_attempts(conn, close)
-    write_dispatches(conn, close)
-    write_document(conn, close)
-    write_close_events(conn, close, closed)
+    write_rows(conn, close, closed)
     return closed
 
 
@@ -149,7 +147,17 @@ cannot lose an update); only the ``task`` and ``recover`` verdicts are replaced.
 PostgreSQL spell this alike."""
 
 
-def record_stages(conn: sa.Connection, close: RunClose) -> None:
+def write_rows(conn: sa.Connection, close: RunClose, run: RunRecord) -> None:
+    """The close's rows: stage counters, attempts, dispatches, documents, then its events,
+    after the event-order lock (held to the commit) so their ids commit in the order drawn.
+    One statement on PostgreSQL (see :mod:`batch`)."""
+    st.hold_event_order(conn)
+    parts = [stage_rows(close), attempt_rows(close), dispatch_rows(close)]
+    parts += [document_rows(close), event_rows(close, run)]
+    batch.insert(conn, parts)
+
+
+def stage_rows(close: RunClose) -> Rows:
     """The close's counters and verdicts: the ``task`` stage is set to what settle decided
     (with the task's verdict), ``recover`` takes the last attempt's verdict, the other stages
     only count. Both verdicts carry the last attempt's finding signatures."""
@@ -163,11 +171,10 @@ def record_stages(conn: sa.Connection, close: RunClose) -> None:
         judged = outcome_verdict(last.outcome)
         rows.append(st.stage_row(close.task_id, Stage.RECOVER, recovered, judged, signatures))
     rows.extend(st.stage_row(close.task_id, s, n) for s, n in increments.items() if n)
-    statement = st.rows_statement(stage_records, tuple(rows[0]), len(rows), _STAGES_TAIL)
-    conn.execute(statement, st.bound_values(rows))
+    return Rows(stage_records, rows, _STAGES_TAIL)
 
 
-def write_attempts(conn: sa.Connection, close: RunClose) -> None:
+def attempt_rows(close: RunClose) -> Rows:
     rows = [
         {
             "run_id": close.run_id,
@@ -178,26 +185,27 @@ def write_attempts(conn: sa.Connection, close: RunClose) -> None:
         }
         for a in close.attempts
     ]
-    st.insert_rows(conn, attempts, rows)
+    return Rows(attempts, rows)
 
 
-def write_dispatches(conn: sa.Connection, close: RunClose) -> None:
+def dispatch_rows(close: RunClose) -> Rows:
     rows = [
         {**d.model_dump(mode="json", exclude={"dispatch_id"}), "id": d.dispatch_id}
         | {"run_id": close.run_id}
         for d in close.dispatches
     ]
-    st.insert_rows(conn, dispatches, rows)
+    return Rows(dispatches, rows)
 
 
-def write_document(conn: sa.Connection, close: RunClose) -> None:
+def document_rows(close: RunClose) -> Rows:
     """The run's documents (payload, chosen diff, halt states), when the close carries them."""
     document = close.document
-    if document is not None:
-        conn.execute(_INSERT_DOCUMENT, {"run_id": close.run_id, **document.model_dump(mode="json")})
+    if document is None:
+        return Rows(run_documents, [])
+    return Rows(run_documents, [{"run_id": close.run_id, **document.model_dump(mode="json")}])
 
 
-def write_close_events(conn: sa.Connection, close: RunClose, run: RunRecord) -> None:
+def event_rows(close: RunClose, run: RunRecord) -> Rows:
     """The caller's events, then ``run.closed`` with what settle did (facts, no counters)."""
     summary: dict[str, Any] = {
         "status": run.status,
@@ -217,5 +225,4 @@ def write_close_events(conn: sa.Connection, close: RunClose, run: RunRecord) -> 
         }
         for e in entries
     ]
-    st.hold_event_order(conn)
-    st.insert_rows(conn, events, rows)
+    return Rows(events, rows)

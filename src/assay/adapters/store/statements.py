@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from functools import cache, lru_cache
+from functools import cache
 from typing import Any
 
 import sqlalchemy as sa
@@ -181,46 +181,6 @@ def _set_task_stage(dialect: str) -> sa.Insert:
 def set_task_attempts(conn: sa.Connection, task_id: str, value: int) -> None:
     """Set the task's spent attempts: the one place that count is kept."""
     conn.execute(_set_task_stage(conn.dialect.name), stage_row(task_id, Stage.TASK, value))
-
-
-ROWS_PER_STATEMENT = 200
-"""Rows in one multi-row ``INSERT``: far below SQLite's and PostgreSQL's parameter limits."""
-
-
-@lru_cache(maxsize=256)
-def rows_statement(
-    table: sa.Table, columns: tuple[str, ...], count: int, tail: str = ""
-) -> sa.TextClause:
-    """``INSERT INTO table (columns) VALUES (…), …`` for ``count`` rows, then ``tail`` (an
-    ``ON CONFLICT`` clause): the rows go in one statement (one round trip; rows, and ids, in
-    the order given). Its typed parameters are named ``r<row>_<column>``.
-
-    Written as text because SQLAlchemy compiles a multi-row ``insert().values([…])`` again on
-    every execution (it does not cache those), which costs more than the round trips saved;
-    a text statement with typed parameters is compiled once, and still serializes JSON and
-    times, and casts them on PostgreSQL, as the columns' types say.
-    """
-    names = [[f"r{i}_{c}" for c in columns] for i in range(count)]
-    values = ", ".join("(" + ", ".join(f":{n}" for n in row) + ")" for row in names)
-    sql = f"INSERT INTO {table.name} ({', '.join(columns)}) VALUES {values}{tail}"
-    typed = (
-        sa.bindparam(name, type_=table.c[c].type)
-        for row in names
-        for name, c in zip(row, columns, strict=True)
-    )
-    return sa.text(sql).bindparams(*typed)
-
-
-def bound_values(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """The parameters of :func:`rows_statement` for ``rows`` (all with the same keys)."""
-    return {f"r{i}_{c}": value for i, row in enumerate(rows) for c, value in row.items()}
-
-
-def insert_rows(conn: sa.Connection, table: sa.Table, rows: Sequence[Mapping[str, Any]]) -> None:
-    """Insert ``rows`` (all with the same keys) in as few statements as the limit allows."""
-    for first in range(0, len(rows), ROWS_PER_STATEMENT):
-        chunk = rows[first : first + ROWS_PER_STATEMENT]
-        conn.execute(rows_statement(table, tuple(chunk[0]), len(chunk)), bound_values(chunk))
 
 
 def dispatch_from_row(row: dict[str, Any]) -> DispatchRecord:
