@@ -2,8 +2,8 @@
 
 Every worker closes a run after each task, so the close is the ledger's hot write. It is one
 transaction (all of it or none) of a fixed number of statements, whatever the run recorded:
-seven at most on SQLite, four on PostgreSQL (where a statement is a round trip, the rows of
-steps 3 to 7 go in one statement, after the event-order lock):
+seven at most on SQLite, three on PostgreSQL (where a statement is a round trip, the rows of
+steps 3 to 7 go in one statement, and step 2 takes the event-order lock):
 
 1. write the settled task: the ``UPDATE`` takes the task's lock, and ``RETURNING`` reads its
    spent attempts as they stood;
@@ -12,7 +12,7 @@ steps 3 to 7 go in one statement, after the event-order lock):
    then the settled attempts are checked against the ledger's (a refusal rolls back both);
 3. every stage counter in one multi-row upsert (the ``task`` stage set, the others added);
 4. the attempts, 5. the dispatches, 6. the run's documents: one multi-row insert each;
-7. the events, after the event-order lock on PostgreSQL (``statements.hold_event_order``).
+7. the events, last (their ids are drawn in order; see ``statements.hold_event_order``).
 
 A test counts these statements, so a change that adds a round trip shows.
 """
@@ -49,6 +49,14 @@ _CLOSE_RUN = (
         runs.c.finished_at.is_(None),
     )
     .returning(*runs.c)
+)
+# PostgreSQL: the same update also takes the event-order lock (``hold_event_order``) once it
+# holds the run's row, saving that lock its own round trip. Every later statement of the close
+# locks only rows this transaction already holds, so taking it here rather than just before
+# the events adds no wait that could deadlock, and the time it is held barely changes (the
+# rows' one statement and the commit, as before, and the few Python checks in between).
+_CLOSE_RUN_HOLDING_EVENTS = _CLOSE_RUN.returning(
+    sa.func.pg_advisory_xact_lock(st.EVENT_ORDER_LOCK).label("events_held")
 )
 _STORED_ATTEMPTS = (
     sa.select(stage_records.c.attempts)
@@ -120,7 +128,8 @@ def finish_run(conn: sa.Connection, close: RunClose) -> RunRecord:
         "reason": close.reason,
         "payload_path": close.payload_path,
     }
-    row = conn.execute(_CLOSE_RUN, values).first()
+    postgres = conn.dialect.name == "postgresql"
+    row = conn.execute(_CLOSE_RUN_HOLDING_EVENTS if postgres else _CLOSE_RUN, values).first()
     if row is None:
         run = st.lock_run(conn, close.run_id)
         if run is None:
@@ -128,7 +137,7 @@ def finish_run(conn: sa.Connection, close: RunClose) -> RunRecord:
         if run.task_id != close.task_id:
             raise LedgerConflict(f"run {close.run_id!r} belongs to task {run.task_id!r}")
         raise LedgerConflict(f"run {close.run_id!r} is already closed")
-    return RunRecord.model_validate(row._asdict())
+    return RunRecord.model_validate(row._asdict())  # (extra="ignore": not events_held)
 
 
 _SET, _RECOVER = Stage.TASK.value, Stage.RECOVER.value
@@ -148,10 +157,9 @@ PostgreSQL spell this alike."""
 
 
 def write_rows(conn: sa.Connection, close: RunClose, run: RunRecord) -> None:
-    """The close's rows: stage counters, attempts, dispatches, documents, then its events,
-    after the event-order lock (held to the commit) so their ids commit in the order drawn.
-    One statement on PostgreSQL (see :mod:`batch`)."""
-    st.hold_event_order(conn)
+    """The close's rows: stage counters, attempts, dispatches, documents, then its events;
+    one statement on PostgreSQL (see :mod:`batch`), where :func:`finish_run` took the
+    event-order lock, held to the commit, so the events' ids commit in the order drawn."""
     parts = [stage_rows(close), attempt_rows(close), dispatch_rows(close)]
     parts += [document_rows(close), event_rows(close, run)]
     batch.insert(conn, parts)
