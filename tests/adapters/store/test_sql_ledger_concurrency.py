@@ -5,15 +5,17 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
 from ledger_driver import BENCH_WAVES, Driver, LedgerTarget, work
 
+from assay.adapters.store import statements
 from assay.adapters.store.sql import HEAD_REVISION, Ledger, LedgerConflict
 from assay.core.settle import Verdict
-from assay.core.vocab import RunStatus, Stage, TaskStatus
+from assay.core.vocab import EventKind, RunStatus, Stage, TaskStatus
 
 HERE = Path(__file__).parent
 DRIVER = HERE / "ledger_driver.py"
@@ -221,3 +223,40 @@ def test_concurrent_migrations_apply_once(target: LedgerTarget) -> None:
     for thread in threads:
         thread.join()
     assert results == [HEAD_REVISION] * len(ledgers)
+
+
+def test_a_start_and_an_event_of_its_task_never_deadlock(target: LedgerTarget) -> None:
+    """A writer holding the event-order lock, about to append an event of a task, and a start
+    of that task holding the task's lock and waiting for the event-order lock: the task's lock
+    leaves the event's foreign-key check free (PostgreSQL: ``FOR NO KEY UPDATE``), so the
+    event goes in, and the start follows once it commits, instead of one of them dying."""
+    if target.backend != "postgresql":
+        pytest.skip("SQLite has one writer at a time: the second waits at BEGIN IMMEDIATE")
+    ledger = target.open()
+    driver = Driver(ledger)
+    driver.add("t1")
+    task = ledger.get_task("t1")
+    task.start(driver.now(), run_id="r1")
+    slow = ledger._engine.connect()
+    slow.begin()
+    statements.hold_event_order(slow)
+    outcome: list[str] = []
+
+    def start() -> None:
+        try:
+            ledger.start_run(task, "r1")
+            outcome.append("started")
+        except BaseException as exc:
+            outcome.append(repr(exc))
+
+    starter = threading.Thread(target=start)
+    starter.start()
+    try:
+        time.sleep(0.3)  # the start now holds the task and waits for the event-order lock
+        statements.append_event(slow, driver.now(), EventKind.WARNING, {"n": 1}, "t1")
+        slow.commit()
+    finally:
+        slow.close()
+    starter.join(timeout=20)
+    assert outcome == ["started"]
+    assert [e.kind for e in ledger.events("t1")][-2:] == [EventKind.WARNING, EventKind.RUN_OPENED]

@@ -33,9 +33,14 @@ _LOCK_TASK = (
     sa.select(tasks.c.status, sa.func.coalesce(stage_records.c.attempts, 0))
     .select_from(tasks.outerjoin(stage_records, _TASK_STAGE))
     .where(tasks.c.id == sa.bindparam("task_id"))
-    .with_for_update(of=tasks)
+    # NO KEY UPDATE, not UPDATE: writers still queue on the task, but an event's foreign-key
+    # check of it (KEY SHARE) does not, so a writer that holds the event-order lock and
+    # appends an event of this task never deadlocks with one that holds the task.
+    .with_for_update(of=tasks, key_share=True)
 )
-_LOCK_RUN = sa.select(runs).where(runs.c.id == sa.bindparam("run_id")).with_for_update()
+_LOCK_RUN = (
+    sa.select(runs).where(runs.c.id == sa.bindparam("run_id")).with_for_update(key_share=True)
+)
 TASK_COLUMNS = tuple(c for c in tasks.c if c.name != "contract")
 """What a task is read from: not its contract, read alone when a run needs it."""
 _UPDATE_TASK = sa.update(tasks).where(tasks.c.id == sa.bindparam("key"))
@@ -128,8 +133,8 @@ def signature_list(value: Any) -> list[str] | None:
 
 def lock_task(conn: sa.Connection, task_id: str) -> tuple[TaskStatus, int] | None:
     """The task's stored status and spent attempts (None if unknown), locking its row on
-    PostgreSQL for the rest of the transaction; on SQLite ``BEGIN IMMEDIATE`` already holds
-    the database's write lock."""
+    PostgreSQL for the rest of the transaction (as an ``UPDATE`` of it would); on SQLite
+    ``BEGIN IMMEDIATE`` already holds the database's write lock."""
     row = conn.execute(_LOCK_TASK, {"task_id": task_id}).first()
     return None if row is None else (TaskStatus(row[0]), int(row[1]))
 
