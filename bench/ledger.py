@@ -4,7 +4,9 @@ Records ``--n`` run closes (default 10,000), each with 3 attempts and 4 dispatch
 (a temporary file) and on PostgreSQL when ``--postgres URL`` or ``ASSAY_TEST_POSTGRES_URL`` is
 given (in a fresh schema, dropped afterwards). Only ``close_run`` is timed: starting the run
 and building its ``RunClose`` happen outside the clock. Prints closes per second and the p50
-and p99 latency of one close.
+and p99 latency of one close, and the closes per second of this process's CPU time alone
+(``cpu/s``: on a loaded machine the wall clock also counts waiting for a core; on PostgreSQL it
+leaves out the server's work).
 
     .venv/bin/python bench/ledger.py [--n 10000] [--tasks 100] [--postgres URL]
 """
@@ -74,14 +76,16 @@ def build_close(task: Task, run_id: str, now: datetime, max_attempts: int) -> Ru
     )
 
 
-def measure(ledger: Ledger, n: int, task_count: int) -> list[float]:
-    """Close ``n`` runs spread over ``task_count`` tasks; the seconds each close took."""
+def measure(ledger: Ledger, n: int, task_count: int) -> tuple[list[float], float]:
+    """Close ``n`` runs spread over ``task_count`` tasks: the wall seconds each close took,
+    and the CPU seconds all of them took."""
     clock = datetime(2026, 1, 1, tzinfo=UTC)
     task_count = max(1, min(task_count, n))
     max_attempts = n // task_count + 2
     for t in range(task_count):
         ledger.add_task(Task.new(id=f"t{t}", title=f"task {t}", instruction="bench", now=clock))
     latencies: list[float] = []
+    cpu = 0.0
     for i in range(n):
         clock += timedelta(milliseconds=10)
         run_id = f"r{i}"
@@ -89,10 +93,11 @@ def measure(ledger: Ledger, n: int, task_count: int) -> list[float]:
         task.start(clock, run_id=run_id)
         ledger.start_run(task, run_id)
         close = build_close(task, run_id, clock + timedelta(milliseconds=5), max_attempts)
-        began = time.perf_counter()
+        began, began_cpu = time.perf_counter(), time.process_time()
         ledger.close_run(close)
         latencies.append(time.perf_counter() - began)
-    return latencies
+        cpu += time.process_time() - began_cpu
+    return latencies, cpu
 
 
 def percentile(sorted_values: list[float], q: float) -> float:
@@ -101,12 +106,13 @@ def percentile(sorted_values: list[float], q: float) -> float:
     return sorted_values[min(rank, len(sorted_values)) - 1]
 
 
-def report(name: str, latencies: list[float]) -> None:
+def report(name: str, measured: tuple[list[float], float]) -> None:
+    latencies, cpu = measured
     ordered = sorted(latencies)
     p50, p99 = (percentile(ordered, q) * 1000 for q in (50, 99))
     print(
         f"{name:<10} closes={len(latencies):>6}  closes/s={len(latencies) / sum(latencies):8.1f}  "
-        f"p50={p50:7.3f} ms  p99={p99:7.3f} ms"
+        f"p50={p50:7.3f} ms  p99={p99:7.3f} ms  cpu/s={len(latencies) / max(cpu, 1e-9):8.1f}"
     )
 
 

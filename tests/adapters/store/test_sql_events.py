@@ -15,6 +15,7 @@ from pydantic import ValidationError
 from assay.adapters.store import statements
 from assay.adapters.store.records import EventIn
 from assay.adapters.store.sql import HEAD_REVISION, MIGRATIONS, Ledger
+from assay.core.settle import Verdict
 from assay.core.vocab import EventKind, RunStatus, SettleRow
 from assay.engine.refunds import refund_streak
 
@@ -223,3 +224,38 @@ def test_a_tail_never_skips_an_event_committed_late(target: LedgerTarget) -> Non
     tail = ledger.events_after(last, 10)
     assert [e.data["n"] for e in tail] == ["slow", "fast"]
     assert tail[0].id < tail[1].id
+
+
+def test_a_close_waits_for_an_event_drawn_before_it(target: LedgerTarget) -> None:
+    """A run's close takes the event-order lock in its run update (PostgreSQL), not in a
+    statement of its own: it still waits behind a writer holding an undrawn-to-commit id, and
+    its events come after that writer's."""
+    ledger = target.open()
+    driver = Driver(ledger)
+    driver.add("t1")
+    driver.add("t2")
+    close = driver.close_for(driver.start("t1", "r1"), "r1", Verdict(status=RunStatus.FAILED))
+    slow = ledger._engine.connect()
+    slow.execution_options(assay_write=True)
+    slow.begin()
+    statements.append_event(slow, driver.now(), EventKind.WARNING, {"n": "slow"}, "t2")
+    done = threading.Event()
+
+    def closing() -> None:
+        ledger.close_run(close)
+        done.set()
+
+    closer = threading.Thread(target=closing)
+    closer.start()
+    try:
+        time.sleep(0.3)
+        assert not done.is_set(), "a close committed while another writer held its event id"
+    finally:
+        slow.commit()
+        slow.close()
+    closer.join(timeout=20)
+    assert done.is_set()
+    warning = ledger.events("t2")[-1]
+    closed = ledger.events(run_id="r1")[-1]
+    assert (warning.data, closed.kind) == ({"n": "slow"}, EventKind.RUN_CLOSED)
+    assert warning.id < closed.id

@@ -10,7 +10,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from ledger_driver import BENCH_WAVES, Driver, LedgerTarget, Wave
 
-from assay.adapters.store import statements
+from assay.adapters.store import run_writes
 from assay.adapters.store.connect import default_url, make_engine
 from assay.adapters.store.records import EventIn, RunClose
 from assay.adapters.store.schema import metadata
@@ -340,10 +340,13 @@ def test_close_is_atomic_when_a_step_raises(
     close = driver.close_for(task, "r1", Verdict(status=RunStatus.MERGED), BENCH_WAVES)
     before = snapshot(ledger)
 
-    def boom(*_args: object) -> None:
+    write = run_writes.write_rows
+
+    def boom(*args: Any) -> None:
+        write(*args)  # every row of the close sent, then the failure before the commit
         raise RuntimeError("disk on fire")
 
-    monkeypatch.setattr(statements, "write_close_events", boom)
+    monkeypatch.setattr(run_writes, "write_rows", boom)
     with pytest.raises(RuntimeError, match="disk on fire"):
         ledger.close_run(close)
     assert snapshot(ledger) == before

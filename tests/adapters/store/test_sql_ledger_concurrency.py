@@ -5,15 +5,17 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
 from ledger_driver import BENCH_WAVES, Driver, LedgerTarget, work
 
+from assay.adapters.store import statements
 from assay.adapters.store.sql import HEAD_REVISION, Ledger, LedgerConflict
 from assay.core.settle import Verdict
-from assay.core.vocab import RunStatus, Stage, TaskStatus
+from assay.core.vocab import EventKind, RunStatus, Stage, TaskStatus
 
 HERE = Path(__file__).parent
 DRIVER = HERE / "ledger_driver.py"
@@ -105,21 +107,54 @@ def test_one_of_many_racing_starts_wins(target: LedgerTarget) -> None:
     assert ledger.get_task("t1").attempts == 1
 
 
+def test_one_of_many_racing_closes_of_a_run_wins(target: LedgerTarget) -> None:
+    """The run's close is one guarded UPDATE: racing closes of one run (a worker and a
+    recovery, say) write it once, and the losers are told it is closed."""
+    ledger = target.open()
+    driver = Driver(ledger)
+    driver.add("t1")
+    close = driver.close_for(driver.start("t1", "r1"), "r1", Verdict(status=RunStatus.FAILED))
+    racers = 6
+    barrier = threading.Barrier(racers)
+    outcomes: list[str] = []
+
+    def finish() -> None:
+        own = target.open(migrate=False)
+        barrier.wait()
+        try:
+            own.close_run(close)
+            outcomes.append("won")
+        except LedgerConflict as exc:
+            outcomes.append("lost" if "already closed" in str(exc) else repr(exc))
+        except BaseException as exc:
+            outcomes.append(repr(exc))
+
+    threads = [threading.Thread(target=finish) for _ in range(racers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(outcomes) == ["lost"] * (racers - 1) + ["won"]
+    assert [e.kind for e in ledger.events(run_id="r1")].count("run.closed") == 1
+    assert len(ledger.attempts("r1")) == 1
+    assert ledger.ledger("t1").attempts(Stage.DISPATCH) == 1
+
+
 CRASH = """
 import os, sys
 sys.path.insert(0, {here!r})
-from assay.adapters.store import sql, statements
+from assay.adapters.store import run_writes, sql
 from assay.adapters.store.records import RunClose
 
 close = RunClose.model_validate_json(open({close!r}).read())
 ledger = sql.Ledger({url!r}, schema={schema!r})
-write = statements.write_dispatches
+write = run_writes.write_rows
 
-def die_after_dispatches(conn, close):
-    write(conn, close)
+def die_after_the_rows(conn, close, run):
+    write(conn, close, run)
     os._exit(3)  # no rollback, no cleanup: as close to pulling the plug as a test gets
 
-statements.write_dispatches = die_after_dispatches
+run_writes.write_rows = die_after_the_rows
 ledger.close_run(close)
 """
 
@@ -188,3 +223,40 @@ def test_concurrent_migrations_apply_once(target: LedgerTarget) -> None:
     for thread in threads:
         thread.join()
     assert results == [HEAD_REVISION] * len(ledgers)
+
+
+def test_a_start_and_an_event_of_its_task_never_deadlock(target: LedgerTarget) -> None:
+    """A writer holding the event-order lock, about to append an event of a task, and a start
+    of that task holding the task's lock and waiting for the event-order lock: the task's lock
+    leaves the event's foreign-key check free (PostgreSQL: ``FOR NO KEY UPDATE``), so the
+    event goes in, and the start follows once it commits, instead of one of them dying."""
+    if target.backend != "postgresql":
+        pytest.skip("SQLite has one writer at a time: the second waits at BEGIN IMMEDIATE")
+    ledger = target.open()
+    driver = Driver(ledger)
+    driver.add("t1")
+    task = ledger.get_task("t1")
+    task.start(driver.now(), run_id="r1")
+    slow = ledger._engine.connect()
+    slow.begin()
+    statements.hold_event_order(slow)
+    outcome: list[str] = []
+
+    def start() -> None:
+        try:
+            ledger.start_run(task, "r1")
+            outcome.append("started")
+        except BaseException as exc:
+            outcome.append(repr(exc))
+
+    starter = threading.Thread(target=start)
+    starter.start()
+    try:
+        time.sleep(0.3)  # the start now holds the task and waits for the event-order lock
+        statements.append_event(slow, driver.now(), EventKind.WARNING, {"n": 1}, "t1")
+        slow.commit()
+    finally:
+        slow.close()
+    starter.join(timeout=20)
+    assert outcome == ["started"]
+    assert [e.kind for e in ledger.events("t1")][-2:] == [EventKind.WARNING, EventKind.RUN_OPENED]

@@ -24,6 +24,7 @@ from typing import Any, Self
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
+from assay.adapters.store import moves, run_writes
 from assay.adapters.store import statements as st
 from assay.adapters.store.connect import WRITE_OPTION, default_url, make_engine
 from assay.adapters.store.convergence import convergence_ledger
@@ -196,8 +197,7 @@ class Ledger:
         ``task.attempts`` differs from the ledger other than by a reset to zero.
         """
         with self._write() as conn:
-            _status, stored = _locked(conn, task.id)
-            _save_outside_run(conn, task, stored, {})
+            moves.save_task(conn, task)
 
     def change_task(self, task_id: str, move: Callable[[Task], Mapping[str, Any]]) -> Task:
         """An operator's move as one read-modify-write under the task's lock: ``move`` gets the
@@ -208,15 +208,7 @@ class Ledger:
         the same refusals as :meth:`save_task` apply. Returns the saved task.
         """
         with self._write() as conn:
-            _status, stored = _locked(conn, task_id)
-            unreadable: list[tuple[str, str]] = []
-            found = st.load_tasks(conn, tasks.c.id == task_id, unreadable)
-            if unreadable:
-                raise UnreadableTask(*unreadable[0])
-            task = found[0]
-            extra = move(task)
-            _save_outside_run(conn, task, stored, extra)
-        return task
+            return moves.change_task(conn, task_id, move)
 
     # -- runs ---------------------------------------------------------------------------------
 
@@ -243,19 +235,7 @@ class Ledger:
             started_at=started_at or task.updated_at,
         )
         with self._write() as conn:
-            status, stored = _locked(conn, task.id)
-            if status not in (TaskStatus.QUEUED, TaskStatus.FAILED):
-                raise LedgerConflict(f"task {task.id!r} is {status} in the ledger, not runnable")
-            if task.attempts != stored + 1:
-                raise LedgerConflict(
-                    f"task {task.id!r}: started with attempts {task.attempts}, "
-                    f"but the ledger holds {stored} before this run"
-                )
-            conn.execute(sa.insert(runs).values(record.model_dump(exclude={"finished_at"})))
-            st.update_task(conn, task)
-            st.set_task_attempts(conn, task.id, task.attempts)
-            data = {"dispatch_id": dispatch_id}
-            st.append_event(conn, record.started_at, EventKind.RUN_OPENED, data, task.id, run_id)
+            run_writes.open_run(conn, task, record)
         return record
 
     def close_run(self, close: RunClose) -> RunRecord:
@@ -266,30 +246,8 @@ class Ledger:
         task's, already closed, or if the settled ``task.attempts`` is not what the ledger and
         the settlement imply.
         """
-        task = close.task
         with self._write() as conn:
-            _status, stored = _locked(conn, task.id)
-            run = st.lock_run(conn, close.run_id)
-            if run is None:
-                raise RunNotFound(f"no run {close.run_id!r}")
-            if run.task_id != task.id:
-                raise LedgerConflict(f"run {close.run_id!r} belongs to task {run.task_id!r}")
-            if not run.open:
-                raise LedgerConflict(f"run {close.run_id!r} is already closed")
-            expected = stored if close.settlement.attempt_spent else max(0, stored - 1)
-            if task.attempts != expected:
-                raise LedgerConflict(
-                    f"task {task.id!r}: settled attempts {task.attempts}, expected {expected} "
-                    f"(ledger {stored}, attempt spent: {close.settlement.attempt_spent})"
-                )
-            st.update_task(conn, task)
-            st.record_stages(conn, close)
-            st.write_attempts(conn, close)
-            st.write_dispatches(conn, close)
-            closed = st.finish_run(conn, close, run)
-            st.write_document(conn, close)
-            st.write_close_events(conn, close, closed)
-        return closed
+            return run_writes.close_run(conn, close)
 
     def get_run(self, run_id: str) -> RunRecord:
         with self._read() as conn:
@@ -433,31 +391,3 @@ class Ledger:
         """One read transaction: a consistent snapshot for every query inside it."""
         with self._engine.connect() as conn, conn.begin():
             yield conn
-
-
-def _save_outside_run(
-    conn: sa.Connection, task: Task, stored: int, extra: Mapping[str, Any]
-) -> None:
-    """The task row, its attempts (only ever reset to 0 here) and its ``task.saved`` event."""
-    open_run = conn.execute(
-        sa.select(runs.c.id).where(runs.c.task_id == task.id, runs.c.finished_at.is_(None))
-    ).scalar()
-    if open_run is not None:
-        raise LedgerConflict(f"task {task.id!r} has run {open_run!r} open")
-    if task.attempts not in (stored, 0):
-        raise LedgerConflict(
-            f"task {task.id!r}: attempts {task.attempts} but the ledger holds {stored}; "
-            "outside a run they can only be reset to 0"
-        )
-    st.update_task(conn, task)
-    if task.attempts != stored:
-        st.set_task_attempts(conn, task.id, task.attempts)
-    data = {"status": task.status, **extra}
-    st.append_event(conn, task.updated_at, EventKind.TASK_SAVED, data, task.id)
-
-
-def _locked(conn: sa.Connection, task_id: str) -> tuple[TaskStatus, int]:
-    found = st.lock_task(conn, task_id)
-    if found is None:
-        raise TaskNotFound(f"no task {task_id!r}")
-    return found

@@ -1,14 +1,15 @@
 """The SQL behind each ledger operation, one function per step.
 
 Each function runs inside a transaction the caller (``Ledger``) owns; none commits. Statements
-on the run-close path are built once per dialect and executed with parameters, because building
-SQLAlchemy statement objects per call costs more than SQLite takes to run them.
+on the hot paths are built once per dialect (or per number of rows) and executed with
+parameters, because building SQLAlchemy statement objects per call costs more than SQLite takes
+to run them. The writes of a run's start and close are in :mod:`run_writes`.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from functools import cache
 from typing import Any
@@ -17,17 +18,10 @@ import sqlalchemy as sa
 from pydantic import ValidationError
 from sqlalchemy.dialects import postgresql, sqlite
 
-from assay.adapters.store.records import DispatchRecord, EventIn, RunClose, RunRecord
-from assay.adapters.store.schema import (
-    attempts,
-    dispatches,
-    events,
-    run_documents,
-    runs,
-    stage_records,
-    tasks,
-)
-from assay.core.ledger import finding_signatures, outcome_verdict, task_verdict
+from assay.adapters.store.errors import TaskNotFound
+from assay.adapters.store.records import DispatchRecord, RunRecord
+from assay.adapters.store.schema import events, runs, stage_records, tasks
+from assay.core.ledger import finding_signatures
 from assay.core.tasks import Task
 from assay.core.vocab import EventKind, Stage, StageVerdict, TaskStatus
 
@@ -39,13 +33,17 @@ _LOCK_TASK = (
     sa.select(tasks.c.status, sa.func.coalesce(stage_records.c.attempts, 0))
     .select_from(tasks.outerjoin(stage_records, _TASK_STAGE))
     .where(tasks.c.id == sa.bindparam("task_id"))
-    .with_for_update(of=tasks)
+    # NO KEY UPDATE, not UPDATE: writers still queue on the task, but an event's foreign-key
+    # check of it (KEY SHARE) does not, so a writer that holds the event-order lock and
+    # appends an event of this task never deadlocks with one that holds the task.
+    .with_for_update(of=tasks, key_share=True)
 )
-_LOCK_RUN = sa.select(runs).where(runs.c.id == sa.bindparam("run_id")).with_for_update()
+_LOCK_RUN = (
+    sa.select(runs).where(runs.c.id == sa.bindparam("run_id")).with_for_update(key_share=True)
+)
 TASK_COLUMNS = tuple(c for c in tasks.c if c.name != "contract")
 """What a task is read from: not its contract, read alone when a run needs it."""
 _UPDATE_TASK = sa.update(tasks).where(tasks.c.id == sa.bindparam("key"))
-_UPDATE_RUN = sa.update(runs).where(runs.c.id == sa.bindparam("key"))
 
 
 def task_values(task: Task) -> dict[str, Any]:
@@ -135,10 +133,18 @@ def signature_list(value: Any) -> list[str] | None:
 
 def lock_task(conn: sa.Connection, task_id: str) -> tuple[TaskStatus, int] | None:
     """The task's stored status and spent attempts (None if unknown), locking its row on
-    PostgreSQL for the rest of the transaction; on SQLite ``BEGIN IMMEDIATE`` already holds
-    the database's write lock."""
+    PostgreSQL for the rest of the transaction (as an ``UPDATE`` of it would); on SQLite
+    ``BEGIN IMMEDIATE`` already holds the database's write lock."""
     row = conn.execute(_LOCK_TASK, {"task_id": task_id}).first()
     return None if row is None else (TaskStatus(row[0]), int(row[1]))
+
+
+def locked_task(conn: sa.Connection, task_id: str) -> tuple[TaskStatus, int]:
+    """:func:`lock_task`, raising ``TaskNotFound`` for an unknown task."""
+    found = lock_task(conn, task_id)
+    if found is None:
+        raise TaskNotFound(f"no task {task_id!r}")
+    return found
 
 
 def lock_run(conn: sa.Connection, run_id: str) -> RunRecord | None:
@@ -146,31 +152,14 @@ def lock_run(conn: sa.Connection, run_id: str) -> RunRecord | None:
     return None if row is None else RunRecord.model_validate(row._asdict())
 
 
-@cache
-def _stage_upsert(dialect: str, add: bool, verdict: bool) -> sa.Insert:
-    """Create a stage record or update it in place. ``add`` increments in SQL (no
-    read-modify-write, so concurrent writers cannot lose an update); otherwise the count is
-    set. Without ``verdict`` the stored verdict and signatures are left alone."""
-    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
-    stmt = insert(stage_records)
-    changes: dict[str, Any] = {
-        "attempts": stage_records.c.attempts + stmt.excluded.attempts
-        if add
-        else stmt.excluded.attempts
-    }
-    if verdict:
-        changes["last_verdict"] = stmt.excluded.last_verdict
-        changes["last_finding_signatures"] = stmt.excluded.last_finding_signatures
-    return stmt.on_conflict_do_update(index_elements=["task_id", "stage"], set_=changes)
-
-
-def _stage_row(
+def stage_row(
     task_id: str,
     stage: Stage,
     attempts: int,
     verdict: StageVerdict | None = None,
     signatures: Sequence[str] = (),
 ) -> dict[str, Any]:
+    """A ``stage_records`` row; without ``verdict`` it is unvisited with no signatures."""
     return {
         "task_id": task_id,
         "stage": stage.value,
@@ -180,127 +169,29 @@ def _stage_row(
     }
 
 
+def upsert(dialect: str) -> Callable[[sa.Table], Any]:
+    """The dialect's ``insert``, which has ``on_conflict_do_update`` (spelt alike in both)."""
+    return postgresql.insert if dialect == "postgresql" else sqlite.insert
+
+
+@cache
+def _set_task_stage(dialect: str) -> sa.Insert:
+    # Set, not add: the count is what the caller decided; the verdict is left alone.
+    stmt = upsert(dialect)(stage_records)
+    return stmt.on_conflict_do_update(
+        index_elements=["task_id", "stage"], set_={"attempts": stmt.excluded.attempts}
+    )
+
+
 def set_task_attempts(conn: sa.Connection, task_id: str, value: int) -> None:
     """Set the task's spent attempts: the one place that count is kept."""
-    stmt = _stage_upsert(conn.dialect.name, add=False, verdict=False)
-    conn.execute(stmt, _stage_row(task_id, Stage.TASK, value))
-
-
-def record_stages(conn: sa.Connection, close: RunClose) -> None:
-    """The close's counters and verdicts: the ``task`` stage is set to what settle decided
-    (with the task's verdict), ``recover`` takes the last attempt's verdict, the other stages
-    only count. Both verdicts carry the last attempt's finding signatures."""
-    dialect = conn.dialect.name
-    last = max(close.attempts, key=lambda a: a.attempt, default=None)
-    signatures = last.finding_signatures if last is not None else []
-    verdict = task_verdict(close.task.status)
-    conn.execute(
-        _stage_upsert(dialect, add=False, verdict=True),
-        _stage_row(close.task_id, Stage.TASK, close.task.attempts, verdict, signatures),
-    )
-    increments = close.stage_increments()
-    if last is not None:
-        row = _stage_row(
-            close.task_id,
-            Stage.RECOVER,
-            increments.pop(Stage.RECOVER),
-            outcome_verdict(last.outcome),
-            signatures,
-        )
-        conn.execute(_stage_upsert(dialect, add=True, verdict=True), row)
-    counted = [_stage_row(close.task_id, s, n) for s, n in increments.items() if n]
-    if counted:
-        conn.execute(_stage_upsert(dialect, add=True, verdict=False), counted)
-
-
-def write_attempts(conn: sa.Connection, close: RunClose) -> None:
-    if close.attempts:
-        conn.execute(
-            sa.insert(attempts),
-            [
-                {
-                    "run_id": close.run_id,
-                    "attempt": a.attempt,
-                    "outcome": a.outcome.value,
-                    "failures": list(a.failures),
-                    "finding_signatures": finding_signatures(a.finding_signatures),
-                }
-                for a in close.attempts
-            ],
-        )
-
-
-def write_dispatches(conn: sa.Connection, close: RunClose) -> None:
-    if close.dispatches:
-        conn.execute(
-            sa.insert(dispatches),
-            [
-                {**d.model_dump(mode="json", exclude={"dispatch_id"}), "id": d.dispatch_id}
-                | {"run_id": close.run_id}
-                for d in close.dispatches
-            ],
-        )
+    conn.execute(_set_task_stage(conn.dialect.name), stage_row(task_id, Stage.TASK, value))
 
 
 def dispatch_from_row(row: dict[str, Any]) -> DispatchRecord:
     row["dispatch_id"] = row.pop("id")
     del row["run_id"]
     return DispatchRecord.model_validate(row)
-
-
-def finish_run(conn: sa.Connection, close: RunClose, run: RunRecord) -> RunRecord:
-    """Mark the run closed with what settle made of it; returns the closed record."""
-    closed = run.model_copy(
-        update={
-            "status": close.status,
-            "finished_at": close.finished_at,
-            "settle_row": close.settlement.row,
-            "attempt_spent": close.settlement.attempt_spent,
-            "task_status": close.task.status,
-            "reason": close.reason,
-            "payload_path": close.payload_path,
-        }
-    )
-    values = closed.model_dump(mode="json", exclude={"id", "task_id", "started_at", "finished_at"})
-    conn.execute(_UPDATE_RUN, {"key": close.run_id, "finished_at": close.finished_at, **values})
-    return closed
-
-
-def write_document(conn: sa.Connection, close: RunClose) -> None:
-    """The run's documents (payload, chosen diff, halt states), when the close carries them."""
-    document = close.document
-    if document is None:
-        return
-    conn.execute(
-        sa.insert(run_documents),
-        {"run_id": close.run_id, **document.model_dump(mode="json")},
-    )
-
-
-def write_close_events(conn: sa.Connection, close: RunClose, run: RunRecord) -> None:
-    """The caller's events, then ``run.closed`` with what settle did (facts, no counters)."""
-    summary: dict[str, Any] = {
-        "status": run.status,
-        "settle_row": run.settle_row,
-        "attempt_spent": run.attempt_spent,
-        "task_status": run.task_status,
-        "payload_path": run.payload_path,
-    }
-    entries = [*close.events, EventIn(kind=EventKind.RUN_CLOSED, data=summary)]
-    hold_event_order(conn)
-    conn.execute(
-        sa.insert(events),
-        [
-            {
-                "at": close.finished_at,
-                "task_id": close.task_id,
-                "run_id": close.run_id,
-                "kind": e.kind.value,
-                "data": e.data,
-            }
-            for e in entries
-        ],
-    )
 
 
 def append_event(
@@ -330,7 +221,8 @@ def hold_event_order(conn: sa.Connection) -> None:
     A reader tails the log by id (``events_after``). On PostgreSQL two transactions can draw
     ids 5 and 6 and commit 6 first: a reader that saw 6 would never look back for 5. Holding
     this lock from the insert to the commit (every caller appends its events last) makes the
-    drawing and committing of ids one queue. SQLite has one writer at a time already.
+    drawing and committing of ids one queue. SQLite has one writer at a time already. (A run's
+    close takes it in its run update instead: see ``run_writes.finish_run``.)
     """
     if conn.dialect.name == "postgresql":
         conn.execute(sa.select(sa.func.pg_advisory_xact_lock(EVENT_ORDER_LOCK)))

@@ -1,0 +1,237 @@
+"""The writes that open and close a run, in as few statements as their guarantees allow.
+
+Every worker closes a run after each task, so the close is the ledger's hot write. It is one
+transaction (all of it or none) of a fixed number of statements, whatever the run recorded:
+seven at most on SQLite, three on PostgreSQL (where a statement is a round trip, the rows of
+steps 3 to 7 go in one statement, and step 2 takes the event-order lock):
+
+1. write the settled task: the ``UPDATE`` takes the task's lock, and ``RETURNING`` reads its
+   spent attempts as they stood;
+2. close the run: one ``UPDATE … WHERE`` open and this task's ``… RETURNING`` is the run's
+   lock, its check and its write (a refused update is explained by a second read, only then);
+   then the settled attempts are checked against the ledger's (a refusal rolls back both);
+3. every stage counter in one multi-row upsert (the ``task`` stage set, the others added);
+4. the attempts, 5. the dispatches, 6. the run's documents: one multi-row insert each;
+7. the events, last (their ids are drawn in order; see ``statements.hold_event_order``).
+
+A table's rows past :data:`batch.ROWS_PER_STATEMENT` take one more insert per that many.
+A test counts these statements, so a change that adds a round trip shows.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sqlalchemy as sa
+
+from assay.adapters.store import batch
+from assay.adapters.store import statements as st
+from assay.adapters.store.batch import Rows
+from assay.adapters.store.errors import LedgerConflict, RunNotFound, TaskNotFound
+from assay.adapters.store.records import EventIn, RunClose, RunRecord
+from assay.adapters.store.schema import (
+    attempts,
+    dispatches,
+    events,
+    run_documents,
+    runs,
+    stage_records,
+    tasks,
+)
+from assay.core.ledger import finding_signatures, outcome_verdict, task_verdict
+from assay.core.tasks import Task
+from assay.core.vocab import EventKind, Stage, TaskStatus
+
+_CLOSE_RUN = (
+    sa.update(runs)
+    .where(
+        runs.c.id == sa.bindparam("key"),
+        runs.c.task_id == sa.bindparam("task_key"),
+        runs.c.finished_at.is_(None),
+    )
+    .returning(*runs.c)
+)
+# PostgreSQL: the same update also takes the event-order lock (``hold_event_order``) once it
+# holds the run's row, saving that lock its own round trip. Every later statement of the close
+# locks only rows this transaction already holds, so taking it here rather than just before
+# the events adds no wait that could deadlock, and the time it is held barely changes (the
+# rows' one statement and the commit, as before, and the few Python checks in between).
+_CLOSE_RUN_HOLDING_EVENTS = _CLOSE_RUN.returning(
+    sa.func.pg_advisory_xact_lock(st.EVENT_ORDER_LOCK).label("events_held")
+)
+_STORED_ATTEMPTS = (
+    sa.select(stage_records.c.attempts)
+    .where(stage_records.c.task_id == tasks.c.id, stage_records.c.stage == Stage.TASK.value)
+    .scalar_subquery()
+)
+_SETTLE_TASK = (
+    sa.update(tasks)
+    .where(tasks.c.id == sa.bindparam("key"))
+    .returning(sa.func.coalesce(_STORED_ATTEMPTS, 0))
+)
+_INSERT_RUN = sa.insert(runs)
+
+
+def open_run(conn: sa.Connection, task: Task, record: RunRecord) -> None:
+    """Claim ``task`` (after ``task.start()``) for the run ``record``: see ``Ledger.start_run``."""
+    status, stored = st.locked_task(conn, task.id)
+    if status not in (TaskStatus.QUEUED, TaskStatus.FAILED):
+        raise LedgerConflict(f"task {task.id!r} is {status} in the ledger, not runnable")
+    if task.attempts != stored + 1:
+        raise LedgerConflict(
+            f"task {task.id!r}: started with attempts {task.attempts}, "
+            f"but the ledger holds {stored} before this run"
+        )
+    conn.execute(_INSERT_RUN, record.model_dump(exclude={"finished_at"}))
+    st.update_task(conn, task)
+    st.set_task_attempts(conn, task.id, task.attempts)
+    data = {"dispatch_id": record.dispatch_id}
+    st.append_event(conn, record.started_at, EventKind.RUN_OPENED, data, task.id, record.id)
+
+
+def close_run(conn: sa.Connection, close: RunClose) -> RunRecord:
+    """Everything ``close`` records (see ``Ledger.close_run``); returns the closed run."""
+    task = close.task
+    stored = settle_task(conn, task)
+    closed = finish_run(conn, close)
+    expected = stored if close.settlement.attempt_spent else max(0, stored - 1)
+    if task.attempts != expected:
+        raise LedgerConflict(
+            f"task {task.id!r}: settled attempts {task.attempts}, expected {expected} "
+            f"(ledger {stored}, attempt spent: {close.settlement.attempt_spent})"
+        )
+    write_rows(conn, close, closed)
+    return closed
+
+
+def settle_task(conn: sa.Connection, task: Task) -> int:
+    """Write the task as settle left it, which locks its row (PostgreSQL: as the other writers'
+    ``SELECT … FOR UPDATE`` does, so they queue); returns its spent attempts as they stood
+    before this close, for the caller to check. ``TaskNotFound`` for an unknown task."""
+    stored = conn.execute(_SETTLE_TASK, {"key": task.id, **st.task_values(task)}).first()
+    if stored is None:
+        raise TaskNotFound(f"no task {task.id!r}")
+    return int(stored[0])
+
+
+def finish_run(conn: sa.Connection, close: RunClose) -> RunRecord:
+    """Mark the run closed with what settle made of it, if it is open and the task's; returns
+    the closed record. On PostgreSQL the update waits for a concurrent close of the same run
+    and then finds it closed, so a run is never closed twice."""
+    values = {
+        "key": close.run_id,
+        "task_key": close.task_id,
+        "status": close.status.value,
+        "finished_at": close.finished_at,
+        "settle_row": close.settlement.row.value,
+        "attempt_spent": close.settlement.attempt_spent,
+        "task_status": close.task.status.value,
+        "reason": close.reason,
+        "payload_path": close.payload_path,
+    }
+    postgres = conn.dialect.name == "postgresql"
+    row = conn.execute(_CLOSE_RUN_HOLDING_EVENTS if postgres else _CLOSE_RUN, values).first()
+    if row is None:
+        run = st.lock_run(conn, close.run_id)
+        if run is None:
+            raise RunNotFound(f"no run {close.run_id!r}")
+        if run.task_id != close.task_id:
+            raise LedgerConflict(f"run {close.run_id!r} belongs to task {run.task_id!r}")
+        raise LedgerConflict(f"run {close.run_id!r} is already closed")
+    return RunRecord.model_validate(row._asdict())  # (extra="ignore": not events_held)
+
+
+_SET, _RECOVER = Stage.TASK.value, Stage.RECOVER.value
+_STAGES_TAIL = (
+    " ON CONFLICT (task_id, stage) DO UPDATE SET"
+    f" attempts = CASE WHEN excluded.stage = '{_SET}' THEN excluded.attempts"
+    " ELSE stage_records.attempts + excluded.attempts END,"
+    f" last_verdict = CASE WHEN excluded.stage IN ('{_SET}', '{_RECOVER}')"
+    " THEN excluded.last_verdict ELSE stage_records.last_verdict END,"
+    f" last_finding_signatures = CASE WHEN excluded.stage IN ('{_SET}', '{_RECOVER}')"
+    " THEN excluded.last_finding_signatures ELSE stage_records.last_finding_signatures END"
+)
+"""How the close's stage rows meet the stored ones: the ``task`` stage's count is set (settle
+decided it), every other stage's is added in SQL (no read-modify-write, so concurrent writers
+cannot lose an update); only the ``task`` and ``recover`` verdicts are replaced. SQLite and
+PostgreSQL spell this alike."""
+
+
+def write_rows(conn: sa.Connection, close: RunClose, run: RunRecord) -> None:
+    """The close's rows: stage counters, attempts, dispatches, documents, then its events;
+    one statement on PostgreSQL (see :mod:`batch`), where :func:`finish_run` took the
+    event-order lock, held to the commit, so the events' ids commit in the order drawn."""
+    parts = [stage_rows(close), attempt_rows(close), dispatch_rows(close)]
+    parts += [document_rows(close), event_rows(close, run)]
+    batch.insert(conn, parts)
+
+
+def stage_rows(close: RunClose) -> Rows:
+    """The close's counters and verdicts: the ``task`` stage is set to what settle decided
+    (with the task's verdict), ``recover`` takes the last attempt's verdict, the other stages
+    only count. Both verdicts carry the last attempt's finding signatures."""
+    last = max(close.attempts, key=lambda a: a.attempt, default=None)
+    signatures = last.finding_signatures if last is not None else []
+    verdict = task_verdict(close.task.status)
+    rows = [st.stage_row(close.task_id, Stage.TASK, close.task.attempts, verdict, signatures)]
+    increments = close.stage_increments()
+    recovered = increments.pop(Stage.RECOVER)
+    if last is not None:
+        judged = outcome_verdict(last.outcome)
+        rows.append(st.stage_row(close.task_id, Stage.RECOVER, recovered, judged, signatures))
+    rows.extend(st.stage_row(close.task_id, s, n) for s, n in increments.items() if n)
+    return Rows(stage_records, rows, _STAGES_TAIL)
+
+
+def attempt_rows(close: RunClose) -> Rows:
+    rows = [
+        {
+            "run_id": close.run_id,
+            "attempt": a.attempt,
+            "outcome": a.outcome.value,
+            "failures": list(a.failures),
+            "finding_signatures": finding_signatures(a.finding_signatures),
+        }
+        for a in close.attempts
+    ]
+    return Rows(attempts, rows)
+
+
+def dispatch_rows(close: RunClose) -> Rows:
+    rows = [
+        {**d.model_dump(mode="json", exclude={"dispatch_id"}), "id": d.dispatch_id}
+        | {"run_id": close.run_id}
+        for d in close.dispatches
+    ]
+    return Rows(dispatches, rows)
+
+
+def document_rows(close: RunClose) -> Rows:
+    """The run's documents (payload, chosen diff, halt states), when the close carries them."""
+    document = close.document
+    if document is None:
+        return Rows(run_documents, [])
+    return Rows(run_documents, [{"run_id": close.run_id, **document.model_dump(mode="json")}])
+
+
+def event_rows(close: RunClose, run: RunRecord) -> Rows:
+    """The caller's events, then ``run.closed`` with what settle did (facts, no counters)."""
+    summary: dict[str, Any] = {
+        "status": run.status,
+        "settle_row": run.settle_row,
+        "attempt_spent": run.attempt_spent,
+        "task_status": run.task_status,
+        "payload_path": run.payload_path,
+    }
+    entries = [*close.events, EventIn(kind=EventKind.RUN_CLOSED, data=summary)]
+    rows = [
+        {
+            "at": close.finished_at,
+            "task_id": close.task_id,
+            "run_id": close.run_id,
+            "kind": e.kind.value,
+            "data": e.data,
+        }
+        for e in entries
+    ]
+    return Rows(events, rows)

@@ -1,0 +1,134 @@
+"""A run's close costs a fixed, small number of statements, however much it records.
+
+Counted at the driver (SQLAlchemy's ``before_cursor_execute``), on both backends: a change that
+adds a round trip per close, or one per attempt, dispatch or event, fails here by name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+import sqlalchemy as sa
+from ledger_driver import BENCH_WAVES, Driver, LedgerTarget, Wave
+
+from assay.adapters.store.errors import LedgerConflict
+from assay.adapters.store.records import EventIn, RunClose, RunDocument
+from assay.adapters.store.sql import Ledger
+from assay.core.settle import Verdict
+from assay.core.tasks import Task
+from assay.core.vocab import AttemptOutcome, EventKind, RunStatus, Stage
+
+CLOSE = [
+    "UPDATE tasks",  # the task's lock and row, RETURNING its spent attempts
+    "UPDATE runs",  # the run's lock, check and close, RETURNING the closed row
+]
+"""The statements of one close that come before its rows."""
+ROWS = ["stage_records", "attempts", "dispatches", "run_documents", "events"]
+"""The tables a close with documents writes rows into, in order, the events last."""
+
+
+def expected(backend: str) -> list[str]:
+    """SQLite: one insert per table (a statement there is no round trip). PostgreSQL: every
+    table's rows in one statement (the run's update took the event-order lock)."""
+    if backend == "postgresql":
+        return [*CLOSE, "WITH " + " ".join(ROWS)]
+    return ["BEGIN IMMEDIATE", *CLOSE, *(f"INSERT INTO {table}" for table in ROWS)]
+
+
+@contextmanager
+def counted(ledger: Ledger) -> Iterator[list[str]]:
+    """Each statement the ledger's engine sends while inside, as its first words."""
+    seen: list[str] = []
+
+    def note(_conn: object, _cursor: object, statement: str, *_args: object) -> None:
+        seen.append(_head(statement))
+
+    engine = ledger._engine
+    sa.event.listen(engine, "before_cursor_execute", note)
+    try:
+        yield seen
+    finally:
+        sa.event.remove(engine, "before_cursor_execute", note)
+
+
+def _head(statement: str) -> str:
+    words = statement.replace("(", " ").split()
+    if words[0] == "WITH":
+        # Named by the tables it inserts into, in order.
+        inserted = [words[n + 2] for n, word in enumerate(words) if word == "INSERT"]
+        return " ".join(["WITH", *inserted])
+    if words[0] == "SELECT":
+        # A select is named by what it reads: its first table, or the function it calls.
+        table = words[words.index("FROM") + 1] if "FROM" in words else words[1]
+        return f"SELECT {table.split('.')[0]}"
+    if words[0] == "BEGIN":
+        return " ".join(words[:2])
+    return " ".join(words[:3] if words[0] == "INSERT" else words[:2])
+
+
+def close_with_everything(driver: Driver, task: Task, run_id: str, waves: list[Wave]) -> RunClose:
+    events = [EventIn(kind=EventKind.WARNING, data={"n": n}) for n in range(len(waves))]
+    close = driver.close_for(
+        task,
+        run_id,
+        Verdict(status=RunStatus.FAILED),
+        waves,
+        max_attempts=10,
+        judge_calls=2,
+        land_attempts=1,
+        events=events,
+    )
+    document = RunDocument.build({"run": run_id}, diff="+1\n", halt_states={"halts": []})
+    return close.model_copy(update={"document": document})
+
+
+def test_a_close_is_a_fixed_handful_of_statements(target: LedgerTarget) -> None:
+    ledger = target.open()
+    driver = Driver(ledger)
+    driver.add("t1")
+    small = close_with_everything(driver, driver.start("t1", "r1"), "r1", list(BENCH_WAVES))
+    with counted(ledger) as seen:
+        ledger.close_run(small)
+    assert seen == expected(target.backend)
+
+    # Four times the attempts, three times the dispatches, more events: not one more statement.
+    waves = [Wave(AttemptOutcome.BLOCKED, 3, (f"test_{n} failed",)) for n in range(11)]
+    waves.append(Wave(AttemptOutcome.PASSED, 3))
+    big = close_with_everything(driver, driver.start("t1", "r2"), "r2", waves)
+    with counted(ledger) as seen:
+        closed = ledger.close_run(big)
+    assert seen == expected(target.backend)
+
+    # And all of it was written: rows, counters, events in order.
+    assert closed.finished_at is not None and not closed.open
+    assert [a.attempt for a in ledger.attempts("r2")] == list(range(1, 13))
+    assert all(a.coder_dispatches == 3 for a in ledger.attempts("r2"))
+    assert len(ledger.dispatches("r2")) == 36
+    view = ledger.ledger("t1")
+    assert view.attempts(Stage.DISPATCH) == 4 + 36
+    assert view.attempts(Stage.RECOVER) == 2 + 11
+    assert view.attempts(Stage.JUDGE) == 4 and view.attempts(Stage.LAND) == 2
+    assert view.attempts(Stage.TASK) == 2
+    opened, *logged = ledger.events(run_id="r2")
+    assert opened.kind is EventKind.RUN_OPENED
+    assert [e.kind for e in logged] == [EventKind.WARNING] * 12 + [EventKind.RUN_CLOSED]
+    assert [e.data.get("n") for e in logged[:-1]] == list(range(12))
+    ids = [e.id for e in logged]
+    assert ids == sorted(set(ids))  # appended in the order given, one id each
+    assert ledger.run_document("r2") == big.document
+
+
+def test_a_refused_close_is_explained_and_writes_nothing(target: LedgerTarget) -> None:
+    """The run's check is its UPDATE: when it matches nothing, one more read says why."""
+    ledger = target.open()
+    driver = Driver(ledger)
+    driver.add("t1")
+    close = close_with_everything(driver, driver.start("t1", "r1"), "r1", list(BENCH_WAVES))
+    ledger.close_run(close)
+    before = len(ledger.events())
+    with counted(ledger) as seen, pytest.raises(LedgerConflict, match="r1' is already closed"):
+        ledger.close_run(close)
+    assert seen[-3:] == ["UPDATE tasks", "UPDATE runs", "SELECT runs"]
+    assert len(ledger.events()) == before
