@@ -97,13 +97,16 @@ def test_cancel_and_hold_reach_the_running_workflow(
     repo: Repo, workers: Workers, command: tuple[str, ...], reason: str
 ) -> None:
     env = workers.env
+    # Each case sleeps its own time, so the check that its coder is gone cannot see the
+    # other case's coder when both run at once on two test workers.
+    sleeper = "sleep 127" if command[0] == "cancel" else "sleep 131"
     contract = repo.contract(
         "sleep.yaml",
-        """task: Sleep for a long time.
-scope: {allow: ["src/**"]}
-coder: {kind: command, command: "sleep 127", timeout_seconds: 300}
+        f"""task: Sleep for a long time.
+scope: {{allow: ["src/**"]}}
+coder: {{kind: command, command: "{sleeper}", timeout_seconds: 300}}
 validators:
-  - {id: tests, kind: command, run: "true"}
+  - {{id: tests, kind: command, run: "true"}}
 land: none
 sandbox: none
 """,
@@ -141,6 +144,6 @@ sandbox: none
     assert isinstance(runs, list) and len(runs) == 1 and runs[0]["status"] == "failed"
     # Nothing of the coder lives on: its process group was stopped.
     alive = subprocess.run(
-        ["pgrep", "-f", "sleep 127"], capture_output=True, text=True, check=False
+        ["pgrep", "-f", sleeper], capture_output=True, text=True, check=False
     )
     assert alive.stdout.strip() == "", alive.stdout
