@@ -107,16 +107,16 @@ def show_document(
 ) -> dict[str, Any]:
     """``task show --json``: the task, who holds it, its wait, fired halts, the ways back, the
     next step and its runs."""
-    from assay.cli import explain
+    from assay.cli import explain, explain_halts
 
     state_dir = home / "halt-state"
-    halts = explain.fired_halts(runs, state_dir) if task.hold_source else []
-    ways = explain.ways_back(task, halts, state_dir)
+    halts = explain_halts.fired_halts(runs, state_dir) if task.hold_source else []
+    ways = explain_halts.ways_back(task, halts, state_dir)
     return {
         **task_json,
         "held_by": (task.hold_source.value if task.hold_source else None),
         "waiting": task.waiting(now),
-        **explain.as_json(halts, ways),
+        **explain_halts.as_json(halts, ways),
         "next": explain.next_step(task, now),
         "runs": runs_json,
     }

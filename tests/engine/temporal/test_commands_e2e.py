@@ -143,7 +143,5 @@ sandbox: none
     runs = shown["runs"]
     assert isinstance(runs, list) and len(runs) == 1 and runs[0]["status"] == "failed"
     # Nothing of the coder lives on: its process group was stopped.
-    alive = subprocess.run(
-        ["pgrep", "-f", sleeper], capture_output=True, text=True, check=False
-    )
+    alive = subprocess.run(["pgrep", "-f", sleeper], capture_output=True, text=True, check=False)
     assert alive.stdout.strip() == "", alive.stdout
