@@ -43,7 +43,7 @@ unit: $(STAMP) agents
 test: lint typecheck imports unit
 
 bench: $(STAMP)
-	$(PY) bench/halt_cli.py
+	$(PY) bench/cli.py --no-fail
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
