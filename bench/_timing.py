@@ -2,10 +2,28 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 
 from support.repo import Repo
+
+INSTANT_CONTRACT = """task: an instant task
+coder: {kind: replay, steps: [{script: "echo done > src/out.txt"}]}
+validators: [{id: ok, kind: command, run: "true"}]
+land: none
+"""
+"""A task that takes no time: the benches of the engine's own cost run it."""
+
+
+def child_env() -> dict[str, str]:
+    """The operator's environment without assay's own variables, and with bytecode writing on:
+    a child that recompiled assay's sources on every start would measure the compiler."""
+    return {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("ASSAY_") and k != "PYTHONDONTWRITEBYTECODE"
+    }
 
 
 def time_assay(

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -44,13 +43,8 @@ ROOT = Path(__file__).resolve().parent.parent
 ASSAY = str(Path(sys.executable).parent / "assay")
 sys.path.insert(0, str(ROOT / "tests"))
 
+from _timing import INSTANT_CONTRACT, child_env  # noqa: E402
 from support.repo import make_repo  # noqa: E402
-
-INSTANT = """task: an instant task
-coder: {kind: replay, steps: [{script: "echo done > src/out.txt"}]}
-validators: [{id: ok, kind: command, run: "true"}]
-land: none
-"""
 
 
 @dataclass(frozen=True)
@@ -61,16 +55,6 @@ class Case:
     cwd: Path
     target: float | None  # the ratio to `python -c pass` it must stay under (None: yardstick)
     codes: tuple[int, ...] = (0,)
-
-
-def child_env() -> dict[str, str]:
-    """The operator's environment without assay's own variables, and with bytecode writing
-    on: a child that recompiles assay's sources on every start measures the compiler."""
-    return {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith("ASSAY_") and k != "PYTHONDONTWRITEBYTECODE"
-    }
 
 
 def run_once(case: Case, env: dict[str, str]) -> float:
@@ -110,7 +94,7 @@ def fill_ledger(home: Path, count: int) -> str:
 def cases(work: Path, tasks: int) -> list[Case]:
     env = child_env()
     repo = make_repo(work / "run")
-    contract = repo.contract("instant.yaml", INSTANT)
+    contract = repo.contract("instant.yaml", INSTANT_CONTRACT)
     halts = work / "halts"
     halts.mkdir()
     arm = [ASSAY, "halt", "arm", "--contract", str(ROOT / "examples" / "contract.yaml")]

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -26,19 +25,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
+from _timing import INSTANT_CONTRACT, child_env  # noqa: E402
 from support.repo import ASSAY, make_repo  # noqa: E402
-
-CONTRACT = """task: an instant task
-coder: {kind: replay, steps: [{script: "echo done > src/out.txt"}]}
-validators: [{id: ok, kind: command, run: "true"}]
-land: none
-"""
-
-
-def env() -> dict[str, str]:
-    # Bytecode is written and reused: otherwise every run recompiles assay's sources.
-    skip = {"PYTHONDONTWRITEBYTECODE"}
-    return {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_") and k not in skip}
 
 
 def one_run(repo: Path, contract: Path, *extra: str) -> tuple[float, list[float]]:
@@ -46,7 +34,7 @@ def one_run(repo: Path, contract: Path, *extra: str) -> tuple[float, list[float]
     started = time.monotonic()
     proc = subprocess.Popen(
         [str(ASSAY), "run", "--contract", str(contract), *extra],
-        cwd=repo, env=env(), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        cwd=repo, env=child_env(), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
     )  # fmt: skip
     assert proc.stdout is not None
     lags = []
@@ -69,7 +57,7 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="assay-bench-events-") as work:
         repo = make_repo(Path(work))
-        contract = repo.contract("instant.yaml", CONTRACT)
+        contract = repo.contract("instant.yaml", INSTANT_CONTRACT)
         one_run(repo.root, contract)  # warm the bytecode and the page cache
         plain, streamed, lags = [], [], []
         for _ in range(args.runs):

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -25,23 +24,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from _timing import time_assay  # noqa: E402
+from _timing import INSTANT_CONTRACT, child_env, time_assay  # noqa: E402
 from support.repo import git, make_repo  # noqa: E402
-
-CONTRACT = """task: an instant task
-coder: {kind: replay, steps: [{script: "echo done > src/out.txt"}]}
-validators: [{id: ok, kind: command, run: "true"}]
-land: none
-"""
-
-
-def env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
 
 
 def cli_runs(work: Path, runs: int) -> list[float]:
     repo = make_repo(work / "cli")
-    contract = repo.contract("instant.yaml", CONTRACT)
+    contract = repo.contract("instant.yaml", INSTANT_CONTRACT)
     return time_assay(repo, "run", "--contract", str(contract), runs=runs)
 
 
@@ -76,12 +65,14 @@ def child_time_in_process(work: Path) -> tuple[float, float]:
         home = repo.root / ".assay"
         home.mkdir()
         ledger = Ledger.open(f"sqlite:///{home / 'assay.db'}")
-        contract = parse_contract(CONTRACT)
+        contract = parse_contract(INSTANT_CONTRACT)
         now = datetime.now(UTC)
         task = Task.new(id="bench", title="bench", instruction=contract.task, now=now)
         ledger.add_task(task)
         start = time.perf_counter()
-        run_task(repo=repo.root, home=home, ledger=ledger, task=task, contract=contract, env=env())
+        run_task(
+            repo=repo.root, home=home, ledger=ledger, task=task, contract=contract, env=child_env()
+        )
         wall = time.perf_counter() - start
     finally:
         subprocess.Popen.__init__ = original_init  # type: ignore[method-assign]
@@ -91,7 +82,7 @@ def child_time_in_process(work: Path) -> tuple[float, float]:
 
 def serve_throughput(work: Path, tasks: int, concurrency: int) -> float:
     repo = make_repo(work / "serve")
-    contract = repo.contract("instant.yaml", CONTRACT)
+    contract = repo.contract("instant.yaml", INSTANT_CONTRACT)
     time_assay(repo, "task", "add", "--contract", str(contract), runs=tasks)
     [elapsed] = time_assay(
         repo, "serve", "--concurrency", str(concurrency), "--once", "--poll", "0.2", runs=1

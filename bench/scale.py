@@ -37,16 +37,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 import sqlalchemy as sa  # noqa: E402
+from _timing import INSTANT_CONTRACT  # noqa: E402
 from sqlalchemy.engine import make_url  # noqa: E402
 from support.repo import make_repo  # noqa: E402
 from support.temporal import DevServer  # noqa: E402
 from support.workers import Worker, add_task, assay, service_env, show  # noqa: E402
 
-CONTRACT = """task: an instant task
-coder: {kind: replay, steps: [{script: "echo done > src/out.txt"}]}
-validators: [{id: ok, kind: command, run: "true"}]
-land: none
-"""
 SERVER = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 TARGET_SPEEDUP = 1.7
 TARGET_OVERHEAD_S = 0.3
@@ -96,7 +92,7 @@ def phase(work: Path, server: str, count: int, workers: int, address: str | None
     database = Database(server)
     try:
         repo = make_repo(work)
-        contract = repo.contract("instant.yaml", CONTRACT)
+        contract = repo.contract("instant.yaml", INSTANT_CONTRACT)
         env = service_env(database.url)
         ids = queue_tasks(repo.root, contract, env, count)
         before = _children_cpu()

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from assay.adapters.git_env import LOCATION_VARS
 from assay.core.changes import ChangeSet, FileDelta
 from assay.core.vocab import FileChangeKind
 
@@ -34,17 +35,6 @@ _CONFIG = (
     *("-c", "color.ui=false"),
     *("-c", f"user.name={ASSAY_NAME}"),
     *("-c", f"user.email={ASSAY_EMAIL}"),
-)
-# Variables that would point git at another repository than the one we name with -C.
-_LOCATION_VARS = (
-    "GIT_DIR",
-    "GIT_WORK_TREE",
-    "GIT_INDEX_FILE",
-    "GIT_OBJECT_DIRECTORY",
-    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-    "GIT_COMMON_DIR",
-    "GIT_NAMESPACE",
-    "GIT_CEILING_DIRECTORIES",
 )
 
 
@@ -62,7 +52,7 @@ class GitError(RuntimeError):
 
 
 def _env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in _LOCATION_VARS}
+    env = {k: v for k, v in os.environ.items() if k not in LOCATION_VARS}
     env.update(
         LC_ALL="C",
         GIT_TERMINAL_PROMPT="0",

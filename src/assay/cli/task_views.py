@@ -16,6 +16,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from assay.adapters.git_env import LOCATION_VARS
 from assay.adapters.store.names import DATABASE_URL_ENV, HOME_ENV
 from assay.cli.table import render, terminal_width
 from assay.core.text import printable
@@ -29,18 +30,6 @@ if TYPE_CHECKING:
     AnyTask = Task | TaskRow
     AnyRun = RunRecord | RunRow
 
-# ``assay.adapters.git``'s variables that point git elsewhere than ``-C`` (a test pins the
-# two lists equal): finding the repository here must agree with the Workspace's.
-GIT_LOCATION_VARS = (
-    "GIT_DIR",
-    "GIT_WORK_TREE",
-    "GIT_INDEX_FILE",
-    "GIT_OBJECT_DIRECTORY",
-    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-    "GIT_COMMON_DIR",
-    "GIT_NAMESPACE",
-    "GIT_CEILING_DIRECTORIES",
-)
 QUICK_ENV = "ASSAY_QUICK_READ"
 """``0`` makes the task commands read through the Ledger only (the tests' reference path)."""
 LIST_HEADERS = ("id", "status", "attempts", "title", "note")
@@ -181,7 +170,7 @@ def _printed(lines: list[str]) -> str:
 def _repo_root() -> Path | None:
     """``git rev-parse --show-toplevel`` as the git adapter runs it (without importing it and
     the models it brings); None when git cannot say."""
-    env = {k: v for k, v in os.environ.items() if k not in GIT_LOCATION_VARS}
+    env = {k: v for k, v in os.environ.items() if k not in LOCATION_VARS}
     env["LC_ALL"] = "C"
     try:
         done = subprocess.run(

@@ -9,11 +9,9 @@ from pathlib import Path
 import pytest
 from ledger_driver import Driver, Wave
 
-from assay.adapters import git
 from assay.adapters.store import quick_read
 from assay.adapters.store.quick_read import NotQuick, QuickLedger
 from assay.adapters.store.sql import HEAD_REVISION, Ledger
-from assay.cli import task_views
 from assay.cli.task_quick import _task_list_json, json_text
 from assay.core.vocab import AttemptOutcome, RunStatus, TaskStatus
 
@@ -21,10 +19,6 @@ from assay.core.vocab import AttemptOutcome, RunStatus, TaskStatus
 def test_it_reads_the_revision_the_ledger_migrates_to() -> None:
     # A new migration must be read here too before the quick path reads that revision.
     assert quick_read.REVISION == HEAD_REVISION
-
-
-def test_it_finds_the_repository_as_the_git_adapter_does() -> None:
-    assert task_views.GIT_LOCATION_VARS == git._LOCATION_VARS
 
 
 @pytest.fixture
