@@ -131,9 +131,9 @@ def test_a_wrong_document_is_refused() -> None:
 
 # -- every command that prints has --json ---------------------------------------------------
 
-# Print JSON whatever the flags: `halt` (the halt tool's contract) and `payload schema`;
+# Print JSON whatever the flags: `halt` (the halt tool's contract), `payload schema`, `schema`;
 # `completion` prints a script for the shell to source, which has no JSON form.
-NO_JSON_FLAG = {"halt", "payload schema", "completion"}
+NO_JSON_FLAG = {"halt", "payload schema", "schema", "completion"}
 
 
 def _leaf_commands() -> Iterator[tuple[str, Any]]:

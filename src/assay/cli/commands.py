@@ -85,6 +85,13 @@ COMMANDS: tuple[Command, ...] = (
         ".assay/temporal.",
     ),
     Command(
+        "schema",
+        "assay.cli.schema",
+        "schema",
+        Kind.COMMAND,
+        "Print the JSON Schema of every command's --json output (one $defs entry per output).",
+    ),
+    Command(
         "completion",
         "assay.cli.completion",
         "completion",

@@ -1,0 +1,1 @@
+"""The JSON Schemas assay ships (read with importlib.resources)."""
