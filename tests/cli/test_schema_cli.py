@@ -50,7 +50,10 @@ def test_list_names_every_entry_and_bad_names_are_refused(tmp_path: Path) -> Non
     listed = assay("schema", "--list", cwd=tmp_path)
     assert listed.returncode == 0, listed.stderr
     names = json.loads(listed.stdout)
-    assert {"task_show", "task_move", "event", "serve_summary", "contract_check"} <= set(names)
+    outputs = {"task_add", "task_show", "task_move", "event", "serve_summary", "contract_check"}
+    assert outputs <= set(names)
+    assert all(names.values())  # each says which command prints it; vocabularies are not listed
+    assert "task_status" not in names
     assert "task show" in names["task_show"]
     unknown = assay("schema", "no_such_output", cwd=tmp_path)
     assert unknown.returncode == 2 and unknown.stdout == ""

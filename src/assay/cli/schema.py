@@ -44,8 +44,12 @@ def schema(
     definitions: dict[str, Any] = document.get("$defs", {})
     if list_names and name is not None:
         fail("--list names every entry; give no NAME with it")
-    if list_names:
-        shown: object = {key: entry.get("description", "") for key, entry in definitions.items()}
+    if list_names:  # the outputs: the entries that say which command prints them
+        shown: object = {
+            key: entry["description"]
+            for key, entry in definitions.items()
+            if entry.get("description")
+        }
     elif name is None:
         shown = document
     elif name not in definitions:
