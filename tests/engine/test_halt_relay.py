@@ -320,12 +320,15 @@ def test_a_sandboxed_process_reaches_the_relay_through_its_bound_folder(
 
 
 def test_recovery_removes_the_relay_folder_a_killed_run_left(journal: Journal) -> None:
-    mine = HaltRelay(dispatch_id=DISPATCH, armed=ARMED, record=journal.record)
-    other = HaltRelay(dispatch_id="r20260101-000000-fedcba", armed=ARMED, record=journal.record)
+    # Ids of this test's own: removing DISPATCH's folders would take the relay of a test
+    # running at the same time on another worker.
+    killed = f"r20260101-000000-k{os.getpid()}"
+    mine = HaltRelay(dispatch_id=killed, armed=ARMED, record=journal.record)
+    other = HaltRelay(dispatch_id=f"{killed}x", armed=ARMED, record=journal.record)
     try:
         left, kept = mine.start().parent, other.start().parent
-        assert left.name.startswith(f"assay-halt-{DISPATCH}-")
-        remove_relay_folders(DISPATCH)  # what close_unfinished does for a run killed by -9
+        assert left.name.startswith(f"assay-halt-{killed}-")
+        remove_relay_folders(killed)  # what close_unfinished does for a run killed by -9
         assert not left.exists() and kept.is_dir()
     finally:
         mine.close()
