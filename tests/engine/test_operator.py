@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from assay.adapters.actor import cli_actor
 from assay.adapters.store import halt_ops
 from assay.adapters.store import statements as st
 from assay.adapters.store.errors import LedgerConflict, TaskNotFound
@@ -23,7 +24,6 @@ from assay.engine.operator import (
     Actor,
     MoveRefused,
     RearmRefused,
-    cli_actor,
     move_task,
     rearm_halt,
 )

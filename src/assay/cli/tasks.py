@@ -153,7 +153,8 @@ def _move(
 ) -> None:
     import contextlib
 
-    from assay.engine.operator import MoveRefused, cli_actor, move_task
+    from assay.adapters.actor import cli_actor
+    from assay.engine.operator import MoveRefused, move_task
 
     workspace = Workspace.find()
     ledger = workspace.ledger()

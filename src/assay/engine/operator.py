@@ -13,7 +13,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from assay.adapters.actor import Actor, cli_actor
+from assay.adapters.actor import Actor
 from assay.adapters.store import halt_files, halt_ops
 from assay.adapters.store.errors import LedgerConflict
 from assay.core.tasks import Task, TaskTransitionError
@@ -29,7 +29,6 @@ __all__ = [
     "Moved",
     "OperatorMove",
     "RearmRefused",
-    "cli_actor",
     "move_task",
     "rearm_halt",
 ]
