@@ -142,6 +142,19 @@ def read_file_at(repo: Path, commit: str, path: str) -> str | None:
     return _text(done.stdout) if done.returncode == 0 else None
 
 
+def read_blob(repo: Path, commit: str, path: str, limit: int) -> bytes | None:
+    """The bytes of the regular file ``path`` at ``commit``; None when it is not one there or
+    is over ``limit`` bytes (its size is asked first: a huge blob is never read)."""
+    listed = _run(repo, "ls-tree", "-z", "--full-tree", commit, "--", path, ok=(0, 128))
+    meta = _text(listed.stdout).split("\t", 1)[0].split(" ")
+    if listed.returncode != 0 or len(meta) != 3 or meta[1] != "blob" or meta[0] == "120000":
+        return None
+    size = _run(repo, "cat-file", "-s", meta[2], ok=(0, 128))
+    if size.returncode != 0 or int(_text(size.stdout).strip() or 0) > limit:
+        return None
+    return _run(repo, "cat-file", "blob", meta[2]).stdout
+
+
 def strings_at(repo: Path, commit: str, values: Iterable[str]) -> set[str]:
     """Which of ``values`` occur, as exact text, anywhere in ``commit``'s files (binary ones
     too): one ``git grep`` for all of them."""

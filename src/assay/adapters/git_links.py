@@ -1,7 +1,7 @@
 """The symlinks of a tree, read from git's blobs: what a link says, never where it leads here.
 
 The scope check judges a candidate's links by their text (:mod:`assay.core.links`); reading
-them from the index and the base commit's tree means no link is ever followed on this machine.
+them from the candidate's and the base commit's trees means no link is ever followed here.
 """
 
 from __future__ import annotations
@@ -12,18 +12,6 @@ from pathlib import Path
 from assay.adapters.git import _run, _text
 
 _LINK_MODE = "120000"
-
-
-def staged_symlinks(worktree: Path) -> dict[str, str]:
-    """Every symlink of the candidate as staged (``read_changes`` staged it): path -> target,
-    read from the blobs, so no link is ever followed on this machine."""
-    entries = []
-    for record in _text(_run(worktree, "ls-files", "--stage", "-z").stdout).split("\0"):
-        meta, _, path = record.partition("\t")
-        fields = meta.split(" ")
-        if len(fields) == 3 and fields[0] == _LINK_MODE:
-            entries.append((path, fields[1]))
-    return _link_targets(worktree, entries)
 
 
 def symlinks_at(repo: Path, commit: str) -> dict[str, str]:

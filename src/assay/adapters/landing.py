@@ -13,7 +13,7 @@ landed run again, so a run recovered after its landing is never landed twice.
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -192,6 +192,7 @@ def land_squash(
     base_commit: str,
     message: SquashMessage,
     revalidate: Revalidate | None = None,
+    validated: Collection[str] | None = None,
     tries: int = CAS_TRIES,
 ) -> str:
     """Land the tree of ``branch`` on ``into_branch`` as one squashed commit; that commit.
@@ -202,6 +203,8 @@ def land_squash(
     the new commit. When ``into_branch`` no longer points at ``base_commit``, the change is
     combined with its tip and ``revalidate`` must pass that combined commit, else
     :class:`LandBlocked`. A lost compare-and-swap recomputes, ``tries`` times at most.
+    ``validated``: the trees the checks ran on (a revalidation adds its own); the ref never
+    moves to a tree outside them (:class:`LandRefused`).
     """
     target = f"refs/heads/{into_branch}"
     found = landed_commit(repo, into_branch, message.run_id, since=base_commit)
@@ -211,19 +214,26 @@ def land_squash(
     if checkout is not None:
         _refuse_dirty(checkout, into_branch, branch)
     candidate = _rev(repo, f"refs/heads/{branch}^{{commit}}")
-    validated: set[str] = {_rev(repo, f"{candidate}^{{tree}}")}
+    checked: set[str] = set(validated) if validated is not None else set()
+    if validated is None:
+        checked.add(_rev(repo, f"{candidate}^{{tree}}"))
     for _ in range(tries):
         old = _rev(repo, f"{target}^{{commit}}")
         tree = _combine(repo, base_commit, old, candidate)
         commit = _commit_tree(repo, tree, old, message.text())
-        if tree not in validated and old != base_commit:
+        if tree not in checked and old != base_commit:
             if revalidate is not None:
                 problem = revalidate(commit, old)
                 if problem is not None:
                     raise LandBlocked(
                         f"the base branch moved to {old[:12]}; combined with it {problem}"
                     )
-            validated.add(tree)
+            if validated is None:
+                checked.add(tree)
+            else:
+                checked.update(validated)  # the revalidation recorded the tree it checked
+        if tree not in checked:
+            raise LandRefused(f"the tree {tree[:12]} was not the one validated; nothing landed")
         if checkout is not None:  # checked again: revalidation may have taken minutes
             _refuse_dirty(checkout, into_branch, branch)
             _ready_to_update(repo, checkout, into_branch, old, commit)

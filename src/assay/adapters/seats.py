@@ -1,17 +1,15 @@
-"""Seat repositories: each seat works in a git repository of its own, never in the user's.
+"""Seat repositories: each seat dispatch works in a git repository of its own, made afresh.
 
 A seat is ``<assay_dir>/seats/<run>/seat-N``: a fresh ``git init`` whose object store borrows
-the user's through ``objects/info/alternates`` (read-only, nothing copied), with the base commit
-checked out on the branch ``assay/<run>/seat-N``. It has no remote and no hooks, so nothing a
-coder does to its ``.git`` reaches the user's repository. But assay itself runs git in the
-seat after the coder (``add``, ``status``, ``commit``), and git obeys the repository it runs
-in: a coder that set ``core.fsmonitor`` or a hook, pointed ``commondir`` or a symlink at the
-user's ``.git``, or replaced ``.git`` with a ``gitdir:`` file, would have assay run its code or
-write into the user's repository outside the sandbox. So :func:`secure` runs after every
-process of the seat and before any git command of assay's there: ``.git`` must still be a real
-directory holding no symlink or special file, and its config, hooks and alternates are put
-back to exactly what assay wrote. The user's repository gets a candidate only by
-:func:`fetch_candidate`, once its scope and secret checks passed.
+the user's (and the run's candidate store) through ``objects/info/alternates`` (read-only,
+nothing copied), with the commit the dispatch starts on checked out on the branch
+``assay/<run>/seat-N``, and a private home beside it. Both are made again for every dispatch,
+so nothing one dispatch left (a planted link, a hook, a replace ref) is there for the next.
+
+The host runs git in a seat only here, while making it, before any sandboxed process has
+touched it. What the coder wrote leaves the seat once, as a tree captured inside its sandbox
+(:mod:`assay.adapters.capture`); nothing of the seat's ``.git`` is ever read by the host.
+The same function makes the fresh checkout a command validator runs in.
 """
 
 from __future__ import annotations
@@ -19,36 +17,24 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import stat
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from assay.adapters.git import ASSAY_EMAIL, ASSAY_NAME, GitError, _out, _run
+from assay.adapters.git import ASSAY_EMAIL, ASSAY_NAME, _out, _run
 
-# What a coder may not leave in a seat's git directory: files that make git read another
-# repository's config, refs or objects (``commondir``), or config assay did not write.
-# ``info/`` is assay's to write and it writes nothing there: a coder's ``info/attributes``
-# could mark files ``-diff`` (their lines then hidden from the secret scan) and its
-# ``info/exclude`` hide files from the change assay reads back.
-_REDIRECTS = ("commondir", "gitdir", "config.worktree", "info", "objects/info/http-alternates")
-
-
-class SeatTampered(Exception):
-    """The seat's ``.git`` was replaced or holds what git could be led astray by; assay runs no
-    git command in it again (the seat is an error, and a later attempt starts a fresh one)."""
+# Highest-precedence attributes of a repository assay makes: every file is checked out with
+# exactly the bytes of its blob, whatever the tree's own .gitattributes say.
+EXACT_BYTES = b"* -text !eol -ident -filter !working-tree-encoding\n"
 
 
 @dataclass(frozen=True)
 class Seat:
-    """One seat's repository and what assay wrote into its ``.git`` (put back after each
-    process of the seat: ``config``, ``alternates``, ``shallow``)."""
+    """One seat's repository and its private home."""
 
     path: Path
     home: Path
     branch: str
-    config: bytes
-    alternates: bytes
-    shallow: bytes | None = None
 
     @property
     def git_dir(self) -> Path:
@@ -92,15 +78,19 @@ def create_seat(
     branch: str,
     *,
     store: Path | None = None,
+    borrows: Sequence[Path] = (),
 ) -> Seat:
     """A repository at ``path`` with ``base_commit`` checked out on ``branch``, its objects
-    borrowed from ``repo``'s store, and its private home beside it (kept if it exists)."""
+    borrowed from ``repo``'s store (and ``borrows``: the run's candidate store), and its
+    private home beside it, both made afresh. The checkout holds exactly the tree's bytes:
+    no attribute of the tree converts line endings or runs a filter."""
     store = store or object_stores(repo)[0]
-    if path.exists() or path.is_symlink():  # a seat left by a run that died: start afresh
-        remove_tree(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     home = seat_home(path)
-    home.mkdir(exist_ok=True)
+    for old in (path, home):  # what an earlier dispatch (or a run that died) left: afresh
+        if old.exists() or old.is_symlink():
+            remove_tree(old)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    home.mkdir()
     # No template: no sample hooks, nothing assay did not write. The object format follows
     # the user's repository (a sha256 repository's objects are no use to a sha1 one).
     fmt = _out(repo, "rev-parse", "--show-object-format")
@@ -115,93 +105,17 @@ def create_seat(
     with (git_dir / "config").open("a", encoding="utf-8") as config:
         config.write(f"[user]\n\tname = {ASSAY_NAME}\n\temail = {ASSAY_EMAIL}\n")
         config.write("[commit]\n\tgpgSign = false\n")
-    alternates = f"{store}\n".encode()
+    alternates = "".join(f"{place}\n" for place in (store, *borrows)).encode()
     _write_new(git_dir / "objects" / "info" / "alternates", alternates)
+    (git_dir / "info").mkdir()
+    _write_new(git_dir / "info" / "attributes", EXACT_BYTES)
     shallow = _read(store.parent / "shallow") or None  # a shallow clone's seat is shallow too
     if shallow is not None:
         _write_new(git_dir / "shallow", shallow)
-    seat = Seat(
-        path=path,
-        home=home,
-        branch=branch,
-        config=(git_dir / "config").read_bytes(),
-        alternates=alternates,
-        shallow=shallow,
-    )
+    seat = Seat(path=path, home=home, branch=branch)
     _run(path, "update-ref", f"refs/heads/{branch}", base_commit)
     _run(path, "read-tree", "--reset", "-u", "HEAD")
     return seat
-
-
-def secure(seat: Seat) -> None:
-    """Check the seat's ``.git`` and put back what assay wrote there; :class:`SeatTampered`
-    when it was replaced or holds a symlink or special file (nothing is followed)."""
-    for place, what in ((seat.path, "the seat"), (seat.git_dir, "the seat's .git")):
-        try:
-            mode = os.lstat(place).st_mode
-        except OSError as exc:
-            raise SeatTampered(f"{what} is gone ({exc.strerror})") from None
-        if not stat.S_ISDIR(mode):
-            kind = "a symbolic link" if stat.S_ISLNK(mode) else "a file"
-            raise SeatTampered(f"{what} was replaced by {kind}; assay does not follow it")
-    for top, dirs, files in os.walk(seat.git_dir, onerror=_unreadable, followlinks=False):
-        for name in [*dirs, *files]:
-            entry = Path(top) / name
-            mode = os.lstat(entry).st_mode
-            if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
-                kind = "a symbolic link" if stat.S_ISLNK(mode) else "a special file"
-                relative = entry.relative_to(seat.path)
-                raise SeatTampered(f"{relative} is {kind}; assay does not follow it")
-    try:
-        _reset(seat)
-    except OSError as exc:  # a folder made unremovable, say: not a repository assay uses
-        raise SeatTampered(f"its .git cannot be reset ({exc})") from None
-
-
-def _reset(seat: Seat) -> None:
-    git_dir = seat.git_dir
-    for name in _REDIRECTS:
-        with contextlib.suppress(FileNotFoundError):
-            _remove(git_dir / name)
-    _replace(git_dir / "config", seat.config)
-    hooks = git_dir / "hooks"
-    with contextlib.suppress(FileNotFoundError):
-        _remove(hooks)
-    hooks.mkdir()
-    (git_dir / "objects" / "info").mkdir(parents=True, exist_ok=True)
-    _replace(git_dir / "objects" / "info" / "alternates", seat.alternates)
-    if seat.shallow is None:
-        (git_dir / "shallow").unlink(missing_ok=True)
-    else:
-        _replace(git_dir / "shallow", seat.shallow)
-
-
-def candidate_commit(seat: Seat, base_commit: str, message: str) -> str:
-    """A commit of the seat's staged tree (what was read back and is validated) whose only
-    parent is ``base_commit``: what may later be fetched into the user's repository. Never the
-    seat's own history, which the coder can shape (a secret committed, then removed, would
-    travel with it); only the candidate's tree and the user's own base."""
-    tree = _out(seat.path, "write-tree")
-    return _out(seat.path, "commit-tree", tree, "-p", base_commit, "-m", message)
-
-
-def fetch_candidate(repo: Path, seat: Seat, commit: str, branch: str | None = None) -> str:
-    """Bring ``commit`` from the seat into ``repo`` as ``refs/heads/<branch>`` (the seat's
-    branch name by default); the branch. The seat is secured first, since the fetch runs
-    ``upload-pack`` there; the user's hooks are off and no tag or FETCH_HEAD is written."""
-    secure(seat)
-    branch = branch or seat.branch
-    _run(
-        repo,
-        *("-c", "protocol.version=2", "fetch", "--quiet", "--no-tags", "--no-write-fetch-head"),
-        *("--recurse-submodules=no", "--no-auto-maintenance", "--end-of-options"),
-        str(seat.path),
-        f"+{commit}:refs/heads/{branch}",
-    )
-    landed = _out(repo, "rev-parse", "--verify", f"refs/heads/{branch}^{{commit}}")
-    if landed != commit:
-        raise GitError(("fetch", branch), repo, 1, f"{branch} is at {landed}, not {commit}")
-    return branch
 
 
 def remove_tree(path: Path) -> None:
@@ -229,11 +143,6 @@ def remove_seats(assay_dir: Path, run_id: str) -> None:
     remove_tree(root)
     with contextlib.suppress(OSError):
         root.parent.rmdir()  # the last run's seats gone: no empty ``seats/`` left
-
-
-def _unreadable(exc: OSError) -> None:
-    """A folder of the seat's .git that cannot be listed could hide a link: not followed."""
-    raise SeatTampered(f"{exc.filename} cannot be read ({exc.strerror}); assay does not use it")
 
 
 def _remove(path: Path) -> None:

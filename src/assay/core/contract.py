@@ -198,6 +198,11 @@ class JudgeSpec(_Input):
 
 # Budgets are bounded so a typo (or 99999999999999999999) cannot make a run loop for days.
 MAX_REFUNDS_LIMIT = 100
+DEFAULT_MAX_FILES = 20_000
+DEFAULT_MAX_BYTES = 100 * 1024 * 1024
+DEFAULT_MAX_FILE_BYTES = 10 * 1024 * 1024
+DEFAULT_MAX_DEPTH = 64
+MAX_DEPTH_LIMIT = 1024
 
 
 class Budgets(_Input):
@@ -206,6 +211,12 @@ class Budgets(_Input):
     # Refunded runs in a row (quota, provider fault, interruption, environment) before the
     # task is held for a human, so a machine fault that never clears cannot loop forever.
     max_refunds: int = Field(default=3, ge=1, le=MAX_REFUNDS_LIMIT, strict=True)
+    # A candidate's size, checked while it is captured (over one: a block halt, the task
+    # held): new files, bytes of new and resized files, the largest such file, path depth.
+    max_files: int = Field(default=DEFAULT_MAX_FILES, ge=1, strict=True)
+    max_bytes: int = Field(default=DEFAULT_MAX_BYTES, ge=1, strict=True)
+    max_file_bytes: int = Field(default=DEFAULT_MAX_FILE_BYTES, ge=1, strict=True)
+    max_depth: int = Field(default=DEFAULT_MAX_DEPTH, ge=1, le=MAX_DEPTH_LIMIT, strict=True)
 
 
 PR_TEMPLATE_FIELDS = frozenset({"title", "task", "task_id", "run_id", "branch", "base"})

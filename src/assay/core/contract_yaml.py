@@ -345,10 +345,17 @@ threshold: 0.67
 #   fails exactly as the one before it ends the run early ("stuck").
 # max_refunds: refunded runs in a row (quota, provider fault, interruption, environment error)
 #   before the task is held for a human (1-100); `assay task release` starts the count again.
+# max_files, max_bytes, max_file_bytes, max_depth: a candidate's bounds, checked while it is
+#   captured: new files, bytes of new or resized files, the largest such file, path depth.
+#   Over one: halt-scope-breach with the figure, the task held for a human.
 budgets:
   max_attempts: 3
   max_recovery: 2
   max_refunds: 3
+  max_files: 20000
+  max_bytes: 104857600
+  max_file_bytes: 10485760
+  max_depth: 64
 
 # Where a passing change goes: merge (one squashed commit on the base branch, with Assay-Task,
 # Assay-Run and Assay-Attempts trailers; never into a dirty checkout; if the branch moved, the

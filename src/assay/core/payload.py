@@ -48,6 +48,12 @@ class CandidateSummary(_Persisted):
         description="each path whose entry type the change alters (a symlink replaced by a "
         "regular copy, an executable bit flipped), read from git's modes",
     )
+    ignored_files: list[str] = Field(
+        default_factory=list,
+        description="files and folders the coder wrote that the repository's .gitignore files "
+        "keep out of the candidate (the first 50): not validated, not landed",
+    )
+    ignored_count: int = Field(default=0, ge=0, description="how many such entries in all")
     viable: bool
     lost_to_quota: bool = False
     lost_to_provider_fault: bool = False

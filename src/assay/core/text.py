@@ -36,3 +36,8 @@ def one_line_title(text: str, limit: int = 80) -> str:
         if title:
             return title[:limit]
     return "(untitled)"
+
+
+def shown_name(name: str) -> str:
+    """A file name as one printable line: every control character escaped, newlines too."""
+    return printable(name).replace("\n", "\\n").replace("\t", "\\t")

@@ -24,6 +24,8 @@ from assay.core.vocab import LandMode, RunStatus, SettleRow, TaskStatus, Validat
 from assay.engine.accounting import seat_error
 from assay.engine.result import RunResult
 
+IGNORED_SHOWN = 50  # ignored entries a payload names per candidate (with the count of all)
+
 
 @dataclass(frozen=True)
 class CloseFacts:
@@ -136,6 +138,8 @@ def _candidates(result: RunResult) -> list[CandidateSummary]:
             coder=s.coder,
             files_changed=s.files,
             type_changes=s.type_changes,
+            ignored_files=s.ignored[:IGNORED_SHOWN],
+            ignored_count=s.ignored_count,
             viable=s.viable,
             lost_to_quota=s.lost_to_quota,
             lost_to_provider_fault=s.lost_to_provider_fault,

@@ -134,6 +134,8 @@ class LocalEffects:
         self.work: dict[tuple[int, int], SeatWork] = {}
         # The latest validation of each (attempt, seat): what a merge's commit says of it.
         self.results: dict[tuple[int, int], list[ValidatorResult]] = {}
+        # Every tree the checks ran on: the only trees a landing may put on the base branch.
+        self.validated: set[str] = set()
         # Every secret value the scan found in this run, and what replaces it where it is kept.
         self.redaction = SecretRedaction()
         # Events come from the graph's thread, the threads it hands work to, and the relay's.
@@ -216,12 +218,18 @@ class LocalEffects:
         return [validation_of(o) for o in outcomes]
 
     async def validate_candidate(
-        self, plan: RunPlan, candidate: Candidate, change: ChangeSet | None = None
+        self,
+        plan: RunPlan,
+        candidate: Candidate,
+        change: ChangeSet | None = None,
+        commit: str | None = None,
     ) -> list[ValidationOutcome]:
-        """The checks of ``candidate`` (``change``: another tree in its seat, when a landing
-        revalidates the change on a moved base)."""
+        """The checks of ``candidate`` (``change`` and ``commit``: another tree, when a landing
+        revalidates the change combined with a moved base)."""
         with self._recording(plan):
-            return await validate_seat(self, plan, candidate.attempt, candidate.seat, change)
+            return await validate_seat(
+                self, plan, candidate.attempt, candidate.seat, change, commit
+            )
 
     @machine_faults
     async def judge(self, call: JudgeCall) -> JudgeRound:
@@ -286,9 +294,6 @@ class LocalEffects:
     def change_of(self, candidate: Candidate) -> ChangeSet:
         """The candidate's change with its diff, as its dispatch read it here."""
         return self.work[(candidate.attempt, candidate.seat)].change
-
-    def worktree_of(self, candidate: Candidate) -> Path:
-        return self.work[(candidate.attempt, candidate.seat)].worktree
 
     @contextlib.contextmanager
     def _recording(self, plan: RunPlan) -> Iterator[None]:

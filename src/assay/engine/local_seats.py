@@ -1,33 +1,40 @@
-"""The local executor's seat work: one coder's dispatch, and the checks of its candidate.
+"""The local executor's seat work: one coder's dispatch, its capture, and the checks of its
+candidate.
 
 What crosses the boundary is the :class:`~assay.engine.outcomes.Candidate`; what stays here,
-on the worker, is the :class:`SeatWork` (the coder's full result, the diff, the seat's
-repository), kept by :class:`~assay.engine.local.LocalEffects` for the judges and the lander.
+on the worker, is the :class:`SeatWork` (the coder's full result, the diff, the candidate's
+commit in the seat's candidate store), kept by :class:`~assay.engine.local.LocalEffects` for
+the judges and the lander. The candidate is what the collector captured inside the seat's
+sandbox; every check looks at exactly that tree (a command validator in a fresh checkout of it
+with a fresh home), never at the coder's seat.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Mapping
-from dataclasses import dataclass
-from pathlib import Path
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from assay.adapters import git
+from assay.adapters.candidates import CaptureRejected
+from assay.adapters.capture import Capture
 from assay.adapters.coders import get_coder, ignored_settings
 from assay.adapters.coders.base import DispatchRequest, DispatchResult
 from assay.adapters.envpolicy import child_environment, model_environment
 from assay.adapters.process import EnvironmentFault
 from assay.adapters.redact import Redactor, redactions
 from assay.adapters.run_files import fault_of, make_folder
+from assay.adapters.seats import Seat, remove_tree
 from assay.adapters.validators import get_validator
 from assay.adapters.validators.base import ValidationContext, ValidationOutcome
 from assay.core.brief import render_brief
 from assay.core.changes import ChangeSet
 from assay.core.report import compare_with_diff
+from assay.core.text import shown_name
 from assay.core.vocab import CanonicalHalt, CrashPoint, EventKind, ValidatorKind
 from assay.engine.accounting import validator_event
+from assay.engine.closing import IGNORED_SHOWN
 from assay.engine.effects import FireCall, SeatCall
 from assay.engine.interrupt import boundary
 from assay.engine.outcomes import Candidate, RunEvent, RunPlan
@@ -35,7 +42,6 @@ from assay.engine.seat_results import (
     candidate_of,
     captured_output,
     environment_failed,
-    tampered_outcome,
     with_final_answer,
 )
 
@@ -45,12 +51,13 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class SeatWork:
-    """What one dispatch left on this worker: the coder's result (its log too) and the change
-    with its diff, in the seat's repository ``worktree``."""
+    """What one dispatch left on this worker: the coder's result (its log too), the change
+    with its diff, and the candidate's commit in the seat's candidate store (None: the seat
+    left no candidate)."""
 
     result: DispatchResult
     change: ChangeSet
-    worktree: Path
+    commit: str | None
 
 
 async def dispatch_seat(fx: LocalEffects, call: SeatCall) -> Candidate:
@@ -113,45 +120,100 @@ async def dispatch_seat(fx: LocalEffects, call: SeatCall) -> Candidate:
             if fault is None:
                 raise
             result = environment_failed(fault)
-    # Before any git command of assay's there: the seat's .git as assay left it.
-    tampered = await asyncio.to_thread(fx.seating.secure, seat)
-    if tampered is not None:  # reaching past the seat through its .git: a scope breach
-        fx.warn(f"attempt {attempt}, seat {seat}: {tampered}")
-        result.error = "; ".join(filter(None, [result.error, tampered]))
-        await fx.fire(FireCall(plan, CanonicalHalt.SCOPE_BREACH, f"seat {seat}: {tampered}"))
-        change = ChangeSet(base_commit=plan.base_commit, files=[], diff="")
-    else:
-        change = await asyncio.to_thread(git.read_changes, worktree, plan.base_commit)
-        # A checkpoint commit fixes the candidate, so validators' side effects can be undone.
-        message = f"assay: attempt {attempt}, seat {seat}"
-        await asyncio.to_thread(git.commit_all, worktree, message)
-        await asyncio.to_thread(fx.seating.record_candidate, plan, attempt, seat)
+    change, capture = await capture_candidate(fx, plan, attempt, seat, result)
     boundary(CrashPoint.DISPATCH_ENDED)
     report = with_final_answer(
         fx.read_report(attempt, seat, report_path, report_folder), result.report
     )
-    fx.work[(attempt, seat)] = SeatWork(result=result, change=change, worktree=worktree)
-    return candidate_of(
+    commit = fx.seating.candidates.get((attempt, seat))
+    fx.work[(attempt, seat)] = SeatWork(result=result, change=change, commit=commit)
+    candidate = candidate_of(
         seat=seat,
         attempt=attempt,
         coder=spec.kind.value,
         result=result,
         change=change,
-        commit=fx.seating.candidates.get((attempt, seat)),
+        commit=commit,
         report=report,
         comparison=compare_with_diff(report, change.paths)
         if report
         else compare_with_diff(None, []),
     )
+    if capture is None or not capture.ignored_count:
+        return candidate
+    return replace(candidate, ignored=list(capture.ignored), ignored_count=capture.ignored_count)
+
+
+async def capture_candidate(
+    fx: LocalEffects, plan: RunPlan, attempt: int, seat: int, result: DispatchResult
+) -> tuple[ChangeSet, Capture | None]:
+    """The seat's candidate, captured inside its sandbox and imported into its candidate store:
+    its change read from the base's and the candidate's trees. A candidate over its budgets,
+    carrying a path no candidate may carry, or whose objects do not hold is a scope breach
+    (fired, the seat left with no candidate); one that could not be captured is the seat's
+    error."""
+    empty = ChangeSet(base_commit=plan.base_commit, files=[], diff="")
+    where = f"attempt {attempt}, seat {seat}"
+    if seat not in fx.seating.seats:
+        return empty, None
+    capture = await asyncio.to_thread(fx.seating.capture, plan, seat)
+    if capture.error is not None:
+        why = f"the candidate could not be captured: {capture.error}"
+        result.error = "; ".join(filter(None, [result.error, why]))
+        fx.warn(f"{where}: {why}")
+        return empty, capture
+    breach = capture.over_budget or forbidden_paths(capture.forbidden)
+    if breach is None:
+        try:
+            commit = await asyncio.to_thread(
+                fx.seating.import_capture, plan, attempt, seat, capture
+            )
+        except CaptureRejected as exc:
+            breach = f"the captured candidate was refused: {exc}"
+    if breach is not None:
+        result.error = "; ".join(filter(None, [result.error, breach]))
+        fx.warn(f"{where}: {breach}")
+        await fx.fire(FireCall(plan, CanonicalHalt.SCOPE_BREACH, f"seat {seat}: {breach}"))
+        return empty, capture
+    store = fx.seating.store(plan, seat)
+    change = await asyncio.to_thread(store.changes, plan.base_commit, commit)
+    if capture.ignored_count:
+        fx.warn(f"{where}: {ignored_line(capture)}")
+    return change, capture
+
+
+def forbidden_paths(paths: Sequence[str]) -> str | None:
+    """The breach a candidate's forbidden paths make (nested repositories, ``.git``)."""
+    if not paths:
+        return None
+    shown = ", ".join(shown_name(p) for p in paths[:5])
+    more = f" and {len(paths) - 5} more" if len(paths) > 5 else ""
+    return f"forbidden by rule: a nested repository or .git entry: {shown}{more}"
+
+
+def ignored_line(capture: Capture) -> str:
+    """``ignored, not in the candidate: …``: what the coder wrote that .gitignore keeps out."""
+    shown = ", ".join(shown_name(p) for p in capture.ignored[:IGNORED_SHOWN])
+    more = capture.ignored_count - min(len(capture.ignored), IGNORED_SHOWN)
+    return f"ignored, not in the candidate: {shown}" + (f" and {more} more" if more > 0 else "")
 
 
 async def validate_seat(
-    fx: LocalEffects, plan: RunPlan, attempt: int, seat: int, change: ChangeSet | None = None
+    fx: LocalEffects,
+    plan: RunPlan,
+    attempt: int,
+    seat: int,
+    change: ChangeSet | None = None,
+    commit: str | None = None,
 ) -> list[ValidationOutcome]:
-    """Every check of the seat's candidate of ``attempt`` (``change``: another tree in the
-    seat, a revalidation's), the secrets it found redacted from the run's files."""
+    """Every check of the seat's candidate of ``attempt`` (``change`` and ``commit``: another
+    tree, a revalidation's), the secrets it found redacted from the run's files. Each command
+    validator runs in a fresh checkout of exactly that commit with a fresh home."""
     work = fx.work[(attempt, seat)]
     change = change if change is not None else work.change
+    commit = commit if commit is not None else work.commit
+    if commit is None:
+        raise ValueError(f"attempt {attempt}, seat {seat} left no candidate to validate")
     contract = plan.contract
     env = child_environment(fx.operator_env, declared=contract.env)
     log_dir = fx.run_dir(plan) / f"attempt-{attempt}" / f"seat-{seat}" / "validators"
@@ -162,7 +224,6 @@ async def validate_seat(
         ("secrets", {"id": "secrets", "mode": contract.secrets.value}),
     ]
     checks += [(v.kind.value, v.model_dump(mode="json")) for v in contract.validators]
-    coder_ignored = await asyncio.to_thread(git.ignored_entries, work.worktree)
     outcomes: list[ValidationOutcome] = []
     # The secret scan also looks for the exact values of the coder's own credentials
     # (for the llm coder, the key assay read for it, which its commands never saw).
@@ -173,20 +234,29 @@ async def validate_seat(
         spec.model_dump(mode="json"),
         declared=contract.env,
     )
-    sandbox = fx.seating.validator_sandbox(plan, seat, log_dir)
+    store = fx.seating.store(plan, seat)
     for kind, settings in checks:
+        checkout = None
+        if kind == ValidatorKind.COMMAND:
+            checkout = await asyncio.to_thread(fx.seating.checkout, plan, seat, commit)
         context = ValidationContext(
-            worktree=work.worktree,
+            worktree=checkout.path if checkout is not None else store.path,
             change=change,
             task=contract.task,
             env=coder_env if kind == "secrets" else env,
             settings=settings,
             log_dir=log_dir,
             captured_output=captured,
-            sandbox=sandbox,
+            sandbox=fx.seating.validator_sandbox(plan, seat, checkout) if checkout else None,
+            repo=store.path,
+            revision=commit,
         )
         validator = get_validator(kind)
-        outcome = await asyncio.to_thread(validator.validate, context)
+        try:
+            outcome = await asyncio.to_thread(validator.validate, context)
+        finally:
+            if checkout is not None:  # what the validator left goes with its checkout
+                await asyncio.to_thread(remove_checkout, checkout)
         outcomes.append(outcome)
         # The event carries the verdict's text: a secret this seat's scan found is cut from it
         # now (the run learns it, and redacts its files, once every check is done).
@@ -195,15 +265,15 @@ async def validate_seat(
         if found:
             data = Redactor(redactions(found)).data(data)
         await fx.emit(RunEvent(EventKind.VALIDATOR_FINISHED, data))
-    # The validators ran the coder's code in the seat: its .git is checked again.
-    tampered = await asyncio.to_thread(fx.seating.secure, seat)
-    if tampered is not None:
-        fx.warn(f"attempt {attempt}, seat {seat}: {tampered}")
-        outcomes.append(tampered_outcome(tampered))
-    else:
-        await asyncio.to_thread(git.restore_checkpoint, work.worktree, coder_ignored)
     outcomes = await asyncio.to_thread(fx.redact_secrets, plan, outcomes)
     fx.results.setdefault((attempt, seat), [o.result for o in outcomes])
     fx.seating.record_checks(attempt, seat, [o.result for o in outcomes])
+    # The lander lands only a tree the checks ran on (a revalidation's combined tree too).
+    fx.validated.add(await asyncio.to_thread(store.tree_of, commit))
     boundary(CrashPoint.VALIDATED)
     return outcomes
+
+
+def remove_checkout(checkout: Seat) -> None:
+    for place in (checkout.path, checkout.home):
+        remove_tree(place)

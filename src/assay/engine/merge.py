@@ -1,10 +1,10 @@
 """The land modes of the local executor; ``merge``: one squashed commit on the base branch.
 
 The git side (squash, compare-and-swap, idempotence by trailer) is
-:func:`assay.adapters.landing.land_squash`; this module gives it the commit's message and the
-revalidation it needs when the base branch moved during the run: the combined tree is checked
-out in the seat's repository (its objects are in the user's store, which the seat borrows
-through its alternates) and the same validators and policy the graph used decide on it.
+:func:`assay.adapters.landing.land_squash`; this module gives it the commit's message, the
+trees the checks ran on (it lands no other), and the revalidation it needs when the base
+branch moved during the run: the same validators and policy the graph used decide on the
+combined tree, each command validator in a fresh checkout of it.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from assay.adapters import git, landing
+from assay.adapters import landing
 from assay.adapters.store import halt_files
 from assay.core.attempts import AttemptRecord
 from assay.core.policy import decide
@@ -46,9 +46,10 @@ def land_candidate(
     # user's repository: fetched from the seat as its branch.
     branch = fx.seating.publish(plan, seat.attempt, seat.seat)
     if branch is None:
-        why = fx.seating.tampered.get(seat.seat) or "it did not pass the scope and secret checks"
         return LandOutcome(
-            RunStatus.BLOCKED, f"the candidate was not brought into the repository: {why}"
+            RunStatus.BLOCKED,
+            "the candidate was not brought into the repository: "
+            "it did not pass the scope and secret checks",
         )
     if mode is LandMode.PR:
         # Push and open the PR; any failure leaves the branch and says why (never raises).
@@ -104,7 +105,7 @@ def merge_squashed(
 
     def revalidate(combined: str, tip: str) -> str | None:
         revalidations.append(combined)
-        return _revalidate(fx, plan, seat, branch, combined, tip)
+        return _revalidate(fx, plan, seat, combined, tip)
 
     try:
         with land_lock(fx.home):
@@ -115,6 +116,7 @@ def merge_squashed(
                 base_commit=plan.base_commit,
                 message=message,
                 revalidate=revalidate,
+                validated=fx.validated,
             )
     except landing.LandBlocked as moved:
         return LandOutcome(RunStatus.BLOCKED, str(moved), branch, validations=len(revalidations))
@@ -149,21 +151,14 @@ def validator_verdicts(plan: RunPlan, results: Sequence[ValidatorResult]) -> lis
 
 
 def _revalidate(
-    fx: LocalEffects, plan: RunPlan, seat: Candidate, branch: str, combined: str, tip: str
+    fx: LocalEffects, plan: RunPlan, seat: Candidate, combined: str, tip: str
 ) -> str | None:
-    """Run the validators on ``combined`` (the change applied to the moved base's ``tip``) in
-    the seat's repository, then put it back on its branch. None: they pass."""
-    if not fx.seating.usable(seat.seat):
-        return fx.seating.tampered.get(seat.seat, "the seat's repository is gone")
-    worktree = fx.worktree_of(seat)
-    landing.check_out(worktree, combined)
-    try:
-        change = git.read_changes(worktree, tip)
-        # Called from the landing thread, which runs no event loop of its own.
-        outcomes = asyncio.run(fx.validate_candidate(plan, seat, change))
-    finally:
-        if fx.seating.usable(seat.seat):  # validate checked its .git; never a tampered one
-            landing.check_out(worktree, branch)
+    """Run the validators on ``combined`` (the change applied to the moved base's ``tip``),
+    each command validator in a fresh checkout of it. None: they pass."""
+    store = fx.seating.store(plan, seat.seat)
+    change = store.changes(tip, combined)
+    # Called from the landing thread, which runs no event loop of its own.
+    outcomes = asyncio.run(fx.validate_candidate(plan, seat, change, combined))
     results = [o.result for o in outcomes]
     decision = decide(results, plan.contract.policy, plan.contract.threshold)
     if decision.action is PolicyAction.PROCEED and all(o.fire is None for o in outcomes):

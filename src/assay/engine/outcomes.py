@@ -80,6 +80,10 @@ class Candidate:
     deletions: int = 0
     report: CoderReport | None = None
     comparison: DiffComparison = field(default_factory=DiffComparison)
+    # What the coder wrote that the repository's .gitignore files keep out of the candidate
+    # (the first ones, and how many in all): named, never silently dropped.
+    ignored: list[str] = field(default_factory=list)
+    ignored_count: int = 0
 
     @property
     def empty(self) -> bool:

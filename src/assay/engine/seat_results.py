@@ -1,6 +1,6 @@
 """What one seat's dispatch and validation produce besides the coder's own result: a seat the
-machine failed, the report that counts, a seat whose ``.git`` was tampered with, and the
-coder's captured output the secret scan reads."""
+machine failed, the report that counts, and the coder's captured output the secret scan
+reads."""
 
 from __future__ import annotations
 
@@ -9,8 +9,6 @@ from assay.adapters.process import EnvironmentFault
 from assay.adapters.validators.base import ValidationOutcome
 from assay.core.changes import ChangeSet
 from assay.core.report import CoderReport, DiffComparison
-from assay.core.results import ValidatorResult
-from assay.core.vocab import CanonicalHalt, Severity
 from assay.engine.outcomes import Candidate, DispatchSummary, Quota, Validation
 
 # The tail of a coder's log the secret scan reads.
@@ -35,17 +33,6 @@ def with_final_answer(
     if written.summary is None and derived is not None and derived.summary is not None:
         return written.model_copy(update={"summary": derived.summary})
     return written
-
-
-def tampered_outcome(why: str) -> ValidationOutcome:
-    """A seat whose .git a validator's process replaced: no verdict, never a pass."""
-    return ValidationOutcome(
-        result=ValidatorResult(
-            validator_id="seat", severity=Severity.BLOCK, error=True, justification=why
-        ),
-        fire=CanonicalHalt.SCOPE_BREACH,
-        evidence=why,
-    )
 
 
 def captured_output(result: DispatchResult) -> str:

@@ -1,95 +1,162 @@
-"""The seats of one run: their repositories, their sandboxes, and what reaches the user's.
+"""The seats of one run: their repositories, their sandboxes, and the candidates they leave.
 
-Each seat is a repository of its own (:mod:`assay.adapters.seats`) kept across the run's
-attempts. Every process of a seat (the coder, the command validators) runs in a sandbox that
-may write the seat, its own log folder and (the coder) the halt state, and that does not see
-the operator's home, the user's repository or assay's folder; the user's object store is bound
-back read-only because the seat borrows it. After each such process the seat's ``.git`` is
-checked and reset before assay runs git there; a seat whose ``.git`` was replaced is an error
-and is started afresh at the next attempt. A candidate enters the user's repository (as the
-branch ``assay/<run>/seat-N``, fetched from the seat) only when it passed the scope and secret
-checks: at landing time, or, for a run that did not land, at its end (its one commit on the
-base, for a look). When the run closes its seats go (working copies, homes, the judges' home);
-only those branches stay, unless the operator asked to keep the seats (``--keep-worktrees``).
+The host never trusts a seat. Each dispatch gets a fresh seat repository
+(:mod:`assay.adapters.seats`) on the commit its attempt starts from, and after every process of
+the seat has ended, a collector inside the seat's sandbox captures its work tree as a tree
+(:mod:`assay.adapters.capture`); the host imports that tree's objects into the seat's candidate
+store, an engine-owned bare repository (:mod:`assay.adapters.candidates`), and from then on
+works only there: the diff, the validators' fresh checkouts, the branch a candidate leaves in
+the user's repository. No host git runs in a seat, no link in it is followed, no folder of it
+is bound into another sandbox. A candidate enters the user's repository (as the branch
+``assay/<run>/seat-N``, fetched from the candidate store) only when it passed the scope and
+secret checks: at landing time, or, for a run that did not land, at its end (for a look).
 """
 
 from __future__ import annotations
 
+import itertools
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from assay.adapters import git, seats
+from assay.adapters.candidates import CandidateStore
+from assay.adapters.capture import Capture, CaptureLimits, capture_seat
 from assay.adapters.sandbox_spec import SandboxSpec
 from assay.core.results import ValidatorResult
 from assay.core.text import one_line_title
-from assay.core.vocab import CoderKind, NetworkMode, Severity
+from assay.core.vocab import CoderKind, NetworkMode, SandboxMode, Severity
 from assay.engine.effects import RunPlan
 
 # Coders whose network the contract's ``network: none`` takes away; agents call their model.
 _OFFLINE_CAPABLE = (CoderKind.COMMAND, CoderKind.REPLAY)
 # The checks a candidate must pass before any of it enters the user's repository.
 CLEARING_CHECKS = ("scope", "secrets")
+CAPTURE_TIMEOUT = 600.0
+# A pack holds at most this many objects per file the contract lets a candidate add (trees,
+# the commit and the base's unchanged objects it rewrites come on top).
+_OBJECTS_PER_FILE = 4
 
 
 class Seating:
-    """The seat repositories of one run, by seat number."""
+    """The seat repositories and candidate stores of one run, by seat number."""
 
     def __init__(self, home: Path, operator_env: Mapping[str, str]) -> None:
         self.home = home
         self.operator_env = operator_env
         self.seats: dict[int, seats.Seat] = {}
-        self.tampered: dict[int, str] = {}  # seat -> why its repository is not used again
-        self.candidates: dict[tuple[int, int], str] = {}  # (attempt, seat) -> its checkpoint
+        self.candidates: dict[tuple[int, int], str] = {}  # (attempt, seat) -> its commit
         self.cleared: dict[tuple[int, int], bool] = {}  # passed the scope and secret checks
         self.fetched: dict[int, str] = {}  # seat -> its branch in the user's repository
-        self.starts: dict[tuple[int, int], str] = {}  # (attempt, seat) -> the commit it starts on
         self._stores: tuple[Path, ...] | None = None
+        self._candidate_stores: dict[int, CandidateStore] = {}
+        self._fresh = itertools.count(1)
         self.halt_relay: Path | None = None  # the folder of the engine's halt relay socket
 
     # -- the repositories ---------------------------------------------------------------------
 
     def prepare(self, plan: RunPlan, seat: int, attempt: int = 1) -> seats.Seat:
-        """The seat's repository, ready for its dispatch of ``attempt``: made at its first
-        dispatch (or again after tampering); otherwise put back where the attempt starts (the
-        seat's last candidate), so a dispatch that is retried never starts on what a lost
+        """A fresh repository for the seat's dispatch of ``attempt``, on the seat's latest
+        earlier candidate (else the base), so a retried dispatch never starts on what a lost
         one left behind."""
-        if seat in self.seats and seat not in self.tampered:
-            self.secure(seat)  # before assay's git runs there: its .git as assay left it
-        if seat not in self.seats or seat in self.tampered:
-            self.tampered.pop(seat, None)
-            path = seats.seat_path(self.home, plan.run_id, f"seat-{seat}")
-            self.seats[seat] = seats.create_seat(
-                plan.repo_root,
-                path,
-                plan.base_commit,
-                git.seat_branch(plan.run_id, f"seat-{seat}"),
-                store=self.stores(plan)[0],
-            )
-            self.starts = {k: v for k, v in self.starts.items() if k[1] != seat}
-        repo = self.seats[seat]
-        start = self.starts.setdefault((attempt, seat), git.head_commit(repo.path))
-        git.reset_to(repo.path, start)
-        return repo
+        path = seats.seat_path(self.home, plan.run_id, f"seat-{seat}")
+        self.seats[seat] = seats.create_seat(
+            plan.repo_root,
+            path,
+            self.start_of(plan, seat, attempt),
+            git.seat_branch(plan.run_id, f"seat-{seat}"),
+            store=self.stores(plan)[0],
+            borrows=(self.store(plan, seat).objects,),
+        )
+        return self.seats[seat]
+
+    def start_of(self, plan: RunPlan, seat: int, attempt: int) -> str:
+        earlier = [a for (a, s) in self.candidates if s == seat and a < attempt]
+        return self.candidates[(max(earlier), seat)] if earlier else plan.base_commit
 
     def stores(self, plan: RunPlan) -> tuple[Path, ...]:
         if self._stores is None:
             self._stores = seats.object_stores(plan.repo_root)
         return self._stores
 
-    def secure(self, seat: int) -> str | None:
-        """Check and reset the seat's ``.git`` after one of its processes; why it cannot be
-        used (and never will be in this run), or None."""
-        if seat in self.tampered:
-            return self.tampered[seat]
-        try:
-            seats.secure(self.seats[seat])
-        except seats.SeatTampered as exc:
-            self.tampered[seat] = f"the seat's repository was tampered with: {exc}"
-            return self.tampered[seat]
-        return None
+    def store(self, plan: RunPlan, seat: int) -> CandidateStore:
+        """The seat's candidate store (one per seat: competing seats never read each other's
+        candidates), engine-owned, borrowing the user's objects."""
+        if seat not in self._candidate_stores:
+            path = seats.seats_root(self.home, plan.run_id) / f"seat-{seat}.candidates.git"
+            self._candidate_stores[seat] = CandidateStore(path, self.stores(plan))
+        return self._candidate_stores[seat]
 
-    def usable(self, seat: int) -> bool:
-        return seat in self.seats and seat not in self.tampered
+    def fresh_folder(self, plan: RunPlan, kind: str) -> Path:
+        """A new folder of the run's that no process has touched (its parent made)."""
+        root = seats.seats_root(self.home, plan.run_id)
+        root.mkdir(parents=True, exist_ok=True)
+        return root / f"{kind}-{os.getpid()}-{next(self._fresh)}"
+
+    # -- capture ------------------------------------------------------------------------------
+
+    def capture(self, plan: RunPlan, seat: int) -> Capture:
+        """The seat's work tree as a tree, captured by the collector inside its sandbox once
+        every process of the seat has ended; its objects wait in an engine-owned folder."""
+        repo = self.seats[seat]
+        out_dir = self.fresh_folder(plan, f"seat-{seat}.capture")
+        home = out_dir.with_name(out_dir.name + ".home")
+        home.mkdir()
+        stores = (*self.stores(plan), self.store(plan, seat).objects)
+        budgets = plan.contract.budgets
+        sandbox = SandboxSpec(
+            mode=plan.contract.sandbox,
+            network=NetworkMode.NONE,
+            writable=(out_dir.resolve(),),
+            readable=_unique([repo.path, *stores]),
+            hidden=self._hidden(plan),
+            home=home.resolve(),
+        )
+        return capture_seat(
+            worktree=repo.path,
+            base_commit=plan.base_commit,
+            stores=stores,
+            out_dir=out_dir,
+            limits=CaptureLimits(
+                max_files=budgets.max_files,
+                max_bytes=budgets.max_bytes,
+                max_file_bytes=budgets.max_file_bytes,
+                max_depth=budgets.max_depth,
+            ),
+            sandbox=sandbox if plan.contract.sandbox is SandboxMode.BWRAP else None,
+            env={"PATH": self.operator_env.get("PATH", os.defpath), "LC_ALL": "C"},
+            timeout=CAPTURE_TIMEOUT,
+        )
+
+    def import_capture(self, plan: RunPlan, attempt: int, seat: int, capture: Capture) -> str:
+        """Bring the captured objects into the seat's candidate store (checked: counts, sizes,
+        fsck) and record the candidate: one commit of its tree on the run's base; the commit.
+        :class:`~assay.adapters.candidates.CaptureRejected` when the objects do not hold."""
+        budgets = plan.contract.budgets
+        store = self.store(plan, seat)
+        tree = store.import_pack(
+            capture,
+            max_objects=budgets.max_files * _OBJECTS_PER_FILE + 10_000,
+            max_bytes=budgets.max_bytes + budgets.max_file_bytes,
+        )
+        title = one_line_title(plan.contract.task, 72)
+        message = f"{title}\n\nassay run {plan.run_id}, seat {seat}, attempt {attempt}"
+        commit = store.commit(tree, plan.base_commit, message)
+        self.candidates[(attempt, seat)] = commit
+        return commit
+
+    def checkout(self, plan: RunPlan, seat: int, commit: str) -> seats.Seat:
+        """A fresh repository holding exactly ``commit``'s tree, with a fresh home: where one
+        command validator runs (never the coder's seat or its home)."""
+        path = self.fresh_folder(plan, f"seat-{seat}.check")
+        return seats.create_seat(
+            plan.repo_root,
+            path,
+            commit,
+            git.seat_branch(plan.run_id, f"seat-{seat}"),
+            store=self.stores(plan)[0],
+            borrows=(self.store(plan, seat).objects,),
+        )
 
     # -- sandboxes ----------------------------------------------------------------------------
 
@@ -99,11 +166,29 @@ class Seating:
         kind = plan.contract.coder_for_seat(seat).kind
         network = plan.contract.network if kind in _OFFLINE_CAPABLE else NetworkMode.ON
         relay = (self.halt_relay,) if self.halt_relay is not None else ()
-        return self._spec(plan, seat, (log_dir, self.home / "halt-state", *relay), network)
+        repo = self.seats[seat]
+        return SandboxSpec(
+            mode=plan.contract.sandbox,
+            network=network,
+            writable=_unique([repo.path, log_dir, self.home / "halt-state", *relay]),
+            readable=_unique(
+                [*self.stores(plan), self.store(plan, seat).objects, *self._declared(plan, seat)]
+            ),
+            hidden=self._hidden(plan),
+            home=repo.home.resolve(),
+        )
 
-    def validator_sandbox(self, plan: RunPlan, seat: int, log_dir: Path) -> SandboxSpec:
-        """Where a command validator runs code the coder wrote: its repository and log folder."""
-        return self._spec(plan, seat, (log_dir,), plan.contract.network)
+    def validator_sandbox(self, plan: RunPlan, seat: int, checkout: seats.Seat) -> SandboxSpec:
+        """Where a command validator runs code the coder wrote: its own fresh checkout and
+        home; nothing else of the run's is writable."""
+        return SandboxSpec(
+            mode=plan.contract.sandbox,
+            network=plan.contract.network,
+            writable=_unique([checkout.path]),
+            readable=_unique([*self.stores(plan), self.store(plan, seat).objects]),
+            hidden=self._hidden(plan),
+            home=checkout.home.resolve(),
+        )
 
     def judge_sandbox(self, plan: RunPlan, workdir: Path) -> SandboxSpec:
         """Where a CLI judge runs: its own folder of blinded diffs, a home of the run's judges;
@@ -118,20 +203,7 @@ class Seating:
             home=home.resolve(),
         )
 
-    def _spec(
-        self, plan: RunPlan, seat: int, writable: Sequence[Path], network: NetworkMode
-    ) -> SandboxSpec:
-        repo = self.seats[seat]
-        return SandboxSpec(
-            mode=plan.contract.sandbox,
-            network=network,
-            writable=_unique([repo.path, *writable]),
-            readable=_unique([*self.stores(plan), *self._declared_paths(plan, seat)]),
-            hidden=self._hidden(plan),
-            home=repo.home.resolve(),
-        )
-
-    def _declared_paths(self, plan: RunPlan, seat: int) -> list[Path]:
+    def _declared(self, plan: RunPlan, seat: int) -> list[Path]:
         """Files and folders the contract's ``env:`` or the seat's coder ``args`` name by
         absolute path (a model registry, a CA bundle): the operator chose to hand them to the
         coder, so they are visible read-only even under a hidden folder; never the user's
@@ -164,15 +236,6 @@ class Seating:
 
     # -- what reaches the user's repository ---------------------------------------------------
 
-    def record_candidate(self, plan: RunPlan, attempt: int, seat: int) -> None:
-        """The attempt's candidate, as the one commit on the base that may enter the user's
-        repository if its validation clears it."""
-        title = one_line_title(plan.contract.task, 72)
-        message = f"{title}\n\nassay run {plan.run_id}, seat {seat}, attempt {attempt}"
-        self.candidates[(attempt, seat)] = seats.candidate_commit(
-            self.seats[seat], plan.base_commit, message
-        )
-
     def record_checks(self, attempt: int, seat: int, results: Sequence[ValidatorResult]) -> None:
         """Whether the attempt's candidate passed the scope and secret checks (its first
         validation counts; a revalidation of a combined tree checks another tree)."""
@@ -182,23 +245,20 @@ class Seating:
         self.cleared[(attempt, seat)] = all(
             name in given and not given[name].error and given[name].severity is not Severity.BLOCK
             for name in CLEARING_CHECKS
-        ) and self.usable(seat)
+        )
 
     def publish(self, plan: RunPlan, attempt: int, seat: int) -> str | None:
-        """Fetch the seat's candidate of ``attempt`` into the user's repository as its branch;
-        the branch, or None when it may not go there (its checks failed, or the seat was
-        tampered with)."""
+        """Fetch the seat's candidate of ``attempt`` from its candidate store into the user's
+        repository as its branch; the branch, or None when it may not go there (no candidate,
+        or its scope and secret checks did not pass)."""
         if seat in self.fetched:
             return self.fetched[seat]
         commit = self.candidates.get((attempt, seat))
-        if commit is None or not self.cleared.get((attempt, seat)) or not self.usable(seat):
+        if commit is None or not self.cleared.get((attempt, seat)):
             return None
-        repo = self.seats[seat]
-        try:
-            branch = seats.fetch_candidate(plan.repo_root, repo, commit)
-        except seats.SeatTampered as exc:
-            self.tampered[seat] = f"the seat's repository was tampered with: {exc}"
-            return None
+        branch = self.store(plan, seat).publish(
+            plan.repo_root, commit, git.seat_branch(plan.run_id, f"seat-{seat}")
+        )
         self.fetched[seat] = branch
         return branch
 
@@ -207,15 +267,15 @@ class Seating:
         passed the scope and secret checks, as its branch in the user's repository, so it
         outlives the seat; the branches."""
         branches = []
-        for seat in sorted(self.seats):
+        for seat in sorted({s for (_a, s) in self.candidates}):
             attempts = [a for (a, s) in self.candidates if s == seat]
             if attempts and (branch := self.publish(plan, max(attempts), seat)):
                 branches.append(branch)
         return branches
 
     def cleanup(self, plan: RunPlan, *, keep_branches: set[int]) -> None:
-        """Remove the seats, their homes and the judges' home; the fetched branches but those
-        of ``keep_branches``."""
+        """Remove the seats, their homes, checkouts and candidate stores, and the judges' home;
+        the fetched branches but those of ``keep_branches``."""
         seats.remove_seats(self.home, plan.run_id)
         for seat, branch in self.fetched.items():
             if seat not in keep_branches:

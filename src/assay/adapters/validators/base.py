@@ -1,8 +1,9 @@
 """The one interface every validator adapter implements.
 
-A validator looks at a candidate's worktree and change and reaches a verdict that does not
-depend on anything the coder said. ``error=True`` means it could not reach one (never a pass).
-Engine-side checks (scope, secrets) may also ask the engine to fire a canonical halt.
+A validator looks at a candidate's fresh checkout (or its objects) and change and reaches a
+verdict that does not depend on anything the coder said. ``error=True`` means it could not
+reach one (never a pass). Engine-side checks (scope, secrets) may also ask the engine to fire
+a canonical halt.
 """
 
 from __future__ import annotations
@@ -29,6 +30,10 @@ class ValidationContext:
     log_dir: Path
     captured_output: str = ""  # the coder's captured output, for the secret scan
     sandbox: SandboxSpec | None = None  # where a command validator runs (None: unconfined)
+    # The engine-owned repository holding the base and the candidate, and the candidate's
+    # commit there: what the scope and secret checks read git objects from (never the seat).
+    repo: Path | None = None
+    revision: str | None = None
 
 
 @dataclass(frozen=True)

@@ -62,7 +62,7 @@ class ScopeValidator:
         outside = [p for p in paths if not allow.match_file(p)]
         protected = [p for p in paths if protect.match_file(p)]
         try:
-            escaping = escaping_links(context.worktree, context.change)
+            escaping = escaping_links(context.repo, context.revision, context.change)
         except (GitError, OSError, ValueError) as exc:
             return ValidationOutcome(
                 result=ValidatorResult(
@@ -134,17 +134,22 @@ def replaced_links(change: ChangeSet) -> list[TypeChange]:
     return [c for c in change.type_changes() if c.replaces_symlink]
 
 
-def escaping_links(worktree: Path, change: ChangeSet) -> list[tuple[str, str]]:
-    """(path, why) of each symlink of the candidate that resolves outside the tree because of
-    the change. Git is read only when the change touches a symlink: links resolve through
-    links, so a change without one leaves every link's destination as it was."""
+def escaping_links(
+    repo: Path | None, revision: str | None, change: ChangeSet
+) -> list[tuple[str, str]]:
+    """(path, why) of each symlink of the candidate (``revision`` in the engine-owned ``repo``)
+    that resolves outside the tree because of the change. Git is read only when the change
+    touches a symlink: links resolve through links, so a change without one leaves every
+    link's destination as it was."""
     touched = {f.path for f in change.files if LINK_MODE in (f.old_mode, f.new_mode)} | {
         f.renamed_from for f in change.files if f.renamed_from and f.new_mode == LINK_MODE
     }
     if not touched:
         return []
-    links = git_links.staged_symlinks(worktree)
-    before = git_links.symlinks_at(worktree, change.base_commit)
+    if repo is None or revision is None:
+        raise ValueError("no candidate revision to read its symlinks from")
+    links = git_links.symlinks_at(repo, revision)
+    before = git_links.symlinks_at(repo, change.base_commit)
     escaping = []
     for path in sorted(links):
         why = escape_reason(path, links)

@@ -19,7 +19,6 @@ the repository anyway.
 from __future__ import annotations
 
 import re
-import stat
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
@@ -35,7 +34,6 @@ from assay.adapters.validators.secret_exposure import (
 )
 from assay.adapters.validators.secret_rules import ENV_VALUE_PREFIX
 from assay.adapters.validators.secret_scan import OUTPUT_SOURCE, Hit, ScanSource, scan
-from assay.core.changes import ChangeSet
 from assay.core.results import ValidatorResult
 from assay.core.vocab import CanonicalHalt, FileChangeKind, SecretsMode, Severity
 
@@ -62,7 +60,7 @@ class SecretsValidator:
         sources = diff_sources(context.change.diff)
         sources += [
             ScanSource(path, lines)
-            for path, lines in sorted(binary_lines(context.worktree, context.change).items())
+            for path, lines in sorted(binary_lines(_repo(context), context).items())
         ]
         added = sum(len(s.lines) for s in sources)
         output = list(enumerate(context.captured_output.splitlines(), start=1))
@@ -82,8 +80,8 @@ class SecretsValidator:
         baseline, in_base = Baseline(), set[str]()
         if hits:
             base = context.change.base_commit
-            baseline = read_baseline(context.worktree, base)
-            in_base = values_in_base(context.worktree, base, hits)
+            baseline = read_baseline(_repo(context), base)
+            in_base = values_in_base(_repo(context), base, hits)
         verdict = judge(hits, in_base=in_base, baseline=baseline, strict=strict)
         scanned = f"{added} added line(s) and {len(output)} line(s) of coder output"
         return _outcome(validator_id, verdict, scanned, _notes(verdict, baseline))
@@ -150,31 +148,29 @@ def _notes(verdict: Judgement, baseline: Baseline) -> str:
     return notes
 
 
-def binary_lines(worktree: Path, change: ChangeSet) -> dict[str, list[tuple[int, str]]]:
+def _repo(context: ValidationContext) -> Path:
+    """Where the base and the candidate are read from: the engine's repository of them."""
+    return context.repo if context.repo is not None else context.worktree
+
+
+def binary_lines(repo: Path, context: ValidationContext) -> dict[str, list[tuple[int, str]]]:
     """The text runs of each file the diff shows only as "Binary files differ", less those
     already in the base: a ``.gitattributes`` saying ``-diff`` (or one NUL byte) must not hide
-    a credential from the scan. Regular files up to ``MAX_BINARY_BYTES`` only."""
+    a credential from the scan. Blobs up to ``MAX_BINARY_BYTES`` only, read from the
+    candidate's commit (``HEAD`` of ``repo`` when none is named)."""
+    change = context.change
+    revision = context.revision or "HEAD"
     files: dict[str, list[tuple[int, str]]] = {}
     for delta in change.files:
         if not delta.binary or delta.kind is FileChangeKind.DELETED:
             continue
-        runs = _text_runs(_read_regular(worktree / delta.path))
+        runs = _text_runs(git.read_blob(repo, revision, delta.path, MAX_BINARY_BYTES) or b"")
         if not runs:
             continue
-        base = git.read_file_at(worktree, change.base_commit, delta.path) or ""
+        base = git.read_file_at(repo, change.base_commit, delta.path) or ""
         known = set(_text_runs(base.encode("utf-8", "replace")))
         files[delta.path] = [(n, run) for n, run in enumerate(runs, 1) if run not in known]
     return files
-
-
-def _read_regular(path: Path) -> bytes:
-    try:
-        info = path.lstat()
-        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_BINARY_BYTES:
-            return b""
-        return path.read_bytes()
-    except OSError:
-        return b""
 
 
 def _text_runs(data: bytes) -> list[str]:
