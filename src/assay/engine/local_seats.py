@@ -8,19 +8,18 @@ repository), kept by :class:`~assay.engine.local.LocalEffects` for the judges an
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from assay.adapters import git
+from assay.adapters import git, seats
 from assay.adapters.coders import get_coder, ignored_settings
 from assay.adapters.coders.base import DispatchRequest, DispatchResult
 from assay.adapters.envpolicy import child_environment, model_environment
 from assay.adapters.process import EnvironmentFault
 from assay.adapters.redact import Redactor, redactions
-from assay.adapters.run_files import fault_of, make_folder
+from assay.adapters.run_files import fault_of, fresh_folder, make_folder
 from assay.adapters.validators import get_validator
 from assay.adapters.validators.base import ValidationContext, ValidationOutcome
 from assay.core.brief import render_brief
@@ -60,16 +59,18 @@ async def dispatch_seat(fx: LocalEffects, call: SeatCall) -> Candidate:
     worktree = repo.path
     boundary(CrashPoint.DISPATCH_STARTED)
     seat_dir = fx.run_dir(plan) / f"attempt-{attempt}" / f"seat-{seat}"
+    # The coder writes its report (and what its program saves) in a folder of its own, new
+    # for each dispatch: the seat's log folder is the engine's, never the coder's to write.
+    out_dir = seats.seats_root(fx.seating.home, plan.run_id) / f"seat-{seat}.out"
     try:
         make_folder(seat_dir)
+        out_dir = fresh_folder(out_dir, f"attempt-{attempt}.")
     except EnvironmentFault as exc:  # no folder for the seat: its environment error
         unmade: EnvironmentFault | None = exc
     else:
         unmade = None
-    report_path = seat_dir / "report.json"
-    report_folder = seat_dir.resolve()
-    with contextlib.suppress(OSError):  # whatever is there, the coder's report is read fresh
-        report_path.unlink(missing_ok=True)
+    report_path = out_dir / "report.json"
+    report_folder = out_dir.resolve()
     request = DispatchRequest(
         worktree=worktree,
         prompt=call.prompt,
@@ -79,6 +80,7 @@ async def dispatch_seat(fx: LocalEffects, call: SeatCall) -> Candidate:
         halt_state_dir=fx.state_dir(),
         report_path=report_path,
         log_dir=seat_dir,
+        out_dir=out_dir,
         env=fx.coder_env(plan, seat),
         settings=spec.model_dump(mode="json"),
         timeout_seconds=spec.timeout_seconds,
@@ -90,7 +92,7 @@ async def dispatch_seat(fx: LocalEffects, call: SeatCall) -> Candidate:
             if v.kind is ValidatorKind.COMMAND and v.run
         },
         brief=render_brief(plan.contract, spec.kind),
-        sandbox=fx.seating.coder_sandbox(plan, seat, seat_dir),
+        sandbox=fx.seating.coder_sandbox(plan, seat, seat_dir, out_dir),
         home=repo.home.resolve(),
     )
     coder = None
@@ -128,7 +130,8 @@ async def dispatch_seat(fx: LocalEffects, call: SeatCall) -> Candidate:
         await asyncio.to_thread(fx.seating.record_candidate, plan, attempt, seat)
     boundary(CrashPoint.DISPATCH_ENDED)
     report = with_final_answer(
-        fx.read_report(attempt, seat, report_path, report_folder), result.report
+        fx.read_report(attempt, seat, report_path, report_folder, seat_dir / "report.json"),
+        result.report,
     )
     fx.work[(attempt, seat)] = SeatWork(result=result, change=change, worktree=worktree)
     return candidate_of(
@@ -173,7 +176,7 @@ async def validate_seat(
         spec.model_dump(mode="json"),
         declared=contract.env,
     )
-    sandbox = fx.seating.validator_sandbox(plan, seat, log_dir)
+    sandbox = fx.seating.validator_sandbox(plan, seat)
     for kind, settings in checks:
         context = ValidationContext(
             worktree=work.worktree,

@@ -2,7 +2,8 @@
 
 Each seat is a repository of its own (:mod:`assay.adapters.seats`) kept across the run's
 attempts. Every process of a seat (the coder, the command validators) runs in a sandbox that
-may write the seat, its own log folder and (the coder) the halt state, and that does not see
+may write the seat and (the coder) its output folder and the halt state, never a log folder
+of assay's (the coder may read its own: its prompt and brief), and that does not see
 the operator's home, the user's repository or assay's folder; the user's object store is bound
 back read-only because the seat borrows it. After each such process the seat's ``.git`` is
 checked and reset before assay runs git there; a seat whose ``.git`` was replaced is an error
@@ -93,17 +94,21 @@ class Seating:
 
     # -- sandboxes ----------------------------------------------------------------------------
 
-    def coder_sandbox(self, plan: RunPlan, seat: int, log_dir: Path) -> SandboxSpec:
-        """Where the seat's coder runs: its repository, its log folder, the halt state and
-        the folder of the halt relay's socket (a firing reported there cannot be taken back)."""
+    def coder_sandbox(self, plan: RunPlan, seat: int, log_dir: Path, out_dir: Path) -> SandboxSpec:
+        """Where the seat's coder runs. Writable: its repository, its output folder (its
+        report, what the program saves), the halt state and the folder of the halt relay's
+        socket (a firing reported there cannot be taken back). Its log folder, the engine's,
+        is only readable (the prompt and brief files in it)."""
         kind = plan.contract.coder_for_seat(seat).kind
         network = plan.contract.network if kind in _OFFLINE_CAPABLE else NetworkMode.ON
         relay = (self.halt_relay,) if self.halt_relay is not None else ()
-        return self._spec(plan, seat, (log_dir, self.home / "halt-state", *relay), network)
+        writable = (out_dir, self.home / "halt-state", *relay)
+        return self._spec(plan, seat, writable, network, readable=(log_dir,))
 
-    def validator_sandbox(self, plan: RunPlan, seat: int, log_dir: Path) -> SandboxSpec:
-        """Where a command validator runs code the coder wrote: its repository and log folder."""
-        return self._spec(plan, seat, (log_dir,), plan.contract.network)
+    def validator_sandbox(self, plan: RunPlan, seat: int) -> SandboxSpec:
+        """Where a command validator runs code the coder wrote: its repository, and no folder
+        of the engine's (its output reaches assay through the files assay opened for it)."""
+        return self._spec(plan, seat, (), plan.contract.network)
 
     def judge_sandbox(self, plan: RunPlan, workdir: Path) -> SandboxSpec:
         """Where a CLI judge runs: its own folder of blinded diffs, a home of the run's judges;
@@ -119,14 +124,19 @@ class Seating:
         )
 
     def _spec(
-        self, plan: RunPlan, seat: int, writable: Sequence[Path], network: NetworkMode
+        self,
+        plan: RunPlan,
+        seat: int,
+        writable: Sequence[Path],
+        network: NetworkMode,
+        readable: Sequence[Path] = (),
     ) -> SandboxSpec:
         repo = self.seats[seat]
         return SandboxSpec(
             mode=plan.contract.sandbox,
             network=network,
             writable=_unique([repo.path, *writable]),
-            readable=_unique([*self.stores(plan), *self._declared_paths(plan, seat)]),
+            readable=_unique([*self.stores(plan), *readable, *self._declared_paths(plan, seat)]),
             hidden=self._hidden(plan),
             home=repo.home.resolve(),
         )
