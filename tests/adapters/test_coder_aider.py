@@ -162,7 +162,11 @@ def test_edit_completes_with_usage_and_cost(tmp_path: Path) -> None:
     assert argv[argv.index("--model") + 1] == "gpt-4o"
     assert argv[argv.index("--openai-api-base") + 1] == "http://h:1/v1"
     assert Path(argv[argv.index("--message-file") + 1]).parent == request.log_dir
-    assert Path(argv[argv.index("--chat-history-file") + 1]).is_file()
+    # aider writes its histories in the output folder; the chat history is kept in the logs.
+    history = Path(argv[argv.index("--chat-history-file") + 1])
+    assert history.parent == request.output_dir != request.log_dir
+    assert Path(argv[argv.index("--input-history-file") + 1]).parent == request.output_dir
+    assert (request.log_dir / history.name).read_bytes() == history.read_bytes()
 
 
 def test_recovered_rate_limit_is_completed(tmp_path: Path) -> None:

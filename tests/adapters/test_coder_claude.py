@@ -330,13 +330,15 @@ def _skill(config: Path) -> tuple[dict[str, object], str]:
     return meta, body
 
 
-def test_the_halt_skill_is_installed_in_a_private_config_dir_in_the_log_folder(
+def test_the_halt_skill_is_installed_in_a_private_config_dir_in_the_output_folder(
     tmp_path: Path,
 ) -> None:
     request = make_request(tmp_path)
     ClaudeCoder().dispatch(request)
     config = Path(recorded(tmp_path)["env"]["CLAUDE_CONFIG_DIR"])
-    assert config == request.log_dir / "claude-home" / ".claude"  # no private home given
+    # No private home given: claude writes its config, so it is in the output folder, never
+    # in the engine's log folder.
+    assert config == request.output_dir / "claude-home" / ".claude"
     meta, body = _skill(config)
     assert meta["name"] == SKILL_NAME == "assay-halts"
     assert "assay halt check" in str(meta["description"])
@@ -355,6 +357,28 @@ def test_the_config_dir_lives_in_the_seat_private_home_when_there_is_one(
     config = Path(recorded(tmp_path)["env"]["CLAUDE_CONFIG_DIR"])
     assert config == home / ".claude"
     assert _skill(config)[0]["name"] == SKILL_NAME
+
+
+SKILL_FILE = f".claude/skills/{SKILL_NAME}/SKILL.md"
+
+
+@pytest.mark.parametrize(
+    "planted", [".claude", ".claude/skills", f".claude/skills/{SKILL_NAME}", SKILL_FILE]
+)
+def test_a_link_an_earlier_attempt_left_in_the_home_is_replaced_not_followed(
+    tmp_path: Path, planted: str
+) -> None:
+    home = tmp_path / "seat-1.home"
+    outside = tmp_path / "operator"
+    outside.mkdir()
+    (outside / "SKILL.md").write_text("the operator's file\n")
+    (home / planted).parent.mkdir(parents=True, exist_ok=True)
+    (home / planted).symlink_to(outside / "SKILL.md" if planted == SKILL_FILE else outside)
+    ClaudeCoder().dispatch(dataclasses.replace(make_request(tmp_path), home=home))
+    assert [p.name for p in outside.iterdir()] == ["SKILL.md"]  # nothing written there
+    assert (outside / "SKILL.md").read_text() == "the operator's file\n"
+    assert not (home / planted).is_symlink() and not (home / SKILL_FILE).is_symlink()
+    assert _skill(home / ".claude")[0]["name"] == SKILL_NAME
 
 
 def test_an_unwritable_config_dir_is_an_environment_error(tmp_path: Path) -> None:

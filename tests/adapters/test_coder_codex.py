@@ -4,6 +4,7 @@ against the stand-in ``codex`` in a real git worktree."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -176,8 +177,9 @@ def test_edit_completes_with_usage(tmp_path: Path) -> None:
     ]
     assert seen["stdin"] == request.prompt
     assert seen["env"]["ASSAY_HALT_STATE_DIR"] == str(request.halt_state_dir)
-    # Its home is the seat's own, in the log folder when the seat has no private home.
-    assert seen["env"]["CODEX_HOME"] == str(request.log_dir / "codex-home")
+    # Its home is the seat's own, in the output folder when the seat has no private home
+    # (codex writes there; the log folder is the engine's).
+    assert seen["env"]["CODEX_HOME"] == str(request.output_dir / "codex-home")
 
 
 def test_reconnect_then_success_is_completed(tmp_path: Path) -> None:
@@ -325,7 +327,31 @@ def test_an_empty_brief_leaves_no_stale_instructions(tmp_path: Path) -> None:
     request = make_request(tmp_path)
     CodexCoder().dispatch(replace(request, brief=BRIEF))
     CodexCoder().dispatch(request)
-    assert not (request.log_dir / "codex-home" / "AGENTS.md").exists()
+    assert (request.output_dir / "codex-home").is_dir()
+    assert not (request.output_dir / "codex-home" / "AGENTS.md").exists()
+
+
+@pytest.mark.parametrize("planted", [".codex", ".codex/AGENTS.md", ".codex/AGENTS.override.md"])
+def test_a_link_an_earlier_attempt_left_in_the_home_is_replaced_not_followed(
+    tmp_path: Path, planted: str
+) -> None:
+    home = tmp_path / "seat.home"
+    outside = tmp_path / "operator"
+    outside.mkdir()
+    for name in ("AGENTS.md", "AGENTS.override.md"):
+        (outside / name).write_text("the operator's file\n")
+    (home / ".codex").mkdir(parents=True)
+    if planted == ".codex":
+        (home / ".codex").rmdir()
+        (home / ".codex").symlink_to(outside)
+    else:
+        (home / planted).symlink_to(outside / Path(planted).name)
+    CodexCoder().dispatch(replace(make_request(tmp_path), home=home, brief=BRIEF))
+    for name in ("AGENTS.md", "AGENTS.override.md"):  # neither written nor removed
+        assert (outside / name).read_text() == "the operator's file\n"
+    assert not (home / ".codex").is_symlink()
+    assert (home / ".codex" / "AGENTS.md").read_text() == BRIEF
+    assert not os.path.lexists(home / ".codex" / "AGENTS.override.md")
 
 
 def test_a_contract_that_asks_for_codex_own_sandbox_gets_it_without_the_bypass(

@@ -152,7 +152,7 @@ def test_edit_completes_with_usage_cost_and_turns(tmp_path: Path) -> None:
         "-y",
         "--exit-immediately",
         "-o",
-        str(request.log_dir / "mini.traj.json"),
+        str(request.output_dir / "mini.traj.json"),  # mini writes it: the output folder
         "-c",
         "mini.yaml",
         "-c",
@@ -162,6 +162,9 @@ def test_edit_completes_with_usage_cost_and_turns(tmp_path: Path) -> None:
         "-t",
         request.prompt,
     ]
+    # Read from there safely, and kept in the engine's log folder.
+    kept = json.loads((request.log_dir / "mini.traj.json").read_text())
+    assert kept["info"]["exit_status"] == "Submitted"
     assert seen["env"]["MSWEA_CONFIGURED"] == "true"
     assert seen["env"]["ASSAY_DISPATCH_ID"] == "d-1"
 

@@ -201,3 +201,23 @@ def test_a_log_path_under_a_file_is_not_a_machine_fault(tmp_path: Path) -> None:
     blocker.write_text("not a folder")
     with pytest.raises(NotADirectoryError):
         run_process(["true"], cwd=tmp_path, env={}, timeout=5, log_path=blocker / "x" / "l.log")
+
+
+def test_links_a_child_plants_at_its_log_names_are_never_followed(tmp_path: Path) -> None:
+    """Unconfined, a child can reach its log folder: a link it leaves at the log's name (to a
+    file of the operator's) or at its captured output's (to a secret) changes nothing."""
+    outside = tmp_path / "operator"
+    outside.mkdir()
+    (outside / ".bashrc").write_text("# start-up\n")
+    (outside / "secret.txt").write_text("operator-secret\n")
+    log = tmp_path / "logs" / "coder.log"
+    script = (
+        f"ln -sf {outside}/.bashrc {log}; ln -sf {outside}/secret.txt {log}.out; "
+        f"ln -sf {outside}/secret.txt {log}.err; echo mine"
+    )
+    ran = run_process(["sh", "-c", script], cwd=tmp_path, env=ENV, timeout=10, log_path=log)
+    assert ran.stdout == "mine\n" and "secret" not in ran.stderr
+    assert (outside / ".bashrc").read_text() == "# start-up\n"
+    assert (outside / "secret.txt").read_text() == "operator-secret\n"
+    assert not log.is_symlink() and "mine" in log.read_text()
+    assert "operator-secret" not in log.read_text()

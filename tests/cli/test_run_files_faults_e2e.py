@@ -4,9 +4,10 @@ A seat folder, the validators' log folder or the payload that cannot be written 
 machine's fault: the seat or the attempt is refunded as an environment error that names the
 cause, never exit 4 and never a traceback; a payload that cannot be written still leaves the
 run closed in the ledger (the ledger is the truth) with one line on stderr. The coder here
-(a command) breaks the run folder itself, exactly where assay writes next: outside its own log
-folder, a write the seat's sandbox refuses on purpose, so those coders run with `--sandbox
-none` (standing in for the machine breaking the folder); an
+(a command) breaks the run folder itself, exactly where assay writes next (it finds its log
+folder as the folder of ``$ASSAY_PROMPT_FILE``): a write the seat's sandbox refuses on
+purpose, so those coders run with `--sandbox none` (standing in for the machine breaking the
+folder); an
 llm coder's transcript (written by assay) hits RLIMIT_FSIZE, set on the `assay` process as
 root cannot be denied a write.
 """
@@ -26,7 +27,7 @@ from support.repo import ASSAY, PYTEST, Repo, make_repo
 
 pytestmark = pytest.mark.slow
 
-SEAT = 'd=$(dirname "$ASSAY_REPORT_PATH"); echo "# touched" >> src/slug.py; '
+SEAT = 'd=$(dirname "$ASSAY_PROMPT_FILE"); echo "# touched" >> src/slug.py; '
 LIMIT = 4_000_000  # far above the ledger, payload and git objects; below the model's answer
 
 
@@ -69,7 +70,8 @@ def test_a_seat_folder_that_cannot_be_made_is_the_seats_environment_error(
 
 def test_a_validator_log_folder_that_cannot_be_made_refunds_the_attempt(tmp_path: Path) -> None:
     repo = make_repo(tmp_path)
-    payload, _ = run(repo, ': > "$d/validators"', "--validator", "true", "--land", "none", expect=1)
+    extra = ("--validator", "true", "--land", "none", "--sandbox", "none")
+    payload, _ = run(repo, ': > "$d/validators"', *extra, expect=1)
     assert payload["halt_type"] == "environment_error" and payload["status"] == "failed"
     assert payload["attempt_spent"] is False
     assert payload["reason"].startswith("environment error: a folder of the run is not a folder")

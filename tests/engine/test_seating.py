@@ -27,7 +27,7 @@ def root(tmp_path: Path) -> Path:
     return make_repo(tmp_path).root
 
 
-def test_the_coder_may_write_its_seat_logs_and_halt_state_and_sees_neither_home_nor_repo(
+def test_the_coder_may_write_its_seat_output_and_halt_state_and_only_read_its_logs(
     root: Path, tmp_path: Path
 ) -> None:
     home = root / ".assay"
@@ -35,12 +35,14 @@ def test_the_coder_may_write_its_seat_logs_and_halt_state_and_sees_neither_home_
     plan = plan_for(root, coder={"kind": "claude"}, network="none")
     seat = seating.prepare(plan, 1)
     logs = home / "runs" / "r1" / "attempt-1" / "seat-1"
-    spec = seating.coder_sandbox(plan, 1, logs)
+    out = home / "seats" / "r1" / "seat-1.out" / "attempt-1.x"
+    spec = seating.coder_sandbox(plan, 1, logs, out)
     assert spec.mode is SandboxMode.BWRAP
     assert spec.network is NetworkMode.ON  # an agent keeps the network to reach its model
-    assert spec.writable == (seat.path.resolve(), logs.resolve(), (home / "halt-state").resolve())
+    assert spec.writable == (seat.path.resolve(), out.resolve(), (home / "halt-state").resolve())
     assert spec.hidden == ((tmp_path / "operator").resolve(), root.resolve(), home.resolve())
-    assert spec.readable == ((root / ".git" / "objects").resolve(),)
+    # The log folder is the engine's: the coder reads its prompt and brief there, no more.
+    assert spec.readable == ((root / ".git" / "objects").resolve(), logs.resolve())
     assert spec.home == seat.home.resolve() and spec.home.is_dir()
     assert spec.home.name == "seat-1.home" and spec.home.parent == seat.path.parent.resolve()
 
@@ -56,12 +58,13 @@ def test_network_none_takes_the_network_from_command_coders_and_validators(
     plan = plan_for(root, coder=coder, network="none", sandbox="none")
     seating.prepare(plan, 1)
     logs = root / ".assay" / "runs" / "r1" / "attempt-1" / "seat-1"
-    coder_spec = seating.coder_sandbox(plan, 1, logs)
-    validator_spec = seating.validator_sandbox(plan, 1, logs / "validators")
+    coder_spec = seating.coder_sandbox(plan, 1, logs, root / ".assay" / "out")
+    validator_spec = seating.validator_sandbox(plan, 1)
     assert coder_spec.network is NetworkMode.NONE and validator_spec.network is NetworkMode.NONE
     assert coder_spec.mode is SandboxMode.NONE  # the contract's explicit choice, passed on
-    # Validators run the coder's code: never the halt state, and no operator home to hide.
-    assert (root / ".assay" / "halt-state").resolve() not in validator_spec.writable
+    # Validators run the coder's code: only their seat is writable (no log folder, never the
+    # halt state), and there is no operator home to hide.
+    assert validator_spec.writable == (seating.seats[1].path.resolve(),)
     assert validator_spec.hidden == (root.resolve(), (root / ".assay").resolve())
 
 
@@ -133,9 +136,11 @@ def test_a_file_the_contract_env_names_is_readable_but_never_the_repo_or_a_hidde
     coder = {"kind": "aider", "args": ["--model-metadata-file", str(metadata), str(operator)]}
     plan = plan_for(root, coder=coder, env=env)
     seating.prepare(plan, 1)
-    spec = seating.coder_sandbox(plan, 1, root / ".assay" / "runs" / "r1" / "logs")
+    logs = root / ".assay" / "runs" / "r1" / "logs"
+    spec = seating.coder_sandbox(plan, 1, logs, root / ".assay" / "out")
     assert spec.readable == (
         (root / ".git" / "objects").resolve(),
+        logs.resolve(),
         registry.resolve(),
         bundle.resolve(),
         metadata.resolve(),  # a coder argument naming a file
@@ -147,11 +152,12 @@ def test_the_halt_relay_folder_is_writable_for_coders_only(root: Path, tmp_path:
     plan = plan_for(root, coder={"kind": "claude"})
     seating.prepare(plan, 1)
     logs = root / ".assay" / "runs" / "r1" / "attempt-1" / "seat-1"
-    assert tmp_path / "relay" not in seating.coder_sandbox(plan, 1, logs).writable
+    out = root / ".assay" / "out"
+    assert tmp_path / "relay" not in seating.coder_sandbox(plan, 1, logs, out).writable
     seating.halt_relay = tmp_path / "relay"
     (tmp_path / "relay").mkdir()
-    assert (tmp_path / "relay").resolve() in seating.coder_sandbox(plan, 1, logs).writable
-    validator = seating.validator_sandbox(plan, 1, logs / "validators")
+    assert (tmp_path / "relay").resolve() in seating.coder_sandbox(plan, 1, logs, out).writable
+    validator = seating.validator_sandbox(plan, 1)
     assert (tmp_path / "relay").resolve() not in validator.writable
 
 

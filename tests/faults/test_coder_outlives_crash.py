@@ -94,7 +94,7 @@ def test_a_sandboxed_coder_ends_with_a_killed_assay_and_resume_closes_the_run(
     repo = make_repo(tmp_path)
     state = tmp_path / "state"  # named in the contract's env: visible, read-only, in the seat
     state.mkdir()
-    # The first coder says it started (in its log folder) and sleeps; the resumed run's coder,
+    # The first coder says it started (in its output folder) and sleeps; the resumed run's coder,
     # once the test has marked the state, writes a file.
     script = (
         "if [ -e $CRASH_STATE/resumed ]; then echo x > a.txt; "
@@ -119,7 +119,8 @@ env: {{CRASH_STATE: "{state}"}}
     )
     deadline = time.monotonic() + 30
     runs = repo.root / ".assay" / "runs"
-    while not any(runs.glob("*/attempt-*/seat-*/started")) or not any(
+    outputs = repo.root / ".assay" / "seats"
+    while not any(outputs.glob("*/seat-*.out/attempt-*/started")) or not any(
         runs.glob(f"*/{GROUPS_FILE}")
     ):  # the coder started, and assay recorded its group
         assert proc.poll() is None and time.monotonic() < deadline, "the coder never started"

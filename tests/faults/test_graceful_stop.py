@@ -34,14 +34,15 @@ def _start(repo: Repo, *args: str) -> subprocess.Popen[str]:
 def _wait_for_coder(repo: Repo, proc: subprocess.Popen[str]) -> int:
     """The host process group of the sleeping coder, once it started.
 
-    The coder runs in the seat's sandbox: it can write only its seat and its log folder (where
-    it leaves ``started``), and its ``$$`` is a pid of the sandbox's own PID namespace. The
-    host group is the one assay recorded in ``runs/<run>/pgids`` for the seat's folder."""
+    The coder runs in the seat's sandbox: it can write only its seat and its output folder
+    (where it leaves ``started``), and its ``$$`` is a pid of the sandbox's own PID namespace.
+    The host group is the one assay recorded in ``runs/<run>/pgids`` for the seat's folder."""
     runs = repo.root / ".assay" / "runs"
+    outputs = repo.root / ".assay" / "seats"
     deadline = time.monotonic() + 30
     while True:
         assert proc.poll() is None, proc.communicate()
-        started = list(runs.glob("*/attempt-*/seat-*/started"))
+        started = list(outputs.glob("*/seat-*.out/attempt-*/started"))
         recorded = [
             line.split() for p in runs.glob("*/pgids") for line in p.read_text().splitlines()
         ]
@@ -77,7 +78,7 @@ def test_a_signal_stops_the_coder_and_closes_the_run_as_interrupted(
     tmp_path: Path, command: str, sig: signal.Signals, code: int
 ) -> None:
     repo = make_repo(tmp_path)
-    mark = '"$(dirname "$ASSAY_REPORT_PATH")/started"'  # in the seat's log folder
+    mark = '"$(dirname "$ASSAY_REPORT_PATH")/started"'  # in the seat's output folder
     flags = [
         "--coder", "command", "--coder-command", f"echo $$ > {mark}; sleep 30",
         "--validator", "true", "--land", "merge",

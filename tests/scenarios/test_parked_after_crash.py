@@ -13,12 +13,14 @@ import pytest
 from support.repo import ASSAY, make_repo
 
 pytestmark = pytest.mark.slow
+STARTED = "*/seat-*.out/attempt-*/started"  # what the coder leaves in its output folder
 
 
 def test_kill_9_then_resume_counts_the_interrupted_attempt_once(tmp_path: Path) -> None:
     repo = make_repo(tmp_path)
     # The seat's sandbox sees no test folder but one the contract's env: names (read-only):
-    # the test marks it before the resume; the first coder says it started in its log folder.
+    # the test marks it before the resume; the first coder says it started in its output
+    # folder.
     state = tmp_path / "state"
     state.mkdir()
     coder = (
@@ -42,11 +44,11 @@ env: {{CRASH_STATE: "{state}"}}
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    runs = repo.root / ".assay" / "runs"
+    outputs = repo.root / ".assay" / "seats"
     deadline = time.monotonic() + 30
-    while not any(runs.glob("*/attempt-*/seat-*/started")) and time.monotonic() < deadline:
+    while not any(outputs.glob(STARTED)) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert any(runs.glob("*/attempt-*/seat-*/started")), "the coder never started"
+    assert any(outputs.glob(STARTED)), "the coder never started"
     victim.send_signal(signal.SIGKILL)
     victim.wait()
     # The sandboxed coder ends with assay (bwrap's --die-with-parent); no orphan to kill.

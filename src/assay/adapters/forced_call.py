@@ -24,6 +24,7 @@ from assay.adapters.llm_client import (
     LlmError,
     ToolCallRequest,
 )
+from assay.adapters.safe_files import append_file
 
 T = TypeVar("T")
 
@@ -46,8 +47,9 @@ class Transcript:
             return
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            with self.path.open("a", encoding="utf-8") as handle:
-                handle.write(json.dumps(event, default=str) + "\n")
+            line = json.dumps(event, default=str) + "\n"
+            with append_file(self.path) as handle:  # never through a link left there
+                handle.write(line.encode("utf-8", errors="replace"))
         except OSError:
             return
 

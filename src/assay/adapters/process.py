@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import io
 import os
 import resource
 import select
@@ -30,9 +31,10 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, BinaryIO
 
 from assay.adapters.process_groups import record_group
+from assay.adapters.safe_files import create_file, write_file
 from assay.adapters.sandbox import (
     MISSING_MESSAGE,
     bwrap_command,
@@ -88,16 +90,23 @@ def _writing(path: Path) -> Iterator[None]:
         raise fault from exc
 
 
-def _hit_size_limit(*paths: Path) -> Path | None:
+def _hit_size_limit(*logs: tuple[Path, BinaryIO]) -> Path | None:
     """The log that reached the file-size limit (its writer was stopped there), if any."""
     soft, _hard = resource.getrlimit(resource.RLIMIT_FSIZE)
     if soft == resource.RLIM_INFINITY:
         return None
-    for path in paths:
+    for path, handle in logs:
         with contextlib.suppress(OSError):
-            if path.stat().st_size >= soft:
+            if os.fstat(handle.fileno()).st_size >= soft:
                 return path
     return None
+
+
+def _read_back(handle: BinaryIO) -> str:
+    """What the child wrote to ``handle``, as text (undecodable bytes replaced, newlines
+    universal, as ``Path.read_text`` reads it)."""
+    handle.seek(0)
+    return io.TextIOWrapper(io.BytesIO(handle.read()), errors="replace").read()
 
 
 @dataclass(frozen=True)
@@ -142,12 +151,14 @@ def run_process(
     err_path = log_path.with_suffix(log_path.suffix + ".err")
     start = time.monotonic()
     timed_out = False
+    # Fresh files, never opened through a link (one a child left at their names is replaced),
+    # and read back through the same handles: what is read is what the child wrote.
     with _writing(log_path.parent):
         log_path.parent.mkdir(parents=True, exist_ok=True)
-        out_file = out_path.open("wb")
+        out_file = create_file(out_path)
     with _writing(err_path):
         try:
-            err_file = err_path.open("wb")
+            err_file = create_file(err_path)
         except BaseException:
             out_file.close()
             raise
@@ -182,20 +193,17 @@ def run_process(
             _signal_group(child.pid, signal.SIGKILL)
             with _groups_guard:
                 _live_groups.discard(child.pid)
-    wall = int((time.monotonic() - start) * 1000)
-    cut = _hit_size_limit(out_path, err_path)
-    if cut is not None:
-        raise EnvironmentFault(f"a log hit the file-size limit (RLIMIT_FSIZE) writing {cut}")
-    stdout = out_path.read_text(errors="replace")
-    stderr = err_path.read_text(errors="replace")
+        wall = int((time.monotonic() - start) * 1000)
+        cut = _hit_size_limit((out_path, out), (err_path, err))
+        if cut is not None:
+            raise EnvironmentFault(f"a log hit the file-size limit (RLIMIT_FSIZE) writing {cut}")
+        stdout, stderr = _read_back(out), _read_back(err)
     confined = ""
     if confines(sandbox):
         confined = f"# sandbox: bwrap, network {sandbox.network.value}\n"
+    text = f"$ {' '.join(argv)}\n{confined}--- stdout ---\n{stdout}\n--- stderr ---\n{stderr}"
     with _writing(log_path):
-        log_path.write_text(
-            f"$ {' '.join(argv)}\n{confined}--- stdout ---\n{stdout}\n--- stderr ---\n{stderr}",
-            errors="replace",
-        )
+        write_file(log_path.parent, log_path.name, text.encode(errors="replace"))
     return ProcessResult(
         exit_code=None if timed_out else child.returncode,
         stdout=stdout,

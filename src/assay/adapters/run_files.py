@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,6 +22,14 @@ def make_folder(path: Path) -> None:
             path.mkdir(parents=True, exist_ok=True)
         except FileExistsError as exc:  # a file (or a dangling link) stands where it should be
             raise EnvironmentFault(f"a folder of the run is not a folder: {path}") from exc
+
+
+def fresh_folder(parent: Path, prefix: str) -> Path:
+    """A new, empty folder in ``parent`` (made with its parents) that nothing has used before,
+    its name starting with ``prefix``; EnvironmentFault when the machine refuses."""
+    make_folder(parent)
+    with writing(parent):
+        return Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
 
 
 @contextlib.contextmanager

@@ -13,7 +13,8 @@ from assay.core.vocab import NetworkMode, SandboxMode
 class SandboxSpec:
     """One seat's confinement. Paths are absolute.
 
-    ``writable``: the seat's work tree, its log folder (report file), the halt state folder.
+    ``writable``: the seat's work tree, its output folder (report file), the halt state folder;
+    never a folder the host writes in afterwards.
     ``readable``: paths bound back read-only although they lie under a hidden one (the shared
     object store a seat's repository borrows, the assay installation, the program's own).
     ``hidden``: not visible at all (the operator's home, the user's repository).

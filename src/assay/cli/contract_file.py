@@ -10,7 +10,7 @@ import os
 import stat
 from pathlib import Path
 
-from assay.adapters.report_file import read_at_most
+from assay.adapters.safe_files import read_at_most
 
 MAX_CONTRACT_BYTES = 1024 * 1024
 """A contract is a page of YAML; anything larger than this is refused, not read."""

@@ -29,6 +29,7 @@ from assay.adapters.process_groups import GROUPS_FILE, recording_groups
 from assay.adapters.redact import SecretRedaction
 from assay.adapters.report_file import read_report_file
 from assay.adapters.run_files import writing
+from assay.adapters.safe_files import write_file
 from assay.adapters.store import halt_files, halt_ops
 from assay.adapters.store.halt_journal import RELAY_ENV, journaled_firings
 from assay.adapters.store.sql import Ledger
@@ -313,9 +314,17 @@ class LocalEffects:
             self.warnings.append(message)
             self._record(RunEvent(EventKind.WARNING, {"message": message}))
 
-    def read_report(self, attempt: int, seat: int, path: Path, folder: Path) -> CoderReport | None:
-        """The coder's report file, read safely; any problem is one run warning, never a fault."""
+    def read_report(
+        self, attempt: int, seat: int, path: Path, folder: Path, keep: Path | None = None
+    ) -> CoderReport | None:
+        """The coder's report file, read safely (and what was read kept at ``keep``, in the
+        engine's folder); any problem is one run warning, never a fault."""
         read = read_report_file(path, folder)
+        if read.data is not None and keep is not None:
+            try:
+                write_file(keep.parent, keep.name, read.data)
+            except OSError as exc:
+                self._warn(f"attempt {attempt}, seat {seat}: the report was not kept: {exc}")
         report, reason = read_coder_report(read.data)
         warning = read.warning or (reason and f"coder report discarded: {reason}")
         if warning:

@@ -12,11 +12,11 @@ with a fresh home), never at the coder's seat.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from assay.adapters import seats
 from assay.adapters.candidates import CaptureRejected
 from assay.adapters.capture import Capture
 from assay.adapters.coders import get_coder, ignored_settings
@@ -24,7 +24,7 @@ from assay.adapters.coders.base import DispatchRequest, DispatchResult
 from assay.adapters.envpolicy import child_environment, model_environment
 from assay.adapters.process import EnvironmentFault
 from assay.adapters.redact import Redactor, redactions
-from assay.adapters.run_files import fault_of, make_folder
+from assay.adapters.run_files import fault_of, fresh_folder, make_folder
 from assay.adapters.seats import Seat, remove_tree
 from assay.adapters.validators import get_validator
 from assay.adapters.validators.base import ValidationContext, ValidationOutcome
@@ -67,16 +67,18 @@ async def dispatch_seat(fx: LocalEffects, call: SeatCall) -> Candidate:
     worktree = repo.path
     boundary(CrashPoint.DISPATCH_STARTED)
     seat_dir = fx.run_dir(plan) / f"attempt-{attempt}" / f"seat-{seat}"
+    # The coder writes its report (and what its program saves) in a folder of its own, new
+    # for each dispatch: the seat's log folder is the engine's, never the coder's to write.
+    out_dir = seats.seats_root(fx.seating.home, plan.run_id) / f"seat-{seat}.out"
     try:
         make_folder(seat_dir)
+        out_dir = fresh_folder(out_dir, f"attempt-{attempt}.")
     except EnvironmentFault as exc:  # no folder for the seat: its environment error
         unmade: EnvironmentFault | None = exc
     else:
         unmade = None
-    report_path = seat_dir / "report.json"
-    report_folder = seat_dir.resolve()
-    with contextlib.suppress(OSError):  # whatever is there, the coder's report is read fresh
-        report_path.unlink(missing_ok=True)
+    report_path = out_dir / "report.json"
+    report_folder = out_dir.resolve()
     request = DispatchRequest(
         worktree=worktree,
         prompt=call.prompt,
@@ -86,6 +88,7 @@ async def dispatch_seat(fx: LocalEffects, call: SeatCall) -> Candidate:
         halt_state_dir=fx.state_dir(),
         report_path=report_path,
         log_dir=seat_dir,
+        out_dir=out_dir,
         env=fx.coder_env(plan, seat),
         settings=spec.model_dump(mode="json"),
         timeout_seconds=spec.timeout_seconds,
@@ -97,7 +100,7 @@ async def dispatch_seat(fx: LocalEffects, call: SeatCall) -> Candidate:
             if v.kind is ValidatorKind.COMMAND and v.run
         },
         brief=render_brief(plan.contract, spec.kind),
-        sandbox=fx.seating.coder_sandbox(plan, seat, seat_dir),
+        sandbox=fx.seating.coder_sandbox(plan, seat, seat_dir, out_dir),
         home=repo.home.resolve(),
     )
     coder = None
@@ -123,7 +126,8 @@ async def dispatch_seat(fx: LocalEffects, call: SeatCall) -> Candidate:
     change, capture = await capture_candidate(fx, plan, attempt, seat, result)
     boundary(CrashPoint.DISPATCH_ENDED)
     report = with_final_answer(
-        fx.read_report(attempt, seat, report_path, report_folder), result.report
+        fx.read_report(attempt, seat, report_path, report_folder, seat_dir / "report.json"),
+        result.report,
     )
     commit = fx.seating.candidates.get((attempt, seat))
     fx.work[(attempt, seat)] = SeatWork(result=result, change=change, commit=commit)

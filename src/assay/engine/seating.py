@@ -7,9 +7,11 @@ the seat has ended, a collector inside the seat's sandbox captures its work tree
 store, an engine-owned bare repository (:mod:`assay.adapters.candidates`), and from then on
 works only there: the diff, the validators' fresh checkouts, the branch a candidate leaves in
 the user's repository. No host git runs in a seat, no link in it is followed, no folder of it
-is bound into another sandbox. A candidate enters the user's repository (as the branch
-``assay/<run>/seat-N``, fetched from the candidate store) only when it passed the scope and
-secret checks: at landing time, or, for a run that did not land, at its end (for a look).
+is bound into another sandbox; the coder writes only its seat and a fresh output folder (its
+report), which the host reads without following links. A candidate enters the user's
+repository (as the branch ``assay/<run>/seat-N``, fetched from the candidate store) only when
+it passed the scope and secret checks: at landing time, or, for a run that did not land, at
+its end (for a look).
 """
 
 from __future__ import annotations
@@ -160,9 +162,11 @@ class Seating:
 
     # -- sandboxes ----------------------------------------------------------------------------
 
-    def coder_sandbox(self, plan: RunPlan, seat: int, log_dir: Path) -> SandboxSpec:
-        """Where the seat's coder runs: its repository, its log folder, the halt state and
-        the folder of the halt relay's socket (a firing reported there cannot be taken back)."""
+    def coder_sandbox(self, plan: RunPlan, seat: int, log_dir: Path, out_dir: Path) -> SandboxSpec:
+        """Where the seat's coder runs. Writable: its repository, its output folder (its
+        report, what the program saves), the halt state and the folder of the halt relay's
+        socket (a firing reported there cannot be taken back). Its log folder, the engine's,
+        is only readable (the prompt and brief files in it)."""
         kind = plan.contract.coder_for_seat(seat).kind
         network = plan.contract.network if kind in _OFFLINE_CAPABLE else NetworkMode.ON
         relay = (self.halt_relay,) if self.halt_relay is not None else ()
@@ -170,9 +174,14 @@ class Seating:
         return SandboxSpec(
             mode=plan.contract.sandbox,
             network=network,
-            writable=_unique([repo.path, log_dir, self.home / "halt-state", *relay]),
+            writable=_unique([repo.path, out_dir, self.home / "halt-state", *relay]),
             readable=_unique(
-                [*self.stores(plan), self.store(plan, seat).objects, *self._declared(plan, seat)]
+                [
+                    *self.stores(plan),
+                    self.store(plan, seat).objects,
+                    log_dir,
+                    *self._declared(plan, seat),
+                ]
             ),
             hidden=self._hidden(plan),
             home=repo.home.resolve(),

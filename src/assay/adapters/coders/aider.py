@@ -34,9 +34,11 @@ tells the model to write a halt command alone in a ```bash block, and once aider
 the adapter fires each halt so proposed itself, never through a shell
 (:mod:`assay.adapters.coders.aider_halts`); every other suggested command is left unrun.
 
-Aider has no turn limit, so ``max_turns`` is not honoured. Its history files are sent to the
-log directory, and a ``.aider.tags.cache*`` directory it creates in the worktree is removed
-afterwards: they are aider's bookkeeping, not the seat's work.
+Aider has no turn limit, so ``max_turns`` is not honoured. Its history files go to the seat's
+output folder (the one folder besides the worktree it may write; the chat history is read
+from there safely and a copy kept in the log folder), and a ``.aider.tags.cache*`` directory
+it creates in the worktree is removed afterwards: they are aider's bookkeeping, not the seat's
+work.
 """
 
 from __future__ import annotations
@@ -58,12 +60,16 @@ from assay.adapters.coders.agentcli import (
 )
 from assay.adapters.coders.aider_halts import fire_proposed, model_replies, proposed_halts
 from assay.adapters.coders.base import DispatchRequest, DispatchResult, assay_env
+from assay.adapters.coders.command import write_log_file
+from assay.adapters.process import ProcessResult
+from assay.adapters.safe_files import keep_copy, remove_file
 from assay.core.vocab import StopReason
 
 INSTALL = "pip install aider-chat"
 _TAGS_CACHE = ".aider.tags.cache*"
 BRIEF_FILE = "aider.conventions.md"
 HISTORY_FILE = "aider.chat.history.md"
+INPUT_HISTORY_FILE = "aider.input.history"
 _HISTORY_CHARS = 200_000  # the tail read for the final reply
 _HALT_HISTORY_CHARS = 4_000_000  # the tail read for proposed halts: the whole dispatch
 
@@ -103,7 +109,7 @@ class AiderCoder:
         self, request: DispatchRequest, message_file: Path, brief_file: Path | None = None
     ) -> list[str]:
         model, args = model_and_args(request)
-        log = request.log_dir
+        out = request.output_dir  # aider writes its histories itself
         argv = [
             "aider",
             "--yes-always",
@@ -117,9 +123,9 @@ class AiderCoder:
             "--no-pretty",
             "--no-fancy-input",
             "--chat-history-file",
-            str(log / HISTORY_FILE),
+            str(out / HISTORY_FILE),
             "--input-history-file",
-            str(log / "aider.input.history"),
+            str(out / INPUT_HISTORY_FILE),
         ]
         if model:
             argv += ["--model", model]
@@ -131,13 +137,25 @@ class AiderCoder:
         return [*argv, *args, "--message-file", str(message_file)]
 
     def dispatch(self, request: DispatchRequest) -> DispatchResult:
-        request.log_dir.mkdir(parents=True, exist_ok=True)
-        message_file = request.log_dir / "aider.message.md"
-        message_file.write_text(request.prompt, encoding="utf-8")
+        message_file = write_log_file(request, "aider.message.md", request.prompt)
         brief_file = write_brief(request)
-        history_file = request.log_dir / HISTORY_FILE
-        history_file.unlink(missing_ok=True)  # aider appends: only this dispatch's replies
+        request.output_dir.mkdir(parents=True, exist_ok=True)
+        remove_file(request.output_dir, HISTORY_FILE)  # aider appends: this dispatch's only
         before = set(request.worktree.glob(_TAGS_CACHE))
+        history: list[str | None] = [None]  # read once aider has exited, for the halts too
+
+        def parse(proc: ProcessResult) -> ParsedRun:
+            history[0], warning = keep_history(request)
+            parsed = parse_aider_output(
+                proc.stdout,
+                stderr=proc.stderr,
+                exit_code=proc.exit_code,
+                now=now_utc(),
+                history=history[0][-_HISTORY_CHARS:] if history[0] else None,
+            )
+            parsed.warnings += [warning] if warning else []
+            return parsed
+
         try:
             result = run_cli(
                 request,
@@ -145,46 +163,42 @@ class AiderCoder:
                 install=INSTALL,
                 argv=self.command(request, message_file, brief_file),
                 env=assay_env(request),
-                parse=lambda proc: parse_aider_output(
-                    proc.stdout,
-                    stderr=proc.stderr,
-                    exit_code=proc.exit_code,
-                    now=now_utc(),
-                    history=read_history(history_file),
-                ),
+                parse=parse,
             )
         finally:
             for path in set(request.worktree.glob(_TAGS_CACHE)) - before:
                 shutil.rmtree(path, ignore_errors=True)
         # aider has exited (its process group with it): fire the halts its replies proposed.
-        proposals = proposed_halts(
-            read_history(history_file, _HALT_HISTORY_CHARS), request.dispatch_id
-        )
+        proposals = proposed_halts(history[0], request.dispatch_id)
         result.warnings += fire_proposed(proposals, request.dispatch_id, request.halt_state_dir)
         return result
 
 
-def read_history(path: Path, chars: int = _HISTORY_CHARS) -> str | None:
-    """The tail of aider's chat history file (the final reply is at its end), or None."""
-    try:
-        with path.open("rb") as handle:
-            handle.seek(0, 2)
-            size = handle.tell()
-            handle.seek(max(0, size - chars))
-            return handle.read().decode("utf-8", errors="replace")
-    except OSError:
-        return None
+def keep_history(request: DispatchRequest) -> tuple[str | None, str | None]:
+    """The tail of the chat history aider wrote in the output folder (the final reply is at
+    its end), read safely and kept in the log folder; with a warning when it was refused."""
+    folder = request.output_dir.resolve()
+    read = keep_copy(
+        folder / HISTORY_FILE,
+        folder,
+        _HALT_HISTORY_CHARS,
+        request.log_dir / HISTORY_FILE,
+        tail=True,
+    )
+    warning = f"aider's chat history was not read: {read.warning}" if read.warning else None
+    if read.data is None:
+        return None, warning
+    return read.data.decode("utf-8", errors="replace"), warning
 
 
 def write_brief(request: DispatchRequest) -> Path | None:
     """The brief as aider's conventions file, in the seat's log folder: outside the repository,
     so it is never part of the candidate (and aider cannot edit a ``--read`` file)."""
-    brief_file = request.log_dir / BRIEF_FILE
     if not request.brief.strip():
-        brief_file.unlink(missing_ok=True)
+        request.log_dir.mkdir(parents=True, exist_ok=True)
+        remove_file(request.log_dir, BRIEF_FILE)
         return None
-    brief_file.write_text(request.brief, encoding="utf-8")
-    return brief_file
+    return write_log_file(request, BRIEF_FILE, request.brief)
 
 
 def final_reply(history: str | None) -> str | None:

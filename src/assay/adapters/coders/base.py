@@ -45,7 +45,14 @@ class ProviderFault:
 
 @dataclass(frozen=True)
 class DispatchRequest:
-    """Everything one seat's coder needs for one attempt."""
+    """Everything one seat's coder needs for one attempt.
+
+    Two folders: ``log_dir`` is the engine's (prompts, briefs, logs: written by assay only,
+    at most readable by the coder's programs); ``out_dir`` is the one folder besides the
+    worktree (and the seat's home) the programs may write: the report at ``report_path`` and
+    whatever the program itself saves (a chat history, a trajectory). The host reads from
+    ``out_dir`` only through :mod:`assay.adapters.safe_files` and keeps copies in ``log_dir``.
+    """
 
     worktree: Path
     prompt: str
@@ -68,6 +75,13 @@ class DispatchRequest:
     home: Path | None = None
     # The rules the agent is told (scope, halts, report, no-op protocol), rendered for its kind.
     brief: str = ""
+    # The folder the coder's programs write (see above); None: the folder of ``report_path``.
+    out_dir: Path | None = None
+
+    @property
+    def output_dir(self) -> Path:
+        """The folder the coder's programs may write: ``out_dir``, else the report's folder."""
+        return self.out_dir if self.out_dir is not None else self.report_path.parent
 
 
 @dataclass

@@ -50,11 +50,14 @@ from assay.adapters.coders.agentcli import (
     turn_limit,
 )
 from assay.adapters.coders.base import DispatchRequest, DispatchResult, assay_env
+from assay.adapters.coders.command import write_log_file
+from assay.adapters.safe_files import write_file
 from assay.core.halt_skill import SKILL_NAME, render_halt_skill
 from assay.core.vocab import StopReason
 
 INSTALL = "npm install -g @anthropic-ai/claude-code"
 SKIP_PERMISSIONS = "--dangerously-skip-permissions"
+CONFIG_FOLDER = ".claude"
 _PERMISSION_FLAGS = ("--permission-mode", SKIP_PERMISSIONS)
 _USAGE_KEYS = (
     "input_tokens",
@@ -122,29 +125,33 @@ class ClaudeCoder:
 
 
 def config_dir(request: DispatchRequest) -> Path:
-    """claude's private config folder: in the seat's private home, else in its log folder
-    (never the operator's ``~/.claude``)."""
-    base = request.home if request.home is not None else request.log_dir / "claude-home"
-    return base / ".claude"
+    """claude's private config folder: in the seat's private home, else in its output folder
+    (claude writes there; never the operator's ``~/.claude``)."""
+    return _config_base(request) / CONFIG_FOLDER
+
+
+def _config_base(request: DispatchRequest) -> Path:
+    return request.home if request.home is not None else request.output_dir / "claude-home"
 
 
 def install_config(request: DispatchRequest) -> Path:
     """Create the config folder with seed 002's halt-state skill installed as a Claude Code
-    skill (``skills/<name>/SKILL.md``); returns the folder, for ``CLAUDE_CONFIG_DIR``."""
-    folder = config_dir(request)
-    skill = folder / "skills" / SKILL_NAME / "SKILL.md"
-    skill.parent.mkdir(parents=True, exist_ok=True)
-    skill.write_text(render_halt_skill(), encoding="utf-8")
-    return folder
+    skill (``skills/<name>/SKILL.md``); returns the folder, for ``CLAUDE_CONFIG_DIR``.
+
+    The folder is the seat's: an earlier attempt's claude may have left a link anywhere on the
+    way, which is replaced, never followed."""
+    base = _config_base(request)
+    base.mkdir(parents=True, exist_ok=True)
+    skill = f"{CONFIG_FOLDER}/skills/{SKILL_NAME}/SKILL.md"
+    write_file(base, skill, render_halt_skill())
+    return config_dir(request)
 
 
 def write_brief(request: DispatchRequest) -> Path | None:
     """The brief in the seat's log folder, for ``--append-system-prompt-file``; None without one."""
     if not request.brief:
         return None
-    path = request.log_dir / "claude.brief.md"
-    path.write_text(request.brief, encoding="utf-8")
-    return path
+    return write_log_file(request, "claude.brief.md", request.brief)
 
 
 def parse_claude_stream(

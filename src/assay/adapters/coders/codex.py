@@ -29,7 +29,7 @@ codex's own turns (one per prompt), and no cost is reported.
 
 Its world (checked against 0.171 with bubblewrap installed):
 - ``CODEX_HOME`` is private to the seat: ``<home>/.codex`` when the seat has a private home,
-  else ``<log dir>/codex-home``, never the operator's. The brief is codex's global
+  else ``<output dir>/codex-home``, never the operator's. The brief is codex's global
   instructions there, ``AGENTS.md`` (https://developers.openai.com/codex/guides/agents-md: the
   Codex home's ``AGENTS.override.md`` wins over ``AGENTS.md``, so a stale one is removed);
   codex sends it to the model as an "AGENTS.md instructions" message. ``--ignore-user-config``
@@ -71,6 +71,7 @@ from assay.adapters.coders.agentcli import (
     shorten,
 )
 from assay.adapters.coders.base import DispatchRequest, DispatchResult, assay_env
+from assay.adapters.safe_files import ensure_folder, remove_file, write_file
 from assay.core.vocab import StopReason
 
 INSTALL = "npm install -g @openai/codex"
@@ -122,28 +123,35 @@ class CodexCoder:
 
 
 def codex_home(request: DispatchRequest) -> Path:
-    """The seat's own ``CODEX_HOME``: in its private home, else in its log folder (never the
-    operator's, and not under ``/tmp`` unless the seat itself is)."""
+    """The seat's own ``CODEX_HOME``: in its private home, else in its output folder (codex
+    writes there; never the operator's, and not under ``/tmp`` unless the seat itself is)."""
+    base, name = _home_place(request)
+    return base / name
+
+
+def _home_place(request: DispatchRequest) -> tuple[Path, str]:
+    """The folder ``CODEX_HOME`` is made in, and its name there."""
     if request.home is not None:
-        return request.home / ".codex"
-    return request.log_dir / "codex-home"
+        return request.home, ".codex"
+    return request.output_dir, "codex-home"
 
 
 def prepare_home(request: DispatchRequest) -> Path:
     """Make the seat's ``CODEX_HOME`` and put the brief in it as codex's global instructions.
 
-    Raises OSError when it cannot be written: the engine records that as the seat's
-    environment fault, as for any other file assay writes for a seat.
+    The folder is the seat's: a link an earlier attempt's codex left on the way is replaced,
+    never followed. Raises OSError when it cannot be written: the engine records that as the
+    seat's environment fault, as for any other file assay writes for a seat.
     """
-    home = codex_home(request)
-    home.mkdir(parents=True, exist_ok=True)
-    (home / OVERRIDE).unlink(missing_ok=True)  # it would win over the brief
-    instructions = home / INSTRUCTIONS
+    base, name = _home_place(request)
+    base.mkdir(parents=True, exist_ok=True)
+    ensure_folder(base, name)
+    remove_file(base, f"{name}/{OVERRIDE}")  # it would win over the brief
     if request.brief.strip():
-        instructions.write_text(request.brief, encoding="utf-8")
+        write_file(base, f"{name}/{INSTRUCTIONS}", request.brief)
     else:
-        instructions.unlink(missing_ok=True)  # no stale brief of an earlier dispatch
-    return home
+        remove_file(base, f"{name}/{INSTRUCTIONS}")  # no stale brief of an earlier dispatch
+    return base / name
 
 
 def provider_overrides(request: DispatchRequest) -> list[str]:

@@ -27,6 +27,7 @@ from assay.adapters.process import (
     ProcessResult,
     run_process,
 )
+from assay.adapters.safe_files import write_file
 
 PROMPT_PLACEHOLDER = "{prompt_file}"
 # What a failed dispatch keeps of the output in its error text (the whole output is in the log).
@@ -90,18 +91,19 @@ class CommandCoder:
 
 def write_prompt_file(request: DispatchRequest) -> Path:
     """Write the prompt next to the seat's logs: outside the worktree, so never in the diff."""
-    request.log_dir.mkdir(parents=True, exist_ok=True)
-    path = request.log_dir / f"prompt-attempt{request.attempt}.md"
-    path.write_text(request.prompt, encoding="utf-8")
-    return path.resolve()
+    return write_log_file(request, f"prompt-attempt{request.attempt}.md", request.prompt)
 
 
 def write_brief_file(request: DispatchRequest) -> Path:
     """Write the brief (the dispatch's rules) next to the seat's logs, for ``$ASSAY_BRIEF_PATH``."""
+    return write_log_file(request, f"brief-attempt{request.attempt}.md", request.brief)
+
+
+def write_log_file(request: DispatchRequest, name: str, text: str | bytes) -> Path:
+    """A new file ``name`` in the seat's log folder (the engine's: a program may read it, never
+    write it), written without following a link; its absolute path."""
     request.log_dir.mkdir(parents=True, exist_ok=True)
-    path = request.log_dir / f"brief-attempt{request.attempt}.md"
-    path.write_text(request.brief, encoding="utf-8")
-    return path.resolve()
+    return write_file(request.log_dir, name, text).resolve()
 
 
 def build_argv(command: str | Sequence[str], prompt_file: Path, args: Sequence[str]) -> list[str]:

@@ -29,6 +29,7 @@ from assay.adapters.llm_client import (
 )
 from assay.adapters.process import SHELL, run_process
 from assay.adapters.run_files import writing
+from assay.adapters.safe_files import append_file, write_file
 from assay.adapters.store import halt_ops
 from assay.core.report import CoderReport, FileChange
 from assay.core.vocab import FileChangeKind, StopReason
@@ -359,16 +360,15 @@ class _Session:
     def _log(self, **event: Any) -> None:
         # Appended event by event, so a crash keeps everything before it.
         # A machine fault here (the file-size limit, a full disk) is named with the transcript.
-        with writing(self.log_path), self.log_path.open("a", encoding="utf-8") as handle:
-            handle.write(json.dumps(event, default=str) + "\n")
+        line = json.dumps(event, default=str) + "\n"
+        with writing(self.log_path), append_file(self.log_path) as handle:
+            handle.write(line.encode("utf-8", errors="replace"))
 
     def _write_report(self, report: CoderReport) -> None:
         path = self.request.report_path
-        try:
+        try:  # a link a validator run left in the output folder is replaced, never followed
             path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(path.name + ".tmp")
-            tmp.write_text(report.model_dump_json(exclude_none=True), encoding="utf-8")
-            tmp.replace(path)
+            write_file(path.parent, path.name, report.model_dump_json(exclude_none=True))
         except OSError as exc:
             self._log(event="report_not_written", detail=str(exc))
 

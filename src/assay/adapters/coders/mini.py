@@ -52,11 +52,14 @@ from assay.adapters.coders.agentcli import (
     turn_limit,
 )
 from assay.adapters.coders.base import DispatchRequest, DispatchResult, assay_env
+from assay.adapters.coders.command import write_log_file
 from assay.adapters.process import ProcessResult
+from assay.adapters.safe_files import keep_copy, remove_file
 from assay.core.vocab import StopReason
 
 INSTALL = "pip install mini-swe-agent"
 TRAJECTORY = "mini.traj.json"
+MAX_TRAJECTORY_BYTES = 64 * 1024 * 1024  # a long run's trajectory, not a file without end
 BRIEF_CONFIG = "mini.brief.yaml"  # JSON is YAML; mini wants the .yaml suffix
 # mini.yaml's own system template (mini-swe-agent 2.4.6), which the brief is appended to.
 SYSTEM_TEMPLATE = "You are a helpful assistant that can interact with a computer."
@@ -65,7 +68,7 @@ _CONTEXT = frozenset({"ContextWindowExceeded", "ContextWindowExceededError"})
 
 
 class MiniCoder:
-    """mini in yolo mode that exits when the agent submits; the trajectory goes to the logs."""
+    """mini in yolo mode that exits when the agent submits; its trajectory is kept in the logs."""
 
     kind = "mini"
     honoured_settings = frozenset(
@@ -79,7 +82,7 @@ class MiniCoder:
             "-y",
             "--exit-immediately",
             "-o",
-            str(request.log_dir / TRAJECTORY),
+            str(request.output_dir / TRAJECTORY),  # mini writes it itself
             "-c",
             "mini.yaml",
         ]
@@ -95,24 +98,25 @@ class MiniCoder:
         return [*argv, *args, "-t", request.prompt]
 
     def dispatch(self, request: DispatchRequest) -> DispatchResult:
-        request.log_dir.mkdir(parents=True, exist_ok=True)
-        trajectory = request.log_dir / TRAJECTORY
-        trajectory.unlink(missing_ok=True)
         write_brief_config(request)
+        request.output_dir.mkdir(parents=True, exist_ok=True)
+        remove_file(request.output_dir, TRAJECTORY)  # this dispatch's trajectory only
         env = assay_env(request)
         env.setdefault("MSWEA_CONFIGURED", "true")  # no first-run setup wizard
         env.setdefault("MSWEA_COST_TRACKING", "ignore_errors")  # unpriced models do not crash
         env.setdefault("MSWEA_VISUAL_MODE_DEFAULT", "false")
 
         def parse(proc: ProcessResult) -> ParsedRun:
-            text = trajectory.read_text(errors="replace") if trajectory.is_file() else None
-            return parse_mini_run(
+            text, warning = keep_trajectory(request)
+            parsed = parse_mini_run(
                 text,
                 stdout=proc.stdout,
                 stderr=proc.stderr,
                 exit_code=proc.exit_code,
                 now=now_utc(),
             )
+            parsed.warnings += [warning] if warning else []
+            return parsed
 
         return run_cli(
             request,
@@ -123,6 +127,19 @@ class MiniCoder:
             parse=parse,
             max_turns=turn_limit(request),
         )
+
+
+def keep_trajectory(request: DispatchRequest) -> tuple[str | None, str | None]:
+    """The trajectory mini wrote in the output folder, read safely (at most
+    :data:`MAX_TRAJECTORY_BYTES`) and kept in the log folder; with a warning when refused."""
+    folder = request.output_dir.resolve()
+    read = keep_copy(
+        folder / TRAJECTORY, folder, MAX_TRAJECTORY_BYTES, request.log_dir / TRAJECTORY
+    )
+    warning = f"mini's trajectory was not read: {read.warning}" if read.warning else None
+    if read.data is None:
+        return None, warning
+    return read.data.decode("utf-8", errors="replace"), warning
 
 
 def brief_template(brief: str) -> str:
@@ -138,12 +155,12 @@ def brief_template(brief: str) -> str:
 def write_brief_config(request: DispatchRequest) -> None:
     """The config file that appends the brief to the system template (in the log folder, not
     in the repository); removed when there is no brief."""
-    path = request.log_dir / BRIEF_CONFIG
     if not request.brief.strip():
-        path.unlink(missing_ok=True)
+        request.log_dir.mkdir(parents=True, exist_ok=True)
+        remove_file(request.log_dir, BRIEF_CONFIG)
         return
     config = {"agent": {"system_template": brief_template(request.brief)}}
-    path.write_text(json.dumps(config, ensure_ascii=False, indent=1), encoding="utf-8")
+    write_log_file(request, BRIEF_CONFIG, json.dumps(config, ensure_ascii=False, indent=1))
 
 
 def parse_mini_run(

@@ -11,15 +11,15 @@ The report is written verbatim, so a test can also replay a malformed one.
 from __future__ import annotations
 
 import json
-import shutil
 import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from assay.adapters.coders.base import DispatchRequest, DispatchResult, assay_env
-from assay.adapters.coders.command import ERROR_TAIL_CHARS, write_prompt_file
+from assay.adapters.coders.command import ERROR_TAIL_CHARS, write_log_file, write_prompt_file
 from assay.adapters.process import SHELL, ProcessResult, run_process
+from assay.adapters.safe_files import write_file
 from assay.adapters.sandbox import confines
 from assay.core.contract_rules import REPLAY_STEP_KEYS
 
@@ -72,9 +72,9 @@ class ReplayCoder:
                     "and make sure the worktree exists"
                 ),
             )
-        if report_text is not None:
+        if report_text is not None:  # after the script: a link it left there is replaced
             request.report_path.parent.mkdir(parents=True, exist_ok=True)
-            request.report_path.write_text(report_text, encoding="utf-8")
+            write_file(request.report_path.parent, request.report_path.name, report_text)
         result.log_path = _combined_log(request, ran)
         result.wall_time_ms = int((time.monotonic() - started) * 1000)
         return result
@@ -102,10 +102,7 @@ def _visible_patch(patch: Path, request: DispatchRequest) -> Path:
     from the seat, so it is copied beside the seat's logs first."""
     if not confines(request.sandbox):
         return patch
-    request.log_dir.mkdir(parents=True, exist_ok=True)
-    copy = request.log_dir / f"replay-attempt{request.attempt}.diff"
-    shutil.copyfile(patch, copy)
-    return copy
+    return write_log_file(request, f"replay-attempt{request.attempt}.diff", patch.read_bytes())
 
 
 def pick_step(steps: Any, attempt: int) -> dict[str, str]:
@@ -170,8 +167,5 @@ def _report_text(step: Mapping[str, str], request: DispatchRequest) -> str | Non
 
 def _combined_log(request: DispatchRequest, ran: list[ProcessResult]) -> Path:
     """One log for the dispatch, so the captured output is in one place for the secret scan."""
-    path = request.log_dir / f"coder-attempt{request.attempt}.log"
-    path.parent.mkdir(parents=True, exist_ok=True)
     parts = [r.log_path.read_text(encoding="utf-8", errors="replace") for r in ran]
-    path.write_text("\n".join(parts), encoding="utf-8")
-    return path
+    return write_log_file(request, f"coder-attempt{request.attempt}.log", "\n".join(parts))
