@@ -182,6 +182,28 @@ def test_an_untracked_file_in_the_way_refuses_and_an_unrelated_one_does_not(repo
     assert (repo / "scratch.txt").read_text() == "the user's own untracked file\n"
 
 
+@pytest.mark.parametrize("checked_out", [True, False])
+@pytest.mark.parametrize("name", [".assay/assay.db-journal", ".ASSAY/assay.db"])
+def test_nothing_lands_in_assays_own_folder(repo: Path, checked_out: bool, name: str) -> None:
+    """A candidate that carries a file under ``.assay/`` (forced past the exclude) is refused
+    before the base branch moves, whether or not it is checked out: the checkout's ``.assay/``
+    never receives it, now or at the user's next checkout of main."""
+    branch = candidate(repo, {"feature.txt": "feature\n"})
+    seat = git.seat_worktree(repo / ".assay", "r1", "seat-1")
+    write(seat / name, "a forged journal\n")
+    sh(seat, "add", "-f", name)
+    sh(seat, "commit", "-q", "-m", "assay: attempt 2, seat 1")
+    if not checked_out:
+        sh(repo, "checkout", "-q", "-b", "elsewhere")
+    old = sh(repo, "rev-parse", "main")
+    with pytest.raises(LandRefused) as info:
+        land(repo, branch)
+    assert not isinstance(info.value, LandBlocked)
+    assert info.value.paths == (name,) and "assay's own folder" in info.value.reason
+    assert sh(repo, "rev-parse", "main") == old
+    assert not (repo / name).exists()
+
+
 def test_a_moved_base_is_combined_and_revalidated_before_the_ref_moves(repo: Path) -> None:
     base = sh(repo, "rev-parse", "main")
     branch = candidate(repo, {"feature.txt": "feature\n"})

@@ -293,3 +293,71 @@ def test_other_type_changes_are_not_a_breach(tmp_path: Path) -> None:
         "src/a.py file → executable",
         "src/c.py file → symlink",
     ]
+
+
+# --- paths forbidden by rule, whatever the contract says --------------------------------------
+
+
+@pytest.mark.parametrize(
+    "path", [".assay/assay.db-journal", ".ASSAY/assay.db", "sub/.git/config", "a/.Git/hooks/x"]
+)
+def test_a_forbidden_path_is_a_breach_even_when_everything_is_allowed(path: str) -> None:
+    added = FileDelta(path=path, kind=FileChangeKind.CREATED, new_mode="100644")
+    outcome = _check(_change(_modified("src/a.py"), added), allow=["**"], protect=[])
+    assert outcome.result.severity is Severity.BLOCK and not outcome.result.error
+    assert outcome.fire is CanonicalHalt.SCOPE_BREACH
+    assert outcome.evidence is not None
+    assert outcome.evidence.startswith(f"forbidden by rule: {path} (")
+    assert len(outcome.result.findings) == 1
+    assert outcome.result.findings[0].startswith(f"forbidden by rule: {path} (")
+    assert "src/a.py" not in outcome.evidence
+
+
+def _base_with_gitlink(tmp_path: Path) -> tuple[Path, str]:
+    """A repository whose base tree holds a gitlink at ``vendor/lib`` (a submodule entry)."""
+    root, _ = _repo(tmp_path)
+    pointer = git(root, "rev-parse", "HEAD")
+    git(root, "update-index", "--add", "--cacheinfo", f"160000,{pointer},vendor/lib")
+    git(root, "commit", "-q", "-m", "a submodule")
+    return root, git(root, "rev-parse", "HEAD")
+
+
+def _gitlink(path: str, kind: FileChangeKind, old: str | None) -> FileDelta:
+    return FileDelta(path=path, kind=kind, old_mode=old, new_mode="160000")
+
+
+def _check_in(root: Path, base: str, *files: FileDelta) -> ValidationOutcome:
+    context = ValidationContext(
+        worktree=root,
+        change=ChangeSet(base_commit=base, files=list(files)),
+        task="t",
+        env={},
+        settings={"allow": ["**"], "protect": []},
+        log_dir=root / "logs",
+    )
+    return ScopeValidator().validate(context)
+
+
+def test_a_gitlink_the_base_has_is_fine_a_new_one_is_a_breach(tmp_path: Path) -> None:
+    root, base = _base_with_gitlink(tmp_path)
+    moved = _gitlink("vendor/lib", FileChangeKind.MODIFIED, "160000")
+    assert _check_in(root, base, moved).result.severity is Severity.PASS
+    nested = _gitlink("vendor/other", FileChangeKind.CREATED, None)
+    outcome = _check_in(root, base, moved, nested)
+    assert outcome.fire is CanonicalHalt.SCOPE_BREACH
+    assert outcome.result.findings == [
+        "forbidden by rule: vendor/other (a nested repository (a gitlink) the base does not have)"
+    ]
+
+
+def test_a_nested_repository_in_the_candidate_is_a_breach(tmp_path: Path) -> None:
+    root, base = _repo(tmp_path)
+    sub = root / "src" / "sub"
+    sub.mkdir()
+    git(sub, "init", "-q")
+    (sub / "x").write_text("x\n")
+    git(sub, "add", "x")
+    git(sub, "-c", "user.name=c", "-c", "user.email=c@x", "commit", "-q", "-m", "x")
+    outcome = _candidate(root, base, allow=["**"], protect=[])
+    assert outcome.fire is CanonicalHalt.SCOPE_BREACH
+    assert outcome.evidence is not None and "forbidden by rule: src/sub (" in outcome.evidence

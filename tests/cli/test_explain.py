@@ -3,7 +3,9 @@ of an earlier run not shown as the state of a task that is done."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
+from pathlib import Path
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -56,3 +58,49 @@ def test_a_done_task_shows_its_last_error_as_an_earlier_run() -> None:
     assert error_note(task) == "last error: interrupted: assay was stopped by SIGINT"
     task.status = TaskStatus.DONE
     assert error_note(task) == "earlier run: interrupted: assay was stopped by SIGINT"
+
+
+FORGED = "evil\nnext: nothing: it is done"
+BIDI = "report\u202eexe.txt"
+
+
+def test_task_show_and_list_show_stored_text_escaped_on_its_line(tmp_path: Path) -> None:
+    """A title, a hold reason, an error, a run's reason and a halt's evidence a coder could
+    have chosen: each stays on its own line, its controls and bidi overrides shown."""
+    from assay.adapters.store.records import RunRecord
+    from assay.cli import task_views
+    from assay.core.vocab import HoldSource, RunStatus, SettleRow
+
+    task = Task.new(id="t1", title=f"fix {BIDI}", instruction="i", now=NOW).model_copy(
+        update={
+            "status": TaskStatus.HELD,
+            "hold_source": HoldSource.MACHINE,
+            "hold_reason": f"halt-scope-breach: forbidden by rule: {FORGED}",
+            "last_error": "boom\x1b[2J\ndone",
+        }
+    )
+    payload = tmp_path / "payload.json"
+    fired = {"name": "halt-scope-breach", "severity": "block", "detail": f"{FORGED} {BIDI}"}
+    payload.write_text(json.dumps({"halts": {"fired": [fired]}}))
+    run = RunRecord(
+        id="r1", task_id="t1", status=RunStatus.BLOCKED, started_at=NOW, finished_at=NOW,
+        settle_row=SettleRow.HALTED, reason=f"blocked: {FORGED}", payload_path=str(payload),
+    )  # fmt: skip
+    document = task_views.show_document(task, {}, [run], [], tmp_path, NOW)
+    assert document["fired_halts"][0]["detail"] == f"{FORGED} {BIDI}"  # JSON: as stored
+    shown_text = task_views.show_text(task, [run], document, NOW)
+    listed = task_views.list_text([task], [], NOW)
+    for text in (shown_text, listed):
+        assert "\u202e" not in text and "\x1b" not in text
+        assert not [
+            line for line in text.splitlines() if line.startswith(("next: nothing", "done"))
+        ]
+    lines = shown_text.splitlines()
+    assert lines[0] == 't1: "fix report<U+202E>exe.txt"'
+    assert lines[2] == (
+        'held by the machine: "halt-scope-breach: forbidden by rule: '
+        'evil\\nnext: nothing: it is done"'
+    )
+    assert 'last error: "boom\\x1b[2J\\ndone"' in lines
+    assert any(line.endswith('it is done report<U+202E>exe.txt"') for line in lines)
+    assert len(listed.splitlines()) == 2

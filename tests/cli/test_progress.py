@@ -84,6 +84,63 @@ def test_off_a_terminal_a_seat_error_and_a_warning_are_said_and_nothing_else(
     )
     quiet(RunEvent(kind="run.warning", data={"message": "the coder ignores model"}))
     assert capsys.readouterr().err.splitlines() == [
-        "  error: seat 2 [llm]: no key in $K",
+        '  error: seat 2 [llm]: "no key\\x1b[31m in $K"',
         "  warning: the coder ignores model",
+    ]
+
+
+FORGED_NAME = "evil\nFAKE  decision: land (seat 9)"
+BIDI_NAME = "report\u202eexe.txt"
+
+
+def test_a_hostile_name_cannot_forge_a_progress_line() -> None:
+    """A file name with a newline and a forged decision, a name with a bidi override, and a
+    finding and an error that carry them: every line printed is one of ours, and each name
+    is shown escaped, on its line."""
+    progress = Progress()
+    out = io.StringIO()
+    progress.console = Console(file=out, highlight=False, width=400, soft_wrap=True)
+    progress(
+        RunEvent(
+            "seat.finished",
+            {
+                "seat": 1,
+                "coder": "command",
+                "files": [FORGED_NAME, BIDI_NAME],
+                "viable": False,
+                "error": "boom\n  decision: land (seat 9)",
+            },
+        )
+    )
+    progress(
+        RunEvent(
+            "attempt.decided",
+            {
+                "action": "halt",
+                "seat": 1,
+                "why": f"scope: {FORGED_NAME}",
+                "failures": [f"scope: forbidden by rule: {FORGED_NAME}"],
+            },
+        )
+    )
+    progress(RunEvent("run.warning", {"message": f"ignored: {BIDI_NAME}\n  decision: land"}))
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 4, lines  # the seat, the decision, its failure, the warning
+    assert [line.split()[0] for line in lines] == ["seat", "decision:", "✗", "warning:"]
+    assert not any(line.lstrip().startswith(("FAKE", "decision: land")) for line in lines)
+    assert '"evil\\nFAKE  decision: land (seat 9)"' in lines[0]
+    assert '"report<U+202E>exe.txt"' in lines[0] and "\u202e" not in out.getvalue()
+    assert '"boom\\n  decision: land (seat 9)"' in lines[0]
+
+
+def test_off_a_terminal_a_hostile_error_stays_on_its_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    quiet = WarningsOnly()
+    error = f"cannot write {BIDI_NAME}\n  decision: land (seat 9)"
+    quiet(RunEvent(kind="seat.finished", data={"seat": 1, "coder": "c", "error": error}))
+    quiet(RunEvent(kind="run.warning", data={"message": FORGED_NAME}))
+    assert capsys.readouterr().err.splitlines() == [
+        '  error: seat 1 [c]: "cannot write report<U+202E>exe.txt\\n  decision: land (seat 9)"',
+        '  warning: "evil\\nFAKE  decision: land (seat 9)"',
     ]

@@ -139,7 +139,8 @@ def test_both_paths_print_the_same(ledger_repo: tuple[Repo, dict[str, str]]) -> 
     listed = json.loads(through_ledger(repo, "task", "list", "--json").stdout)
     assert {t["id"]: t["created_at"] for t in listed}["t-micro"] == "2026-03-04T05:06:07.120000Z"
     held = through_ledger(repo, "task", "show", "t-held").stdout
-    assert "held by a human (manual hold): waiting for the  design\treview" in held
+    # Stored text is shown on its line: the tab escaped (and so the reason quoted).
+    assert 'held by a human (manual hold): "waiting for the  design\\treview"' in held
 
 
 def test_the_quick_path_imports_no_heavy_module(ledger_repo: tuple[Repo, dict[str, str]]) -> None:
@@ -166,7 +167,7 @@ def test_a_piped_table_has_every_whole_id_and_no_box_art(
         assert not set("┏━┃│└┘┡╇") & set(done.stdout)
         assert len(lines[1]) > 120  # nothing was cut to fit 80 columns
     held = next(line for line in lines if line.startswith("t-held "))
-    assert held.endswith("waiting for the design review")  # one line per row
+    assert held.endswith('"waiting for the design\\treview"')  # one line per row, tab shown
 
 
 def test_what_the_quick_path_is_not_sure_of_goes_to_the_ledger(tmp_path: Path) -> None:

@@ -24,9 +24,15 @@ def test_on_a_narrow_terminal_only_the_shrinkable_columns_are_cut() -> None:
     assert "t-b" in lines[2] and lines[2].endswith("short")
 
 
-def test_a_cell_is_one_printable_line() -> None:
-    text = render(HEADERS, [["t-x", "held", "two\nlines\tand \x1b[31mred\x1b[0m"]])
-    assert text.splitlines()[1] == "t-x  held    two lines and red"
+def test_a_cell_is_one_line_with_its_controls_and_bidi_shown() -> None:
+    text = render(HEADERS, [["t-x", "held", "two\nlines\tand \x1b[31mred\u202e  x"]])
+    assert text.splitlines()[1] == 't-x  held    "two\\nlines\\tand \\x1b[31mred<U+202E> x"'
+    assert len(text.splitlines()) == 2
+    assert (
+        render(HEADERS, [["t-y", "queued", " spaced  out "]])
+        .splitlines()[1]
+        .endswith("queued  spaced out")
+    )
     assert render(HEADERS, []) == "id  status  title\n"
 
 

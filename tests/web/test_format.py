@@ -123,3 +123,13 @@ def test_times_read_iso_text_from_halt_state_files() -> None:
     assert ago("2026-12-02T05:28:07Z", NOW) == "3 min ago"
     assert when("not a time") == "not a time"
     assert "not a time" in str(timetag("not a time"))
+
+
+def test_names_and_blocks_are_shown_without_controls_or_bidi() -> None:
+    from assay.web.format import shown_lines, shown_text
+
+    assert shown_text("a\nb\u202ec") == '"a\\nb<U+202E>c"'
+    assert shown_text(None) == "" and shown_text("src/slug.py") == "src/slug.py"
+    assert shown_lines("one\n\ttwo\x1b[2J\u2066") == "one\n\ttwo\\x1b[2J<U+2066>"
+    html = str(diff_html("+++ b/x\n@@ -1 +1 @@\n+if user\u202e != admin:\n"))
+    assert "\u202e" not in html and '<span class="d-add">+if user&lt;U+202E&gt; != admin:' in html

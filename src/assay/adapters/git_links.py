@@ -2,6 +2,7 @@
 
 The scope check judges a candidate's links by their text (:mod:`assay.core.links`); reading
 them from the candidate's and the base commit's trees means no link is ever followed here.
+It also asks which of a change's gitlinks (nested repositories) the base already has.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from pathlib import Path
 from assay.adapters.git import _run, _text
 
 _LINK_MODE = "120000"
+_GITLINK_MODE = "160000"
 
 
 def symlinks_at(repo: Path, commit: str) -> dict[str, str]:
@@ -24,6 +26,20 @@ def symlinks_at(repo: Path, commit: str) -> dict[str, str]:
         if len(fields) == 3 and fields[0] == _LINK_MODE:
             entries.append((path, fields[2]))
     return _link_targets(repo, entries)
+
+
+def gitlinks_at(repo: Path, commit: str, paths: Sequence[str]) -> set[str]:
+    """Which of ``paths`` are gitlinks in ``commit``'s tree (read from the tree, so nothing of
+    a nested repository is opened)."""
+    if not paths:
+        return set()
+    raw = _text(_run(repo, "ls-tree", "-r", "-z", "--full-tree", commit, "--", *paths).stdout)
+    found = set()
+    for record in raw.split("\0"):
+        meta, _, path = record.partition("\t")
+        if meta.split(" ")[0] == _GITLINK_MODE:
+            found.add(path)
+    return found & set(paths)
 
 
 def _link_targets(repo: Path, entries: Sequence[tuple[str, str]]) -> dict[str, str]:

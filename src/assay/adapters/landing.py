@@ -30,6 +30,7 @@ from assay.adapters.git import (
     _text,
     current_branch,
 )
+from assay.core.forbidden import is_assay_home
 from assay.core.text import printable
 
 RUN_TRAILER = "Assay-Run"
@@ -234,9 +235,11 @@ def land_squash(
                 checked.update(validated)  # the revalidation recorded the tree it checked
         if tree not in checked:
             raise LandRefused(f"the tree {tree[:12]} was not the one validated; nothing landed")
+        written = _written(repo, old, commit)
+        _refuse_assay_home(written, branch)
         if checkout is not None:  # checked again: revalidation may have taken minutes
             _refuse_dirty(checkout, into_branch, branch)
-            _ready_to_update(repo, checkout, into_branch, old, commit)
+            _ready_to_update(checkout, into_branch, written)
         moved = _run(
             repo, "update-ref", "-m", f"assay: land {branch}", target, commit, old, ok=(0, 1, 128)
         )
@@ -289,13 +292,30 @@ def _refuse_dirty(checkout: Path, into_branch: str, branch: str) -> None:
         )
 
 
-def _ready_to_update(repo: Path, checkout: Path, into_branch: str, old: str, commit: str) -> None:
+def _written(repo: Path, old: str, commit: str) -> set[str]:
+    """The paths moving the base branch from ``old`` to ``commit`` writes or removes."""
+    listed = _text(_run(repo, "diff", "--no-renames", "--name-only", "-z", old, commit).stdout)
+    return {p for p in listed.split("\0") if p}
+
+
+def _refuse_assay_home(written: set[str], branch: str) -> None:
+    """Nothing lands in ``.assay/``, assay's own folder in the user's checkout (a file there,
+    a SQLite journal beside the ledger, would be read as assay's own). The scope check holds
+    such a candidate first; this is the last line, before the base branch moves."""
+    inside = sorted(p for p in written if is_assay_home(p))
+    if inside:
+        raise LandRefused(
+            f"the change writes into .assay/, assay's own folder; the change is left on {branch}",
+            inside,
+        )
+
+
+def _ready_to_update(checkout: Path, into_branch: str, written: set[str]) -> None:
     """The checkout of the base branch may be updated: still on it, no untracked file in the
     way of what the new commit writes."""
     if current_branch(checkout) != into_branch:
         raise LandRefused(f"{checkout} no longer has {into_branch} checked out")
     _, untracked = _status(checkout)
-    written = set(_text(_run(repo, "diff", "--name-only", "-z", old, commit).stdout).split("\0"))
     collisions = sorted(written.intersection(untracked))
     if collisions:
         raise LandRefused(f"untracked files in {checkout} would be overwritten", collisions)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from assay.core.text import shown
 from assay.core.vocab import HoldSource, TaskStatus
 
 if TYPE_CHECKING:  # the models are pydantic's: the commands that print these already hold them
@@ -64,12 +65,12 @@ def shorten(text: str, limit: int) -> str:
 
 
 def error_note(task: Task) -> str | None:
-    """The task's last error, labelled for what it is now: a done task's error belongs to an
-    earlier run (the run that succeeded had none)."""
+    """The task's last error, labelled for what it is now (a done task's error belongs to an
+    earlier run: the run that succeeded had none), as it may be shown."""
     if not task.last_error:
         return None
     label = "earlier run" if task.status is TaskStatus.DONE else "last error"
-    return f"{label}: {task.last_error}"
+    return f"{label}: {shown(task.last_error)}"
 
 
 def wait_cause(task: Task) -> str:

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from assay.cli.output_options import ProgressMode, live_terminal
-from assay.core.text import printable
+from assay.core.text import shown
 from assay.core.vocab import EventKind
 
 if TYPE_CHECKING:
@@ -34,14 +34,16 @@ def _items(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
-def _printable(value: Any) -> Any:
-    """Event data with every string made safe for the terminal (coder output, instructions)."""
+def shown_data(value: Any) -> Any:
+    """Event data with every string as :func:`~assay.core.text.shown` shows it: a file name, a
+    coder's error or a finding is one line, with no control or bidi character (a name holding
+    a newline would print a progress line of its own)."""
     if isinstance(value, str):
-        return printable(value)
+        return shown(value)
     if isinstance(value, list):
-        return [_printable(item) for item in value]
+        return [shown_data(item) for item in value]
     if isinstance(value, dict):
-        return {key: _printable(item) for key, item in value.items()}
+        return {key: shown_data(item) for key, item in value.items()}
     return value
 
 
@@ -65,7 +67,7 @@ def _type_changes(changes: list[Any]) -> str:
 
 def describe(event: RunEvent) -> list[str]:
     """The progress lines (rich markup) one event adds to the scrollback; none for most."""
-    data = _printable(event.data)
+    data = shown_data(event.data)
     if event.kind == EventKind.RUN_STARTED:
         return [f"[bold]run {data['run_id']}[/bold] · {data['seats']} seat(s)"]
     if event.kind == EventKind.ATTEMPT_STARTED:
@@ -107,8 +109,9 @@ def describe(event: RunEvent) -> list[str]:
 def stderr_console() -> Console:
     from rich.console import Console
 
-    # soft_wrap: never cut a path in two (a log is searched for whole paths).
-    return Console(stderr=True, highlight=False, soft_wrap=True)
+    # soft_wrap: never cut a path in two (a log is searched for whole paths). No emoji codes:
+    # a file named ":warning:" is shown as its name.
+    return Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
 
 
 class Progress:
@@ -174,7 +177,7 @@ class WarningsOnly(Progress):
 
 
 def _one_line(value: object) -> str:
-    return " ".join(printable(str(value if value is not None else "")).split())
+    return shown(str(value if value is not None else ""))
 
 
 def _write_stderr(line: str) -> None:

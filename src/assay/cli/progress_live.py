@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from assay.cli.progress import Progress, _printable
+from assay.cli.progress import Progress, shown_data
 from assay.core.vocab import EventKind
 
 if TYPE_CHECKING:
@@ -102,7 +102,7 @@ class LiveProgress(Progress):
 
     def _track(self, event: RunEvent, label: str | None) -> None:
         now = self.clock()
-        data: dict[str, Any] = _printable(event.data)
+        data: dict[str, Any] = shown_data(event.data)
         run = self.runs.setdefault(label, _Run(since=now))
         if event.kind == EventKind.RUN_STARTED:
             run.run_id = str(data.get("run_id") or "")

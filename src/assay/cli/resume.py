@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from assay.cli.workspace import EXIT_DONE, EXIT_HELD
+from assay.core.text import shown
 from assay.core.vocab import RunStatus, TaskStatus
 
 if TYPE_CHECKING:
@@ -22,7 +23,7 @@ def recovered_line(record: RunRecord, task: Task, now: datetime) -> str:
     """``recovered r…: merged (task t… done)`` and the like, for one recovered run."""
     head = f"recovered {record.id}: "
     if task.status is TaskStatus.HELD:
-        return head + f"held (task {task.id}): {task.hold_reason or 'held for a human'}"
+        return head + f"held (task {task.id}): {shown(task.hold_reason or 'held for a human')}"
     if record.status in (RunStatus.MERGED, RunStatus.READY):
         return head + f"{record.status.value} (task {task.id} {task.status.value})"
     if task.waiting(now) and task.not_before is not None:

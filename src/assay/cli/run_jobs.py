@@ -105,11 +105,11 @@ def run_jobs(
 
 def _say_settled(task: Task, chosen: Contract, report: RunReport, *, err: bool) -> None:
     """The human summary of one run: its status and reason, what settle did, the payload."""
-    from assay.core.text import printable
+    from assay.core.text import shown
 
     payload = report.payload
     typer.echo(
-        f"{payload.status.value}: {printable(payload.reason)}\n"
+        f"{payload.status.value}: {shown(payload.reason)}\n"
         f"task {task.id}: {report.settlement.new_status.value} "
         f"(row {report.settlement.row.value}, attempt "
         f"{'spent' if report.settlement.attempt_spent else 'refunded'}, "

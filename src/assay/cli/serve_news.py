@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from assay.core.text import shown
 from assay.core.vocab import EventKind
 
 if TYPE_CHECKING:
@@ -77,14 +78,14 @@ def news(display: Progress, summary: ServeSummary) -> QueueEvents[RunReport]:
 
         def unreadable(self, task_id: str, problem: str) -> None:
             summary.skip(task_id, f"unreadable: {problem}")
-            display.say(f"skipping task {task_id}: unreadable: {problem}")
+            display.say(f"skipping task {shown(task_id)}: unreadable: {shown(problem)}")
 
         def waiting(self, task: Task, now: datetime) -> None:
             from assay.cli.explain import waits_message
 
             said = waits_message(task, now)
             summary.skip(task.id, said)
-            display.say(f"skipping: {said}")
+            display.say(f"skipping: {shown(said)}")
 
         def finished(self, task_id: str, result: RunReport) -> None:
             settled = result.settlement.new_status.value
@@ -93,7 +94,7 @@ def news(display: Progress, summary: ServeSummary) -> QueueEvents[RunReport]:
 
         def interrupted(self, task_id: str, stop: RunInterrupted) -> None:
             summary.interrupted.append(task_id)
-            display.say(f"{task_id}: {stop}; closed as interrupted, runnable again")
+            display.say(f"{task_id}: {shown(str(stop))}; closed as interrupted, runnable again")
 
         def stopping(self) -> None:
             display.say("stopping: waiting for the runs in progress to close")

@@ -13,7 +13,7 @@ import sys
 import unicodedata
 from collections.abc import Sequence
 
-from assay.core.text import printable
+from assay.core.text import shown
 
 GAP = "  "
 _MIN_SHRUNK = 8
@@ -80,10 +80,11 @@ def _char_width(char: str) -> int:
 
 
 def _cell(value: str) -> str:
-    """One line of printable text: a cell holds no newline, tab or escape sequence."""
+    """One line of text as :func:`~assay.core.text.shown` shows it: a cell holds no newline,
+    tab, control or bidi character, nor a run of spaces (columns are two spaces apart)."""
     if value.isprintable() and "  " not in value and value[:1] != " " and value[-1:] != " ":
         return value  # already so (isprintable: no control, escape or other space)
-    return " ".join(printable(value).split())
+    return " ".join(shown(value).split())
 
 
 def _fit(widths: list[int], shrink: Sequence[int], width: int) -> list[int]:

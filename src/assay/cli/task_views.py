@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from assay.adapters.git_env import LOCATION_VARS
 from assay.adapters.store.names import DATABASE_URL_ENV, HOME_ENV
 from assay.cli.table import render, terminal_width
-from assay.core.text import printable
+from assay.core.text import printable, shown
 
 if TYPE_CHECKING:
     from assay.adapters.store.quick_read import QuickLedger
@@ -77,13 +77,17 @@ def list_text(tasks: list[AnyTask], unreadable: list[tuple[str, str]], now: date
             str(task.status),  # a StrEnum: its value, without the enum's slow attribute
             str(task.attempts),
             task.title,
-            wait_note(task, now) or shorten(task.hold_reason or error_note(task) or "", 60),
+            wait_note(task, now) or shorten(_reason(task) or error_note(task) or "", 60),
         ]
         for task in tasks
     ]
     # shown, never fatal: one bad row hides nothing else
     rows += [[task_id, "unreadable", "", "", problem[:60]] for task_id, problem in unreadable]
     return render(LIST_HEADERS, rows, shrink=_SHRINK, width=terminal_width())
+
+
+def _reason(task: AnyTask) -> str | None:
+    return shown(task.hold_reason) if task.hold_reason else None
 
 
 def show_document(
@@ -115,55 +119,60 @@ def show_text(task: AnyTask, runs: list[AnyRun], document: dict[str, Any], now: 
     """``task show``'s lines, from the task, its runs and its :func:`show_document`."""
     from assay.cli import explain
 
-    lines = [f"{task.id}: {task.title}", f"status: {task.status.value}  attempts: {task.attempts}"]
+    lines = [
+        f"{shown(task.id)}: {shown(task.title)}",
+        f"status: {task.status.value}  attempts: {task.attempts}",
+    ]
     if (who := explain.holder(task)) is not None:
-        lines.append(f"held by {who}: {task.hold_reason}")
+        lines.append(f"held by {who}: {shown(task.hold_reason or '')}")
     if (note := explain.wait_note(task, now)) is not None:
-        cause = explain.wait_cause(task)
+        cause = shown(explain.wait_cause(task))
         lines.append(f"{note} for {cause} (that run was refunded: no attempt spent)")
     if (error := explain.error_note(task)) is not None:
         lines.append(error)
     for record in runs:
         state = record.status.value
         lines.append(
-            f"  run {record.id}: {state} {record.reason or ''} {record.payload_path or ''}"
+            f"  run {shown(record.id)}: {state} {shown(record.reason or '')} "
+            f"{shown(record.payload_path or '')}"
         )
     for halt in document["fired_halts"]:
         lines.append(
-            f"fired halt {halt['name']} ({halt['severity']}, now {halt['lifecycle'] or 'unknown'}) "
-            f"in run {halt['run_id']}: {halt['detail']}"
+            f"fired halt {shown(halt['name'])} ({shown(halt['severity'])}, now "
+            f"{shown(halt['lifecycle'] or 'unknown')}) in run {shown(halt['run_id'])}: "
+            f"{shown(halt['detail'])}"
         )
-    lines.append(f"next: {document['next']}")
+    lines.append(f"next: {shown(document['next'])}")
     for number, way in enumerate(document["ways_back"], start=1):
-        lines.append(f"  way back {number}: {way['summary']}")
-        lines.extend(f"      {command}" for command in way["commands"])
+        lines.append(f"  way back {number}: {shown(way['summary'])}")
+        lines.extend(f"      {shown(command)}" for command in way["commands"])
     return _printed(lines)
 
 
 def ledger_text(document: dict[str, Any]) -> str:
     """``ledger show``'s lines, from the convergence ledger's JSON document."""
     lines = [
-        f"task {document['task_id']}: {document['laps']} lap(s), "
+        f"task {shown(document['task_id'])}: {document['laps']} lap(s), "
         f"oscillating: {document['oscillating']}"
     ]
     for stage, record in sorted(document["stage_state"].items()):
-        lines.append(
-            f"  {stage:<9} attempts {record['attempts']:<4} last verdict {record['last_verdict']}"
-        )
+        verdict = shown(str(record["last_verdict"]))
+        lines.append(f"  {shown(stage):<9} attempts {record['attempts']:<4} last verdict {verdict}")
     for name, foreign in sorted(document["foreign_stages"].items()):
         signatures = foreign["last_finding_signatures"]
         unreadable = [s for s in signatures if s.startswith("(unreadable")]
         why = unreadable[0] if unreadable else "not known to this version of assay"
         lines.append(
-            f"  {name:<9} attempts {foreign['attempts']:<4} last verdict "
-            f"{foreign['last_verdict']} ({why}; shown as stored, not counted)"
+            f"  {shown(name):<9} attempts {foreign['attempts']:<4} last verdict "
+            f"{shown(str(foreign['last_verdict']))} ({shown(why)}; shown as stored, not counted)"
         )
     return _printed(lines)
 
 
 def _printed(lines: list[str]) -> str:
-    """The lines as text for a terminal: stored text (a reason, an error) may carry escape
-    sequences, which must not recolour or move the operator's terminal."""
+    """The lines as text for a terminal. Stored text (a title, a reason, an error, a halt's
+    evidence) is put in through :func:`shown`, so no value starts a line of its own; this
+    also keeps any escape sequence of assay's own text from the terminal."""
     return "".join(printable(line) + "\n" for line in lines)
 
 

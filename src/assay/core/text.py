@@ -3,11 +3,17 @@
 An instruction or a coder's error can carry ANSI escapes and control characters that would
 recolour, move the cursor or rewrite what the operator sees; a lone surrogate from an argument
 that was not UTF-8 cannot be printed at all. These are dropped or escaped before display.
+
+:func:`shown` is the one way a name or a text a coder could have chosen (a file name, a report
+field, a hold reason, a halt's evidence) is put on a screen: a newline in a file name would
+otherwise print a line of its own (``evil\nFAKE  decision: land``), and a bidi override
+(U+202E) would show ``txt.exe`` as ``exe.txt``.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 
 # CSI (ESC [ ... final), OSC (ESC ] ... BEL or ESC \), and two-character escapes.
 _ANSI = re.compile(
@@ -38,6 +44,74 @@ def one_line_title(text: str, limit: int = 80) -> str:
     return "(untitled)"
 
 
-def shown_name(name: str) -> str:
-    """A file name as one printable line: every control character escaped, newlines too."""
-    return printable(name).replace("\n", "\\n").replace("\t", "\\t")
+# Shown as ``<U+XXXX>``: invisible characters that reorder, join or break what is around them
+# (bidi controls and marks, zero-width characters, the line and paragraph separators).
+_VISIBLE_CATEGORIES = frozenset({"Cf", "Zl", "Zp"})
+_LINE_SHORT = {"\t": "\t", "\r": "\\r"}
+_QUOTED_SHORT = {"\n": "\\n", "\t": "\\t", "\r": "\\r", "\\": "\\\\", '"': '\\"'}
+
+
+def shown(text: str, *, lines: bool = False) -> str:
+    """``text`` as it may be shown on a screen: every control character (C0, DEL, C1) escaped
+    (``\\n``, ``\\x1b``, ``\\u0085``), a lone surrogate escaped (``\\udcff``), and every
+    invisible format character (the bidi controls U+202A-U+202E, U+2066-U+2069, U+200E,
+    U+200F, U+061C, zero-width characters, U+2028) shown as ``<U+202E>``.
+
+    Text with nothing to escape is returned as it is. Text that needs escaping is put in
+    double quotes, with ``\\`` and ``"`` escaped inside (as git quotes a path): so two
+    different texts are never shown the same (text that merely looks quoted, ``"a"``, is
+    quoted too). ``lines``: for a block shown as lines of its own (a validator's output, a
+    diff), where newlines and tabs are kept and nothing is quoted.
+    """
+    if lines:
+        if text.replace("\n", "").replace("\t", "").isprintable():
+            return text  # a diff or a test's output: thousands of lines, checked in C
+        return "\n".join(map(_shown_line, text.split("\n")))
+    if text.isprintable() and not _looks_quoted(text):
+        return text  # the common case, in one C call
+    if not _looks_quoted(text) and not any(map(_hidden, text)):
+        return text  # only other spaces or unassigned characters: nothing is hidden
+    out = []
+    for at, char in enumerate(text):
+        if char == "<" and text.startswith("U+", at + 1):
+            out.append("\\x3c")  # a literal "<U+" cannot pass for a shown character
+        else:
+            out.append(_escaped(char, _QUOTED_SHORT))
+    return '"' + "".join(out) + '"'
+
+
+def _shown_line(line: str) -> str:
+    if line.replace("\t", "").isprintable():
+        return line
+    return "".join(_escaped(char, _LINE_SHORT) for char in line)
+
+
+def _looks_quoted(text: str) -> bool:
+    return len(text) > 1 and text[0] == '"' == text[-1]
+
+
+def _hidden(char: str) -> bool:
+    """A character that cannot be shown as itself: a control, a surrogate, an invisible."""
+    if char.isprintable():
+        return False
+    return unicodedata.category(char) in _VISIBLE_CATEGORIES or _control(char)
+
+
+def _control(char: str) -> bool:
+    code = ord(char)
+    return code < 0x20 or 0x7F <= code <= 0x9F or 0xD800 <= code <= 0xDFFF
+
+
+def _escaped(char: str, short: dict[str, str]) -> str:
+    if char in short:
+        return short[char]
+    if char.isprintable():
+        return char
+    code = ord(char)
+    if code < 0x20 or code == 0x7F:
+        return f"\\x{code:02x}"
+    if code <= 0x9F or 0xD800 <= code <= 0xDFFF:
+        return f"\\u{code:04x}"
+    if unicodedata.category(char) in _VISIBLE_CATEGORIES:
+        return f"<U+{code:04X}>"
+    return char  # another space, a private-use or unassigned character: shown as it is

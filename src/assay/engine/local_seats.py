@@ -31,7 +31,7 @@ from assay.adapters.validators.base import ValidationContext, ValidationOutcome
 from assay.core.brief import render_brief
 from assay.core.changes import ChangeSet
 from assay.core.report import compare_with_diff
-from assay.core.text import shown_name
+from assay.core.text import shown
 from assay.core.vocab import CanonicalHalt, CrashPoint, EventKind, ValidatorKind
 from assay.engine.accounting import validator_event
 from assay.engine.closing import IGNORED_SHOWN
@@ -190,14 +190,14 @@ def forbidden_paths(paths: Sequence[str]) -> str | None:
     """The breach a candidate's forbidden paths make (nested repositories, ``.git``)."""
     if not paths:
         return None
-    shown = ", ".join(shown_name(p) for p in paths[:5])
+    shown = ", ".join(shown(p) for p in paths[:5])
     more = f" and {len(paths) - 5} more" if len(paths) > 5 else ""
     return f"forbidden by rule: a nested repository or .git entry: {shown}{more}"
 
 
 def ignored_line(capture: Capture) -> str:
     """``ignored, not in the candidate: …``: what the coder wrote that .gitignore keeps out."""
-    shown = ", ".join(shown_name(p) for p in capture.ignored[:IGNORED_SHOWN])
+    shown = ", ".join(shown(p) for p in capture.ignored[:IGNORED_SHOWN])
     more = capture.ignored_count - min(len(capture.ignored), IGNORED_SHOWN)
     return f"ignored, not in the candidate: {shown}" + (f" and {more} more" if more > 0 else "")
 

@@ -1,7 +1,12 @@
-"""How the dashboard writes times, money, token counts, durations and diffs.
+"""How the dashboard writes times, money, token counts, durations, diffs and names.
 
 Jinja filters, pure functions of their input (``now`` is passed in by tests; pages use the
 clock at render time). ``None`` always means unknown and reads as a dash, never as zero.
+
+Jinja escapes HTML, not control characters or bidi overrides: a file name with U+202E reads
+backwards, one with a newline reads as two words. Every name and text a coder could have
+chosen (file names, findings, reasons, evidence, summaries, output) goes through ``shown``
+(one line) or ``shown_lines`` (a block that keeps its lines) first.
 """
 
 from __future__ import annotations
@@ -12,6 +17,8 @@ from datetime import UTC, datetime
 from enum import StrEnum
 
 from markupsafe import Markup, escape
+
+from assay.core.text import shown
 
 UNKNOWN = "—"
 
@@ -134,6 +141,18 @@ def shorten(text: str | None, limit: int = 120) -> str:
     return cut.rstrip(" ,;:") + " …"
 
 
+def shown_text(value: object) -> str:
+    """A name or a text as :func:`~assay.core.text.shown` shows it, on one line; ``None`` is
+    empty (a template's ``dash`` then reads it as unknown)."""
+    return "" if value is None else shown(str(value))
+
+
+def shown_lines(value: object) -> str:
+    """A block (a validator's output, an instruction) with its lines kept, every other control
+    and bidi character shown."""
+    return "" if value is None else shown(str(value), lines=True)
+
+
 def slug(value: object) -> str:
     """A status or state as a CSS class suffix: ``not viable`` → ``not-viable``."""
     text = str(value).strip().lower()
@@ -183,12 +202,13 @@ def diff_lines(diff: str | None) -> list[ColouredLine]:
 
 def diff_html(diff: str | None) -> Markup:
     """The diff as escaped spans, one per line, for a ``<pre>`` (each span a block, so no
-    newline between them: it would show as a blank line).
+    newline between them: it would show as a blank line). A bidi override in a changed line
+    (a "Trojan Source" edit) is shown as ``<U+202E>``, not obeyed.
 
     Escaped once as a whole, then split: escaping leaves newlines and the markers a line is
     told by (``+ - @ d``) alone, and a 512 KiB diff is thousands of lines, where a
     ``Markup.format`` per line cost more than the rest of the run page."""
-    escaped = str(escape(diff or ""))
+    escaped = str(escape(shown(diff or "", lines=True)))
     return Markup(
         "".join(f'<span class="d-{kind}">{text}</span>' for kind, text in _kinds(escaped))
     )
@@ -204,5 +224,7 @@ FILTERS = {
     "elapsed": elapsed,
     "slug": slug,
     "shorten": shorten,
+    "shown": shown_text,
+    "shown_lines": shown_lines,
     "diff_html": diff_html,
 }

@@ -11,6 +11,10 @@ other links, a ``.git`` folder) is a breach too. Targets are read from git's blo
 against the candidate's own links (:mod:`assay.core.links`), never followed on this machine.
 A link that already pointed out of the tree in the base commit, untouched, is not the change's.
 
+Some paths are a breach by rule, whatever ``allow`` and ``protect`` say
+(:mod:`assay.core.forbidden`): ``.assay/`` (where the ledger lives), anything named ``.git``
+at any depth, and a nested repository (a gitlink) the base does not have.
+
 A symlink the change replaces by a regular file (or a folder) is a breach as well, unless the
 contract sets ``scope.allow_type_changes``: a bulk ``sed -i`` writes a copy of the target in the
 link's place, and the two then drift apart silently. Other type changes (an executable bit, a
@@ -30,6 +34,7 @@ from assay.adapters.git import GitError
 from assay.adapters.validators.base import ValidationContext, ValidationOutcome
 from assay.core.changes import ChangeSet, TypeChange
 from assay.core.contract import DEFAULT_PROTECT
+from assay.core.forbidden import ForbiddenPath, forbidden_paths, gitlinks_in
 from assay.core.links import escape_reason
 from assay.core.results import ValidatorResult
 from assay.core.vocab import CanonicalHalt, Severity
@@ -62,6 +67,7 @@ class ScopeValidator:
         outside = [p for p in paths if not allow.match_file(p)]
         protected = [p for p in paths if protect.match_file(p)]
         try:
+            forbidden = forbidden_by_rule(_repo(context), context.change)
             escaping = escaping_links(context.repo, context.revision, context.change)
         except (GitError, OSError, ValueError) as exc:
             return ValidationOutcome(
@@ -69,13 +75,13 @@ class ScopeValidator:
                     validator_id=validator_id,
                     severity=Severity.BLOCK,
                     error=True,
-                    justification=f"the candidate's symlinks could not be read: {exc}",
+                    justification=f"the candidate's links could not be read: {exc}",
                 )
             )
         links_replaced = replaced_links(context.change)
         allow_types = allowed_type_changes(context.settings)
         replaced = [] if allow_types else links_replaced
-        if not outside and not protected and not escaping and not replaced:
+        if not forbidden and not outside and not protected and not escaping and not replaced:
             allowed = [c.describe() for c in links_replaced]
             also = f" (type changes allowed: {_names(allowed)})" if allowed else ""
             return ValidationOutcome(
@@ -85,7 +91,8 @@ class ScopeValidator:
                     justification=f"all {len(paths)} touched path(s) are in scope{also}",
                 )
             )
-        findings = [f"outside scope.allow: {p}" for p in outside]
+        findings = [f"forbidden by rule: {f.describe()}" for f in forbidden]
+        findings += [f"outside scope.allow: {p}" for p in outside]
         findings += [f"inside scope.protect: {p}" for p in protected]
         findings += [f"symlink out of the tree: {p} {why}" for p, why in escaping]
         findings += [f"symlink replaced: {c.describe()}" for c in replaced]
@@ -94,7 +101,11 @@ class ScopeValidator:
             parts.append(f"outside scope.allow: {_names(outside)}")
         if protected:
             parts.append(f"inside scope.protect: {_names(protected)}")
-        clauses = ["the change touches paths " + "; ".join(parts)] if parts else []
+        clauses = []
+        if forbidden:
+            clauses.append(f"forbidden by rule: {_names([f.describe() for f in forbidden])}")
+        if parts:
+            clauses.append("the change touches paths " + "; ".join(parts))
         if escaping:
             shown = [f"{p} {why}" for p, why in escaping]
             clauses.append(f"the change adds a symlink out of the tree: {_names(shown)}")
@@ -122,6 +133,19 @@ def touched_paths(change: ChangeSet) -> list[str]:
     paths = {f.path for f in change.files}
     paths |= {f.renamed_from for f in change.files if f.renamed_from}
     return sorted(paths)
+
+
+def _repo(context: ValidationContext) -> Path:
+    """Where the base is read from: the engine's repository of the base and the candidate."""
+    return context.repo if context.repo is not None else context.worktree
+
+
+def forbidden_by_rule(repo: Path, change: ChangeSet) -> list[ForbiddenPath]:
+    """The paths of the change no candidate may carry (:mod:`assay.core.forbidden`). Git is
+    read only when the change leaves a gitlink, to ask whether the base has it there."""
+    links = gitlinks_in(change.files)
+    base_links = git_links.gitlinks_at(repo, change.base_commit, links) if links else set()
+    return forbidden_paths(change.files, base_links)
 
 
 def allowed_type_changes(settings: Mapping[str, Any]) -> bool:
