@@ -91,20 +91,63 @@ class World:
         )
         return self.repo.contract(name, text)
 
+    def commit(self, files: Mapping[str, str | bytes], message: str = "the base") -> None:
+        """Commit ``files`` (path -> content) on main before the run: the base the coder starts
+        from. What the run must leave unchanged (main, the user's ``.git``, the operator's
+        home) is taken again from here."""
+        for rel, content in files.items():
+            path = self.root / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if isinstance(content, bytes):
+                path.write_bytes(content)
+            else:
+                path.write_text(content)
+        git(self.root, "add", "--", *files)
+        git(self.root, "commit", "-q", "-m", message)
+        self.base = git(self.root, "rev-parse", "main")
+        self.git_before = git_dir_snapshot(self.root)
+        self.home_before = tree_snapshot(self.home)
+
     def run(
-        self, contract: Path, env: Mapping[str, str] | None = None
+        self,
+        contract: Path,
+        env: Mapping[str, str] | None = None,
+        *,
+        args: Iterable[str] = (),
     ) -> subprocess.CompletedProcess[str]:
         """The real ``assay run --contract … --json`` as the operator: HOME is the operator's
-        fake home, plus ``env`` (the planted secrets)."""
+        fake home, plus ``env`` (the planted secrets); ``args``: more options of ``run``
+        (e.g. ``--progress always``)."""
         return self.repo.assay(
             "run",
             "--contract",
             str(contract),
             "--json",
+            *args,
             timeout=RUN_TIMEOUT,
             HOME=str(self.home),
             **dict(env or {}),
         )
+
+    def tree(self, rev: str = "main") -> dict[str, str]:
+        """``path -> mode and blob id`` of every file of ``rev`` in the user's repository."""
+        listing = git(self.root, "ls-tree", "-r", "-z", rev, strip=False)
+        entries = {}
+        for entry in filter(None, listing.split("\0")):
+            meta, path = entry.split("\t", 1)
+            mode, _, blob = meta.split()
+            entries[path] = f"{mode} {blob}"
+        return entries
+
+    def blob(self, rev: str, path: str) -> bytes:
+        """The bytes of ``path`` in ``rev`` of the user's repository, exactly as stored."""
+        done = subprocess.run(
+            ["git", "cat-file", "blob", f"{rev}:{path}"],
+            cwd=self.root,
+            capture_output=True,
+            check=True,
+        )
+        return done.stdout
 
     @staticmethod
     def payload(done: subprocess.CompletedProcess[str]) -> dict[str, Any]:
@@ -118,6 +161,12 @@ class World:
             ) from None
         assert isinstance(payload, dict)
         return payload
+
+    def stored_payload(self, run_id: str) -> dict[str, Any]:
+        """The run's payload as assay keeps it: ``assay payload show RUN --json``."""
+        shown = self.repo.assay("payload", "show", run_id, "--json", HOME=str(self.home))
+        assert shown.returncode == 0, shown.stderr
+        return self.payload(shown)
 
     @staticmethod
     def token() -> str:
