@@ -70,6 +70,7 @@ async def dispatch_seat(fx: LocalEffects, call: SeatCall) -> Candidate:
     report_folder = seat_dir.resolve()
     with contextlib.suppress(OSError):  # whatever is there, the coder's report is read fresh
         report_path.unlink(missing_ok=True)
+    relay = await asyncio.to_thread(fx.halts.open_relay, plan, attempt, seat)
     request = DispatchRequest(
         worktree=worktree,
         prompt=call.prompt,
@@ -79,7 +80,7 @@ async def dispatch_seat(fx: LocalEffects, call: SeatCall) -> Candidate:
         halt_state_dir=fx.state_dir(),
         report_path=report_path,
         log_dir=seat_dir,
-        env=fx.coder_env(plan, seat),
+        env=fx.coder_env(plan, seat, relay.path if relay else None),
         settings=spec.model_dump(mode="json"),
         timeout_seconds=spec.timeout_seconds,
         max_turns=spec.max_turns,
@@ -90,7 +91,7 @@ async def dispatch_seat(fx: LocalEffects, call: SeatCall) -> Candidate:
             if v.kind is ValidatorKind.COMMAND and v.run
         },
         brief=render_brief(plan.contract, spec.kind),
-        sandbox=fx.seating.coder_sandbox(plan, seat, seat_dir),
+        sandbox=fx.seating.coder_sandbox(plan, seat, seat_dir, relay.folder if relay else None),
         home=repo.home.resolve(),
     )
     coder = None
@@ -113,6 +114,7 @@ async def dispatch_seat(fx: LocalEffects, call: SeatCall) -> Candidate:
             if fault is None:
                 raise
             result = environment_failed(fault)
+    await asyncio.to_thread(fx.halts.close_relay, attempt, seat)  # its coder has ended
     # Before any git command of assay's there: the seat's .git as assay left it.
     tampered = await asyncio.to_thread(fx.seating.secure, seat)
     if tampered is not None:  # reaching past the seat through its .git: a scope breach

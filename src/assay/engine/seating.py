@@ -2,7 +2,7 @@
 
 Each seat is a repository of its own (:mod:`assay.adapters.seats`) kept across the run's
 attempts. Every process of a seat (the coder, the command validators) runs in a sandbox that
-may write the seat, its own log folder and (the coder) the halt state, and that does not see
+may write the seat and its own log folder (never the halt state), and that does not see
 the operator's home, the user's repository or assay's folder; the user's object store is bound
 back read-only because the seat borrows it. After each such process the seat's ``.git`` is
 checked and reset before assay runs git there; a seat whose ``.git`` was replaced is an error
@@ -16,6 +16,7 @@ only those branches stay, unless the operator asked to keep the seats (``--keep-
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from assay.adapters import git, seats
@@ -44,7 +45,6 @@ class Seating:
         self.fetched: dict[int, str] = {}  # seat -> its branch in the user's repository
         self.starts: dict[tuple[int, int], str] = {}  # (attempt, seat) -> the commit it starts on
         self._stores: tuple[Path, ...] | None = None
-        self.halt_relay: Path | None = None  # the folder of the engine's halt relay socket
 
     # -- the repositories ---------------------------------------------------------------------
 
@@ -93,13 +93,19 @@ class Seating:
 
     # -- sandboxes ----------------------------------------------------------------------------
 
-    def coder_sandbox(self, plan: RunPlan, seat: int, log_dir: Path) -> SandboxSpec:
-        """Where the seat's coder runs: its repository, its log folder, the halt state and
-        the folder of the halt relay's socket (a firing reported there cannot be taken back)."""
+    def coder_sandbox(
+        self, plan: RunPlan, seat: int, log_dir: Path, relay: Path | None = None
+    ) -> SandboxSpec:
+        """Where the seat's coder runs: its repository and its log folder, writable, and
+        ``relay``, the folder of its dispatch's halt relay socket, read-only (the socket takes
+        a connection, but cannot be removed or replaced). The halt state folder stays hidden:
+        the engine's state files are written by the engine only."""
         kind = plan.contract.coder_for_seat(seat).kind
         network = plan.contract.network if kind in _OFFLINE_CAPABLE else NetworkMode.ON
-        relay = (self.halt_relay,) if self.halt_relay is not None else ()
-        return self._spec(plan, seat, (log_dir, self.home / "halt-state", *relay), network)
+        spec = self._spec(plan, seat, (log_dir,), network)
+        if relay is None:
+            return spec
+        return replace(spec, readable=_unique([*spec.readable, relay]))
 
     def validator_sandbox(self, plan: RunPlan, seat: int, log_dir: Path) -> SandboxSpec:
         """Where a command validator runs code the coder wrote: its repository and log folder."""
