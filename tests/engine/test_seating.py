@@ -27,7 +27,7 @@ def root(tmp_path: Path) -> Path:
     return make_repo(tmp_path).root
 
 
-def test_the_coder_may_write_its_seat_logs_and_halt_state_and_sees_neither_home_nor_repo(
+def test_the_coder_may_write_its_seat_and_logs_never_the_halt_state_and_sees_no_home_or_repo(
     root: Path, tmp_path: Path
 ) -> None:
     home = root / ".assay"
@@ -38,7 +38,8 @@ def test_the_coder_may_write_its_seat_logs_and_halt_state_and_sees_neither_home_
     spec = seating.coder_sandbox(plan, 1, logs)
     assert spec.mode is SandboxMode.BWRAP
     assert spec.network is NetworkMode.ON  # an agent keeps the network to reach its model
-    assert spec.writable == (seat.path.resolve(), logs.resolve(), (home / "halt-state").resolve())
+    # The halt state folder stays hidden under assay's: the engine's files are the engine's.
+    assert spec.writable == (seat.path.resolve(), logs.resolve())
     assert spec.hidden == ((tmp_path / "operator").resolve(), root.resolve(), home.resolve())
     assert spec.readable == ((root / ".git" / "objects").resolve(),)
     assert spec.home == seat.home.resolve() and spec.home.is_dir()
@@ -142,17 +143,20 @@ def test_a_file_the_contract_env_names_is_readable_but_never_the_repo_or_a_hidde
     )
 
 
-def test_the_halt_relay_folder_is_writable_for_coders_only(root: Path, tmp_path: Path) -> None:
+def test_the_halt_relay_folder_is_read_only_for_its_coder_only(root: Path, tmp_path: Path) -> None:
     seating = Seating(root / ".assay", {})
     plan = plan_for(root, coder={"kind": "claude"})
     seating.prepare(plan, 1)
     logs = root / ".assay" / "runs" / "r1" / "attempt-1" / "seat-1"
-    assert tmp_path / "relay" not in seating.coder_sandbox(plan, 1, logs).writable
-    seating.halt_relay = tmp_path / "relay"
-    (tmp_path / "relay").mkdir()
-    assert (tmp_path / "relay").resolve() in seating.coder_sandbox(plan, 1, logs).writable
+    relay = tmp_path / "relay"
+    relay.mkdir()
+    assert relay.resolve() not in seating.coder_sandbox(plan, 1, logs).readable
+    spec = seating.coder_sandbox(plan, 1, logs, relay)
+    assert relay.resolve() in spec.readable  # its socket takes connections, nothing else
+    assert relay.resolve() not in spec.writable
+    assert spec.readable[0] == (root / ".git" / "objects").resolve()  # the rest as before
     validator = seating.validator_sandbox(plan, 1, logs / "validators")
-    assert (tmp_path / "relay").resolve() not in validator.writable
+    assert relay.resolve() not in (*validator.writable, *validator.readable)
 
 
 def test_a_retried_dispatch_starts_where_its_attempt_started_not_on_a_lost_ones_leftovers(

@@ -12,7 +12,6 @@ never believed. Standard library only: this runs at every ``assay halt check`` o
 from __future__ import annotations
 
 import json
-import socket
 
 TYPE_CHECKING = False  # typing is an import `assay halt check` does without (assay.core.frozen)
 if TYPE_CHECKING:
@@ -47,6 +46,8 @@ def call_relay(socket_path: str, request: dict[str, Any]) -> Answer | str:
     """Send ``request`` to the relay at ``socket_path`` and wait for the engine's answer: the
     document, its exit code and a warning (or None); or, as a string, why there is none (no
     relay there, a timeout, a refusal, a garbled answer). Never raises."""
+    import socket  # here: the halt command imports this module for RELAY_ENV on every call
+
     try:
         line = json.dumps(request).encode() + b"\n"
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
