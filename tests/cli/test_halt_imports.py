@@ -106,6 +106,7 @@ def test_firing_is_light_with_and_without_a_relay(assay: Assay, armed: Armed) ->
             assay, *fire, "--condition", WARN, "--evidence", "spent", code=0, env=env
         )
         assert relayed.doc["fired"] is True
+        assert sorted(set(AVOIDABLE) & imported(relayed)) == []  # no dearer than on the file
     finally:
         relay.close()
     # An engine's relay that is not listening: a failure named in violations, still light.

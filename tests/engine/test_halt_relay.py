@@ -342,7 +342,7 @@ def test_in_a_real_sandbox_the_socket_takes_a_call_but_cannot_be_removed_or_repl
         pytest.skip(problem)
     mine, others = start(state_dir, journal), start(state_dir, journal)
     try:
-        assert mine.folder is not None and others.path is not None
+        assert mine.path is not None and mine.folder is not None and others.path is not None
         spec = SandboxSpec(
             network=network,
             readable=(mine.folder,),

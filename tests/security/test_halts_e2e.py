@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import sqlite3
 import subprocess
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from conftest import World
 
 BLOCK = "halt-irreversible-action"
+RELAY_AT = re.compile(r"^relay at (/tmp/\S+)$", re.MULTILINE)
 # Puts every halt of the state file at $1 back to ARMED, as if nothing had fired.
 UNFIRE = (
     "python3 -c 'import json,sys; p=sys.argv[1]; d=json.load(open(p)); "
@@ -196,6 +198,7 @@ def test_a_planted_lock_link_makes_the_engine_create_nothing_on_the_host(world: 
     assert world.logged("link 1: 1") and world.logged("link 2: 1")
     world.assert_git_unchanged(merged=True)
     assert git(world.root, "show", "main:NOTE.md") == "note"
+    assert not list(Path("/tmp").glob(f"assay-halt-{payload['run_id']}-*"))  # relays gone
 
 
 def test_one_seat_cannot_take_over_the_relay_and_erase_another_seats_block_halt(
@@ -215,6 +218,7 @@ def test_one_seat_cannot_take_over_the_relay_and_erase_another_seats_block_halt(
     contract = world.contract(
         "seats.yaml",
         [
+            'echo "relay at $ASSAY_HALT_RELAY"',
             'if [ "$ASSAY_SEAT" = 1 ]; then',
             '  if rm -f "$ASSAY_HALT_RELAY"; then',
             f'    {fake_relay} "$ASSAY_HALT_RELAY" >/dev/null 2>&1 &',
@@ -257,3 +261,6 @@ def test_one_seat_cannot_take_over_the_relay_and_erase_another_seats_block_halt(
     world.assert_git_unchanged(merged=False)
     assert world.logged("fired: 1")  # seat 2's block halt, as seed 002 answers it
     assert not world.logged("relay replaced") and not world.logged("state restored")
+    relays = {m for p in world.logs() for m in RELAY_AT.findall(p.read_text(errors="replace"))}
+    assert len(relays) == 2, relays  # a relay of each seat's own
+    assert not any(Path(r).parent.exists() for r in relays)  # gone with their dispatches

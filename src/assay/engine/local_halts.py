@@ -39,8 +39,8 @@ class HaltKeeper:
 
     def open_relay(self, plan: RunPlan, attempt: int, seat: int) -> HaltRelay | None:
         """The relay of the seat's dispatch in ``attempt``, listening (the seat's relay of an
-        earlier attempt is closed: its dispatch is over); None when it cannot listen (warned:
-        the coder's halt command then says the relay did not answer)."""
+        earlier attempt is closed: its dispatch is over); None when it cannot listen (a run
+        warning: that coder's halt commands then reach no state file, and fail)."""
         with self.fx._lock:
             earlier = [key for key in self.relays if key[1] == seat and key != (attempt, seat)]
         for key in earlier:
