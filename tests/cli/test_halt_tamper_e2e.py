@@ -1,14 +1,17 @@
-"""A coder cannot erase a block halt it fired: removing the halt state file, or writing the
-fired halt back to ARMED, holds the task for a human and the payload names the tampering."""
+"""A coder cannot erase a block halt it fired. In its sandbox the state file is out of its
+reach: the erase changes nothing and the firing holds the task. Unconfined (``--sandbox
+none``), removing the file or writing the fired halt back to ARMED holds the task for a human
+and the payload names the tampering."""
 
 from __future__ import annotations
 
 import json
 import sqlite3
+import subprocess
 from pathlib import Path
 
 import pytest
-from support.repo import ASSAY, PYTEST, git, make_repo
+from support.repo import ASSAY, PYTEST, Repo, git, make_repo
 
 pytestmark = pytest.mark.slow
 
@@ -33,18 +36,12 @@ UNFIRE = (
     ],
     ids=["removed", "rewritten-armed"],
 )
-def test_a_coder_that_erases_its_fired_halt_is_held(tmp_path: Path, erase: str, why: str) -> None:
+def test_an_unconfined_coder_that_erases_its_fired_halt_is_held(
+    tmp_path: Path, erase: str, why: str
+) -> None:
     repo = make_repo(tmp_path)
     base = git(repo.root, "rev-parse", "main")
-    done = repo.assay(
-        "run", "Make slugify keep digits.",
-        "--coder", "command",
-        "--coder-command", FIRE + erase + repo.put("fixed.py", "src/slug.py"),
-        "--validator", PYTEST,
-        "--land", "merge",
-        "--json",
-        timeout=60,
-    )  # fmt: skip
+    done = _run(repo, erase, "--sandbox", "none")
     assert done.returncode == 3, done.stderr
     assert "Traceback" not in done.stderr
     payload = json.loads(done.stdout)
@@ -67,3 +64,36 @@ def test_a_coder_that_erases_its_fired_halt_is_held(tmp_path: Path, erase: str, 
         ).fetchall()
     journaled = [json.loads(data) for (data,) in rows]
     assert {"name": "halt-irreversible-action", "by": "halt check"}.items() <= journaled[0].items()
+
+
+@pytest.mark.parametrize("erase", [f"rm -f {STATE}; ", UNFIRE], ids=["remove", "rewrite-armed"])
+def test_a_sandboxed_coder_cannot_reach_the_state_file_to_erase_its_halt(
+    tmp_path: Path, erase: str
+) -> None:
+    repo = make_repo(tmp_path)
+    base = git(repo.root, "rev-parse", "main")
+    done = _run(repo, erase)
+    assert done.returncode == 3, done.stderr
+    payload = json.loads(done.stdout)
+    assert payload["status"] == "blocked" and payload["task_status"] == "held"
+    fired = {h["name"]: h["detail"] for h in payload["halts"]["fired"]}
+    assert fired == {"halt-irreversible-action": "dropped prod table"}  # nothing tampered
+    state = json.loads(
+        (repo.root / ".assay" / "halt-state" / f"{payload['run_id']}.json").read_text()
+    )
+    [halt] = [h for h in state["halts"] if h["name"] == "halt-irreversible-action"]
+    assert halt["evidence"] == {"detail": "dropped prod table"} and halt["fired_at"]
+    assert git(repo.root, "rev-parse", "main") == base
+
+
+def _run(repo: Repo, erase: str, *flags: str) -> subprocess.CompletedProcess[str]:
+    return repo.assay(
+        "run", "Make slugify keep digits.",
+        "--coder", "command",
+        "--coder-command", FIRE + erase + repo.put("fixed.py", "src/slug.py"),
+        "--validator", PYTEST,
+        "--land", "merge",
+        "--json",
+        *flags,
+        timeout=60,
+    )  # fmt: skip

@@ -172,7 +172,9 @@ def test_relay_folders_of_closed_runs_go_and_a_live_ones_stays(
     report = _run(repo, ledger, "wrong")
     # What a killed run leaves: its relay folder, nobody listening any more.
     dead = Path(tempfile.mkdtemp(prefix=halt_relay.folder_prefix(report.run_id), dir="/tmp"))
-    live = halt_relay.HaltRelay(dispatch_id="r20000101-000000-0000aa", armed={}, record=print)
+    live = halt_relay.HaltRelay(
+        dispatch_id="r20000101-000000-0000aa", state_dir=repo.root, armed={}, record=print
+    )
     live.start()
     try:
         assert live.path is not None

@@ -1,5 +1,8 @@
-"""The halt relay: a firing sent by ``assay halt check --fire`` is journaled by the engine and
-acknowledged; anything else is refused with a reason, and no peer can crash or stall it."""
+"""The halt relay of one seat dispatch: a query or fire sent by ``assay halt check`` is performed
+on the engine's state file for the dispatch the socket serves (never the one the line claims),
+a firing is journaled before the answer goes back, anything else is refused with a reason, and
+no peer can crash or stall it. In a real sandbox its socket takes connections but cannot be
+removed or replaced, and no other seat's relay is in sight."""
 
 from __future__ import annotations
 
@@ -7,12 +10,12 @@ import json
 import os
 import socket
 import stat
-import subprocess
 import sys
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,14 +23,21 @@ from assay.adapters.process import run_process
 from assay.adapters.sandbox import bwrap_problem
 from assay.adapters.sandbox_spec import SandboxSpec
 from assay.adapters.store import halt_ops
-from assay.adapters.store.halt_journal import RELAY_ENV, RELAY_MAX_LINE, relay_fired
+from assay.adapters.store.halt_relay_client import (
+    RELAY_ENV,
+    RELAY_MAX_LINE,
+    call_relay,
+    check_request,
+)
 from assay.core.halts import CANONICAL_HALTS
 from assay.core.payload import HaltNotice
 from assay.core.vocab import HaltSeverity, NetworkMode
 from assay.engine.halt_relay import MAX_SOCKET_PATH, HaltRelay, remove_relay_folders
 
 DISPATCH = "r20260101-000000-abcdef"
+OTHER = "r20260101-000000-other0"
 ARMED = {name.value: severity for name, severity in CANONICAL_HALTS.items()}
+BLOCK = "halt-irreversible-action"
 ASSAY = Path(sys.executable).with_name("assay")
 
 
@@ -46,35 +56,64 @@ class Journal:
             self.notices.append(notice)
 
 
+def arm(state_dir: Path, dispatch_id: str = DISPATCH) -> Path:
+    """An armed state file of the canonical halts; its path."""
+    contract = state_dir.parent / f"{dispatch_id}.yaml"
+    lines = ["task: fix it", "halt_classes:"]
+    lines += [f"  - {{name: {n}, severity: {s.value}}}" for n, s in ARMED.items()]
+    contract.write_text("\n".join(lines) + "\n")
+    document, code = halt_ops.arm(contract, dispatch_id, state_dir)
+    assert code == 0, document
+    return state_dir / f"{dispatch_id}.json"
+
+
+def lifecycle(path: Path, name: str) -> str:
+    halts = json.loads(path.read_text())["halts"]
+    return str(next(h["lifecycle"] for h in halts if h["name"] == name))
+
+
 @pytest.fixture
 def journal() -> Journal:
     return Journal()
 
 
 @pytest.fixture
-def relay(journal: Journal) -> Iterator[HaltRelay]:
-    started = HaltRelay(
+def state_dir(tmp_path: Path) -> Path:
+    folder = tmp_path / "halt-state"
+    arm(folder)
+    return folder
+
+
+def start(
+    state_dir: Path, journal: Journal, *, read_timeout: float = 5.0, max_connections: int = 32
+) -> HaltRelay:
+    relay = HaltRelay(
         dispatch_id=DISPATCH,
+        state_dir=state_dir,
         armed=ARMED,
         record=journal.record,
-        read_timeout=0.5,
-        max_connections=4,
+        read_timeout=read_timeout,
+        max_connections=max_connections,
     )
-    started.start()
+    relay.start()
+    return relay
+
+
+@pytest.fixture
+def relay(state_dir: Path, journal: Journal) -> Iterator[HaltRelay]:
+    started = start(state_dir, journal, read_timeout=0.5, max_connections=4)
     yield started
     started.close()
 
 
-def firing(name: str = "halt-irreversible-action", **changes: object) -> dict[str, object]:
-    message: dict[str, object] = {
-        "dispatch_id": DISPATCH,
-        "name": name,
-        "severity": "block",
-        "evidence": "dropped prod table",
-        "fired_at": "2026-01-01T00:00:00Z",
-    }
-    message.update(changes)
-    return message
+def ask(
+    relay: HaltRelay, condition: str = BLOCK, *, fire: bool = True, claim: str = DISPATCH
+) -> tuple[dict[str, Any], int, str | None] | str:
+    """``assay halt check`` as the client sends it; (document, exit code, warning) or why not."""
+    evidence = "dropped prod table" if fire else None
+    return call_relay(
+        str(relay.path), check_request(claim, condition, fire=fire, evidence=evidence)
+    )
 
 
 def exchange(relay: HaltRelay, raw: bytes) -> dict[str, object]:
@@ -89,36 +128,83 @@ def exchange(relay: HaltRelay, raw: bytes) -> dict[str, object]:
     return reply
 
 
-def test_a_firing_sent_is_journaled_and_acknowledged(relay: HaltRelay, journal: Journal) -> None:
-    assert relay.path is not None
-    assert relay_fired(str(relay.path), firing()) is None  # the ack came back
-    assert journal.notices == [
+def test_a_query_and_a_fire_act_on_the_engines_state_file(
+    relay: HaltRelay, journal: Journal, state_dir: Path
+) -> None:
+    path = state_dir / f"{DISPATCH}.json"
+    answer = ask(relay, "halt-scope-breach", fire=False)
+    assert not isinstance(answer, str), answer
+    document, code, warning = answer
+    assert (document["checked"], document["transition_applied"], code) == (True, True, 0)
+    assert document["state_file"] == str(path) and warning is None
+    assert lifecycle(path, "halt-scope-breach") == "CHECKED"
+    assert journal.notices == []  # a query journals nothing
+
+    answer = ask(relay)
+    assert not isinstance(answer, str), answer
+    document, code, warning = answer
+    assert (document["fired"], code, warning) == (True, 1, None)  # a block halt: exit 1
+    assert document["violations"][0]["halt_class"] == BLOCK
+    fired_at = next(h["fired_at"] for h in json.loads(path.read_text())["halts"] if h["fired_at"])
+    assert journal.notices == [  # journaled before the answer came back
         HaltNotice(
-            name="halt-irreversible-action",
-            severity=HaltSeverity.BLOCK,
-            detail="dropped prod table",
-            fired_at="2026-01-01T00:00:00Z",
+            name=BLOCK, severity=HaltSeverity.BLOCK, detail="dropped prod table", fired_at=fired_at
         )
     ]
+    again = ask(relay)  # sticky, as seed 002 says
+    assert not isinstance(again, str)
+    assert again[0]["violations"][0]["halt_class"] == "halt-check-sticky-rejection"
+    assert again[1] == 1 and len(journal.notices) == 1
 
 
-def test_the_socket_is_short_private_and_removed_at_close(journal: Journal) -> None:
-    relay = HaltRelay(dispatch_id=DISPATCH, armed=ARMED, record=journal.record)
+def test_a_claimed_other_dispatch_is_refused_and_nothing_changes(
+    relay: HaltRelay, journal: Journal, state_dir: Path
+) -> None:
+    other = arm(state_dir, OTHER)
+    before = other.read_bytes(), (state_dir / f"{DISPATCH}.json").read_bytes()
+    answer = ask(relay, claim=OTHER)
+    assert not isinstance(answer, str), answer
+    document, code, _ = answer
+    assert code == 1 and document["fired"] is False and document["checked"] is False
+    assert document["dispatch_id"] == OTHER and document["state_file"] == str(other)
+    [violation] = document["violations"]
+    assert violation["halt_class"] == "halt-check-dispatch-refused"
+    assert OTHER in violation["detail"] and DISPATCH in violation["detail"]
+    assert (other.read_bytes(), (state_dir / f"{DISPATCH}.json").read_bytes()) == before
+    assert journal.notices == []
+
+
+def test_each_seat_has_its_own_socket_and_a_firing_counts_for_the_run(
+    state_dir: Path, journal: Journal
+) -> None:
+    first, second = start(state_dir, journal), start(state_dir, journal)
+    try:
+        assert first.folder != second.folder
+        assert not isinstance(ask(first), str)
+        answer = ask(second, fire=False)  # the other seat sees the run's halt FIRED
+        assert not isinstance(answer, str)
+        assert answer[0]["current_state"]["lifecycle"] == "FIRED" and answer[1] == 0
+    finally:
+        first.close()
+        second.close()
+    assert [n.name for n in journal.notices] == [BLOCK]
+
+
+def test_the_socket_is_short_private_and_removed_at_close(
+    state_dir: Path, journal: Journal
+) -> None:
+    relay = HaltRelay(dispatch_id=DISPATCH, state_dir=state_dir, armed=ARMED, record=print)
     path = relay.start()
     folder = path.parent
     assert len(str(path).encode()) <= MAX_SOCKET_PATH
     assert stat.S_ISSOCK(path.stat().st_mode)
     assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    assert os.listdir(folder) == ["s"]
     relay.close()
     relay.close()  # idempotent
     assert not folder.exists()
-    problem = relay_fired(str(path), firing())
-    assert problem is not None and "did not answer" in problem  # never raised
-
-
-def test_the_armed_severity_counts_not_the_senders(relay: HaltRelay, journal: Journal) -> None:
-    assert exchange(relay, json.dumps(firing(severity="log")).encode() + b"\n") == {"ok": True}
-    assert [n.severity for n in journal.notices] == [HaltSeverity.BLOCK]
+    problem = ask(relay)
+    assert isinstance(problem, str) and "did not answer" in problem  # never raised
 
 
 @pytest.mark.parametrize(
@@ -127,27 +213,35 @@ def test_the_armed_severity_counts_not_the_senders(relay: HaltRelay, journal: Jo
         (b"not json at all\n", "not a JSON line"),
         (b"\xff\xfe\x00garbage\n", "not a JSON line"),
         (b"[1, 2, 3]\n", "not a JSON object"),
-        (json.dumps(firing(dispatch_id="r-other-run")).encode() + b"\n", "dispatch id"),
-        (json.dumps(firing(name="halt-made-up")).encode() + b"\n", "no such halt is armed"),
-        (json.dumps(firing(name=["x"])).encode() + b"\n", "no such halt is armed"),
-        (json.dumps(firing(evidence={"detail": 1})).encode() + b"\n", "evidence"),
-        (json.dumps(firing(fired_at="x" * 500)).encode() + b"\n", "fired_at"),
-        (b"{" * 100_000 + b"\n", "longer than"),
-        (json.dumps(firing(evidence="e" * RELAY_MAX_LINE)).encode() + b"\n", "longer than"),
+        (b'{"dispatch_id": "' + DISPATCH.encode() + b'", "name": "' + BLOCK.encode() + b'"}\n',
+         "not a halt check request"),
+        (json.dumps({**check_request("../x", BLOCK, fire=False, evidence=None)}).encode() + b"\n",
+         "dispatch id"),
+        (json.dumps({**check_request(DISPATCH, "", fire=False, evidence=None)}).encode() + b"\n",
+         "condition"),
+        (json.dumps({**check_request(DISPATCH, BLOCK, fire=False, evidence=None),
+                     "fire": "yes"}).encode() + b"\n", "fire"),
+        (json.dumps(check_request(DISPATCH, BLOCK, fire=False, evidence="x")).encode() + b"\n",
+         "evidence"),
+        (b"[" * 100_000 + b"\n", "longer than"),
+        (json.dumps(check_request(DISPATCH, BLOCK, fire=True, evidence="e" * RELAY_MAX_LINE))
+         .encode() + b"\n", "longer than"),
     ],
     ids=[
-        "garbage", "binary", "not-object", "other-dispatch", "unarmed-name", "name-not-text",
-        "evidence-not-text", "huge-fired-at", "huge-line", "huge-evidence",
+        "garbage", "binary", "not-object", "old-firing-line", "bad-dispatch-id", "no-condition",
+        "fire-not-bool", "evidence-without-fire", "huge-line", "huge-evidence",
     ],
 )  # fmt: skip
 def test_a_bad_line_is_refused_and_the_relay_goes_on(
-    relay: HaltRelay, journal: Journal, raw: bytes, why: str
+    relay: HaltRelay, journal: Journal, state_dir: Path, raw: bytes, why: str
 ) -> None:
+    before = (state_dir / f"{DISPATCH}.json").read_bytes()
     reply = exchange(relay, raw)
     assert reply["ok"] is False and why in str(reply["error"]), reply
-    assert journal.notices == []
-    assert exchange(relay, json.dumps(firing()).encode() + b"\n") == {"ok": True}
-    assert [n.name for n in journal.notices] == ["halt-irreversible-action"]
+    assert journal.notices == [] and (state_dir / f"{DISPATCH}.json").read_bytes() == before
+    answer = ask(relay)
+    assert not isinstance(answer, str) and answer[0]["fired"] is True
+    assert [n.name for n in journal.notices] == [BLOCK]
 
 
 def test_an_endless_line_is_cut_at_the_bound(relay: HaltRelay, journal: Journal) -> None:
@@ -164,14 +258,15 @@ def test_an_endless_line_is_cut_at_the_bound(relay: HaltRelay, journal: Journal)
     assert journal.notices == []
 
 
-def test_a_silent_peer_is_dropped_and_does_not_block_others(journal: Journal) -> None:
-    relay = HaltRelay(dispatch_id=DISPATCH, armed=ARMED, record=journal.record, read_timeout=3)
-    path = str(relay.start())
+def test_a_silent_peer_is_dropped_and_does_not_block_others(
+    state_dir: Path, journal: Journal
+) -> None:
+    relay = start(state_dir, journal, read_timeout=3)
     silent = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        silent.connect(path)
+        silent.connect(str(relay.path))
         started = time.monotonic()
-        assert relay_fired(path, firing()) is None  # served while the silent one waits
+        assert not isinstance(ask(relay), str)  # served while the silent one waits
         assert time.monotonic() - started < 2
         silent.settimeout(10)
         reply = json.loads(silent.makefile("rb").readline())
@@ -195,141 +290,110 @@ def test_a_flood_of_connections_leaves_the_relay_serving(
     for conn in flood:
         conn.close()
     deadline = time.monotonic() + 5
-    while (problem := relay_fired(str(relay.path), firing())) is not None:
-        assert time.monotonic() < deadline, problem
+    while isinstance(answer := ask(relay), str):
+        assert time.monotonic() < deadline, answer
         time.sleep(0.1)
-    assert [n.name for n in journal.notices] == ["halt-irreversible-action"]
+    assert [n.name for n in journal.notices] == [BLOCK]
 
 
-def test_a_journal_that_fails_is_a_refusal_not_a_crash(relay: HaltRelay, journal: Journal) -> None:
+def test_a_journal_that_fails_is_a_warning_and_the_file_holds_the_firing(
+    relay: HaltRelay, journal: Journal, state_dir: Path
+) -> None:
     journal.fail = True
-    assert relay.path is not None
-    problem = relay_fired(str(relay.path), firing())
-    assert problem is not None and "database is locked" in problem
-    journal.fail = False
-    assert relay_fired(str(relay.path), firing()) is None
+    answer = ask(relay)
+    assert not isinstance(answer, str), answer
+    document, code, warning = answer
+    assert (document["fired"], code) == (True, 1)  # seed 002's exit code all the same
+    assert warning is not None and "database is locked" in warning
+    assert lifecycle(state_dir / f"{DISPATCH}.json", BLOCK) == "FIRED"
 
 
-def _arm(tmp_path: Path) -> Path:
-    contract = tmp_path / "contract.yaml"
-    lines = ["task: fix it", "halt_classes:"]
-    lines += [f"  - {{name: {n}, severity: {s.value}}}" for n, s in ARMED.items()]
-    contract.write_text("\n".join(lines) + "\n")
-    state_dir = tmp_path / "halt-state"
-    document, code = halt_ops.arm(contract, DISPATCH, state_dir)
-    assert code == 0, document
-    return state_dir
-
-
-def _fire(state_dir: Path, relay_path: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
-    env[RELAY_ENV] = relay_path
-    flags = ["--dispatch-id", DISPATCH, "--state-dir", str(state_dir)]
-    fire = ["--condition", "halt-irreversible-action", "--fire", "--evidence", "dropped it"]
-    return subprocess.run(
-        [str(ASSAY), "halt", "check", *flags, *fire],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-        check=False,
-    )
-
-
-def test_the_halt_command_reports_its_firing_through_the_relay(
-    tmp_path: Path, relay: HaltRelay, journal: Journal
-) -> None:
-    state_dir = _arm(tmp_path)
-    done = _fire(state_dir, str(relay.path))
-    assert done.returncode == 1, done.stderr  # a fired block halt: seed 002's exit code
-    assert done.stderr == ""
-    assert json.loads(done.stdout)["fired"] is True
-    state = json.loads((state_dir / f"{DISPATCH}.json").read_text())
-    fired_at = next(h["fired_at"] for h in state["halts"] if h["lifecycle"] == "FIRED")
-    assert journal.notices == [
-        HaltNotice(
-            name="halt-irreversible-action",
-            severity=HaltSeverity.BLOCK,
-            detail="dropped it",
-            fired_at=fired_at,
-        )
-    ]
-
-
-def test_a_relay_that_is_gone_changes_nothing_of_the_exit_code(tmp_path: Path) -> None:
-    state_dir = _arm(tmp_path)
-    done = _fire(state_dir, str(tmp_path / "no-relay-here"))
-    assert done.returncode == 1
-    assert json.loads(done.stdout)["fired"] is True
-    assert "warning: the halt relay at" in done.stderr and "Traceback" not in done.stderr
-
-
-PROBE = """
-import sys
-from pathlib import Path
-from assay.adapters.store.halt_journal import journal_fired
-state = {"name": "halt-irreversible-action", "severity": "block", "evidence": {"detail": "x"}}
-print(journal_fired(Path(sys.argv[1]), sys.argv[2], state), "sqlalchemy" in sys.modules)
-"""
-
-
-def test_relaying_a_firing_never_imports_sqlalchemy(
-    tmp_path: Path, relay: HaltRelay, journal: Journal
-) -> None:
-    env = {"PATH": "/usr/bin:/bin", RELAY_ENV: str(relay.path)}
-    done = subprocess.run(
-        [sys.executable, "-c", PROBE, str(tmp_path), DISPATCH],
-        capture_output=True,
-        text=True,
-        check=True,
-        env=env,
-    )
-    assert done.stdout.split() == ["None", "False"], done.stderr
-    assert [n.detail for n in journal.notices] == ["x"]
-
-
-CLIENT = """
-import sys
-from assay.adapters.store.halt_journal import relay_fired
-message = {"dispatch_id": sys.argv[1], "name": "halt-scope-breach", "severity": "block",
-           "evidence": "inside", "fired_at": None}
-print(relay_fired(sys.argv[2], message))
+# In the sandbox: remove and replace the socket, bind one of its own there, look for the other
+# seat's relay, then fire through the real `assay halt check` (on its PATH, as a coder does).
+HOSTILE = """
+import os, socket, subprocess, sys
+relay, other = sys.argv[1], sys.argv[2]
+for attempt in ("unlink", "rename", "bind"):
+    try:
+        if attempt == "unlink":
+            os.unlink(relay)
+        elif attempt == "rename":
+            os.rename(relay, relay + ".x")
+        else:
+            socket.socket(socket.AF_UNIX).bind(os.path.join(os.path.dirname(relay), "t"))
+        print(attempt, "done")
+    except OSError as exc:
+        print(attempt, "failed", exc.errno)
+print("other seat's relay visible:", os.path.exists(other))
+fire = ["--condition", "halt-irreversible-action", "--fire", "--evidence", "inside"]
+done = subprocess.run(["assay", "halt", "check", "--dispatch-id", sys.argv[3], *fire],
+                      capture_output=True, text=True)
+print("exit", done.returncode, done.stdout.strip(), done.stderr.strip())
 """
 
 
 @pytest.mark.parametrize("network", [NetworkMode.ON, NetworkMode.NONE])
-def test_a_sandboxed_process_reaches_the_relay_through_its_bound_folder(
-    tmp_path: Path, relay: HaltRelay, journal: Journal, network: NetworkMode
+def test_in_a_real_sandbox_the_socket_takes_a_call_but_cannot_be_removed_or_replaced(
+    tmp_path: Path, state_dir: Path, journal: Journal, network: NetworkMode
 ) -> None:
-    """The socket's folder bound writable over the sandbox's private /tmp, at the same path;
-    ``network: none`` takes the network, not a socket in the file system."""
+    """The seat's relay folder bound read-only over the sandbox's private /tmp, at the same
+    path; ``network: none`` takes the network, not a socket in the file system."""
     if problem := bwrap_problem():
         pytest.skip(problem)
-    assert relay.folder is not None
-    spec = SandboxSpec(network=network, writable=(relay.folder, tmp_path), hidden=(Path.home(),))
-    done = run_process(
-        [sys.executable, "-c", CLIENT, DISPATCH, str(relay.path)],
-        cwd=tmp_path,
-        env={"PATH": os.environ["PATH"]},
-        timeout=60,
-        log_path=tmp_path / "client.log",
-        sandbox=spec,
-    )
-    assert (done.exit_code, done.stdout.strip()) == (0, "None"), done.stderr
-    assert [n.detail for n in journal.notices] == ["inside"]
+    mine, others = start(state_dir, journal), start(state_dir, journal)
+    try:
+        assert mine.path is not None and mine.folder is not None and others.path is not None
+        spec = SandboxSpec(
+            network=network,
+            readable=(mine.folder,),
+            writable=(tmp_path / "seat",),
+            hidden=(Path.home(), state_dir),
+        )
+        path = f"{ASSAY.parent}:{os.environ['PATH']}"
+        done = run_process(
+            [sys.executable, "-c", HOSTILE, str(mine.path), str(others.path), DISPATCH],
+            cwd=tmp_path,
+            env={"PATH": path, RELAY_ENV: str(mine.path)},
+            timeout=60,
+            log_path=tmp_path / "client.log",
+            sandbox=spec,
+        )
+        lines = done.stdout.splitlines()
+        assert done.exit_code == 0, done.stderr
+        assert lines[:4] == [
+            "unlink failed 30",  # EROFS: a read-only mount
+            "rename failed 30",
+            "bind failed 30",
+            "other seat's relay visible: False",
+        ], done.stdout
+        assert lines[4].startswith("exit 1 {") and '"fired": true' in lines[4], lines[4]
+        assert os.listdir(mine.folder) == ["s"] and stat.S_ISSOCK(mine.path.stat().st_mode)
+    finally:
+        mine.close()
+        others.close()
+    assert [(n.name, n.detail) for n in journal.notices] == [(BLOCK, "inside")]
+    assert lifecycle(state_dir / f"{DISPATCH}.json", BLOCK) == "FIRED"
 
 
-def test_recovery_removes_the_relay_folder_a_killed_run_left(journal: Journal) -> None:
+def test_recovery_removes_the_relay_folders_a_killed_run_left(
+    state_dir: Path, journal: Journal
+) -> None:
     # Ids of this test's own: removing DISPATCH's folders would take the relay of a test
     # running at the same time on another worker.
     killed = f"r20260101-000000-k{os.getpid()}"
-    mine = HaltRelay(dispatch_id=killed, armed=ARMED, record=journal.record)
-    other = HaltRelay(dispatch_id=f"{killed}x", armed=ARMED, record=journal.record)
+
+    def relay_of(dispatch_id: str) -> HaltRelay:
+        return HaltRelay(
+            dispatch_id=dispatch_id, state_dir=state_dir, armed=ARMED, record=journal.record
+        )
+
+    seat_1, seat_2, other = relay_of(killed), relay_of(killed), relay_of(f"{killed}x")
     try:
-        left, kept = mine.start().parent, other.start().parent
-        assert left.name.startswith(f"assay-halt-{killed}-")
+        left = [seat_1.start().parent, seat_2.start().parent]
+        kept = other.start().parent
+        assert all(f.name.startswith(f"assay-halt-{killed}-") for f in left)
         remove_relay_folders(killed)  # what close_unfinished does for a run killed by -9
-        assert not left.exists() and kept.is_dir()
+        assert not any(f.exists() for f in left) and kept.is_dir()
     finally:
-        mine.close()
-        other.close()
+        for relay in (seat_1, seat_2, other):
+            relay.close()

@@ -9,6 +9,11 @@ standard library's argparse rather than typer (typer alone would add about 20 ms
 call), and ``check``, ``attest`` and ``rearm`` import no pydantic, SQLAlchemy, rich or YAML:
 the state file is validated by hand (:mod:`assay.core.halts`). Only ``arm``, which reads the
 contract's YAML, and journaling into a ledger found beside the state folder pay for more.
+
+Inside a run's sandbox (``$ASSAY_HALT_RELAY`` set) the state file is the engine's and out of
+reach: ``check`` sends its query or fire to the engine's relay, which acts on the state file of
+the dispatch its socket serves and answers with the document and exit code printed here;
+``arm``, ``attest`` and ``rearm`` write nothing there and say so (exit 1).
 """
 
 from __future__ import annotations
@@ -33,7 +38,9 @@ EPILOG = """exit codes:
   1  a block halt fired (halt and surface), or a failure named in "violations"
   2  invocation error (unknown flag, missing flag, bad dispatch id)
 
-state dir: --state-dir, else $ASSAY_HALT_STATE_DIR, else .assay/halt-state"""
+state dir: --state-dir, else $ASSAY_HALT_STATE_DIR, else .assay/halt-state
+in a run: with $ASSAY_HALT_RELAY set (inside a coder's sandbox), `check` asks the engine,
+which acts on its own state file for the run's dispatch; arm, attest and rearm write nothing"""
 
 _ID_RULE = "1-128 characters from [A-Za-z0-9._-], starting with a letter or digit"
 
@@ -163,24 +170,39 @@ def run(argv: Sequence[str]) -> int:
             "--evidence needs --fire: a query records no evidence (add --fire to fire the "
             "halt with it, or drop --evidence to query the halt)"
         )
-    from assay.adapters.store import halt_files, halt_ops
+    from assay.adapters.store import halt_files
+    from assay.adapters.store.halt_relay_client import RELAY_ENV
 
     state_dir = halt_files.resolve_state_dir(args.state_dir)
+    relay = os.environ.get(RELAY_ENV)
     outcome: tuple[dict[str, Any], int]
+    if relay:  # inside a run's sandbox: the state is the engine's, whatever --state-dir says
+        outcome = _in_a_dispatch(args, relay, state_dir)
+    else:
+        outcome = _on_the_state_file(args, state_dir)
+    document, code = outcome
+    sys.stdout.write(json.dumps(document, indent=2 if args.pretty else None) + "\n")
+    sys.stdout.flush()
+    return code
+
+
+def _on_the_state_file(args: argparse.Namespace, state_dir: Path) -> tuple[dict[str, Any], int]:
+    """The command acting on the state file itself: the operator's, or the engine's own."""
+    from assay.adapters.store import halt_ops
+
     if args.command == "arm":
-        outcome = halt_ops.arm(args.contract, args.dispatch_id, state_dir)
-    elif args.command == "check":
+        return halt_ops.arm(args.contract, args.dispatch_id, state_dir)
+    if args.command == "check":
         outcome = halt_ops.check(
             args.dispatch_id, args.condition, state_dir, fire=args.fire, evidence=args.evidence
         )
         fired = outcome[0].get("current_state") if outcome[0].get("fired") is True else None
-        if isinstance(fired, dict):  # in a run: journaled where a rewrite of the file cannot go
+        if isinstance(fired, dict):  # journaled in a ledger beside the state folder, if any
             from assay.adapters.store.halt_journal import journal_fired
 
-            problem = journal_fired(state_dir, args.dispatch_id, fired)
-            if problem:  # the state file holds the firing; the exit code stays seed 002's
-                sys.stderr.write(f"assay halt: warning: {problem}\n")
-    elif args.command == "rearm":
+            journal_fired(state_dir, args.dispatch_id, fired)
+        return outcome
+    if args.command == "rearm":
         outcome = halt_ops.rearm(
             args.dispatch_id, args.condition, state_dir, evidence=args.evidence
         )
@@ -197,9 +219,61 @@ def run(argv: Sequence[str]) -> int:
                 by=actor.by,
                 via=actor.via.value,
             )
+        return outcome
+    return halt_ops.attest(args.dispatch_id, state_dir)
+
+
+def _in_a_dispatch(
+    args: argparse.Namespace, relay: str, state_dir: Path
+) -> tuple[dict[str, Any], int]:
+    """The command inside a coder's sandbox (``$ASSAY_HALT_RELAY`` set): a check goes to the
+    engine's relay, which acts on its own state file for the dispatch the socket serves and
+    answers with the document to print; arming, attesting and re-arming are the operator's
+    and the engine's, so they change nothing here."""
+    from assay.adapters.store.halt_files import state_path
+    from assay.adapters.store.halt_relay_client import RELAY_ENV
+    from assay.core.halts import Violation
+    from assay.core.vocab import ArmHalt, CheckHalt
+
+    path = str(state_path(state_dir, args.dispatch_id))
+    if args.command == "check":
+        from assay.adapters.store.halt_relay_client import call_relay, check_request
+
+        request = check_request(
+            args.dispatch_id, args.condition, fire=args.fire, evidence=args.evidence
+        )
+        answer = call_relay(relay, request)
+        if not isinstance(answer, str):
+            document, code, warning = answer
+            if warning:  # the engine holds the firing; the exit code stays seed 002's
+                sys.stderr.write(f"assay halt: warning: {warning}\n")
+            return document, code
+        failure = Violation(halt_class=CheckHalt.RELAY_FAILURE.value, detail=answer)
+        base = {"checked": False, "fired": False, "dispatch_id": args.dispatch_id}
+        return {
+            **base,
+            "condition": args.condition,
+            "state_file": path,
+            "violations": [failure.to_json()],
+            "warnings": [],
+        }, 1
+    why = (
+        f"inside a run's sandbox (${RELAY_ENV} is set) the halt state is the engine's: "
+        f"`assay halt {args.command}` is for the operator, outside it; nothing was written"
+    )
+    if args.command == "arm":
+        refused = Violation(halt_class=ArmHalt.STATE_FILE_WRITE_FAILURE.value, detail=why)
+        return {
+            "armed": False,
+            "dispatch_id": args.dispatch_id,
+            "contract_path": str(args.contract.absolute()),
+            "violations": [refused.to_json()],
+        }, 1
+    refused = Violation(halt_class=CheckHalt.STATE_FILE_WRITE_FAILURE.value, detail=why)
+    failed = [refused.to_json()]
+    if args.command == "attest":  # the shapes halt_ops's own failures have
+        document = {"dispatch_id": args.dispatch_id, "state_file": path, "attested": False}
     else:
-        outcome = halt_ops.attest(args.dispatch_id, state_dir)
-    document, code = outcome
-    sys.stdout.write(json.dumps(document, indent=2 if args.pretty else None) + "\n")
-    sys.stdout.flush()
-    return code
+        document = {"rearmed": False, "dispatch_id": args.dispatch_id}
+        document |= {"condition": args.condition, "state_file": path}
+    return {**document, "violations": failed, "warnings": []}, 1

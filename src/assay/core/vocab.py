@@ -176,6 +176,10 @@ class CheckHalt(StrEnum):
     STATE_FILE_WRITE_FAILURE = "halt-check-state-file-write-failure"
     FIRE_EVIDENCE_MISSING = "halt-check-fire-evidence-missing"
     REARM_EVIDENCE_MISSING = "halt-rearm-evidence-missing"
+    # Inside a coder's sandbox: the engine's relay acts for the socket's dispatch only, and
+    # a relay that does not answer leaves the halt as it was.
+    DISPATCH_REFUSED = "halt-check-dispatch-refused"
+    RELAY_FAILURE = "halt-check-relay-failure"
 
 
 class PolicyMode(StrEnum):

@@ -1,21 +1,21 @@
-"""The halt relay: where ``assay halt check --fire``, inside a coder's sandbox, tells the engine.
+"""The halt relay: how ``assay halt check``, inside a coder's sandbox, acts on its halts.
 
-A coder's sandbox hides assay's folder and its ledger, and the halt state file lives where the
-coder can write it, so a firing recorded only in the file can be taken back by the coder that
-fired it. While a run's coders run, the engine therefore listens on a unix stream socket in a
-short private folder (``/tmp/assay-halt-<run>-<random>/s``, mode 0700: a socket path is
-limited to 108 bytes, and pytest's folders are long), bound writable at the same path into
-every coder's sandbox and named by ``$ASSAY_HALT_RELAY``. The halt command sends each firing
-as one JSON line (:func:`assay.adapters.store.halt_journal.firing_message`) and waits for a
-one-line answer, ``{"ok": true}`` or ``{"ok": false, "error": ...}``; an accepted firing is
-journaled by the engine before the answer goes back, so nothing the coder does to the file
-later unfires it.
+A coder's sandbox hides assay's folder, its ledger and the halt state folder: the engine's state
+files are written by the engine only. Each seat dispatch (one coder's turn in one attempt) gets
+a relay of its own: a unix stream socket in a short private folder
+(``/tmp/assay-halt-<run>-<random>/s``, mode 0700: a socket path is limited to 108 bytes, and
+pytest's folders are long), bound READ-ONLY at the same path into that seat's sandbox only and
+named by ``$ASSAY_HALT_RELAY``. On a read-only mount the socket accepts ``connect`` but cannot
+be unlinked or replaced, and no other seat sees it. The halt command sends each query or fire
+as one JSON line (:func:`assay.adapters.store.halt_relay_client.check_request`); the relay
+performs the move with :func:`assay.adapters.store.halt_ops.check` on the engine's state file
+of the dispatch the socket serves (never the one the line claims: another is refused),
+journals a firing before it answers, and answers with seed 002's document and exit code.
 
 The peer is untrusted: a line is read up to :data:`RELAY_MAX_LINE` bytes and for at most
 ``read_timeout`` seconds in all, each connection has a thread of its own (daemon, at most
 ``max_connections`` at once; more are closed unanswered), and nothing a peer sends can raise
-out of the relay or block the engine. A firing is accepted only for this run's dispatch id and
-a halt armed for it, and is journaled with the armed severity, whatever the line claims.
+out of the relay or block the engine. A firing is journaled with the armed severity.
 """
 
 from __future__ import annotations
@@ -34,13 +34,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from assay.adapters.store.halt_journal import RELAY_MAX_LINE
+from assay.adapters.store import halt_ops
+from assay.adapters.store.halt_files import state_path, valid_dispatch_id
+from assay.adapters.store.halt_relay_client import RELAY_MAX_LINE
+from assay.core.halts import Violation
 from assay.core.payload import HaltNotice
-from assay.core.vocab import HaltSeverity
+from assay.core.vocab import CheckHalt, HaltSeverity
 
 SOCKET_NAME = "s"
 MAX_SOCKET_PATH = 107  # sun_path holds 108 bytes, the last one a NUL
-_MAX_FIRED_AT = 64
+_MAX_CONDITION = 256
 _SHORT_TMP = Path("/tmp")
 _ID_CHARS = 40  # of the dispatch id in the folder's name: the path stays far below the limit
 
@@ -117,46 +120,121 @@ def _listening(path: Path) -> bool:
 
 
 class RelayRefused(Exception):
-    """A line the relay does not journal; the reason goes back to the sender."""
+    """A line the relay does not act on; the reason goes back to the sender."""
 
 
-def parse_firing(line: bytes, *, dispatch_id: str, armed: Mapping[str, HaltSeverity]) -> HaltNotice:
-    """The firing one line names, checked against this run; :class:`RelayRefused` if not."""
+@dataclass(frozen=True)
+class CheckRequest:
+    """One ``assay halt check``: the dispatch it claims (checked, never believed), the halt,
+    and whether to fire it (with evidence) or query it."""
+
+    dispatch_id: str
+    condition: str
+    fire: bool
+    evidence: str | None
+
+
+def parse_request(line: bytes) -> CheckRequest:
+    """The request one line holds; :class:`RelayRefused` if it is not one."""
     try:
         message: Any = json.loads(line)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):
         raise RelayRefused("not a JSON line") from None
     if not isinstance(message, dict):
         raise RelayRefused("not a JSON object")
-    if message.get("dispatch_id") != dispatch_id:
-        raise RelayRefused("not this run's dispatch id")
-    name = message.get("name")
-    if not isinstance(name, str) or name not in armed:
-        raise RelayRefused("no such halt is armed for this dispatch")
-    evidence = message.get("evidence")
-    if not isinstance(evidence, str):
-        raise RelayRefused("the evidence is not a string")
-    fired_at = message.get("fired_at")
-    if fired_at is not None and (not isinstance(fired_at, str) or len(fired_at) > _MAX_FIRED_AT):
-        raise RelayRefused("fired_at is not a timestamp")
-    # The severity armed for the halt, never the sender's: an edited file cannot lower it.
-    return HaltNotice(name=name, severity=armed[name], detail=evidence, fired_at=fired_at)
+    if message.get("op") != "check":
+        raise RelayRefused("not a halt check request")
+    dispatch_id, condition = message.get("dispatch_id"), message.get("condition")
+    if not isinstance(dispatch_id, str) or not valid_dispatch_id(dispatch_id):
+        raise RelayRefused("the dispatch id is not one")
+    if not isinstance(condition, str) or not 0 < len(condition) <= _MAX_CONDITION:
+        raise RelayRefused("the condition is not a halt name")
+    fire, evidence = message.get("fire"), message.get("evidence")
+    if not isinstance(fire, bool):
+        raise RelayRefused("fire is not true or false")
+    if evidence is not None and (not isinstance(evidence, str) or not fire):
+        raise RelayRefused("evidence is text, and only with fire")
+    return CheckRequest(dispatch_id, condition, fire, evidence)
+
+
+def perform_check(
+    request: CheckRequest,
+    *,
+    dispatch_id: str,
+    state_dir: Path,
+    armed: Mapping[str, HaltSeverity],
+    record: Callable[[HaltNotice], None],
+) -> dict[str, Any]:
+    """The relay's answer to ``request`` on a socket of ``dispatch_id``'s: the document and
+    exit code of the move on the engine's state file, as ``assay halt check`` would print
+    them; a firing journaled (``record``) before the answer goes back. A request that claims
+    another dispatch changes nothing and is answered with a violation naming it."""
+    if request.dispatch_id != dispatch_id:
+        return _answer(_refused_dispatch(request, dispatch_id, state_dir), 1)
+    document, code = halt_ops.check(
+        dispatch_id, request.condition, state_dir, fire=request.fire, evidence=request.evidence
+    )
+    current = document.get("current_state")
+    if document.get("fired") is True and isinstance(current, dict):
+        try:
+            record(_notice(current, armed))
+        except Exception as exc:  # a locked ledger: the file holds it; the engine reads it later
+            return _answer(document, code, f"the engine could not journal the firing yet: {exc}")
+    return _answer(document, code)
+
+
+def _answer(document: dict[str, Any], code: int, warning: str | None = None) -> dict[str, Any]:
+    return {"ok": True, "document": document, "exit_code": code, "warning": warning}
+
+
+def _refused_dispatch(request: CheckRequest, dispatch_id: str, state_dir: Path) -> dict[str, Any]:
+    violation = Violation(
+        halt_class=CheckHalt.DISPATCH_REFUSED.value,
+        detail=f"this sandbox may act on the halts of dispatch {dispatch_id} only, not on "
+        f"{request.dispatch_id}'s: nothing was changed",
+    )
+    return {
+        "checked": False,
+        "fired": False,
+        "dispatch_id": request.dispatch_id,
+        "condition": request.condition,
+        "state_file": str(state_path(state_dir, request.dispatch_id)),
+        "violations": [violation.to_json()],
+        "warnings": [],
+    }
+
+
+def _notice(current: Mapping[str, Any], armed: Mapping[str, HaltSeverity]) -> HaltNotice:
+    name = str(current.get("name"))
+    evidence = current.get("evidence")
+    fired_at = current.get("fired_at")
+    return HaltNotice(
+        name=name,
+        # The severity armed for the halt; the file's is the engine's own, the same.
+        severity=armed.get(name) or HaltSeverity(str(current.get("severity"))),
+        detail=str(evidence.get("detail", "")) if isinstance(evidence, dict) else "",
+        fired_at=fired_at if isinstance(fired_at, str) else None,
+    )
 
 
 class HaltRelay:
-    """One run's relay. ``record`` journals an accepted firing (called from the relay's own
-    threads; it must be thread-safe); an exception from it is a refusal, never a crash."""
+    """The relay of one seat dispatch of a run: every request on its socket acts on
+    ``dispatch_id``'s state file in ``state_dir``. ``record`` journals a firing (called from
+    the relay's own threads; it must be thread-safe); an exception from it is a warning in
+    the answer, never a crash."""
 
     def __init__(
         self,
         *,
         dispatch_id: str,
+        state_dir: Path,
         armed: Mapping[str, HaltSeverity],
         record: Callable[[HaltNotice], None],
         read_timeout: float = 5.0,
         max_connections: int = 32,
     ) -> None:
         self.dispatch_id = dispatch_id
+        self.state_dir = state_dir
         self.armed = dict(armed)
         self.record = record
         self.read_timeout = read_timeout
@@ -233,14 +311,20 @@ class HaltRelay:
 
     def _serve(self, conn: socket.socket) -> None:
         try:
-            reply: dict[str, object] = {"ok": True}
+            reply: dict[str, object]
             try:
-                line = self._read_line(conn)
-                self.record(parse_firing(line, dispatch_id=self.dispatch_id, armed=self.armed))
+                request = parse_request(self._read_line(conn))
+                reply = perform_check(
+                    request,
+                    dispatch_id=self.dispatch_id,
+                    state_dir=self.state_dir,
+                    armed=self.armed,
+                    record=self.record,
+                )
             except RelayRefused as exc:
                 reply = {"ok": False, "error": str(exc)}
-            except Exception as exc:  # the journal failed (a locked ledger): the peer is told
-                reply = {"ok": False, "error": f"the engine could not journal it: {exc}"}
+            except Exception as exc:  # the engine's own failure: the peer is told, never raised
+                reply = {"ok": False, "error": f"the engine could not act on it: {exc}"}
             with contextlib.suppress(OSError):
                 conn.settimeout(1.0)
                 conn.sendall(json.dumps(reply).encode() + b"\n")

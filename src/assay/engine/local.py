@@ -31,7 +31,8 @@ from assay.adapters.report_file import read_report_file
 from assay.adapters.run_files import writing
 from assay.adapters.safe_files import write_file
 from assay.adapters.store import halt_files, halt_ops
-from assay.adapters.store.halt_journal import RELAY_ENV, journaled_firings
+from assay.adapters.store.halt_journal import journaled_firings
+from assay.adapters.store.halt_relay_client import RELAY_ENV
 from assay.adapters.store.sql import Ledger
 from assay.adapters.validators.base import ValidationOutcome
 from assay.core.anchors import unresolved_anchors
@@ -63,7 +64,6 @@ from assay.engine.effects import (
     SeatCall,
     Validation,
 )
-from assay.engine.halt_relay import HaltRelay
 from assay.engine.interrupt import RunInterrupted, boundary
 from assay.engine.journal import journaled
 from assay.engine.local_close import close_interrupted, open_run, record_run
@@ -179,8 +179,8 @@ class LocalEffects:
         close_interrupted(self, stop)
 
     def close(self) -> None:
-        """The run is over here: stop the relay, remove its socket, free the run folder's lock
-        (idempotent)."""
+        """The run is over here: stop the halt relays, remove their sockets, free the run
+        folder's lock (idempotent)."""
         self.halts.close()
         lock, self.run_lock = self.run_lock, None
         if lock is not None:
@@ -365,8 +365,9 @@ class LocalEffects:
             if self.sink is not None:
                 self.sink(event)
 
-    def coder_env(self, plan: RunPlan, seat: int) -> dict[str, str]:
-        """The environment the seat's coder runs in: its own credentials and the declared env."""
+    def coder_env(self, plan: RunPlan, seat: int, relay: Path | None = None) -> dict[str, str]:
+        """The environment the seat's coder runs in: its own credentials and the declared env,
+        and ``relay``, the socket of its dispatch's halt relay, where `assay halt check` acts."""
         spec = plan.contract.coder_for_seat(seat)
         env = agent_environment(
             self.operator_env,
@@ -374,9 +375,8 @@ class LocalEffects:
             spec.model_dump(mode="json"),
             declared=plan.contract.env,
         )
-        relay: HaltRelay | None = self.halts.relay
-        if relay is not None and relay.path is not None:
-            env[RELAY_ENV] = str(relay.path)  # where `assay halt check --fire` reports
+        if relay is not None:
+            env[RELAY_ENV] = str(relay)
         return with_assay_on_path(env)  # the brief's `assay halt check` must find this assay
 
     def keep_for_a_look(self, plan: RunPlan) -> None:

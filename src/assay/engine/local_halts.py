@@ -1,6 +1,7 @@
 """The local executor's halts: the watch over the run's state file and the journal, and the
-relay the coders' ``assay halt check --fire`` reports through (:mod:`assay.engine.halt_relay`).
-Both live on the worker that holds the run's seats."""
+relays the coders' ``assay halt check`` acts through (:mod:`assay.engine.halt_relay`): one per
+seat dispatch, each bound read-only into that seat's sandbox only. All live on the worker that
+holds the run's seats."""
 
 from __future__ import annotations
 
@@ -22,39 +23,55 @@ if TYPE_CHECKING:
 
 
 class HaltKeeper:
-    """The firings of one run: seen in its state file, its journal and its relay."""
+    """The firings of one run: seen in its state file, its journal and its relays."""
 
     def __init__(self, fx: LocalEffects) -> None:
         self.fx = fx
         self.halt_watch: HaltWatch | None = None
-        self.relay: HaltRelay | None = None
-        self.relayed: list[HaltNotice] = []  # firings the halt command sent through the relay
+        self.relays: dict[tuple[int, int], HaltRelay] = {}  # (attempt, seat) -> its relay
+        self.relayed: list[HaltNotice] = []  # firings the halt command made through a relay
         self._relay_journaled: set[tuple[str, str | None]] = set()
 
     def armed(self, plan: RunPlan) -> None:
-        """The state file is armed: watch it from here on, and open the relay."""
+        """The state file is armed: watch it from here on."""
         self.halt_watch = HaltWatch(plan.dispatch_id)
         self.watch(plan)  # the armed file: what comes after
-        self._open_relay(plan)
 
-    def _open_relay(self, plan: RunPlan) -> None:
-        if self.relay is not None or self.halt_watch is None:
-            return
+    def open_relay(self, plan: RunPlan, attempt: int, seat: int) -> HaltRelay | None:
+        """The relay of the seat's dispatch in ``attempt``, listening (the seat's relay of an
+        earlier attempt is closed: its dispatch is over); None when it cannot listen (a run
+        warning: that coder's halt commands then reach no state file, and fail)."""
+        with self.fx._lock:
+            earlier = [key for key in self.relays if key[1] == seat and key != (attempt, seat)]
+        for key in earlier:
+            self.close_relay(*key)
+        if (attempt, seat) in self.relays:
+            return self.relays[(attempt, seat)]
         relay = HaltRelay(
             dispatch_id=plan.dispatch_id,
-            armed=self.halt_watch.severities or {},
+            state_dir=self.fx.state_dir(),
+            armed=(self.halt_watch.severities if self.halt_watch else None) or {},
             record=self._relayed_firing,
         )
         try:
             relay.start()
-        except OSError as exc:  # the file remains the coders' only record of a firing
-            self.fx.warn(f"the halt relay could not listen: {exc}")
-            return
-        self.relay = relay
-        self.fx.seating.halt_relay = relay.folder
+        except OSError as exc:
+            self.fx.warn(f"the halt relay of seat {seat} could not listen: {exc}")
+            return None
+        with self.fx._lock:
+            self.relays[(attempt, seat)] = relay
+        return relay
+
+    def close_relay(self, attempt: int, seat: int) -> None:
+        """The seat's dispatch of ``attempt`` is over: stop its relay, remove its folder."""
+        with self.fx._lock:
+            relay = self.relays.pop((attempt, seat), None)
+        if relay is not None:
+            relay.close()
 
     def _relayed_firing(self, notice: HaltNotice) -> None:
-        """A firing the halt command sent: counted and journaled at once (the relay's thread)."""
+        """A firing the halt command made through a relay: counted and journaled at once (the
+        relay's thread)."""
         key = (notice.name, notice.fired_at)
         with self.fx._lock:
             if key in self._relay_journaled:
@@ -65,11 +82,11 @@ class HaltKeeper:
             self._relay_journaled.add(key)
 
     def close(self) -> None:
-        """The run is over: stop the relay and remove its socket (idempotent)."""
-        relay, self.relay = self.relay, None
-        if relay is not None:
-            relay.close()
-        self.fx.seating.halt_relay = None
+        """The run is over: stop every relay and remove their folders (idempotent)."""
+        with self.fx._lock:
+            keys = list(self.relays)
+        for key in keys:
+            self.close_relay(*key)
 
     def watch(self, plan: RunPlan) -> list[HaltNotice]:
         """Every firing seen so far; a new one the journal lacks is journaled now."""

@@ -79,6 +79,7 @@ async def dispatch_seat(fx: LocalEffects, call: SeatCall) -> Candidate:
         unmade = None
     report_path = out_dir / "report.json"
     report_folder = out_dir.resolve()
+    relay = await asyncio.to_thread(fx.halts.open_relay, plan, attempt, seat)
     request = DispatchRequest(
         worktree=worktree,
         prompt=call.prompt,
@@ -89,7 +90,7 @@ async def dispatch_seat(fx: LocalEffects, call: SeatCall) -> Candidate:
         report_path=report_path,
         log_dir=seat_dir,
         out_dir=out_dir,
-        env=fx.coder_env(plan, seat),
+        env=fx.coder_env(plan, seat, relay.path if relay else None),
         settings=spec.model_dump(mode="json"),
         timeout_seconds=spec.timeout_seconds,
         max_turns=spec.max_turns,
@@ -100,7 +101,9 @@ async def dispatch_seat(fx: LocalEffects, call: SeatCall) -> Candidate:
             if v.kind is ValidatorKind.COMMAND and v.run
         },
         brief=render_brief(plan.contract, spec.kind),
-        sandbox=fx.seating.coder_sandbox(plan, seat, seat_dir, out_dir),
+        sandbox=fx.seating.coder_sandbox(
+            plan, seat, seat_dir, out_dir, relay.folder if relay else None
+        ),
         home=repo.home.resolve(),
     )
     coder = None
@@ -123,6 +126,7 @@ async def dispatch_seat(fx: LocalEffects, call: SeatCall) -> Candidate:
             if fault is None:
                 raise
             result = environment_failed(fault)
+    await asyncio.to_thread(fx.halts.close_relay, attempt, seat)  # its coder has ended
     change, capture = await capture_candidate(fx, plan, attempt, seat, result)
     boundary(CrashPoint.DISPATCH_ENDED)
     report = with_final_answer(

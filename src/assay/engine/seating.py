@@ -53,7 +53,6 @@ class Seating:
         self._stores: tuple[Path, ...] | None = None
         self._candidate_stores: dict[int, CandidateStore] = {}
         self._fresh = itertools.count(1)
-        self.halt_relay: Path | None = None  # the folder of the engine's halt relay socket
 
     # -- the repositories ---------------------------------------------------------------------
 
@@ -162,24 +161,32 @@ class Seating:
 
     # -- sandboxes ----------------------------------------------------------------------------
 
-    def coder_sandbox(self, plan: RunPlan, seat: int, log_dir: Path, out_dir: Path) -> SandboxSpec:
-        """Where the seat's coder runs. Writable: its repository, its output folder (its
-        report, what the program saves), the halt state and the folder of the halt relay's
-        socket (a firing reported there cannot be taken back). Its log folder, the engine's,
-        is only readable (the prompt and brief files in it)."""
+    def coder_sandbox(
+        self,
+        plan: RunPlan,
+        seat: int,
+        log_dir: Path,
+        out_dir: Path,
+        relay: Path | None = None,
+    ) -> SandboxSpec:
+        """Where the seat's coder runs. Writable: its repository and its output folder (its
+        report, what the program saves). Read-only: its log folder, the engine's (the prompt and
+        brief files in it), and ``relay``, the folder of its dispatch's halt relay socket (the
+        socket takes a connection but cannot be removed or replaced). The halt state folder
+        stays hidden: the engine's state files are written by the engine only."""
         kind = plan.contract.coder_for_seat(seat).kind
         network = plan.contract.network if kind in _OFFLINE_CAPABLE else NetworkMode.ON
-        relay = (self.halt_relay,) if self.halt_relay is not None else ()
         repo = self.seats[seat]
         return SandboxSpec(
             mode=plan.contract.sandbox,
             network=network,
-            writable=_unique([repo.path, out_dir, self.home / "halt-state", *relay]),
+            writable=_unique([repo.path, out_dir]),
             readable=_unique(
                 [
                     *self.stores(plan),
                     self.store(plan, seat).objects,
                     log_dir,
+                    *([relay] if relay is not None else []),
                     *self._declared(plan, seat),
                 ]
             ),

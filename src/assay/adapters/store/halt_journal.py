@@ -1,21 +1,17 @@
-"""Halt firings journaled in the ledger, where the coder's edits to its state file cannot reach.
+"""Halt firings journaled in the ledger, where a later rewrite of a state file cannot reach.
 
-``assay halt check --fire`` reports the firing the moment it happens. Inside a run, the coder's
-sandbox sees neither the ledger nor assay's folder, so the engine listens on a unix socket (the
-halt relay, :mod:`assay.engine.halt_relay`) whose path is ``$ASSAY_HALT_RELAY``: the command
-sends the firing there as one JSON line and waits for the engine's one-line answer, and the
-engine journals it as a ``halt.fired`` event at once. Without a relay (the halt command used
-outside a sandbox), it appends the event to the ledger of the assay home the state folder
-belongs to. The engine journals every firing it observes in the file too; its record of a
-run's fired halts is the union of this journal and the file, so a later rewrite cannot unfire
-one.
+Inside a run, ``assay halt check`` never touches the state file: it asks the engine's halt
+relay (:mod:`assay.engine.halt_relay`, through :mod:`assay.adapters.store.halt_relay_client`),
+and the engine performs the move on its own file and journals a firing as a ``halt.fired``
+event before it answers. Used on its own (no relay), the command journals a firing it made in
+the ledger of the assay home the state folder belongs to (:func:`journal_fired`). The engine
+journals every firing it observes in the file too; its record of a run's fired halts is the
+union of this journal and the file, so a later rewrite cannot unfire one.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import socket
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -27,11 +23,6 @@ from assay.core.vocab import EventKind, HaltSeverity
 if TYPE_CHECKING:  # only types here: the halt CLI must not pay for pydantic or the store
     from assay.adapters.store.records import Event
     from assay.core.payload import HaltNotice
-
-RELAY_ENV = "ASSAY_HALT_RELAY"
-# One firing is one line of at most this many bytes; the engine reads no more of a connection.
-RELAY_MAX_LINE = 64 * 1024
-RELAY_TIMEOUT = 5.0  # seconds the halt command waits for the engine's answer
 
 
 def event_data(notice: HaltNotice, *, by: str) -> dict[str, str | None]:
@@ -69,59 +60,12 @@ def journaled_firings(events: Iterable[Event]) -> list[HaltNotice]:
     return found
 
 
-def firing_message(dispatch_id: str, current_state: Mapping[str, Any]) -> dict[str, Any]:
-    """What the halt command sends the relay: the halt the state file now shows FIRED."""
-    evidence = current_state.get("evidence")
-    return {
-        "dispatch_id": dispatch_id,
-        "name": current_state.get("name"),
-        "severity": current_state.get("severity"),
-        "evidence": evidence.get("detail", "") if isinstance(evidence, dict) else "",
-        "fired_at": current_state.get("fired_at"),
-    }
-
-
-def relay_fired(socket_path: str, message: Mapping[str, Any]) -> str | None:
-    """Send one firing to the engine's relay and wait for its answer; why it was not
-    journaled, or None when the engine acknowledged it. Never raises."""
-    try:
-        line = json.dumps(message).encode() + b"\n"
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
-            conn.settimeout(RELAY_TIMEOUT)
-            conn.connect(socket_path)
-            conn.sendall(line)
-            answer = b""
-            while b"\n" not in answer and len(answer) < RELAY_MAX_LINE:
-                chunk = conn.recv(4096)
-                if not chunk:
-                    break
-                answer += chunk
-        reply = json.loads(answer.split(b"\n", 1)[0] or b"null")
-    except Exception as exc:  # no engine there, a timeout, a garbled answer: said, not raised
-        return f"the halt relay at {socket_path} did not answer: {exc}"
-    if isinstance(reply, dict) and reply.get("ok") is True:
-        return None
-    error = reply.get("error") if isinstance(reply, dict) else None
-    return f"the halt relay refused the firing: {error or 'no reason given'}"
-
-
-def journal_fired(
-    state_dir: Path, dispatch_id: str, current_state: Mapping[str, Any]
-) -> str | None:
-    """Best effort, from ``assay halt check --fire``: hand the firing to the engine's relay
-    when ``$ASSAY_HALT_RELAY`` names one, else journal it in the ledger of the assay home the
-    state folder belongs to, for the run of that dispatch. Nothing happens when there is no
-    such ledger or run (the halt command used on its own). Returns why a relay did not take
-    the firing (for a warning), else None; nothing ever raises."""
-    relay = os.environ.get(RELAY_ENV)
-    if relay:
-        problem = relay_fired(relay, firing_message(dispatch_id, current_state))
-        if problem is None:
-            return None
-        _journal_in_ledger(state_dir, dispatch_id, current_state)  # a ledger in sight, if any
-        return problem
+def journal_fired(state_dir: Path, dispatch_id: str, current_state: Mapping[str, Any]) -> None:
+    """Best effort, from ``assay halt check --fire`` used outside a run's sandbox: journal the
+    firing in the ledger of the assay home the state folder belongs to, for the run of that
+    dispatch. Nothing happens when there is no such ledger or run (the halt command used on
+    its own); nothing ever raises."""
     _journal_in_ledger(state_dir, dispatch_id, current_state)
-    return None
 
 
 def journal_rearmed(
