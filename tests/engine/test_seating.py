@@ -1,5 +1,6 @@
-"""The seats of a run as the engine holds them: the sandbox each seat's processes get, and
-which candidates may enter the user's repository."""
+"""The seats of a run as the engine holds them: fresh seats per dispatch, the sandbox each
+seat's processes get, the candidate captured from a seat, and which candidates may enter the
+user's repository."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ from typing import Any
 import pytest
 from support.repo import git, make_repo
 
-from assay.adapters import git as gitops
 from assay.core.contract import Contract
 from assay.core.results import ValidatorResult
 from assay.core.vocab import NetworkMode, SandboxMode, Severity
@@ -27,7 +27,15 @@ def root(tmp_path: Path) -> Path:
     return make_repo(tmp_path).root
 
 
-def test_the_coder_may_write_its_seat_output_and_halt_state_and_only_read_its_logs(
+def captured(seating: Seating, plan: RunPlan, seat: int, attempt: int) -> str:
+    """The seat's work tree captured (unconfined here: the contract says ``sandbox: none``)
+    and imported as the attempt's candidate; its commit."""
+    capture = seating.capture(plan, seat)
+    assert capture.ok, capture
+    return seating.import_capture(plan, attempt, seat, capture)
+
+
+def test_the_coder_writes_its_seat_and_output_only_and_sees_neither_home_nor_repo(
     root: Path, tmp_path: Path
 ) -> None:
     home = root / ".assay"
@@ -36,35 +44,37 @@ def test_the_coder_may_write_its_seat_output_and_halt_state_and_only_read_its_lo
     seat = seating.prepare(plan, 1)
     logs = home / "runs" / "r1" / "attempt-1" / "seat-1"
     out = home / "seats" / "r1" / "seat-1.out" / "attempt-1.x"
-    spec = seating.coder_sandbox(plan, 1, logs, out)
+    relay = tmp_path / "relay"
+    relay.mkdir()
+    spec = seating.coder_sandbox(plan, 1, logs, out, relay)
     assert spec.mode is SandboxMode.BWRAP
     assert spec.network is NetworkMode.ON  # an agent keeps the network to reach its model
-    assert spec.writable == (seat.path.resolve(), out.resolve(), (home / "halt-state").resolve())
+    assert spec.writable == (seat.path.resolve(), out.resolve())
+    assert (home / "halt-state").resolve() not in spec.writable
     assert spec.hidden == ((tmp_path / "operator").resolve(), root.resolve(), home.resolve())
-    # The log folder is the engine's: the coder reads its prompt and brief there, no more.
-    assert spec.readable == ((root / ".git" / "objects").resolve(), logs.resolve())
+    candidates = home / "seats" / "r1" / "seat-1.candidates.git" / "objects"
+    assert spec.readable == (
+        (root / ".git" / "objects").resolve(),
+        candidates.resolve(),
+        logs.resolve(),
+        relay.resolve(),
+    )
     assert spec.home == seat.home.resolve() and spec.home.is_dir()
     assert spec.home.name == "seat-1.home" and spec.home.parent == seat.path.parent.resolve()
 
 
-@pytest.mark.parametrize("kind", ["command", "replay"])
-def test_network_none_takes_the_network_from_command_coders_and_validators(
-    root: Path, kind: str
-) -> None:
+def test_network_none_takes_the_network_from_command_coders_and_validators(root: Path) -> None:
     seating = Seating(root / ".assay", {})
-    coder: dict[str, Any] = {"kind": kind, "command": "true"} if kind == "command" else {}
-    if kind == "replay":
-        coder = {"kind": "replay", "steps": [{"script": "true"}]}
-    plan = plan_for(root, coder=coder, network="none", sandbox="none")
+    plan = plan_for(root, coder={"kind": "command", "command": "true"}, network="none")
     seating.prepare(plan, 1)
     logs = root / ".assay" / "runs" / "r1" / "attempt-1" / "seat-1"
-    coder_spec = seating.coder_sandbox(plan, 1, logs, root / ".assay" / "out")
-    validator_spec = seating.validator_sandbox(plan, 1)
+    coder_spec = seating.coder_sandbox(plan, 1, logs, logs.parent / "out")
+    checkout = seating.checkout(plan, 1, plan.base_commit)
+    validator_spec = seating.validator_sandbox(plan, 1, checkout)
     assert coder_spec.network is NetworkMode.NONE and validator_spec.network is NetworkMode.NONE
-    assert coder_spec.mode is SandboxMode.NONE  # the contract's explicit choice, passed on
-    # Validators run the coder's code: only their seat is writable (no log folder, never the
-    # halt state), and there is no operator home to hide.
-    assert validator_spec.writable == (seating.seats[1].path.resolve(),)
+    # A validator writes its own fresh checkout and home, nothing of the run's.
+    assert validator_spec.writable == (checkout.path.resolve(),)
+    assert validator_spec.home == checkout.home.resolve()
     assert validator_spec.hidden == (root.resolve(), (root / ".assay").resolve())
 
 
@@ -85,11 +95,11 @@ def test_only_a_candidate_that_passed_scope_and_secrets_is_fetched(
     root: Path, scope: Severity, secrets: Severity | None, published: bool
 ) -> None:
     seating = Seating(root / ".assay", {})
-    plan = plan_for(root)
+    plan = plan_for(root, sandbox="none")
     seat = seating.prepare(plan, 1)
     (seat.path / "src" / "slug.py").write_text("changed\n")
-    git(seat.path, "commit", "-qam", "attempt 1")
-    seating.record_candidate(plan, 1, 1)
+    git(seat.path, "commit", "-qam", "the coder's own history never leaves the seat")
+    commit = captured(seating, plan, 1, 1)
     results = [result("scope", scope), result("tests", Severity.BLOCK)]
     if secrets is not None:
         results.append(result("secrets", secrets))
@@ -99,11 +109,13 @@ def test_only_a_candidate_that_passed_scope_and_secrets_is_fetched(
     refs = git(root, "for-each-ref", "--format=%(refname)", "refs/heads/assay/")
     if published:
         assert branch == "assay/r1/seat-1" and refs == "refs/heads/assay/r1/seat-1"
+        assert git(root, "rev-parse", branch) == commit
         assert git(root, "log", "-1", "--format=%s%n%b", branch).splitlines() == [
             "Make slugify keep digits.",
             "assay run r1, seat 1, attempt 1",
         ]
         assert git(root, "rev-parse", f"{branch}^") == plan.base_commit
+        assert git(root, "show", f"{branch}:src/slug.py") == "changed"
     else:  # the first validation of the attempt decides; a later one of another tree does not
         assert branch is None and refs == ""
     seating.cleanup(plan, keep_branches=set())
@@ -137,51 +149,51 @@ def test_a_file_the_contract_env_names_is_readable_but_never_the_repo_or_a_hidde
     plan = plan_for(root, coder=coder, env=env)
     seating.prepare(plan, 1)
     logs = root / ".assay" / "runs" / "r1" / "logs"
-    spec = seating.coder_sandbox(plan, 1, logs, root / ".assay" / "out")
-    assert spec.readable == (
-        (root / ".git" / "objects").resolve(),
-        logs.resolve(),
-        registry.resolve(),
-        bundle.resolve(),
-        metadata.resolve(),  # a coder argument naming a file
-    )
+    spec = seating.coder_sandbox(plan, 1, logs, logs / "out")
+    assert spec.readable[-3:] == (registry.resolve(), bundle.resolve(), metadata.resolve())
 
 
-def test_the_halt_relay_folder_is_writable_for_coders_only(root: Path, tmp_path: Path) -> None:
-    seating = Seating(root / ".assay", {})
-    plan = plan_for(root, coder={"kind": "claude"})
-    seating.prepare(plan, 1)
-    logs = root / ".assay" / "runs" / "r1" / "attempt-1" / "seat-1"
-    out = root / ".assay" / "out"
-    assert tmp_path / "relay" not in seating.coder_sandbox(plan, 1, logs, out).writable
-    seating.halt_relay = tmp_path / "relay"
-    (tmp_path / "relay").mkdir()
-    assert (tmp_path / "relay").resolve() in seating.coder_sandbox(plan, 1, logs, out).writable
-    validator = seating.validator_sandbox(plan, 1)
-    assert (tmp_path / "relay").resolve() not in validator.writable
-
-
-def test_a_retried_dispatch_starts_where_its_attempt_started_not_on_a_lost_ones_leftovers(
+def test_every_dispatch_gets_a_fresh_seat_on_its_seats_latest_earlier_candidate(
     root: Path,
 ) -> None:
     seating = Seating(root / ".assay", {})
     plan = plan_for(root, sandbox="none")
     seat = seating.prepare(plan, 1, attempt=1)
     (seat.path / "kept.txt").write_text("attempt 1's candidate\n")
-    first = gitops.commit_all(seat.path, "assay: attempt 1, seat 1")
-    assert first is not None
+    (seat.path / "ignored.log").write_text("the coder's own\n")
+    (seat.path / ".gitignore").write_text("*.log\n")
+    first = captured(seating, plan, 1, 1)
     # Attempt 2's dispatch starts on attempt 1's candidate; its coder is lost midway, leaving
-    # a half-written file, a changed one, and even a commit of its own.
+    # a half-written file, a changed one, a hook and a replace ref in its .git.
     seat = seating.prepare(plan, 1, attempt=2)
     assert git(seat.path, "rev-parse", "HEAD") == first
+    assert git(seat.path, "status", "--porcelain") == ""
+    assert not (seat.path / "ignored.log").exists()  # the candidate is the tree, nothing else
     (seat.path / "half.txt").write_text("half")
     (seat.path / "kept.txt").write_text("scribbled\n")
-    gitops.commit_all(seat.path, "assay: attempt 2, seat 1")
-    (seat.path / "later.txt").write_text("after the commit")
-    (seat.path / ".gitignore").write_text("cache/\n")
+    (seat.path / ".git" / "hooks" / "post-checkout").write_text("#!/bin/sh\ntouch /tmp/x\n")
+    (seat.path.with_name("seat-1.home") / "planted").write_text("in the home")
     retried = seating.prepare(plan, 1, attempt=2)
     assert retried.path == seat.path
     assert git(seat.path, "rev-parse", "HEAD") == first
     assert (seat.path / "kept.txt").read_text() == "attempt 1's candidate\n"
-    assert not (seat.path / "half.txt").exists() and not (seat.path / "later.txt").exists()
-    assert git(seat.path, "status", "--porcelain") == ""
+    assert not (seat.path / "half.txt").exists()
+    assert not (seat.path / ".git" / "hooks" / "post-checkout").exists()
+    assert list(retried.home.iterdir()) == []
+
+
+def test_a_checkout_holds_exactly_the_candidates_bytes_whatever_its_attributes_say(
+    root: Path,
+) -> None:
+    seating = Seating(root / ".assay", {})
+    plan = plan_for(root, sandbox="none")
+    seat = seating.prepare(plan, 1)
+    (seat.path / ".gitattributes").write_text("* text=auto eol=crlf\n")
+    (seat.path / "crlf.txt").write_bytes(b"one\r\ntwo\r\n")
+    (seat.path / "lf.txt").write_bytes(b"one\ntwo\n")
+    commit = captured(seating, plan, 1, 1)
+    checkout = seating.checkout(plan, 1, commit)
+    assert (checkout.path / "crlf.txt").read_bytes() == b"one\r\ntwo\r\n"
+    assert (checkout.path / "lf.txt").read_bytes() == b"one\ntwo\n"
+    assert list(checkout.home.iterdir()) == []
+    assert checkout.path != seat.path
