@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -68,6 +69,8 @@ def test_the_collector_captures_the_seat_inside_bwrap(repo: Path, tmp_path: Path
     seat = make_seat(repo)
     write(seat.path, {"win.txt": b"x\r\ny\r\n", "data/.gitignore": "*.tmp\n", "data/t.tmp": "t"})
     (seat.path / "link").symlink_to("a.txt")
+    hour_ago = time.time() - 3600  # not "racily clean": git trusts its stat data
+    os.utime(seat.path / "a.txt", (hour_ago, hour_ago))
     out = tmp_path / "capture"
     out.mkdir()
     (out / "stale").write_text("left by a run that died")
@@ -80,6 +83,9 @@ def test_the_collector_captures_the_seat_inside_bwrap(repo: Path, tmp_path: Path
     assert entries["win.txt"] == ("100644", b"x\r\ny\r\n")
     assert entries["link"] == ("120000", b"a.txt")
     assert (tmp_path / "capture.log").is_file()  # the log is beside it, not in it
+    # Only new objects are written: an unchanged file's blob stays in the (read-only) store.
+    unchanged = sh(repo, "rev-parse", "HEAD:a.txt").decode().strip()
+    assert not (out / "git" / "objects" / unchanged[:2] / unchanged[2:]).exists()
 
 
 def test_the_collector_cannot_write_the_seat(

@@ -107,7 +107,13 @@ class Git:
             "GIT_COMMITTER_DATE": "@0 +0000",
         }
 
-    def run(self, *args: str, feed: bytes | None = None, stdout: Any = subprocess.PIPE) -> bytes:
+    def run(
+        self,
+        *args: str,
+        feed: bytes | None = None,
+        stdout: Any = subprocess.PIPE,
+        ok: tuple[int, ...] = (0,),
+    ) -> bytes:
         try:
             done = subprocess.run(
                 ["git", *_CONFIG, *args],
@@ -124,7 +130,7 @@ class Git:
             raise Stop("error", f"git {args[0]} timed out after {GIT_TIMEOUT:.0f} s") from None
         except OSError as exc:
             raise Stop("error", f"git could not be started: {exc.strerror}") from None
-        if done.returncode != 0:
+        if done.returncode not in ok:
             tail = done.stderr.decode("utf-8", "replace").strip()[-MESSAGE_CHARS // 2 :]
             if "too long" in tail.lower():  # a path git cannot open: a budget, not a crash
                 raise Stop("over_budget", f"a path too long for git: {tail}")
@@ -323,6 +329,9 @@ def collect(args: dict[str, Any], manifest: dict[str, Any]) -> None:
     manifest["ignored"] = _listed(ignored)
     manifest["ignored_count"] = len(ignored)
     check_budgets(worktree, new, base_tree, limits)
+    # The fresh index has no file's stat data: without a refresh, ``add`` would write every
+    # file as a new object (the stores are read-only here, so git cannot mark them as used).
+    git.run("update-index", "-q", "--refresh", "--ignore-missing", "--unmerged", ok=(0, 1))
     git.run("add", "-A")
     tree = git.run("write-tree").decode().strip()
     commit = git.run("commit-tree", tree, "-p", base, "-m", "assay: capture").decode().strip()
