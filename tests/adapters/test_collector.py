@@ -286,6 +286,15 @@ def test_a_seat_git_replaced_by_a_link_or_missing_is_not_read(repo: Path, tmp_pa
     assert tree_entries(tmp_path / "out" / "git", capture.tree or "")["a.txt"][1] == b"z\n"
 
 
+def test_names_that_are_no_utf8_are_shown_escaped(repo: Path, tmp_path: Path) -> None:
+    seat = make_seat(repo)
+    os.mkfifo(os.path.join(os.fsencode(seat.path), b"pipe-\xff"))
+    capture = capture_of(repo, seat.path, tmp_path / "out")
+    assert capture.ok, capture
+    assert capture.specials == ("pipe-\\xff",)
+    capture.specials[0].encode("utf-8")  # no lone surrogate left
+
+
 def test_exclude_patterns_match_names_literally() -> None:
     assert exclude_pattern("a*b/[x]/ !#/") == "/a\\*b/\\[x\\]/\\ \\!\\#/"
     assert exclude_pattern("line\nbreak/") == "/line?break/"

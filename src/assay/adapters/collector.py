@@ -72,7 +72,10 @@ class Stop(Exception):
 
 
 def shown(path: str) -> str:
-    return path if len(path) <= SHOWN_CHARS else path[: SHOWN_CHARS - 1] + "…"
+    """A path as the manifest names it: bytes that are no UTF-8 as ``\\xNN`` (the host writes
+    these names to JSON and terminals), cut at :data:`SHOWN_CHARS`."""
+    text = os.fsencode(path).decode("utf-8", "backslashreplace")
+    return text if len(text) <= SHOWN_CHARS else text[: SHOWN_CHARS - 1] + "…"
 
 
 def _listed(paths: list[str]) -> list[str]:
