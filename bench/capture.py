@@ -42,8 +42,8 @@ TARGET_RATIO = 1.5
 MiB = 1024 * 1024
 
 
-def edit(seat: Path) -> None:
-    for n in (1, 2502, 4999):
+def edit(seat: Path, files: int) -> None:
+    for n in sorted({0, files // 2, files - 1}):
         path = seat / f"pkg{n // 100:03d}" / f"mod{n:05d}.py"
         path.write_text(path.read_text() + f"EXTRA = {n}\n")
     (seat / "pkg000" / "new_a.py").write_text("NEW = 1\n")
@@ -54,6 +54,7 @@ def edit(seat: Path) -> None:
 class Bench:
     def __init__(self, root: Path, files: int) -> None:
         self.root = root
+        self.files = files
         self.repo = generated_repo(root, files)
         self.base = git.head_commit(self.repo)
         self.stores = seats.object_stores(self.repo)
@@ -69,7 +70,7 @@ class Bench:
         start = time.perf_counter()
         seat = self.seat(f"today-{n}")
         made = time.perf_counter() - start
-        edit(seat.path)
+        edit(seat.path, self.files)
         start = time.perf_counter()
         git.read_changes(seat.path, self.base)
         git.commit_all(seat.path, "assay: attempt 1, seat 1")
@@ -81,7 +82,7 @@ class Bench:
         start = time.perf_counter()
         seat = self.seat(f"new-{n}")
         made = time.perf_counter() - start
-        edit(seat.path)
+        edit(seat.path, self.files)
         out = self.root / "captures" / f"c{n}"
         home = self.root / "captures" / f"c{n}.home"
         stores = (*self.stores, self.store.objects)

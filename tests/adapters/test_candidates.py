@@ -177,6 +177,10 @@ def test_a_commit_that_is_not_on_the_base_or_a_bomb_is_rejected(
     elsewhere = hostile(repo, tmp_path, [("100644", "y", "y")], parent=other.commit)
     with pytest.raises(CaptureRejected, match="not the captured tree on the base"):
         store.import_pack(elsewhere, max_objects=100, max_bytes=10**6)
+    blob = sh(tmp_path, "hash-object", "--stdin", feed=b"x").decode().strip()
+    named = Capture(base_commit=other.base_commit, tree=blob, commit=other.commit, pack=other.pack)
+    with pytest.raises(CaptureRejected, match=f"the captured tree {blob} is not a tree"):
+        store.import_pack(named, max_objects=100, max_bytes=10**6)
     # Small as a pack, big unpacked.
     bomb = hostile(repo, tmp_path, [("100644", "zeros", "\0" * 2_000_000)])
     assert bomb.pack is not None and bomb.pack.stat().st_size < 100_000

@@ -246,13 +246,15 @@ class CandidateStore:
             raise CaptureRejected(
                 f"the capture's objects unpack to {total:,} bytes, over {max_bytes:,}"
             )
-        kind = self._git("cat-file", "-t", capture.tree, ok=(0, 128), env=both)
-        if _text(kind.stdout).strip() != "tree":
+        feed = f"info {capture.tree}\ncontents {capture.commit}\n".encode()
+        out = self._git("cat-file", "--batch-command", feed=feed, env=both).stdout
+        tree_info, _, rest = out.partition(b"\n")
+        if tree_info.split()[1:2] != [b"tree"]:
             raise CaptureRejected(f"the captured tree {capture.tree} is not a tree")
-        commit = self._git("cat-file", "commit", capture.commit, ok=(0, 128), env=both)
-        if commit.returncode != 0:
-            raise CaptureRejected(f"the capture's commit {capture.commit} is missing")
-        header = _text(commit.stdout).split("\n\n", 1)[0].splitlines()
+        commit_info, _, body = rest.partition(b"\n")
+        if commit_info.split()[1:2] != [b"commit"]:
+            raise CaptureRejected(f"the capture's commit {capture.commit} is not a commit")
+        header = _text(body).split("\n\n", 1)[0].splitlines()
         trees = [line[5:] for line in header if line.startswith("tree ")]
         parents = [line[7:] for line in header if line.startswith("parent ")]
         if trees != [capture.tree] or parents != [capture.base_commit]:
