@@ -42,6 +42,7 @@ DIFF_CUT = "[assay] the diff is cut here: it is longer than {limit:,} characters
 _PIECE = 1024 * 1024  # the longest piece of one diff line held in memory
 _NO_MODE = "000000"
 _LINK_MODE = "120000"
+_WHY_CHARS = 1000
 _PACK_HEADER = 12
 _PACK_TRAILER = 20
 _DIFF_OPTIONS = (
@@ -179,6 +180,8 @@ class CandidateStore:
         the base. Nothing of a rejected pack stays in the store."""
         if not capture.ok or capture.pack is None or capture.tree is None:
             raise CaptureRejected(capture.over_budget or capture.error or "no tree was captured")
+        if capture.commit is None:
+            raise CaptureRejected("the capture names no commit")
         quarantine = Path(tempfile.mkdtemp(prefix="quarantine-", dir=self.path))
         try:
             (quarantine / "pack").mkdir()
@@ -230,14 +233,14 @@ class CandidateStore:
                     },
                 )
             except GitError as exc:
-                raise CaptureRejected(f"git refused the capture's objects: {exc.stderr}") from None
+                why = exc.stderr.strip()[-_WHY_CHARS:]
+                raise CaptureRejected(f"git refused the capture's objects: {why}") from None
         finally:
             os.close(fd)
 
     def _verify(self, capture: Capture, both: dict[str, str], max_bytes: int) -> None:
         """The pack's own objects within the bounds unpacked, and its commit exactly the
         captured tree on the base."""
-        assert capture.tree is not None and capture.commit is not None
         listing = ("cat-file", "--batch-all-objects", "--batch-check=%(objecttype) %(objectsize)")
         # The quarantine alone (no alternates): its own objects, sizes as unpacked.
         own = self._out(*listing, env={"GIT_OBJECT_DIRECTORY": both["GIT_OBJECT_DIRECTORY"]})
