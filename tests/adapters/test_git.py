@@ -333,3 +333,40 @@ def test_worktrees_added_from_many_threads_at_once_all_succeed(tmp_path: Path) -
     with ThreadPoolExecutor(max_workers=16) as pool:
         paths = list(pool.map(add, range(32)))
     assert all((p / "a.txt").read_text() == "a\n" for p in paths)
+
+
+def test_the_host_s_git_reads_no_global_config_replace_ref_or_fsmonitor(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    base = git.head_commit(repo)
+    # A fake commit put in place of the base through refs/replace.
+    write(repo / "keep.txt", "forged\n")
+    sh(repo, "commit", "-q", "-am", "fake")
+    fake = git.head_commit(repo)
+    sh(repo, "reset", "-q", "--hard", base)
+    sh(repo, "replace", base, fake)
+    write(repo / "new.txt", "an untracked file the global ignore would hide\n")
+    marker = tmp_path / "hook-ran"
+    hook = f"touch {marker}; false"
+    sh(repo, "config", "core.fsmonitor", hook)  # the repository's own
+    global_config = tmp_path / "operator.gitconfig"
+    global_config.write_text(f"[core]\n\tfsmonitor = {hook}\n\texcludesFile = {tmp_path / 'x'}\n")
+    (tmp_path / "x").write_text("*.txt\n")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(global_config))
+    assert git.read_file_at(repo, base, "keep.txt") == "keep\n"
+    assert git._status(repo)[1] == ["new.txt"]
+    assert git.is_dirty(repo)
+    assert not marker.exists()
+
+
+def test_config_env_lets_the_operator_s_global_config_be_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    global_config = tmp_path / "operator.gitconfig"
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(global_config))
+    monkeypatch.delenv("GIT_NO_REPLACE_OBJECTS", raising=False)
+    assert git._env()["GIT_CONFIG_GLOBAL"] == "/dev/null"
+    assert git._env()["GIT_NO_REPLACE_OBJECTS"] == "1"
+    env = git.config_env()
+    assert env["GIT_CONFIG_GLOBAL"] == str(global_config)
+    assert "GIT_NO_REPLACE_OBJECTS" not in env

@@ -128,6 +128,18 @@ def test_the_author_is_the_repositorys_identity(repo: Path) -> None:
     )
 
 
+def test_the_author_may_come_from_the_operator_s_global_config(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """assay's own git reads no global config, but the operator's identity is theirs."""
+    config = tmp_path / "operator.gitconfig"
+    config.write_text("[user]\n\tname = Grace Hopper\n\temail = grace@example.org\n")
+    branch = candidate(repo, {"feature.txt": "f\n"})
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(config))
+    commit = land(repo, branch)
+    assert sh(repo, "log", "-1", "--format=%an <%ae>", commit) == "Grace Hopper <grace@example.org>"
+
+
 def test_assay_is_the_author_only_where_none_is_configured(repo: Path) -> None:
     commit = land(repo, candidate(repo, {"feature.txt": "f\n"}))
     assert sh(repo, "log", "-1", "--format=%an <%ae>", commit) == "assay <assay@localhost>"

@@ -1,7 +1,10 @@
 """Git through its command line: the change read back from disk, checkpoints, publishing.
 
 Every call is ``git -C <dir> …`` with the user's hooks, signing and colour switched off, so a
-pre-commit hook or a gpg prompt in the user's config cannot stall or alter a run. Seats are
+pre-commit hook or a gpg prompt in the user's config cannot stall or alter a run. It reads no
+system or global config (only the repository's own), no replace objects, and runs no
+fsmonitor: what the host's git does never depends on a file outside the repository it names
+(:func:`config_env` is the exception, for reading the operator's identity). Seats are
 repositories of their own (:mod:`assay.adapters.seats`) on the branch ``assay/<run>/<seat>``;
 the worktree helpers below remain for the seats of runs made by older versions (their
 ``.assay/worktrees/<run>/<seat>`` is still cleaned up). Landing on the base branch is
@@ -30,6 +33,8 @@ _STDERR_TAIL = 1500
 _NO_MODE = "000000"
 _CONFIG = (
     *("-c", "core.hooksPath=/dev/null"),
+    *("-c", "core.fsmonitor=false"),
+    *("-c", "core.untrackedCache=false"),
     *("-c", "core.quotePath=false"),
     *("-c", "commit.gpgSign=false"),
     *("-c", "color.ui=false"),
@@ -51,8 +56,18 @@ class GitError(RuntimeError):
         super().__init__(f"`git {' '.join(args)}` in {cwd} failed ({status}): {tail}")
 
 
+# No system or global config (an operator's ``core.fsmonitor``, ``core.excludesFile`` or
+# ``diff.external`` never applies) and no ``refs/replace`` (an object always is itself).
+HARDENING = {
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_CONFIG_GLOBAL": os.devnull,
+    "GIT_NO_REPLACE_OBJECTS": "1",
+}
+
+
 def _env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in LOCATION_VARS}
+    env.update(HARDENING)
     env.update(
         LC_ALL="C",
         GIT_TERMINAL_PROMPT="0",
@@ -62,6 +77,18 @@ def _env() -> dict[str, str]:
         GIT_COMMITTER_NAME=ASSAY_NAME,
         GIT_COMMITTER_EMAIL=ASSAY_EMAIL,
     )
+    return env
+
+
+def config_env() -> dict[str, str]:
+    """:func:`_env` with the operator's system and global config readable again: only for
+    reading settings that are the operator's to give (their name and email)."""
+    env = _env()
+    for name in HARDENING:
+        if name in os.environ:
+            env[name] = os.environ[name]
+        else:
+            env.pop(name, None)
     return env
 
 

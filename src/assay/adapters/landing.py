@@ -28,6 +28,7 @@ from assay.adapters.git import (
     _run,
     _status,
     _text,
+    config_env,
     current_branch,
 )
 from assay.core.forbidden import is_assay_home
@@ -140,7 +141,7 @@ def _config(repo: Path, key: str) -> str | None:
         ["git", "-C", str(repo), "config", "--get", key],
         capture_output=True,
         stdin=subprocess.DEVNULL,
-        env=_env(),
+        env=config_env(),  # the operator's global config: their identity is theirs to give
         timeout=GIT_TIMEOUT_SECONDS,
         check=False,
         start_new_session=True,  # a terminal's Ctrl-C reaches assay, never its own git
