@@ -26,6 +26,7 @@ from pathlib import Path
 
 from assay.adapters.capture import Capture
 from assay.adapters.git import (
+    ATTRIBUTES,
     GIT_TIMEOUT_SECONDS,
     GitError,
     _env,
@@ -37,7 +38,6 @@ from assay.adapters.git import (
 from assay.core.changes import ChangeSet, FileDelta
 from assay.core.vocab import FileChangeKind
 
-ATTRIBUTES = "* -text !eol -ident -filter !working-tree-encoding\n"
 DIFF_CUT = "[assay] the diff is cut here: it is longer than {limit:,} characters"
 _PIECE = 1024 * 1024  # the longest piece of one diff line held in memory
 _NO_MODE = "000000"
@@ -264,6 +264,10 @@ class CandidateStore:
             raise CaptureRejected("the capture's commit is not the captured tree on the base")
 
     # --- the store's own work -----------------------------------------------------------------
+
+    def tree_of(self, commit: str) -> str:
+        """The tree id of ``commit`` (one of the store's, or of the user's it borrows)."""
+        return self._out("rev-parse", "--verify", "--end-of-options", f"{commit}^{{tree}}")
 
     def commit(self, tree: str, parent: str, message: str) -> str:
         """A commit of ``tree`` on ``parent`` as assay; its id."""

@@ -26,6 +26,10 @@ from assay.adapters.git_env import LOCATION_VARS
 from assay.core.changes import ChangeSet, FileDelta
 from assay.core.vocab import FileChangeKind
 
+# The highest-precedence attributes (``info/attributes``) of every repository assay makes:
+# each file is stored and checked out with exactly its bytes, whatever the tree's own
+# .gitattributes say (no line-ending conversion, no ident, no filter).
+ATTRIBUTES = "* -text !eol -ident -filter !working-tree-encoding\n"
 ASSAY_NAME = "assay"
 ASSAY_EMAIL = "assay@localhost"
 GIT_TIMEOUT_SECONDS = 300.0

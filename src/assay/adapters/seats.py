@@ -21,11 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from assay.adapters.git import ASSAY_EMAIL, ASSAY_NAME, _out, _run
-
-# Highest-precedence attributes of a repository assay makes: every file is checked out with
-# exactly the bytes of its blob, whatever the tree's own .gitattributes say.
-EXACT_BYTES = b"* -text !eol -ident -filter !working-tree-encoding\n"
+from assay.adapters.git import ASSAY_EMAIL, ASSAY_NAME, ATTRIBUTES, _out, _run
 
 
 @dataclass(frozen=True)
@@ -108,7 +104,8 @@ def create_seat(
     alternates = "".join(f"{place}\n" for place in (store, *borrows)).encode()
     _write_new(git_dir / "objects" / "info" / "alternates", alternates)
     (git_dir / "info").mkdir()
-    _write_new(git_dir / "info" / "attributes", EXACT_BYTES)
+    # Every file checked out with exactly its blob's bytes, whatever the tree's attributes say.
+    _write_new(git_dir / "info" / "attributes", ATTRIBUTES.encode())
     shallow = _read(store.parent / "shallow") or None  # a shallow clone's seat is shallow too
     if shallow is not None:
         _write_new(git_dir / "shallow", shallow)
