@@ -194,16 +194,16 @@ def forbidden_paths(paths: Sequence[str]) -> str | None:
     """The breach a candidate's forbidden paths make (nested repositories, ``.git``)."""
     if not paths:
         return None
-    shown = ", ".join(shown(p) for p in paths[:5])
+    named = ", ".join(shown(p) for p in paths[:5])
     more = f" and {len(paths) - 5} more" if len(paths) > 5 else ""
-    return f"forbidden by rule: a nested repository or .git entry: {shown}{more}"
+    return f"forbidden by rule: a nested repository or .git entry: {named}{more}"
 
 
 def ignored_line(capture: Capture) -> str:
     """``ignored, not in the candidate: …``: what the coder wrote that .gitignore keeps out."""
-    shown = ", ".join(shown(p) for p in capture.ignored[:IGNORED_SHOWN])
+    named = ", ".join(shown(p) for p in capture.ignored[:IGNORED_SHOWN])
     more = capture.ignored_count - min(len(capture.ignored), IGNORED_SHOWN)
-    return f"ignored, not in the candidate: {shown}" + (f" and {more} more" if more > 0 else "")
+    return f"ignored, not in the candidate: {named}" + (f" and {more} more" if more > 0 else "")
 
 
 async def validate_seat(
