@@ -209,7 +209,7 @@ def test_a_manifest_that_is_a_link_a_fifo_or_too_big_is_not_read(tmp_path: Path)
     folder.mkdir()
     (folder / "manifest.json").symlink_to(secret)
     assert read_manifest(folder, BASE).error == (
-        "the collector's manifest is unusable: it is a symbolic link"
+        "the collector's manifest is unusable: it is not a regular file (a symbolic link)"
     )
     (folder / "manifest.json").unlink()
     os.mkfifo(folder / "manifest.json")

@@ -253,11 +253,10 @@ def deep_seat(repo: Path) -> Iterator[Path]:
 def test_a_folder_1100_deep_is_a_clear_over_budget_not_a_recursion_error(
     repo: Path, deep_seat: Path, tmp_path: Path
 ) -> None:
-    seat = seats.Seat(path=deep_seat, home=tmp_path, branch="b", config=b"", alternates=b"")
-    capture = capture_of(repo, seat.path, tmp_path / "out")
+    capture = capture_of(repo, deep_seat, tmp_path / "out")
     assert capture.over_budget is not None
     assert capture.over_budget.startswith("a path of more than 64 components over max_depth 64")
-    capture = capture_of(repo, seat.path, tmp_path / "out2", max_depth=5000)
+    capture = capture_of(repo, deep_seat, tmp_path / "out2", max_depth=5000)
     assert capture.over_budget is not None and "too long" in capture.over_budget
     assert capture.error is None
 

@@ -3,7 +3,6 @@ borrows the user's objects, checked and reset after the coder, fetched back only
 
 from __future__ import annotations
 
-import os
 import subprocess
 from pathlib import Path
 
@@ -64,115 +63,6 @@ def test_a_seat_is_its_own_repository_on_its_branch_with_borrowed_objects(repo: 
     # The user's repository knows nothing of the seat: no branch, no worktree, same config.
     assert user_state(repo) == before
     assert sh(repo, "worktree", "list").count("\n") == 0
-
-
-def test_the_change_is_read_and_checkpointed_in_the_seat_only(repo: Path) -> None:
-    seat = make_seat(repo)
-    (seat.path / "src" / "a.py").write_text("a = 2\n")
-    (seat.path / "src" / "b.py").write_text("b = 1\n")
-    change = git.read_changes(seat.path, git.head_commit(repo))
-    assert change.paths == ["src/a.py", "src/b.py"]
-    commit = git.commit_all(seat.path, "assay: attempt 1, seat 1")
-    assert commit is not None and git.head_commit(seat.path) == commit
-    assert not has_object(repo, commit)  # the checkpoint is the seat's alone
-
-
-def test_the_candidate_is_one_commit_on_the_base_whatever_history_the_coder_made(
-    repo: Path,
-) -> None:
-    seat = make_seat(repo)
-    base = git.head_commit(repo)
-    (seat.path / "src" / "key.py").write_text("KEY = 'hidden in history'\n")
-    sh(seat.path, "add", "-A")
-    sh(seat.path, "commit", "-qm", "the coder's own commit")
-    smuggled = sh(seat.path, "rev-parse", "HEAD:src/key.py")
-    (seat.path / "src" / "key.py").unlink()
-    (seat.path / "src" / "a.py").write_text("a = 2\n")
-    git.read_changes(seat.path, base)
-    git.commit_all(seat.path, "assay: attempt 1, seat 1")
-    candidate = seats.candidate_commit(seat, base, "Title\n\nbody")
-    assert sh(seat.path, "rev-parse", f"{candidate}^@") == base
-    assert sh(seat.path, "rev-parse", f"{candidate}^{{tree}}") == sh(
-        seat.path, "rev-parse", "HEAD^{tree}"
-    )
-    seats.fetch_candidate(repo, seat, candidate)
-    assert sh(repo, "show", f"{seat.branch}:src/a.py") == "a = 2"
-    assert not has_object(repo, smuggled)  # the coder's history stayed in the seat
-
-
-def test_secure_puts_back_config_hooks_and_alternates_and_drops_a_commondir(
-    repo: Path, tmp_path: Path
-) -> None:
-    seat = make_seat(repo)
-    config = (seat.git_dir / "config").read_bytes()
-    sh(seat.path, "config", "core.fsmonitor", "touch /tmp/x")
-    (seat.git_dir / "hooks" / "post-commit").write_text("#!/bin/sh\n")
-    (seat.git_dir / "objects" / "info" / "alternates").write_text(f"{tmp_path}\n")
-    (seat.git_dir / "commondir").write_text(f"{repo / '.git'}\n")
-    (seat.git_dir / "info").mkdir()
-    (seat.git_dir / "info" / "attributes").write_text("* -diff\n")
-    seats.secure(seat)
-    assert not (seat.git_dir / "info").exists()
-    assert (seat.git_dir / "config").read_bytes() == config
-    assert list((seat.git_dir / "hooks").iterdir()) == []
-    assert (seat.git_dir / "objects" / "info" / "alternates").read_bytes() == seat.alternates
-    assert not (seat.git_dir / "commondir").exists()
-    assert git.head_commit(seat.path) == git.head_commit(repo)
-
-
-def test_secure_writes_a_new_config_never_through_a_link(repo: Path, tmp_path: Path) -> None:
-    seat = make_seat(repo)
-    target = tmp_path / "elsewhere"
-    target.write_text("keep me\n")
-    (seat.git_dir / "config").unlink()
-    (seat.git_dir / "config").symlink_to(target)
-    with pytest.raises(seats.SeatTampered, match=r"\.git/config is a symbolic link"):
-        seats.secure(seat)
-    assert target.read_text() == "keep me\n"
-
-
-@pytest.mark.parametrize("how", ["file", "symlink", "gone", "fifo", "inner-symlink"])
-def test_a_replaced_git_is_tampering_and_is_not_followed(repo: Path, how: str) -> None:
-    seat = make_seat(repo)
-    before = user_state(repo)
-    if how == "inner-symlink":
-        seats.remove_tree(seat.git_dir / "refs")
-        (seat.git_dir / "refs").symlink_to(repo / ".git" / "refs")
-    elif how == "fifo":
-        (seat.git_dir / "index").unlink()
-        os.mkfifo(seat.git_dir / "index")
-    else:
-        seats.remove_tree(seat.git_dir)
-        if how == "file":
-            (seat.git_dir).write_text(f"gitdir: {repo / '.git'}\n")
-        elif how == "symlink":
-            (seat.git_dir).symlink_to(repo / ".git")
-    with pytest.raises(seats.SeatTampered):
-        seats.secure(seat)
-    assert user_state(repo) == before
-
-
-def test_fetch_brings_only_the_named_commit_with_the_seat_reset_first(
-    repo: Path, tmp_path: Path
-) -> None:
-    seat = make_seat(repo)
-    (seat.path / "src" / "a.py").write_text("a = 2\n")
-    commit = git.commit_all(seat.path, "assay: attempt 1, seat 1")
-    assert commit is not None
-    marker = tmp_path / "ran"
-    hook = f"#!/bin/sh\ntouch {marker}\n"
-    sh(seat.path, "config", "uploadpack.packObjectsHook", f"touch {marker}")
-    sh(seat.path, "config", "core.hooksPath", str(seat.git_dir / "hooks"))
-    (seat.git_dir / "hooks" / "pre-upload").write_text(hook)
-    config = (repo / ".git" / "config").read_bytes()
-    assert seats.fetch_candidate(repo, seat, commit) == seat.branch
-    assert sh(repo, "rev-parse", f"refs/heads/{seat.branch}") == commit
-    assert sh(repo, "show", f"{seat.branch}:src/a.py") == "a = 2"
-    assert (repo / ".git" / "config").read_bytes() == config
-    assert not marker.exists()
-    assert not (repo / ".git" / "FETCH_HEAD").exists()
-    assert (seat.git_dir / "config").read_bytes() == seat.config  # reset before the fetch
-    assert not (seat.git_dir / "hooks" / "pre-upload").exists()
 
 
 def test_remove_seats_takes_the_repositories_and_homes_even_read_only(repo: Path) -> None:

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 from support.repo import git
+from support.seat_repo import candidate_change
 
-from assay.adapters.git import read_changes
 from assay.adapters.validators import get_validator
 from assay.adapters.validators.base import ValidationContext, ValidationOutcome
 from assay.adapters.validators.scope import ScopeValidator
@@ -142,9 +142,16 @@ def _repo(tmp_path: Path, links: dict[str, str] | None = None) -> tuple[Path, st
 
 
 def _candidate(root: Path, base: str, **settings: Any) -> ValidationOutcome:
-    change = read_changes(root, base)
+    change, commit = candidate_change(root, base)
     context = ValidationContext(
-        worktree=root, change=change, task="t", env={}, settings=settings, log_dir=root / "logs"
+        worktree=root,
+        change=change,
+        task="t",
+        env={},
+        settings=settings,
+        log_dir=root / "logs",
+        repo=root,
+        revision=commit,
     )
     return ScopeValidator().validate(context)
 
@@ -289,7 +296,7 @@ def test_other_type_changes_are_not_a_breach(tmp_path: Path) -> None:
     _link(root, "src/c.py", "a.py")  # a file made a link inside the tree
     outcome = _candidate(root, base)
     assert outcome.result.severity is Severity.PASS, outcome.result.findings
-    assert [c.describe() for c in read_changes(root, base).type_changes()] == [
+    assert [c.describe() for c in candidate_change(root, base)[0].type_changes()] == [
         "src/a.py file → executable",
         "src/c.py file → symlink",
     ]

@@ -266,8 +266,8 @@ def _scan_worktree(
     tmp_path: Path, before: dict[str, bytes], after: dict[str, bytes]
 ) -> tuple[ValidationOutcome, ChangeSet]:
     """The secret scan of a real worktree's change from ``before`` (committed) to ``after``, and
-    that change as assay's own ``read_changes`` read it (git decides what shows as binary)."""
-    from assay.adapters import git as assay_git
+    that change as the engine reads it (git decides what shows as binary)."""
+    from support.seat_repo import candidate_change
 
     repo = tmp_path / "repo"
     repo.mkdir()
@@ -279,7 +279,7 @@ def _scan_worktree(
     base = git(repo, "rev-parse", "HEAD").strip()
     for name, data in after.items():
         (repo / name).write_bytes(data)
-    change = assay_git.read_changes(repo, base)
+    change, commit = candidate_change(repo, base)
     context = ValidationContext(
         worktree=repo,
         change=change,
@@ -287,6 +287,8 @@ def _scan_worktree(
         env={},
         settings={"id": "secrets"},
         log_dir=tmp_path / "logs",
+        repo=repo,
+        revision=commit,
     )
     return SecretsValidator().validate(context), change
 
@@ -303,7 +305,10 @@ def test_a_secret_in_a_file_the_diff_shows_as_binary_still_blocks(
     tmp_path: Path, files: dict[str, str], path: str
 ) -> None:
     outcome, change = _scan_worktree(tmp_path, {}, {n: t.encode() for n, t in files.items()})
-    assert f"Binary files /dev/null and b/{path} differ" in change.diff  # hidden from the diff
+    # A NUL byte hides the lines from the diff; the candidate's own attributes no longer do
+    # (the engine's diff of two trees reads no .gitattributes of the coder's).
+    binary = f"Binary files /dev/null and b/{path} differ" in change.diff
+    assert binary == (path == "blob.bin")
     assert outcome.fire is CanonicalHalt.SECRET_EXPOSURE, outcome.result
     assert any(path in finding for finding in outcome.result.findings)
     assert AWS_KEY not in outcome.result.justification

@@ -9,7 +9,9 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from assay.adapters import collector, git, seats
+from assay.adapters.candidates import CandidateStore
 from assay.adapters.capture import Capture, CaptureLimits, read_manifest
+from assay.core.changes import ChangeSet
 
 FileSpec = str | bytes
 
@@ -99,3 +101,14 @@ def tree_entries(git_dir: Path, tree: str) -> dict[str, tuple[str, bytes]]:
             data = oid.encode()
         entries[os.fsdecode(path)] = (mode, data)
     return entries
+
+
+def candidate_change(root: Path, base: str) -> tuple[ChangeSet, str]:
+    """What the work tree at ``root`` holds, as a candidate commit on ``base`` (staged by the
+    test's own git), and its change as the engine reads it: from the two trees, in a candidate
+    store borrowing ``root``'s objects."""
+    sh(root, "add", "-A")
+    tree = sh(root, "write-tree").decode().strip()
+    commit = sh(root, "commit-tree", tree, "-p", base, "-m", "candidate").decode().strip()
+    store = CandidateStore(root.parent / f"{root.name}.candidates.git", seats.object_stores(root))
+    return store.changes(base, commit), commit
