@@ -23,7 +23,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import socket
 import stat
 import tempfile
@@ -34,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from assay.adapters import folders
 from assay.adapters.store.halt_journal import RELAY_MAX_LINE
 from assay.core.payload import HaltNotice
 from assay.core.vocab import HaltSeverity
@@ -58,7 +58,7 @@ def remove_relay_folders(dispatch_id: str) -> None:
             with contextlib.suppress(OSError):
                 info = folder.lstat()
                 if folder.is_dir() and not folder.is_symlink() and info.st_uid == os.getuid():
-                    shutil.rmtree(folder, ignore_errors=True)
+                    folders.remove_tree(folder)
 
 
 @dataclass(frozen=True)
@@ -96,7 +96,9 @@ def remove_relay_folder(folder: Path) -> None:
     info = folder.lstat()
     if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
         raise OSError(f"{folder} is not a relay folder of this user's")
-    shutil.rmtree(folder)
+    removal = folders.remove_tree(folder)
+    if not removal.complete:
+        raise OSError(removal.summary())
 
 
 def _listening(path: Path) -> bool:
@@ -185,7 +187,7 @@ class HaltRelay:
             listener.settimeout(0.5)  # the accept loop sees a close within half a second
         except OSError:
             listener.close()
-            shutil.rmtree(folder, ignore_errors=True)
+            folders.remove_tree(folder)
             raise
         self._listener, self.path = listener, path
         self._thread = threading.Thread(target=self._accept, name="assay-halt-relay", daemon=True)
@@ -204,7 +206,7 @@ class HaltRelay:
             self._thread.join(timeout=2.0)
             self._thread = None
         if self.path is not None:
-            shutil.rmtree(self.path.parent, ignore_errors=True)
+            folders.remove_tree(self.path.parent)
 
     # -- the relay's threads ------------------------------------------------------------------
 

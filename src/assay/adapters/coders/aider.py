@@ -42,10 +42,10 @@ afterwards: they are aider's bookkeeping, not the seat's work.
 from __future__ import annotations
 
 import re
-import shutil
 from datetime import datetime
 from pathlib import Path
 
+from assay.adapters import folders
 from assay.adapters.coders.agentcli import (
     ParsedRun,
     apply_fault,
@@ -155,7 +155,7 @@ class AiderCoder:
             )
         finally:
             for path in set(request.worktree.glob(_TAGS_CACHE)) - before:
-                shutil.rmtree(path, ignore_errors=True)
+                folders.remove_tree(path)  # never followed, at any depth
         # aider has exited (its process group with it): fire the halts its replies proposed.
         proposals = proposed_halts(
             read_history(history_file, _HALT_HISTORY_CHARS), request.dispatch_id
