@@ -8,6 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from support.deep import deep_tree, remove_deep
 from support.repo import git as sh
 
 from assay.adapters import git, seats
@@ -150,6 +151,29 @@ def test_a_replaced_git_is_tampering_and_is_not_followed(repo: Path, how: str) -
     with pytest.raises(seats.SeatTampered):
         seats.secure(seat)
     assert user_state(repo) == before
+
+
+def test_secure_walks_a_git_dir_1100_folders_deep_and_finds_a_link_at_its_bottom(
+    repo: Path, tmp_path: Path
+) -> None:
+    """Deeper than a recursive walk goes (os.walk raised RecursionError): looked through
+    all the way down; a link at the bottom is found, one past PATH_MAX is not used."""
+    seat = make_seat(repo)
+    try:
+        deep_tree(seat.git_dir / "hooks" / "deep", 1_100)
+        deep_tree(seat.git_dir / "refs" / "deep", 1_100)
+        seats.secure(seat)  # nothing a link or special: fine, and the hooks are put back
+        assert list((seat.git_dir / "hooks").iterdir()) == []
+        bottom = seat.git_dir / "refs" / "deep" / Path(*["d"] * 1_100)
+        (bottom / "up").symlink_to(repo / ".git")
+        with pytest.raises(seats.SeatTampered, match=r"d/d/up is a symbolic link"):
+            seats.secure(seat)
+        (bottom / "up").unlink()
+        deep_tree(seat.git_dir / "logs" / "deeper", 2_500)  # 5,000 bytes: past PATH_MAX
+        with pytest.raises(seats.SeatTampered, match="assay does not use it"):
+            seats.secure(seat)
+    finally:
+        remove_deep(seat.path)
 
 
 def test_fetch_brings_only_the_named_commit_with_the_seat_reset_first(

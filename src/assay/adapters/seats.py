@@ -32,6 +32,9 @@ from assay.adapters.git import ASSAY_EMAIL, ASSAY_NAME, GitError, _out, _run
 # could mark files ``-diff`` (their lines then hidden from the secret scan) and its
 # ``info/exclude`` hide files from the change assay reads back.
 _REDIRECTS = ("commondir", "gitdir", "config.worktree", "info", "objects/info/http-alternates")
+# How much of a seat's .git is looked through (iteratively: a coder can nest any depth there).
+GIT_DIR_MAX_ENTRIES = 1_000_000
+GIT_DIR_MAX_DEPTH = 4_096
 
 
 class SeatTampered(Exception):
@@ -145,14 +148,17 @@ def secure(seat: Seat) -> None:
         if not stat.S_ISDIR(mode):
             kind = "a symbolic link" if stat.S_ISLNK(mode) else "a file"
             raise SeatTampered(f"{what} was replaced by {kind}; assay does not follow it")
-    for top, dirs, files in os.walk(seat.git_dir, onerror=_unreadable, followlinks=False):
-        for name in [*dirs, *files]:
-            entry = Path(top) / name
-            mode = os.lstat(entry).st_mode
-            if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
-                kind = "a symbolic link" if stat.S_ISLNK(mode) else "a special file"
-                relative = entry.relative_to(seat.path)
-                raise SeatTampered(f"{relative} is {kind}; assay does not follow it")
+    listed = folders.walk(
+        seat.git_dir, max_entries=GIT_DIR_MAX_ENTRIES, max_depth=GIT_DIR_MAX_DEPTH
+    )
+    for entry in listed:
+        mode = entry.info.st_mode
+        if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
+            kind = "a symbolic link" if stat.S_ISLNK(mode) else "a special file"
+            relative = entry.path.relative_to(seat.path)
+            raise SeatTampered(f"{relative} is {kind}; assay does not follow it")
+    if listed.cut:  # a part not looked at (too big, too deep, unreadable) could hide a link
+        raise SeatTampered(f"{listed.cut[0]}; assay does not use it")
     try:
         _reset(seat)
     except OSError as exc:  # a folder made unremovable, say: not a repository assay uses
@@ -218,11 +224,6 @@ def remove_seats(assay_dir: Path, run_id: str) -> folders.Removal:
     with contextlib.suppress(OSError):
         root.parent.rmdir()  # the last run's seats gone: no empty ``seats/`` left
     return removal
-
-
-def _unreadable(exc: OSError) -> None:
-    """A folder of the seat's .git that cannot be listed could hide a link: not followed."""
-    raise SeatTampered(f"{exc.filename} cannot be read ({exc.strerror}); assay does not use it")
 
 
 def _remove(path: Path) -> None:
