@@ -6,12 +6,15 @@ from __future__ import annotations
 import json
 import socket
 import tempfile
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from support.deep import deep_tree, remove_deep
 from support.repo import PYTEST, Repo, git, make_repo
 
+from assay.adapters import folders
 from assay.adapters.store.sql import Ledger
 from assay.core.contract import parse_contract
 from assay.core.gc import Leftover
@@ -19,6 +22,7 @@ from assay.core.tasks import Task
 from assay.core.vocab import EventKind, LeftoverKind
 from assay.engine import halt_relay
 from assay.engine.gc import collect_garbage
+from assay.engine.recover import recover_interrupted
 from assay.engine.runner import run_task
 
 WEEK = 7 * 86400
@@ -241,3 +245,113 @@ def test_a_seat_worktree_of_an_older_version_goes_and_then_its_branch(
     assert not (repo.root / ".assay" / "worktrees").exists()
     assert _branches(repo) == []
     assert str(old) not in git(repo.root, "worktree", "list")
+
+
+# -- trees a coder shaped, and leftovers that cannot be removed ---------------------------------
+
+
+def _stubborn(monkeypatch: pytest.MonkeyPatch, fails: Callable[[Path], bool]) -> None:
+    """Removal fails, as on a folder made unremovable, for the roots ``fails`` picks: one
+    entry inside stays, and the removal says so (the rest of what it is asked goes)."""
+    real = folders.remove_tree
+
+    def remove_tree(path: Path) -> folders.Removal:
+        if not fails(Path(path)):
+            return real(path)
+        stuck = Path(path) / "seat-1" / "stuck"
+        return folders.Removal(Path(path), [folders.NotRemoved(str(stuck), "Permission denied")])
+
+    monkeypatch.setattr(folders, "remove_tree", remove_tree)
+
+
+def test_a_seat_1100_folders_deep_is_measured_and_removed(world: tuple[Repo, Ledger]) -> None:
+    repo, ledger = world
+    report = _run(repo, ledger, "wrong", keep=True)
+    seat = repo.root / ".assay" / "seats" / report.run_id / "seat-1"
+    try:
+        deep_tree(seat / "deep", 1_100)
+        deep_tree(seat / ".git" / "deep", 1_100)
+        collected = _collect(repo, ledger, 8)
+        assert collected.failed == []
+        assert [x.kind for x in _mine(collected.removed)] == [
+            LeftoverKind.SEATS,
+            LeftoverKind.BRANCH,
+        ]
+        assert not (repo.root / ".assay" / "seats").exists()
+    finally:
+        remove_deep(repo.root / ".assay" / "seats")
+
+
+def test_a_leftover_gc_cannot_remove_is_said_and_the_rest_goes(
+    world: tuple[Repo, Ledger], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo, ledger = world
+    stuck_run = _run(repo, ledger, "wrong", keep=True)
+    other_run = _run(repo, ledger, "wrong", keep=True)
+    seats_of = repo.root / ".assay" / "seats"
+    _stubborn(monkeypatch, lambda path: path == seats_of / stuck_run.run_id)
+    collected = _collect(repo, ledger, 8)
+    [(failed, why)] = collected.failed
+    assert (failed.kind, failed.target) == (LeftoverKind.SEATS, str(seats_of / stuck_run.run_id))
+    assert why == f"{seats_of / stuck_run.run_id / 'seat-1' / 'stuck'}: Permission denied"
+    removed = {(x.kind, x.run_id) for x in _mine(collected.removed)}
+    assert removed == {
+        (LeftoverKind.SEATS, other_run.run_id),
+        (LeftoverKind.BRANCH, other_run.run_id),
+        (LeftoverKind.BRANCH, stuck_run.run_id),
+    }
+    assert not (seats_of / other_run.run_id).exists() and _branches(repo) == []
+    [listed] = collected.to_json()["failed"]
+    assert (
+        listed["target"] == str(seats_of / stuck_run.run_id)
+        and "Permission denied" in (listed["error"])
+    )
+
+
+def test_a_seat_that_cannot_be_removed_at_close_is_a_warning_not_a_fault(
+    world: tuple[Repo, Ledger], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo, ledger = world
+    _stubborn(monkeypatch, lambda path: path.parent.name == "seats")
+    report = _run(repo, ledger, "fixed")
+    assert report.payload.status.value == "merged"
+    assert ledger.get_run(report.run_id).status.value == "merged"
+    [warning] = [w for w in report.warnings if "not all removed" in w]
+    stuck = repo.root / ".assay" / "seats" / report.run_id / "seat-1" / "stuck"
+    assert f"{stuck}: Permission denied" in warning and "`assay gc` tries again" in warning
+
+
+def test_recovery_says_a_seat_it_cannot_remove_and_goes_on(
+    world: tuple[Repo, Ledger], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run whose process died closes, and the next one too, though the first's seats stay."""
+    repo, ledger = world
+    now = datetime.now(UTC)
+    contract = parse_contract("task: t\ncoder: {kind: command, command: 'true'}\nsandbox: none\n")
+    runs = ["r20260101-000000-00000a", "r20260101-000000-00000b"]
+    for n, run_id in enumerate(runs):
+        task = Task.new(id=f"dead{n}", title="t", instruction="x", now=now)
+        ledger.add_task(task)
+        task.start(now, run_id=run_id)
+        ledger.start_run(task, run_id, dispatch_id=run_id, started_at=now)
+        seat = repo.root / ".assay" / "seats" / run_id / "seat-1"
+        seat.mkdir(parents=True)
+        (seat / "work.py").write_text("x = 1\n")
+    seats_of = repo.root / ".assay" / "seats"
+    _stubborn(monkeypatch, lambda path: path == seats_of / runs[0])
+    said: list[str] = []
+    recovered = recover_interrupted(
+        repo=repo.root,
+        home=repo.root / ".assay",
+        ledger=ledger,
+        contract_for=lambda _: contract,
+        is_alive=lambda _: False,
+        warn=said.append,
+    )
+    assert recovered == runs
+    assert [ledger.get_run(r).open for r in runs] == [False, False]
+    assert said == [
+        f"run {runs[0]}: its seats were not all removed: "
+        f"{seats_of / runs[0] / 'seat-1' / 'stuck'}: Permission denied"
+    ]
+    assert not (seats_of / runs[1]).exists()

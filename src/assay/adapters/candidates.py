@@ -16,7 +16,6 @@ every conversion off, so a checkout holds exactly the tree's bytes.
 from __future__ import annotations
 
 import os
-import shutil
 import stat
 import subprocess
 import tempfile
@@ -24,6 +23,7 @@ import threading
 from collections.abc import Generator, Mapping, Sequence
 from pathlib import Path
 
+from assay.adapters import folders
 from assay.adapters.capture import Capture
 from assay.adapters.git import (
     ATTRIBUTES,
@@ -169,7 +169,7 @@ class CandidateStore:
         except subprocess.CalledProcessError as exc:
             raise GitError(exc.cmd[-2:], self.path, exc.returncode, _text(exc.stderr)) from None
         finally:
-            shutil.rmtree(made, ignore_errors=True)
+            folders.remove_tree(made)
 
     # --- taking a capture in ------------------------------------------------------------------
 
@@ -195,7 +195,7 @@ class CandidateStore:
             for made in packs:  # the pack before its index: git finds a pack by its index
                 os.replace(made, self.objects / "pack" / made.name)
         finally:
-            shutil.rmtree(quarantine, ignore_errors=True)
+            folders.remove_tree(quarantine)
         return capture.tree
 
     def _index(self, pack: Path, quarantine: Path, max_objects: int, max_bytes: int) -> None:
@@ -400,7 +400,7 @@ class CandidateStore:
                     },
                 )
         except BaseException:
-            shutil.rmtree(dest, ignore_errors=True)
+            folders.remove_tree(dest)
             raise
 
     def publish(self, repo: Path, commit: str, branch: str) -> str:

@@ -16,12 +16,12 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-import shutil
 import subprocess
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from assay.adapters import folders
 from assay.adapters.git_env import LOCATION_VARS
 from assay.core.changes import ChangeSet, FileDelta
 from assay.core.vocab import FileChangeKind
@@ -292,8 +292,8 @@ def remove_worktree(repo: Path, path: Path, branch: str | None = None) -> None:
     """Remove the worktree even with uncommitted work in it; delete ``branch`` if given."""
     with _worktree_lock(repo):
         _run(repo, "worktree", "remove", "--force", "--force", str(path), ok=(0, 128))
-        if path.exists():
-            shutil.rmtree(path, ignore_errors=True)
+        if path.exists() or path.is_symlink():
+            folders.remove_tree(path)  # what stays is for the caller to see
         _run(repo, "worktree", "prune")
         if branch is not None:
             _run(repo, "branch", "-D", "--", branch, ok=(0, 1))
@@ -409,11 +409,7 @@ def restore_checkpoint(worktree: Path, keep_ignored: frozenset[str] = frozenset(
     _run(worktree, "reset", "--quiet", "--hard", "HEAD")
     _run(worktree, "clean", "--quiet", "-f", "-d")
     for entry in ignored_entries(worktree) - keep_ignored:
-        target = worktree / entry
-        if target.is_dir() and not target.is_symlink():
-            shutil.rmtree(target, ignore_errors=True)
-        else:
-            target.unlink(missing_ok=True)
+        folders.remove_tree(worktree / entry)  # never followed, at any depth
 
 
 # --- publishing ------------------------------------------------------------------------------

@@ -11,12 +11,10 @@ was found (``git update-ref -d <ref> <old>``, so a branch someone moved meanwhil
 from __future__ import annotations
 
 import contextlib
-import os
 import re
-import stat
 from pathlib import Path
 
-from assay.adapters import git, seats
+from assay.adapters import folders, git
 from assay.adapters.git import GitError, _run, _text
 from assay.core.gc import Leftover
 from assay.core.vocab import LeftoverKind
@@ -24,6 +22,9 @@ from assay.core.vocab import LeftoverKind
 BRANCH_PREFIX = "refs/heads/assay/"
 # ``r<yyyymmdd>-<hhmmss>-<hex>``: a branch ``assay/<this>/…`` is a run's, any other the user's.
 RUN_ID = re.compile(r"r\d{8}-\d{6}-[0-9a-f]{4,32}")
+# How far a leftover's size is counted (a seat holds what a coder made: any shape, any size).
+SIZE_MAX_ENTRIES = 1_000_000
+SIZE_MAX_DEPTH = 256
 
 
 def find_folders(home: Path) -> list[Leftover]:
@@ -83,23 +84,18 @@ def remove(repo: Path, leftover: Leftover) -> None:
     if leftover.kind is LeftoverKind.WORKTREES:
         for child in sorted(path.iterdir()) if path.is_dir() else []:
             git.remove_worktree(repo, child)
-    seats.remove_tree(path)
-    if path.exists() or path.is_symlink():
-        raise OSError(f"{path} could not be removed entirely")
+    removal = folders.remove_tree(path)
+    if not removal.complete:
+        raise OSError(removal.summary())
     with contextlib.suppress(OSError):
         path.parent.rmdir()  # the last one gone: no empty ``seats/`` or ``worktrees/`` left
 
 
 def tree_size(path: Path) -> int:
-    """The bytes of the files under ``path`` (links counted as themselves, never followed)."""
-    total = 0
-    for top, dirs, files in os.walk(path, followlinks=False):
-        for name in [*dirs, *files]:
-            with contextlib.suppress(OSError):
-                info = os.lstat(os.path.join(top, name))
-                if not stat.S_ISDIR(info.st_mode):
-                    total += info.st_size
-    return total
+    """The bytes of the files under ``path`` (links counted as themselves, never followed);
+    a tree past the walk's bounds is counted as far as they go."""
+    listed = folders.walk(path, max_entries=SIZE_MAX_ENTRIES, max_depth=SIZE_MAX_DEPTH)
+    return sum(entry.info.st_size for entry in listed if not entry.is_dir)
 
 
 def _checked_out(repo: Path) -> dict[str, str]:

@@ -22,12 +22,16 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from assay.adapters import folders
 from assay.adapters.validators.base import ValidationOutcome
 from assay.core.results import ValidatorResult
 
 CHUNK = 1 << 20
 # Shorter values would redact ordinary words; no detector reports one this short.
 MIN_VALUE = 4
+# How much of a run's folder a redaction walks (a coder could have filled it with any shape).
+TREE_MAX_ENTRIES = 200_000
+TREE_MAX_DEPTH = 64
 
 
 def label(kind: str) -> str:
@@ -84,7 +88,8 @@ class Redactor:
         if self._bytes is None:
             return False
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+            # Non-blocking: a FIFO planted under a log's name never holds assay up.
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
         except OSError:
             return False
         with os.fdopen(fd, "rb") as source:
@@ -106,21 +111,23 @@ class Redactor:
         return True
 
     def tree(self, root: Path) -> tuple[list[Path], list[tuple[Path, OSError]]]:
-        """Redact every regular file under ``root`` (links not followed): (the files changed,
-        the files that could not be rewritten and why)."""
+        """Redact every regular file under ``root`` (links not followed, within the walk's
+        bounds): (the files changed, the files that could not be rewritten or searched and
+        why)."""
         changed: list[Path] = []
         failed: list[tuple[Path, OSError]] = []
         if not self or root.is_symlink() or not root.is_dir():
             return changed, failed
-        for folder, dirs, files in os.walk(root, followlinks=False):
-            dirs.sort()
-            for name in sorted(files):
-                path = Path(folder) / name
-                try:
-                    if self.file(path):
-                        changed.append(path)
-                except OSError as exc:
-                    failed.append((path, exc))
+        listed = folders.walk(root, max_entries=TREE_MAX_ENTRIES, max_depth=TREE_MAX_DEPTH)
+        for entry in listed:
+            if not entry.is_file:  # a link, a FIFO, a device: never opened
+                continue
+            try:
+                if self.file(entry.path):
+                    changed.append(entry.path)
+            except OSError as exc:
+                failed.append((entry.path, exc))
+        failed += [(root, OSError(f"not searched: {why}")) for why in listed.cut]
         return changed, failed
 
     def _holds(self, source: Any) -> bool:

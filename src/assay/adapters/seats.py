@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from assay.adapters import folders
 from assay.adapters.git import ASSAY_EMAIL, ASSAY_NAME, ATTRIBUTES, _out, _run
 
 
@@ -115,46 +115,19 @@ def create_seat(
     return seat
 
 
-def remove_tree(path: Path) -> None:
-    """Remove ``path`` and all it holds, read-only folders too; symlinks are removed, never
-    followed. Best effort: what cannot be removed stays."""
-
-    def writable_again(function: object, failed: str, _exc: object) -> None:
-        with contextlib.suppress(OSError):
-            os.chmod(os.path.dirname(failed), 0o700)
-            if os.path.isdir(failed) and not os.path.islink(failed):
-                os.chmod(failed, 0o700)
-                shutil.rmtree(failed, ignore_errors=True)
-            else:
-                os.unlink(failed)
-
-    if path.is_symlink() or path.is_file():
-        path.unlink(missing_ok=True)
-    elif path.is_dir():
-        shutil.rmtree(path, onerror=writable_again)
+def remove_tree(path: Path) -> folders.Removal:
+    """Remove ``path`` and all it holds, at any depth, read-only folders too; symlinks are
+    removed, never followed. Never raises: what could not be removed stays, and is returned."""
+    return folders.remove_tree(path)
 
 
-def remove_seats(assay_dir: Path, run_id: str) -> None:
-    """Remove every seat of a run and their homes (``<assay_dir>/seats/<run>``)."""
+def remove_seats(assay_dir: Path, run_id: str) -> folders.Removal:
+    """Remove every seat of a run and their homes (``<assay_dir>/seats/<run>``); what stayed."""
     root = seats_root(assay_dir, run_id)
-    remove_tree(root)
+    removal = remove_tree(root)
     with contextlib.suppress(OSError):
         root.parent.rmdir()  # the last run's seats gone: no empty ``seats/`` left
-
-
-def _remove(path: Path) -> None:
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path)
-    else:
-        path.unlink()
-
-
-def _replace(path: Path, data: bytes) -> None:
-    """Write ``data`` as a new file at ``path`` (whatever was there is removed, not written
-    through: a link there never carries assay's write elsewhere)."""
-    with contextlib.suppress(FileNotFoundError):
-        _remove(path)
-    _write_new(path, data)
+    return removal
 
 
 def _write_new(path: Path, data: bytes) -> None:

@@ -176,6 +176,7 @@ def run(
             home=workspace.home,
             ledger=ledger,
             contract_for=workspace.load_contract,
+            warn=lambda line: typer.echo(f"assay: warning: {line}", err=True),
         )
         outcomes: list[Task] = []
         for run_id in recovered:

@@ -168,12 +168,15 @@ def serve(
         finally:
             display.ended(task.id if many else None)
 
+    said: set[str] = set()  # the leftovers gc could not remove: told once, not at every gc
+
     def recover() -> list[str]:
         return recover_interrupted(
             repo=workspace.repo,
             home=workspace.home,
             ledger=ledger,
             contract_for=workspace.load_contract,
+            warn=lambda line: display.say(f"assay: warning: {line}"),
         )
 
     worker = QueueWorker(
@@ -183,7 +186,7 @@ def serve(
         once=once,
         poll=poll,
         recover=recover,
-        every=[Cadence(lambda: _collect(workspace, ledger, retention, display), every)],
+        every=[Cadence(lambda: _collect(workspace, ledger, retention, display, said), every)],
         events=news(display, summary),
     )
     with graceful_stop(), dashboard(web, ledger, workspace.home / "halt-state"), display:
@@ -280,9 +283,12 @@ def _finish(summary: ServeSummary, json_output: bool, *, compact: bool) -> None:
         raise typer.Exit(stopped)
 
 
-def _collect(workspace: Workspace, ledger: Ledger, retention: int, display: Progress) -> None:
+def _collect(
+    workspace: Workspace, ledger: Ledger, retention: int, display: Progress, said: set[str]
+) -> None:
     """One `assay gc` between queue checks: said in one line when it removed or failed
-    something; its own error is a warning, never the end of serve."""
+    something (a leftover it cannot remove, once: ``said`` holds what was told); its own
+    error is a warning, never the end of serve."""
     from assay.cli.gc import describe
     from assay.engine.gc import collect_garbage
 
@@ -293,6 +299,8 @@ def _collect(workspace: Workspace, ledger: Ledger, retention: int, display: Prog
     except Exception as exc:  # a git or disk error in gc must not stop the queue
         display.say(f"gc: failed: {' '.join(str(exc).split())}")
         return
+    report.failed = [(item, why) for item, why in report.failed if item.target not in said]
+    said.update(item.target for item, _ in report.failed)
     if report.removed or report.failed:
         for line in describe(report, verbose=False):
             display.say(line)

@@ -23,7 +23,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import socket
 import stat
 import tempfile
@@ -34,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from assay.adapters import folders
 from assay.adapters.store import halt_ops
 from assay.adapters.store.halt_files import state_path, valid_dispatch_id
 from assay.adapters.store.halt_relay_client import RELAY_MAX_LINE
@@ -61,7 +61,7 @@ def remove_relay_folders(dispatch_id: str) -> None:
             with contextlib.suppress(OSError):
                 info = folder.lstat()
                 if folder.is_dir() and not folder.is_symlink() and info.st_uid == os.getuid():
-                    shutil.rmtree(folder, ignore_errors=True)
+                    folders.remove_tree(folder)
 
 
 @dataclass(frozen=True)
@@ -99,7 +99,9 @@ def remove_relay_folder(folder: Path) -> None:
     info = folder.lstat()
     if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
         raise OSError(f"{folder} is not a relay folder of this user's")
-    shutil.rmtree(folder)
+    removal = folders.remove_tree(folder)
+    if not removal.complete:
+        raise OSError(removal.summary())
 
 
 def _listening(path: Path) -> bool:
@@ -263,7 +265,7 @@ class HaltRelay:
             listener.settimeout(0.5)  # the accept loop sees a close within half a second
         except OSError:
             listener.close()
-            shutil.rmtree(folder, ignore_errors=True)
+            folders.remove_tree(folder)
             raise
         self._listener, self.path = listener, path
         self._thread = threading.Thread(target=self._accept, name="assay-halt-relay", daemon=True)
@@ -282,7 +284,7 @@ class HaltRelay:
             self._thread.join(timeout=2.0)
             self._thread = None
         if self.path is not None:
-            shutil.rmtree(self.path.parent, ignore_errors=True)
+            folders.remove_tree(self.path.parent)
 
     # -- the relay's threads ------------------------------------------------------------------
 

@@ -388,4 +388,7 @@ class LocalEffects:
             self._warn(f"a seat's candidate was not brought into the repository: {exc}")
 
     def cleanup(self, plan: RunPlan, *, keep_branches: set[int]) -> None:
-        self.seating.cleanup(plan, keep_branches=keep_branches)
+        """Remove the run's seats: what stays is a warning (`assay gc` tries again), never a
+        fault of the run."""
+        for left in self.seating.cleanup(plan, keep_branches=keep_branches):
+            self._warn(f"{left} (`assay gc` tries again)")

@@ -200,5 +200,6 @@ def close_interrupted(fx: LocalEffects, stop: RunInterrupted) -> None:
         contract=plan.contract,
         reason=f"interrupted: assay was stopped by {signal.Signals(stop.signum).name}",
         clock=fx.clock,
+        warn=fx.warn,
     )
     stop.payload_path = str(fx.run_dir(plan) / "payload.json")

@@ -21,7 +21,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from assay.adapters import git, github, seats
+from assay.adapters import folders, git, github, seats
 from assay.adapters.landing import landed_commit
 from assay.adapters.process_groups import GROUPS_FILE, stop_recorded_groups
 from assay.adapters.redact import Redactor
@@ -42,6 +42,7 @@ from assay.engine.refunds import closed_quota_streak, refund_streak
 from assay.engine.result import RunResult
 
 Clock = Callable[[], datetime]
+Warn = Callable[[str], None]  # what could not be removed, one line each
 
 UNRECORDED_GRACE = timedelta(seconds=60)
 DIED = "interrupted: the process running it died before the run closed"
@@ -61,8 +62,10 @@ def close_unfinished(
     reason: str,
     clock: Clock,
     env: Mapping[str, str] | None = None,
+    warn: Warn | None = None,
 ) -> RunStatus:
-    """Close ``record`` (open, its process gone or stopping) from what its event log says."""
+    """Close ``record`` (open, its process gone or stopping) from what its event log says;
+    a seat or branch that cannot be removed is said to ``warn`` and stays (never a fault)."""
     dispatch_id = record.dispatch_id or record.id
     # Coders of a run whose assay died live on in their own groups: end them before closing.
     stop_recorded_groups(home / "runs" / record.id / GROUPS_FILE)
@@ -148,7 +151,7 @@ def close_unfinished(
     )
     changes = {"payload_path": written, "events": events, "document": document}
     ledger.close_run(closing.row.model_copy(update=changes))
-    remove_run_seats(repo, home, record.id, keep=land.branch if land else None)
+    _say(warn, remove_run_seats(repo, home, record.id, keep=land.branch if land else None))
     return status
 
 
@@ -191,8 +194,10 @@ def recover_interrupted(
     contract_for: Callable[[str], Contract],
     is_alive: Callable[[Path], bool],
     clock: Clock = lambda: datetime.now(UTC),
+    warn: Warn | None = None,
 ) -> list[str]:
-    """Close every open run whose process died; clear what dead, closed runs left behind."""
+    """Close every open run whose process died; clear what dead, closed runs left behind.
+    What cannot be removed is said to ``warn``, once, and the rest goes on."""
     recovered: list[str] = []
     for record in ledger.open_runs():
         if is_alive(home / "runs" / record.id):
@@ -209,9 +214,11 @@ def recover_interrupted(
                 contract=contract_for(record.task_id),
                 reason=DIED,
                 clock=clock,
+                warn=warn,
             )
         recovered.append(record.id)
-    sweep_leftovers(repo, home, ledger, is_alive)
+    # A run just closed here had its seats removed then: what stayed was said already.
+    sweep_leftovers(repo, home, ledger, is_alive, warn, done=set(recovered))
     sweep_unrecorded_run_folders(home, ledger, now=clock())
     return recovered
 
@@ -269,11 +276,18 @@ def _claimed(run_dir: Path) -> Iterator[bool]:
 
 
 def sweep_leftovers(
-    repo: Path, home: Path, ledger: Ledger, is_alive: Callable[[Path], bool]
+    repo: Path,
+    home: Path,
+    ledger: Ledger,
+    is_alive: Callable[[Path], bool],
+    warn: Warn | None = None,
+    done: set[str] | frozenset[str] = frozenset(),
 ) -> None:
     """Seats a closed run left because its process died between close and cleanup (a run that
-    did not land keeps its candidates' branches; ``--keep-worktrees`` keeps everything)."""
-    for run_id in sorted(_runs_with_seats(repo, home)):
+    did not land keeps its candidates' branches; ``--keep-worktrees`` keeps everything). What
+    cannot be removed is said to ``warn`` and stays for `assay gc`. Runs in ``done`` were
+    cleared just now: not again."""
+    for run_id in sorted(_runs_with_seats(repo, home) - done):
         try:
             record = ledger.get_run(run_id)
         except RunNotFound:
@@ -282,33 +296,63 @@ def sweep_leftovers(
         if record.open or (run_dir / KEEP_MARKER).exists() or is_alive(run_dir):
             continue
         if record.status in KEEPS_CANDIDATES:
-            remove_run_folders(repo, home, run_id)
+            _say(warn, remove_run_folders(repo, home, run_id))
             continue
         keep = _landed_branch(record) if record.status is RunStatus.READY else None
-        remove_run_seats(repo, home, run_id, keep=keep)
+        _say(warn, remove_run_seats(repo, home, run_id, keep=keep))
 
 
-def remove_run_seats(repo: Path, home: Path, run_id: str, keep: str | None = None) -> None:
+def remove_run_seats(repo: Path, home: Path, run_id: str, keep: str | None = None) -> list[str]:
     """Remove the run's seat repositories and homes, and its ``assay/<run>/…`` branches in the
-    user's repository (but ``keep``). Seat worktrees of runs made by older versions too."""
-    remove_run_folders(repo, home, run_id)
-    for branch in _run_branches(repo, run_id):
+    user's repository (but ``keep``). Seat worktrees of runs made by older versions too. Never
+    raises for what it cannot remove: what stayed, one line each."""
+    left = remove_run_folders(repo, home, run_id)
+    try:
+        branches = _run_branches(repo, run_id)
+    except git.GitError as exc:
+        return [*left, f"run {run_id}: its branches were not listed: {_one_line(exc)}"]
+    for branch in branches:
         if branch != keep:
-            git.delete_branch(repo, branch)
+            try:
+                git.delete_branch(repo, branch)
+            except git.GitError as exc:
+                left.append(f"run {run_id}: the branch {branch} was not deleted: {_one_line(exc)}")
+    return left
 
 
-def remove_run_folders(repo: Path, home: Path, run_id: str) -> None:
+def remove_run_folders(repo: Path, home: Path, run_id: str) -> list[str]:
     """Remove the run's seat repositories and homes (and the seat worktrees of older versions,
-    ``.assay/worktrees/<run>``), never a branch."""
-    seats.remove_seats(home, run_id)
+    ``.assay/worktrees/<run>``), never a branch. Never raises for what it cannot remove: what
+    stayed, one line each (which path, why)."""
+    left = []
+    removal = seats.remove_seats(home, run_id)
+    if not removal.complete:
+        left.append(f"run {run_id}: its seats were not all removed: {removal.summary()}")
     root = home / "worktrees" / run_id
-    if root.is_dir():
+    if root.is_dir() and not root.is_symlink():
         for path in sorted(root.iterdir()):
-            git.remove_worktree(repo, path)
+            try:
+                git.remove_worktree(repo, path)
+            except git.GitError as exc:
+                left.append(f"run {run_id}: git did not remove {path}: {_one_line(exc)}")
+            stayed = folders.remove_tree(path)  # nothing left to do when git removed it all
+            if not stayed.complete:
+                left.append(f"run {run_id}: its worktree was not all removed: {stayed.summary()}")
         with contextlib.suppress(OSError):
             root.rmdir()
     with contextlib.suppress(OSError):
         root.parent.rmdir()  # no empty ``worktrees/`` left
+    return left
+
+
+def _say(warn: Warn | None, lines: list[str]) -> None:
+    for line in lines:
+        if warn is not None:
+            warn(line)
+
+
+def _one_line(exc: Exception) -> str:
+    return " ".join(str(exc).split())
 
 
 def _run_branches(repo: Path, run_id: str) -> list[str]:

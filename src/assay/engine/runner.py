@@ -115,9 +115,11 @@ def recover_interrupted(
     ledger: Ledger,
     contract_for: Callable[[str], Contract],
     clock: Clock = utc_now,
+    warn: Callable[[str], None] | None = None,
 ) -> list[str]:
     """Close every open run whose process died (see :mod:`assay.engine.recover`): once, as
-    landed when its commit is on the base branch, else as interrupted and refunded."""
+    landed when its commit is on the base branch, else as interrupted and refunded. A seat or
+    branch that cannot be removed is said to ``warn`` and stays; recovery goes on."""
     return recover_runs(
         repo=repo,
         home=home,
@@ -125,4 +127,5 @@ def recover_interrupted(
         contract_for=contract_for,
         is_alive=run_is_alive,
         clock=clock,
+        warn=warn,
     )

@@ -289,13 +289,21 @@ class Seating:
                 branches.append(branch)
         return branches
 
-    def cleanup(self, plan: RunPlan, *, keep_branches: set[int]) -> None:
+    def cleanup(self, plan: RunPlan, *, keep_branches: set[int]) -> list[str]:
         """Remove the seats, their homes, checkouts and candidate stores, and the judges' home;
-        the fetched branches but those of ``keep_branches``."""
-        seats.remove_seats(self.home, plan.run_id)
+        the fetched branches but those of ``keep_branches``. What could not be removed, one line
+        each: it stays for `assay gc` (never a fault of the run, whose outcome is settled)."""
+        left = []
+        removal = seats.remove_seats(self.home, plan.run_id)
+        if not removal.complete:
+            left.append(f"the run's seats were not all removed: {removal.summary()}")
         for seat, branch in self.fetched.items():
             if seat not in keep_branches:
-                git.delete_branch(plan.repo_root, branch)
+                try:
+                    git.delete_branch(plan.repo_root, branch)
+                except git.GitError as exc:
+                    left.append(f"the branch {branch} was not deleted: {_one_line(exc)}")
+        return left
 
 
 def _unique(paths: Sequence[Path]) -> tuple[Path, ...]:
@@ -305,3 +313,7 @@ def _unique(paths: Sequence[Path]) -> tuple[Path, ...]:
         if absolute not in found:
             found.append(absolute)
     return tuple(found)
+
+
+def _one_line(exc: Exception) -> str:
+    return " ".join(str(exc).split())

@@ -44,10 +44,10 @@ work.
 from __future__ import annotations
 
 import re
-import shutil
 from datetime import datetime
 from pathlib import Path
 
+from assay.adapters import folders
 from assay.adapters.coders.agentcli import (
     ParsedRun,
     apply_fault,
@@ -167,7 +167,7 @@ class AiderCoder:
             )
         finally:
             for path in set(request.worktree.glob(_TAGS_CACHE)) - before:
-                shutil.rmtree(path, ignore_errors=True)
+                folders.remove_tree(path)  # never followed, at any depth
         # aider has exited (its process group with it): fire the halts its replies proposed.
         proposals = proposed_halts(history[0], request.dispatch_id)
         result.warnings += fire_proposed(proposals, request.dispatch_id, request.halt_state_dir)

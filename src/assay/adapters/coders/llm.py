@@ -16,6 +16,7 @@ import time
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from assay.adapters import folders
 from assay.adapters.coders.agentcli import turn_limit
 from assay.adapters.coders.base import DispatchRequest, DispatchResult, ProviderFault, QuotaSignal
 from assay.adapters.envpolicy import model_environment
@@ -37,6 +38,9 @@ from assay.core.vocab import FileChangeKind, StopReason
 DEFAULT_MAX_TURNS = 30
 VALIDATOR_TIMEOUT = 600.0
 LIST_LIMIT = 500
+# How much of the worktree a listing looks through for them (the coder shapes the tree).
+LIST_WALK_LIMIT = 50 * LIST_LIMIT
+LIST_DEPTH_LIMIT = 64
 READ_LIMIT = 60_000
 OUTPUT_TAIL = 3000
 TRANSCRIPT = "llm-transcript.jsonl"
@@ -274,16 +278,23 @@ class _Session:
         if not target.is_dir():
             return f"error: {path!r} does not exist"
         entries: list[str] = []
-        for current, dirs, files in os.walk(target):
-            rel = Path(current).relative_to(self.root)
-            # A worktree's .git (a directory, or a file in a linked worktree) is not the work.
-            skip = {".git"} if rel == Path() else set()
-            dirs[:] = sorted(set(dirs) - skip)
-            entries.extend((rel / name).as_posix() for name in sorted(set(files) - skip))
-            if len(entries) > LIST_LIMIT:
-                break
+        # A worktree's .git (a directory, or a file in a linked worktree) is not the work.
+        top_git = self.root / ".git"
+        listed = folders.walk(
+            target,
+            max_entries=LIST_WALK_LIMIT,
+            max_depth=LIST_DEPTH_LIMIT,
+            skip=lambda entry: entry.path == top_git,
+        )
+        for entry in listed:
+            if not entry.is_dir:
+                entries.append(entry.path.relative_to(self.root).as_posix())
+                if len(entries) > LIST_LIMIT:
+                    break
         if len(entries) > LIST_LIMIT:
             entries = [*entries[:LIST_LIMIT], f"... and more (listing stops at {LIST_LIMIT})"]
+        elif listed.cut:
+            entries.append(f"... and more ({listed.cut[0]})")
         return "\n".join(entries) or "(empty)"
 
     def _tool_read_file(self, path: str) -> str:

@@ -22,12 +22,12 @@ One run per call: an unusable final answer is no ranking, not a retry.
 from __future__ import annotations
 
 import os
-import shutil
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from assay.adapters import folders
 from assay.adapters.coders.agentcli import ParsedRun, now_utc, provider_fault, start_cli
 from assay.adapters.coders.base import DispatchResult
 from assay.adapters.coders.claude import INSTALL as CLAUDE_INSTALL
@@ -126,8 +126,10 @@ def build_prompt(
 def write_scratch(directory: Path, candidates: Sequence[BlindCandidate]) -> Path:
     """A fresh directory holding ``<label>.diff`` for each candidate (read-only files)."""
     scratch = directory / SCRATCH
-    if scratch.exists():
-        shutil.rmtree(scratch)
+    if scratch.exists() or scratch.is_symlink():
+        removal = folders.remove_tree(scratch)
+        if not removal.complete:
+            raise OSError(removal.summary())
     scratch.mkdir(parents=True)
     for candidate in candidates:
         path = scratch / f"{candidate.label}.diff"
