@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from support.repo import git as sh
+from support.seat_repo import candidate_change
 
 from assay.adapters import git
 from assay.core.changes import FileDelta
@@ -69,11 +70,6 @@ def test_repository_queries(repo: Path) -> None:
     head = git.head_commit(repo)
     assert len(head) == 40 and head == sh(repo, "rev-parse", "HEAD")
     assert git.current_branch(repo) == "main"
-    assert not git.is_dirty(repo)
-    write(repo / "new.txt", "x")
-    assert git.is_dirty(repo) and not git.is_dirty(repo, untracked=False)
-    write(repo / "keep.txt", "changed\n")
-    assert git.is_dirty(repo, untracked=False)
     sh(repo, "checkout", "-q", "--detach")
     assert git.current_branch(repo) is None
 
@@ -119,7 +115,7 @@ def test_worktree_add_and_remove(repo: Path) -> None:
     assert branch == "assay/run-7/2"
     assert (path / "keep.txt").read_text() == "keep\n"
     assert git.current_branch(path) == branch
-    assert not git.is_dirty(repo)  # the worktree under .assay/ is excluded
+    assert sh(repo, "status", "--porcelain") == ""  # the worktree under .assay/ is excluded
     write(path / "keep.txt", "uncommitted work\n")
     git.remove_worktree(repo, path, branch)
     assert not path.exists()
@@ -137,7 +133,7 @@ def test_remove_worktree_keeps_the_branch_unless_asked(repo: Path) -> None:
 # --- reading the change back -----------------------------------------------------------------
 
 
-def test_read_changes_sees_every_kind_of_change(repo: Path) -> None:
+def test_the_change_sees_every_kind_of_change(repo: Path) -> None:
     path, _ = seat(repo)
     base = git.head_commit(repo)
     write(path / "edit.txt", "one\nTWO\nthree\n")
@@ -151,7 +147,7 @@ def test_read_changes_sees_every_kind_of_change(repo: Path) -> None:
     write(path / "debug.log", "ignored\n")
     write(path / "build" / "out.o", "ignored\n")
 
-    changes = git.read_changes(path, base)
+    changes = candidate_change(path, base)[0]
     files = by_path(changes.files)
     assert changes.base_commit == base
     assert set(files) == {
@@ -186,7 +182,7 @@ def test_read_changes_sees_every_kind_of_change(repo: Path) -> None:
     assert "TWO" in changes.added_text() and "one" not in changes.added_text()
 
 
-def test_read_changes_records_the_modes_of_a_symlink_sed_replaced_by_a_copy(repo: Path) -> None:
+def test_the_change_records_the_modes_of_a_symlink_sed_replaced_by_a_copy(repo: Path) -> None:
     """``sed -i`` over a symlink writes a regular copy of its target in the link's place: git
     reports it as status T (120000 -> 100644), a modified path with both modes."""
     write(repo / "lib" / "real.py", "x = 1\n")
@@ -203,7 +199,7 @@ def test_read_changes_records_the_modes_of_a_symlink_sed_replaced_by_a_copy(repo
     shutil.copytree(path / "pkg", path / "pkglink")
     (path / "run.sh").chmod(0o755)
 
-    changes = git.read_changes(path, base)
+    changes = candidate_change(path, base)[0]
     alias = by_path(changes.files)["lib/alias.py", FileChangeKind.MODIFIED]
     assert (alias.old_mode, alias.new_mode, alias.mode_changed) == ("120000", "100644", True)
     assert [c.describe() for c in changes.type_changes()] == [
@@ -214,48 +210,27 @@ def test_read_changes_records_the_modes_of_a_symlink_sed_replaced_by_a_copy(repo
     assert "deleted file mode 120000" in changes.diff and "new file mode 100644" in changes.diff
 
 
-def test_read_changes_of_an_untouched_worktree_is_empty(repo: Path) -> None:
+def test_the_change_of_an_untouched_worktree_is_empty(repo: Path) -> None:
     path, _ = seat(repo)
-    changes = git.read_changes(path, git.head_commit(repo))
+    changes = candidate_change(path, git.head_commit(repo))[0]
     assert changes.empty and changes.diff == ""
 
 
-def test_read_changes_includes_commits_the_coder_made(repo: Path) -> None:
+def test_the_change_includes_commits_the_coder_made(repo: Path) -> None:
     path, _ = seat(repo)
     base = git.head_commit(repo)
     write(path / "committed.txt", "by the coder\n")
     sh(path, "add", "committed.txt")
     sh(path, "commit", "-q", "-m", "coder commit")
     write(path / "later.txt", "not committed\n")
-    assert git.read_changes(path, base).paths == ["committed.txt", "later.txt"]
-
-
-def test_a_stale_index_lock_left_by_a_killed_coder_is_cleared(repo: Path) -> None:
-    path, _ = seat(repo)
-    write(path / "feature.txt", "feature\n")
-    lock = Path(sh(path, "rev-parse", "--absolute-git-dir")) / "index.lock"
-    lock.write_bytes(b"")
-    assert git.read_changes(path, git.head_commit(repo)).paths == ["feature.txt"]
-    assert not lock.exists()
+    assert candidate_change(path, base)[0].paths == ["committed.txt", "later.txt"]
 
 
 def test_paths_with_spaces_and_unicode(repo: Path) -> None:
     path, _ = seat(repo)
     write(path / "dir with space" / "naïve file.txt", "x\n")
-    changes = git.read_changes(path, git.head_commit(repo))
+    changes = candidate_change(path, git.head_commit(repo))[0]
     assert changes.paths == ["dir with space/naïve file.txt"]
-
-
-def test_commit_all(repo: Path) -> None:
-    path, branch = seat(repo)
-    assert git.commit_all(path, "nothing") is None
-    write(path / "feature.txt", "feature\n")
-    commit = git.commit_all(path, "assay: seat 1")
-    assert commit is not None and commit == sh(repo, "rev-parse", branch)
-    assert sh(repo, "log", "-1", "--format=%an <%ae>|%s", commit) == (
-        "assay <assay@localhost>|assay: seat 1"
-    )
-    assert git.commit_all(path, "again") is None
 
 
 # --- publishing ---------------------------------------------------------------------------------
@@ -265,7 +240,8 @@ def candidate(repo: Path, files: dict[str, str], run: str = "r1") -> str:
     path, branch = seat(repo, run)
     for name, text in files.items():
         write(path / name, text)
-    assert git.commit_all(path, f"assay: {run}") is not None
+    sh(path, "add", "-A")
+    sh(path, "commit", "-q", "-m", f"assay: {run}")
     return branch
 
 
@@ -278,51 +254,20 @@ def test_push_branch_to_a_remote(repo: Path, tmp_path: Path) -> None:
     assert sh(remote, "rev-parse", branch) == sh(repo, "rev-parse", branch)
 
 
-def test_user_hooks_do_not_run(repo: Path) -> None:
-    hook = write(repo / ".git" / "hooks" / "pre-commit", "#!/bin/sh\nexit 1\n")
-    hook.chmod(0o755)
-    write(repo / ".git" / "hooks" / "post-checkout", "#!/bin/sh\ntouch HOOK_RAN\n").chmod(0o755)
-    path, _ = seat(repo)
-    write(path / "feature.txt", "feature\n")
-    assert git.commit_all(path, "despite the hook") is not None
-    assert not (path / "HOOK_RAN").exists()
-
-
-def test_restore_checkpoint_removes_what_validators_left_but_keeps_the_coders(
-    tmp_path: Path,
-) -> None:
-    from assay.adapters.git import commit_all, ignored_entries, restore_checkpoint
-
-    repo = tmp_path / "r"
-    repo.mkdir()
-    subprocess.run(["git", "init", "-q", str(repo)], check=True)
-    (repo / ".gitignore").write_text("__pycache__/\nnode_modules/\n")
-    (repo / "a.py").write_text("x = 1\n")
-    commit_all(repo, "base")
-    (repo / "node_modules").mkdir()
-    (repo / "node_modules" / "dep.js").write_text("coder installed this\n")
-    keep = ignored_entries(repo)
-    (repo / "__pycache__").mkdir()
-    (repo / "__pycache__" / "a.pyc").write_bytes(b"stale")
-    (repo / "a.py").write_text("x = 2  # a validator rewrote this\n")
-    (repo / "report.xml").write_text("junit\n")
-    restore_checkpoint(repo, keep)
-    assert (repo / "a.py").read_text() == "x = 1\n"
-    assert not (repo / "__pycache__").exists()
-    assert not (repo / "report.xml").exists()
-    assert (repo / "node_modules" / "dep.js").exists()
-
-
 def test_worktrees_added_from_many_threads_at_once_all_succeed(tmp_path: Path) -> None:
     from concurrent.futures import ThreadPoolExecutor
 
-    from assay.adapters.git import add_worktree, commit_all, head_commit
+    from assay.adapters.git import add_worktree, head_commit
 
     repo = tmp_path / "r"
     repo.mkdir()
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
     (repo / "a.txt").write_text("a\n")
-    commit_all(repo, "base")
+    subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True)
+    subprocess.run(
+        ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "b"],
+        check=True,
+    )
     base = head_commit(repo)
 
     # Same basenames in different runs make git derive admin names while others are written:
@@ -355,7 +300,6 @@ def test_the_host_s_git_reads_no_global_config_replace_ref_or_fsmonitor(
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(global_config))
     assert git.read_file_at(repo, base, "keep.txt") == "keep\n"
     assert git._status(repo)[1] == ["new.txt"]
-    assert git.is_dirty(repo)
     assert not marker.exists()
 
 

@@ -3,7 +3,7 @@
 provider credential blocks; a new generic one warns unless ``secrets: strict``.
 
 Every case is a real git repository (the base commit, then the candidate's files) read back by
-assay's own ``read_changes``. Fake credentials are assembled at run time.
+the engine's diff of two trees. Fake credentials are assembled at run time.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from support.repo import git
+from support.seat_repo import candidate_change
 
 from assay.adapters import git as assay_git
 from assay.adapters.validators.base import ValidationContext, ValidationOutcome
@@ -63,7 +64,7 @@ def check(
     settings = {"id": "secrets"} | ({"mode": mode} if mode else {})
     context = ValidationContext(
         worktree=repo,
-        change=assay_git.read_changes(repo, base),
+        change=candidate_change(repo, base)[0],
         task="t",
         env=env or {},
         settings=settings,

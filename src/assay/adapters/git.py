@@ -1,4 +1,4 @@
-"""Git through its command line: the change read back from disk, checkpoints, publishing.
+"""Git through its command line, on repositories the host owns: queries, diffs parsed, publishing.
 
 Every call is ``git -C <dir> …`` with the user's hooks, signing and colour switched off, so a
 pre-commit hook or a gpg prompt in the user's config cannot stall or alter a run. It reads no
@@ -23,8 +23,6 @@ from typing import Any
 
 from assay.adapters import folders
 from assay.adapters.git_env import LOCATION_VARS
-from assay.core.changes import ChangeSet, FileDelta
-from assay.core.vocab import FileChangeKind
 
 # The highest-precedence attributes (``info/attributes``) of every repository assay makes:
 # each file is stored and checked out with exactly its bytes, whatever the tree's own
@@ -136,21 +134,6 @@ def _git_path(cwd: Path, name: str) -> Path:
     return path if path.is_absolute() else cwd / path
 
 
-def _stage_all(worktree: Path) -> None:
-    """``git add -A``. A coder killed mid-command can leave ``index.lock`` behind; by the time
-    the seat is read back its processes are gone, so such a lock is stale and is removed."""
-    try:
-        _run(worktree, "add", "-A")
-    except GitError as exc:
-        if "index.lock" not in exc.stderr:
-            raise
-        _git_path(worktree, "index.lock").unlink(missing_ok=True)
-        _run(worktree, "add", "-A")
-
-
-# --- the repository --------------------------------------------------------------------------
-
-
 def repo_root(path: Path) -> Path:
     """The top of the working tree that contains ``path``."""
     return Path(_out(path, "rev-parse", "--show-toplevel"))
@@ -232,12 +215,6 @@ def _status(repo: Path) -> tuple[list[str], list[str]]:
     return tracked, untracked
 
 
-def is_dirty(repo: Path, *, untracked: bool = True) -> bool:
-    """Whether the working tree has changes (staged, unstaged, and by default untracked files)."""
-    tracked, new = _status(repo)
-    return bool(tracked or (untracked and new))
-
-
 def ensure_excluded(repo: Path, pattern: str = ".assay/") -> bool:
     """Add ``pattern`` to the repository's ``info/exclude`` once; True when it was added.
 
@@ -299,52 +276,7 @@ def remove_worktree(repo: Path, path: Path, branch: str | None = None) -> None:
             _run(repo, "branch", "-D", "--", branch, ok=(0, 1))
 
 
-# --- the change, read back from disk ---------------------------------------------------------
-
-
-def read_changes(worktree: Path, base_commit: str) -> ChangeSet:
-    """Everything the worktree holds that differs from ``base_commit``, whatever was claimed.
-
-    Everything is staged first (untracked files too, ``.gitignore`` respected), then the index
-    is compared with the base with rename detection. A rename is reported as the new path
-    ``created`` with ``renamed_from`` plus the old path ``deleted``.
-    """
-    _stage_all(worktree)
-    compare = ("diff", "--cached", "-M", "--no-ext-diff", "--no-textconv")
-    raw = _text(_run(worktree, *compare, "--raw", "-z", base_commit, "--").stdout)
-    numstat = _text(_run(worktree, *compare, "--numstat", "-z", base_commit, "--").stdout)
-    prefixes = ("--src-prefix=a/", "--dst-prefix=b/")
-    diff = _text(_run(worktree, *compare, *prefixes, base_commit, "--").stdout)
-    counts = _parse_numstat(numstat)
-    files: list[FileDelta] = []
-    for old_mode, new_mode, status, paths in _parse_raw(raw):
-        added, removed, binary = counts.get(paths[-1], (0, 0, False))
-        before = None if old_mode == _NO_MODE else old_mode
-        after = None if new_mode == _NO_MODE else new_mode
-        if status == "R":
-            source, target = paths
-            files.append(
-                FileDelta(path=source, kind=FileChangeKind.DELETED, binary=binary, old_mode=before)
-            )
-        else:
-            target, source = paths[-1], None
-        kind = {"A": FileChangeKind.CREATED, "D": FileChangeKind.DELETED}.get(
-            status, FileChangeKind.CREATED if source else FileChangeKind.MODIFIED
-        )
-        files.append(
-            FileDelta(
-                path=target,
-                kind=kind,
-                renamed_from=source,
-                binary=binary,
-                old_mode=before,
-                new_mode=after,
-                added_lines=added,
-                removed_lines=removed,
-            )
-        )
-    files.sort(key=lambda f: (f.path, f.kind.value))
-    return ChangeSet(base_commit=base_commit, files=files, diff=diff)
+# --- diff output, parsed --------------------------------------------------------------------
 
 
 def _parse_raw(raw: str) -> list[tuple[str, str, str, tuple[str, ...]]]:
@@ -376,40 +308,6 @@ def _parse_numstat(numstat: str) -> dict[str, tuple[int, int, bool]]:
         binary = added == "-"
         counts[path] = (0 if binary else int(added), 0 if binary else int(removed), binary)
     return counts
-
-
-def commit_all(worktree: Path, message: str) -> str | None:
-    """Commit everything in the worktree as assay; the new commit, or None if nothing changed."""
-    _stage_all(worktree)
-    if _run(worktree, "diff", "--cached", "--quiet", ok=(0, 1)).returncode == 0:
-        return None
-    _run(worktree, "commit", "--quiet", "--no-verify", "-m", message)
-    return _out(worktree, "rev-parse", "HEAD")
-
-
-def ignored_entries(worktree: Path) -> frozenset[str]:
-    """Untracked, ignored files and folders (a folder is listed once, as ``dir/``)."""
-    out = _run(
-        worktree, "ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory"
-    ).stdout
-    return frozenset(entry for entry in _text(out).split("\0") if entry)
-
-
-def reset_to(worktree: Path, commit: str) -> None:
-    """Put the worktree and its branch back on ``commit``: what a process left that is not
-    ignored goes (ignored entries, the coder's own such as ``node_modules/``, stay)."""
-    _run(worktree, "reset", "--quiet", "--hard", commit)
-    _run(worktree, "clean", "--quiet", "-f", "-d")
-
-
-def restore_checkpoint(worktree: Path, keep_ignored: frozenset[str] = frozenset()) -> None:
-    """Put the worktree back to its last commit: what validators left behind (caches such as a
-    stale ``__pycache__``, build output) must not leak into the candidate or the next attempt.
-    Ignored entries in ``keep_ignored`` (the coder's own, e.g. ``node_modules/``) stay."""
-    _run(worktree, "reset", "--quiet", "--hard", "HEAD")
-    _run(worktree, "clean", "--quiet", "-f", "-d")
-    for entry in ignored_entries(worktree) - keep_ignored:
-        folders.remove_tree(worktree / entry)  # never followed, at any depth
 
 
 # --- publishing ------------------------------------------------------------------------------

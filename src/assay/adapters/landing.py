@@ -345,9 +345,3 @@ def _checked_out_at(repo: Path, ref: str) -> Path | None:
         elif field == f"branch {ref}" and path is not None:
             return path
     return None
-
-
-def check_out(worktree: Path, rev: str) -> None:
-    """Put ``worktree`` on ``rev`` (a branch, or a commit detached), discarding what is there:
-    the seat's own state is committed, and revalidation borrows its worktree."""
-    _run(worktree, "checkout", "--quiet", "--force", rev)
