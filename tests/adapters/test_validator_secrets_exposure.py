@@ -225,7 +225,7 @@ def test_a_provider_exposure_and_a_generic_warning_together_block(tmp_path: Path
 
 
 def test_lock_files_and_the_baseline_are_read_by_provider_detectors_only(tmp_path: Path) -> None:
-    lock = '{"integrity": "sha512-Zm9vYmFyYmF6cXV4cXV1eGNvcmdlZ3JhdWx0Z2FycGx5d2FsZG8="}\n'
+    lock = '{"blob": "Zm9vYmFyYmF6cXV4cXV1eGNvcmdlZ3JhdWx0Z2FycGx5d2FsZG8="}\n'
     assert_passes(check(tmp_path / "hash", {}, {"package-lock.json": lock}))
     assert check(tmp_path / "data", {}, {"data.json": lock}).result.severity is Severity.WARN
     keyed = lock + f'{{"resolved": "https://x/{AWS_KEY}"}}\n'

@@ -28,6 +28,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from assay.adapters.validators.secret_patterns import PATTERNS, plausible
 from assay.adapters.validators.secret_rules import PROVIDER_ONLY_FILES, detector
 from assay.adapters.validators.secret_values import (
     PRIVATE_KEY_TYPE,
@@ -41,6 +42,9 @@ _CONTEXT = 5  # lines around a line, as detect-secrets' code snippets hold
 # Constructs a joined text may read differently from a single line (see the module doc).
 _LINE_UNSAFE = ("(?!", "(?<!", "\\A", "\\Z", "(?>", "*+", "++", "?+", "}+")
 _LINE_SAFE = ("(?!\\w)", "(?<!\\w)")  # \w never matches a line end
+# A negative lookaround of one character class that holds no line end: before a line's first
+# character a joined text has "\n", which the class does not match, as nothing would.
+_CLASS_LOOKAROUND = re.compile(r"\(\?<?!\[(?!\^)(?:[^\]\\]|\\[-\\\]./+_dw])+\]\)")
 
 _SCAN_LOCK = threading.Lock()
 
@@ -85,7 +89,8 @@ def scan(sources: Sequence[ScanSource], *, gated: bool = True) -> list[Hit]:
         names = sorted(cls.__name__ for cls in ds.plugin_classes().values())
         used = [{"name": n} for n in names if detector(n).diff or detector(n).output]
         with ds.transient_settings({"plugins_used": used}):
-            plugins = [(p, _gate(p, ds) if gated else None) for p in ds.get_plugins()]
+            pinned = [_pinned(p) for p in ds.get_plugins()]
+            plugins = [(p, _gate(p, ds) if gated else None) for p in pinned]
             hits: list[Hit] = []
             for source in sources:
                 hits += _scan_source(source, plugins, ds)
@@ -119,6 +124,8 @@ def _scan_source(source: ScanSource, plugins: Sequence[tuple[Any, Any]], ds: Any
                 filename=name, line=line, line_number=line_no, context=context
             ):
                 value = secret.secret_value
+                if not plausible(type(plugin).__name__, str(value or "")):
+                    continue
                 if not ds.filtered(
                     ["secret"], filename=name, secret=value, plugin=plugin, line=line
                 ):
@@ -161,6 +168,15 @@ def _scan_source(source: ScanSource, plugins: Sequence[tuple[Any, Any]], ds: Any
                 )
             )
     return hits
+
+
+def _pinned(plugin: Any) -> Any:
+    """``plugin`` with our own patterns in place of its installed ones, where we have them
+    (:mod:`secret_patterns`): the same detector, its matches only at a token's edges."""
+    patterns = PATTERNS.get(type(plugin).__name__)
+    if patterns is not None:
+        plugin.denylist = patterns
+    return plugin
 
 
 def _provider_only(path: str, ds: Any) -> bool:
@@ -207,6 +223,7 @@ def _gate(plugin: Any, ds: Any) -> list[re.Pattern[str]] | None:
 def _line_safe(pattern: str) -> bool:
     for safe in _LINE_SAFE:
         pattern = pattern.replace(safe, "")
+    pattern = _CLASS_LOOKAROUND.sub("", pattern)
     return not any(construct in pattern for construct in _LINE_UNSAFE)
 
 
