@@ -142,6 +142,12 @@ def read_file_at(repo: Path, commit: str, path: str) -> str | None:
     return _text(done.stdout) if done.returncode == 0 else None
 
 
+def size_at(repo: Path, commit: str, path: str) -> int | None:
+    """The size in bytes of ``path`` at ``commit``, or None when it does not exist there."""
+    done = _run(repo, "cat-file", "-s", f"{commit}:{path}", ok=(0, 128))
+    return int(_text(done.stdout).strip()) if done.returncode == 0 else None
+
+
 def strings_at(repo: Path, commit: str, values: Iterable[str]) -> set[str]:
     """Which of ``values`` occur, as exact text, anywhere in ``commit``'s files (binary ones
     too): one ``git grep`` for all of them."""

@@ -7,7 +7,7 @@ Engine-side checks (scope, secrets) may also ask the engine to fire a canonical 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -29,6 +29,10 @@ class ValidationContext:
     log_dir: Path
     captured_output: str = ""  # the coder's captured output, for the secret scan
     sandbox: SandboxSpec | None = None  # where a command validator runs (None: unconfined)
+    # The lines of ``change.diff`` (with or without their newline), read once, in order, for a
+    # check that can stream them (the secret scan): a huge diff is then never held whole.
+    # None: ``change.diff`` is read.
+    diff_lines: Callable[[], Iterable[str]] | None = None
 
 
 @dataclass(frozen=True)

@@ -145,3 +145,54 @@ def _decodes_to_digits(part: str) -> bool:
     except (binascii.Error, ValueError):
         return False
     return decoded.isdigit() and decoded.isascii()
+
+
+NEEDLES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    # detector: (texts one of which every match of its patterns holds as written, and texts one
+    # of which it holds in any case): what the scan looks for first, at C speed, before it runs
+    # the detector's patterns (case-insensitive ones, or ones starting with a lookbehind, cost
+    # a pass over every character) on the few lines that hold one.
+    "AWSKeyDetector": (("A3T", "ABIA", "ACCA", "AKIA", "ASIA"), ("aws",)),
+    "ArtifactoryDetector": (("AKCp",), ("artif", "jfrog")),
+    "CloudantDetector": ((), ("key", "pw", "pass", "token", "cloudant")),
+    "GitHubTokenDetector": (("ghp_", "gho_", "ghu_", "ghs_", "ghr_"), ()),
+    "GitLabTokenDetector": (
+        (
+            "glpat-",
+            "gldt-",
+            "glft-",
+            "glsoat-",
+            "glrt-",
+            "GR1348941",
+            "glcbt-",
+            "glimt-",
+            "glptt-",
+            "glagent-",
+            "gloas-",
+        ),
+        (),
+    ),
+    "IbmCloudIamDetector": ((), ("key", "pwd", "pass", "token")),
+    "IbmCosHmacDetector": ((), ("secret",)),
+    "KeywordDetector": ((), ("key", "pass", "pwd", "secret", "contrasena")),
+    "MailchimpDetector": (("-us",), ()),
+    "SendGridDetector": (("SG.",), ()),
+    "SlackDetector": ((), ("xox", "hooks.slack.com")),
+    "SoftlayerDetector": ((), ("key", "pwd", "pass", "token", "softlayer")),
+    "SquareOAuthDetector": (("sq0csp-",), ()),
+    "StripeDetector": (("k_live_",), ()),
+    "TelegramBotTokenDetector": ((":A",), ()),
+    "TwilioKeyDetector": (("AC", "SK"), ()),
+}
+
+
+SHAPES: dict[str, tuple[str, ...]] = {
+    # detector: patterns one of which every match of its patterns holds (case-sensitive,
+    # starting on plain text, so fast): the value's own shape, or a run of literals. Lines that
+    # are not ASCII skip this step (case folding there is not ASCII's).
+    "CloudantDetector": (r"[0-9a-fA-F]{64}", r"[a-zA-Z]{24}"),
+    "DiscordBotTokenDetector": (r"\.[a-zA-Z0-9_-]{6}\.",),
+    "IbmCloudIamDetector": (r"[a-zA-Z0-9_\-]{44}",),
+    "IbmCosHmacDetector": (r"[a-fA-F0-9]{48}",),
+    "SoftlayerDetector": (r"[a-zA-Z0-9]{64}",),
+}
