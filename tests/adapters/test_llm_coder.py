@@ -295,3 +295,7 @@ def test_the_brief_is_in_the_system_message(model_server: ModelServer, worktree:
     assert system["role"] == "system" and system["content"].endswith(brief)
     assert system["content"].startswith("You are a coding agent")  # the loop's own rules first
     assert user == {"role": "user", "content": "Create hello.txt saying hello."}
+    # The system prompt (the operator's brief) is in the transcript, not in the coder's output.
+    assert result.log_path is not None and "halt-db-migration" in result.log_path.read_text()
+    assert "halt-db-migration" not in result.output
+    assert "NO CHANGE NEEDED: hello.txt exists" in result.output

@@ -130,6 +130,51 @@ def test_a_committed_key_with_one_new_line_is_a_new_key(tmp_path: Path) -> None:
     assert_blocks(outcome, "deploy/new.key:1: Private Key")
 
 
+def test_a_regenerated_key_whose_header_line_stayed_is_a_new_key(tmp_path: Path) -> None:
+    """urllib3's 322dba4205 regenerated its test keys: only the body lines changed, the
+    ``-----BEGIN RSA PRIVATE KEY-----`` line is a context line of the diff."""
+    old, new = key_lines(12), key_lines(16)
+    outcome = check(tmp_path, {"certs/server.key": pem(old)}, {"certs/server.key": pem(new)})
+    assert_blocks(outcome, "certs/server.key:1: Private Key")
+    assert values(outcome) == set(new)
+
+
+def test_a_key_changed_out_of_sight_of_its_header_is_a_new_key(tmp_path: Path) -> None:
+    """The hunk starts inside the key: its header is read from the base, above the hunk."""
+    lines = key_lines(30)
+    changed = [*lines[:12], *key_lines(4), *lines[16:]]
+    before = "# the server's test key\n" + pem(lines)
+    after = "# the server's test key\n" + pem(changed)
+    outcome = check(tmp_path, {"certs/server.key": before}, {"certs/server.key": after})
+    assert_blocks(outcome, "certs/server.key:2: Private Key")
+    assert set(changed[12:16]) <= values(outcome)
+
+
+def test_a_key_whose_header_a_previous_hunk_shows_is_read_whole(tmp_path: Path) -> None:
+    lines = key_lines(30)
+    changed = [*lines[:20], key_lines(1)[0], *lines[21:]]
+    before = "# header\n" + pem(lines)
+    after = "# a new header\n" + pem(changed)
+    outcome = check(tmp_path, {"certs/server.key": before}, {"certs/server.key": after})
+    assert_blocks(outcome, "certs/server.key:2: Private Key")
+
+
+def test_an_unchanged_key_beside_a_change_is_no_finding(tmp_path: Path) -> None:
+    before = "# the test key\n" + pem(key_lines()) + "done\n"
+    after = before.replace("# the test key", "# the test key (never use it)").replace(
+        "done", "finished"
+    )
+    assert_passes(check(tmp_path, {"certs/ca.key": before}, {"certs/ca.key": after}))
+
+
+def test_a_committed_key_moved_whole_into_another_file_is_no_finding(tmp_path: Path) -> None:
+    key = pem(key_lines(8))
+    outcome = check(
+        tmp_path, {"a.key": key, "b.txt": "x\n"}, {"b.txt": "x\n" + key, "a.key": "gone\n"}
+    )
+    assert_passes(outcome)
+
+
 def test_a_new_private_key_blocks_and_hands_over_its_lines(tmp_path: Path) -> None:
     lines = key_lines()
     outcome = check(tmp_path, {}, {"deploy/id_rsa": pem(lines)})
@@ -226,7 +271,7 @@ def test_a_provider_exposure_and_a_generic_warning_together_block(tmp_path: Path
 
 
 def test_lock_files_and_the_baseline_are_read_by_provider_detectors_only(tmp_path: Path) -> None:
-    lock = '{"integrity": "sha512-Zm9vYmFyYmF6cXV4cXV1eGNvcmdlZ3JhdWx0Z2FycGx5d2FsZG8="}\n'
+    lock = '{"blob": "Zm9vYmFyYmF6cXV4cXV1eGNvcmdlZ3JhdWx0Z2FycGx5d2FsZG8="}\n'
     assert_passes(check(tmp_path / "hash", {}, {"package-lock.json": lock}))
     assert check(tmp_path / "data", {}, {"data.json": lock}).result.severity is Severity.WARN
     keyed = lock + f'{{"resolved": "https://x/{AWS_KEY}"}}\n'

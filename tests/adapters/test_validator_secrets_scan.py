@@ -65,6 +65,29 @@ CORPUS = [
     "secret",
     "PASSWORD",
     'x = "' + "'" + 'abc"',
+    # Detectors keyed by a name and an assignment (case-insensitive patterns, gated by needles
+    # and the value's shape), and case folding outside ASCII (the long s, the Kelvin sign),
+    # which a lowercased copy of the line does not follow.
+    'ibm_cloud_iam_api_key = "' + "Zm9vYmFyYmF6cXV4cXV1eGNvcmdlZ3JhdWx0Z2FycGx5" + '"',
+    'API_KEY: "' + "Q3EGT7Z2LMXW5RPNq3egt7z2lmxw5rpnQ3EGT7Z2LMXW" + '"',
+    "cloudant_password = '" + "0123456789abcdef" * 4 + "'",
+    "CL_KEY: abcdefghijklmnopqrstuvwx",
+    "https://user:" + "0123456789abcdef" * 4 + "@acct.cloudant.com",
+    'softlayer_api_key = "' + "a1b2c3d4" * 8 + '"',
+    "https://api.softlayer.com/soap/v3/" + "a1b2c3d4" * 8,
+    'cos_hmac_secret_access_key = "' + "0123456789abcdef" * 3 + '"',
+    "HTTPS://HOOKS.SLACK.COM/services/" + "T0123ABCD/B0123ABCD/abcdEFGHijklMNOPqrst1234",
+    'AWS_SECRET_ACCESS_KEY = "' + "wJalrXUtnFEMI/K7MDENG/bPxRfiCY" + 'EXAMPLEKEY"',
+    'pa\u017fsword = "hunter2-horse-battery"',
+    'api_\u212aey = "hunter2-horse-battery"',
+    "TELEGRAM = '123456789:" + "AAHdqTcvCH1vGWJxfSe1ofSAs0K5PALDsaw'",
+    "artifactory_password: " + "AP6xq9ZrT4mWp2",
+    "MTk4NjIyNDgzNDcxOTI1MjQ4." + "Cl2FMQ.ZnCjm1XVW7vRze4b7Cq4se7kKWs",
+    "MC = '" + "0123456789abcdef0123456789abcdef" + "-us12'",
+    "SG." + "ngeVfQFYQlKU0ufo8x5d1A.TwL2iGABf9DHoTf-09kqeF8tAmbihYzrnopKc-1s5cr",
+    "sq0csp-" + "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefg",
+    "TWILIO_SID=AC" + "0123456789abcdef0123456789abcdef",
+    "X-JFrog-Art-Api: AKCp" + "8jQ2kLw9QzX4vB7nM1cY6pD3sH5jA0eKu2GR8fT2kLw9QzX4vB7nM1cY6pD3sH5jA0e",
 ]
 
 
@@ -192,7 +215,8 @@ def test_the_gate_reads_anchors_per_line_and_a_match_across_lines_touches_each()
     assert gate is not None
     texts = ["a tok1", "tok2", "x", "begin", "", "end", "tok3"]
     joined = "\n".join(texts)
-    assert secret_scan._touched(gate, joined, secret_scan._line_starts(texts)) == {1, 3, 4, 5, 6}
+    starts = secret_scan._line_starts(texts)
+    assert secret_scan._touched(gate.patterns, joined, starts) == {1, 3, 4, 5, 6}
 
 
 def test_a_line_pattern_check_refuses_what_joined_lines_would_read_differently() -> None:
@@ -234,3 +258,32 @@ def test_a_private_key_ends_at_the_first_line_that_is_not_key_material() -> None
 def test_a_private_key_inside_a_source_file_hands_over_its_lines(lines: list[str]) -> None:
     at = next(n for n, line in enumerate(lines) if "PRIVATE KEY" in line)
     assert private_key_body(lines, at) == set(BODY)
+
+
+def test_every_line_a_detector_finds_something_on_holds_its_needle_and_its_shape() -> None:
+    """What the gate looks for first (secret_patterns.NEEDLES, SHAPES) is in every line the
+    detector, run alone, finds something on: the gate never hides a line from it."""
+    from assay.adapters.validators.secret_patterns import NEEDLES, SHAPES
+
+    lines = [*CORPUS, *_random_lines(3000, 7)]
+    names = ("settings.py", "config.yml", "main.go", "app.cfg", "README.md", "x.json")
+    with secret_scan._imported() as ds:
+        classes = {c.__name__: c for c in ds.plugin_classes().values()}
+        for name in sorted(set(NEEDLES) | set(SHAPES)):
+            plugin = secret_scan._pinned(classes[name]())
+            needles, folded = NEEDLES.get(name, ((), ()))
+            shapes = [re.compile(shape) for shape in SHAPES.get(name, ())]
+            found = 0
+            for line in lines:
+                if not any(plugin.analyze_line(filename=f, line=line) for f in names):
+                    continue
+                found += 1
+                if not line.isascii():
+                    continue  # read unfiltered
+                if needles or folded:
+                    assert any(n in line for n in needles) or any(
+                        n in line.lower() for n in folded
+                    ), (name, line)
+                if shapes:
+                    assert any(shape.search(line) for shape in shapes), (name, line)
+            assert found, f"the corpus no longer exercises {name}"

@@ -171,10 +171,11 @@ def fired(payload: dict[str, Any]) -> list[str]:
 
 
 def output_line(root: Path, payload: dict[str, Any], start: str) -> int:
-    """The number of the first line of the coder's captured output (its log) that starts with
-    ``start``: where the scan should say it found the secret."""
+    """The number of the first line of what the coder printed (its stdout, not the log, which
+    starts with the command line) that starts with ``start``: where the scan should say it
+    found the secret."""
     log = root / ".assay" / "runs" / payload["run_id"] / "attempt-1" / "seat-1"
-    lines = (log / "coder-attempt1.log").read_text().splitlines()
+    lines = (log / "coder-attempt1.log.out").read_text().splitlines()
     return next(n for n, line in enumerate(lines, 1) if line.startswith(start))
 
 

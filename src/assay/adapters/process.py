@@ -118,6 +118,14 @@ class ProcessResult:
     wall_time_ms: int
     log_path: Path
 
+    @property
+    def printed(self) -> str:
+        """What the process wrote, stdout then stderr: its own output, never the command line
+        it was started with (the log's first line), which is the operator's."""
+        if self.stdout and self.stderr and not self.stdout.endswith("\n"):
+            return self.stdout + "\n" + self.stderr
+        return self.stdout + self.stderr
+
     def tail(self, chars: int = TAIL_CHARS) -> str:
         text = "\n".join(part.strip() for part in (self.stdout, self.stderr) if part.strip())
         return text[-chars:]

@@ -13,19 +13,13 @@ from assay.core.vocab import NetworkMode, SandboxMode
 class SandboxSpec:
     """One seat's confinement. Paths are absolute.
 
-    <<<<<<< HEAD
-        ``writable``: the seat's work tree, its output folder (report file), the halt state folder;
-        never a folder the host writes in afterwards.
-        ``readable``: paths bound back read-only although they lie under a hidden one (the shared
-        object store a seat's repository borrows, the assay installation, the program's own).
-    =======
-        ``writable``: the seat's work tree and its log folder (report file).
-        ``readable``: paths bound read-only although they lie under a hidden one or in the private
-        ``/tmp`` (the shared object store a seat's repository borrows, the assay installation, the
-        program's own, a coder's halt relay folder: its socket takes connections, nothing else).
-    >>>>>>> i22-halts
+    ``writable``: the seat's work tree and its output folder (report file); never a folder the
+    host writes in afterwards.
+    ``readable``: paths bound read-only although they lie under a hidden one or in the private
+    ``/tmp`` (the object stores a seat's repository borrows, the assay installation, the
+    program's own, a coder's halt relay folder: its socket takes connections, nothing else).
         ``hidden``: not visible at all (the operator's home, the user's repository).
-        ``home``: the private ``$HOME`` of the seat (writable, kept across the seat's attempts).
+        ``home``: the private ``$HOME`` of the seat (writable, made afresh for each dispatch).
     """
 
     mode: SandboxMode = SandboxMode.BWRAP

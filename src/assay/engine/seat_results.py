@@ -36,9 +36,9 @@ def with_final_answer(
 
 
 def captured_output(result: DispatchResult) -> str:
-    if result.log_path is None or not result.log_path.exists():
-        return ""
-    return result.log_path.read_text(errors="replace")[-CAPTURED_OUTPUT_CHARS:]
+    """The tail of what the coder printed. Not its log: the log starts with the command line
+    assay ran (the operator's contract, an inline script), which is no output of the coder."""
+    return result.output[-CAPTURED_OUTPUT_CHARS:]
 
 
 def summary_of(result: DispatchResult) -> DispatchSummary:

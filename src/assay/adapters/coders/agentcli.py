@@ -374,6 +374,7 @@ def to_result(
         error=error,
         log_path=proc.log_path,
         warnings=list(parsed.warnings),
+        output=proc.printed,
     )
 
 

@@ -102,6 +102,10 @@ class DispatchResult:
     error: str | None = None  # a crash or provider fault in words, for the recovery spec
     log_path: Path | None = None
     warnings: list[str] = field(default_factory=list)
+    # What the coder's own processes printed (the model's turns, for the llm coder): the text the
+    # secret scan reads as its output. Never the command line or prompt assay started it with:
+    # those are the operator's, and the log holds them too.
+    output: str = ""
 
     @property
     def provider_fault(self) -> bool:

@@ -124,6 +124,7 @@ def result_from_process(ran: ProcessResult, argv: Sequence[str], *, shell: bool)
         wall_time_ms=ran.wall_time_ms,
         timed_out=ran.timed_out,
         log_path=ran.log_path,
+        output=ran.printed,
     )
     if ran.timed_out or ran.exit_code == 0:
         return result

@@ -166,6 +166,7 @@ class _Session:
         self.root = request.worktree.resolve()
         self.written: dict[str, FileChangeKind] = {}
         self.validator_runs = 0
+        self.output: list[str] = []  # the transcript's events after its start (the system prompt)
 
     def run(self) -> DispatchResult:
         system = SYSTEM_PROMPT + self._validator_note()
@@ -242,6 +243,7 @@ class _Session:
             environment_error=environment_error,
             error=error,
             log_path=self.log_path,
+            output="\n".join(self.output),
         )
 
     def _validator_note(self) -> str:
@@ -371,9 +373,11 @@ class _Session:
     def _log(self, **event: Any) -> None:
         # Appended event by event, so a crash keeps everything before it.
         # A machine fault here (the file-size limit, a full disk) is named with the transcript.
-        line = json.dumps(event, default=str) + "\n"
+        line = json.dumps(event, default=str)
         with writing(self.log_path), append_file(self.log_path) as handle:
-            handle.write(line.encode("utf-8", errors="replace"))
+            handle.write((line + "\n").encode("utf-8", errors="replace"))
+        if event.get("event") != "start":
+            self.output.append(line)
 
     def _write_report(self, report: CoderReport) -> None:
         path = self.request.report_path

@@ -76,6 +76,7 @@ class ReplayCoder:
             request.report_path.parent.mkdir(parents=True, exist_ok=True)
             write_file(request.report_path.parent, request.report_path.name, report_text)
         result.log_path = _combined_log(request, ran)
+        result.output = "\n".join(r.printed for r in ran)
         result.wall_time_ms = int((time.monotonic() - started) * 1000)
         return result
 

@@ -8,7 +8,7 @@ a canonical halt.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -34,6 +34,10 @@ class ValidationContext:
     # commit there: what the scope and secret checks read git objects from (never the seat).
     repo: Path | None = None
     revision: str | None = None
+    # The lines of ``change.diff`` (with or without their newline), read once, in order, for a
+    # check that can stream them (the secret scan): a huge diff is then never held whole.
+    # None: ``change.diff`` is read.
+    diff_lines: Callable[[], Iterable[str]] | None = None
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""detect-secrets over a whole change in one pass, in memory.
+"""detect-secrets over a whole change in one pass, streamed.
 
 detect-secrets is set up once per scan (one settings set-up for the whole change: its settings
 are a process-wide singleton, so scans take turns) and fed the lines themselves: no file is
@@ -6,161 +6,154 @@ written. Each line goes through what ``scan_file`` does with it: every plugin's
 ``analyze_line`` with the file's name (so the keyword detector's file-type rules apply), then
 detect-secrets' own filters, the ``# pragma: allowlist secret`` one among them (on the line, or
 ``pragma: allowlist nextline secret`` on the line above, which the diff's context shows). Its
-file transformers (YAML, INI re-parsing) are not used: they need the whole file.
+file transformers (YAML, INI re-parsing) are not used: they need the whole file. The provider
+detectors use our own patterns (:mod:`secret_patterns`).
 
-Speed: a plugin's patterns are first run once over the whole source (its lines joined), and
-the plugin then reads only the lines a match touched. That is exact: the patterns are compiled
-again with ``re.MULTILINE`` (so ``^`` and ``$`` still mean a line's ends), and a plugin whose
-patterns could behave differently across a line end (a negative lookaround other than
-``(?!\\w)``, ``\\A``, ``\\Z``, atomic groups, possessive repeats) reads every line. A test
-compares both ways on a corpus.
+The sources are streams of lines (:class:`Stream`): a source is read in chunks, in bounded
+memory, by :mod:`secret_reader`; :class:`ScanSource` holds a few lines in memory.
+
+Speed: each plugin has a gate (:mod:`secret_gate`): its needles and value shapes
+(:mod:`secret_patterns`), then its patterns run once over a chunk's lines joined; the plugin
+reads only the lines a match touched. That is exact: the patterns are compiled again with
+``re.MULTILINE`` (so ``^`` and ``$`` still mean a line's ends), and a plugin whose patterns
+could behave differently across a line end (a negative lookaround other than ``(?!\\w)`` or
+one of a single character class without a line end in it, ``\\A``, ``\\Z``, atomic groups,
+possessive repeats) reads every line. Tests compare both ways on a corpus. The entropy plugins'
+gate asks for quoted strings long enough, and random enough, to pass their entropy limit.
 """
 
 from __future__ import annotations
 
-import bisect
 import contextlib
 import logging
+import math
 import re
 import threading
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from assay.adapters.validators.secret_diff import Lines
+from assay.adapters.validators.secret_gate import Gate, line_starts, touched
+from assay.adapters.validators.secret_patterns import NEEDLES, PATTERNS, SHAPES
+from assay.adapters.validators.secret_reader import Hit, Plugin, Scanned, Source, read
 from assay.adapters.validators.secret_rules import PROVIDER_ONLY_FILES, detector
-from assay.adapters.validators.secret_values import (
-    PRIVATE_KEY_TYPE,
-    completed_values,
-    private_key_body,
-)
+
+__all__ = [
+    "OUTPUT_SOURCE",
+    "Hit",
+    "Lines",
+    "ScanSource",
+    "Scanned",
+    "Stream",
+    "scan",
+    "scan_streams",
+]
 
 OUTPUT_SOURCE = "coder output"
 _OUTPUT_NAME = "coder-output.log"  # the file name detect-secrets' rules see for the output
-_CONTEXT = 5  # lines around a line, as detect-secrets' code snippets hold
 # Constructs a joined text may read differently from a single line (see the module doc).
 _LINE_UNSAFE = ("(?!", "(?<!", "\\A", "\\Z", "(?>", "*+", "++", "?+", "}+")
 _LINE_SAFE = ("(?!\\w)", "(?<!\\w)")  # \w never matches a line end
+# A negative lookaround of one character class that holds no line end: before a line's first
+# character a joined text has "\n", which the class does not match, as nothing would.
+_CLASS_LOOKAROUND = re.compile(r"\(\?<?!\[(?!\^)(?:[^\]\\]|\\[-\\\]./+_dw])+\]\)")
+_LEADING_LOOKBEHIND = re.compile(r"\A\(\?<!\[(?:[^\]\\]|\\.)+\]\)")
 
 _SCAN_LOCK = threading.Lock()
+
+# The names the tests (and older callers) use for the gate's helpers.
+_line_starts = line_starts
+_touched = touched
 
 
 @dataclass(frozen=True)
 class ScanSource:
-    """Lines to scan from one file of the change, or from the coder's output."""
+    """Lines to scan from one file of the change, or from the coder's output, in memory."""
 
     name: str  # the path in the change, or OUTPUT_SOURCE
-    lines: Sequence[tuple[int, str]]  # (line number, text)
+    lines: Sequence[tuple[int, str]]  # (line number, text): the new lines
     # Every line the diff shows (context lines too), for the pragma on the line above.
     shown: Mapping[int, str] = field(default_factory=dict)
+
+    def stream(self) -> Stream:
+        added = dict(self.lines)
+        numbers = sorted(set(added) | set(self.shown))
+        lines = Lines.of(
+            (n, added[n], True) if n in added else (n, self.shown[n], False) for n in numbers
+        )
+        return Stream(self.name, [lines])
+
+
+@dataclass(frozen=True)
+class Stream:
+    """The lines of one source, read once, in order."""
+
+    name: str  # the path in the change, or OUTPUT_SOURCE
+    batches: Iterable[Lines]
+    # The file's text in the base, read only when a hunk starts inside a private key.
+    base_lines: Callable[[], Sequence[str] | None] | None = None
 
     @property
     def output(self) -> bool:
         return self.name == OUTPUT_SOURCE
 
 
-@dataclass(frozen=True)
-class Hit:
-    """One detect-secrets finding: where, which detector, and the credential's whole text."""
-
-    source: str
-    line: int
-    type: str
-    plugin: str
-    secret_hash: str  # detect-secrets' hashed_secret, as a .secrets.baseline lists it
-    values: frozenset[str] = field(repr=False)  # never shown; for the exposure check, redaction
-    text: str = field(default="", repr=False)  # the stripped line (a key header alone)
-    # A provider's finding on a line the allowlist pragma marks: the coder may have written the
-    # pragma itself, so it is reported (as a warning), never dropped.
-    allowlisted: bool = False
-
-
 def scan(sources: Sequence[ScanSource], *, gated: bool = True) -> list[Hit]:
     """Every finding in ``sources``, with detect-secrets set up once. ``gated=False`` runs every
     plugin on every line (what the gate is compared with)."""
-    sources = [s for s in sources if s.lines]
-    if not sources:
-        return []
+    return scan_streams([s.stream() for s in sources if s.lines], gated=gated).hits
+
+
+def scan_streams(
+    streams: Iterable[Stream], *, known: Mapping[str, str] | None = None, gated: bool = True
+) -> Scanned:
+    """Every finding in ``streams`` (each read once), and how many lines were read. ``known``:
+    exact values to find on new lines, by the name of the variable that holds each."""
+    scanned = Scanned()
     with _SCAN_LOCK, _imported() as ds, _quiet_detect_secrets():
         names = sorted(cls.__name__ for cls in ds.plugin_classes().values())
         used = [{"name": n} for n in names if detector(n).diff or detector(n).output]
         with ds.transient_settings({"plugins_used": used}):
-            plugins = [(p, _gate(p, ds) if gated else None) for p in ds.get_plugins()]
-            hits: list[Hit] = []
-            for source in sources:
-                hits += _scan_source(source, plugins, ds)
-    return hits
-
-
-def _scan_source(source: ScanSource, plugins: Sequence[tuple[Any, Any]], ds: Any) -> list[Hit]:
-    name = _OUTPUT_NAME if source.output else source.name
-    provider_only = _provider_only(source.name, ds)
-    chosen = []
-    for plugin, gate in plugins:
-        row = detector(type(plugin).__name__)
-        if (row.output if source.output else row.diff) and not (provider_only and row.generic):
-            chosen.append((plugin, gate))
-    texts = [text.rstrip() for _, text in source.lines]
-    joined = "\n".join(texts)
-    starts = _line_starts(texts)
-    readers: dict[int, list[Any]] = {}
-    for plugin, gate in chosen:
-        at = range(len(texts)) if gate is None else _touched(gate, joined, starts)
-        for index in at:
-            readers.setdefault(index, []).append(plugin)
-    shown = source.shown or dict(source.lines)
-    hits: list[Hit] = []
-    for index in sorted(readers):
-        line_no, line = source.lines[index][0], texts[index]
-        context = _snippet(shown, line_no, line, ds)
-        found = []
-        for plugin in readers[index]:
-            for secret in plugin.analyze_line(
-                filename=name, line=line, line_number=line_no, context=context
-            ):
-                value = secret.secret_value
-                if not ds.filtered(
-                    ["secret"], filename=name, secret=value, plugin=plugin, line=line
-                ):
-                    found.append((plugin, secret))
-        # The line's own filters (the pragma) after the plugins, not before as detect-secrets
-        # does: the same verdict, paid only on the few lines where a plugin found something.
-        if not found:
-            continue
-        allowlisted = ds.is_line_allowlisted(name, line, context)
-        if allowlisted:
-            found = [(p, f) for p, f in found if not detector(type(p).__name__).generic]
-        elif ds.filtered(["line"], filename=name, line=line, context=context):
-            continue
-        for plugin, secret in found:
-            if not allowlisted and ds.filtered(
-                ["context"],
-                filename=name,
-                secret=secret.secret_value,
-                plugin=plugin,
-                line=line,
-                context=context,
-            ):
-                continue
-            kind = str(secret.type)
-            if kind == PRIVATE_KEY_TYPE:
-                values = private_key_body(texts, index)
-            else:
-                captured = str(secret.secret_value or "")
-                values = completed_values(line, captured, getattr(plugin, "denylist", ()))
-            hits.append(
-                Hit(
-                    source=source.name,
-                    line=line_no,
-                    type=kind,
-                    plugin=type(plugin).__name__,
-                    secret_hash=str(secret.secret_hash),
-                    values=frozenset(values),
-                    text=line.strip(),
-                    allowlisted=allowlisted,
+            pinned = [_pinned(p) for p in ds.get_plugins()]
+            plugins = [Plugin(p, _gate(p, ds) if gated else None) for p in pinned]
+            chosen: dict[tuple[bool, bool], list[Plugin]] = {}
+            for stream in streams:
+                kind = (stream.output, _provider_only(stream.name, ds))
+                if kind not in chosen:
+                    chosen[kind] = _chosen(plugins, output=kind[0], provider_only=kind[1])
+                source = Source(
+                    name=stream.name,
+                    filename=_OUTPUT_NAME if stream.output else stream.name,
+                    plugins=chosen[kind],
+                    ds=ds,
+                    known=dict(known or {}),
+                    base_lines=stream.base_lines,
                 )
-            )
-    return hits
+                read(source, stream.batches, scanned)
+    return scanned
+
+
+def _chosen(plugins: Sequence[Plugin], *, output: bool, provider_only: bool) -> list[Plugin]:
+    """The plugins that read the coder's output, or the lines of a file (of one only the
+    providers' read)."""
+    chosen = []
+    for plugin in plugins:
+        row = detector(plugin.name)
+        if (row.output if output else row.diff) and not (provider_only and row.generic):
+            chosen.append(plugin)
+    return chosen
+
+
+def _pinned(plugin: Any) -> Any:
+    """``plugin`` with our own patterns in place of its installed ones, where we have them
+    (:mod:`secret_patterns`): the same detector, its matches only at a token's edges."""
+    patterns = PATTERNS.get(type(plugin).__name__)
+    if patterns is not None:
+        plugin.denylist = patterns
+    return plugin
 
 
 def _provider_only(path: str, ds: Any) -> bool:
@@ -168,54 +161,69 @@ def _provider_only(path: str, ds: Any) -> bool:
     return base in PROVIDER_ONLY_FILES or ds.is_lock_file(path) or ds.is_swagger_file(path)
 
 
-def _line_starts(texts: Sequence[str]) -> list[int]:
-    starts, at = [], 0
-    for text in texts:
-        starts.append(at)
-        at += len(text) + 1
-    return starts
-
-
-def _touched(gate: Sequence[re.Pattern[str]], joined: str, starts: list[int]) -> set[int]:
-    """The lines some match of ``gate`` lies on (all of them, when it spans several)."""
-    lines: set[int] = set()
-    for pattern in gate:
-        for match in pattern.finditer(joined):
-            first = bisect.bisect_right(starts, match.start()) - 1
-            last = bisect.bisect_right(starts, max(match.end() - 1, match.start())) - 1
-            lines.update(range(first, last + 1))
-    return lines
-
-
-def _gate(plugin: Any, ds: Any) -> list[re.Pattern[str]] | None:
-    """The patterns a line must match for ``plugin`` to find anything on it, or None when they
+def _gate(plugin: Any, ds: Any) -> Gate | None:
+    """What a line must hold for ``plugin`` to find anything on it, or None when its patterns
     cannot be run over joined lines exactly (then the plugin reads every line)."""
+    check, lowered = None, False
     if isinstance(plugin, ds.RegexBasedDetector):
         patterns = list(plugin.denylist)
     elif isinstance(plugin, ds.KeywordDetector):
-        # Every one of its patterns holds the keyword list itself (a test checks it).
-        patterns = [re.compile("|".join(ds.KEYWORDS), re.IGNORECASE)]
+        # Every one of its patterns holds the keyword list itself (a test checks it), matched
+        # in any case: lowercase keywords, read in the lowercased line.
+        patterns = [re.compile("|".join(ds.KEYWORDS).lower())]
+        lowered = True
     elif isinstance(plugin, ds.HighEntropyStringsPlugin):
-        patterns = [plugin.regex]  # quoted strings; the entropy is judged afterwards
+        # Quoted strings, the entropy judged afterwards; a string of n characters holds at most
+        # log2(n) bits a character, so a shorter one than this cannot pass the limit.
+        least = math.floor(2**plugin.entropy_limit) + 1
+        charset = re.escape(plugin.charset)
+        patterns = [re.compile(rf"(['\"])([{charset}]{{{least},}})(\1)")]
+        check = _entropy_check(plugin)
     else:
         return None
     if not all(_line_safe(p.pattern) for p in patterns):
         return None
-    return [re.compile(p.pattern, p.flags | re.MULTILINE) for p in patterns]
+    needles, folded = NEEDLES.get(type(plugin).__name__, ((), ()))
+    shapes = SHAPES.get(type(plugin).__name__, ())
+    # A leading lookbehind costs a try at every character; without it the gate matches a
+    # superset of the lines (the plugin, reading them, still applies it).
+    gate = [_LEADING_LOOKBEHIND.sub("", p.pattern, count=1) for p in patterns]
+    return Gate(
+        patterns=tuple(
+            re.compile(g, p.flags | re.MULTILINE) for g, p in zip(gate, patterns, strict=True)
+        ),
+        needles=needles,
+        folded=folded,
+        shapes=tuple(re.compile(shape, re.MULTILINE) for shape in shapes),
+        lowered=lowered,
+        line_check=check,
+    )
+
+
+def _entropy_check(plugin: Any) -> Callable[[str], bool]:
+    """Whether a line holds a quoted string the entropy plugin could report: its own regex, and
+    Shannon entropy computed by counting (detect-secrets' own sums over its whole charset, 64
+    counts a string), with a margin for the order of the sum."""
+    regex: re.Pattern[str] = plugin.regex
+    limit = float(plugin.entropy_limit) - 1e-9
+
+    def passes(data: str) -> bool:
+        if math.log2(len(set(data))) <= limit:  # n distinct characters: at most log2(n) bits
+            return False
+        size = len(data)
+        return -sum(n / size * math.log(n / size, 2) for n in Counter(data).values()) > limit
+
+    def check(line: str) -> bool:
+        return any(passes(found[1]) for found in regex.findall(line) if found[1])
+
+    return check
 
 
 def _line_safe(pattern: str) -> bool:
     for safe in _LINE_SAFE:
         pattern = pattern.replace(safe, "")
+    pattern = _CLASS_LOOKAROUND.sub("", pattern)
     return not any(construct in pattern for construct in _LINE_UNSAFE)
-
-
-def _snippet(shown: Mapping[int, str], line_no: int, line: str, ds: Any) -> Any:
-    """detect-secrets' code snippet around a line: the lines the diff shows, blank elsewhere."""
-    first = max(1, line_no - _CONTEXT)
-    window = [shown.get(n, "") for n in range(first, line_no + _CONTEXT + 1)]
-    window[line_no - first] = line
-    return ds.CodeSnippet(snippet=window, start_line=first - 1, target_index=line_no - first)
 
 
 class _DetectSecrets:

@@ -46,6 +46,23 @@ def completed_values(line: str, captured: str, patterns: Iterable[re.Pattern[str
     return {v for v in found if v}
 
 
+def key_material(line: str) -> str | None:
+    """The base64 text of ``line`` when the line is one of a private key's body (bare, or inside
+    a string literal), else None."""
+    material = _KEY_LINE.fullmatch(line)
+    if material is None or material.group(1).isalpha():
+        return None
+    return material.group(1)
+
+
+def inside_key(line: str) -> bool:
+    """Whether ``line`` may sit between a private key's header and its body's end: key
+    material, a header field (``Proc-Type:``), a blank line or a literal's quotes alone."""
+    if not line.strip(" \t\"'`,;()+\\") or _HEADER_FIELD.match(line):
+        return True
+    return _KEY_LINE.fullmatch(line) is not None and not _KEY_END.search(line)
+
+
 def private_key_body(lines: Sequence[str], at: int) -> set[str]:
     """The base64 lines of the private key whose header is on ``lines[at]``.
 

@@ -1,13 +1,16 @@
 """The ``secrets`` check: no new credential in what the coder added or printed.
 
 detect-secrets scans the lines the change adds and the coder's captured output, in one pass
-(:mod:`secret_scan`). A finding is an exposure only when the credential is new
-(:mod:`secret_exposure`): one the base commit already holds, anywhere, or that its
-``.secrets.baseline`` lists, is not; nor is a line marked ``# pragma: allowlist secret``. A new
-credential found by a provider's detector (AWS, GitHub, private keys, ... :mod:`secret_rules`),
-or the exact value of a credential-like variable of the validator's environment, blocks and
-asks the engine to fire ``halt-secret-exposure``; one found by a generic detector (keyword,
-entropy, credentials in a URL) warns, unless the contract says ``secrets: strict``. What is
+(:mod:`secret_scan`), streamed: the diff may be read line by line from git
+(``ValidationContext.diff_lines``), so a huge change is never held whole. A finding is an
+exposure only when the credential is new (:mod:`secret_exposure`): one the base commit already
+holds, anywhere, or that its ``.secrets.baseline`` lists, is not; nor is a line marked
+``# pragma: allowlist secret``. A private key counts by its body: a regenerated key whose
+header line did not change is a new key. A new credential found by a provider's detector (AWS,
+GitHub, private keys, ... :mod:`secret_rules`), or the exact value of a credential-like
+variable of the validator's environment, blocks and asks the engine to fire
+``halt-secret-exposure``; one found by a generic detector (keyword, entropy, credentials in a
+URL) warns, unless the contract says ``secrets: strict``. What is
 reported names the file, the line and the secret's type, never its value.
 
 The values of exposures and warnings travel to the engine in ``ValidationOutcome.secrets``
@@ -19,11 +22,14 @@ the repository anyway.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from itertools import chain
 from pathlib import Path
 
 from assay.adapters import git
+from assay.adapters.validators import secret_reader
 from assay.adapters.validators.base import ValidationContext, ValidationOutcome
+from assay.adapters.validators.secret_diff import added_lines, diff_files, split_lines
 from assay.adapters.validators.secret_exposure import (
     Baseline,
     Judgement,
@@ -32,8 +38,8 @@ from assay.adapters.validators.secret_exposure import (
     read_baseline,
     values_in_base,
 )
-from assay.adapters.validators.secret_rules import ENV_VALUE_PREFIX
-from assay.adapters.validators.secret_scan import OUTPUT_SOURCE, Hit, ScanSource, scan
+from assay.adapters.validators.secret_reader import MAX_LINE_CHARS, Scanned
+from assay.adapters.validators.secret_scan import OUTPUT_SOURCE, ScanSource, Stream, scan_streams
 from assay.core.results import ValidatorResult
 from assay.core.vocab import CanonicalHalt, FileChangeKind, SecretsMode, Severity
 
@@ -44,7 +50,7 @@ _CREDENTIAL_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUT
 _MIN_KNOWN_VALUE = 12
 MAX_BINARY_BYTES = 4 << 20
 _TEXT_RUN = re.compile(rb"[\x20-\x7e\t]{8,}")  # printable ASCII, as `strings` would show
-_HUNK = re.compile(r"^@@ -\d+(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+MAX_BASE_BYTES = 4 << 20
 
 
 class SecretsValidator:
@@ -57,16 +63,16 @@ class SecretsValidator:
         settings = context.settings
         validator_id = str(settings.get("id") or "secrets")
         strict = str(settings.get("mode") or SecretsMode.STANDARD) == SecretsMode.STRICT
-        sources = diff_sources(context.change.diff)
-        sources += [
-            ScanSource(path, lines)
-            for path, lines in sorted(binary_lines(_repo(context), context).items())
-        ]
-        added = sum(len(s.lines) for s in sources)
-        output = list(enumerate(context.captured_output.splitlines(), start=1))
-        sources.append(ScanSource(OUTPUT_SOURCE, output))
+        output = ScanSource(
+            OUTPUT_SOURCE, list(enumerate(context.captured_output.splitlines(), start=1))
+        )
         try:
-            hits = scan(sources)
+            binary = [
+                ScanSource(path, lines).stream()
+                for path, lines in sorted(binary_lines(_repo(context), context).items())
+            ]
+            streams = chain(_diff_streams(context), binary, [output.stream()])
+            scanned = scan_streams(streams, known=credential_values(context.env))
         except Exception as exc:  # a scanner fault is no verdict, and never a pass
             return ValidationOutcome(
                 result=ValidatorResult(
@@ -76,15 +82,75 @@ class SecretsValidator:
                     justification=f"the secret scan failed ({type(exc).__name__})",
                 )
             )
-        hits += known_value_hits(context.env, sources)
+        hits = scanned.hits
         baseline, in_base = Baseline(), set[str]()
         if hits:
             base = context.change.base_commit
             baseline = read_baseline(_repo(context), base)
             in_base = values_in_base(_repo(context), base, hits)
         verdict = judge(hits, in_base=in_base, baseline=baseline, strict=strict)
-        scanned = f"{added} added line(s) and {len(output)} line(s) of coder output"
-        return _outcome(validator_id, verdict, scanned, _notes(verdict, baseline))
+        added = scanned.added - len(output.lines)
+        scanned_text = f"{added} added line(s) and {len(output.lines)} line(s) of coder output"
+        if scanned.windowed:
+            scanned_text += (
+                f" ({scanned.windowed} line(s) longer than {MAX_LINE_CHARS} characters read in "
+                "overlapping windows)"
+            )
+        limits = _limits(scanned)
+        unjudged = scanned.overflow or (strict and scanned.generic_skipped > 0)
+        if unjudged and not verdict.blocking:
+            return ValidationOutcome(
+                result=ValidatorResult(
+                    validator_id=validator_id,
+                    severity=Severity.BLOCK,
+                    error=True,
+                    justification=f"the secret scan could not judge the whole change{limits}",
+                )
+            )
+        return _outcome(validator_id, verdict, scanned_text, _notes(verdict, baseline) + limits)
+
+
+def _limits(scanned: Scanned) -> str:
+    """What the scan's bounds left unread or unjudged, said (empty: nothing)."""
+    said = ""
+    if scanned.generic_skipped:
+        said += (
+            f"; the generic detectors stopped after {secret_reader.GENERIC_BUDGET} characters: "
+            f"{scanned.generic_skipped} line(s) they would have read were not"
+        )
+    if scanned.overflow:
+        most = secret_reader.MAX_HITS
+        said += f"; more than {most} possible credentials: only the first were judged"
+    return said
+
+
+def _diff_streams(context: ValidationContext) -> Iterator[Stream]:
+    """One stream per file of the change's diff, read from ``context.diff_lines`` when given."""
+    lines = context.diff_lines() if context.diff_lines is not None else None
+    diff = lines if lines is not None else split_lines(context.change.diff)
+    for file in diff_files(diff):
+        base_lines = None
+        if file.base_path is not None:
+            base_lines = _base_reader(_repo(context), context.change.base_commit, file.base_path)
+        yield Stream(file.path, file.batches, base_lines)
+
+
+def _base_reader(repo: Path, commit: str, path: str) -> Callable[[], Sequence[str] | None]:
+    """The lines of ``path`` in the base, read on the first call (files up to
+    ``MAX_BASE_BYTES``: a key file is small; a larger one is not looked into)."""
+    cache: list[Sequence[str] | None] = []
+
+    def lines() -> Sequence[str] | None:
+        if not cache:
+            try:
+                data = git.read_blob(repo, commit, path, MAX_BASE_BYTES)
+            except git.GitError:
+                data = None
+            text = None if data is None else data.decode("utf-8", "replace")
+            cache.append(None if text is None else text.split("\n"))
+        return cache[0]
+
+    return lines
 
 
 def _outcome(validator_id: str, verdict: Judgement, scanned: str, notes: str) -> ValidationOutcome:
@@ -177,66 +243,10 @@ def _text_runs(data: bytes) -> list[str]:
     return [run.decode("ascii") for run in _TEXT_RUN.findall(data)]
 
 
-def diff_sources(diff: str) -> list[ScanSource]:
-    """One scan source per file of a unified diff: its added lines, and every line the diff
-    shows of the new file (for the pragma on the line above an added one)."""
-    return [ScanSource(path, added, shown) for path, (added, shown) in sorted(_parse(diff).items())]
-
-
-def added_lines(diff: str) -> dict[str, list[tuple[int, str]]]:
-    """The added lines of a unified diff, per new path, with their line numbers in the new file."""
-    return {path: added for path, (added, _) in _parse(diff).items() if added}
-
-
-def _parse(diff: str) -> dict[str, tuple[list[tuple[int, str]], dict[int, str]]]:
-    """Per new path: its added lines and every line shown of the new file, by line number.
-
-    Hunk line counts are followed exactly, so an added line that itself begins with ``++`` is
-    not mistaken for a file header.
-    """
-    files: dict[str, tuple[list[tuple[int, str]], dict[int, str]]] = {}
-    current: tuple[list[tuple[int, str]], dict[int, str]] | None = None
-    old_left = new_left = 0
-    line_no = 0
-    for line in diff.splitlines():
-        if line.startswith("diff --git "):
-            old_left = new_left = 0
-        if old_left > 0 or new_left > 0:
-            if line.startswith("+"):
-                if current is not None:
-                    current[0].append((line_no, line[1:]))
-                    current[1][line_no] = line[1:]
-                line_no += 1
-                new_left -= 1
-            elif line.startswith("-"):
-                old_left -= 1
-            elif line.startswith("\\"):
-                pass  # "\ No newline at end of file"
-            else:
-                if current is not None:
-                    current[1][line_no] = line[1:]
-                line_no += 1
-                old_left -= 1
-                new_left -= 1
-            continue
-        if line.startswith("+++ "):
-            target = line[4:].split("\t")[0]
-            path = None if target == "/dev/null" else _strip_prefix(_unquote(target))
-            current = None if path is None else files.setdefault(path, ([], {}))
-        elif match := _HUNK.match(line):
-            old_left = int(match.group(1)) if match.group(1) is not None else 1
-            line_no = int(match.group(2))
-            new_left = int(match.group(3)) if match.group(3) is not None else 1
-    return files
-
-
-def known_value_hits(env: Mapping[str, str], sources: Sequence[ScanSource]) -> list[Hit]:
-    """The exact value of a credential-like variable of the environment, wherever it appears."""
-    return list(_known_value_hits(env, sources))
-
-
-def _known_value_hits(env: Mapping[str, str], sources: Sequence[ScanSource]) -> Iterator[Hit]:
-    known = {
+def credential_values(env: Mapping[str, str]) -> dict[str, str]:
+    """The values of the environment's credential-like variables, by name: each is looked for,
+    exactly, wherever the scan reads."""
+    return {
         name: value
         for name, value in env.items()
         if _CREDENTIAL_NAME.search(name)
@@ -244,23 +254,3 @@ def _known_value_hits(env: Mapping[str, str], sources: Sequence[ScanSource]) -> 
         and not value.startswith(("/", "~", "$"))
         and not any(c.isspace() for c in value)
     }
-    if not known:
-        return
-    for source in sources:
-        for line_no, text in source.lines:
-            for name, value in sorted(known.items()):
-                if value in text:
-                    kind = f"{ENV_VALUE_PREFIX}{name}"
-                    yield Hit(source.name, line_no, kind, "environment", "", frozenset({value}))
-
-
-def _strip_prefix(path: str) -> str:
-    return path[2:] if path.startswith(("b/", "a/")) else path
-
-
-def _unquote(path: str) -> str:
-    """git quotes unusual paths ("a/caf\\303\\251.txt"); undo its C-style escapes."""
-    if len(path) >= 2 and path.startswith('"') and path.endswith('"'):
-        raw = path[1:-1].encode("latin-1", "backslashreplace").decode("unicode_escape")
-        return raw.encode("latin-1", "replace").decode("utf-8", "replace")
-    return path
