@@ -12,6 +12,7 @@ with a fresh home), never at the coder's seat.
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
@@ -258,6 +259,8 @@ async def validate_seat(
             sandbox=fx.seating.validator_sandbox(plan, seat, checkout) if checkout else None,
             repo=store.path,
             revision=commit,
+            # The whole diff, streamed from git (the change's own text is cut for display).
+            diff_lines=functools.partial(store.iter_diff, change.base_commit, commit),
         )
         validator = get_validator(kind)
         try:
