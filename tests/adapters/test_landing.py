@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.repo import dirty
 from support.repo import git as sh
 
 from assay.adapters import git, landing
@@ -51,7 +52,8 @@ def candidate(repo: Path, *attempts: dict[str, str], run: str = "r1") -> str:
     for number, files in enumerate(attempts, start=1):
         for name, text in files.items():
             write(path / name, text)
-        assert git.commit_all(path, f"assay: attempt {number}, seat 1") is not None
+        sh(path, "add", "-A")
+        sh(path, "commit", "-q", "-m", f"assay: attempt {number}, seat 1")
     return branch
 
 
@@ -116,7 +118,7 @@ def test_one_squashed_commit_with_the_candidates_tree_and_trailers(repo: Path) -
         "Assay-Coder: replay (seat 1)",
     ]
     assert (repo / "feature.txt").read_text() == "right\n"  # the checkout was brought along
-    assert not git.is_dirty(repo)
+    assert not dirty(repo)
 
 
 def test_the_author_is_the_repositorys_identity(repo: Path) -> None:
@@ -234,7 +236,7 @@ def test_a_moved_base_is_combined_and_revalidated_before_the_ref_moves(repo: Pat
     assert sh(repo, "rev-parse", f"{commit}^@") == tip
     assert (repo / "keep.txt").read_text() == "main moved\n"
     assert (repo / "feature.txt").read_text() == "feature\n"
-    assert not git.is_dirty(repo)
+    assert not dirty(repo)
 
 
 def test_validators_that_block_the_combined_tree_block_the_landing(repo: Path) -> None:
@@ -251,7 +253,7 @@ def test_validators_that_block_the_combined_tree_block_the_landing(repo: Path) -
         f"the base branch moved to {tip[:12]}; "
         "combined with it the validators block: tests: 1 failed"
     )
-    assert sh(repo, "rev-parse", "main") == tip and not git.is_dirty(repo)
+    assert sh(repo, "rev-parse", "main") == tip and not dirty(repo)
 
 
 def test_a_checkout_edited_while_the_combined_tree_is_validated_is_not_touched(
@@ -290,7 +292,7 @@ def test_a_conflict_on_the_moved_base_blocks_and_nothing_changes(
         f"the base branch moved to {tip[:12]}; combined with it the change conflicts in edit.txt"
     )
     assert sh(repo, "rev-parse", "main") == tip
-    assert snapshot(repo) == before and not git.is_dirty(repo)
+    assert snapshot(repo) == before and not dirty(repo)
 
 
 def test_a_lost_compare_and_swap_recomputes_on_the_new_tip(
@@ -335,7 +337,7 @@ def test_a_branch_that_never_stops_moving_is_refused(
     old = sh(repo, "rev-parse", "main")
     with pytest.raises(LandRefused, match="kept moving"):
         land(repo, branch)
-    assert sh(repo, "rev-parse", "main") == old and not git.is_dirty(repo)
+    assert sh(repo, "rev-parse", "main") == old and not dirty(repo)
 
 
 @pytest.mark.parametrize("checked_out", [True, False])
@@ -378,7 +380,7 @@ def test_concurrent_landers_never_lose_a_commit(repo: Path, checked_out: bool) -
         if run in landed:
             assert sh(repo, "show", f"main:{run}.txt") == run
     if checked_out and not refused:
-        assert not git.is_dirty(repo)  # the user's checkout holds what main holds
+        assert not dirty(repo)  # the user's checkout holds what main holds
 
 
 @settings(max_examples=25, deadline=None)

@@ -7,6 +7,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from support.repo import dirty
 from support.repo import git as sh
 
 from assay.adapters import git, seats
@@ -59,7 +60,7 @@ def test_a_seat_is_its_own_repository_on_its_branch_with_borrowed_objects(repo: 
     alternates = (seat.git_dir / "objects" / "info" / "alternates").read_text()
     assert alternates == f"{(repo / '.git' / 'objects').resolve()}\n"
     assert sh(seat.path, "count-objects") == "0 objects, 0 kilobytes"  # nothing copied
-    assert not git.is_dirty(seat.path) and not git.is_dirty(repo)
+    assert not dirty(seat.path) and not dirty(repo)
     # The user's repository knows nothing of the seat: no branch, no worktree, same config.
     assert user_state(repo) == before
     assert sh(repo, "worktree", "list").count("\n") == 0

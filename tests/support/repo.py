@@ -108,3 +108,8 @@ validators:
 land: {land}
 {extra}""",
     )
+
+
+def dirty(path: Path) -> bool:
+    """Whether the work tree at ``path`` has changes, untracked files included."""
+    return git(path, "status", "--porcelain", "--untracked-files=all") != ""

@@ -169,6 +169,28 @@ def read_blob(repo: Path, commit: str, path: str, limit: int) -> bytes | None:
     return _run(repo, "cat-file", "blob", meta[2]).stdout
 
 
+def stream_blob(repo: Path, commit: str, path: str, chunk: int = 1 << 20) -> Iterator[bytes]:
+    """The bytes of the file ``path`` at ``commit``, ``chunk`` bytes at a time, never held
+    whole (nothing when it is not a file there). Stopping early ends git."""
+    argv = ["git", "-C", str(repo), *_CONFIG, "cat-file", "blob", f"{commit}:{path}"]
+    child = subprocess.Popen(
+        argv,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=_env(),
+        start_new_session=True,
+    )
+    assert child.stdout is not None
+    try:
+        while data := child.stdout.read(chunk):
+            yield data
+    finally:
+        child.stdout.close()
+        child.kill()
+        child.wait()
+
+
 def strings_at(repo: Path, commit: str, values: Iterable[str]) -> set[str]:
     """Which of ``values`` occur, as exact text, anywhere in ``commit``'s files (binary ones
     too): one ``git grep`` for all of them."""

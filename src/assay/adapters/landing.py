@@ -31,7 +31,7 @@ from assay.adapters.git import (
     config_env,
     current_branch,
 )
-from assay.core.forbidden import is_assay_home
+from assay.core.forbidden import ASSAY_HOME, is_assay_home
 from assay.core.text import printable
 
 RUN_TRAILER = "Assay-Run"
@@ -195,6 +195,7 @@ def land_squash(
     message: SquashMessage,
     revalidate: Revalidate | None = None,
     validated: Collection[str] | None = None,
+    assay_homes: Collection[str] = (ASSAY_HOME,),
     tries: int = CAS_TRIES,
 ) -> str:
     """Land the tree of ``branch`` on ``into_branch`` as one squashed commit; that commit.
@@ -206,7 +207,8 @@ def land_squash(
     combined with its tip and ``revalidate`` must pass that combined commit, else
     :class:`LandBlocked`. A lost compare-and-swap recomputes, ``tries`` times at most.
     ``validated``: the trees the checks ran on (a revalidation adds its own); the ref never
-    moves to a tree outside them (:class:`LandRefused`).
+    moves to a tree outside them (:class:`LandRefused`). ``assay_homes``: where assay's folder
+    lies in the tree; nothing lands there.
     """
     target = f"refs/heads/{into_branch}"
     found = landed_commit(repo, into_branch, message.run_id, since=base_commit)
@@ -237,7 +239,7 @@ def land_squash(
         if tree not in checked:
             raise LandRefused(f"the tree {tree[:12]} was not the one validated; nothing landed")
         written = _written(repo, old, commit)
-        _refuse_assay_home(written, branch)
+        _refuse_assay_home(written, branch, assay_homes)
         if checkout is not None:  # checked again: revalidation may have taken minutes
             _refuse_dirty(checkout, into_branch, branch)
             _ready_to_update(checkout, into_branch, written)
@@ -299,11 +301,12 @@ def _written(repo: Path, old: str, commit: str) -> set[str]:
     return {p for p in listed.split("\0") if p}
 
 
-def _refuse_assay_home(written: set[str], branch: str) -> None:
-    """Nothing lands in ``.assay/``, assay's own folder in the user's checkout (a file there,
-    a SQLite journal beside the ledger, would be read as assay's own). The scope check holds
-    such a candidate first; this is the last line, before the base branch moves."""
-    inside = sorted(p for p in written if is_assay_home(p))
+def _refuse_assay_home(written: set[str], branch: str, homes: Collection[str]) -> None:
+    """Nothing lands in ``.assay/`` (or wherever ``homes`` says assay's folder is), assay's own
+    folder in the user's checkout (a file there, a SQLite journal beside the ledger, would be
+    read as assay's own). The scope check holds such a candidate first; this is the last line,
+    before the base branch moves."""
+    inside = sorted(p for p in written if is_assay_home(p, homes))
     if inside:
         raise LandRefused(
             f"the change writes into .assay/, assay's own folder; the change is left on {branch}",

@@ -46,6 +46,8 @@ from assay.adapters.sandbox import (
 from assay.adapters.sandbox_spec import SandboxSpec
 
 TAIL_CHARS = 4000
+# What the host reads back of one output stream of a child (the tail): a bound on its memory.
+MAX_OUTPUT_READ = 16 * 1024 * 1024
 KILL_GRACE_SECONDS = 3.0
 SHELL = "/bin/sh"  # a command line of the contract runs as [SHELL, "-c", line]
 # POSIX shells exit 127 for "command not found" and 126 for "found but not executable".
@@ -102,11 +104,18 @@ def _hit_size_limit(*logs: tuple[Path, BinaryIO]) -> Path | None:
     return None
 
 
-def _read_back(handle: BinaryIO) -> str:
+def _read_back(handle: BinaryIO, limit: int = MAX_OUTPUT_READ) -> str:
     """What the child wrote to ``handle``, as text (undecodable bytes replaced, newlines
-    universal, as ``Path.read_text`` reads it)."""
-    handle.seek(0)
-    return io.TextIOWrapper(io.BytesIO(handle.read()), errors="replace").read()
+    universal, as ``Path.read_text`` reads it): its last ``limit`` bytes at most, after a line
+    saying how much came before, so a child that prints gigabytes never fills the host's
+    memory (the whole output stays in its file)."""
+    size = handle.seek(0, io.SEEK_END)
+    skipped = max(0, size - limit)
+    handle.seek(skipped)
+    text = io.TextIOWrapper(io.BytesIO(handle.read(limit)), errors="replace").read()
+    if not skipped:
+        return text
+    return f"[assay] {skipped:,} earlier bytes of this output are not read back\n" + text
 
 
 @dataclass(frozen=True)

@@ -64,18 +64,21 @@ class ForbiddenPath:
 
 
 def forbidden_paths(
-    files: Iterable[FileDelta], base_gitlinks: Collection[str]
+    files: Iterable[FileDelta],
+    base_gitlinks: Collection[str],
+    homes: Collection[str] = (ASSAY_HOME,),
 ) -> list[ForbiddenPath]:
     """Every path ``files`` touch (a rename's old path too) that breaks a rule, sorted by
     path, one entry per path and rule. ``base_gitlinks``: the paths of the base's tree whose
     mode is ``160000``; a gitlink the change keeps there (a moved submodule pointer) is the
-    base's, not the change's."""
+    base's, not the change's. ``homes``: where assay's folder lies in the tree (``.assay``, and
+    wherever ``ASSAY_HOME`` moved it inside the repository)."""
     found: set[ForbiddenPath] = set()
     for delta in files:
         for path in (delta.path, delta.renamed_from):
             if path is None:
                 continue
-            if is_assay_home(path):
+            if is_assay_home(path, homes):
                 found.add(ForbiddenPath(path, ForbiddenRule.ASSAY_HOME))
             if names_git_dir(path):
                 found.add(ForbiddenPath(path, ForbiddenRule.GIT_DIR))
@@ -97,10 +100,15 @@ def gitlinks_in(files: Iterable[FileDelta]) -> list[str]:
     )
 
 
-def is_assay_home(path: str) -> bool:
-    """``path`` is ``.assay`` at the top of the tree or under it (any case: on a file system
-    that ignores case, ``.ASSAY/`` is the same folder)."""
-    return _plain(path.split("/", 1)[0]) == ASSAY_HOME
+def is_assay_home(path: str, homes: Collection[str] = (ASSAY_HOME,)) -> bool:
+    """``path`` is one of ``homes`` (``.assay`` at the top of the tree by default) or under it
+    (any case: on a file system that ignores case, ``.ASSAY/`` is the same folder)."""
+    parts = [_plain(part) for part in path.split("/")]
+    for home in homes:
+        wanted = [_plain(part) for part in home.strip("/").split("/") if part]
+        if wanted and parts[: len(wanted)] == wanted:
+            return True
+    return False
 
 
 def names_git_dir(path: str) -> bool:

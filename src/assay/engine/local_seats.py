@@ -229,7 +229,14 @@ async def validate_seat(
     make_folder(log_dir)  # EnvironmentFault: the attempt's environment error, refunded
     captured = captured_output(work.result)
     checks: list[tuple[str, Mapping[str, object]]] = [
-        ("scope", {"id": "scope", **contract.scope.model_dump(mode="json")}),
+        (
+            "scope",
+            {
+                "id": "scope",
+                **contract.scope.model_dump(mode="json"),
+                "assay_homes": fx.seating.assay_homes(plan),
+            },
+        ),
         ("secrets", {"id": "secrets", "mode": contract.secrets.value}),
     ]
     checks += [(v.kind.value, v.model_dump(mode="json")) for v in contract.validators]

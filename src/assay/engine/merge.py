@@ -117,6 +117,7 @@ def merge_squashed(
                 message=message,
                 revalidate=revalidate,
                 validated=fx.validated,
+                assay_homes=fx.seating.assay_homes(plan),
             )
     except landing.LandBlocked as moved:
         return LandOutcome(RunStatus.BLOCKED, str(moved), branch, validations=len(revalidations))

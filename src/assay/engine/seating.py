@@ -25,6 +25,7 @@ from assay.adapters import git, seats
 from assay.adapters.candidates import CandidateStore
 from assay.adapters.capture import Capture, CaptureLimits, capture_seat
 from assay.adapters.sandbox_spec import SandboxSpec
+from assay.core.forbidden import ASSAY_HOME
 from assay.core.results import ValidatorResult
 from assay.core.text import one_line_title
 from assay.core.vocab import CoderKind, NetworkMode, SandboxMode, Severity
@@ -87,6 +88,16 @@ class Seating:
             path = seats.seats_root(self.home, plan.run_id) / f"seat-{seat}.candidates.git"
             self._candidate_stores[seat] = CandidateStore(path, self.stores(plan))
         return self._candidate_stores[seat]
+
+    def assay_homes(self, plan: RunPlan) -> list[str]:
+        """Where assay's folder lies in the repository's tree: ``.assay``, and the folder
+        ``ASSAY_HOME`` names when it is inside the repository (its ledger is there too). No
+        candidate may carry a path there."""
+        homes = [ASSAY_HOME]
+        root, home = plan.repo_root.resolve(), self.home.resolve()
+        if home != root and root in home.parents:
+            homes.append(home.relative_to(root).as_posix())
+        return homes
 
     def fresh_folder(self, plan: RunPlan, kind: str) -> Path:
         """A new folder of the run's that no process has touched (its parent made)."""

@@ -23,7 +23,7 @@ file made a link) are listed in the payload, not judged here.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +34,7 @@ from assay.adapters.git import GitError
 from assay.adapters.validators.base import ValidationContext, ValidationOutcome
 from assay.core.changes import ChangeSet, TypeChange
 from assay.core.contract import DEFAULT_PROTECT
-from assay.core.forbidden import ForbiddenPath, forbidden_paths, gitlinks_in
+from assay.core.forbidden import ASSAY_HOME, ForbiddenPath, forbidden_paths, gitlinks_in
 from assay.core.links import escape_reason
 from assay.core.results import ValidatorResult
 from assay.core.vocab import CanonicalHalt, Severity
@@ -67,7 +67,8 @@ class ScopeValidator:
         outside = [p for p in paths if not allow.match_file(p)]
         protected = [p for p in paths if protect.match_file(p)]
         try:
-            forbidden = forbidden_by_rule(_repo(context), context.change)
+            homes = [str(h) for h in context.settings.get("assay_homes") or [ASSAY_HOME]]
+            forbidden = forbidden_by_rule(_repo(context), context.change, homes)
             escaping = escaping_links(context.repo, context.revision, context.change)
         except (GitError, OSError, ValueError) as exc:
             return ValidationOutcome(
@@ -140,12 +141,14 @@ def _repo(context: ValidationContext) -> Path:
     return context.repo if context.repo is not None else context.worktree
 
 
-def forbidden_by_rule(repo: Path, change: ChangeSet) -> list[ForbiddenPath]:
+def forbidden_by_rule(
+    repo: Path, change: ChangeSet, homes: Sequence[str] = (ASSAY_HOME,)
+) -> list[ForbiddenPath]:
     """The paths of the change no candidate may carry (:mod:`assay.core.forbidden`). Git is
     read only when the change leaves a gitlink, to ask whether the base has it there."""
     links = gitlinks_in(change.files)
     base_links = git_links.gitlinks_at(repo, change.base_commit, links) if links else set()
-    return forbidden_paths(change.files, base_links)
+    return forbidden_paths(change.files, base_links, homes)
 
 
 def allowed_type_changes(settings: Mapping[str, Any]) -> bool:

@@ -22,7 +22,7 @@ the repository anyway.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from itertools import chain
 from pathlib import Path
 
@@ -48,7 +48,11 @@ __all__ = ["OUTPUT_SOURCE", "SecretFinding", "SecretsValidator", "added_lines"]
 MAX_NAMED = 20
 _CREDENTIAL_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH)", re.I)
 _MIN_KNOWN_VALUE = 12
-MAX_BINARY_BYTES = 4 << 20
+MAX_BINARY_BYTES = 4 << 20  # a base blob read whole, to know which text runs it had already
+MAX_BINARY_TEXT = 64 << 20  # the text runs of one binary file the scan reads at most
+MAX_RUN_CHARS = 1 << 20
+RUN_OVERLAP = 4096
+_TEXT_BYTES = bytes(range(0x20, 0x7F)) + b"\t"  # what a text run is made of
 _TEXT_RUN = re.compile(rb"[\x20-\x7e\t]{8,}")  # printable ASCII, as `strings` would show
 MAX_BASE_BYTES = 4 << 20
 
@@ -73,6 +77,15 @@ class SecretsValidator:
             ]
             streams = chain(_diff_streams(context), binary, [output.stream()])
             scanned = scan_streams(streams, known=credential_values(context.env))
+        except TooMuchToScan as exc:  # not scanned whole: no verdict, and never a pass
+            return ValidationOutcome(
+                result=ValidatorResult(
+                    validator_id=validator_id,
+                    severity=Severity.BLOCK,
+                    error=True,
+                    justification=f"the secret scan could not read the whole change: {exc}",
+                )
+            )
         except Exception as exc:  # a scanner fault is no verdict, and never a pass
             return ValidationOutcome(
                 result=ValidatorResult(
@@ -219,24 +232,51 @@ def _repo(context: ValidationContext) -> Path:
     return context.repo if context.repo is not None else context.worktree
 
 
+class TooMuchToScan(Exception):
+    """A binary file holds more text than the scan reads: no verdict, never a pass."""
+
+
 def binary_lines(repo: Path, context: ValidationContext) -> dict[str, list[tuple[int, str]]]:
     """The text runs of each file the diff shows only as "Binary files differ", less those
     already in the base: a ``.gitattributes`` saying ``-diff`` (or one NUL byte) must not hide
-    a credential from the scan. Blobs up to ``MAX_BINARY_BYTES`` only, read from the
-    candidate's commit (``HEAD`` of ``repo`` when none is named)."""
+    a credential from the scan. Each blob is streamed from the candidate's commit (``HEAD`` of
+    ``repo`` when none is named), whatever its size; one holding more than
+    ``MAX_BINARY_TEXT`` characters of text is :class:`TooMuchToScan`."""
     change = context.change
     revision = context.revision or "HEAD"
     files: dict[str, list[tuple[int, str]]] = {}
     for delta in change.files:
         if not delta.binary or delta.kind is FileChangeKind.DELETED:
             continue
-        runs = _text_runs(git.read_blob(repo, revision, delta.path, MAX_BINARY_BYTES) or b"")
+        runs = list(_streamed_runs(git.stream_blob(repo, revision, delta.path), delta.path))
         if not runs:
             continue
-        base = git.read_file_at(repo, change.base_commit, delta.path) or ""
-        known = set(_text_runs(base.encode("utf-8", "replace")))
+        base = git.read_blob(repo, change.base_commit, delta.path, MAX_BINARY_BYTES) or b""
+        known = set(_text_runs(base))
         files[delta.path] = [(n, run) for n, run in enumerate(runs, 1) if run not in known]
     return files
+
+
+def _streamed_runs(chunks: Iterable[bytes], path: str) -> Iterator[str]:
+    """The text runs of a blob read chunk by chunk: a run cut by a chunk's end is joined, and
+    one longer than ``MAX_RUN_CHARS`` comes in pieces that overlap by ``RUN_OVERLAP``."""
+    carry = b""
+    total = 0
+    for chunk in chunks:
+        data = carry + chunk
+        cut = len(data.rstrip(_TEXT_BYTES))  # the run still open at the chunk's end waits
+        whole, carry = data[:cut], data[cut:]
+        for run in _TEXT_RUN.findall(whole):
+            total += len(run)
+            yield run.decode("ascii")
+        while len(carry) > MAX_RUN_CHARS:
+            total += MAX_RUN_CHARS
+            yield carry[:MAX_RUN_CHARS].decode("ascii")
+            carry = carry[MAX_RUN_CHARS - RUN_OVERLAP :]
+        if total > MAX_BINARY_TEXT:
+            raise TooMuchToScan(f"{path} holds more than {MAX_BINARY_TEXT:,} characters of text")
+    for run in _TEXT_RUN.findall(carry):
+        yield run.decode("ascii")
 
 
 def _text_runs(data: bytes) -> list[str]:
