@@ -1,7 +1,7 @@
 """Each seat a repository of its own, through the real `assay run`: a hostile coder that
 rewrites its repository's config and hooks leaves the user's ``.git`` byte-for-byte unchanged,
-a seat whose ``.git`` was replaced is an error and is not followed, and a candidate blocked
-for a secret never enters the user's repository.
+a seat whose ``.git`` was replaced is never followed, and a candidate blocked for a secret
+never enters the user's repository.
 
 The contracts say ``sandbox: none`` on purpose: what is tested is the seat alone (its own
 ``.git``, reset by assay after the coder), not the sandbox around it.
@@ -95,33 +95,31 @@ def test_a_coder_rewriting_its_git_config_and_hooks_leaves_the_users_unchanged(
     ],
     ids=["gitdir-file", "git-symlink", "refs-symlink"],
 )
-def test_a_seat_whose_git_was_replaced_is_an_error_and_is_not_followed(
-    tmp_path: Path, replace: str
-) -> None:
+def test_a_seat_whose_git_was_replaced_is_never_followed(tmp_path: Path, replace: str) -> None:
+    """The candidate is the seat's work tree, captured with a git directory of the collector's
+    own: a ``.git`` replaced by a link or a ``gitdir:`` file to the user's repository is never
+    read, so the fix lands and the user's ``.git`` holds nothing of the coder's."""
     repo = make_repo(tmp_path)
     before = _snapshot(repo.root / ".git")
-    head = git(repo.root, "rev-parse", "main")
-    index = (repo.root / ".git" / "index").read_bytes()
     command = f"cp {repo.fixes}/fixed.py src/slug.py && " + replace.format(root=repo.root)
-    done = repo.assay(
-        "run", "--contract", str(_contract(repo, "swap", command)), "--json", "--progress", "always"
-    )
+    done = repo.assay("run", "--contract", str(_contract(repo, "swap", command)), "--json")
     payload = json.loads(done.stdout)
-    assert payload["status"] != "merged", payload
-    assert "the seat's repository was tampered with" in done.stderr
-    assert "assay does not follow it" in json.dumps(payload)
-    # Nothing was staged, committed or fetched through the replaced .git.
-    assert git(repo.root, "rev-parse", "main") == head
-    assert (repo.root / ".git" / "index").read_bytes() == index
+    assert payload["status"] == "merged", payload
+    assert payload["candidates"][0]["files_changed"] == ["src/slug.py"]
+    assert git(repo.root, "show", "main:src/slug.py", strip=False) == FIXED
     assert git(repo.root, "status", "--porcelain") == ""
     assert git(repo.root, "for-each-ref", "refs/heads/assay/") == ""
     assert _snapshot(repo.root / ".git") == before
 
 
-def test_a_validator_running_the_coders_code_that_replaces_git_is_caught(tmp_path: Path) -> None:
+def test_a_validator_replacing_its_checkouts_git_touches_nothing_of_the_users(
+    tmp_path: Path,
+) -> None:
+    """A validator runs the coder's code in a fresh checkout of the candidate; replacing that
+    checkout's ``.git`` with a ``gitdir:`` file naming the user's repository leads nowhere: the
+    host never runs git there again."""
     repo = make_repo(tmp_path)
-    head = git(repo.root, "rev-parse", "main")
-    index = (repo.root / ".git" / "index").read_bytes()
+    before = _snapshot(repo.root / ".git")
     conftest = repo.fixes / "conftest.py"
     conftest.write_text(
         "import shutil, pathlib\n"
@@ -132,13 +130,10 @@ def test_a_validator_running_the_coders_code_that_replaces_git_is_caught(tmp_pat
     command = f"cp {repo.fixes}/fixed.py src/slug.py && cp {conftest} tests/conftest.py"
     done = repo.assay("run", "--contract", str(_contract(repo, "conftest", command)), "--json")
     payload = json.loads(done.stdout)
-    assert payload["status"] == "blocked", payload
-    assert payload["reason"] == "block halt fired: halt-scope-breach"
-    (fired,) = payload["halts"]["fired"]
-    assert "the seat's .git was replaced by a file" in json.dumps(fired)
-    assert git(repo.root, "rev-parse", "main") == head
-    assert (repo.root / ".git" / "index").read_bytes() == index
-    assert git(repo.root, "for-each-ref", "refs/heads/assay/") == ""
+    assert payload["status"] == "merged", payload
+    assert git(repo.root, "show", "main:src/slug.py", strip=False) == FIXED
+    assert git(repo.root, "status", "--porcelain") == ""
+    assert _snapshot(repo.root / ".git") == before
 
 
 def test_a_commondir_the_coder_wrote_is_removed_before_assay_runs_git(tmp_path: Path) -> None:
@@ -199,13 +194,21 @@ def test_a_blocked_candidate_that_passed_scope_and_secrets_is_kept_as_a_branch(
     shown = git(repo.root, "show", f"refs/heads/{branch}:src/slug.py", strip=False)
     assert shown == (repo.fixes / "wrong.py").read_text()
     seat = repo.root / ".assay" / "seats" / payload["run_id"]  # kept: --keep-worktrees
-    assert sorted(p.name for p in seat.iterdir()) == ["seat-1", "seat-1.home"]
+    assert sorted(p.name for p in seat.iterdir()) == [
+        "seat-1",
+        "seat-1.candidates.git",
+        "seat-1.home",
+        "seat-1.out",
+    ]
     # The seat has no remote and no hooks: nothing in it names the user's repository but the
     # borrowed object store.
     assert git(seat / "seat-1", "remote") == ""
     assert list((seat / "seat-1" / ".git" / "hooks").iterdir()) == []
     alternates = (seat / "seat-1" / ".git" / "objects" / "info" / "alternates").read_text()
-    assert alternates == f"{(repo.root / '.git' / 'objects').resolve()}\n"
+    assert alternates.splitlines() == [
+        str((repo.root / ".git" / "objects").resolve()),
+        str(seat / "seat-1.candidates.git" / "objects"),
+    ]
 
 
 def _has_object(repo: Path, oid: str) -> bool:

@@ -1,7 +1,8 @@
 """A hostile coder's deep tree, through the real `assay run`: 1,100 nested folders in its work
 tree and 1,100 in its `.git` (deeper than Python's recursion limit). The run used to land,
 then crash removing the seat (exit 4), and every later `assay serve --once`, `assay gc` and
-`assay run --resume` crashed on the same folder, so no queued task ever ran again. Now the run
+`assay run --resume` crashed on the same folder, so no queued task ever ran again. Now the
+candidate is over its depth budget (a block halt with the figure, the task held), the run
 closes normally, its seat is gone, and the queue goes on."""
 
 from __future__ import annotations
@@ -36,13 +37,13 @@ def test_a_seat_1100_folders_deep_closes_normally_and_the_queue_goes_on(world: W
         )
         done = world.run(contract)
         world.assert_coder_ran()
-        assert done.returncode == 0, (done.stderr or done.stdout)[-3000:]
+        assert done.returncode == 3, (done.stderr or done.stdout)[-3000:]
         payload = world.payload(done)
-        assert payload["status"] == "ready", payload
-        # The attack was carried out: the deep file is in the candidate left as its branch (the
-        # script exits 1, and no candidate is left, if either tree could not be made).
-        landed = git(world.root, "ls-tree", "-r", "--name-only", payload["land"]["branch"])
-        assert "d/" * DEPTH + "at-the-bottom.txt" in landed.splitlines()
+        assert payload["status"] == "blocked", payload
+        assert payload["reason"].startswith("block halt fired: halt-scope-breach"), payload
+        (fired,) = payload["halts"]["fired"]
+        assert "over max_depth 64" in json.dumps(fired), fired
+        assert git(world.root, "for-each-ref", "refs/heads/assay/") == ""
         assert not (world.root / ".assay" / "seats").exists()  # the seat went with the run
         home = {"HOME": str(world.home)}
 

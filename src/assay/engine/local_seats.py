@@ -179,6 +179,8 @@ async def capture_candidate(
             )
         except CaptureRejected as exc:
             breach = f"the captured candidate was refused: {exc}"
+        finally:
+            await asyncio.to_thread(fx.seating.forget_capture, capture)
     if breach is not None:
         result.error = "; ".join(filter(None, [result.error, breach]))
         fx.warn(f"{where}: {breach}")

@@ -124,7 +124,7 @@ class Seating:
             hidden=self._hidden(plan),
             home=home.resolve(),
         )
-        return capture_seat(
+        capture = capture_seat(
             worktree=repo.path,
             base_commit=plan.base_commit,
             stores=stores,
@@ -139,6 +139,17 @@ class Seating:
             env={"PATH": self.operator_env.get("PATH", os.defpath), "LC_ALL": "C"},
             timeout=CAPTURE_TIMEOUT,
         )
+        seats.remove_tree(home)
+        return capture
+
+    def forget_capture(self, capture: Capture) -> None:
+        """Remove what a capture left once its objects are in (or refused): its folder and the
+        collector's logs beside it."""
+        if capture.pack is None:
+            return
+        out_dir = capture.pack.parent
+        for leftover in (out_dir, *out_dir.parent.glob(f"{out_dir.name}.log*")):
+            seats.remove_tree(leftover)
 
     def import_capture(self, plan: RunPlan, attempt: int, seat: int, capture: Capture) -> str:
         """Bring the captured objects into the seat's candidate store (checked: counts, sizes,
