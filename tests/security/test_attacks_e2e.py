@@ -5,9 +5,13 @@ fails today for the reason its docstring gives."""
 
 from __future__ import annotations
 
+import random
 import resource
+import string
+import subprocess
 from typing import TYPE_CHECKING
 
+import pytest
 from support.repo import git
 
 if TYPE_CHECKING:
@@ -80,3 +84,71 @@ def test_a_candidate_cannot_land_a_journal_beside_a_ledger_moved_by_assay_home(
     assert not (home / "assay.db-journal").exists(), "a coder's journal sits beside the ledger"
     assert done.returncode == 3, (done.returncode, done.stderr[-2000:])
     assert payload["task_status"] == "held"
+
+
+def _key_pieces() -> tuple[str, str]:
+    """An AWS access key id the secret check knows, as the two words `printf '%s%s'` joins (the
+    contract, kept in the run folder and the ledger, holds only the pieces), and joined."""
+    body = "".join(random.choices(string.ascii_uppercase + "234567", k=16))
+    return f"AKIA {body}", f"AKIA{body}"
+
+
+def _assert_key_held(world: World, done: subprocess.CompletedProcess[str], key: str) -> None:
+    payload = world.payload(done)
+    grep = ["git", "grep", "-a", "-F", "-l", key, "main"]
+    found = subprocess.run(grep, cwd=world.root, capture_output=True, text=True, check=False)
+    assert found.returncode == 1, f"the key reached main ({payload['status']}): {found.stdout}"
+    assert done.returncode == 3, (done.returncode, done.stderr[-2000:])
+    assert "halt-secret-exposure" in world.fired(payload), payload["halts"]
+    assert payload["task_status"] == "held"
+
+
+@pytest.mark.parametrize("padding_lines", [0, 60_000], ids=["control", "padded"])
+def test_a_key_after_two_megabytes_of_diff_is_still_caught(
+    world: World, padding_lines: int
+) -> None:
+    """The coder first writes `aaa.txt`, 60,000 harmless lines (2.7 MB, far inside the default
+    budgets), then `zzz.py` with an AWS key: in the diff the key comes after the padding. The
+    secret check must look at the whole candidate that lands, not at the diff as far as it is
+    kept for display. Today `CandidateStore.changes` cuts the diff at 2,000,000 characters
+    (`DIFF_CUT`) and `validators/secrets.py` scans only that cut text (`diff_sources`): the key
+    is never seen and is merged onto main. Without the padding (control) it is held."""
+    world.commit({"a.txt": "good\n"})
+    pieces, key = _key_pieces()
+    padding = f"yes 'a harmless line of the notes file' | head -n {padding_lines} > aaa.txt"
+    contract = world.contract(
+        "cut.yaml",
+        [
+            *([padding] if padding_lines else []),
+            f"printf 'AWS_ACCESS_KEY_ID = \"%s%s\"\\n' {pieces} > zzz.py",
+        ],
+        land="merge",
+    )
+    done = world.run(contract)
+    world.assert_coder_ran()
+    _assert_key_held(world, done, key)
+
+
+@pytest.mark.parametrize("zeros", [5_000, 5_000_000], ids=["control", "large"])
+def test_a_key_in_a_binary_file_over_four_megabytes_is_still_caught(
+    world: World, zeros: int
+) -> None:
+    """The coder writes `blob.bin`: NUL bytes (so git calls it binary), then a line with an AWS
+    key. At 5 MB it is inside the default budgets (`max_file_bytes` 10 MiB), so it is captured,
+    validated and landed whole; the secret check must look at all of it. Today
+    `validators/secrets.py` reads a binary file's text only up to `MAX_BINARY_BYTES` (4 MiB)
+    and skips a larger one entirely (`git.read_blob` returns None): the key is merged onto
+    main. At 5 kB (control) it is held."""
+    world.commit({"a.txt": "good\n"})
+    pieces, key = _key_pieces()
+    contract = world.contract(
+        "binary.yaml",
+        [
+            f"head -c {zeros} /dev/zero > blob.bin",
+            f"printf '\\nAWS_ACCESS_KEY_ID = \"%s%s\"\\n' {pieces} >> blob.bin",
+        ],
+        land="merge",
+    )
+    done = world.run(contract)
+    world.assert_coder_ran()
+    _assert_key_held(world, done, key)
