@@ -95,6 +95,23 @@ def test_a_nested_repository_is_forbidden_kept_out_and_its_fsmonitor_never_runs(
     assert not marker.exists()
 
 
+def test_a_repository_in_an_ignored_folder_is_no_part_of_the_candidate_and_no_breach(
+    repo: Path, tmp_path: Path
+) -> None:
+    seat = make_seat(repo)
+    write(seat.path, {".gitignore": ".venv/\n", "mine.py": "x = 1\n"})
+    installed = seat.path / ".venv" / "src" / "dep"
+    installed.mkdir(parents=True)
+    sh(installed, "init", "-q")
+    write(installed, {"dep.py": "d = 1\n"})
+    capture = capture_of(repo, seat.path, tmp_path / "out")
+    assert capture.ok, capture
+    assert capture.forbidden == ()
+    assert ".venv/" in capture.ignored
+    got = tree_entries(tmp_path / "out" / "git", capture.tree or "")
+    assert "mine.py" in got and not [p for p in got if p.startswith(".venv")]
+
+
 def test_a_submodule_folder_with_a_repository_in_it_runs_no_hook(tmp_path: Path) -> None:
     upstream = make_repo(tmp_path / "upstream", {"f": "f\n"})
     repo = make_repo(tmp_path / "repo", {"a": "a\n"})
@@ -113,7 +130,7 @@ def test_a_submodule_folder_with_a_repository_in_it_runs_no_hook(tmp_path: Path)
     write(inner, {"f": "g\n"})  # the same size: only its content tells
     capture = capture_of(repo, seat.path, tmp_path / "out")
     assert capture.ok, capture
-    assert capture.forbidden == ("sub/.git",)
+    assert capture.forbidden == ()  # the base's own submodule, checked out: no breach
     got = tree_entries(tmp_path / "out" / "git", capture.tree or "")
     assert got["sub"] == ("160000", sh(repo, "rev-parse", "HEAD:sub").strip())  # as the base
     assert not marker.exists()

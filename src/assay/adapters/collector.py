@@ -301,6 +301,18 @@ def check_budgets(
         )
 
 
+def ignored_folders(git: Git, dot_gits: list[str]) -> set[str]:
+    """Which of ``dot_gits`` (paths of entries named ``.git``) lie in a folder the repository's
+    own .gitignore files ignore."""
+    parents = {p: p.rsplit("/", 1)[0] for p in dot_gits if "/" in p}
+    if not parents:
+        return set()
+    feed = b"".join(os.fsencode(folder + "/") + b"\0" for folder in set(parents.values()))
+    out = git.run("check-ignore", "-z", "--stdin", feed=feed, ok=(0, 1))
+    ignored = {os.fsdecode(p).rstrip("/") for p in out.split(b"\0") if p}
+    return {path for path, folder in parents.items() if folder in ignored}
+
+
 def collect(args: dict[str, Any], manifest: dict[str, Any]) -> None:
     worktree, base, out_dir = args["worktree"], args["base"], args["out_dir"]
     limits = {k: int(args["limits"][k]) for k in ("max_files", "max_bytes", "max_file_bytes")}
@@ -308,7 +320,9 @@ def collect(args: dict[str, Any], manifest: dict[str, Any]) -> None:
     make_git_dir(out_dir, list(args["stores"]), "sha256" if len(base) == 64 else "sha1")
     git = Git(worktree, out_dir)
     found = walk(worktree, limits["max_depth"])
-    manifest["forbidden"] = _listed(sorted(found.forbidden))
+    # A repository inside a folder the repository ignores (a dependency git installed into
+    # .venv/ or node_modules/) is no part of the candidate: it stays out, unreported.
+    inside_ignored = ignored_folders(git, found.forbidden)
     manifest["specials"] = _listed(sorted(found.specials))
     with open(os.path.join(out_dir, "git", "info", "exclude"), "wb") as exclude:
         exclude.write(b"".join(os.fsencode(exclude_pattern(p)) + b"\n" for p in found.excluded))
@@ -316,6 +330,9 @@ def collect(args: dict[str, Any], manifest: dict[str, Any]) -> None:
     base_tree = base_entries(git, base)
     # A submodule's folder is left as the base has it: git would run ``status`` inside it.
     gitlinks = [p for p, (mode, _) in base_tree.items() if mode == _GITLINK]
+    # So is the repository in a submodule's folder: the gitlink is the base's, kept as it is.
+    harmless = inside_ignored | {f"{p}/.git" for p in gitlinks}
+    manifest["forbidden"] = _listed(sorted(p for p in found.forbidden if p not in harmless))
     if gitlinks:
         feed = b"".join(os.fsencode(p) + b"\0" for p in gitlinks)
         git.run("update-index", "--skip-worktree", "-z", "--stdin", feed=feed)

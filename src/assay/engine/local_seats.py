@@ -190,6 +190,9 @@ async def capture_candidate(
     change = await asyncio.to_thread(store.changes, plan.base_commit, commit)
     if capture.ignored_count:
         fx.warn(f"{where}: {ignored_line(capture)}")
+    if capture.specials:  # FIFOs, sockets, devices: no file git can hold
+        named = ", ".join(shown(p) for p in capture.specials[:IGNORED_SHOWN])
+        fx.warn(f"{where}: not files, not in the candidate: {named}")
     return change, capture
 
 
