@@ -230,6 +230,8 @@ class Activities:
                         reason=call.reason,
                         clock=self.clock,
                         env=self.env,
+                        # a seat it cannot remove stays for `assay gc`, said in the worker's log
+                        warn=activity.logger.warning,
                     )
                     status, closed_now = found.value, True
                 except LedgerConflict:  # its own record, or another close, came first
