@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from support.seat_repo import collect, make_repo, make_seat, sh, write
+from support.seat_repo import candidate_change, collect, make_repo, make_seat, sh, write
 
 from assay.adapters import git, seats
 from assay.adapters.candidates import DIFF_CUT, CandidateStore, CaptureRejected
@@ -65,13 +65,13 @@ def edit(seat: Path) -> None:
     (seat / "link").symlink_to("a.txt")
 
 
-def test_changes_match_what_the_seat_read_before(
+def test_the_captured_change_is_the_one_git_itself_stages(
     repo: Path, store: CandidateStore, tmp_path: Path
 ) -> None:
     old_seat, new_seat = make_seat(repo, 1), make_seat(repo, 2)
     edit(old_seat.path)
     edit(new_seat.path)
-    before = git.read_changes(old_seat.path, base_of(repo))
+    before, _ = candidate_change(old_seat.path, base_of(repo))
     tree = store.import_pack(
         captured(repo, store, new_seat.path, tmp_path / "out"), max_objects=100, max_bytes=10**6
     )
