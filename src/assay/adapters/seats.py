@@ -15,6 +15,7 @@ The same function makes the fresh checkout a command validator runs in.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -67,6 +68,12 @@ def object_stores(repo: Path) -> tuple[Path, ...]:
     return tuple(found)
 
 
+@functools.cache
+def object_format(repo: Path) -> str:
+    """The user's repository's object format (``sha1``, ``sha256``): it never changes."""
+    return _out(repo, "rev-parse", "--show-object-format")
+
+
 def create_seat(
     repo: Path,
     path: Path,
@@ -89,7 +96,7 @@ def create_seat(
     home.mkdir()
     # No template: no sample hooks, nothing assay did not write. The object format follows
     # the user's repository (a sha256 repository's objects are no use to a sha1 one).
-    fmt = _out(repo, "rev-parse", "--show-object-format")
+    fmt = object_format(repo)
     _run(
         path.parent,
         *("init", "--quiet", "--template=", f"--object-format={fmt}"),

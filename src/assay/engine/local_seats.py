@@ -292,7 +292,7 @@ async def validate_seat(
     fx.results.setdefault((attempt, seat), [o.result for o in outcomes])
     fx.seating.record_checks(attempt, seat, [o.result for o in outcomes])
     # The lander lands only a tree the checks ran on (a revalidation's combined tree too).
-    fx.validated.add(await asyncio.to_thread(store.tree_of, commit))
+    fx.validated.add(await asyncio.to_thread(fx.seating.tree_of, plan, seat, commit))
     boundary(CrashPoint.VALIDATED)
     return outcomes
 

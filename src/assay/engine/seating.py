@@ -49,6 +49,7 @@ class Seating:
         self.operator_env = operator_env
         self.seats: dict[int, seats.Seat] = {}
         self.candidates: dict[tuple[int, int], str] = {}  # (attempt, seat) -> its commit
+        self.trees: dict[str, str] = {}  # a candidate's commit -> its tree
         self.cleared: dict[tuple[int, int], bool] = {}  # passed the scope and secret checks
         self.fetched: dict[int, str] = {}  # seat -> its branch in the user's repository
         self._stores: tuple[Path, ...] | None = None
@@ -166,7 +167,15 @@ class Seating:
         message = f"{title}\n\nassay run {plan.run_id}, seat {seat}, attempt {attempt}"
         commit = store.commit(tree, plan.base_commit, message)
         self.candidates[(attempt, seat)] = commit
+        self.trees[commit] = tree
         return commit
+
+    def tree_of(self, plan: RunPlan, seat: int, commit: str) -> str:
+        """The tree of ``commit``: a candidate's, known since its capture; else (a combined
+        commit of a landing) read from the seat's candidate store."""
+        if commit not in self.trees:
+            self.trees[commit] = self.store(plan, seat).tree_of(commit)
+        return self.trees[commit]
 
     def checkout(self, plan: RunPlan, seat: int, commit: str) -> seats.Seat:
         """A fresh repository holding exactly ``commit``'s tree, with a fresh home: where one
