@@ -121,7 +121,15 @@ class Bench:
         if not captured.ok:
             raise SystemExit(f"the capture failed: {captured.error or captured.over_budget}")
         tree = self.store.import_pack(captured, max_objects=100_000, max_bytes=200 * MiB)
-        self.store.checkout(tree, self.root / "checkouts" / f"v{n}")
+        commit = self.store.commit(tree, self.base, "assay: candidate")
+        seats.create_seat(  # the fresh checkout one command validator gets
+            self.repo,
+            self.root / "checkouts" / f"v{n}",
+            commit,
+            "check",
+            store=self.stores[0],
+            borrows=(self.store.objects,),
+        )
         return time.perf_counter() - start, made
 
     def clean(self) -> None:

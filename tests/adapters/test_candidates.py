@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from support.seat_repo import candidate_change, collect, make_repo, make_seat, sh, write
 
-from assay.adapters import git, seats
+from assay.adapters import git_links, seats
 from assay.adapters.candidates import DIFF_CUT, CandidateStore, CaptureRejected
 from assay.adapters.capture import Capture
 
@@ -83,7 +83,7 @@ def test_the_captured_change_is_the_one_git_itself_stages(
     assert kinds["old_name.py"][0] == "deleted"
     assert kinds["run.sh"] == ("modified", "100644", "100755")
     assert kinds["link"] == ("created", None, "120000")
-    assert store.symlinks(tree) == {"link": "a.txt"}
+    assert git_links.symlinks_at(store.path, tree) == {"link": "a.txt"}
 
 
 def test_import_quarantines_then_moves_the_pack_in(
@@ -199,7 +199,7 @@ def test_a_commit_that_is_not_on_the_base_or_a_bomb_is_rejected(
         )
 
 
-def test_checkout_is_byte_exact_whatever_the_attributes_say(
+def test_a_checkout_of_a_candidate_is_byte_exact_whatever_the_attributes_say(
     repo: Path, store: CandidateStore, tmp_path: Path
 ) -> None:
     seat = make_seat(repo)
@@ -209,20 +209,16 @@ def test_checkout_is_byte_exact_whatever_the_attributes_say(
     tree = store.import_pack(
         captured(repo, store, seat.path, tmp_path / "out"), max_objects=100, max_bytes=10**6
     )
+    commit = store.commit(tree, base_of(repo), "candidate")
     dest = tmp_path / "checkouts" / "v1"
-    store.checkout(tree, dest)
+    stores = seats.object_stores(repo)
+    seats.create_seat(repo, dest, commit, "check", store=stores[0], borrows=(store.objects,))
     assert (dest / "lf.crlf").read_bytes() == b"a\nb\n"  # eol=crlf converted nothing
     assert (dest / "win.txt").read_bytes() == b"c\r\nd\r\n"
     assert (dest / "x.id").read_bytes() == b"$Id$\n"  # ident expanded nothing
     assert os.readlink(dest / "link") == "../../outside"
     assert os.stat(dest / "run.sh").st_mode & 0o111
     assert (dest / "logo.bin").read_bytes() == bytes(range(256))
-    assert not (dest / ".git").exists()
-    with pytest.raises(FileExistsError):
-        store.checkout(tree, dest)
-    with pytest.raises(git.GitError):
-        store.checkout("0" * 40, tmp_path / "checkouts" / "v2")
-    assert not (tmp_path / "checkouts" / "v2").exists()  # nothing half-written
 
 
 def test_a_big_diff_is_cut_and_iter_diff_streams_it(

@@ -4,13 +4,14 @@ A seat's capture (:mod:`assay.adapters.capture`) crosses into the store once: it
 indexed in a quarantine with git's strict checks (no ``.git`` or ``..`` entry, no broken link,
 no thin pack), its object count and sizes bounded, and only then moved in. From then on the
 host works on objects it owns: the change and its diff come from the base and candidate trees,
-validators and judges get a fresh checkout of exactly the tree, and the landing fetches the
-commit from here. The store borrows the user's objects (``objects/info/alternates``) and is
+every command validator gets a fresh seat repository of exactly that tree (borrowing this
+store's objects: :func:`assay.adapters.seats.create_seat`), and the landing fetches the commit
+from here. The store borrows the user's objects (``objects/info/alternates``) and is
 never bound writable into a sandbox; a seat of a later attempt may borrow it read-only.
 
 Every git call here names the store (``--git-dir``), with no system or global config or
 attributes, no replace objects, no hooks and no fsmonitor; its ``info/attributes`` turns
-every conversion off, so a checkout holds exactly the tree's bytes.
+every conversion off.
 """
 
 from __future__ import annotations
@@ -361,47 +362,6 @@ class CandidateStore:
             if code != 0:
                 errors.seek(0)
                 raise GitError(("diff-tree", "-p"), self.path, code, _text(errors.read(4000)))
-
-    def symlinks(self, tree: str) -> dict[str, str]:
-        """Every symlink of ``tree``: path -> its target, read from the blobs (never followed)."""
-        raw = _text(self._git("ls-tree", "-r", "-z", "--full-tree", tree).stdout)
-        entries = []
-        for record in raw.split("\0"):
-            meta, _, path = record.partition("\t")
-            fields = meta.split(" ")
-            if len(fields) == 3 and fields[0] == _LINK_MODE:
-                entries.append((path, fields[2]))
-        if not entries:
-            return {}
-        feed = "".join(f"{oid}\n" for _, oid in entries).encode()
-        out = self._git("cat-file", "--batch", feed=feed).stdout
-        targets: dict[str, str] = {}
-        at = 0
-        for path, _oid in entries:
-            header_end = out.index(b"\n", at)
-            size = int(out[at:header_end].split(b" ")[2])
-            targets[path] = _text(out[header_end + 1 : header_end + 1 + size])
-            at = header_end + 1 + size + 1  # the content, then a newline
-        return targets
-
-    def checkout(self, tree: str, dest: Path) -> None:
-        """A fresh folder ``dest`` (it must not exist) holding exactly ``tree``'s bytes, links
-        as links, nothing converted. On failure nothing is left at ``dest``."""
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        dest.mkdir()
-        try:
-            with tempfile.TemporaryDirectory(prefix="checkout-", dir=self.path) as scratch:
-                self._git(
-                    *("-c", "core.bare=false", "-c", "checkout.workers=0"),
-                    *("read-tree", "--reset", "-u", tree),
-                    env={
-                        "GIT_INDEX_FILE": str(Path(scratch) / "index"),
-                        "GIT_WORK_TREE": str(dest),
-                    },
-                )
-        except BaseException:
-            folders.remove_tree(dest)
-            raise
 
     def publish(self, repo: Path, commit: str, branch: str) -> str:
         """Fetch ``commit`` from the store into ``repo`` as ``refs/heads/<branch>``; the
