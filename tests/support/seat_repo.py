@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 from collections.abc import Mapping
@@ -10,7 +9,7 @@ from pathlib import Path
 
 from assay.adapters import collector, git, seats
 from assay.adapters.candidates import CandidateStore
-from assay.adapters.capture import Capture, CaptureLimits, read_manifest
+from assay.adapters.capture import Capture, CaptureLimits, collector_args, read_manifest
 from assay.core.changes import ChangeSet
 
 FileSpec = str | bytes
@@ -61,19 +60,8 @@ def collect(
     """The collector run in this process (unconfined), its manifest read as the host reads it."""
     limits = limits or CaptureLimits()
     out_dir.mkdir(parents=True)
-    args = {
-        "worktree": str(worktree),
-        "base": base,
-        "stores": [str(s) for s in stores],
-        "out_dir": str(out_dir),
-        "limits": {
-            "max_files": limits.max_files,
-            "max_bytes": limits.max_bytes,
-            "max_file_bytes": limits.max_file_bytes,
-            "max_depth": limits.max_depth,
-        },
-    }
-    assert collector.main(["collector", json.dumps(args)]) == 0
+    args = collector_args(worktree, base, stores, out_dir, limits)
+    assert collector.main(["collector", args]) == 0
     return read_manifest(out_dir, base)
 
 

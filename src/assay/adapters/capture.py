@@ -73,6 +73,26 @@ class Capture:
         return self.tree is not None and self.over_budget is None and self.error is None
 
 
+def collector_args(
+    worktree: Path, base_commit: str, stores: Sequence[Path], out_dir: Path, limits: CaptureLimits
+) -> str:
+    """The collector's one argument: what it captures, where, within which budgets (JSON)."""
+    return json.dumps(
+        {
+            "worktree": str(worktree),
+            "base": base_commit,
+            "stores": [str(store) for store in stores],
+            "out_dir": str(out_dir),
+            "limits": {
+                "max_files": limits.max_files,
+                "max_bytes": limits.max_bytes,
+                "max_file_bytes": limits.max_file_bytes,
+                "max_depth": limits.max_depth,
+            },
+        }
+    )
+
+
 def capture_seat(
     *,
     worktree: Path,
@@ -95,19 +115,8 @@ def capture_seat(
         raise ValueError(f"not a full commit id: {base_commit!r}")
     remove_tree(out_dir)
     out_dir.mkdir(parents=True, mode=0o700)
-    args = {
-        "worktree": str(worktree),
-        "base": base_commit,
-        "stores": [str(store) for store in stores],
-        "out_dir": str(out_dir),
-        "limits": {
-            "max_files": limits.max_files,
-            "max_bytes": limits.max_bytes,
-            "max_file_bytes": limits.max_file_bytes,
-            "max_depth": limits.max_depth,
-        },
-    }
-    argv = [sys.executable, "-I", "-S", collector.__file__, json.dumps(args)]
+    args = collector_args(worktree, base_commit, stores, out_dir, limits)
+    argv = [sys.executable, "-I", "-S", collector.__file__, args]
     try:
         done = run_process(
             argv,
