@@ -243,7 +243,7 @@ class LocalEffects:
                 {c.seat: self.change_of(c) for c in call.candidates},
                 operator_env=self.operator_env,
                 workdir=workdir,
-                sandbox=await asyncio.to_thread(self.seating.judge_sandbox, plan, workdir),
+                sandbox=await asyncio.to_thread(self.seating.judge_sandbox, plan),
             )
         for problem in panel.problems:  # a judge that cannot run says so on stderr
             self._warn(f"attempt {attempt}: {problem}")

@@ -33,7 +33,7 @@ from assay.core.brief import render_brief
 from assay.core.changes import ChangeSet
 from assay.core.report import compare_with_diff
 from assay.core.text import shown
-from assay.core.vocab import CanonicalHalt, CrashPoint, EventKind, ValidatorKind
+from assay.core.vocab import CanonicalHalt, CrashPoint, EventKind, Severity, ValidatorKind
 from assay.engine.accounting import validator_event
 from assay.engine.closing import IGNORED_SHOWN
 from assay.engine.effects import FireCall, SeatCall
@@ -291,8 +291,10 @@ async def validate_seat(
     outcomes = await asyncio.to_thread(fx.redact_secrets, plan, outcomes)
     fx.results.setdefault((attempt, seat), [o.result for o in outcomes])
     fx.seating.record_checks(attempt, seat, [o.result for o in outcomes])
-    # The lander lands only a tree the checks ran on (a revalidation's combined tree too).
-    fx.validated.add(await asyncio.to_thread(fx.seating.tree_of, plan, seat, commit))
+    # The lander lands only a tree the checks passed (a revalidation's combined tree too): a
+    # tree another seat's candidate failed with must be checked again, never taken as passed.
+    if _passed(outcomes):
+        fx.validated.add(await asyncio.to_thread(fx.seating.tree_of, plan, seat, commit))
     boundary(CrashPoint.VALIDATED)
     return outcomes
 
@@ -300,3 +302,12 @@ async def validate_seat(
 def remove_checkout(checkout: Seat) -> None:
     for place in (checkout.path, checkout.home):
         remove_tree(place)
+
+
+def _passed(outcomes: Sequence[ValidationOutcome]) -> bool:
+    """No check errored, blocked or fired a halt: the only verdicts under which any policy
+    lets a tree land."""
+    return all(
+        not o.result.error and o.result.severity is not Severity.BLOCK and o.fire is None
+        for o in outcomes
+    )

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from assay.adapters import folders
 from assay.adapters.envpolicy import agent_environment, model_environment
 from assay.adapters.sandbox_spec import SandboxSpec
 from assay.core.changes import ChangeSet
@@ -22,6 +24,17 @@ from assay.engine.outcomes import JudgeRound, RunPlan
 
 if TYPE_CHECKING:
     from assay.adapters.judging import RankingResult
+
+
+def own_home(sandbox: SandboxSpec | None, index: int, round_: int) -> SandboxSpec | None:
+    """The judge's sandbox with a fresh home of its own for this round: no judge leaves
+    anything (settings, hooks) for another judge or a later round."""
+    if sandbox is None or sandbox.home is None:
+        return sandbox
+    home = sandbox.home / f"judge-{index + 1}-round-{round_}"
+    folders.remove_tree(home)
+    home.mkdir(parents=True)
+    return replace(sandbox, home=home.resolve())
 
 
 async def judge_blind(
@@ -66,7 +79,7 @@ async def judge_blind(
         )
         directory = workdir / f"judge-{index + 1}" / f"round-{round_}"
         directory.mkdir(parents=True, exist_ok=True)
-        confined = None if spec.kind is JudgeKind.LLM else sandbox
+        confined = None if spec.kind is JudgeKind.LLM else own_home(sandbox, index, round_)
         if not prior:
             return rank(order, contract.task, spec, env=env, workdir=directory, sandbox=confined)
         others = [r for i, r in enumerate(prior) if i != index]

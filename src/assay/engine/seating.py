@@ -237,15 +237,15 @@ class Seating:
             home=checkout.home.resolve(),
         )
 
-    def judge_sandbox(self, plan: RunPlan, workdir: Path) -> SandboxSpec:
-        """Where a CLI judge runs: its own folder of blinded diffs, a home of the run's judges;
-        it sees no seat (an agent: it keeps the network to reach its model)."""
+    def judge_sandbox(self, plan: RunPlan) -> SandboxSpec:
+        """Where a CLI judge runs: it sees no seat and writes nothing of the run's (its diffs are
+        bound read-only, its home is a fresh folder under ``home`` per judge and round: see
+        :mod:`assay.engine.panel`); an agent, it keeps the network to reach its model."""
         home = seats.seats_root(self.home, plan.run_id) / "judges.home"
         home.mkdir(parents=True, exist_ok=True)
         return SandboxSpec(
             mode=plan.contract.sandbox,
             network=NetworkMode.ON,
-            writable=_unique([workdir]),
             hidden=self._hidden(plan),
             home=home.resolve(),
         )

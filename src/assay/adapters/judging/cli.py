@@ -150,7 +150,7 @@ def rank_with_cli(
 ) -> RankingResult:
     """Run the CLI over the candidates' diffs; ``env`` is the child's whole environment
     (default: the allowlist plus the tool's own credentials). ``sandbox``: where it runs
-    (None: unconfined); the judge's own folder is added to its writable paths."""
+    (None: unconfined); the judge's diffs are added to its read-only paths."""
     labels_of(candidates)
     if workdir is not None:
         return _run(candidates, task, judge, env, workdir, prior, sandbox)
@@ -175,16 +175,17 @@ def _run(
     if judge.base_url:
         variable = "ANTHROPIC_BASE_URL" if judge.kind is JudgeKind.CLAUDE else "OPENAI_BASE_URL"
         child_env[variable] = judge.base_url
+    scratch = write_scratch(workdir, candidates)
     proc = start_cli(
         kind,
         CLAUDE_INSTALL if judge.kind is JudgeKind.CLAUDE else CODEX_INSTALL,
         command(judge),
-        cwd=write_scratch(workdir, candidates),
+        cwd=scratch,
         env=child_env,
         timeout=judge.timeout_seconds,
         log_path=workdir / f"{kind}.log",
         stdin=build_prompt(candidates, task, prior),
-        sandbox=_with_workdir(sandbox, workdir),
+        sandbox=_reading(sandbox, scratch),
     )
     if isinstance(proc, DispatchResult):
         return RankingResult(None, error=proc.environment_error or proc.error, judge=name)
@@ -192,11 +193,13 @@ def _run(
     return _result(parsed, proc, [c.label for c in candidates], name)
 
 
-def _with_workdir(sandbox: SandboxSpec | None, workdir: Path) -> SandboxSpec | None:
-    """The judge writes its transcript and reads its diffs in ``workdir``: visible, writable."""
+def _reading(sandbox: SandboxSpec | None, scratch: Path) -> SandboxSpec | None:
+    """The judge reads its diffs in ``scratch``, bound read-only: its transcript and answer are
+    written by assay in the folder above, which the judge cannot see, so no judge rewrites its
+    own answer or another's, nor plants a link assay would follow."""
     if sandbox is None:
         return None
-    return replace(sandbox, writable=(*sandbox.writable, workdir.resolve()))
+    return replace(sandbox, readable=(*sandbox.readable, scratch.resolve()))
 
 
 def _parse(kind: JudgeKind, proc: ProcessResult) -> ParsedRun:
