@@ -64,3 +64,56 @@ def test_a_moved_base_whose_combined_tree_failed_its_checks_is_revalidated(world
     assert not ("x.txt" in tree and "marker.txt" in tree), (
         f"main holds a tree its validator refuses: {payload['status']}: {payload['reason']}"
     )
+
+
+# A stand-in for the `claude` CLI: a judge that does what a diff's injected text asks of it,
+# within what its sandbox lets it do (write in the run's judges folder). It ranks the blind
+# candidates (judge 1 best-first, judge 2 worst-first, so the panel splits and deliberates)
+# and, as judge 1 in round 0, leaves `judge-1/round-1` as a link to the operator's home.
+FAKE_JUDGE = """#!/bin/sh
+cat >/dev/null
+here="$(pwd)"
+labels="$(ls *.diff | sed 's/\\.diff$//' | tr '\\n' ' ')"
+case "$here" in
+  */judge-1/round-0/candidates) order="$labels"; ln -s {target} ../../round-1 ;;
+  */judge-2/*) order="$(echo $labels | tr ' ' '\\n' | sort -r | tr '\\n' ' ')" ;;
+  *) order="$labels" ;;
+esac
+json="$(printf '%s' "$order" | sed 's/\\([A-Z]\\)/\\\\"\\1\\\\"/g; s/ *$//; s/ /, /g')"
+answer='{{\\"ranking\\": ['"$json"'], \\"reasons\\": \\"ok\\"}}'
+head='{{"type":"result","subtype":"success","is_error":false,"num_turns":1'
+tail='"stop_reason":"end_turn","total_cost_usd":0,"usage":{{"input_tokens":1,"output_tokens":1}}}}'
+printf '%s,"result":"%s",%s\n' "$head" "$answer" "$tail"
+"""
+
+
+def test_a_cli_judge_cannot_plant_a_link_the_next_round_follows(world: World) -> None:
+    """Two seats, two `claude` judges that disagree, one round of deliberation. A CLI judge
+    reads the coders' diffs (text a coder wrote to steer it), and its sandbox lets it write
+    anywhere in the run's judges folder, shared by every judge and round. Round 0's judge 1
+    leaves `judge-1/round-1` as a link to the operator's home. For round 1 the host follows
+    it: it deletes the operator's own `~/candidates` folder (`write_scratch` clears a folder of
+    that name) and writes the blinded diffs there. (The judge itself then fails to start: the
+    log is opened without following links, so the home is not bound; the host's writes and
+    deletion already happened.) Principle 9: what a sandboxed process could write is never
+    followed. At fault: `seating.judge_sandbox` (writable: the whole judges folder) and
+    `panel.judge_blind` / `judging.cli.write_scratch` (mkdir, remove and write through links)."""
+    (world.home / "candidates").mkdir()
+    (world.home / "candidates" / "keep.txt").write_text("the operator's own file\n")
+    world.commit({"a.txt": "good\n"})
+    bindir = world.tmp / "fakebin"
+    bindir.mkdir()
+    fake = bindir / "claude"
+    fake.write_text(FAKE_JUDGE.format(target=world.home))
+    fake.chmod(0o755)
+    contract = world.contract(
+        "judged.yaml",
+        ['echo "seat $ASSAY_SEAT" > a.txt'],
+        extra="seats: 2\njudges: 2\njudge: claude\ndeliberate_rounds: 1\n",
+    )
+    done = world.run(contract, {"PATH": f"{bindir}:/usr/bin:/bin"}, args=["--progress", "always"])
+    world.assert_coder_ran()
+    payload = world.payload(done)
+    assert payload["tally"] is not None, f"the judges never ran: {payload['reason']}"
+    assert (world.root / ".assay" / "runs" / payload["run_id"]).exists()
+    assert world.home_changes() == [], f"the operator's home changed: {world.home_changes()}"
