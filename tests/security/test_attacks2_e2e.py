@@ -75,7 +75,6 @@ cat >/dev/null
 here="$(pwd)"
 labels="$(ls *.diff | sed 's/\\.diff$//' | tr '\\n' ' ')"
 case "$here" in
-  */judge-1/round-0/candidates) order="$labels"; ln -s {target} ../../round-1 ;;
   */judge-2/*) order="$(echo $labels | tr ' ' '\\n' | sort -r | tr '\\n' ' ')" ;;
   *) order="$labels" ;;
 esac
@@ -83,7 +82,12 @@ json="$(printf '%s' "$order" | sed 's/\\([A-Z]\\)/\\\\"\\1\\\\"/g; s/ *$//; s/ /
 answer='{{\\"ranking\\": ['"$json"'], \\"reasons\\": \\"ok\\"}}'
 head='{{"type":"result","subtype":"success","is_error":false,"num_turns":1'
 tail='"stop_reason":"end_turn","total_cost_usd":0,"usage":{{"input_tokens":1,"output_tokens":1}}}}'
-printf '%s,"result":"%s",%s\n' "$head" "$answer" "$tail"
+line="$(printf '%s,"result":"%s",%s' "$head" "$answer" "$tail")"
+echo "$line"
+case "$here" in
+  */judge-1/round-0/candidates) {judge1} ;;
+  */judge-2/round-0/candidates) {judge2} ;;
+esac
 """
 
 
@@ -104,7 +108,8 @@ def test_a_cli_judge_cannot_plant_a_link_the_next_round_follows(world: World) ->
     bindir = world.tmp / "fakebin"
     bindir.mkdir()
     fake = bindir / "claude"
-    fake.write_text(FAKE_JUDGE.format(target=world.home))
+    plant = f"ln -s {world.home} ../../round-1"
+    fake.write_text(FAKE_JUDGE.format(judge1=plant, judge2=":"))
     fake.chmod(0o755)
     contract = world.contract(
         "judged.yaml",
@@ -117,3 +122,33 @@ def test_a_cli_judge_cannot_plant_a_link_the_next_round_follows(world: World) ->
     assert payload["tally"] is not None, f"the judges never ran: {payload['reason']}"
     assert (world.root / ".assay" / "runs" / payload["run_id"]).exists()
     assert world.home_changes() == [], f"the operator's home changed: {world.home_changes()}"
+
+
+def test_one_cli_judge_cannot_rewrite_another_judges_answer(world: World) -> None:
+    """Two seats, two `claude` judges that disagree (judge 1: A first, judge 2: B first). Both
+    run at once, and each one's sandbox binds the whole judges folder writable, so judge 1
+    (steered by a diff's text) waits for judge 2's output file and rewrites it in place with
+    its own ranking; the host reads judge 2's answer back from that file. The panel must stay
+    split (one vote each), never two votes for judge 1's choice: a judge writes only its own
+    folder. At fault: `seating.judge_sandbox` (writable: every judge's folder) and
+    `process.run_process` (the answer read back from a file the sandbox can write)."""
+    world.commit({"a.txt": "good\n"})
+    bindir = world.tmp / "fakebin"
+    bindir.mkdir()
+    fake = bindir / "claude"
+    other = "../../../judge-2/round-0/claude.log.out"
+    wait = f"for i in $(seq 1 100); do [ -s {other} ] && break; sleep 0.05; done"
+    forge = f'{wait}; echo "$line" > {other}'
+    fake.write_text(FAKE_JUDGE.format(judge1=forge, judge2="sleep 2"))
+    fake.chmod(0o755)
+    contract = world.contract(
+        "judged.yaml",
+        ['echo "seat $ASSAY_SEAT" > a.txt'],
+        extra="seats: 2\njudges: 2\njudge: claude\n",
+    )
+    done = world.run(contract, {"PATH": f"{bindir}:/usr/bin:/bin"})
+    world.assert_coder_ran()
+    payload = world.payload(done)
+    tally = payload["tally"]
+    assert tally is not None, f"the judges never ran: {payload['reason']}"
+    assert sorted(tally["first_choices"].values()) == [1, 1], f"judge 2's vote was forged: {tally}"
