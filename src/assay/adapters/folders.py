@@ -254,7 +254,9 @@ def _make_private(parent: int, name: str) -> bool:
     """Let the owner list and enter the folder ``name`` of ``parent`` (never through a link)."""
     try:
         os.chmod(name, _PRIVATE, dir_fd=parent, follow_symlinks=False)
-    except (OSError, ValueError, NotImplementedError):  # ValueError: a link, left as it is
+    # ValueError: a link, left as it is; NotImplementedError: chmod without following links is
+    # not supported on this platform.
+    except (OSError, ValueError, NotImplementedError):
         return False
     return True
 

@@ -44,8 +44,8 @@ def one_line_title(text: str, limit: int = 80) -> str:
     return "(untitled)"
 
 
-# Shown as ``<U+XXXX>``: invisible characters that reorder, join or break what is around them
-# (bidi controls and marks, zero-width characters, the line and paragraph separators).
+# Shown by code point (``<U+202E>``): invisible characters that reorder, join or break what is
+# around them (bidi controls and marks, zero-width characters, line and paragraph separators).
 _VISIBLE_CATEGORIES = frozenset({"Cf", "Zl", "Zp"})
 _LINE_SHORT = {"\t": "\t", "\r": "\\r"}
 _QUOTED_SHORT = {"\n": "\\n", "\t": "\\t", "\r": "\\r", "\\": "\\\\", '"': '\\"'}
