@@ -14,11 +14,7 @@ from assay.adapters import git_links, seats
 from assay.adapters.candidates import DIFF_CUT, CandidateStore, CaptureRejected
 from assay.adapters.capture import Capture
 
-
-@pytest.fixture(autouse=True)
-def _isolated_git(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(tmp_path / "no-global-gitconfig"))
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+pytestmark = pytest.mark.usefixtures("isolated_git")
 
 
 @pytest.fixture

@@ -22,10 +22,11 @@ from assay.core.vocab import NetworkMode, SandboxMode
 PATH = os.environ.get("PATH", "/usr/bin:/bin")
 
 
+pytestmark = pytest.mark.usefixtures("isolated_git")
+
+
 @pytest.fixture(autouse=True)
-def _isolated_git(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(tmp_path / "no-global-gitconfig"))
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+def _bwrap_works() -> None:
     assert bwrap_problem() is None, "these tests need a working bubblewrap"
 
 
