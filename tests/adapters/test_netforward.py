@@ -7,6 +7,7 @@ from __future__ import annotations
 import http.server
 import json
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -227,6 +228,13 @@ def test_the_listener_is_up_before_the_program_and_gone_after_it() -> None:
         except OSError:
             assert time.monotonic() < deadline, "the forwarder outlived its program"
             time.sleep(0.02)
+
+
+def test_the_program_starts_with_sigpipe_at_its_default() -> None:
+    config = json.dumps({"socket": "/tmp/none.sock", "port": free_port()})
+    done = run_forwarder(config, "grep", "^SigIgn:", "/proc/self/status")
+    ignored = int(done.stdout.split()[1], 16)
+    assert not ignored & (1 << (signal.SIGPIPE - 1)), done.stdout
 
 
 def test_a_port_already_taken_exits_125() -> None:

@@ -34,6 +34,7 @@ import ipaddress
 import json
 import os
 import select
+import signal
 import socket
 import sys
 import threading
@@ -146,6 +147,11 @@ def main(args: Sequence[str]) -> NoReturn:
     for sock, _ in listeners:
         sock.close()
     program = list(args[1:])
+    # Python ignores these for itself; an ignored signal survives exec, and the program must
+    # start as it would from a shell (a `yes | head` inside it ends by SIGPIPE, not an error).
+    for name in ("SIGPIPE", "SIGXFSZ"):
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), signal.SIG_DFL)
     try:
         os.execvp(program[0], program)
     except (FileNotFoundError, NotADirectoryError):
