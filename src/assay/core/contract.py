@@ -25,7 +25,7 @@ from pydantic import (
     model_validator,
 )
 
-from assay.core.contract_rules import coder_problem, env_problem, pattern_problem
+from assay.core.contract_rules import allow_problem, coder_problem, env_problem, pattern_problem
 from assay.core.contract_yaml import (
     TEMPLATE,
     ContractError,
@@ -196,6 +196,28 @@ class JudgeSpec(_Input):
         return self
 
 
+class NetworkPolicy(_Input):
+    """What the processes of a seat may reach (``network: on`` is short for ``{mode: on}``).
+
+    ``mode``: ``on``, a network namespace of the seat's own whose only way out is assay's
+    allowlisting proxy (the coder's provider, derived from its settings, plus ``allow``);
+    ``none``, nothing for command coders (an agent still reaches its provider, nothing else);
+    ``host``, the machine's network, loopback included: an explicit opt-out, warned about.
+    ``allow``: more hosts (``host``, ``host:port``, ``*.domain``, or a URL); a bare host means
+    ports 443 and 80. ``validators``: command validators get no network unless this is ``on``
+    (the seat's allowlist) or ``host``."""
+
+    mode: NetworkMode = NetworkMode.ON
+    allow: list[str] = Field(default_factory=list)
+    validators: NetworkMode = NetworkMode.NONE
+
+    @field_validator("allow")
+    @classmethod
+    def _valid_rules(cls, value: list[str]) -> list[str]:
+        _refuse(allow_problem(value))
+        return value
+
+
 # Budgets are bounded so a typo (or 99999999999999999999) cannot make a run loop for days.
 MAX_REFUNDS_LIMIT = 100
 DEFAULT_MAX_FILES = 20_000
@@ -318,7 +340,7 @@ class Contract(_Input):
     pr: PullRequestSettings = Field(default_factory=PullRequestSettings)
     env: dict[str, str] = Field(default_factory=dict)
     sandbox: SandboxMode = SandboxMode.BWRAP
-    network: NetworkMode = NetworkMode.ON
+    network: NetworkPolicy = Field(default_factory=NetworkPolicy)
     # A generic secret finding (keyword, entropy, credentials in a URL) warns, or blocks.
     secrets: SecretsMode = SecretsMode.STANDARD
     halt_classes: list[HaltClass] = Field(default_factory=canonical_halt_classes)
@@ -333,6 +355,12 @@ class Contract(_Input):
     def _passable_env(cls, value: dict[str, str]) -> dict[str, str]:
         _refuse(env_problem(value))
         return value
+
+    @field_validator("network", mode="before")
+    @classmethod
+    def _network_shorthand(cls, value: object) -> object:
+        """``network: none`` is short for ``network: {mode: none}``."""
+        return {"mode": value} if isinstance(value, str) else value
 
     @field_validator("coder", "judge", mode="before")
     @classmethod

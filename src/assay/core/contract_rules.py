@@ -6,14 +6,16 @@ Each function is pure and returns the problem as a sentence, or None when there 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 import pathspec
 
+from assay.core.egress import parse_rule
 from assay.core.vocab import CoderKind
 
 __all__ = [
     "REPLAY_STEP_KEYS",
+    "allow_problem",
     "coder_problem",
     "env_problem",
     "pattern_problem",
@@ -76,4 +78,14 @@ def pattern_problem(patterns: Iterable[str]) -> str | None:
         except Exception as exc:  # pathspec raises its own errors and re.error alike
             detail = " ".join(str(exc).split()) or type(exc).__name__
             return f"{pattern!r} is not a valid glob pattern: {detail}"
+    return None
+
+
+def allow_problem(rules: Sequence[str]) -> str | None:
+    """Why an entry of ``network.allow`` is not a host rule (see :func:`parse_rule`)."""
+    for text in rules:
+        try:
+            parse_rule(text)
+        except ValueError as exc:
+            return f"network.allow: {exc}"
     return None
