@@ -263,6 +263,12 @@ def test_an_unreachable_origin_is_a_502(folder: Path) -> None:
         b"CONNECT user@a.example.test:443 HTTP/1.1\r\n\r\n",
         b"GET http://a.example.test/ HTTP/2\r\n\r\n",
         b"GET http://a.example.test/ HTTP/1.1\r\nno colon here\r\n\r\n",
+        # a bare LF, CR or NUL the origin may take for a line end: a header smuggled past
+        b"GET http://a.example.test/ HTTP/1.1\r\nX: a\nHost: other.test\r\n\r\n",
+        b"GET http://a.example.test/ HTTP/1.1\r\nX: a\r\r\n\nHost: other.test\r\n\r\n",
+        b"GET http://a.example.test/ HTTP/1.1\r\nX: a\rHost: other.test\r\n\r\n",
+        b"GET http://a.example.test/ HTTP/1.1\r\nX: a\x00b\r\n\r\n",
+        b"GET http://a.example.test/x\rHost:other.test HTTP/1.1\r\n\r\n",
     ],
 )
 def test_what_is_no_proxy_request_is_a_400(folder: Path, request_bytes: bytes) -> None:
