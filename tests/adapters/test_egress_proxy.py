@@ -215,6 +215,36 @@ def test_a_name_resolving_to_this_host_or_its_link_is_refused(
     assert counter.accepted == 0
 
 
+def own_address() -> str:
+    """A non-loopback address of this machine (the one its default route leaves from)."""
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+            probe.connect(("198.51.100.1", 9))  # TEST-NET-2: only the route is looked up
+            address = str(probe.getsockname()[0])
+    except OSError:
+        pytest.skip("this machine has no route off its loopback")
+    if address.startswith("127."):
+        pytest.skip("this machine has no address but loopback")
+    return address
+
+
+def test_a_name_resolving_to_an_address_of_this_machine_is_refused(folder: Path) -> None:
+    """A service bound to 0.0.0.0 answers on the machine's LAN address too: a name that
+    resolves there is the host itself, not a machine of the network."""
+    address = own_address()
+    with socket.create_server(("0.0.0.0", 0)) as service:
+        port = service.getsockname()[1]
+        rules = [AllowRule("model.example.test", port), AllowRule(address, port)]
+        resolve = lambda host, port: [address]  # noqa: E731
+        with EgressProxy(rules, folder / "p.sock", resolve=resolve) as proxy:
+            by_name = ask(proxy, f"CONNECT model.example.test:{port} HTTP/1.1\r\n\r\n".encode())
+            with connect(proxy) as sock:  # the rule naming the address itself still reaches it
+                sock.sendall(f"CONNECT {address}:{port} HTTP/1.1\r\n\r\n".encode())
+                assert read_head(sock).startswith(b"HTTP/1.1 200 ")
+    assert by_name.startswith(b"HTTP/1.1 403 "), by_name
+    assert f"it resolves to {address}".encode() in by_name
+
+
 def test_the_proxy_connects_to_the_address_it_checked(folder: Path, counter: Origin) -> None:
     """A name that resolves to loopback first and to a remote address next is never let
     through to loopback: the loopback answer is skipped, not retried by another lookup."""
