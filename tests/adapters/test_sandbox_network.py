@@ -4,8 +4,12 @@ by path or by abstract name, is reachable from inside unless the network is ``ho
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import sys
+import tempfile
+import threading
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -74,9 +78,16 @@ class HostServices:
 
 
 @pytest.fixture
-def services() -> Iterator[HostServices]:
-    # /var/tmp: a folder the sandbox shows (unlike /tmp, which is private inside).
-    started = HostServices(Path("/var/tmp"))
+def visible() -> Iterator[Path]:
+    """A folder the sandbox shows (unlike /tmp and /var/tmp, which are private inside)."""
+    folder = Path(tempfile.mkdtemp(prefix=".sockets-", dir=Path(__file__).resolve().parent))
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def services(visible: Path) -> Iterator[HostServices]:
+    started = HostServices(visible)
     yield started
     started.close()
 
@@ -123,3 +134,69 @@ def test_host_sockets_lists_bound_paths_only(services: HostServices) -> None:
     found = host_sockets()
     assert services.path.resolve() in found
     assert all(p.is_absolute() for p in found)
+
+
+def listen_unix(path: Path, *, relative: bool = False) -> socket.socket:
+    """A unix socket listening at ``path``; bound by its bare name from its folder when
+    ``relative`` (the host's table then shows the name only)."""
+    sock = socket.socket(socket.AF_UNIX)
+    if relative:
+        before = os.getcwd()
+        os.chdir(path.parent)
+        try:
+            sock.bind(path.name)
+        finally:
+            os.chdir(before)
+    else:
+        sock.bind(str(path))
+    sock.listen(4)
+    return sock
+
+
+def test_a_socket_bound_by_a_relative_name_is_hidden_too(tmp_path: Path, visible: Path) -> None:
+    """The table shows a relative name only: the folder its server runs in is where it is."""
+    path = visible / "relative.sock"
+    before = os.getcwd()
+    os.chdir(visible)  # a server that binds by name where it runs
+    try:
+        with listen_unix(path, relative=True):
+            assert path.resolve() in host_sockets()
+            out = probe(tmp_path, SandboxSpec(writable=(tmp_path / "seat",)), [str(path)])
+    finally:
+        os.chdir(before)
+    assert "REACHED" not in out and "refused" in out, out
+
+
+def test_var_tmp_is_private_so_a_socket_made_there_after_the_start_is_unreachable(
+    tmp_path: Path,
+) -> None:
+    """Any user of the host can make a socket in /var/tmp at any time, after the sandbox read
+    the host's table too: inside, /var/tmp is a fresh tmpfs."""
+    path = Path("/var/tmp") / f"late-{uuid.uuid4().hex[:8]}.sock"
+    made: list[socket.socket] = []
+
+    def late() -> None:
+        time.sleep(0.5)
+        made.append(listen_unix(path))
+
+    maker = threading.Thread(target=late)
+    maker.start()
+    try:
+        spec = SandboxSpec(writable=(tmp_path / "seat",))
+        seat = tmp_path / "seat"
+        seat.mkdir()
+        ran = run_process(
+            [sys.executable, "-c", f"import time; time.sleep(1.5); exec({PROBE!r})", str(path)],
+            cwd=seat,
+            env={"PATH": PATH},
+            timeout=30,
+            log_path=tmp_path / "late.log",
+            sandbox=spec,
+        )
+    finally:
+        maker.join()
+        for sock in made:
+            sock.close()
+        path.unlink(missing_ok=True)
+    assert made, "the late socket was never made"
+    assert "REACHED" not in ran.stdout and "refused" in ran.stdout, ran.stdout + ran.stderr

@@ -15,7 +15,8 @@ What a sandboxed process gets (``bwrap`` 0.8, Debian's ``bubblewrap``):
 * a network namespace of its own (only ``lo``, nothing of the host's listening on it; abstract
   unix sockets are per namespace), unless the network is ``host``; ``/run`` and every other
   unix socket the host has bound (databases, D-Bus, Docker: read from ``/proc/net/unix``) are
-  hidden. A ``network: on`` sandbox reaches out only through its proxy
+  hidden (one bound by a relative name, in the folder its server runs in), and ``/var/tmp`` is
+  a private tmpfs like ``/tmp``. A ``network: on`` sandbox reaches out only through its proxy
   (:mod:`assay.adapters.seat_network`), whose socket folder is bound in read-only;
 * ``--die-with-parent``: if assay dies, the sandbox dies with it.
 
@@ -36,6 +37,7 @@ without it.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import shutil
@@ -58,6 +60,9 @@ MISSING_MESSAGE = (
 PROBE_TIMEOUT = 10.0
 _PRIVATE_TMP = Path("/tmp")
 _RUN = Path("/run")
+# Where any user of the host may create a socket at any time (after the sandbox started,
+# too): a private tmpfs inside, like /tmp, when the sandbox has a network of its own.
+_SHARED_TMP = Path("/var/tmp")
 _UNIX_TABLE = "/proc/net/unix"
 _SHEBANG_BYTES = 256
 
@@ -171,7 +176,8 @@ def mount_args(spec: SandboxSpec, argv: Sequence[str], env: Mapping[str, str]) -
     hidden = _existing(spec.hidden)
     writable = [*_existing(spec.writable), *_existing([spec.home] if spec.home else [])]
     own_network = spec.network is not NetworkMode.HOST
-    covered = [*hidden, _PRIVATE_TMP, *([_RUN] if own_network else [])]
+    shared_tmp = [_real(_SHARED_TMP)] if own_network and _SHARED_TMP.is_dir() else []
+    covered = [*hidden, _PRIVATE_TMP, *shared_tmp, *([_RUN] if own_network else [])]
     # Bound back only when hidden, and never a hidden path itself or a folder holding one
     # (a PATH entry naming the operator's home must not show the home).
     needed = [
@@ -180,6 +186,7 @@ def mount_args(spec: SandboxSpec, argv: Sequence[str], env: Mapping[str, str]) -
         if _under_any(p, covered) and not any(_under_any(h, [p]) for h in hidden)
     ]
     mounts: dict[tuple[Path, int], None] = {(_PRIVATE_TMP, _TMPFS): None}
+    mounts.update({(path, _TMPFS): None for path in shared_tmp})
     if own_network and _RUN.is_dir():
         mounts[(_RUN, _HIDE)] = None
     mounts.update({(path, _HIDE): None for path in hidden})
@@ -224,19 +231,63 @@ def host_sockets() -> list[Path]:
     except OSError:
         return []
     found: dict[Path, None] = {}
+    relative: dict[str, list[str]] = {}
     for line in lines:
         fields = line.split(None, 7)
-        if len(fields) < 8 or not fields[7].startswith("/"):
+        if len(fields) < 8 or fields[7].startswith("@"):
             continue  # unbound, or abstract (those stay in the host's network namespace)
-        path = _real(fields[7])
-        if path in found:
+        if not fields[7].startswith("/"):
+            # Bound by a relative name: the table shows the name, not the folder it is in.
+            relative.setdefault(fields[6], []).append(fields[7])
             continue
-        try:
-            if stat.S_ISSOCK(os.lstat(path).st_mode):
-                found[path] = None
-        except OSError:
-            continue
+        _add_socket(found, fields[7])
+    if relative:
+        for inode, folder in _owners_folders(set(relative)):
+            for name in relative[inode]:
+                _add_socket(found, os.path.join(folder, name))
     return list(found)
+
+
+def _add_socket(found: dict[Path, None], name: str) -> None:
+    path = _real(name)
+    if path in found:
+        return
+    try:
+        if stat.S_ISSOCK(os.lstat(path).st_mode):
+            found[path] = None
+    except OSError:
+        pass
+
+
+def _owners_folders(inodes: set[str]) -> list[tuple[str, str]]:
+    """``(inode, working folder)`` of every process holding one of the sockets ``inodes``
+    (where a relative name was most likely bound: the folder a server runs in)."""
+    wanted = {f"socket:[{inode}]": inode for inode in inodes}
+    found: list[tuple[str, str]] = []
+    try:
+        pids = [entry for entry in os.listdir("/proc") if entry.isdigit()]
+    except OSError:
+        return found
+    for pid in pids:
+        held = {wanted[link] for link in _fd_links(pid) if link in wanted}
+        if held:
+            with contextlib.suppress(OSError):
+                cwd = os.readlink(f"/proc/{pid}/cwd")
+                found += [(inode, cwd) for inode in sorted(held)]
+    return found
+
+
+def _fd_links(pid: str) -> list[str]:
+    """What process ``pid``'s descriptors point at (``socket:[inode]`` for a socket)."""
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return []  # gone, or not ours to look at
+    links = []
+    for fd in fds:
+        with contextlib.suppress(OSError):  # closed meanwhile
+            links.append(os.readlink(f"/proc/{pid}/fd/{fd}"))
+    return links
 
 
 def prepare(spec: SandboxSpec) -> None:
