@@ -15,8 +15,9 @@ It understands the two forms HTTP clients use with a proxy:
 What is let through (:mod:`assay.core.egress`): a host and port some rule allows, at an address
 the proxy resolved itself (the client's resolver is never asked) that is not on this host or
 its link (loopback, an address of one of its interfaces, link-local like the cloud metadata
-service at 169.254.169.254, multicast) unless the rule names that address, or ``localhost``. The proxy connects to the very address it
-checked, so a name that resolves elsewhere a second time (DNS rebinding) changes nothing.
+service at 169.254.169.254, multicast) unless the rule names that address, or ``localhost``.
+The proxy connects to the very address it checked, so a name that resolves elsewhere a second
+time (DNS rebinding) changes nothing.
 Anything else is answered ``403`` (and recorded in :attr:`EgressProxy.refused`), ``400`` for
 what is no proxy request (or a head over 64 KiB), ``502`` for an origin that cannot be reached.
 """
