@@ -22,7 +22,13 @@ from assay.cli.web_options import (
     dashboard,
     serve_web_only,
 )
-from assay.cli.workspace import Workspace, fail, print_json, refuse_unconfinable
+from assay.cli.workspace import (
+    Workspace,
+    fail,
+    print_json,
+    refuse_secret_env,
+    refuse_unconfinable,
+)
 from assay.web.config import DEFAULT_HOST, DEFAULT_PORT
 
 if TYPE_CHECKING:
@@ -149,6 +155,7 @@ def serve(
     def run_here(task: Task) -> RunReport:
         contract = workspace.load_contract(task.id)
         refuse_unconfinable(contract)  # exit 2 (re-raised by the worker), the task untouched
+        refuse_secret_env(contract)
         shown = display.view(task.id) if many else display
 
         def sink(event: RunEvent) -> None:

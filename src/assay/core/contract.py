@@ -11,10 +11,11 @@ from __future__ import annotations
 import re
 import string
 from collections.abc import Sequence
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import yaml
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -25,7 +26,13 @@ from pydantic import (
     model_validator,
 )
 
-from assay.core.contract_rules import allow_problem, coder_problem, env_problem, pattern_problem
+from assay.core.contract_rules import (
+    allow_problem,
+    coder_problem,
+    env_problem,
+    key_variable_problem,
+    pattern_problem,
+)
 from assay.core.contract_yaml import (
     TEMPLATE,
     ContractError,
@@ -76,6 +83,15 @@ def _refuse(problem: str | None) -> None:
     """Raise a rule's problem as the ``ValueError`` pydantic reports at the key; None passes."""
     if problem is not None:
         raise ValueError(problem)
+
+
+def _key_variable(name: str | None) -> str | None:
+    _refuse(key_variable_problem(name))
+    return name
+
+
+# The variable an API key is read from: never one of assay's own secrets.
+KeyVariable = Annotated[str | None, AfterValidator(_key_variable)]
 
 
 class _Input(BaseModel):
@@ -144,7 +160,7 @@ class CoderSpec(_Input):
     steps: list[dict[str, str]] = Field(default_factory=list)
     # llm / judges: an OpenAI-compatible endpoint
     base_url: str | None = None
-    api_key_env: str | None = None
+    api_key_env: KeyVariable = None
     args: list[str] = Field(default_factory=list)  # extra arguments for CLI coders
 
     @model_validator(mode="after")
@@ -162,7 +178,7 @@ class ValidatorSpec(_Input):
     model: str | None = None
     criteria: list[str] = Field(default_factory=list)
     base_url: str | None = None
-    api_key_env: str | None = None
+    api_key_env: KeyVariable = None
     max_turns: int = Field(default=3, strict=True, ge=1)
 
     @model_validator(mode="after")
@@ -185,7 +201,7 @@ class JudgeSpec(_Input):
     kind: JudgeKind = JudgeKind.LLM
     model: str | None = None
     base_url: str | None = None
-    api_key_env: str | None = None
+    api_key_env: KeyVariable = None
     max_turns: int | None = Field(default=None, strict=True, ge=1)
     timeout_seconds: float = Field(default=600.0, strict=True, gt=0)
 
