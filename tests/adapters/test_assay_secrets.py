@@ -24,6 +24,7 @@ OPERATOR = {
     "ASSAY_TEMPORAL_API_KEY_ENV": "TEMPORAL_API_KEY",
     "TEMPORAL_API_KEY": "temporal-key-0123456789abcdef",
     "GITHUB_TOKEN": "gh-token-value",
+    "ASSAY_TEMPORAL_TLS_KEY": "/etc/assay/worker-key.pem",
 }
 SECRETS = (PASSWORD, "dashboard-token-0123456789", "temporal-key-0123456789abcdef")
 
@@ -49,6 +50,7 @@ def test_the_secrets_are_the_url_its_password_the_token_and_the_temporal_key() -
         (f"env: {{DSN: 'postgresql://assay:{PASSWORD}@db/assay'}}\n", "env: DSN holds"),
         ("env: {KEY: $TEMPORAL_API_KEY}\n", "env: KEY names $TEMPORAL_API_KEY"),
         ("env: {T: dashboard-token-0123456789}\n", "the dashboard's token"),
+        ("env: {K: /etc/assay/worker-key.pem}\n", "the Temporal client key's path"),
         (
             "coder: {kind: claude, api_key_env: TEMPORAL_API_KEY}\n",
             "the coder's credential TEMPORAL_API_KEY",

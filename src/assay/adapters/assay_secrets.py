@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from assay.adapters.store.names import DATABASE_URL_ENV
-from assay.adapters.temporal_connection import API_KEY_ENV_ENV
+from assay.adapters.temporal_connection import API_KEY_ENV_ENV, TLS_KEY_ENV
 from assay.core.contract_rules import SECRET_VARIABLES
 
 if TYPE_CHECKING:
@@ -59,6 +59,9 @@ def assay_secrets(operator_env: Mapping[str, str]) -> AssaySecrets:
     token = operator_env.get("ASSAY_WEB_TOKEN", "").strip()
     if token:
         values.append(Secret("the dashboard's token ($ASSAY_WEB_TOKEN)", token))
+    key_file = operator_env.get(TLS_KEY_ENV, "").strip()
+    if key_file:  # named, its file would be shown to the sandbox as a declared path
+        values.append(Secret(f"the Temporal client key's path (${TLS_KEY_ENV})", key_file))
     key_env = operator_env.get(API_KEY_ENV_ENV, "").strip()
     if key_env:
         names.add(key_env)

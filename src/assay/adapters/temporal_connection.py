@@ -124,6 +124,19 @@ class TemporalConnection:
             ways.append(f"API key ${self.api_key_env}")
         return " + ".join(ways) or "no TLS, no API key"
 
+    def environment(self) -> dict[str, str]:
+        """These settings as the variables they default to (absolute paths), for a process
+        that must know them after its flags are gone."""
+        named = {
+            TLS_CERT_ENV: self.tls_cert,
+            TLS_KEY_ENV: self.tls_key,
+            TLS_CA_ENV: self.tls_ca,
+        }
+        env = {name: str(path.absolute()) for name, path in named.items() if path is not None}
+        if self.api_key_env is not None:
+            env[API_KEY_ENV_ENV] = self.api_key_env
+        return env
+
     def credentials(self, environ: Mapping[str, str] | None = None) -> Credentials:
         """The files' contents and the key, checked; :class:`ConnectionSettingsError` says
         what is wrong with them."""
