@@ -27,19 +27,19 @@ from web import fill_queue
 
 from assay.adapters.store.connect import make_engine
 from assay.adapters.store.sql import Ledger
+from assay.web.auth import Credentials
 from assay.web.config import WebConfig
 from assay.web.server import DashboardServer
+from assay.web.tokens import TokenStore
 
 TOKEN = "bench-token-0123456789abcdef"
 
 
 def config_for(ledger: Ledger, folder: Path) -> WebConfig:
     """The dashboard's config with one credential the bench's requests carry."""
-    from assay.web.tokens import TokenStore
-
     store = TokenStore(folder)
-    store.add("bench", secret=TOKEN)
-    return WebConfig(ledger=ledger, port=0, tokens=store)
+    store.add("bench", TOKEN)
+    return WebConfig(ledger=ledger, port=0, credentials=Credentials.of(store))
 
 
 def timed_gets(url: str, count: int) -> list[float]:
