@@ -115,8 +115,7 @@ def main() -> None:
                     refused = sum(1 for s in statuses if s == 429)
                     what = "limit lifted" if lifted else "per-client limit"
                     report(
-                        f"{args.streams} unread streams ({what}: {served} open,"
-                        f" {refused} x 429)",
+                        f"{args.streams} unread streams ({what}: {served} open, {refused} x 429)",
                         timed_gets(page, args.repeat),
                     )
             finally:

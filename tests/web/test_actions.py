@@ -24,7 +24,6 @@ if TYPE_CHECKING:
     from conftest import World
 
 
-
 def client(world: World, ledger: Ledger, *, logged_in: bool = True, **config: Any) -> TestClient:
     settings = {
         "state_dir": world.state_dir,

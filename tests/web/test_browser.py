@@ -36,7 +36,7 @@ from assay.core.vocab import EventKind
 
 if TYPE_CHECKING:
     from conftest import World
-    from playwright.sync_api import Browser, Page
+    from playwright.sync_api import Browser, Dialog, Page
 
 pytestmark = pytest.mark.slow
 
@@ -344,7 +344,7 @@ def another_port(html: str) -> Iterator[str]:
     dashboard (so its SameSite=Strict cookies would go along into a frame)."""
 
     class Page(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 (the standard library's name)
+        def do_GET(self) -> None:
             body = html.encode()
             self.send_response(200)
             self.send_header("Content-Type", "text/html; charset=utf-8")
@@ -399,7 +399,12 @@ def test_a_javascript_pull_request_url_is_text_not_a_link(site: Site, page: Page
             EventKind.LAND_PR_OPENED, {"url": HOSTILE_URL}, at=now, run_id=HOSTILE_RUN
         )
     dialogs: list[str] = []
-    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+
+    def dismissed(dialog: Dialog) -> None:
+        dialogs.append(dialog.message)
+        dialog.dismiss()
+
+    page.on("dialog", dismissed)
     log_in(page, site.open)
     page.goto(f"{site.open.url}/runs/{HOSTILE_RUN}")
     assert page.locator('a[href^="javascript:" i]').count() == 0

@@ -44,10 +44,9 @@ class Dashboard:
         """Open ``/events`` and read its status line only; the socket stays open, unread."""
         auth = f"Authorization: Bearer {token}\r\n" if token else ""
         sock = socket.create_connection(("127.0.0.1", self.server.port), timeout=WAIT)
-        sock.sendall(
-            f"GET /events?{query} HTTP/1.1\r\nHost: 127.0.0.1:{self.server.port}\r\n{auth}\r\n"
-            .encode()
-        )
+        port = self.server.port
+        request = f"GET /events?{query} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{auth}\r\n"
+        sock.sendall(request.encode())
         head = b""
         while b"\r\n" not in head:
             chunk = sock.recv(1)

@@ -29,7 +29,6 @@ if TYPE_CHECKING:
     from conftest import World
 
 
-
 def client_for(world: World, **config: Any) -> TestClient:
     """A client of the world's dashboard, logged in (with ``anonymous_read``: not)."""
     settings: dict[str, Any] = {

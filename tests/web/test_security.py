@@ -338,7 +338,7 @@ def test_every_response_forbids_framing_inline_scripts_sniffing_and_referrers(
 ) -> None:
     app, _ = make_app(ledger, store)
     c = client(app)
-    answers = {
+    answers: dict[str, Any] = {
         "page": c.get("/page"),
         "401": client(app, logged_in=False).get("/page"),
         "403": post(c, csrf="wrong" * 9),

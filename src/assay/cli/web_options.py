@@ -138,7 +138,7 @@ def dashboard(
     store = TokenStore()
     try:
         credentials = Credentials.of(store, options.token)
-        made = None if credentials.any() else store.add_first()
+        needs_first = not credentials.any()
     except TokenError as exc:
         fail(str(exc), EXIT_USAGE)
     config = WebConfig(
@@ -153,6 +153,13 @@ def dashboard(
     try:
         server.start()
     except PortTaken as exc:
+        fail(str(exc), EXIT_USAGE)
+    try:
+        # Made once serving: a refused start leaves the operator's config untouched. The
+        # server reads the store afresh, so this token works from its first request.
+        made = store.add_first() if needs_first else None
+    except TokenError as exc:
+        server.stop()
         fail(str(exc), EXIT_USAGE)
     reading = " (reading open on this machine)" if options.anonymous_read else ""
     typer.echo(f"dashboard: {server.url}{reading}", err=True)

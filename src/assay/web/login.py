@@ -78,9 +78,7 @@ def local(url: str) -> str:
 
 def login_form(csrf: str, next_url: str, *, read_only: bool = False) -> str:
     hidden = f'<input type=hidden name=csrf value="{escape(csrf)}">'
-    anonymous = (
-        "<p>Reading is open on this machine; acting needs a token.</p>" if read_only else ""
-    )
+    anonymous = "<p>Reading is open on this machine; acting needs a token.</p>" if read_only else ""
     return (
         f"{anonymous}<p>Log in with a dashboard token: open the login URL <code>assay serve"
         "</code> printed, or make a token with <code>assay token add NAME</code> and paste it "

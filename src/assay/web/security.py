@@ -104,8 +104,8 @@ class Guard:
         send = _with_csrf_cookie(send, fresh)
 
         if self.config.loopback and not _loopback_name(headers):
-            refusal = f"<p>This dashboard answers on {escape(self.config.host)} only.</p>"
-            await page(403, "Refused", refusal)(scope, receive, send)
+            only_here = f"<p>This dashboard answers on {escape(self.config.host)} only.</p>"
+            await page(403, "Refused", only_here)(scope, receive, send)
             return
         credential, bearer = self._credential(headers, cookies)
         state["credential"] = credential
