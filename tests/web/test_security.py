@@ -363,3 +363,15 @@ def test_every_response_forbids_framing_inline_scripts_sniffing_and_referrers(
         assert headers["x-content-type-options"] == "nosniff", what
         assert headers["referrer-policy"] == "no-referrer", what
         assert headers["cache-control"] == "no-store", what
+
+
+def test_a_token_file_gone_bad_while_serving_lets_nobody_in(
+    ledger: Ledger, store: TokenStore
+) -> None:
+    app, _ = make_app(ledger, store)
+    c = client(app)
+    store.path.chmod(0o666)  # anyone could now add a token of their own: trust none
+    assert c.get("/page").status_code == 401
+    assert c.get("/page", headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 401
+    store.path.chmod(0o600)
+    assert c.get("/page").status_code == 200

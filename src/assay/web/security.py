@@ -23,6 +23,7 @@ A refusal is 401/403 and nothing runs. It also keeps the config on ``app.state.c
 from __future__ import annotations
 
 import hmac
+import logging
 import secrets
 from collections.abc import Awaitable, Callable, MutableMapping
 from html import escape
@@ -35,6 +36,7 @@ from fastapi.responses import HTMLResponse
 
 from assay.web.auth import Credential, Sessions
 from assay.web.config import LOOPBACK_HOSTS, WebConfig
+from assay.web.tokens import TokenError
 
 SESSION_COOKIE = "assay_session"
 CSRF_COOKIE = "assay_csrf"
@@ -63,6 +65,8 @@ SECURITY_HEADERS: tuple[tuple[bytes, bytes], ...] = tuple(
     )
 )
 NO_STORE = (b"cache-control", b"no-store")
+
+log = logging.getLogger(__name__)
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -137,11 +141,15 @@ class Guard:
         """Who this request is (None: nobody), and whether by a Bearer header."""
         credentials = self.config.credentials
         auth = headers.get("authorization", "")
-        if auth[:7].lower() == "bearer ":
-            return credentials.match(auth[7:].strip()), True
-        found = self.sessions.find(cookies.get(SESSION_COOKIE, ""))
-        if found is not None and not credentials.valid(found):
-            return None, False  # its token was removed: the session ends with it
+        try:
+            if auth[:7].lower() == "bearer ":
+                return credentials.match(auth[7:].strip()), True
+            found = self.sessions.find(cookies.get(SESSION_COOKIE, ""))
+            if found is not None and not credentials.valid(found):
+                return None, False  # its token was removed: the session ends with it
+        except TokenError as exc:  # the token file went bad while serving: nobody gets in
+            log.warning("dashboard: %s", exc)
+            return None, False
         return found, False
 
 

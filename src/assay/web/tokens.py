@@ -106,7 +106,7 @@ class TokenStore:
     def __init__(self, folder: Path | None = None) -> None:
         self.folder = folder if folder is not None else config_dir()
         self.path = self.folder / TOKENS_FILE
-        self._seen: tuple[int, int, int] | None = None  # (inode, size, mtime_ns) last read
+        self._seen: tuple[int, ...] | None = None  # the file's stat when last read
         self._cached: list[TokenRecord] = []
 
     def records(self) -> list[TokenRecord]:
@@ -114,12 +114,14 @@ class TokenStore:
         removed by ``assay token`` counts at the next request, without a restart)."""
         try:
             info = self.path.stat()
+            _check_safe(self.folder.stat(), self.folder)
         except FileNotFoundError:
             self._seen, self._cached = None, []
             return []
         except OSError as exc:
             raise UnsafeStore(f"cannot read {self.path}: {exc.strerror}") from exc
-        signature = (info.st_ino, info.st_size, info.st_mtime_ns)
+        # The change time moves with a chmod or chown too: then the file is checked again.
+        signature = (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
         if signature != self._seen:
             self._cached = self._read()
             self._seen = signature
