@@ -7,9 +7,11 @@ from __future__ import annotations
 import json
 import stat
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 import pytest
+import typer
 from typer.testing import CliRunner
 
 from assay.cli.app import build_app
@@ -106,3 +108,23 @@ def test_an_unsafe_store_is_exit_2(config: Path) -> None:
     (config / TOKENS_FILE).chmod(0o666)
     code, _, err = token(config, "list")
     assert code == 2 and "writable by others" in err
+
+
+@pytest.mark.parametrize(
+    ("settings", "says"),
+    [
+        ({"token": "x"}, "at least 16 bytes"),  # the observed 1-character token
+        ({"token": "fifteen-bytes.."}, "at least 16 bytes"),
+        ({"host": "0.0.0.0", "anonymous_read": True}, "loopback dashboard only"),
+    ],
+)
+def test_serve_refuses_a_short_token_and_anonymous_reading_off_loopback(
+    settings: dict[str, object], says: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from assay.cli.web_options import WebOptions
+
+    given: dict[str, Any] = {"host": "127.0.0.1", "token": None, **settings}
+    with pytest.raises(typer.Exit) as refused:
+        WebOptions.of(no_web=False, web_only=True, port=0, **given)
+    assert refused.value.exit_code == 2 and says in capsys.readouterr().err
+    assert WebOptions.of(no_web=False, web_only=True, host="::1", port=0, token="y" * 16).token

@@ -30,7 +30,12 @@ NameArgument = Annotated[
 
 @app.command()
 def add(name: NameArgument, json_output: JsonFlag = False) -> None:
-    """Make a dashboard token NAME and print it, once: only its hash is kept."""
+    """Make a dashboard token NAME and print it, once: only its hash is kept.
+
+    The token goes to stdout (a note to stderr); log in with http://HOST:PORT/login?token=…
+    or send `Authorization: Bearer …`. Exit 2: NAME is not a valid name, is taken, or the
+    token file cannot be used.
+    """
     from assay.web.tokens import TokenError, TokenStore
 
     store = TokenStore()
@@ -51,7 +56,10 @@ def add(name: NameArgument, json_output: JsonFlag = False) -> None:
 
 @app.command("list")
 def list_tokens(json_output: JsonFlag = False) -> None:
-    """The dashboard's tokens: names and when each was made (never the tokens)."""
+    """The dashboard's tokens: names and when each was made (never the tokens).
+
+    Exit 2: the token file cannot be used (another user's, or writable by others).
+    """
     from assay.web.tokens import TokenError, TokenStore
 
     store = TokenStore()
@@ -73,7 +81,10 @@ def list_tokens(json_output: JsonFlag = False) -> None:
 
 @app.command()
 def remove(name: NameArgument, json_output: JsonFlag = False) -> None:
-    """Remove the token NAME: it stops working at once, and its logins with it."""
+    """Remove the token NAME: it stops working at once, and its logins with it.
+
+    Exit 2: no token NAME, or the token file cannot be used.
+    """
     from assay.web.tokens import TokenError, TokenStore
 
     try:
