@@ -46,6 +46,7 @@ from assay.core.settle import Verdict, settle
 from assay.core.tasks import Task
 from assay.core.vocab import AttemptOutcome, EventKind, HaltType, RunStatus, Severity
 from assay.web import views
+from assay.web.auth import Credentials
 from assay.web.config import WebConfig
 
 POSTGRES_ENV = "ASSAY_TEST_POSTGRES_URL"
@@ -55,6 +56,10 @@ STATUSES = ("done", "done", "failed", "held", "queued")
 START = datetime(2026, 1, 1, tzinfo=UTC)
 BIG_TASK = "t-big"
 BIG_RUN = "r-big"
+# Every dashboard request needs a credential: the bench's own, sent as a script would.
+BENCH_TOKEN = "bench-token-0123456789abcdef"
+CREDENTIALS = Credentials.of(token=BENCH_TOKEN)
+BEARER = {"Authorization": f"Bearer {BENCH_TOKEN}"}
 
 
 def fill_queue(engine: sa.Engine, count: int) -> None:
@@ -265,14 +270,14 @@ def sse_latency(ledger: Ledger, samples: int) -> list[float]:
     """Seconds from ``append_event`` until ``GET /events`` of a real server yields it."""
     from assay.web.server import DashboardServer
 
-    server = DashboardServer(WebConfig(ledger=ledger, port=0))
+    server = DashboardServer(WebConfig(ledger=ledger, port=0, credentials=CREDENTIALS))
     server.start()
     arrived: queue.Queue[int] = queue.Queue()
     stop = threading.Event()
 
     def listen() -> None:
         with (
-            httpx.Client(timeout=None) as client,
+            httpx.Client(timeout=None, headers=BEARER) as client,
             client.stream("GET", f"{server.url}events", params={"task_id": BIG_TASK}) as stream,
         ):
             for text in stream.iter_lines():
@@ -333,7 +338,11 @@ def bench(ledger: Ledger, engine: sa.Engine, args: argparse.Namespace) -> None:
         f"run_view ({args.attempts} attempts x {args.seats} seats)",
         median_ms(lambda: views.run_view(ledger, BIG_RUN, state_dir=None), args.repeat),
     )
-    client = TestClient(create_app(WebConfig(ledger=ledger)), base_url="http://127.0.0.1:8765")
+    client = TestClient(
+        create_app(WebConfig(ledger=ledger, credentials=CREDENTIALS)),
+        base_url="http://127.0.0.1:8765",
+        headers=BEARER,
+    )
 
     def get(path: str) -> Callable[[], object]:
         def call() -> object:
