@@ -56,7 +56,8 @@ WebToken = Annotated[
         show_envvar=True,
         metavar="TOKEN",
         help="One more dashboard token (at least 16 bytes; recorded as 'web-token'), besides "
-        "those of `assay token`.",
+        "those of `assay token`. On the command line every local user sees it in `ps`: prefer "
+        "the variable, or `assay token add NAME`.",
     ),
 ]
 WebAnonymousRead = Annotated[
