@@ -46,7 +46,6 @@ from assay.core.settle import Verdict, settle
 from assay.core.tasks import Task
 from assay.core.vocab import AttemptOutcome, EventKind, HaltType, RunStatus, Severity
 from assay.web import views
-from assay.web.auth import Credentials
 from assay.web.config import WebConfig
 
 POSTGRES_ENV = "ASSAY_TEST_POSTGRES_URL"
@@ -58,8 +57,15 @@ BIG_TASK = "t-big"
 BIG_RUN = "r-big"
 # Every dashboard request needs a credential: the bench's own, sent as a script would.
 BENCH_TOKEN = "bench-token-0123456789abcdef"
-CREDENTIALS = Credentials.of(token=BENCH_TOKEN)
 BEARER = {"Authorization": f"Bearer {BENCH_TOKEN}"}
+
+
+def bench_config(ledger: Ledger, **settings: Any) -> WebConfig:
+    """The dashboard's config with the bench's token (imported here: bench/web_streams.py
+    imports this module, also against a checkout from before tokens)."""
+    from assay.web.auth import Credentials
+
+    return WebConfig(ledger=ledger, credentials=Credentials.of(token=BENCH_TOKEN), **settings)
 
 
 def fill_queue(engine: sa.Engine, count: int) -> None:
@@ -270,7 +276,7 @@ def sse_latency(ledger: Ledger, samples: int) -> list[float]:
     """Seconds from ``append_event`` until ``GET /events`` of a real server yields it."""
     from assay.web.server import DashboardServer
 
-    server = DashboardServer(WebConfig(ledger=ledger, port=0, credentials=CREDENTIALS))
+    server = DashboardServer(bench_config(ledger, port=0))
     server.start()
     arrived: queue.Queue[int] = queue.Queue()
     stop = threading.Event()
@@ -339,7 +345,7 @@ def bench(ledger: Ledger, engine: sa.Engine, args: argparse.Namespace) -> None:
         median_ms(lambda: views.run_view(ledger, BIG_RUN, state_dir=None), args.repeat),
     )
     client = TestClient(
-        create_app(WebConfig(ledger=ledger, credentials=CREDENTIALS)),
+        create_app(bench_config(ledger)),
         base_url="http://127.0.0.1:8765",
         headers=BEARER,
     )
