@@ -15,6 +15,7 @@ from assay.cli.signals import graceful_stop, interrupted_exit
 from assay.cli.temporal_options import ApiKeyEnv, TlsCa, TlsCert, TlsKey
 from assay.cli.web_options import (
     NoWeb,
+    WebAnonymousRead,
     WebHost,
     WebOnly,
     WebOptions,
@@ -88,6 +89,7 @@ def serve(
     web_host: WebHost = DEFAULT_HOST,
     web_port: WebPort = DEFAULT_PORT,
     web_token: WebToken = None,
+    web_anonymous_read: WebAnonymousRead = False,
     json_output: Annotated[
         bool, typer.Option("--json", help="When serve stops, print what it did as JSON.")
     ] = False,
@@ -105,6 +107,9 @@ def serve(
 
     The dashboard (see `--web-*`) is served beside the queue, on http://127.0.0.1:8765/ by
     default, and stops with it; --web-only serves it alone, --no-web (and --once) not at all.
+    It needs a token on every address, loopback included: the first start makes one and
+    prints its login URL once; `assay token add NAME` makes more (the ledger records the
+    token's name as who acted). --web-anonymous-read lets this machine read without one.
 
     --events jsonl writes every event of the ledger to stdout as it is written, one JSON
     object a line; --json prints the summary (runs, closed, interrupted, skipped, recovered,
@@ -124,6 +129,7 @@ def serve(
         host=web_host,
         port=web_port,
         token=web_token,
+        anonymous_read=web_anonymous_read,
         once=once,
     )
     if web.only and (events is not None or json_output):
