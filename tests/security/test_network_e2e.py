@@ -1,19 +1,25 @@
 """A coder's network is its own, through the real `assay run`: a hostile `command` coder reaches
-for every service on the host (by loopback address, by `/run` socket path, by abstract name, and
-through its own proxy) and gets nowhere, while the one host the contract allows answers."""
+for every service on the host (PostgreSQL, MariaDB, Redis, the real dashboard of `assay serve`,
+the Temporal server; by loopback address, by `/run` socket path, by abstract name, and through
+its own proxy) and gets nowhere, while the one host the contract allows answers."""
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import os
 import socket
+import subprocess
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from support.repo import ASSAY
+from support.temporal import DevServer, ExternalServer
 
 if TYPE_CHECKING:
     from conftest import World
@@ -58,14 +64,47 @@ class Served(http.server.BaseHTTPRequestHandler):
         pass
 
 
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@contextlib.contextmanager
+def dashboard(world: World) -> Iterator[int]:
+    """The real `assay serve --web-only` of the repository, on a port of its own."""
+    port = free_port()
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
+    environ.update(HOME=str(world.home), ASSAY_CONFIG_DIR=str(world.tmp / "config"))
+    serving = subprocess.Popen(
+        [str(ASSAY), "serve", "--web-only", "--web-port", str(port)],
+        cwd=world.root,
+        env=environ,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), 1).close()
+                break
+            except OSError:
+                assert serving.poll() is None, "assay serve ended before serving"
+                assert time.monotonic() < deadline, "the dashboard never listened"
+                time.sleep(0.1)
+        yield port
+    finally:
+        serving.terminate()
+        serving.wait(timeout=30)
+
+
 @pytest.fixture
 def host_services() -> Iterator[dict[str, object]]:
-    """An allowed web server, a "dashboard" on loopback, a unix socket in a folder every
-    process sees, an abstract socket: each bound on the host for the coder to reach for."""
+    """An allowed web server, a unix socket in a folder every process sees, an abstract
+    socket: each bound on the host for the coder to reach for."""
     allowed = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Served)
-    dashboard = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Served)
-    for server in (allowed, dashboard):
-        threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=allowed.serve_forever, daemon=True).start()
     path = Path("/var/tmp") / f"assay-db-{uuid.uuid4().hex[:8]}.sock"
     unix = socket.socket(socket.AF_UNIX)
     unix.bind(str(path))
@@ -76,31 +115,37 @@ def host_services() -> Iterator[dict[str, object]]:
     abstract.listen(4)
     yield {
         "allowed": allowed.server_address[1],
-        "dashboard": dashboard.server_address[1],
         "unix": str(path),
         "abstract": "@" + abstract_name,
     }
-    for server in (allowed, dashboard):
-        server.shutdown()
-        server.server_close()
+    allowed.shutdown()
+    allowed.server_close()
     unix.close()
     abstract.close()
     path.unlink(missing_ok=True)
 
 
 def test_a_coder_reaches_no_host_service_and_only_the_allowed_host(
-    world: World, host_services: dict[str, object]
+    world: World,
+    host_services: dict[str, object],
+    temporal_server: DevServer | ExternalServer,
 ) -> None:
     world.commit({"a.txt": "a\n"})
     services = host_services
-    temporal = os.environ.get("ASSAY_TEST_TEMPORAL_ADDRESS", "")
+    with dashboard(world) as port:
+        services["dashboard"] = port
+        services["temporal"] = temporal_server.address
+        probe_everything(world, services)
+
+
+def probe_everything(world: World, services: dict[str, object]) -> None:
     targets = [
         "127.0.0.1:5432",  # PostgreSQL
         "127.0.0.1:3306",  # MariaDB
         "127.0.0.1:6379",  # Redis
         f"127.0.0.1:{services['dashboard']}",
         f"127.0.0.1:{services['allowed']}",  # allowed through the proxy, not around it
-        *([temporal] if temporal else []),
+        str(services["temporal"]),
         "/run/postgresql/.s.PGSQL.5432",
         "/var/run/postgresql/.s.PGSQL.5432",
         "/run/mysqld/mysqld.sock",
@@ -111,6 +156,7 @@ def test_a_coder_reaches_no_host_service_and_only_the_allowed_host(
         f"http://127.0.0.1:{services['allowed']}/",
         f"http://127.0.0.1:{services['dashboard']}/",
         "http://127.0.0.1:5432/",
+        f"http://{services['temporal']}/",
         f"http://localhost:{services['allowed']}/",
         "http://169.254.169.254/latest/meta-data/",
     ]
