@@ -37,7 +37,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
 
-from assay.adapters.netforward import (
+from assay.adapters.proxy_request import ProxyRequest, parse_request, printable, response
+from assay.adapters.relay import (
     CHUNK,
     IDLE_TIMEOUT,
     MAX_HEAD,
@@ -46,7 +47,6 @@ from assay.adapters.netforward import (
     shut,
     splice,
 )
-from assay.adapters.proxy_request import ProxyRequest, parse_request, printable, response
 from assay.core.egress import AllowRule, address_allowed, allowed_by
 
 Resolver = Callable[[str, int], list[str]]
