@@ -125,22 +125,24 @@ class EgressProxy:
         except OSError:
             listener.close()
             raise
-        self._listener = listener
-        self._wake = socket.socketpair()
-        self._stopping = False
-        self._acceptor = threading.Thread(
-            target=self._accept_loop, daemon=True, name="assay egress proxy"
+        wake = socket.socketpair()
+        acceptor = threading.Thread(
+            target=self._accept_loop, args=(listener, wake[0]), daemon=True, name="assay egress"
         )
-        self._acceptor.start()
+        with self._lock:
+            self._listener, self._wake, self._acceptor = listener, wake, acceptor
+            self._stopping = False
+        acceptor.start()
 
     def stop(self) -> None:
         """Stop accepting, end every live connection (tunnels included), wait for the
         threads (a connection still resolving or connecting at most ``connect_timeout``), and
         remove the socket. Calling it again does nothing."""
-        listener, wake, acceptor = self._listener, self._wake, self._acceptor
-        if listener is None or wake is None or acceptor is None:
-            return
         with self._lock:
+            listener, wake, acceptor = self._listener, self._wake, self._acceptor
+            self._listener = self._wake = self._acceptor = None
+            if listener is None or wake is None or acceptor is None:
+                return
             self._stopping = True
             live = list(self._live)
         with contextlib.suppress(OSError):
@@ -157,7 +159,6 @@ class EgressProxy:
             threads = list(self._threads)
         for thread in threads:
             thread.join(_STOP_WAIT + self.connect_timeout)
-        self._listener = self._wake = self._acceptor = None
 
     def __enter__(self) -> EgressProxy:
         self.start()
@@ -173,15 +174,13 @@ class EgressProxy:
 
     # --- serving ---------------------------------------------------------------------------
 
-    def _accept_loop(self) -> None:
-        listener, wake = self._listener, self._wake
-        assert listener is not None and wake is not None
+    def _accept_loop(self, listener: socket.socket, wake: socket.socket) -> None:
         poller = select.poll()
         poller.register(listener, select.POLLIN)
-        poller.register(wake[0], select.POLLIN)
+        poller.register(wake, select.POLLIN)
         while True:
             ready = {fd for fd, _ in poller.poll()}
-            if wake[0].fileno() in ready:
+            if wake.fileno() in ready:
                 return
             try:
                 client, _ = listener.accept()
@@ -239,6 +238,7 @@ class EgressProxy:
         except ValueError as exc:
             _answer(client, 400, f"assay: bad proxy request: {exc}")
             return None
+        client.settimeout(self.head_timeout)  # what read_head left may be a sliver
         try:
             request = parse_request(head)
         except ValueError as exc:

@@ -66,6 +66,8 @@ def parse_request(head: bytes) -> ProxyRequest:
 
 
 def _header(field: str) -> tuple[str, str]:
+    if any(ch in field for ch in "\r\n\0"):
+        raise ValueError(f"a stray line break or NUL in header line {printable(field)!r}")
     name, sep, value = field.partition(":")
     if not sep or not name or name != name.strip() or " " in name:
         raise ValueError(f"malformed header line {printable(field)!r}")
