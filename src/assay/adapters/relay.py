@@ -134,7 +134,10 @@ def main(args: Sequence[str]) -> NoReturn:
         listeners = _bind(port, tunnels)
     except OSError as exc:
         _fail(str(exc), BAD_USAGE)
-    _start_server(path, listeners, os.getpid())
+    try:
+        _start_server(path, listeners, os.getpid())
+    except OSError as exc:
+        _fail(f"cannot start: {exc}", BAD_USAGE)
     for sock, _ in listeners:
         sock.close()
     program = list(args[1:])
@@ -245,9 +248,12 @@ def _start_server(path: str, listeners: list[tuple[socket.socket, str]], program
         try:
             if os.fork() == 0:
                 _serve(path, listeners, program)
-        finally:
-            os._exit(0)
-    os.waitpid(middle, 0)
+        except BaseException:
+            os._exit(1)
+        os._exit(0)
+    _, status = os.waitpid(middle, 0)
+    if status != 0:
+        raise OSError("cannot fork the server")
 
 
 def _serve(path: str, listeners: list[tuple[socket.socket, str]], program: int) -> NoReturn:
