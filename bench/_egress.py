@@ -38,6 +38,9 @@ class StreamServer:
 
     def _serve(self, conn: socket.socket) -> None:
         with conn:
+            # As model servers do (asyncio's transports, uvicorn): Nagle's algorithm would hold
+            # an event until the previous one is acknowledged, up to a delayed ACK's 40 ms.
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             head = b""
             while b"\r\n\r\n" not in head:
                 chunk = conn.recv(4096)

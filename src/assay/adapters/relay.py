@@ -3,24 +3,27 @@ and the forwarder itself (started by :mod:`assay.adapters.netforward`, whose doc
 what it does), inside the sandbox's own network namespace.
 
 Standard library only, and loaded by the forwarder as a top-level module from this folder
-(its bytecode cached, unlike a script's): a seat pays for its start. So the forwarder's path to
-``exec`` imports only what binding needs; what only its server needs is imported after the
-fork (``threading``, ``select``, ``time``), and type names only for the type checker.
+(its bytecode cached, unlike a script's): every seat pays for the forwarder's start, and most
+of it would be imports (``socket``, ``signal`` and ``json`` bring ``enum`` and ``re``: some
+40 ms inside a sandbox on a busy machine). So the way to ``exec`` uses the C modules beneath
+them (``_socket``, ``_signal``, ``_json``'s scanner); the server, after the fork, uses
+``_thread`` and ``_socket`` too (a program that ends at once waits for the server to notice),
+and type names are imported only for the type checker.
 """
 
 from __future__ import annotations
 
+import _signal  # type: ignore[import-not-found]  # (no stub: the C module beneath `signal`)
+import _socket
 import errno
-import json
 import os
-import signal
-import socket
 import sys
 
 TYPE_CHECKING = False
-if TYPE_CHECKING:  # (not `typing.TYPE_CHECKING`: importing typing costs a seat's start)
+if TYPE_CHECKING:  # (not `typing.TYPE_CHECKING`: importing typing costs a seat's start too)
+    import _thread
     from collections.abc import Sequence
-    from typing import NoReturn, TypeGuard
+    from typing import Any, NoReturn, TypeGuard
 
 # A model's streamed answer may pause for minutes between bursts: a tunnel ends only when
 # neither direction moved for this long.
@@ -30,35 +33,40 @@ MAX_HEAD = 64 * 1024
 CHUNK = 64 * 1024
 BAD_USAGE, CANNOT_EXECUTE, NOT_FOUND = 125, 126, 127
 _BACKLOG = 128
-_NAME = "assay netforward"  # its messages and threads
+_NAME = "assay netforward"  # its messages
 _TRANSIENT = {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM}
 
 
-def splice(left: socket.socket, right: socket.socket, idle: float = IDLE_TIMEOUT) -> None:
+def splice(left: _socket.socket, right: _socket.socket, idle: float = IDLE_TIMEOUT) -> None:
     """Copy bytes both ways as they arrive (no buffering beyond one read) until both directions
     ended, then return; the caller closes both sockets.
 
     When one side ends its sending, the other side's sending is shut (``SHUT_WR``) and the
     opposite direction goes on: a half-closed connection keeps working. An error on either
     side, or ``idle`` seconds without a byte in either direction, ends both."""
-    import threading
+    import _thread
     import time
 
     for sock in (left, right):  # a relay passes on what came at once: no Nagle delay
-        if sock.family in (socket.AF_INET, socket.AF_INET6):
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if sock.family in (_socket.AF_INET, _socket.AF_INET6):
+            sock.setsockopt(_socket.IPPROTO_TCP, _socket.TCP_NODELAY, 1)
     last = [time.monotonic()]
     left.settimeout(idle)
     right.settimeout(idle)
-    back = threading.Thread(
-        target=_pump, args=(right, left, idle, last), daemon=True, name=f"{_NAME} splice"
-    )
-    back.start()
-    _pump(left, right, idle, last)
-    back.join()
+    back_done = _thread.allocate_lock()
+    back_done.acquire()
+    _thread.start_new_thread(_pump, (right, left, idle, last, back_done))
+    _pump(left, right, idle, last, None)
+    back_done.acquire()  # released as the other direction ends
 
 
-def _pump(src: socket.socket, dst: socket.socket, idle: float, last: list[float]) -> None:
+def _pump(
+    src: _socket.socket,
+    dst: _socket.socket,
+    idle: float,
+    last: list[float],
+    done: _thread.LockType | None,
+) -> None:
     import time
 
     buffer = bytearray(CHUNK)
@@ -72,7 +80,7 @@ def _pump(src: socket.socket, dst: socket.socket, idle: float, last: list[float]
                     continue  # this direction is quiet, the other is not
                 raise
             if count == 0:
-                dst.shutdown(socket.SHUT_WR)
+                dst.shutdown(_socket.SHUT_WR)
                 return
             last[0] = time.monotonic()
             dst.sendall(view[:count])
@@ -80,17 +88,20 @@ def _pump(src: socket.socket, dst: socket.socket, idle: float, last: list[float]
         # Reset, refused write, idle, or a stop: the other direction must end too.
         for sock in (src, dst):
             shut(sock)
+    finally:
+        if done is not None:
+            done.release()
 
 
-def shut(sock: socket.socket) -> None:
+def shut(sock: _socket.socket) -> None:
     """Shut both directions of ``sock``: wakes any thread blocked on it; never raises."""
     try:  # noqa: SIM105 (contextlib would cost every seat's start an import)
-        sock.shutdown(socket.SHUT_RDWR)
+        sock.shutdown(_socket.SHUT_RDWR)
     except OSError:
         pass
 
 
-def read_head(sock: socket.socket, timeout: float, limit: int = MAX_HEAD) -> tuple[bytes, bytes]:
+def read_head(sock: _socket.socket, timeout: float, limit: int = MAX_HEAD) -> tuple[bytes, bytes]:
     """An HTTP head (up to and without its blank line) and the bytes read past it.
 
     ValueError when it is longer than ``limit`` or the peer ends first; TimeoutError when it
@@ -144,8 +155,8 @@ def main(args: Sequence[str]) -> NoReturn:
     # Python ignores these for itself; an ignored signal survives exec, and the program must
     # start as it would from a shell (a `yes | head` inside it ends by SIGPIPE, not an error).
     for name in ("SIGPIPE", "SIGXFSZ"):
-        if hasattr(signal, name):
-            signal.signal(getattr(signal, name), signal.SIG_DFL)
+        if hasattr(_signal, name):
+            _signal.signal(getattr(_signal, name), _signal.SIG_DFL)
     try:
         os.execvp(program[0], program)
     except (FileNotFoundError, NotADirectoryError):
@@ -161,7 +172,7 @@ def _fail(message: str, code: int) -> NoReturn:
 
 def _config(text: str) -> tuple[str, int, list[tuple[str, int]]]:
     try:
-        config = json.loads(text)
+        config = _json_value(text)
     except ValueError:
         raise ValueError("the first argument is not JSON") from None
     if not isinstance(config, dict) or not set(config) <= {"socket", "port", "tunnels"}:
@@ -184,6 +195,34 @@ def _config(text: str) -> tuple[str, int, list[tuple[str, int]]]:
     return path, port, found
 
 
+def _json_value(text: str) -> Any:
+    """``json.loads(text)`` by the C scanner ``json`` itself uses, without importing ``json``
+    (and ``re``); ValueError when ``text`` is not one JSON value."""
+    try:
+        from _json import make_scanner
+    except ImportError:  # a Python without the accelerator
+        import json
+
+        return json.loads(text)
+
+    def constant(name: str) -> float:
+        raise ValueError(f"{name} is not JSON")
+
+    class Context:  # the settings json.JSONDecoder hands the scanner
+        strict = True
+        object_hook = object_pairs_hook = None
+        parse_float, parse_int, parse_constant = float, int, constant
+
+    text = text.strip()
+    try:
+        value, end = make_scanner(Context())(text, 0)  # type: ignore[arg-type]
+    except StopIteration:
+        raise ValueError("no JSON value") from None
+    if end != len(text):
+        raise ValueError("more than one JSON value")
+    return value
+
+
 def _is_port(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool) and 0 < value < 65536
 
@@ -193,13 +232,13 @@ def _loopback(host: str) -> bool:
     if host == "localhost":
         return True
     try:
-        packed = socket.inet_pton(socket.AF_INET6 if ":" in host else socket.AF_INET, host)
+        packed = _socket.inet_pton(_socket.AF_INET6 if ":" in host else _socket.AF_INET, host)
     except (OSError, ValueError):
         return False
     return packed[0] == 127 if len(packed) == 4 else packed == bytes(15) + b"\x01"
 
 
-def _bind(port: int, tunnels: Sequence[tuple[str, int]]) -> list[tuple[socket.socket, str]]:
+def _bind(port: int, tunnels: Sequence[tuple[str, int]]) -> list[tuple[_socket.socket, str]]:
     """Every listener: the proxy's (``""`` for a raw splice) and each tunnel's (its CONNECT
     target). A missing IPv6 loopback only skips the ``[::1]`` listeners it makes optional."""
     wanted: list[tuple[str, int, str, bool]] = [
@@ -213,7 +252,7 @@ def _bind(port: int, tunnels: Sequence[tuple[str, int]]) -> list[tuple[socket.so
             wanted += [("::1", tunnel_port, connect_to, False)]
         else:
             wanted.append((host, tunnel_port, connect_to, True))
-    listeners: list[tuple[socket.socket, str]] = []
+    listeners: list[tuple[_socket.socket, str]] = []
     for host, listen_port, connect_to, required in wanted:
         try:
             listeners.append((_listener(host, listen_port), connect_to))
@@ -225,13 +264,13 @@ def _bind(port: int, tunnels: Sequence[tuple[str, int]]) -> list[tuple[socket.so
     return listeners
 
 
-def _listener(host: str, port: int) -> socket.socket:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+def _listener(host: str, port: int) -> _socket.socket:
+    family = _socket.AF_INET6 if ":" in host else _socket.AF_INET
+    sock = _socket.socket(family, _socket.SOCK_STREAM)
     try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        if family == socket.AF_INET6:
-            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+        sock.setsockopt(_socket.SOL_SOCKET, _socket.SO_REUSEADDR, 1)
+        if family == _socket.AF_INET6:
+            sock.setsockopt(_socket.IPPROTO_IPV6, _socket.IPV6_V6ONLY, 1)
         sock.bind((host, port))
         sock.listen(_BACKLOG)
     except OSError:
@@ -240,7 +279,7 @@ def _listener(host: str, port: int) -> socket.socket:
     return sock
 
 
-def _start_server(path: str, listeners: list[tuple[socket.socket, str]], program: int) -> None:
+def _start_server(path: str, listeners: list[tuple[_socket.socket, str]], program: int) -> None:
     """Fork the server off twice and reap the middle process, so the server is nobody's child
     the program knows of; it serves until process ``program`` ends."""
     middle = os.fork()
@@ -256,8 +295,11 @@ def _start_server(path: str, listeners: list[tuple[socket.socket, str]], program
         raise OSError("cannot fork the server")
 
 
-def _serve(path: str, listeners: list[tuple[socket.socket, str]], program: int) -> NoReturn:
-    import threading
+def _serve(path: str, listeners: list[tuple[_socket.socket, str]], program: int) -> NoReturn:
+    """The server: a thread per listener and per connection (``_thread``: a short program
+    must not wait for the server to import ``threading`` before it can end), until the
+    program ends."""
+    import _thread
 
     try:
         # The program's output must end when the program does: hold none of its pipes.
@@ -265,9 +307,7 @@ def _serve(path: str, listeners: list[tuple[socket.socket, str]], program: int) 
         for fd in (0, 1, 2):
             os.dup2(devnull, fd)
         for sock, connect_to in listeners:
-            threading.Thread(
-                target=_accept, args=(sock, path, connect_to), daemon=True, name=_NAME
-            ).start()
+            _thread.start_new_thread(_accept, (sock, path, connect_to))
         _wait_for(program)
     finally:
         os._exit(0)
@@ -297,13 +337,14 @@ def _wait_for(pid: int) -> None:
         pass
 
 
-def _accept(listener: socket.socket, path: str, connect_to: str) -> None:
-    import threading
+def _accept(listener: _socket.socket, path: str, connect_to: str) -> None:
+    import _thread
     import time
 
     while True:
         try:
-            conn, _ = listener.accept()
+            fd, _ = listener._accept()  # type: ignore[attr-defined]  # (what socket.accept calls)
+            conn = _socket.socket(fileno=fd)
         except (ConnectionError, InterruptedError):
             continue  # a client that left before it was accepted
         except OSError as exc:
@@ -311,13 +352,11 @@ def _accept(listener: socket.socket, path: str, connect_to: str) -> None:
                 return
             time.sleep(0.05)  # out of descriptors or memory for now: the backlog waits
             continue
-        threading.Thread(
-            target=_forward, args=(conn, path, connect_to), daemon=True, name=_NAME
-        ).start()
+        _thread.start_new_thread(_forward, (conn, path, connect_to))
 
 
-def _forward(conn: socket.socket, path: str, connect_to: str) -> None:
-    upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+def _forward(conn: _socket.socket, path: str, connect_to: str) -> None:
+    upstream = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
         upstream.settimeout(HANDSHAKE_TIMEOUT)
         upstream.connect(path)
