@@ -222,8 +222,14 @@ def network_startup(runs: int) -> list[Measurement]:
     def plus(key: str) -> str:
         return f"; +{medians[key] - base:.1f} ms"
 
+    load = ", ".join(f"{figure:.1f}" for figure in os.getloadavg())
     return [
-        Measurement("bwrap ... true (host network, today)", base, runs),
+        Measurement(
+            "bwrap ... true (host network, today)",
+            base,
+            runs,
+            f" (load average {load} on {os.cpu_count()} CPUs)",
+        ),
         Measurement("  + --unshare-net", medians["unshared"], runs, plus("unshared")),
         Measurement("  + the forwarder in front", medians["forwarded"], runs, plus("forwarded")),
         Measurement(
