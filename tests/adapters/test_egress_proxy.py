@@ -26,7 +26,7 @@ TIMEOUT = 5.0
 class Origin:
     """A TCP server on 127.0.0.1 that runs ``handle`` for each connection in a thread."""
 
-    def __init__(self, handle: Callable[[socket.socket], None]) -> None:
+    def __init__(self, handle: Callable[[socket.socket], object]) -> None:
         self.handle = handle
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port = self.listener.getsockname()[1]
