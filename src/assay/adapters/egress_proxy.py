@@ -252,12 +252,18 @@ class EgressProxy:
         origin = self._connect(client, rule, request, shown)
         if origin is None:
             return None
-        if request.connect:
-            client.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
-            if early:
-                origin.sendall(early)
-        else:
-            origin.sendall(request.forwarded + early)
+        try:
+            if request.connect:
+                client.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
+                if early:
+                    origin.sendall(early)
+            else:
+                origin.sendall(request.forwarded + early)
+        except OSError:
+            with self._lock:
+                self._live.discard(origin)
+            origin.close()
+            raise
         with self._lock:
             self._served += 1
         return origin
