@@ -136,8 +136,9 @@ class EgressProxy:
 
     def stop(self) -> None:
         """Stop accepting, end every live connection (tunnels included), wait for the
-        threads (a connection still resolving or connecting at most ``connect_timeout``), and
-        remove the socket. Calling it again does nothing."""
+        threads (a few seconds more than ``connect_timeout`` at most: a name lookup cannot be
+        interrupted, its thread then ends on its own), and remove the socket. Calling it again
+        does nothing."""
         with self._lock:
             listener, wake, acceptor = self._listener, self._wake, self._acceptor
             self._listener = self._wake = self._acceptor = None
@@ -157,8 +158,9 @@ class EgressProxy:
             shut(sock)
         with self._lock:
             threads = list(self._threads)
-        for thread in threads:
-            thread.join(_STOP_WAIT + self.connect_timeout)
+        deadline = time.monotonic() + _STOP_WAIT + self.connect_timeout
+        for thread in threads:  # one deadline for all: many lookups may hang at once
+            thread.join(max(0.0, deadline - time.monotonic()))
 
     def __enter__(self) -> EgressProxy:
         self.start()
