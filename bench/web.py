@@ -55,6 +55,17 @@ STATUSES = ("done", "done", "failed", "held", "queued")
 START = datetime(2026, 1, 1, tzinfo=UTC)
 BIG_TASK = "t-big"
 BIG_RUN = "r-big"
+# Every dashboard request needs a credential: the bench's own, sent as a script would.
+BENCH_TOKEN = "bench-token-0123456789abcdef"
+BEARER = {"Authorization": f"Bearer {BENCH_TOKEN}"}
+
+
+def bench_config(ledger: Ledger, **settings: Any) -> WebConfig:
+    """The dashboard's config with the bench's token (imported here: bench/web_streams.py
+    imports this module, also against a checkout from before tokens)."""
+    from assay.web.auth import Credentials
+
+    return WebConfig(ledger=ledger, credentials=Credentials.of(token=BENCH_TOKEN), **settings)
 
 
 def fill_queue(engine: sa.Engine, count: int) -> None:
@@ -265,14 +276,14 @@ def sse_latency(ledger: Ledger, samples: int) -> list[float]:
     """Seconds from ``append_event`` until ``GET /events`` of a real server yields it."""
     from assay.web.server import DashboardServer
 
-    server = DashboardServer(WebConfig(ledger=ledger, port=0))
+    server = DashboardServer(bench_config(ledger, port=0))
     server.start()
     arrived: queue.Queue[int] = queue.Queue()
     stop = threading.Event()
 
     def listen() -> None:
         with (
-            httpx.Client(timeout=None) as client,
+            httpx.Client(timeout=None, headers=BEARER) as client,
             client.stream("GET", f"{server.url}events", params={"task_id": BIG_TASK}) as stream,
         ):
             for text in stream.iter_lines():
@@ -333,7 +344,11 @@ def bench(ledger: Ledger, engine: sa.Engine, args: argparse.Namespace) -> None:
         f"run_view ({args.attempts} attempts x {args.seats} seats)",
         median_ms(lambda: views.run_view(ledger, BIG_RUN, state_dir=None), args.repeat),
     )
-    client = TestClient(create_app(WebConfig(ledger=ledger)), base_url="http://127.0.0.1:8765")
+    client = TestClient(
+        create_app(bench_config(ledger)),
+        base_url="http://127.0.0.1:8765",
+        headers=BEARER,
+    )
 
     def get(path: str) -> Callable[[], object]:
         def call() -> object:

@@ -188,7 +188,10 @@ def main() -> int:
         console.print(
             f"  cd {repo} && {BIN / 'assay'} serve --web-only", markup=False, soft_wrap=True
         )
-        console.print("and browse http://127.0.0.1:8765/ (Ctrl-C stops it).")
+        console.print(
+            "and open the login URL it prints (`dashboard login: http://127.0.0.1:8765/login?"
+            "token=…`, on the first start; Ctrl-C stops it)."
+        )
         return done.returncode
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)  # a half-built demo is nothing to look at

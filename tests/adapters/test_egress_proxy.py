@@ -215,6 +215,36 @@ def test_a_name_resolving_to_this_host_or_its_link_is_refused(
     assert counter.accepted == 0
 
 
+def own_address() -> str:
+    """A non-loopback address of this machine (the one its default route leaves from)."""
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+            probe.connect(("198.51.100.1", 9))  # TEST-NET-2: only the route is looked up
+            address = str(probe.getsockname()[0])
+    except OSError:
+        pytest.skip("this machine has no route off its loopback")
+    if address.startswith("127."):
+        pytest.skip("this machine has no address but loopback")
+    return address
+
+
+def test_a_name_resolving_to_an_address_of_this_machine_is_refused(folder: Path) -> None:
+    """A service bound to 0.0.0.0 answers on the machine's LAN address too: a name that
+    resolves there is the host itself, not a machine of the network."""
+    address = own_address()
+    with socket.create_server(("0.0.0.0", 0)) as service:
+        port = service.getsockname()[1]
+        rules = [AllowRule("model.example.test", port), AllowRule(address, port)]
+        resolve = lambda host, port: [address]  # noqa: E731
+        with EgressProxy(rules, folder / "p.sock", resolve=resolve) as proxy:
+            by_name = ask(proxy, f"CONNECT model.example.test:{port} HTTP/1.1\r\n\r\n".encode())
+            with connect(proxy) as sock:  # the rule naming the address itself still reaches it
+                sock.sendall(f"CONNECT {address}:{port} HTTP/1.1\r\n\r\n".encode())
+                assert read_head(sock).startswith(b"HTTP/1.1 200 ")
+    assert by_name.startswith(b"HTTP/1.1 403 "), by_name
+    assert f"it resolves to {address}".encode() in by_name
+
+
 def test_the_proxy_connects_to_the_address_it_checked(folder: Path, counter: Origin) -> None:
     """A name that resolves to loopback first and to a remote address next is never let
     through to loopback: the loopback answer is skipped, not retried by another lookup."""
@@ -263,7 +293,12 @@ def test_an_unreachable_origin_is_a_502(folder: Path) -> None:
         b"CONNECT user@a.example.test:443 HTTP/1.1\r\n\r\n",
         b"GET http://a.example.test/ HTTP/2\r\n\r\n",
         b"GET http://a.example.test/ HTTP/1.1\r\nno colon here\r\n\r\n",
-        b"GET http://a.example.test/ HTTP/1.1\r\nX: a\nHost: elsewhere.test\r\n\r\n",
+        # a bare LF, CR or NUL the origin may take for a line end: a header smuggled past
+        b"GET http://a.example.test/ HTTP/1.1\r\nX: a\nHost: other.test\r\n\r\n",
+        b"GET http://a.example.test/ HTTP/1.1\r\nX: a\r\r\n\nHost: other.test\r\n\r\n",
+        b"GET http://a.example.test/ HTTP/1.1\r\nX: a\rHost: other.test\r\n\r\n",
+        b"GET http://a.example.test/ HTTP/1.1\r\nX: a\x00b\r\n\r\n",
+        b"GET http://a.example.test/x\rHost:other.test HTTP/1.1\r\n\r\n",
     ],
 )
 def test_what_is_no_proxy_request_is_a_400(folder: Path, request_bytes: bytes) -> None:

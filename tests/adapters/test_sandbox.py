@@ -172,8 +172,8 @@ def test_network_none_leaves_only_loopback(world: World) -> None:
         interfaces = [line.split(":")[0].strip() for line in out.splitlines() if ":" in line]
         assert interfaces == ["lo"]
         assert "unreachable" in out and "connected" not in out
-        kept = world.run(probe, name="on")[1]
-        assert "connected" in kept  # network: on keeps the host's network
+        kept = world.run(probe, spec=replace(world.spec, network=NetworkMode.HOST), name="host")[1]
+        assert "connected" in kept  # network: host keeps the machine's network
     finally:
         listener.close()
 

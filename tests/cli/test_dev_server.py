@@ -161,3 +161,12 @@ def test_state_home_outside_a_repository(monkeypatch: pytest.MonkeyPatch, tmp_pa
     assert dev_server.state_home(tmp_path / "host") == tmp_path / "host" / ".assay"
     monkeypatch.setenv("ASSAY_HOME", str(tmp_path / "elsewhere"))
     assert dev_server.state_home(tmp_path / "repo") == tmp_path / "elsewhere"
+
+
+def test_it_binds_loopback_unless_told_and_warns_about_any_other_address() -> None:
+    assert dev_server.DEFAULT_IP == "127.0.0.1"
+    for ip in ("127.0.0.1", "::1", "localhost", "127.0.0.2"):
+        assert dev_server.exposure_warning(ip) is None, ip
+    for ip in ("0.0.0.0", "::", "10.0.0.1", "temporal.example"):
+        warning = dev_server.exposure_warning(ip)
+        assert warning is not None and "no TLS and no authentication" in warning, ip

@@ -180,3 +180,17 @@ def test_arm_attest_and_rearm_write_nothing_inside_a_sandbox(
     assert "is for the operator" in violation["detail"]
     assert engine.files() == before and armed.state_file.read_bytes() == mine
     assert not fresh.exists()
+
+
+def test_a_coders_halt_check_needs_no_ledger_url(
+    assay: Assay, armed: Armed, engine: Engine
+) -> None:
+    """Inside a seat the command talks to the relay only: a ledger URL nobody answers at (a
+    coder never has one) changes nothing, so none is ever handed to it."""
+    ran = assay(
+        "halt", "check", *armed.flags(), "--condition", BLOCK, "--fire", "--evidence", "x",
+        env={RELAY_ENV: engine.socket, "ASSAY_DATABASE_URL": "postgresql+psycopg://no@127.0.0.1:1/x"},
+    )  # fmt: skip
+    assert ran.code == 1 and ran.doc["fired"] is True, ran
+    assert ran.stderr == ""
+    assert [n.name for n in engine.notices] == [BLOCK]

@@ -1,11 +1,15 @@
-"""``assay serve`` and its dashboard: the flags, the refusals, a clean stop, as a real process."""
+"""``assay serve`` and its dashboard: the flags, the refusals, the token made on the first start
+and its login URL, a clean stop, as a real process (its tokens in a config folder of the
+test's own, ``ASSAY_CONFIG_DIR``)."""
 
 from __future__ import annotations
 
 import os
 import queue
+import re
 import signal
 import socket
+import stat
 import subprocess
 import threading
 import time
@@ -18,6 +22,8 @@ import pytest
 from support.repo import ASSAY, Repo, make_repo
 
 READY = 20.0
+ENV_TOKEN = "tok-from-env-0123456789"
+LOGIN = re.compile(r"^dashboard login: (http://\S+/login\?token=(\S+)) ")
 
 
 def free_port() -> int:
@@ -94,6 +100,11 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Repo:
 
 
 @pytest.fixture
+def config(tmp_path: Path) -> str:
+    return str(tmp_path / "config")
+
+
+@pytest.fixture
 def serving(repo: Repo) -> Iterator[list[Serving]]:
     started: list[Serving] = []
     yield started
@@ -115,55 +126,95 @@ def run(repo: Repo, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_refuses_a_public_host_without_a_token(repo: Repo) -> None:
-    done = run(repo, "--web-host", "0.0.0.0", "--web-port", str(free_port()))
-    assert done.returncode == 2
-    assert "needs a token" in done.stderr and "--web-token" in done.stderr
-    assert "Traceback" not in done.stderr
+@pytest.mark.parametrize(
+    ("args", "env", "says"),
+    [
+        (["--web-token", "short"], {}, "at least 16 bytes"),
+        ([], {"ASSAY_WEB_TOKEN": "123456789012345"}, "at least 16 bytes"),
+        (["--web-host", "0.0.0.0", "--web-anonymous-read"], {}, "loopback dashboard only"),
+    ],
+)
+def test_refuses_a_short_token_and_anonymous_reading_off_loopback(
+    repo: Repo, config: str, args: list[str], env: dict[str, str], says: str
+) -> None:
+    port = str(free_port())
+    done = run(repo, "--web-only", "--web-port", port, *args, ASSAY_CONFIG_DIR=config, **env)
+    assert done.returncode == 2, done.stderr
+    assert says in done.stderr and "Traceback" not in done.stderr
+    assert not Path(config).exists()  # refused before any token was made
 
 
 @pytest.mark.parametrize(
     ("args", "says"),
     [(["--no-web", "--web-only"], "choose one"), (["--once", "--web-only"], "choose one")],
 )
-def test_refuses_contradicting_flags(repo: Repo, args: list[str], says: str) -> None:
-    done = run(repo, *args)
+def test_refuses_contradicting_flags(repo: Repo, config: str, args: list[str], says: str) -> None:
+    done = run(repo, *args, ASSAY_CONFIG_DIR=config)
     assert done.returncode == 2 and says in done.stderr
 
 
-def test_refuses_a_taken_port(repo: Repo) -> None:
+def test_refuses_a_taken_port(repo: Repo, config: str) -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        done = run(repo, "--web-only", "--web-port", str(port))
+        done = run(repo, "--web-only", "--web-port", str(port), ASSAY_CONFIG_DIR=config)
     assert done.returncode == 2
     assert f"port {port}" in done.stderr and "already in use" in done.stderr
     assert "Traceback" not in done.stderr
+    assert not Path(config).exists()  # no dashboard, no token made
 
 
 def test_serves_the_dashboard_beside_the_queue_and_stops_on_sigterm(
-    repo: Repo, serving: list[Serving]
+    repo: Repo, serving: list[Serving], config: str
 ) -> None:
     port = free_port()
-    one = Serving(repo, "--web-port", str(port))
+    one = Serving(repo, "--web-port", str(port), ASSAY_CONFIG_DIR=config)
     serving.append(one)
     said = one.wait_for("dashboard: ")
     assert said == f"dashboard: http://127.0.0.1:{port}/"
-    page = httpx.get(f"http://127.0.0.1:{port}/", timeout=10)
-    assert page.status_code == 200 and "assay" in page.text
-    events = httpx.Client(timeout=10)
-    with events.stream("GET", f"http://127.0.0.1:{port}/events") as stream:
+    login = LOGIN.match(one.wait_for("dashboard login: "))
+    assert login is not None, one.said
+    base = f"http://127.0.0.1:{port}/"
+    assert httpx.get(base, timeout=10).status_code == 401  # loopback too needs the token
+    bearer = {"Authorization": f"Bearer {login.group(2)}"}
+    events = httpx.Client(timeout=10, headers=bearer)
+    with events.stream("GET", f"{base}events") as stream:
         assert stream.status_code == 200  # an open live stream must not hold the stop
         started = time.monotonic()
         assert one.stop(signal.SIGTERM) == 143
     assert time.monotonic() - started < 10
     assert any(line.startswith("served 0 run(s)") for line in one.said), one.said
     with pytest.raises(httpx.ConnectError):
-        httpx.get(f"http://127.0.0.1:{port}/", timeout=2)
+        httpx.get(base, timeout=2)
 
 
-def test_web_only_with_a_token_from_the_environment(repo: Repo, serving: list[Serving]) -> None:
+def test_the_first_start_makes_a_token_and_prints_its_login_url_once(
+    repo: Repo, serving: list[Serving], config: str
+) -> None:
+    port = free_port()
+    first = Serving(repo, "--web-only", "--web-port", str(port), ASSAY_CONFIG_DIR=config)
+    serving.append(first)
+    login = LOGIN.match(first.wait_for("dashboard login: "))
+    assert login is not None and "'operator'" in first.said[-1]
+    url, secret = login.group(1), login.group(2)
+    stored = Path(config) / "web-tokens.json"
+    assert stat.S_IMODE(stored.stat().st_mode) == 0o600 and secret not in stored.read_text()
+    with httpx.Client(timeout=10) as browser:
+        landed = browser.get(url, follow_redirects=False)
+        assert landed.status_code == 303 and landed.headers["location"] == "/"
+        assert browser.get(f"http://127.0.0.1:{port}/").status_code == 200  # the session
+    assert first.stop() == 143
+    again = Serving(repo, "--web-only", "--web-port", str(port), ASSAY_CONFIG_DIR=config)
+    serving.append(again)
+    said = again.wait_for("dashboard login: ")
+    assert "token=" not in said and "assay token add NAME" in said
+    assert secret not in "\n".join(again.said)
+
+
+def test_web_only_with_a_token_from_the_environment(
+    repo: Repo, serving: list[Serving], config: str
+) -> None:
     port = free_port()
     one = Serving(
         repo,
@@ -172,23 +223,46 @@ def test_web_only_with_a_token_from_the_environment(repo: Repo, serving: list[Se
         "0.0.0.0",
         "--web-port",
         str(port),
-        ASSAY_WEB_TOKEN="tok-from-env",
+        ASSAY_WEB_TOKEN=ENV_TOKEN,
+        ASSAY_CONFIG_DIR=config,
     )
     serving.append(one)
-    said = one.wait_for("dashboard: ")
-    assert "token required" in said
+    one.wait_for("dashboard: ")
+    said = one.wait_for("dashboard login: ")
+    assert ENV_TOKEN not in said and "token=" not in said  # the operator's own: not printed
     base = f"http://127.0.0.1:{port}/"
     assert httpx.get(base, timeout=10).status_code == 401
-    bearer = {"Authorization": "Bearer tok-from-env"}
+    bearer = {"Authorization": f"Bearer {ENV_TOKEN}"}
     assert httpx.get(base, headers=bearer, timeout=10).status_code == 200
     assert one.stop(signal.SIGINT) == 130
     assert "assay: SIGINT: stopping the dashboard" in one.said  # no coders to stop here
     assert "dashboard stopped" in one.said
 
 
-def test_no_web_serves_nothing(repo: Repo, serving: list[Serving]) -> None:
+def test_anonymous_reading_on_loopback_shows_pages_not_actions(
+    repo: Repo, serving: list[Serving], config: str
+) -> None:
     port = free_port()
-    one = Serving(repo, "--no-web", "--web-port", str(port))
+    one = Serving(
+        repo, "--web-only", "--web-port", str(port), "--web-anonymous-read", ASSAY_CONFIG_DIR=config
+    )
+    serving.append(one)
+    assert "reading open" in one.wait_for("dashboard: ")
+    base = f"http://127.0.0.1:{port}"
+    with httpx.Client(timeout=10) as anyone:
+        assert anyone.get(f"{base}/").status_code == 200
+        refused = anyone.post(
+            f"{base}/tasks/t-x/hold",
+            data={"csrf": anyone.cookies.get("assay_csrf", "")},
+            headers={"Origin": base},
+        )
+        assert refused.status_code == 401
+    assert one.stop() == 143
+
+
+def test_no_web_serves_nothing(repo: Repo, serving: list[Serving], config: str) -> None:
+    port = free_port()
+    one = Serving(repo, "--no-web", "--web-port", str(port), ASSAY_CONFIG_DIR=config)
     serving.append(one)
     deadline = time.monotonic() + READY
     while not one.handles(signal.SIGTERM):  # serving now: a dashboard would have bound first
@@ -197,12 +271,13 @@ def test_no_web_serves_nothing(repo: Repo, serving: list[Serving]) -> None:
     with pytest.raises(httpx.ConnectError):
         httpx.get(f"http://127.0.0.1:{port}/", timeout=2)
     assert one.stop() == 143
-    assert not [line for line in one.said if line.startswith("dashboard:")]
+    assert not [line for line in one.said if line.startswith("dashboard")]
+    assert not Path(config).exists()  # no dashboard, no token made
 
 
 @pytest.mark.slow
 def test_serve_temporal_serves_the_dashboard_over_the_shared_ledger(
-    repo: Repo, serving: list[Serving], postgres_url: str, temporal_server: Any
+    repo: Repo, serving: list[Serving], postgres_url: str, temporal_server: Any, config: str
 ) -> None:
     port = free_port()
     one = Serving(
@@ -214,10 +289,14 @@ def test_serve_temporal_serves_the_dashboard_over_the_shared_ledger(
         "--web-port",
         str(port),
         ASSAY_DATABASE_URL=postgres_url,
+        ASSAY_CONFIG_DIR=config,
     )
     serving.append(one)
     assert one.wait_for("dashboard: ") == f"dashboard: http://127.0.0.1:{port}/"
-    page = httpx.get(f"http://127.0.0.1:{port}/", timeout=10)
+    login = LOGIN.match(one.wait_for("dashboard login: "))
+    assert login is not None
+    bearer = {"Authorization": f"Bearer {login.group(2)}"}
+    page = httpx.get(f"http://127.0.0.1:{port}/", headers=bearer, timeout=10)
     assert page.status_code == 200 and "Queue" in page.text
     assert one.stop(signal.SIGTERM) == 143
     assert any("workflow(s)" in line for line in one.said), one.said

@@ -655,6 +655,27 @@ def test_the_largest_budgets_parse() -> None:
         ("task: x\nenv:\n  A=B: a\n", "env", 2, "'A=B' is not a valid environment variable"),
         ('task: x\nenv:\n  "": a\n', "env", 2, "must not be empty"),
         ('task: x\nenv:\n  A: "a\\0b"\n', "env", 2, "NUL"),
+        ("task: x\nenv:\n  U: $ASSAY_DATABASE_URL\n", "env", 2, "holds assay's own secret"),
+        ("task: x\nenv: {T: $ASSAY_WEB_TOKEN}\n", "env", 2, "holds assay's own secret"),
+        (
+            "task: x\ncoder: {kind: claude, api_key_env: ASSAY_DATABASE_URL}\n",
+            "coder.api_key_env",
+            2,
+            "ASSAY_DATABASE_URL holds assay's own secret",
+        ),
+        (
+            "task: x\njudge: {kind: llm, model: m, api_key_env: ASSAY_TEMPORAL_TLS_KEY}\n",
+            "judge.api_key_env",
+            2,
+            "holds assay's own secret",
+        ),
+        (
+            "task: x\nvalidators:\n"
+            "  - {id: j, kind: judge, model: m, api_key_env: ASSAY_WEB_TOKEN}\n",
+            "validators[0].api_key_env",
+            3,
+            "holds assay's own secret",
+        ),
         ("task: x\ncoder: {kind: llm}\n", "coder", 2, "kind llm needs `model`"),
         ("task: x\ncoder:\n  kind: command\n", "coder", 2, "kind command needs `command`"),
         ("task: x\ncoder: {kind: command, command: '  '}\n", "coder", 2, "needs `command`"),

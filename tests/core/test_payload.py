@@ -108,7 +108,7 @@ def test_payload_validates_and_carries_the_design_keys() -> None:
         "schema", "task_id", "run_id", "dispatch_id", "status", "halt_type", "reason",
         "task_status", "attempt_spent", "task_spec", "validator_results", "policy_decision",
         "attempts", "candidates", "tally", "coder_report", "halts", "usage", "land",
-        "sandbox", "started_at", "finished_at",
+        "sandbox", "network", "started_at", "finished_at",
     }  # fmt: skip
     assert doc["land"] is None
     assert doc["sandbox"] == "none"  # unless told, a payload never claims a confinement

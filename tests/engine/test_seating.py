@@ -78,6 +78,54 @@ def test_network_none_takes_the_network_from_command_coders_and_validators(root:
     assert validator_spec.hidden == (root.resolve(), (root / ".assay").resolve())
 
 
+def rules(spec: Any) -> list[str]:
+    return [f"{r.host}:{r.port}" if r.port else r.host for r in spec.allow]
+
+
+def test_an_agent_reaches_its_provider_and_the_contracts_hosts_only(root: Path) -> None:
+    seating = Seating(root / ".assay", {"ANTHROPIC_BASE_URL": "http://127.0.0.1:9"})
+    plan = plan_for(root, coder={"kind": "claude"}, network={"allow": ["pypi.org"]}, env={"X": "1"})
+    seating.prepare(plan, 1)
+    logs = root / ".assay" / "runs" / "r1" / "attempt-1" / "seat-1"
+    spec = seating.coder_sandbox(plan, 1, logs, logs.parent / "out")
+    assert spec.network is NetworkMode.ON
+    # Its base URL (from its own credential variables) replaces api.anthropic.com.
+    assert rules(spec) == ["127.0.0.1:9", "pypi.org"]
+    none = plan_for(root, coder={"kind": "claude"}, network={"mode": "none", "allow": ["x.org"]})
+    assert rules(seating.coder_sandbox(none, 1, logs, logs.parent / "out")) == ["127.0.0.1:9"]
+
+
+def test_validators_get_the_coders_allowlist_only_when_granted(root: Path) -> None:
+    seating = Seating(root / ".assay", {})
+    granted = {"allow": ["pypi.org"], "validators": "on"}
+    plan = plan_for(root, coder={"kind": "command", "command": "true"}, network=granted)
+    seating.prepare(plan, 1)
+    checkout = seating.checkout(plan, 1, plan.base_commit)
+    spec = seating.validator_sandbox(plan, 1, checkout)
+    assert spec.network is NetworkMode.ON and rules(spec) == ["pypi.org"]
+    default = plan_for(
+        root, coder={"kind": "command", "command": "true"}, network={"allow": ["a.b"]}
+    )
+    assert seating.validator_sandbox(default, 1, checkout).network is NetworkMode.NONE
+    host = plan_for(root, coder={"kind": "command", "command": "true"}, network="host")
+    assert seating.validator_sandbox(host, 1, checkout).network is NetworkMode.NONE
+    logs = root / ".assay" / "runs" / "r1" / "attempt-1" / "seat-1"
+    assert seating.coder_sandbox(host, 1, logs, logs.parent / "out").network is NetworkMode.HOST
+
+
+def test_a_cli_judge_reaches_its_own_provider(root: Path) -> None:
+    seating = Seating(root / ".assay", {})
+    plan = plan_for(
+        root,
+        seats=2,
+        judges=2,
+        judge=[{"kind": "codex", "base_url": "https://gw.example.com/v1"}, {"kind": "claude"}],
+    )
+    spec = seating.judge_sandbox(plan)
+    assert spec.network is NetworkMode.ON
+    assert rules(spec) == ["gw.example.com:443", "api.anthropic.com"]
+
+
 def result(name: str, severity: Severity, error: bool = False) -> ValidatorResult:
     return ValidatorResult(validator_id=name, severity=severity, error=error)
 

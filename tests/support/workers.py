@@ -45,6 +45,7 @@ class Worker:
     task_queue: str
     max_dispatches: int = 4
     env: dict[str, str] = field(default_factory=dict)
+    args: list[str] = field(default_factory=list)  # more flags (the Temporal credentials)
     proc: subprocess.Popen[str] | None = None
     worker_queue: str | None = None
     lines: queue.Queue[str] = field(default_factory=queue.Queue)
@@ -64,7 +65,7 @@ class Worker:
         self._stderr = self.stderr_path.open("a")
         args = [str(ASSAY), "worker", "--temporal", self.address, "--json"]
         args += ["--task-queue", self.task_queue, "--max-dispatches", str(self.max_dispatches)]
-        args += ["--repo", str(self.repo), "--home", str(self.home)]
+        args += ["--repo", str(self.repo), "--home", str(self.home), *self.args]
         self.proc = subprocess.Popen(
             args,
             cwd=self.repo,
@@ -154,11 +155,12 @@ class Workers:
         """What a CLI call of this test runs with (:func:`service_env`)."""
         return service_env(self.database_url)
 
-    def start(self, max_dispatches: int = 4) -> Worker:
+    def start(self, max_dispatches: int = 4, args: list[str] | None = None) -> Worker:
         home = self.homes / f"machine-{len(self.started) + 1}"
         worker = Worker(
-            self.address, self.repo, home, self.database_url, self.task_queue, max_dispatches
-        )
+            self.address, self.repo, home, self.database_url, self.task_queue, max_dispatches,
+            args=list(args or []),
+        )  # fmt: skip
         self.started.append(worker)
         return worker.start()
 

@@ -1,8 +1,8 @@
 """The dashboard's actions, through the whole app, on a private copy of a ledger real runs filled.
 
-Each move is posted the way a browser posts the page's form (same origin, the page's CSRF
-token), and checked in the ledger: the task's new status and the ``task.saved`` /
-``halt.rearmed`` event naming who did it, via web.
+Each move is posted the way a browser posts the page's form (logged in, same origin, the
+page's CSRF token), and checked in the ledger: the task's new status and the ``task.saved`` /
+``halt.rearmed`` event naming who did it (the token's name, whatever a form says), via web.
 """
 
 from __future__ import annotations
@@ -12,23 +12,29 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from fastapi.testclient import TestClient
+from support.dashboard import BASE, OPERATOR, credentials, log_in
 
 from assay.adapters.store.sql import Ledger
 from assay.core.vocab import EventKind
 from assay.web.app import create_app
 from assay.web.config import WebConfig
+from assay.web.tokens import TokenStore
 
 if TYPE_CHECKING:
     from conftest import World
 
-BASE = "http://127.0.0.1:8765"
-TOKEN = "s3cret-token-for-tests"
 
-
-def client(world: World, ledger: Ledger, **config: Any) -> TestClient:
-    settings = {"state_dir": world.state_dir, **config}
+def client(world: World, ledger: Ledger, *, logged_in: bool = True, **config: Any) -> TestClient:
+    settings = {
+        "state_dir": world.state_dir,
+        "credentials": credentials(world.repo.root.parent / "config"),
+        **config,
+    }
     app = create_app(WebConfig(ledger=ledger, **settings))
-    return TestClient(app, base_url=BASE, follow_redirects=False)
+    c = TestClient(app, base_url=BASE, follow_redirects=False)
+    if logged_in:
+        log_in(c)
+    return c
 
 
 def csrf(c: TestClient, page: str) -> str:
@@ -51,52 +57,59 @@ def saved(ledger: Ledger, task_id: str) -> dict[str, Any]:
     return moves[-1].data
 
 
-def test_release_from_the_page_records_who_and_via_web(world_copy: World) -> None:
+def test_release_from_the_page_records_the_token_name_via_web(world_copy: World) -> None:
     with Ledger(world_copy.url) as ledger:
         c = client(world_copy, ledger)
         page = f"/tasks/{world_copy.held_task}"
-        done = post(c, f"{page}/release", page, by="  Ada   Lovelace ")
+        done = post(c, f"{page}/release", page, by="alice")  # a posted name counts for nothing
         assert done.status_code == 303, done.text
-        location = done.headers["location"]
-        assert location.startswith(f"{page}?notice=") and "released" in location
+        assert done.headers["location"] == f"{page}?notice=released"
         assert ledger.get_task(world_copy.held_task).status == "queued"
         assert saved(ledger, world_copy.held_task) == {
             "status": "queued",
             "action": "release",
-            "by": "Ada Lovelace",
+            "by": OPERATOR,
             "via": "web",
             "reason": None,
         }
-        assert c.cookies["assay_by"].strip('"') == "Ada Lovelace"
-        shown = c.get(location)
-        assert shown.status_code == 200 and "released" in shown.text
+        assert "assay_by" not in c.cookies
+        shown = c.get(done.headers["location"])
+        assert shown.status_code == 200 and "Task released" in shown.text
 
 
-def test_hold_then_cancel_with_reasons_and_a_remembered_name(world_copy: World) -> None:
+def test_hold_then_cancel_are_recorded_under_each_token_s_name(world_copy: World) -> None:
     with Ledger(world_copy.url) as ledger:
         c = client(world_copy, ledger)
         page = f"/tasks/{world_copy.queued_task}"
-        held = post(c, f"{page}/hold", page, reason="waiting for review", by="grace")
+        held = post(c, f"{page}/hold", page, reason="waiting for review", by="mallory")
         assert held.status_code == 303, held.text
+        assert held.headers["location"] == f"{page}?notice=held"
         task = ledger.get_task(world_copy.queued_task)
         assert task.status == "held" and task.hold_reason == "waiting for review"
-        assert saved(ledger, world_copy.queued_task)["by"] == "grace"
+        assert saved(ledger, world_copy.queued_task)["by"] == OPERATOR
 
-        c.post(f"{page}/release", data={"csrf": csrf(c, page)}, headers={"Origin": BASE})
-        cancelled = post(c, f"{page}/cancel", page, reason="not needed")  # no name: remembered
+        post(c, f"{page}/release", page)
+        _, grace = TokenStore(world_copy.repo.root.parent / "config").add("grace")
+        other = client(world_copy, ledger, logged_in=False)
+        log_in(other, grace)
+        cancelled = post(other, f"{page}/cancel", page, reason="not needed")
         assert cancelled.status_code == 303, cancelled.text
         move = saved(ledger, world_copy.queued_task)
         assert move["action"] == "cancel" and move["by"] == "grace" and move["via"] == "web"
         assert move["reason"] == "not needed"
 
 
-def test_an_unnamed_move_records_where_it_came_from(world_copy: World) -> None:
+def test_a_script_acts_with_a_bearer_token_under_its_name(world_copy: World) -> None:
     with Ledger(world_copy.url) as ledger:
-        c = client(world_copy, ledger)
-        page = f"/tasks/{world_copy.held_task}"
-        assert post(c, f"{page}/release", page).status_code == 303
-        assert saved(ledger, world_copy.held_task)["by"] == "anonymous at testclient"
-        assert "assay_by" not in c.cookies
+        c = client(world_copy, ledger, logged_in=False)
+        _, secret = TokenStore(world_copy.repo.root.parent / "config").add("ci-bot")
+        done = c.post(
+            f"/tasks/{world_copy.held_task}/release",
+            data={"by": "alice"},
+            headers={"Authorization": f"Bearer {secret}"},
+        )
+        assert done.status_code == 303, done.text
+        assert saved(ledger, world_copy.held_task)["by"] == "ci-bot"
 
 
 def test_a_move_the_lifecycle_refuses_is_a_409_page_and_changes_nothing(
@@ -136,10 +149,10 @@ def test_rearm_a_fired_halt_from_the_run_page(world_copy: World) -> None:
         assert blank.status_code == 400
         done = post(c, url, page, evidence="setup.cfg is now in scope", by="ops")
         assert done.status_code == 303, done.text
-        assert done.headers["location"].startswith(f"{page}?notice=")
+        assert done.headers["location"] == f"{page}?notice=rearmed"
         rearmed = [e for e in ledger.events(run_id=world_copy.halt_run) if e.kind == "halt.rearmed"]
         assert len(rearmed) == 1
-        assert rearmed[0].data["by"] == "ops" and rearmed[0].data["via"] == "web"
+        assert rearmed[0].data["by"] == OPERATOR and rearmed[0].data["via"] == "web"
         assert rearmed[0].data["condition"] == "halt-scope-breach"
         again = post(c, url, page, evidence="twice")
         assert again.status_code == 409  # armed now, not fired: halt_ops says why
@@ -159,24 +172,32 @@ def test_rearm_without_a_state_dir_here_is_refused(world_copy: World) -> None:
 
 
 @pytest.mark.parametrize(
-    ("case", "headers", "token", "status"),
+    ("case", "headers", "logged_in", "status"),
     [
-        ("foreign origin", {"Origin": "http://evil.example"}, None, 403),
-        ("no token", {"Origin": BASE}, TOKEN, 401),
+        ("foreign origin", {"Origin": "http://evil.example"}, True, 403),
+        # The observed attack: no login, the form's CSRF cookie, a matching Origin, by=alice.
+        ("no credential", {"Origin": BASE}, False, 401),
     ],
 )
 def test_a_forged_action_is_refused_and_the_ledger_unchanged(
-    world_copy: World, case: str, headers: dict[str, str], token: str | None, status: int
+    world_copy: World, case: str, headers: dict[str, str], logged_in: bool, status: int
 ) -> None:
     with Ledger(world_copy.url) as ledger:
-        c = client(world_copy, ledger, token=token)
-        c.get("/")  # the CSRF cookie (401 with a token: the login form sets it too)
+        c = client(world_copy, ledger, logged_in=logged_in)
+        c.get("/")  # the CSRF cookie (401 without a login: the login form sets it too)
         before = len(ledger.events())
-        refused = c.post(
-            f"/tasks/{world_copy.held_task}/release",
-            data={"csrf": c.cookies.get("assay_csrf", "")},
+        for move in ("release", "cancel"):
+            refused = c.post(
+                f"/tasks/{world_copy.held_task}/{move}",
+                data={"csrf": c.cookies.get("assay_csrf", ""), "by": "alice"},
+                headers=headers,
+            )
+            assert refused.status_code == status, case
+        rearm = c.post(
+            f"/runs/{world_copy.halt_run}/halts/halt-scope-breach/rearm",
+            data={"csrf": c.cookies.get("assay_csrf", ""), "evidence": "trust me"},
             headers=headers,
         )
-        assert refused.status_code == status, case
+        assert rearm.status_code == status, case
         assert ledger.get_task(world_copy.held_task).status == "held"
         assert len(ledger.events()) == before

@@ -1,14 +1,19 @@
 """The dashboard in a real browser: headless chromium against a real ``assay serve --web-only``
 over a ledger real ``assay run``s filled (a private copy of the shared world).
 
-One browser for the module, a fresh context (cookies) per test. A screenshot of each page goes
-to ``$ASSAY_TEST_ARTIFACTS/screenshots`` (default ``test-artifacts/screenshots``).
+One browser for the module, a fresh context (cookies) per test; each dashboard keeps its tokens
+in a config folder of the test's own, and the tests log in with the URL ``assay serve``
+printed. A screenshot of each page goes to ``$ASSAY_TEST_ARTIFACTS/screenshots`` (default
+``test-artifacts/screenshots``).
 """
 
 from __future__ import annotations
 
+import contextlib
+import http.server
 import os
 import queue
+import re
 import shutil
 import signal
 import socket
@@ -17,6 +22,7 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,16 +31,17 @@ from support.repo import ASSAY, PYTEST, Repo
 from support.services import service_missing
 
 from assay.adapters.store.sql import Ledger
+from assay.core.tasks import Task
 from assay.core.vocab import EventKind
 
 if TYPE_CHECKING:
     from conftest import World
-    from playwright.sync_api import Browser, Page
+    from playwright.sync_api import Browser, Dialog, Page
 
 pytestmark = pytest.mark.slow
 
 CHROMIUM = Path("/usr/bin/chromium")
-TOKEN = "browser-test-token"
+TOKEN = "browser-test-token-0123456789"
 READY = 30.0
 SHOTS = Path(os.environ.get("ASSAY_TEST_ARTIFACTS") or "test-artifacts") / "screenshots"
 
@@ -50,14 +57,15 @@ def environ() -> dict[str, str]:
 
 
 class Dashboard:
-    """``assay serve --web-only`` in the repository, until stopped."""
+    """``assay serve --web-only`` in the repository, its tokens in ``config``, until stopped."""
 
-    def __init__(self, repo: Repo, *args: str) -> None:
+    def __init__(self, repo: Repo, config: Path, *args: str) -> None:
         self.port = free_port()
+        self.login_url = ""
         self.proc = subprocess.Popen(
             [str(ASSAY), "serve", "--web-only", "--web-port", str(self.port), *args],
             cwd=repo.root,
-            env=environ(),
+            env={**environ(), "ASSAY_CONFIG_DIR": str(config)},
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             text=True,
@@ -80,7 +88,10 @@ class Dashboard:
             except queue.Empty:
                 assert self.proc.poll() is None, said
                 continue
-            if said[-1].startswith("dashboard: "):
+            login = re.search(r"(http://\S+/login\?token=\S+)", said[-1])
+            if login:
+                self.login_url = login.group(1)
+            if said[-1].startswith("dashboard login: "):
                 return
         raise AssertionError(f"the dashboard never started: {said}")
 
@@ -117,8 +128,8 @@ def site(sqlite_world: World, tmp_path_factory: pytest.TempPathFactory) -> Itera
     )
     # Started together: each takes a few seconds to come up on a loaded machine.
     dashboards = [
-        Dashboard(repo),
-        Dashboard(repo, "--web-host", "0.0.0.0", "--web-token", TOKEN),
+        Dashboard(repo, target / "config-open"),
+        Dashboard(repo, target / "config-guarded", "--web-host", "0.0.0.0", "--web-token", TOKEN),
     ]
     try:
         for one in dashboards:
@@ -162,8 +173,15 @@ def events(ledger: Ledger, task_id: str) -> list[Any]:
     return [e for e in ledger.events(task_id) if e.kind == EventKind.TASK_SAVED]
 
 
+def log_in(page: Page, dashboard: Dashboard) -> None:
+    """Open the login URL ``assay serve`` printed: it lands on the queue, the token gone."""
+    assert dashboard.login_url, "serve printed no login URL"
+    page.goto(dashboard.login_url)
+    assert page.url == dashboard.url + "/"
+
+
 def test_the_queue_lists_every_task(site: Site, page: Page) -> None:
-    page.goto(site.open.url + "/")
+    log_in(page, site.open)
     rows = page.locator("table.queue tbody tr")
     w = site.world
     for task in (w.done_task, w.held_task, w.halted_task, w.queued_task):
@@ -175,21 +193,23 @@ def test_the_queue_lists_every_task(site: Site, page: Page) -> None:
 
 def test_a_held_task_is_released_from_its_page(site: Site, page: Page) -> None:
     w = site.world
+    log_in(page, site.open)
     page.goto(f"{site.open.url}/tasks/{w.held_task}")
     shot(page, "task")
     release = page.locator(f'form[action="/tasks/{w.held_task}/release"]')
-    release.locator('input[name="by"]').fill("browser tester")
+    assert release.locator('input[name="by"]').count() == 0  # who acts is the login
     release.locator('button[type="submit"]').click()
-    page.wait_for_url(f"**/tasks/{w.held_task}?notice=*")
-    assert "released" in page.locator(".notice").inner_text()
+    page.wait_for_url(f"**/tasks/{w.held_task}?notice=released")
+    assert "Task released" in page.locator(".notice").inner_text()
     with site.ledger() as ledger:
         assert ledger.get_task(w.held_task).status == "queued"
         move = events(ledger, w.held_task)[-1].data
-    assert move["action"] == "release" and move["by"] == "browser tester"
+    assert move["action"] == "release" and move["by"] == "operator"  # the token's name
     assert move["via"] == "web"
 
 
 def test_a_run_timeline_shows_the_blocked_attempt_then_the_pass(site: Site, page: Page) -> None:
+    log_in(page, site.open)
     page.goto(f"{site.open.url}/runs/{site.world.pass_run}")
     attempts = page.locator("article.attempt")
     assert attempts.count() == 2
@@ -201,6 +221,7 @@ def test_a_run_timeline_shows_the_blocked_attempt_then_the_pass(site: Site, page
 
 
 def test_the_halts_page_lists_the_fired_halt(site: Site, page: Page) -> None:
+    log_in(page, site.open)
     page.goto(f"{site.open.url}/halts")
     body = page.locator("main").inner_text()
     assert site.world.halted_task in body and "halt-scope-breach" in body
@@ -233,13 +254,15 @@ land: none
     )
     try:
         run_id = _open_run(site, before=time.monotonic())
+        log_in(page, site.open)
         page.goto(f"{site.open.url}/runs/{run_id}")
         page.wait_for_selector("#live-status.live-on")
         page.evaluate("window.__notReloaded = true")
         assert page.locator("#attempt-2").count() == 0  # attempt 1 still sleeps: nothing yet
         page.wait_for_selector("#attempt-2", timeout=60_000)  # appeared without a reload
         assert page.evaluate("window.__notReloaded === true")
-        page.wait_for_function("!document.querySelector('#run .live-badge')", timeout=60_000)
+        # A locator's wait (wait_for_function evaluates a string: the page's CSP forbids that).
+        page.locator("#run .live-badge").wait_for(state="detached", timeout=60_000)
         assert page.evaluate("window.__notReloaded === true")
         assert "pass" in page.locator("#attempt-2").inner_text().lower()
         shot(page, "run-live")
@@ -250,10 +273,10 @@ land: none
 
 def _open_run(site: Site, before: float) -> str:
     """The id of the run the test just started, once the ledger has it open (the copied
-    world has no other open run)."""
+    world has no other open run but the hostile one a test below opens)."""
     with site.ledger() as ledger:
         while time.monotonic() - before < READY:
-            found = ledger.open_runs()
+            found = [r for r in ledger.open_runs() if r.id != HOSTILE_RUN]
             if found:
                 return found[0].id
             time.sleep(0.1)
@@ -286,7 +309,7 @@ def test_without_the_token_nothing_is_shown_or_done(site: Site, page: Page) -> N
 
 def test_a_form_on_another_site_is_refused(site: Site, page: Page) -> None:
     w = site.world
-    page.goto(f"{site.open.url}/")  # the victim has the dashboard's cookies
+    log_in(page, site.open)  # the victim is logged in and has the dashboard's cookies
     csrf = next(c["value"] for c in page.context.cookies() if c["name"] == "assay_csrf")
     # Even knowing the token, a page of another origin gets nothing done.
     attack = (
@@ -303,7 +326,92 @@ def test_a_form_on_another_site_is_refused(site: Site, page: Page) -> None:
         with page.expect_navigation():
             page.click("button")
         assert page.url.startswith(site.open.url)
-        assert "nothing was done" in page.locator("main").inner_text()
+        # The session cookie is SameSite=Strict: a cross-site POST arrives logged out (401);
+        # and were it not, its Sec-Fetch-Site would be refused (403).
+        assert page.locator("h1").inner_text() in ("Token required", "Refused")
         shot(page, "refusal")
         assert ledger.get_task(w.queued_task).status == "queued"
         assert len(ledger.events()) == before
+
+
+HOSTILE_RUN = "r-hostile-pr"
+HOSTILE_URL = "javascript:alert(document.domain)//"
+
+
+@contextlib.contextmanager
+def another_port(html: str) -> Iterator[str]:
+    """A page served on another local port: another origin, but the same site as the
+    dashboard (so its SameSite=Strict cookies would go along into a frame)."""
+
+    class Page(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = html.encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Page)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_page_on_another_port_cannot_frame_the_dashboard(site: Site, page: Page) -> None:
+    w = site.world
+    log_in(page, site.open)  # the victim is logged in: a framed page would act as them
+    framing = (
+        f'<p>win a prize</p><iframe id="victim" src="{site.open.url}/tasks/{w.queued_task}" '
+        'width="1200" height="800"></iframe>'
+    )
+    with another_port(framing) as url, site.ledger() as ledger:
+        before = len(ledger.events())
+        page.goto(url)
+        page.wait_for_load_state("load")
+        frame = page.locator("#victim").content_frame
+        # Blocked by X-Frame-Options / frame-ancestors: an error page, none of the dashboard.
+        assert frame.locator("form").count() == 0 and frame.locator("button").count() == 0
+        box = page.locator("#victim").bounding_box()
+        assert box is not None
+        for fx in (0.1, 0.3, 0.5, 0.7, 0.9):  # click all over where its buttons would be
+            for fy in (0.1, 0.3, 0.5, 0.7, 0.9):
+                page.mouse.click(box["x"] + box["width"] * fx, box["y"] + box["height"] * fy)
+        shot(page, "framed")
+        assert ledger.get_task(w.queued_task).status == "queued"
+        assert len(ledger.events()) == before
+
+
+def test_a_javascript_pull_request_url_is_text_not_a_link(site: Site, page: Page) -> None:
+    now = datetime.now(UTC)
+    with site.ledger() as ledger:
+        task = Task.new(id="t-hostile-pr", title="A forged pull request", instruction="x", now=now)
+        ledger.add_task(task)
+        task.start(now, run_id=HOSTILE_RUN)
+        ledger.start_run(task, HOSTILE_RUN, started_at=now)  # open: its land events are read
+        ledger.append_event(
+            EventKind.LAND_PR_OPENED, {"url": HOSTILE_URL}, at=now, run_id=HOSTILE_RUN
+        )
+    dialogs: list[str] = []
+
+    def dismissed(dialog: Dialog) -> None:
+        dialogs.append(dialog.message)
+        dialog.dismiss()
+
+    page.on("dialog", dismissed)
+    log_in(page, site.open)
+    page.goto(f"{site.open.url}/runs/{HOSTILE_RUN}")
+    assert page.locator('a[href^="javascript:" i]').count() == 0
+    shown = page.locator("code.url", has_text=HOSTILE_URL)
+    assert shown.count() == 1
+    shown.click()
+    page.get_by_text("pull request").first.click()
+    page.wait_for_timeout(300)
+    assert dialogs == [] and page.url == f"{site.open.url}/runs/{HOSTILE_RUN}"
+    shot(page, "hostile-url")

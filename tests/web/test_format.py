@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
 
 from assay.web.format import (
     DiffLine,
@@ -11,6 +15,7 @@ from assay.web.format import (
     diff_lines,
     duration,
     elapsed,
+    http_url,
     shorten,
     slug,
     timetag,
@@ -133,3 +138,59 @@ def test_names_and_blocks_are_shown_without_controls_or_bidi() -> None:
     assert shown_lines("one\n\ttwo\x1b[2J\u2066") == "one\n\ttwo\\x1b[2J<U+2066>"
     html = str(diff_html("+++ b/x\n@@ -1 +1 @@\n+if user\u202e != admin:\n"))
     assert "\u202e" not in html and '<span class="d-add">+if user&lt;U+202E&gt; != admin:' in html
+
+
+@pytest.mark.parametrize(
+    "url", ["https://github.com/o/r/pull/7", "http://gitea.local:3000/o/r/pulls/1", "HTTPS://x.y/"]
+)
+def test_an_absolute_http_url_may_be_a_link(url: str) -> None:
+    assert http_url(url) == url
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "javascript:alert(document.domain)//",
+        "JavaScript:alert(1)",
+        "\tjavascript:alert(1)",
+        "java\nscript:alert(1)",
+        "data:text/html;base64,PHNjcmlwdD4=",
+        "vbscript:msgbox(1)",
+        "file:///etc/passwd",
+        "//evil.example/x",
+        "/relative",
+        "https:evil.example",
+        "https:///evil",
+        "https://a b",
+        "https://x\u202e.example",
+        "",
+        None,
+        42,
+    ],
+)
+def test_anything_else_is_no_link(url: object) -> None:
+    assert http_url(url) is None
+
+
+TEMPLATES = Path(__file__).resolve().parents[2] / "src" / "assay" / "web" / "templates"
+# Every href a template builds from a value, and why each is safe: a path of ours, or a URL
+# that passed http_url. A new one must be added here, with its reason.
+KNOWN_HREFS = {
+    "{{ back }}",  # the message page's way back: a path the routes build with quote()
+    "{{ query(page=current - 1) or '?' }}",  # the pager: a query string of our own
+    "{{ query(page=n) or '?' }}",
+    "{{ query(page=current + 1) }}",
+    "{{ '/?status=' ~ value if value else '/' }}",  # a status of the fixed vocabulary
+    "{{ pr|http_url }}",  # a pull request's URL: http(s) only
+}
+
+
+def test_every_href_built_from_a_value_is_a_known_safe_one() -> None:
+    found = set()
+    for template in TEMPLATES.glob("*.html"):
+        for href in re.findall(r'href="([^"]*)"', template.read_text()):
+            if href.startswith("{{"):
+                found.add(href)
+            else:
+                assert href.startswith(("/", "#", "?")), (template.name, href)
+    assert found == KNOWN_HREFS

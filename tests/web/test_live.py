@@ -18,6 +18,7 @@ from typing import Any
 import httpx
 import pytest
 from fastapi import FastAPI
+from support.dashboard import TOKEN, credentials
 from support.postgres import create_database, drop_database
 
 from assay.adapters.store.sql import Ledger
@@ -29,6 +30,7 @@ from assay.web.server import DashboardServer
 
 NOW = datetime(2026, 12, 2, 5, 0, tzinfo=UTC)
 WAIT = 5.0
+BEARER = {"Authorization": f"Bearer {TOKEN}"}
 
 
 @dataclass
@@ -36,9 +38,10 @@ class Stream:
     """One open ``/events`` response, its SSE messages parsed as they come."""
 
     url: str
-    headers: dict[str, str] = field(default_factory=dict)
+    headers: dict[str, str] = field(default_factory=lambda: dict(BEARER))
     messages: queue.Queue[dict[str, Any]] = field(default_factory=queue.Queue)
     ended: threading.Event = field(default_factory=threading.Event)
+    status: int | None = None
 
     def __post_init__(self) -> None:
         threading.Thread(target=self._read, daemon=True).start()
@@ -46,6 +49,10 @@ class Stream:
     def _read(self) -> None:
         try:
             with httpx.stream("GET", self.url, headers=self.headers, timeout=30) as response:
+                self.status = response.status_code
+                self.messages.put({"status": response.status_code})
+                if response.status_code != 200:
+                    return
                 assert response.headers["content-type"].startswith("text/event-stream")
                 fields: dict[str, Any] = {}
                 for line in response.iter_lines():
@@ -89,7 +96,7 @@ class Served:
     run_id: str
 
     def events(self, query: str = "", **headers: str) -> Stream:
-        return Stream(f"{self.server.url}events{query}", headers)
+        return Stream(f"{self.server.url}events{query}", {**BEARER, **headers})
 
     def append(self, note: str, **where: str | None) -> int:
         return self.ledger.append_event(EventKind.HALT_REARMED, {"note": note}, at=NOW, **where)
@@ -113,7 +120,12 @@ def served(
     started = ledger.get_task("t1")
     started.start(NOW, run_id="r1")
     ledger.start_run(started, "r1", started_at=NOW)
-    config = WebConfig(ledger=ledger, port=0)
+    config = WebConfig(
+        ledger=ledger,
+        port=0,
+        credentials=credentials(tmp_path_factory.mktemp("config")),
+        stream_limit=100,  # the tests here open many; the limit has its own tests
+    )
     app = FastAPI()
     app.include_router(live.router)
     security.install(app, config)
@@ -192,7 +204,7 @@ def test_many_streams_share_one_poller(served: Served) -> None:
 
 def test_a_closed_stream_leaves_the_hub(served: Served) -> None:
     hub: live.Hub = served.app.state.live_hub
-    with httpx.stream("GET", f"{served.server.url}events", timeout=10) as response:
+    with httpx.stream("GET", f"{served.server.url}events", headers=BEARER, timeout=10) as response:
         next(response.iter_lines())
         during = len(hub.subscribers)
     deadline = time.monotonic() + WAIT
@@ -208,15 +220,16 @@ def test_a_quiet_stream_keeps_alive(served: Served, monkeypatch: pytest.MonkeyPa
 
 
 def test_a_bad_after_is_a_400_not_a_stream(served: Served) -> None:
-    answer = httpx.get(f"{served.server.url}events?after=soon", timeout=5)
+    answer = httpx.get(f"{served.server.url}events?after=soon", headers=BEARER, timeout=5)
     assert answer.status_code in (400, 422)
 
 
 def test_stopping_the_server_ends_open_streams_at_once(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
-    ledger = Ledger.open(f"sqlite:///{tmp_path_factory.mktemp('stop') / 'assay.db'}")
-    config = WebConfig(ledger=ledger, port=0)
+    folder = tmp_path_factory.mktemp("stop")
+    ledger = Ledger.open(f"sqlite:///{folder / 'assay.db'}")
+    config = WebConfig(ledger=ledger, port=0, credentials=credentials(folder / "config"))
     app = FastAPI()
     app.include_router(live.router)
     security.install(app, config)

@@ -35,7 +35,7 @@ HIDDEN = {"Cc", "Cf", "Cs", "Zl", "Zp"}
 
 
 def _render(name: str, **context: Any) -> str:
-    return templates.env.get_template(name).render(csrf="x", by="", query=None, **context)
+    return templates.env.get_template(name).render(csrf="x", actor="ops", query=None, **context)
 
 
 def _hidden(html: str) -> list[str]:

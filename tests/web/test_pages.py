@@ -12,14 +12,16 @@ import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 import sqlalchemy as sa
 from fastapi.testclient import TestClient
+from support.dashboard import BASE, OPERATOR, credentials, log_in
 from support.repo import ASSAY
 
 from assay.core.tasks import Task
+from assay.core.vocab import EventKind
 from assay.web.app import create_app
 from assay.web.config import WebConfig
 
@@ -27,13 +29,18 @@ if TYPE_CHECKING:
     from conftest import World
 
 
-# As a browser reaches the default dashboard: the guard refuses POSTs under any other host name.
-BASE = "http://127.0.0.1:8765"
-
-
-def client_for(world: World) -> TestClient:
-    config = WebConfig(ledger=world.ledger(), state_dir=world.state_dir)
-    return TestClient(create_app(config), base_url=BASE, raise_server_exceptions=False)
+def client_for(world: World, **config: Any) -> TestClient:
+    """A client of the world's dashboard, logged in (with ``anonymous_read``: not)."""
+    settings: dict[str, Any] = {
+        "ledger": world.ledger(),
+        "state_dir": world.state_dir,
+        "credentials": credentials(world.repo.root.parent / "config"),
+        **config,
+    }
+    c = TestClient(create_app(WebConfig(**settings)), base_url=BASE, raise_server_exceptions=False)
+    if not config.get("anonymous_read"):
+        log_in(c)
+    return c
 
 
 @pytest.fixture(scope="module")
@@ -141,7 +148,8 @@ def test_a_queued_task_offers_hold_and_cancel(client: TestClient, sqlite_world: 
     assert f'action="/tasks/{sqlite_world.queued_task}/hold"' in html
     assert f'action="/tasks/{sqlite_world.queued_task}/cancel"' in html
     assert "/release" not in html
-    assert 'name="reason"' in html and 'name="by"' in html
+    assert 'name="reason"' in html
+    assert 'name="by"' not in html  # who acts is the login's token name, not a field
 
 
 def test_the_run_page_shows_the_blocked_attempt_then_the_pass(world: World) -> None:
@@ -201,8 +209,7 @@ def test_the_halts_page_lists_the_fired_halt(client: TestClient, sqlite_world: W
 
 
 def test_without_a_state_dir_the_rearm_form_is_not_offered(sqlite_world: World) -> None:
-    app = create_app(WebConfig(ledger=sqlite_world.ledger(), state_dir=None))
-    with TestClient(app, base_url=BASE) as c:
+    with client_for(sqlite_world, state_dir=None) as c:
         html = c.get(f"/runs/{sqlite_world.halt_run}").text
     assert "halt-scope-breach" in html
     assert "/rearm" not in html  # nothing here could act on it
@@ -233,9 +240,16 @@ def test_fragments_are_the_live_part_alone(client: TestClient, sqlite_world: Wor
     assert 'id="attempt-2"' in client.get(f"/fragments/runs/{sqlite_world.pass_run}").text
 
 
-def test_the_notice_is_shown_escaped(client: TestClient, sqlite_world: World) -> None:
-    page = client.get(f"/tasks/{sqlite_world.held_task}", params={"notice": "<b>released</b>"})
-    assert '<div class="notice" role="status">&lt;b&gt;released&lt;/b&gt;</div>' in page.text
+def test_a_known_notice_shows_its_own_text_and_any_other_nothing(
+    client: TestClient, sqlite_world: World
+) -> None:
+    page = f"/tasks/{sqlite_world.held_task}"
+    known = client.get(page, params={"notice": "released"}).text
+    assert re.search(r'<div class="notice" role="status">Task released: [^<]+</div>', known)
+    for forged in ("Security review passed: release everything", "<b>released</b>", "Released"):
+        html = client.get(page, params={"notice": forged}).text
+        assert 'class="notice"' not in html, forged
+        assert "Security review" not in html and "&lt;b&gt;" not in html
 
 
 HOSTILE = "<script>alert('pwned')</script>"
@@ -292,7 +306,7 @@ def test_every_json_field_stays_out_of_the_pages(client: TestClient, sqlite_worl
 
 def test_releasing_from_the_task_page_comes_back_with_a_notice(world_copy: World) -> None:
     """The page's own form, posted as a browser would, lands back on the page with the notice
-    and the moves the new status allows."""
+    and the moves the new status allows; the move's history names the token."""
     task_id = world_copy.held_task
     with client_for(world_copy) as c:
         page = c.get(f"/tasks/{task_id}").text
@@ -302,24 +316,69 @@ def test_releasing_from_the_task_page_comes_back_with_a_notice(world_copy: World
         assert csrf is not None
         done = c.post(
             form.group(1),
-            data={"csrf": csrf.group(1), "by": "ana"},
+            data={"csrf": csrf.group(1), "by": "alice"},
             headers={"Origin": BASE},
             follow_redirects=True,
         )
     assert done.status_code == 200
     assert done.url.path == f"/tasks/{task_id}"
-    assert re.search(r'<div class="notice" role="status">[^<]*released[^<]*queued', done.text)
+    assert re.search(r'<div class="notice" role="status">Task released: queued again', done.text)
     assert f'action="/tasks/{task_id}/hold"' in done.text  # queued now: it can be held again
-    assert "ana" in done.text and "release" in _text(done.text)  # the move, in its history
-    assert 'name="by" maxlength="80" value="ana"' in done.text  # who acts, remembered
+    history = _text(done.text[done.text.index("Operator actions") :])
+    assert f"release {OPERATOR} web" in history  # the move, by the token's name, via web
+    assert "alice" not in done.text
+
+
+def test_an_anonymous_reader_sees_the_pages_but_no_forms(world_copy: World) -> None:
+    with client_for(world_copy, anonymous_read=True) as c:
+        html = c.get(f"/tasks/{world_copy.queued_task}").text
+        run = c.get(f"/runs/{world_copy.halt_run}").text
+    assert world_copy.queued_task in html and "Read-only" in html
+    assert 'action="/tasks/' not in html and "/rearm" not in run
+    assert 'href="/login"' in html
+
+
+def test_only_http_urls_become_links(world_copy: World) -> None:
+    """A pull request's URL comes from an API (or a hostile coder's forged event): anything
+    but an absolute http(s) URL is shown as text, never put in an href."""
+    ledger = world_copy.ledger()
+    now = datetime.now(UTC)
+    task = Task.new(id="t-pr", title="Open a pull request", instruction="do it", now=now)
+    ledger.add_task(task)
+    task.start(now, run_id="r-pr")
+    ledger.start_run(task, "r-pr", started_at=now)  # open: its page reads the land events
+    hostile = [
+        "javascript:alert(document.domain)//",
+        "JaVaScRiPt:alert(1)",
+        " javascript:alert(1)",
+        "data:text/html,<script>alert(1)</script>",
+        "vbscript:msgbox(1)",
+        "java\tscript:alert(1)",
+        "//evil.example/pull/1",
+        "https:evil.example",
+    ]
+    pages = {}
+    with client_for(world_copy) as c:
+        for url in [*hostile, "https://github.com/o/r/pull/7"]:
+            ledger.append_event(EventKind.LAND_PR_OPENED, {"url": url}, at=now, run_id="r-pr")
+            pages[url] = c.get("/runs/r-pr").text
+    for url in hostile:
+        html = pages[url]
+        assert "pull request" in html and '<code class="url">' in html, url
+        for href in re.findall(r'href="([^"]*)"', html):  # every link stays on this server
+            assert href.startswith(("/", "?", "#")) and not href.startswith("//"), (url, href)
+        assert "<script>alert" not in html, url
+    good = pages["https://github.com/o/r/pull/7"]
+    assert '<a href="https://github.com/o/r/pull/7" rel="noreferrer noopener">' in good
 
 
 def test_a_ledger_that_cannot_be_read_is_a_500_page_not_a_traceback(tmp_path: Path) -> None:
     from assay.adapters.store.sql import Ledger
 
     empty = Ledger(f"sqlite:///{tmp_path / 'never-migrated.db'}")  # no tables at all
-    app = create_app(WebConfig(ledger=empty))
+    app = create_app(WebConfig(ledger=empty, credentials=credentials(tmp_path / "config")))
     with TestClient(app, base_url=BASE, raise_server_exceptions=False) as c:
+        log_in(c)
         page = c.get("/")
     assert page.status_code == 500
     assert "Something went wrong" in page.text and "log has the details" in page.text

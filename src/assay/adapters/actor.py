@@ -1,4 +1,4 @@
-"""Who makes an operator's move: the person at this terminal, or what the web form says.
+"""Who makes an operator's move: the person at this terminal, or the dashboard token's name.
 
 Its own small module (standard library and the vocabulary only) because ``assay halt rearm``
 names the person who re-armed a halt and must not import the ledger or the task models to do
@@ -16,8 +16,8 @@ from assay.core.vocab import ActorVia
 
 
 class Actor(Frozen):
-    """Who made a move (free text: ``user@host`` from the CLI, what the web form says) and
-    where from."""
+    """Who made a move (``user@host`` from the CLI, the name of the token a dashboard request
+    carried) and where from."""
 
     __slots__ = ("by", "via")
     by: str

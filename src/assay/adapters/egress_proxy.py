@@ -14,9 +14,10 @@ It understands the two forms HTTP clients use with a proxy:
 
 What is let through (:mod:`assay.core.egress`): a host and port some rule allows, at an address
 the proxy resolved itself (the client's resolver is never asked) that is not on this host or
-its link (loopback, link-local like the cloud metadata service at 169.254.169.254, multicast)
-unless the rule names that address, or ``localhost``. The proxy connects to the very address it
-checked, so a name that resolves elsewhere a second time (DNS rebinding) changes nothing.
+its link (loopback, an address of one of its interfaces, link-local like the cloud metadata
+service at 169.254.169.254, multicast) unless the rule names that address, or ``localhost``.
+The proxy connects to the very address it checked, so a name that resolves elsewhere a second
+time (DNS rebinding) changes nothing.
 Anything else is answered ``403`` (and recorded in :attr:`EgressProxy.refused`), ``400`` for
 what is no proxy request (or a head over 64 KiB), ``502`` for an origin that cannot be reached.
 """
@@ -47,7 +48,7 @@ from assay.adapters.relay import (
     shut,
     splice,
 )
-from assay.core.egress import AllowRule, address_allowed, allowed_by
+from assay.core.egress import AllowRule, address_allowed, allowed_by, names_address
 
 Resolver = Callable[[str, int], list[str]]
 """``(host, port)`` to the addresses to try, in order (``socket.getaddrinfo`` by default)."""
@@ -278,7 +279,12 @@ class EgressProxy:
         except (OSError, UnicodeError) as exc:
             _answer(client, 502, f"assay: cannot resolve {shown}: {_reason(exc)}")
             return None
-        usable = [address for address in addresses if address_allowed(rule, address)]
+        usable = [
+            address
+            for address in addresses
+            if address_allowed(rule, address)
+            and (names_address(rule, address) or not on_this_host(address))
+        ]
         if not usable:
             why = f": it resolves to {', '.join(addresses[:3])}, on the host itself or its link"
             self._refuse(client, shown, why if addresses else ": it resolves to no address")
@@ -320,6 +326,23 @@ def resolve_addresses(host: str, port: int) -> list[str]:
     """The addresses ``host`` resolves to, in the resolver's order, each once."""
     infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     return list(dict.fromkeys(str(info[4][0]) for info in infos))
+
+
+def on_this_host(address: str) -> bool:
+    """Whether ``address`` is one of this machine's own (an interface's, such as the LAN
+    address a service bound to 0.0.0.0 also answers on): the kernel routes a connection there
+    from that very address. Asked of a UDP socket's route, so not a packet is sent."""
+    family = socket.AF_INET6 if ":" in address else socket.AF_INET
+    try:
+        with socket.socket(family, socket.SOCK_DGRAM) as probe:
+            probe.connect((address, 9))
+            source = probe.getsockname()[0]
+    except OSError:
+        return False  # no route at all: nothing of this host's is there
+    try:
+        return ipaddress.ip_address(source) == ipaddress.ip_address(address)
+    except ValueError:
+        return False
 
 
 def _literal(host: str) -> list[str]:

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from assay.adapters.assay_secrets import assay_secrets
+
 BASE_ALLOWLIST: frozenset[str] = frozenset(
     {"PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "TMPDIR", "TZ", "LANG", "LANGUAGE"}
 )
@@ -111,8 +113,12 @@ def child_environment(
     ``declared``: the contract's ``env:`` block; a value of ``"$NAME"`` passes the operator's
     ``NAME`` through, any other value is set literally.
     ``extra``: variables assay itself sets (``ASSAY_DISPATCH_ID`` and friends).
+    assay's own secrets (:mod:`assay.adapters.assay_secrets`) never pass, under any name: a
+    run whose contract asks for one is refused when it starts, so this only drops what
+    reached here another way.
     """
-    allowed = set(BASE_ALLOWLIST) | set(credentials)
+    secrets = assay_secrets(operator_env)
+    allowed = (set(BASE_ALLOWLIST) | set(credentials)) - secrets.names
     env = {
         key: value
         for key, value in operator_env.items()
@@ -121,10 +127,11 @@ def child_environment(
     for key, value in (declared or {}).items():
         if value.startswith("$") and len(value) > 1:
             source = value[1:]
-            if source in operator_env:
+            if source in operator_env and source not in secrets.names:
                 env[key] = operator_env[source]
         else:
             env[key] = value
+    env = {key: value for key, value in env.items() if secrets.leak(value) is None}
     env.update(extra or {})
     env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
     return env

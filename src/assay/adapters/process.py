@@ -28,7 +28,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, BinaryIO
@@ -44,6 +44,7 @@ from assay.adapters.sandbox import (
     sandbox_env,
 )
 from assay.adapters.sandbox_spec import SandboxSpec
+from assay.adapters.seat_network import seat_network
 
 TAIL_CHARS = 4000
 # What the host reads back of one output stream of a child (the tail): a bound on its memory.
@@ -126,6 +127,7 @@ class ProcessResult:
     timed_out: bool
     wall_time_ms: int
     log_path: Path
+    refused: tuple[str, ...] = ()  # what the seat's proxy refused to connect to
 
     @property
     def printed(self) -> str:
@@ -161,9 +163,37 @@ def run_process(
     leader of the group, so a timeout or stop request ends everything inside. The exit code
     is the program's (killed by a signal: 128 + the signal, as bwrap reports it).
     """
+    if not confines(sandbox):
+        return _run(argv, cwd=cwd, env=env, timeout=timeout, log_path=log_path, stdin=stdin)
+    with seat_network(sandbox, env) as network:
+        return _run(
+            argv,
+            cwd=cwd,
+            env=network.env,
+            timeout=timeout,
+            log_path=log_path,
+            stdin=stdin,
+            sandbox=network.sandbox,
+            wrapper=network.wrapper,
+            refused=lambda: network.refused,
+        )
+
+
+def _run(
+    argv: Sequence[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    timeout: float,
+    log_path: Path,
+    stdin: str | None,
+    sandbox: SandboxSpec | None = None,
+    wrapper: Sequence[str] = (),
+    refused: Callable[[], list[str]] = list,
+) -> ProcessResult:
     command, child_env = list(argv), dict(env)
     if confines(sandbox):
-        command, child_env = _confined(argv, cwd=cwd, env=env, sandbox=sandbox)
+        command, child_env = _confined(argv, cwd=cwd, env=env, sandbox=sandbox, wrapper=wrapper)
     out_path = log_path.with_suffix(log_path.suffix + ".out")
     err_path = log_path.with_suffix(log_path.suffix + ".err")
     start = time.monotonic()
@@ -216,8 +246,11 @@ def run_process(
             raise EnvironmentFault(f"a log hit the file-size limit (RLIMIT_FSIZE) writing {cut}")
         stdout, stderr = _read_back(out), _read_back(err)
     confined = ""
+    refusals = refused()
     if confines(sandbox):
         confined = f"# sandbox: bwrap, network {sandbox.network.value}\n"
+        if refusals:
+            confined += f"# network: the proxy refused {', '.join(refusals)}\n"
     text = f"$ {' '.join(argv)}\n{confined}--- stdout ---\n{stdout}\n--- stderr ---\n{stderr}"
     with _writing(log_path):
         write_file(log_path.parent, log_path.name, text.encode(errors="replace"))
@@ -228,6 +261,7 @@ def run_process(
         timed_out=timed_out,
         wall_time_ms=wall,
         log_path=log_path,
+        refused=tuple(refusals),
     )
 
 
@@ -250,7 +284,12 @@ def _wait(child: subprocess.Popen[bytes], timeout: float) -> None:
 
 
 def _confined(
-    argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], sandbox: SandboxSpec
+    argv: Sequence[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    sandbox: SandboxSpec,
+    wrapper: Sequence[str] = (),
 ) -> tuple[list[str], dict[str, str]]:
     """The bwrap command line and bwrap's own environment for ``argv``.
 
@@ -264,7 +303,8 @@ def _confined(
     with _writing(Path(sandbox.home or cwd)):
         prepare(sandbox)
     inner = sandbox_env(sandbox, env)
-    return bwrap_command(sandbox, argv, env=inner, cwd=cwd, bwrap=bwrap), inner
+    command = bwrap_command(sandbox, argv, env=inner, cwd=cwd, bwrap=bwrap, wrapper=wrapper)
+    return command, inner
 
 
 def _check_program(program: str, cwd: Path, env: Mapping[str, str]) -> None:

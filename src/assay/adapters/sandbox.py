@@ -11,8 +11,13 @@ What a sandboxed process gets (``bwrap`` 0.8, Debian's ``bubblewrap``):
   (the operator's home, the user's repository) covered by an empty tmpfs, remounted read-only;
   then the readable paths bound back read-only and the writable ones read-write, at the same
   paths as outside, parents before children, so logs and prompts name the real paths;
-* ``$HOME`` is the seat's private home; ``network: none`` unshares the network (only ``lo``)
-  and hides ``/run`` (the host's unix sockets: databases, D-Bus);
+* ``$HOME`` is the seat's private home;
+* a network namespace of its own (only ``lo``, nothing of the host's listening on it; abstract
+  unix sockets are per namespace), unless the network is ``host``; ``/run`` and every other
+  unix socket the host has bound (databases, D-Bus, Docker: read from ``/proc/net/unix``) are
+  hidden (one bound by a relative name, in the folder its server runs in), and ``/var/tmp`` is
+  a private tmpfs like ``/tmp``. A ``network: on`` sandbox reaches out only through its proxy
+  (:mod:`assay.adapters.seat_network`), whose socket folder is bound in read-only;
 * ``--die-with-parent``: if assay dies, the sandbox dies with it.
 
 Not ``--new-session``: the sandbox has no controlling terminal to inject into (the runner
@@ -32,9 +37,11 @@ without it.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import shutil
+import stat
 import subprocess
 import sys
 from collections.abc import Iterable, Mapping, Sequence
@@ -53,6 +60,10 @@ MISSING_MESSAGE = (
 PROBE_TIMEOUT = 10.0
 _PRIVATE_TMP = Path("/tmp")
 _RUN = Path("/run")
+# Where any user of the host may create a socket at any time (after the sandbox started,
+# too): a private tmpfs inside, like /tmp, when the sandbox has a network of its own.
+_SHARED_TMP = Path("/var/tmp")
+_UNIX_TABLE = "/proc/net/unix"
 _SHEBANG_BYTES = 256
 
 # Mount kinds, in the order they are applied at the same path: a tmpfs first, binds on top.
@@ -129,11 +140,13 @@ def bwrap_command(
     env: Mapping[str, str],
     cwd: Path,
     bwrap: str = "bwrap",
+    wrapper: Sequence[str] = (),
 ) -> list[str]:
-    """The whole command line: ``bwrap <confinement> --chdir cwd -- argv``.
+    """The whole command line: ``bwrap <confinement> --chdir cwd -- wrapper argv``.
 
     ``env`` is the environment the process will have (see :func:`sandbox_env`); its ``PATH``
-    decides where ``argv[0]`` and its install root are looked up.
+    decides where ``argv[0]`` and its install root are looked up. ``wrapper`` starts first
+    inside and runs ``argv`` itself (the network forwarder).
     """
     args = [
         bwrap,
@@ -151,10 +164,10 @@ def bwrap_command(
         "--dev",
         "/dev",
     ]
-    if spec.network is NetworkMode.NONE:
+    if spec.network is not NetworkMode.HOST:
         args.append("--unshare-net")
     args += mount_args(spec, argv, env)
-    args += ["--chdir", str(cwd), "--", *argv]
+    args += ["--chdir", str(cwd), "--", *wrapper, *argv]
     return args
 
 
@@ -162,9 +175,9 @@ def mount_args(spec: SandboxSpec, argv: Sequence[str], env: Mapping[str, str]) -
     """The tmpfs and bind arguments, parents before children, tmpfs before binds at one path."""
     hidden = _existing(spec.hidden)
     writable = [*_existing(spec.writable), *_existing([spec.home] if spec.home else [])]
-    covered = [*hidden, _PRIVATE_TMP]
-    if spec.network is NetworkMode.NONE:
-        covered.append(_RUN)
+    own_network = spec.network is not NetworkMode.HOST
+    shared_tmp = [_real(_SHARED_TMP)] if own_network and _SHARED_TMP.is_dir() else []
+    covered = [*hidden, _PRIVATE_TMP, *shared_tmp, *([_RUN] if own_network else [])]
     # Bound back only when hidden, and never a hidden path itself or a folder holding one
     # (a PATH entry naming the operator's home must not show the home).
     needed = [
@@ -173,9 +186,20 @@ def mount_args(spec: SandboxSpec, argv: Sequence[str], env: Mapping[str, str]) -
         if _under_any(p, covered) and not any(_under_any(h, [p]) for h in hidden)
     ]
     mounts: dict[tuple[Path, int], None] = {(_PRIVATE_TMP, _TMPFS): None}
-    if spec.network is NetworkMode.NONE and _RUN.is_dir():
+    mounts.update({(path, _TMPFS): None for path in shared_tmp})
+    if own_network and _RUN.is_dir():
         mounts[(_RUN, _HIDE)] = None
     mounts.update({(path, _HIDE): None for path in hidden})
+    if own_network:
+        # Every host socket the sandbox would see, but one under a path granted by name (a
+        # halt relay's folder): under a hidden path bound back (an install root) too.
+        granted = _existing(spec.readable)
+        shown = [*needed, *writable]
+        for socket_path in host_sockets():
+            if _under_any(socket_path, granted):
+                continue
+            if not _under_any(socket_path, covered) or _under_any(socket_path, shown):
+                mounts[(socket_path, _HIDE)] = None
     mounts.update({(path, _READ): None for path in [*_existing(spec.readable), *needed]})
     mounts.update({(path, _WRITE): None for path in writable})
     ordered = sorted(mounts, key=lambda m: (len(m[0].parts), m[1], str(m[0])))
@@ -197,6 +221,73 @@ def mount_args(spec: SandboxSpec, argv: Sequence[str], env: Mapping[str, str]) -
     # Read-only last, once every bind under it has its mount point: a hidden folder shows
     # empty and nobody can write to it (a write there would only vanish; it fails loudly).
     return args + remount
+
+
+def host_sockets() -> list[Path]:
+    """Every unix socket the host has bound at a path (resolved, still a socket there)."""
+    try:
+        with open(_UNIX_TABLE, encoding="utf-8", errors="surrogateescape") as table:
+            lines = table.read().splitlines()[1:]
+    except OSError:
+        return []
+    found: dict[Path, None] = {}
+    relative: dict[str, list[str]] = {}
+    for line in lines:
+        fields = line.split(None, 7)
+        if len(fields) < 8 or fields[7].startswith("@"):
+            continue  # unbound, or abstract (those stay in the host's network namespace)
+        if not fields[7].startswith("/"):
+            # Bound by a relative name: the table shows the name, not the folder it is in.
+            relative.setdefault(fields[6], []).append(fields[7])
+            continue
+        _add_socket(found, fields[7])
+    if relative:
+        for inode, folder in _owners_folders(set(relative)):
+            for name in relative[inode]:
+                _add_socket(found, os.path.join(folder, name))
+    return list(found)
+
+
+def _add_socket(found: dict[Path, None], name: str) -> None:
+    path = _real(name)
+    if path in found:
+        return
+    try:
+        if stat.S_ISSOCK(os.lstat(path).st_mode):
+            found[path] = None
+    except OSError:
+        pass
+
+
+def _owners_folders(inodes: set[str]) -> list[tuple[str, str]]:
+    """``(inode, working folder)`` of every process holding one of the sockets ``inodes``
+    (where a relative name was most likely bound: the folder a server runs in)."""
+    wanted = {f"socket:[{inode}]": inode for inode in inodes}
+    found: list[tuple[str, str]] = []
+    try:
+        pids = [entry for entry in os.listdir("/proc") if entry.isdigit()]
+    except OSError:
+        return found
+    for pid in pids:
+        held = {wanted[link] for link in _fd_links(pid) if link in wanted}
+        if held:
+            with contextlib.suppress(OSError):
+                cwd = os.readlink(f"/proc/{pid}/cwd")
+                found += [(inode, cwd) for inode in sorted(held)]
+    return found
+
+
+def _fd_links(pid: str) -> list[str]:
+    """What process ``pid``'s descriptors point at (``socket:[inode]`` for a socket)."""
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return []  # gone, or not ours to look at
+    links = []
+    for fd in fds:
+        with contextlib.suppress(OSError):  # closed meanwhile
+            links.append(os.readlink(f"/proc/{pid}/fd/{fd}"))
+    return links
 
 
 def prepare(spec: SandboxSpec) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from assay.core.egress import AllowRule
 from assay.core.vocab import NetworkMode, SandboxMode
 
 
@@ -20,6 +21,9 @@ class SandboxSpec:
     program's own, a coder's halt relay folder: its socket takes connections, nothing else).
         ``hidden``: not visible at all (the operator's home, the user's repository).
         ``home``: the private ``$HOME`` of the seat (writable, made afresh for each dispatch).
+    ``network``: ``on``, a namespace of its own whose only way out is a proxy letting through
+    ``allow`` (see :mod:`assay.adapters.seat_network`); ``none``, no way out; ``host``, the
+    machine's network.
     """
 
     mode: SandboxMode = SandboxMode.BWRAP
@@ -29,3 +33,4 @@ class SandboxSpec:
     hidden: tuple[Path, ...] = ()
     home: Path | None = None
     extra_env: dict[str, str] = field(default_factory=dict)
+    allow: tuple[AllowRule, ...] = ()

@@ -134,6 +134,13 @@ COMMANDS: tuple[Command, ...] = (
         Kind.GROUP,
         "Write a contract template; check a contract.",
     ),
+    Command(
+        "token",
+        "assay.cli.web_tokens",
+        "app",
+        Kind.GROUP,
+        "The dashboard's login tokens: add one (printed once), list them, remove one.",
+    ),
 )
 BY_NAME: dict[str, Command] = {c.name: c for c in COMMANDS}
 

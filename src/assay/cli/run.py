@@ -36,6 +36,7 @@ from assay.cli.workspace import (
     Workspace,
     fail,
     one_line,
+    refuse_secret_env,
     refuse_unconfinable,
 )
 from assay.core.vocab import HaltType, SandboxMode, TaskStatus
@@ -156,6 +157,7 @@ def run(
             max_attempts, max_recovery, sandbox=sandbox,
         )  # fmt: skip
         refuse_unconfinable(built)  # before the task is created
+        refuse_secret_env(built)
     workspace = Workspace.find(require_commit=True)
     ledger = workspace.ledger()
     # Taken before anything is written, so the stream starts with this command's first event.
@@ -219,6 +221,7 @@ def run(
         fail("give an instruction, --contract FILE, --task ID or --resume (see assay run -h)")
     for _, chosen in jobs:  # a stored task's contract (--task, --resume) too
         refuse_unconfinable(chosen)
+        refuse_secret_env(chosen)
     ours.update(task.id for task, _ in jobs)
 
     from assay.cli.progress import progress_for

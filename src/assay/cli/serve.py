@@ -12,8 +12,10 @@ import typer
 
 from assay.cli.output_options import EventsFlag, EventsFormat, ProgressFlag, ProgressMode
 from assay.cli.signals import graceful_stop, interrupted_exit
+from assay.cli.temporal_options import ApiKeyEnv, TlsCa, TlsCert, TlsKey
 from assay.cli.web_options import (
     NoWeb,
+    WebAnonymousRead,
     WebHost,
     WebOnly,
     WebOptions,
@@ -22,11 +24,18 @@ from assay.cli.web_options import (
     dashboard,
     serve_web_only,
 )
-from assay.cli.workspace import Workspace, fail, print_json, refuse_unconfinable
+from assay.cli.workspace import (
+    Workspace,
+    fail,
+    print_json,
+    refuse_secret_env,
+    refuse_unconfinable,
+)
 from assay.web.config import DEFAULT_HOST, DEFAULT_PORT
 
 if TYPE_CHECKING:
     from assay.adapters.store.sql import Ledger
+    from assay.adapters.temporal_connection import TemporalConnection
     from assay.cli.event_stream import EventStream
     from assay.cli.progress import Progress
     from assay.cli.serve_news import ServeSummary
@@ -71,11 +80,16 @@ def serve(
     namespace: Annotated[
         str, typer.Option(help="With --temporal: the Temporal namespace.")
     ] = "default",
+    tls_cert: TlsCert = None,
+    tls_key: TlsKey = None,
+    tls_ca: TlsCa = None,
+    api_key_env: ApiKeyEnv = None,
     no_web: NoWeb = False,
     web_only: WebOnly = False,
     web_host: WebHost = DEFAULT_HOST,
     web_port: WebPort = DEFAULT_PORT,
     web_token: WebToken = None,
+    web_anonymous_read: WebAnonymousRead = False,
     json_output: Annotated[
         bool, typer.Option("--json", help="When serve stops, print what it did as JSON.")
     ] = False,
@@ -93,10 +107,21 @@ def serve(
 
     The dashboard (see `--web-*`) is served beside the queue, on http://127.0.0.1:8765/ by
     default, and stops with it; --web-only serves it alone, --no-web (and --once) not at all.
+    It needs a token on every address, loopback included: the first start makes one and
+    prints its login URL once; `assay token add NAME` makes more (the ledger records the
+    token's name as who acted). --web-anonymous-read lets this machine read without one.
 
     --events jsonl writes every event of the ledger to stdout as it is written, one JSON
     object a line; --json prints the summary (runs, closed, interrupted, skipped, recovered,
     stopped_by) when serve stops, as the last line with --events.
+
+    --temporal: a Temporal reachable beyond loopback must be locked down: a client
+    certificate (mTLS: --tls-cert, --tls-key, --tls-ca) or an API key (--api-key-env NAME
+    reads it from $NAME; never a flag's value). Each flag defaults to its variable
+    (ASSAY_TEMPORAL_TLS_CERT, _TLS_KEY, _TLS_CA, _API_KEY_ENV). With neither, a non-loopback
+    address is warned about. Exit 2: a certificate without its key (or the reverse), an
+    unreadable or non-PEM file, an API key variable unset, empty or under 16 bytes, or a
+    server that cannot be reached or refuses the credentials.
     """
     web = WebOptions.of(
         no_web=no_web,
@@ -104,15 +129,29 @@ def serve(
         host=web_host,
         port=web_port,
         token=web_token,
+        anonymous_read=web_anonymous_read,
         once=once,
     )
     if web.only and (events is not None or json_output):
         fail("--web-only works no queue: --events and --json need the queue worker")
+    credentials = (tls_cert, tls_key, tls_ca, api_key_env)
+    if temporal is None and any(c is not None for c in credentials):
+        fail("--tls-cert, --tls-key, --tls-ca and --api-key-env go with --temporal")
     if temporal is not None:
+        from assay.cli.temporal_options import temporal_connection
+
+        connection = temporal_connection(
+            temporal,
+            namespace,
+            tls_cert=tls_cert,
+            tls_key=tls_key,
+            tls_ca=tls_ca,
+            api_key_env=api_key_env,
+            warn=not web.only,
+        )
         _serve_temporal(
-            temporal=temporal,
+            connection=connection,
             task_queue=task_queue,
-            namespace=namespace,
             once=once,
             poll=poll,
             web=web,
@@ -149,6 +188,7 @@ def serve(
     def run_here(task: Task) -> RunReport:
         contract = workspace.load_contract(task.id)
         refuse_unconfinable(contract)  # exit 2 (re-raised by the worker), the task untouched
+        refuse_secret_env(contract)
         shown = display.view(task.id) if many else display
 
         def sink(event: RunEvent) -> None:
@@ -203,9 +243,8 @@ def serve(
 
 def _serve_temporal(
     *,
-    temporal: str,
+    connection: TemporalConnection,
     task_queue: str,
-    namespace: str,
     once: bool,
     poll: float,
     web: WebOptions,
@@ -219,9 +258,8 @@ def _serve_temporal(
 
     def serving() -> None:
         serve_temporal(
-            temporal=temporal,
+            connection=connection,
             task_queue=task_queue,
-            namespace=namespace,
             once=once,
             poll=poll,
             web=web,

@@ -11,14 +11,14 @@ from assay.cli.web_options import WebOptions, dashboard, serve_web_only
 from assay.cli.workspace import EXIT_USAGE, Workspace, fail
 
 if TYPE_CHECKING:
+    from assay.adapters.temporal_connection import TemporalConnection
     from assay.core.tasks import Task
 
 
 def serve_temporal(
     *,
-    temporal: str,
+    connection: TemporalConnection,
     task_queue: str,
-    namespace: str,
     once: bool,
     poll: float,
     web: WebOptions | None = None,
@@ -43,8 +43,7 @@ def serve_temporal(
         return
     try:
         step = WorkflowStep(
-            temporal,
-            namespace,
+            connection,
             task_queue=task_queue,
             on_submit=lambda task_id, workflow: typer.echo(
                 f"{task_id}: submitted as workflow {workflow}", err=True

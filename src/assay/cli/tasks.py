@@ -28,6 +28,7 @@ from assay.cli.workspace import (
     command_group,
     fail,
     print_json,
+    refuse_secret_env,
     refuse_unconfinable,
 )
 from assay.core.vocab import OperatorMove
@@ -91,6 +92,7 @@ def add(
         max_attempts, max_recovery, sandbox=sandbox,
     )  # fmt: skip
     refuse_unconfinable(built)
+    refuse_secret_env(built)
     workspace = Workspace.find(require_commit=True)
     task = queue_task(workspace.ledger(), built, datetime.now(UTC))
     if json_output:

@@ -1,9 +1,10 @@
 """``assay task cancel|hold`` of a running task reaches its Temporal workflow.
 
-Set ``ASSAY_TEMPORAL=HOST:PORT`` (and ``ASSAY_TEMPORAL_NAMESPACE``) where the runs are on
-Temporal: a running task cannot be held in the ledger (its run settles it), so its workflow is
-signalled instead; the workflow stops the run (coders stopped, the run closed as interrupted,
-refunded) and holds the task. This waits for that, up to ``wait`` seconds.
+Set ``ASSAY_TEMPORAL=HOST:PORT`` (and ``ASSAY_TEMPORAL_NAMESPACE``; the credentials in
+``ASSAY_TEMPORAL_TLS_CERT`` / ``_TLS_KEY`` / ``_TLS_CA`` / ``_API_KEY_ENV``) where the runs
+are on Temporal: a running task cannot be held in the ledger (its run settles it), so its
+workflow is signalled instead; the workflow stops the run (coders stopped, the run closed as
+interrupted, refunded) and holds the task. This waits for that, up to ``wait`` seconds.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from assay.cli.temporal_options import temporal_connection
 from assay.cli.workspace import EXIT_USAGE, fail
 from assay.core.vocab import TaskStatus
 
@@ -29,12 +31,13 @@ def stop_running(task: Task, reason: str, *, wait: float = 60.0) -> bool:
     if not target or task.status is not TaskStatus.RUNNING:
         return False
     namespace = os.environ.get(NAMESPACE_ENV, DEFAULT_NAMESPACE)
+    connection = temporal_connection(target, namespace, warn=False)  # credentials: from env
 
     async def go() -> str | None:
         from assay.engine.temporal.client import TemporalUnreachable, connect, outcome, stop
 
         try:
-            client = await connect(target, namespace)
+            client = await connect(connection)
         except TemporalUnreachable as exc:
             fail(str(exc), EXIT_USAGE)
         if not await stop(client, task.id, reason):

@@ -10,6 +10,13 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from assay.cli.temporal_options import (
+    ApiKeyEnv,
+    TlsCa,
+    TlsCert,
+    TlsKey,
+    temporal_connection,
+)
 from assay.cli.workspace import EXIT_USAGE, Workspace, fail
 
 if TYPE_CHECKING:
@@ -26,7 +33,7 @@ POSTGRES_NEEDED = (
 
 def temporal_ledger(workspace: Workspace) -> Ledger:
     """The ledger every worker shares: PostgreSQL, or a clear refusal (exit 2)."""
-    from assay.adapters.store.connect import DATABASE_URL_ENV
+    from assay.adapters.store.names import DATABASE_URL_ENV
 
     url = os.environ.get(DATABASE_URL_ENV, "")
     if not url.startswith("postgresql"):
@@ -56,6 +63,10 @@ def worker(
         Path | None,
         typer.Option(help="Its .assay folder: seats, runs, halt state (default: ASSAY_HOME)."),
     ] = None,
+    tls_cert: TlsCert = None,
+    tls_key: TlsKey = None,
+    tls_ca: TlsCa = None,
+    api_key_env: ApiKeyEnv = None,
     as_json: Annotated[bool, typer.Option("--json", help="Say it in JSON lines.")] = False,
 ) -> None:
     """Serve runs from Temporal: open runs from the shared queue, hold their seats here.
@@ -63,6 +74,14 @@ def worker(
     The ledger is ASSAY_DATABASE_URL (PostgreSQL). A run this worker opens stays here: every
     later activity of it comes to this worker's own queue. SIGINT / SIGTERM stop polling; the
     runs in progress here start again on another worker.
+
+    A Temporal reachable beyond loopback must be locked down: a client certificate (mTLS:
+    --tls-cert, --tls-key, --tls-ca) or an API key (--api-key-env NAME reads it from $NAME;
+    never a flag's value). Each flag defaults to its variable (ASSAY_TEMPORAL_TLS_CERT,
+    _TLS_KEY, _TLS_CA, _API_KEY_ENV). With neither, a non-loopback address is warned about.
+    Exit 2: a certificate without its key (or the reverse), an unreadable or non-PEM file, an
+    API key variable unset, empty or under 16 bytes, or a server that cannot be reached or
+    refuses the credentials.
     """
     import asyncio
 
@@ -71,8 +90,18 @@ def worker(
     from assay.engine.temporal.config import own_queue
     from assay.engine.temporal.worker import run_worker
 
+    connection = temporal_connection(
+        temporal,
+        namespace,
+        tls_cert=tls_cert,
+        tls_key=tls_key,
+        tls_ca=tls_ca,
+        api_key_env=api_key_env,
+    )
     if home is not None:
         os.environ["ASSAY_HOME"] = str(home.absolute())
+    # What the flags chose, where the run's secret checks look: no coder is handed the key.
+    os.environ.update(connection.environment())
     workspace = Workspace.find(repo, require_commit=True)
     ledger = temporal_ledger(workspace)
     activities = _activities(workspace, ledger, own_queue(task_queue), max_dispatches)
@@ -86,7 +115,7 @@ def worker(
 
     async def main() -> None:
         try:
-            client = await connect(temporal, namespace)
+            client = await connect(connection)
         except TemporalUnreachable as exc:
             fail(str(exc), EXIT_USAGE)
         stop = asyncio.Event()

@@ -50,6 +50,19 @@ def refuse_unconfinable(contract: Contract) -> None:
         fail(f"{problem} (on the command line: --sandbox none)")
 
 
+def refuse_secret_env(contract: Contract) -> None:
+    """A contract that would hand one of assay's own secrets (the ledger's URL or password,
+    the dashboard's token, the Temporal API key) to a coder, validator or judge is refused,
+    exit 2, before anything runs."""
+    import os
+
+    from assay.adapters.assay_secrets import contract_leak
+
+    problem = contract_leak(contract, os.environ)
+    if problem is not None:
+        fail(f"the contract cannot run: {problem}")
+
+
 @dataclass
 class Workspace:
     repo: Path

@@ -11,10 +11,11 @@ from __future__ import annotations
 import re
 import string
 from collections.abc import Sequence
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import yaml
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -25,7 +26,13 @@ from pydantic import (
     model_validator,
 )
 
-from assay.core.contract_rules import coder_problem, env_problem, pattern_problem
+from assay.core.contract_rules import (
+    allow_problem,
+    coder_problem,
+    env_problem,
+    key_variable_problem,
+    pattern_problem,
+)
 from assay.core.contract_yaml import (
     TEMPLATE,
     ContractError,
@@ -76,6 +83,15 @@ def _refuse(problem: str | None) -> None:
     """Raise a rule's problem as the ``ValueError`` pydantic reports at the key; None passes."""
     if problem is not None:
         raise ValueError(problem)
+
+
+def _key_variable(name: str | None) -> str | None:
+    _refuse(key_variable_problem(name))
+    return name
+
+
+# The variable an API key is read from: never one of assay's own secrets.
+KeyVariable = Annotated[str | None, AfterValidator(_key_variable)]
 
 
 class _Input(BaseModel):
@@ -144,7 +160,7 @@ class CoderSpec(_Input):
     steps: list[dict[str, str]] = Field(default_factory=list)
     # llm / judges: an OpenAI-compatible endpoint
     base_url: str | None = None
-    api_key_env: str | None = None
+    api_key_env: KeyVariable = None
     args: list[str] = Field(default_factory=list)  # extra arguments for CLI coders
 
     @model_validator(mode="after")
@@ -162,7 +178,7 @@ class ValidatorSpec(_Input):
     model: str | None = None
     criteria: list[str] = Field(default_factory=list)
     base_url: str | None = None
-    api_key_env: str | None = None
+    api_key_env: KeyVariable = None
     max_turns: int = Field(default=3, strict=True, ge=1)
 
     @model_validator(mode="after")
@@ -185,7 +201,7 @@ class JudgeSpec(_Input):
     kind: JudgeKind = JudgeKind.LLM
     model: str | None = None
     base_url: str | None = None
-    api_key_env: str | None = None
+    api_key_env: KeyVariable = None
     max_turns: int | None = Field(default=None, strict=True, ge=1)
     timeout_seconds: float = Field(default=600.0, strict=True, gt=0)
 
@@ -194,6 +210,28 @@ class JudgeSpec(_Input):
         if self.kind is JudgeKind.LLM and not self.model:
             raise ValueError("a judge of kind llm needs `model`")
         return self
+
+
+class NetworkPolicy(_Input):
+    """What the processes of a seat may reach (``network: on`` is short for ``{mode: on}``).
+
+    ``mode``: ``on``, a network namespace of the seat's own whose only way out is assay's
+    allowlisting proxy (the coder's provider, derived from its settings, plus ``allow``);
+    ``none``, nothing for command coders (an agent still reaches its provider, nothing else);
+    ``host``, the machine's network, loopback included: an explicit opt-out, warned about.
+    ``allow``: more hosts (``host``, ``host:port``, ``*.domain``, or a URL); a bare host means
+    ports 443 and 80. ``validators``: command validators get no network unless this is ``on``
+    (the seat's allowlist) or ``host``."""
+
+    mode: NetworkMode = NetworkMode.ON
+    allow: list[str] = Field(default_factory=list)
+    validators: NetworkMode = NetworkMode.NONE
+
+    @field_validator("allow")
+    @classmethod
+    def _valid_rules(cls, value: list[str]) -> list[str]:
+        _refuse(allow_problem(value))
+        return value
 
 
 # Budgets are bounded so a typo (or 99999999999999999999) cannot make a run loop for days.
@@ -318,7 +356,7 @@ class Contract(_Input):
     pr: PullRequestSettings = Field(default_factory=PullRequestSettings)
     env: dict[str, str] = Field(default_factory=dict)
     sandbox: SandboxMode = SandboxMode.BWRAP
-    network: NetworkMode = NetworkMode.ON
+    network: NetworkPolicy = Field(default_factory=NetworkPolicy)
     # A generic secret finding (keyword, entropy, credentials in a URL) warns, or blocks.
     secrets: SecretsMode = SecretsMode.STANDARD
     halt_classes: list[HaltClass] = Field(default_factory=canonical_halt_classes)
@@ -333,6 +371,12 @@ class Contract(_Input):
     def _passable_env(cls, value: dict[str, str]) -> dict[str, str]:
         _refuse(env_problem(value))
         return value
+
+    @field_validator("network", mode="before")
+    @classmethod
+    def _network_shorthand(cls, value: object) -> object:
+        """``network: none`` is short for ``network: {mode: none}``."""
+        return {"mode": value} if isinstance(value, str) else value
 
     @field_validator("coder", "judge", mode="before")
     @classmethod

@@ -6,21 +6,34 @@ Each function is pure and returns the problem as a sentence, or None when there 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 import pathspec
 
+from assay.core.egress import parse_rule
 from assay.core.vocab import CoderKind
 
 __all__ = [
     "REPLAY_STEP_KEYS",
+    "SECRET_VARIABLES",
+    "allow_problem",
     "coder_problem",
     "env_problem",
+    "key_variable_problem",
     "pattern_problem",
 ]
 
 REPLAY_STEP_KEYS: frozenset[str] = frozenset({"diff", "script", "report", "summary"})
 """The keys a ``replay`` step may hold (the replay coder plays exactly these)."""
+
+SECRET_VARIABLES: frozenset[str] = frozenset(
+    {"ASSAY_DATABASE_URL", "ASSAY_WEB_TOKEN", "ASSAY_TEMPORAL_TLS_KEY"}
+)
+"""assay's own variables that hold a secret (the ledger's URL, its password with it; the
+dashboard's token) or point at one (the Temporal client's private key): whoever holds one can
+change any task, so no coder, validator or judge is ever handed one."""
+
+_NEVER_HANDED = "assay never hands its own secrets to a coder, validator or judge"
 
 
 def coder_problem(
@@ -58,13 +71,23 @@ def _has_command(command: object) -> bool:
 
 def env_problem(env: Mapping[str, str]) -> str | None:
     """Why ``env`` cannot be passed to a process: an empty name, or one holding ``=`` (the
-    process's environment could not tell the name from the value). NUL anywhere is refused
-    for all text already."""
-    for name in env:
+    process's environment could not tell the name from the value), or a ``"$NAME"`` that
+    passes one of assay's own secrets through. NUL anywhere is refused for all text already."""
+    for name, value in env.items():
         if not name:
             return "an environment variable name must not be empty"
         if "=" in name:
             return f"{name!r} is not a valid environment variable name (it contains '=')"
+        if value[1:] in SECRET_VARIABLES and value.startswith("$"):
+            return f"{name}: {value} holds assay's own secret; {_NEVER_HANDED}"
+    return None
+
+
+def key_variable_problem(name: str | None) -> str | None:
+    """Why ``api_key_env`` cannot name ``name``: one of assay's own secrets would be read as
+    an API key (sent to the model's endpoint, or handed to the coder)."""
+    if name in SECRET_VARIABLES:
+        return f"{name} holds assay's own secret; {_NEVER_HANDED}"
     return None
 
 
@@ -76,4 +99,14 @@ def pattern_problem(patterns: Iterable[str]) -> str | None:
         except Exception as exc:  # pathspec raises its own errors and re.error alike
             detail = " ".join(str(exc).split()) or type(exc).__name__
             return f"{pattern!r} is not a valid glob pattern: {detail}"
+    return None
+
+
+def allow_problem(rules: Sequence[str]) -> str | None:
+    """Why an entry of ``network.allow`` is not a host rule (see :func:`parse_rule`)."""
+    for text in rules:
+        try:
+            parse_rule(text)
+        except ValueError as exc:
+            return f"network.allow: {exc}"
     return None

@@ -390,9 +390,17 @@ env: {}
 # bubblewrap).
 sandbox: bwrap
 
-# `none` takes the network away from command coders and validators. Agents that call their
-# model (claude, codex, aider, mini) keep it.
-network: "on"
+# Every seat has a network of its own: nothing on this machine (its loopback, the ledger, the
+# dashboard, Temporal, local sockets) is reachable from it. `on`: out only through assay's
+# allowlisting proxy, to the coder's model provider (from its settings or base_url) and the
+# hosts listed under `allow` (`host`, `host:port`, `*.domain` or a URL; a bare host means ports
+# 443 and 80). `none`: nothing for command coders (an agent still reaches its model, nothing
+# else). `host`: this machine's network, loopback included (warned about, in the payload).
+# Command validators get no network unless `validators` is `on` (the coder's allowlist).
+network:
+  mode: "on"
+  allow: []
+  validators: none
 
 # What the built-in secret check does with a finding of a generic detector (a password-like
 # keyword, a high-entropy string, credentials in a URL) that is new in the change or in the

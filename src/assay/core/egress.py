@@ -124,8 +124,15 @@ def address_allowed(rule: AllowRule, address: str) -> bool:
     ip = _ip(address)
     if ip is None:
         return False
-    if not _local(ip):
-        return True
+    return not _local(ip) or names_address(rule, address)
+
+
+def names_address(rule: AllowRule, address: str) -> bool:
+    """Whether ``rule`` names ``address`` itself (its IP literal, in any spelling), or is
+    ``localhost`` and ``address`` a loopback one: the only way to a local address."""
+    ip = _ip(address)
+    if ip is None:
+        return False
     if rule.host == _LOCALHOST:
         return _unmapped(ip).is_loopback
     named = _ip(rule.host)

@@ -22,6 +22,7 @@ from assay.core.vocab import (
     HaltSeverity,
     HaltType,
     LandMode,
+    NetworkMode,
     RunStatus,
     SandboxMode,
     StopReason,
@@ -165,6 +166,11 @@ class Payload(_Persisted):
         default=SandboxMode.NONE,
         description="how the seats' processes were confined: bwrap, or none (unconfined)",
     )
+    network: NetworkMode = Field(
+        default=NetworkMode.HOST,
+        description="the seats' network: on (a namespace of their own, out only through an "
+        "allowlisting proxy), none, or host (this machine's network, loopback included)",
+    )
     started_at: AwareDatetime
     finished_at: AwareDatetime
 
@@ -214,6 +220,7 @@ def build_payload(
     usage: Usage | None = None,
     land: LandSummary | None = None,
     sandbox: SandboxMode = SandboxMode.NONE,
+    network: NetworkMode = NetworkMode.HOST,
 ) -> Payload:
     """Assemble a run's payload; a non-terminal status is refused (it is a bug, not a result)."""
     if not status.terminal:
@@ -244,6 +251,7 @@ def build_payload(
         usage=usage or Usage(),
         land=land,
         sandbox=sandbox,
+        network=NetworkMode.HOST if sandbox is SandboxMode.NONE else network,
         started_at=started_at,
         finished_at=finished_at,
     )

@@ -240,10 +240,13 @@ class SandboxMode(StrEnum):
 
 
 class NetworkMode(StrEnum):
-    """Whether a seat's sandbox keeps the network; agents that call their model need it."""
+    """The network of a seat's sandbox. ``on``: a network namespace of its own whose only way
+    out is assay's allowlisting proxy; ``none``: no way out at all; ``host``: the machine's own
+    network, loopback included (an explicit opt-out, recorded and warned about)."""
 
     ON = "on"
     NONE = "none"
+    HOST = "host"
 
 
 class SecretsMode(StrEnum):

@@ -97,6 +97,7 @@ def close_run(facts: CloseFacts) -> Closing:
         usage=result.usage(),
         land=_land_summary(result, contract),
         sandbox=contract.sandbox,  # a bwrap contract never runs unconfined: the CLI refuses
+        network=contract.network.mode,
     )
     judges = sum(1 for v in contract.validators if v.kind is ValidatorKind.JUDGE)
     row = RunClose(

@@ -33,7 +33,15 @@ from assay.core.brief import render_brief
 from assay.core.changes import ChangeSet
 from assay.core.report import compare_with_diff
 from assay.core.text import shown
-from assay.core.vocab import CanonicalHalt, CrashPoint, EventKind, Severity, ValidatorKind
+from assay.core.vocab import (
+    CanonicalHalt,
+    CrashPoint,
+    EventKind,
+    NetworkMode,
+    SandboxMode,
+    Severity,
+    ValidatorKind,
+)
 from assay.engine.accounting import validator_event
 from assay.engine.closing import IGNORED_SHOWN
 from assay.engine.effects import FireCall, SeatCall
@@ -81,6 +89,8 @@ async def dispatch_seat(fx: LocalEffects, call: SeatCall) -> Candidate:
     report_path = out_dir / "report.json"
     report_folder = out_dir.resolve()
     relay = await asyncio.to_thread(fx.halts.open_relay, plan, attempt, seat)
+    env = fx.coder_env(plan, seat, relay.path if relay else None)
+    warn_unconfined_network(fx, plan)
     request = DispatchRequest(
         worktree=worktree,
         prompt=call.prompt,
@@ -91,7 +101,7 @@ async def dispatch_seat(fx: LocalEffects, call: SeatCall) -> Candidate:
         report_path=report_path,
         log_dir=seat_dir,
         out_dir=out_dir,
-        env=fx.coder_env(plan, seat, relay.path if relay else None),
+        env=env,
         settings=spec.model_dump(mode="json"),
         timeout_seconds=spec.timeout_seconds,
         max_turns=spec.max_turns,
@@ -103,7 +113,7 @@ async def dispatch_seat(fx: LocalEffects, call: SeatCall) -> Candidate:
         },
         brief=render_brief(plan.contract, spec.kind),
         sandbox=fx.seating.coder_sandbox(
-            plan, seat, seat_dir, out_dir, relay.folder if relay else None
+            plan, seat, seat_dir, out_dir, relay.folder if relay else None, env
         ),
         home=repo.home.resolve(),
     )
@@ -128,6 +138,12 @@ async def dispatch_seat(fx: LocalEffects, call: SeatCall) -> Candidate:
                 raise
             result = environment_failed(fault)
     await asyncio.to_thread(fx.halts.close_relay, attempt, seat)  # its coder has ended
+    if result.refused:
+        refused = ", ".join(shown(target) for target in list(dict.fromkeys(result.refused))[:10])
+        fx.warn(
+            f"seat {seat}: the network proxy refused {refused} (not allowed for this seat: "
+            "add a host under network.allow in the contract if the coder needs it)"
+        )
     change, capture = await capture_candidate(fx, plan, attempt, seat, result)
     boundary(CrashPoint.DISPATCH_ENDED)
     report = with_final_answer(
@@ -311,3 +327,19 @@ def _passed(outcomes: Sequence[ValidationOutcome]) -> bool:
         not o.result.error and o.result.severity is not Severity.BLOCK and o.fire is None
         for o in outcomes
     )
+
+
+def warn_unconfined_network(fx: LocalEffects, plan: RunPlan) -> None:
+    """``network: host`` (or no sandbox at all) gives the seat this machine's network, loopback
+    included: said once per run, when its first seat starts."""
+    contract = plan.contract
+    if contract.sandbox is SandboxMode.NONE:
+        fx.warn(
+            "sandbox: none: the seats' processes run unconfined, with this machine's network "
+            "and files (the ledger, the dashboard, Temporal and every local service reachable)"
+        )
+    elif NetworkMode.HOST in (contract.network.mode, contract.network.validators):
+        fx.warn(
+            "network: host: the seats' processes share this machine's network, loopback "
+            "included (the ledger, the dashboard, Temporal and every local service reachable)"
+        )

@@ -24,11 +24,14 @@ from pathlib import Path
 from assay.adapters import git, seats
 from assay.adapters.candidates import CandidateStore
 from assay.adapters.capture import Capture, CaptureLimits, capture_seat
+from assay.adapters.envpolicy import agent_environment
 from assay.adapters.sandbox_spec import SandboxSpec
+from assay.core.egress import AllowRule, parse_rule
+from assay.core.egress_providers import provider_rules
 from assay.core.forbidden import ASSAY_HOME
 from assay.core.results import ValidatorResult
 from assay.core.text import one_line_title
-from assay.core.vocab import CoderKind, NetworkMode, SandboxMode, Severity
+from assay.core.vocab import CoderKind, JudgeKind, NetworkMode, SandboxMode, Severity
 from assay.engine.effects import RunPlan
 
 # Coders whose network the contract's ``network: none`` takes away; agents call their model.
@@ -199,18 +202,20 @@ class Seating:
         log_dir: Path,
         out_dir: Path,
         relay: Path | None = None,
+        env: Mapping[str, str] | None = None,
     ) -> SandboxSpec:
         """Where the seat's coder runs. Writable: its repository and its output folder (its
         report, what the program saves). Read-only: its log folder, the engine's (the prompt and
         brief files in it), and ``relay``, the folder of its dispatch's halt relay socket (the
         socket takes a connection but cannot be removed or replaced). The halt state folder
-        stays hidden: the engine's state files are written by the engine only."""
-        kind = plan.contract.coder_for_seat(seat).kind
-        network = plan.contract.network if kind in _OFFLINE_CAPABLE else NetworkMode.ON
+        stays hidden: the engine's state files are written by the engine only. Its network:
+        see :meth:`coder_network` (``env``: the coder's environment, where endpoints are named)."""
+        network, allow = self.coder_network(plan, seat, env)
         repo = self.seats[seat]
         return SandboxSpec(
             mode=plan.contract.sandbox,
             network=network,
+            allow=allow,
             writable=_unique([repo.path, out_dir]),
             readable=_unique(
                 [
@@ -225,12 +230,45 @@ class Seating:
             home=repo.home.resolve(),
         )
 
+    def coder_network(
+        self, plan: RunPlan, seat: int, env: Mapping[str, str] | None = None
+    ) -> tuple[NetworkMode, tuple[AllowRule, ...]]:
+        """The seat coder's network and what its proxy lets through: its model's hosts (an
+        agent's, from its settings and ``env``) and, unless ``network: none``, the contract's
+        ``network.allow``. ``none`` takes everything from a command coder; ``host`` is the
+        machine's network."""
+        policy = plan.contract.network
+        if policy.mode is NetworkMode.HOST:
+            return NetworkMode.HOST, ()
+        spec = plan.contract.coder_for_seat(seat)
+        settings = spec.model_dump(mode="json")
+        if env is None:
+            env = agent_environment(
+                self.operator_env, spec.kind.value, settings, declared=plan.contract.env
+            )
+        allow = provider_rules(spec.kind.value, settings, env)
+        if policy.mode is NetworkMode.ON:
+            allow += [parse_rule(text) for text in policy.allow]
+        elif spec.kind in _OFFLINE_CAPABLE:
+            return NetworkMode.NONE, ()
+        return NetworkMode.ON, tuple(dict.fromkeys(allow))
+
     def validator_sandbox(self, plan: RunPlan, seat: int, checkout: seats.Seat) -> SandboxSpec:
         """Where a command validator runs code the coder wrote: its own fresh checkout and
-        home; nothing else of the run's is writable."""
+        home; nothing else of the run's is writable. No network, unless the contract's
+        ``network.validators`` grants the seat coder's (``on``) or the machine's (``host``)."""
+        granted = plan.contract.network.validators
+        network: NetworkMode = NetworkMode.NONE
+        allow: tuple[AllowRule, ...] = ()
+        if granted is NetworkMode.HOST:
+            network = NetworkMode.HOST
+        elif granted is NetworkMode.ON:
+            network, allow = self.coder_network(plan, seat)
+            network = NetworkMode.ON if network is NetworkMode.NONE else network
         return SandboxSpec(
             mode=plan.contract.sandbox,
-            network=plan.contract.network,
+            network=network,
+            allow=allow,
             writable=_unique([checkout.path]),
             readable=_unique([*self.stores(plan), self.store(plan, seat).objects]),
             hidden=self._hidden(plan),
@@ -240,12 +278,26 @@ class Seating:
     def judge_sandbox(self, plan: RunPlan) -> SandboxSpec:
         """Where a CLI judge runs: it sees no seat and writes nothing of the run's (its diffs are
         bound read-only, its home is a fresh folder under ``home`` per judge and round: see
-        :mod:`assay.engine.panel`); an agent, it keeps the network to reach its model."""
+        :mod:`assay.engine.panel`); an agent, it reaches its model's hosts through its proxy
+        (the machine's network under ``network: host``), nothing else."""
         home = seats.seats_root(self.home, plan.run_id) / "judges.home"
         home.mkdir(parents=True, exist_ok=True)
+        contract = plan.contract
+        allow: list[AllowRule] = []
+        for index in range(contract.judges):
+            judge = contract.judge_for(index)
+            if judge is None or judge.kind is JudgeKind.LLM:
+                continue
+            settings = judge.model_dump(mode="json")
+            env = agent_environment(
+                self.operator_env, judge.kind.value, settings, declared=contract.env
+            )
+            allow += provider_rules(judge.kind.value, settings, env)
+        host = contract.network.mode is NetworkMode.HOST
         return SandboxSpec(
-            mode=plan.contract.sandbox,
-            network=NetworkMode.ON,
+            mode=contract.sandbox,
+            network=NetworkMode.HOST if host else NetworkMode.ON,
+            allow=() if host else tuple(dict.fromkeys(allow)),
             hidden=self._hidden(plan),
             home=home.resolve(),
         )

@@ -1,34 +1,42 @@
 """The operator's moves from the dashboard: hold, release and cancel a task, re-arm a fired halt.
 
 Each goes through :mod:`assay.engine.operator`, the same path as the CLI, recorded as done
-``via`` web ``by`` whoever the form names (remembered in a cookie). The security middleware
-has checked the token, the CSRF field and the origin before any of this runs.
+``via`` web ``by`` the name of the credential the request carries (a ``by`` field, if posted,
+is ignored: who acts is never what a form says). The security middleware has checked the
+credential, the CSRF field and the origin before any of this runs.
 
-Success: 303 to the task (or run) page with ``?notice=``. Refusal by the lifecycle: 409 with its
-message; unknown task or run: 404; bad input: 400 — each the message page, never a traceback.
+Success: 303 to the task (or run) page with ``?notice=<code>`` (:mod:`assay.web.notices`).
+Refusal by the lifecycle: 409 with its message; unknown task or run: 404; bad input: 400 —
+each the message page, never a traceback.
 """
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 from typing import Annotated
-from urllib.parse import quote, urlencode
+from urllib.parse import quote
 
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import RedirectResponse, Response
 
 from assay.adapters.store.errors import RunNotFound, TaskNotFound, UnreadableTask
 from assay.core.vocab import ActorVia, OperatorMove
-from assay.engine.operator import Actor, MoveRefused, RearmRefused, move_task, rearm_halt
+from assay.engine.operator import (
+    RELEASED_NOTE,
+    Actor,
+    MoveRefused,
+    RearmRefused,
+    move_task,
+    rearm_halt,
+)
 from assay.web.config import WebConfig
+from assay.web.notices import Notice
 from assay.web.rendering import render
 
 # The routes are plain functions: FastAPI runs them in its thread pool, so a ledger write that
 # waits for a lock never stalls the event loop (and with it every live stream).
 router = APIRouter()
 
-BY_COOKIE = "assay_by"
-MAX_BY = 80
 MAX_REASON = 2000
 MAX_EVIDENCE = 4000
 
@@ -38,14 +46,13 @@ def hold(
     request: Request,
     task_id: str,
     reason: Annotated[str, Form()] = "",
-    by: Annotated[str, Form()] = "",
 ) -> Response:
-    return _move(request, task_id, OperatorMove.HOLD, reason=reason, by=by)
+    return _move(request, task_id, OperatorMove.HOLD, reason=reason)
 
 
 @router.post("/tasks/{task_id}/release")
-def release(request: Request, task_id: str, by: Annotated[str, Form()] = "") -> Response:
-    return _move(request, task_id, OperatorMove.RELEASE, reason="", by=by)
+def release(request: Request, task_id: str) -> Response:
+    return _move(request, task_id, OperatorMove.RELEASE, reason="")
 
 
 @router.post("/tasks/{task_id}/cancel")
@@ -53,9 +60,8 @@ def cancel(
     request: Request,
     task_id: str,
     reason: Annotated[str, Form()] = "",
-    by: Annotated[str, Form()] = "",
 ) -> Response:
-    return _move(request, task_id, OperatorMove.CANCEL, reason=reason, by=by)
+    return _move(request, task_id, OperatorMove.CANCEL, reason=reason)
 
 
 @router.post("/runs/{run_id}/halts/{condition}/rearm")
@@ -64,7 +70,6 @@ def rearm(
     run_id: str,
     condition: str,
     evidence: Annotated[str, Form()] = "",
-    by: Annotated[str, Form()] = "",
 ) -> Response:
     config = _config(request)
     back = f"/runs/{quote(run_id, safe='')}"
@@ -77,7 +82,9 @@ def rearm(
         )
     if config.state_dir is None:
         return _message(request, 409, "Not re-armed", _NO_STATE_DIR, back)
-    actor, remembered = _actor(request, by)
+    actor = _actor(request)
+    if actor is None:
+        return _message(request, 401, "Token required", _NO_ACTOR, back)
     try:
         rearm_halt(
             config.ledger,
@@ -92,16 +99,18 @@ def rearm(
         return _message(request, 404, "No such run", f"There is no run {run_id!r}.", "/")
     except RearmRefused as exc:
         return _message(request, 409, "Not re-armed", str(exc), back)
-    return _done(back, f"halt {condition} re-armed by {actor.by}", remembered)
+    return _done(back, Notice.REARMED)
 
 
-def _move(request: Request, task_id: str, move: OperatorMove, *, reason: str, by: str) -> Response:
+def _move(request: Request, task_id: str, move: OperatorMove, *, reason: str) -> Response:
     config = _config(request)
     back = f"/tasks/{quote(task_id, safe='')}"
     reason = reason.strip()
     if len(reason) > MAX_REASON:
         return _message(request, 400, "Reason too long", f"At most {MAX_REASON} characters.", back)
-    actor, remembered = _actor(request, by)
+    actor = _actor(request)
+    if actor is None:
+        return _message(request, 401, "Token required", _NO_ACTOR, back)
     try:
         moved = move_task(
             config.ledger,
@@ -115,8 +124,9 @@ def _move(request: Request, task_id: str, move: OperatorMove, *, reason: str, by
         return _message(request, 404, "No such task", f"There is no task {task_id!r}.", "/")
     except (UnreadableTask, MoveRefused) as exc:
         return _message(request, 409, f"Not {_PAST[move]}", str(exc), back)
-    notice = f"{task_id} {_PAST[move]}: now {moved.task.status.value}{moved.note}"
-    return _done(back, notice, remembered)
+    if move is OperatorMove.RELEASE and moved.note != RELEASED_NOTE:
+        return _done(back, Notice.WAIT_CLEARED)
+    return _done(back, _NOTICE[move])
 
 
 _PAST = {
@@ -124,6 +134,12 @@ _PAST = {
     OperatorMove.RELEASE: "released",
     OperatorMove.CANCEL: "cancelled",
 }
+_NOTICE = {
+    OperatorMove.HOLD: Notice.HELD,
+    OperatorMove.RELEASE: Notice.RELEASED,
+    OperatorMove.CANCEL: Notice.CANCELLED,
+}
+_NO_ACTOR = "Acting needs a token: log in at /login."
 _NO_EVIDENCE = "Say what was checked before re-arming: the evidence is kept with the halt."
 _NO_STATE_DIR = (
     "This dashboard has no halt state folder, so it cannot re-arm here; "
@@ -131,23 +147,14 @@ _NO_STATE_DIR = (
 )
 
 
-def _actor(request: Request, by: str) -> tuple[Actor, str | None]:
-    """Who acts: the form's ``by`` (then remembered), else the remembered one, else anonymous."""
-    named = " ".join(by.split())[:MAX_BY]
-    remembered = named or None
-    # Unnamed: at least where it came from (the address the server saw).
-    anonymous = f"anonymous at {request.client.host}" if request.client else "anonymous"
-    name = named or " ".join(request.cookies.get(BY_COOKIE, "").split())[:MAX_BY] or anonymous
-    return Actor(by=name, via=ActorVia.WEB), remembered
+def _actor(request: Request) -> Actor | None:
+    """Who acts: the name of the request's credential (the guard found it), never a form's."""
+    name = getattr(request.state, "actor", None)
+    return Actor(by=name, via=ActorVia.WEB) if isinstance(name, str) and name else None
 
 
-def _done(back: str, notice: str, remembered: str | None) -> Response:
-    response = RedirectResponse(f"{back}?{urlencode({'notice': notice})}", status_code=303)
-    if remembered:
-        response.set_cookie(
-            BY_COOKIE, remembered, max_age=365 * 86400, httponly=True, samesite="strict"
-        )
-    return response
+def _done(back: str, notice: Notice) -> Response:
+    return RedirectResponse(f"{back}?notice={notice.value}", status_code=303)
 
 
 def _message(request: Request, status: int, title: str, message: str, back: str) -> Response:

@@ -153,6 +153,26 @@ def shown_lines(value: object) -> str:
     return "" if value is None else shown(str(value), lines=True)
 
 
+LINK_SCHEMES = frozenset({"http", "https"})
+
+
+def http_url(value: object) -> str | None:
+    """``value`` when it is an absolute http(s) URL a link may point to, else None (a
+    ``javascript:``, ``data:`` or ``vbscript:`` URL, a relative one, one with a control
+    character or a space: then the page shows it as text)."""
+    if not isinstance(value, str):
+        return None
+    text = value.strip()
+    if not text or len(text) > 2048 or not text.isprintable() or " " in text:
+        return None
+    scheme, colon, rest = text.partition(":")
+    if not colon or scheme.lower() not in LINK_SCHEMES or not rest.startswith("//"):
+        return None
+    if len(rest) < 3 or rest[2] in "/\\":
+        return None  # no host
+    return text
+
+
 def slug(value: object) -> str:
     """A status or state as a CSS class suffix: ``not viable`` → ``not-viable``."""
     text = str(value).strip().lower()
@@ -223,6 +243,7 @@ FILTERS = {
     "duration": duration,
     "elapsed": elapsed,
     "slug": slug,
+    "http_url": http_url,
     "shorten": shorten,
     "shown": shown_text,
     "shown_lines": shown_lines,

@@ -1,27 +1,38 @@
 """``GET /events``: the ledger's event log as a server-sent event stream.
 
 One poller per app reads ``events_after`` every ~200 ms (in a thread: the ledger is blocking)
-and hands each new event to every open stream; a stream first catches up from its own
-``after`` (or ``Last-Event-ID``) by reading the ledger itself, then takes the poller's events,
-skipping any it already sent. So a page that says "I have seen up to event N" misses nothing
-and sees nothing twice, and a hundred open pages cost one query per tick.
+and hands each new event, already written as SSE text, to every open stream; a stream first
+catches up from its own ``after`` (or ``Last-Event-ID``) by reading the ledger itself, then
+takes the poller's events, skipping any it already sent. So a page that says "I have seen up to
+event N" misses nothing and sees nothing twice, and a hundred open pages cost one query per
+tick.
+
+Open streams must not starve the pages: a catch-up from ``after=0`` on a big ledger is
+thousands of rows to read and write out. Those reads run one at a time across all streams (a
+page's work waits for at most one), each batch is turned into text in the same thread and
+sent as one chunk. And a client holds at most ``WebConfig.stream_limit`` streams (per
+credential; an anonymous reader per address), all clients together 16 times that: beyond, 429.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections import Counter
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import anyio.to_thread
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import Response, StreamingResponse
+from starlette.types import Receive, Scope, Send
 
 from assay.adapters.store.event_document import event_line
 from assay.adapters.store.records import Event
 from assay.adapters.store.sql import Ledger
+from assay.web.auth import Credential
 from assay.web.config import WebConfig
+from assay.web.security import page
 
 router = APIRouter()
 
@@ -29,6 +40,8 @@ POLL_SECONDS = 0.2
 KEEPALIVE_SECONDS = 15.0
 BATCH = 500
 QUEUE_LIMIT = 10_000
+ALL_CLIENTS_FACTOR = 16
+RETRY_AFTER_SECONDS = 10
 
 
 @router.get("/events")
@@ -43,17 +56,51 @@ async def events(
     listener (live.js; a named event only reaches listeners of that name)."""
     config: WebConfig = request.app.state.config
     hub = _hub(request, config.ledger)
+    client = client_key(request)
+    if not hub.admit(client, config.stream_limit):
+        refused = page(
+            429,
+            "Too many live streams",
+            f"<p>At most {config.stream_limit} live streams per client; close a page "
+            "(or wait for one to end) and try again.</p>",
+        )
+        refused.headers["Retry-After"] = str(RETRY_AFTER_SECONDS)
+        return refused
     resume = request.headers.get("last-event-id", "")
     if resume.isdigit():
         after = int(resume)
     if after is not None and after < 0:
         after = 0
     stream = hub.subscribe(after, run_id=run_id, task_id=task_id, named=not plain)
-    return StreamingResponse(
+    return _Stream(
         stream,
+        on_close=lambda: hub.leave(client),
         media_type="text/event-stream",
         headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
     )
+
+
+def client_key(request: Request) -> str:
+    """Whose stream this is: the credential's name, else (anonymous) the peer's address."""
+    credential = getattr(request.state, "credential", None)
+    if isinstance(credential, Credential):
+        return f"credential {credential.name}"
+    return f"address {request.client.host if request.client else '?'}"
+
+
+class _Stream(StreamingResponse):
+    """A streamed answer that gives its client's slot back however it ends (even one that
+    never started: its client left first)."""
+
+    def __init__(self, content: AsyncIterator[str], on_close: Callable[[], None], **kw: Any):
+        super().__init__(content, **kw)
+        self.on_close = on_close
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self.on_close()
 
 
 def message(event: Event, *, named: bool = True) -> str:
@@ -63,11 +110,26 @@ def message(event: Event, *, named: bool = True) -> str:
     return f"id: {event.id}\n{name}data: {event_line(event)}\n\n"
 
 
+@dataclass(frozen=True)
+class _Written:
+    """One event and its two SSE spellings (made once, in the poller's thread)."""
+
+    event: Event
+    named: str
+    plain: str
+
+    @classmethod
+    def of(cls, event: Event) -> _Written:
+        return cls(event, message(event, named=True), message(event, named=False))
+
+
 @dataclass(eq=False)  # compared (and hashed) by identity: one per open stream
 class _Subscriber:
     run_id: str | None
     task_id: str | None
-    queue: asyncio.Queue[Event | None] = field(default_factory=lambda: asyncio.Queue(QUEUE_LIMIT))
+    queue: asyncio.Queue[_Written | None] = field(
+        default_factory=lambda: asyncio.Queue(QUEUE_LIMIT)
+    )
 
     def wants(self, event: Event) -> bool:
         return (self.run_id is None or event.run_id == self.run_id) and (
@@ -84,7 +146,21 @@ class Hub:
         self.subscribers: set[_Subscriber] = set()
         self.cursor: int | None = None  # the newest event id the poller has seen
         self.closed = False
+        self.clients: Counter[str] = Counter()
         self._task: asyncio.Task[None] | None = None
+        self._catching_up: asyncio.Semaphore | None = None
+
+    def admit(self, client: str, limit: int) -> bool:
+        """Take one of ``client``'s stream slots, or say there is none left."""
+        if self.clients[client] >= limit or self.clients.total() >= limit * ALL_CLIENTS_FACTOR:
+            return False
+        self.clients[client] += 1
+        return True
+
+    def leave(self, client: str) -> None:
+        self.clients[client] -= 1
+        if self.clients[client] <= 0:
+            del self.clients[client]
 
     def close(self) -> None:
         """End every stream (the server is stopping); later ones end at once."""
@@ -107,28 +183,47 @@ class Hub:
             sent = after
             yield f"retry: 2000\n: after {after}\n\n"
             while True:
-                batch = await anyio.to_thread.run_sync(self._read, sent, run_id, task_id)
-                for caught in batch:
-                    sent = caught.id
-                    yield message(caught, named=named)
-                if len(batch) < BATCH:
+                async with self._catch_up_turn():
+                    last, text, count = await anyio.to_thread.run_sync(
+                        self._read_written, sent, run_id, task_id, named
+                    )
+                if count:
+                    sent = last
+                    yield text
+                if count < BATCH:
                     break
             while True:
                 try:
-                    event: Event | None = await asyncio.wait_for(sub.queue.get(), KEEPALIVE_SECONDS)
+                    got = await asyncio.wait_for(sub.queue.get(), KEEPALIVE_SECONDS)
                 except TimeoutError:
                     yield ": keepalive\n\n"
                     continue
-                if event is None:
+                if got is None:
                     return  # fell too far behind (or the hub closed): the browser reconnects
-                if event.id > sent:
-                    sent = event.id
-                    yield message(event, named=named)
+                if got.event.id > sent:
+                    sent = got.event.id
+                    yield got.named if named else got.plain
         finally:
             self.subscribers.discard(sub)
 
+    def _catch_up_turn(self) -> asyncio.Semaphore:
+        if self._catching_up is None:
+            self._catching_up = asyncio.Semaphore(1)
+        return self._catching_up
+
     def _read(self, after: int, run_id: str | None, task_id: str | None) -> list[Event]:
         return self.ledger.events_after(after, BATCH, run_id=run_id, task_id=task_id)
+
+    def _read_written(
+        self, after: int, run_id: str | None, task_id: str | None, named: bool
+    ) -> tuple[int, str, int]:
+        """One catch-up batch as SSE text: (its last id, the text, how many events)."""
+        batch = self._read(after, run_id, task_id)
+        text = "".join(message(e, named=named) for e in batch)
+        return (batch[-1].id if batch else after), text, len(batch)
+
+    def _read_new(self, after: int) -> list[_Written]:
+        return [_Written.of(e) for e in self._read(after, None, None)]
 
     async def _newest(self) -> int:
         # The ledger's, not the poller's cursor: that may be a tick behind "now".
@@ -145,19 +240,19 @@ class Hub:
         while self.subscribers and not self.closed:
             await asyncio.sleep(self.poll)
             try:
-                batch = await anyio.to_thread.run_sync(self._read, self.cursor, None, None)
+                batch = await anyio.to_thread.run_sync(self._read_new, self.cursor)
             except Exception:  # a locked or briefly unreachable ledger: try again next tick
                 continue
-            for event in batch:
-                self.cursor = event.id
-                self._fan_out(event)
+            for written in batch:
+                self.cursor = written.event.id
+                self._fan_out(written)
 
-    def _fan_out(self, event: Event) -> None:
+    def _fan_out(self, written: _Written) -> None:
         for sub in list(self.subscribers):
-            if not sub.wants(event):
+            if not sub.wants(written.event):
                 continue
             try:
-                sub.queue.put_nowait(event)
+                sub.queue.put_nowait(written)
             except asyncio.QueueFull:
                 self._end(sub)
 

@@ -1,7 +1,9 @@
 """The dashboard's templates and the one way every page is rendered.
 
 ``render`` gives each template the request, the CSRF token the security middleware chose for
-this request (the hidden field of every form) and the config, so no route can forget them.
+this request (the hidden field of every form), who is logged in (``actor``; None: an anonymous
+reader, shown no forms), the banner of a known ``?notice=`` code and the config, so no route
+can forget them.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
 
 from assay.web.format import FILTERS
+from assay.web.notices import notice_text
 
 TEMPLATES = Path(__file__).with_name("templates")
 
@@ -27,17 +30,14 @@ templates.env.undefined = jinja2.StrictUndefined
 def render(
     request: Request, name: str, context: dict[str, Any], status_code: int = 200
 ) -> HTMLResponse:
-    """``name`` rendered with ``context`` plus ``request``, ``csrf``, ``by``, ``notice`` and
-    ``config``."""
-    from assay.web.actions import BY_COOKIE  # here: actions renders through this module
-
+    """``name`` rendered with ``context`` plus ``request``, ``csrf``, ``actor``, ``notice``
+    and ``config``."""
     state = request.state
     full = {
         **context,
         "csrf": getattr(state, "csrf", ""),
-        # Who the forms say acts: the name the last action remembered, pre-filled.
-        "by": " ".join(request.cookies.get(BY_COOKIE, "").split())[:80],
+        "actor": getattr(state, "actor", None),
         "config": getattr(request.app.state, "config", None),
-        "notice": context.get("notice", request.query_params.get("notice")),
+        "notice": notice_text(request.query_params.get("notice")),
     }
     return templates.TemplateResponse(request, name, full, status_code=status_code)

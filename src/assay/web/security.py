@@ -2,19 +2,28 @@
 
 One ASGI middleware, so no route can forget a rule:
 
-- the token (``WebConfig.token``): when set, every path but ``/login`` and ``/static`` needs it,
-  as the ``assay_token`` cookie or ``Authorization: Bearer``; otherwise 401 with a login form;
-- CSRF: every POST carries a ``csrf`` form field equal to the ``assay_csrf`` cookie (set on any
-  response to a request without one, and given to templates as ``request.state.csrf``), comes
-  from this server's own origin (``Origin``, else ``Referer``, host:port equal to ``Host``) and
-  is not ``Sec-Fetch-Site: cross-site``. A refusal is 403 and nothing runs.
+- a credential on every request but ``/login`` and ``/static``, on every bind, loopback
+  included: a login session (the ``assay_session`` cookie, see :mod:`assay.web.auth`) or
+  ``Authorization: Bearer <token>``; otherwise 401 with a login form. With ``anonymous_read``
+  (loopback only) a GET needs none, an action still does. The credential's name is
+  ``request.state.actor``: who the ledger says acted;
+- a loopback dashboard answers only under the names 127.0.0.1, localhost and ::1 (DNS
+  rebinding would otherwise make a hostile page's script a local reader);
+- CSRF: a POST in a browser session carries a ``csrf`` form field equal to the ``assay_csrf``
+  cookie (set on any response to a request without one; ``request.state.csrf`` for the
+  templates) and comes from this server's own origin. Pages send no referrer, so a browser's
+  same-origin POST says ``Origin: null``: then ``Sec-Fetch-Site: same-origin`` must vouch for
+  it. A Bearer request is exempt (no browser adds that header on its own);
+- every response says: never frame me, run only my own scripts, no referrer, no sniffing;
+  pages are not cached.
 
-It also keeps the config on ``app.state.config`` for the routers.
+A refusal is 401/403 and nothing runs. It also keeps the config on ``app.state.config``.
 """
 
 from __future__ import annotations
 
 import hmac
+import logging
 import secrets
 from collections.abc import Awaitable, Callable, MutableMapping
 from html import escape
@@ -22,12 +31,14 @@ from http.cookies import SimpleCookie
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from fastapi import APIRouter, FastAPI, Form, Query, Request
-from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi import FastAPI
+from fastapi.responses import HTMLResponse
 
+from assay.web.auth import Credential, Sessions
 from assay.web.config import LOOPBACK_HOSTS, WebConfig
+from assay.web.tokens import TokenError
 
-TOKEN_COOKIE = "assay_token"
+SESSION_COOKIE = "assay_session"
 CSRF_COOKIE = "assay_csrf"
 CSRF_FIELD = "csrf"
 # Every other method (POST, and any a later route might take) passes the CSRF and origin rules.
@@ -37,123 +48,126 @@ OPEN_PREFIX = "/static/"
 # The actions' forms are a few short fields; a bigger body is not one of them.
 MAX_FORM_BYTES = 64 * 1024
 
+CONTENT_SECURITY_POLICY = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; "
+    "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'; "
+    "object-src 'none'"
+)
+SECURITY_HEADERS: tuple[tuple[bytes, bytes], ...] = tuple(
+    (name.encode(), value.encode())
+    for name, value in (
+        ("content-security-policy", CONTENT_SECURITY_POLICY),
+        ("x-frame-options", "DENY"),
+        ("x-content-type-options", "nosniff"),
+        ("referrer-policy", "no-referrer"),
+        ("cross-origin-opener-policy", "same-origin"),
+        ("cross-origin-resource-policy", "same-origin"),
+    )
+)
+NO_STORE = (b"cache-control", b"no-store")
+
+log = logging.getLogger(__name__)
+
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
-router = APIRouter()
-
 
 def install(app: FastAPI, config: WebConfig) -> None:
-    """Guard every route of ``app`` by ``config``'s token and the CSRF/origin rules."""
+    """Guard every route of ``app`` by ``config``'s credentials and the CSRF/origin rules."""
+    from assay.web import login
+
     app.state.config = config
-    app.include_router(router)
-    app.add_middleware(Guard, config=config)
+    app.state.sessions = Sessions()
+    app.include_router(login.router)
+    app.add_middleware(Guard, config=config, sessions=app.state.sessions)
 
 
 class Guard:
     """The middleware (pure ASGI: a streamed ``/events`` response passes through untouched)."""
 
-    def __init__(self, app: ASGIApp, config: WebConfig) -> None:
+    def __init__(self, app: ASGIApp, config: WebConfig, sessions: Sessions) -> None:
         self.app = app
         self.config = config
+        self.sessions = sessions
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        path: str = scope.get("path", "")
+        send = _with_security_headers(send, cached=path.startswith(OPEN_PREFIX))
         headers = _headers(scope)
         cookies = _cookies(headers.get("cookie", ""))
-        path: str = scope.get("path", "")
         csrf = cookies.get(CSRF_COOKIE) or ""
         fresh = None if _plausible(csrf) else secrets.token_urlsafe(32)
-        scope.setdefault("state", {})["csrf"] = fresh or csrf
+        state = scope.setdefault("state", {})
+        state["csrf"] = fresh or csrf
         send = _with_csrf_cookie(send, fresh)
 
-        token = self.config.token
-        if self.config.loopback and not token and not _loopback_name(headers):
-            # An unguarded loopback dashboard reached under another name is DNS rebinding:
-            # a hostile page's script reading (or acting) as if it were this machine's own.
-            refusal = f"<p>This dashboard answers on {escape(self.config.host)} only.</p>"
-            await _page(403, "Refused", refusal)(scope, receive, send)
+        if self.config.loopback and not _loopback_name(headers):
+            only_here = f"<p>This dashboard answers on {escape(self.config.host)} only.</p>"
+            await page(403, "Refused", only_here)(scope, receive, send)
             return
+        credential, bearer = self._credential(headers, cookies)
+        state["credential"] = credential
+        state["actor"] = credential.name if credential else None
+        safe = scope.get("method") in SAFE_METHODS
         open_path = path in OPEN_PATHS or path.startswith(OPEN_PREFIX)
-        if token and not open_path and not _authorised(token, headers, cookies):
+        if credential is None and not open_path and not (safe and self.config.anonymous_read):
+            from assay.web.login import login_form
+
             query = scope.get("query_string", b"").decode("latin-1")
-            login = _login_form(fresh or csrf, f"{path}?{query}" if query else path)
-            await _page(401, "Token required", login)(scope, receive, send)
+            wanted = f"{path}?{query}" if query and safe else path if safe else "/"
+            form = login_form(fresh or csrf, wanted, read_only=self.config.anonymous_read)
+            await page(401, "Token required", form)(scope, receive, send)
             return
-        if scope.get("method") not in SAFE_METHODS:
-            refusal = _origin_refusal(headers, self.config)
+        if not safe and not bearer:
+            refusal = _origin_refusal(headers)
             if refusal is None:
                 body, refusal = await _read_form(receive, headers, csrf if fresh is None else "")
                 if refusal is None:
                     receive = _replay(body, receive)
             if refusal is not None:
-                await _page(403, "Refused", f"<p>{escape(refusal)}</p>")(scope, receive, send)
+                await page(403, "Refused", f"<p>{escape(refusal)}</p>")(scope, receive, send)
                 return
         await self.app(scope, receive, send)
 
-
-@router.get("/login", response_class=HTMLResponse)
-async def login_page(
-    request: Request, token: str | None = None, next_url: str = Query("/", alias="next")
-) -> Response:
-    """``/login?token=…`` sets the cookie and goes on; without one, the form."""
-    if token is not None:
-        return _logged_in(request, token, next_url)
-    return _page(200, "Log in", _login_form(request.state.csrf, next_url))
-
-
-@router.post("/login", response_class=HTMLResponse)
-async def login_form(
-    request: Request, token: str = Form(""), next_url: str = Form("/", alias="next")
-) -> Response:
-    return _logged_in(request, token, next_url)
-
-
-def _logged_in(request: Request, token: str, next_url: str) -> Response:
-    config: WebConfig = request.app.state.config
-    if config.token and not hmac.compare_digest(token.encode(), config.token.encode()):
-        form = _login_form(request.state.csrf, next_url)
-        return _page(401, "Wrong token", f"<p>That token is not this dashboard's.</p>{form}")
-    response = RedirectResponse(_local(next_url), status_code=303)
-    if config.token:
-        response.set_cookie(
-            TOKEN_COOKIE, token, httponly=True, samesite="strict", secure=False, path="/"
-        )
-    return response
+    def _credential(
+        self, headers: dict[str, str], cookies: dict[str, str]
+    ) -> tuple[Credential | None, bool]:
+        """Who this request is (None: nobody), and whether by a Bearer header."""
+        credentials = self.config.credentials
+        auth = headers.get("authorization", "")
+        try:
+            if auth[:7].lower() == "bearer ":
+                return credentials.match(auth[7:].strip()), True
+            found = self.sessions.find(cookies.get(SESSION_COOKIE, ""))
+            if found is not None and not credentials.valid(found):
+                return None, False  # its token was removed: the session ends with it
+        except TokenError as exc:  # the token file went bad while serving: nobody gets in
+            log.warning("dashboard: %s", exc)
+            return None, False
+        return found, False
 
 
-def _local(url: str) -> str:
-    """Only a path on this server: ``next`` must not send a fresh login elsewhere."""
-    parts = urlsplit(url)
-    if parts.scheme or parts.netloc or not url.startswith("/") or url.startswith("//"):
-        return "/"
-    return url
-
-
-def _authorised(token: str, headers: dict[str, str], cookies: dict[str, str]) -> bool:
-    given = cookies.get(TOKEN_COOKIE, "")
-    auth = headers.get("authorization", "")
-    if auth[:7].lower() == "bearer ":
-        given = auth[7:].strip()
-    return bool(given) and hmac.compare_digest(given.encode(), token.encode())
-
-
-def _origin_refusal(headers: dict[str, str], config: WebConfig) -> str | None:
+def _origin_refusal(headers: dict[str, str]) -> str | None:
     """Why this POST does not come from the dashboard's own pages, or None when it does."""
-    if headers.get("sec-fetch-site", "").lower() == "cross-site":
+    fetch_site = headers.get("sec-fetch-site", "").lower()
+    if fetch_site and fetch_site != "same-origin":
+        # "same-site" too: a page on another port of this host is the same site.
         return "This request came from another site; nothing was done."
     host = headers.get("host", "").lower()
     source = headers.get("origin") or headers.get("referer") or ""
-    if not source or source == "null":
-        return "This request says no origin; nothing was done. Use the dashboard's own forms."
-    if urlsplit(source).netloc.lower() != host:
-        return "This request came from another origin; nothing was done."
-    return None
+    if source and source != "null":
+        if urlsplit(source).netloc.lower() != host:
+            return "This request came from another origin; nothing was done."
+        return None
+    if fetch_site == "same-origin":
+        return None  # Origin: null because the page sends no referrer; the browser vouches
+    return "This request says no origin; nothing was done. Use the dashboard's own forms."
 
 
 async def _read_form(
@@ -201,6 +215,23 @@ def _replay(body: bytes, receive: Receive) -> Receive:
     return replayed
 
 
+def _with_security_headers(send: Send, *, cached: bool) -> Send:
+    async def sending(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            kept = [
+                (name, value)
+                for name, value in message.get("headers", [])
+                if name.lower() not in _OURS and (cached or name.lower() != NO_STORE[0])
+            ]
+            message["headers"] = [*kept, *SECURITY_HEADERS, *([] if cached else [NO_STORE])]
+        await send(message)
+
+    return sending
+
+
+_OURS = frozenset(name for name, _ in SECURITY_HEADERS)
+
+
 def _with_csrf_cookie(send: Send, fresh: str | None) -> Send:
     if fresh is None:
         return send
@@ -214,7 +245,7 @@ def _with_csrf_cookie(send: Send, fresh: str | None) -> Send:
     return sending
 
 
-def _page(status: int, title: str, body_html: str) -> HTMLResponse:
+def page(status: int, title: str, body_html: str) -> HTMLResponse:
     """A self-contained page (the middleware answers before any template is in reach)."""
     html = (
         "<!doctype html><html lang=en><head><meta charset=utf-8>"
@@ -224,18 +255,6 @@ def _page(status: int, title: str, body_html: str) -> HTMLResponse:
         '<p><a href="/">Back to the queue</a></p></main></body></html>'
     )
     return HTMLResponse(html, status_code=status)
-
-
-def _login_form(csrf: str, next_url: str) -> str:
-    hidden = f'<input type=hidden name=csrf value="{escape(csrf)}">'
-    return (
-        "<p>This dashboard needs its token (<code>--web-token</code> or "
-        "<code>ASSAY_WEB_TOKEN</code> of <code>assay serve</code>).</p>"
-        '<form method=post action="/login">'
-        f'{hidden}<input type=hidden name=next value="{escape(_local(next_url))}">'
-        "<label>Token <input type=password name=token autocomplete=current-password required>"
-        "</label> <button type=submit>Log in</button></form>"
-    )
 
 
 def _headers(scope: Scope) -> dict[str, str]:

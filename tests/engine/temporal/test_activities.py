@@ -108,3 +108,29 @@ def test_a_stop_closes_the_held_run_here_and_holds_the_task(
         closed.task.status.value == "held" and closed.task.hold_reason == "cancelled by an operator"
     )
     assert not closed.runnable
+
+
+def test_open_refuses_a_contract_that_would_hand_on_the_ledgers_password(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    """The worker's own environment decides (its ledger URL may hold a password the machine
+    that queued the task never had): nothing of the run starts, and the reason never says it."""
+    repo = make_repo(tmp_path)
+    contract = repo.contract(
+        "c.yaml",
+        'task: x\nscope: {allow: ["src/**"]}\ncoder: {kind: command, command: "true"}\n'
+        "env: {DB_PASSWORD: $PGPASSWORD}\nland: none\nsandbox: none\n",
+    )
+    task_id = add_task(repo.root, contract, service_env(postgres_url))
+    ledger = Ledger.open(postgres_url)
+    acts = _activities(repo.root, ledger)
+    acts.env = {
+        "ASSAY_DATABASE_URL": "postgresql+psycopg://assay:worker-pw-1234@db/assay",
+        "PGPASSWORD": "worker-pw-1234",
+    }
+    opened = asyncio.run(ActivityEnvironment().run(acts.open, OpenRequest(task_id, "r-leak")))
+    assert opened.handle is None and opened.not_runnable is not None
+    assert "env: DB_PASSWORD holds the ledger's password" in opened.not_runnable
+    assert "worker-pw-1234" not in opened.not_runnable
+    assert not acts.runs and ledger.runs(task_id) == []
+    assert ledger.get_task(task_id).status.value == "queued"

@@ -15,8 +15,9 @@ from support.workers import Workers, add_task, assay, serve_once, show, submit
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
+from assay.adapters.temporal_connection import TemporalConnection
 from assay.engine.temporal.client import connect
-from assay.engine.temporal.config import workflow_id
+from assay.engine.temporal.config import DEFAULT_NAMESPACE, workflow_id
 from assay.engine.temporal.worker import workflow_runner
 from assay.engine.temporal.workflow import RunWorkflow
 
@@ -62,7 +63,7 @@ def test_serve_submits_and_workers_run_each_task_to_done_on_one_worker(
 async def _replays(temporal: str, task_ids: list[str]) -> None:
     """Each workflow's history replays on the workflow code as it is (deterministic), and
     every activity of its run ran on the one worker that opened it (affinity)."""
-    client = await connect(temporal)
+    client = await connect(TemporalConnection(temporal, DEFAULT_NAMESPACE))
     replayer = Replayer(
         workflows=[RunWorkflow],
         data_converter=pydantic_data_converter,

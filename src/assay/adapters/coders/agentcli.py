@@ -375,6 +375,7 @@ def to_result(
         log_path=proc.log_path,
         warnings=list(parsed.warnings),
         output=proc.printed,
+        refused=list(proc.refused),
     )
 
 

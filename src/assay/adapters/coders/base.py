@@ -106,6 +106,8 @@ class DispatchResult:
     # secret scan reads as its output. Never the command line or prompt assay started it with:
     # those are the operator's, and the log holds them too.
     output: str = ""
+    # What the seat's network proxy refused to connect to ("host:port"), for a warning.
+    refused: list[str] = field(default_factory=list)
 
     @property
     def provider_fault(self) -> bool:

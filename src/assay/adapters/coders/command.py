@@ -125,6 +125,7 @@ def result_from_process(ran: ProcessResult, argv: Sequence[str], *, shell: bool)
         timed_out=ran.timed_out,
         log_path=ran.log_path,
         output=ran.printed,
+        refused=list(ran.refused),
     )
     if ran.timed_out or ran.exit_code == 0:
         return result

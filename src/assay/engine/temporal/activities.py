@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import os
 import time
 import traceback
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
@@ -26,6 +27,7 @@ from typing import Any, Protocol, TypeVar
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from assay.adapters.assay_secrets import contract_leak
 from assay.adapters.process_groups import GROUPS_FILE, recording_groups, stop_recorded_groups
 from assay.adapters.store.sql import Ledger, LedgerConflict, RunNotFound
 from assay.core.contract import Contract
@@ -165,6 +167,10 @@ class Activities:
                 contract = await asyncio.to_thread(self.contract_for, task.id)
             except Exception as exc:  # unreadable or missing: nothing can run it
                 why = f"task {task.id}: its contract cannot be read: {exc}"
+                return Opened(None, not_runnable=why)
+            leak = contract_leak(contract, os.environ if self.env is None else self.env)
+            if leak is not None:  # as `assay run` refuses it: nothing of it starts here
+                why = f"task {task.id}: the contract cannot run: {leak}"
                 return Opened(None, not_runnable=why)
             fx = self.effects_for(task, contract)
             try:

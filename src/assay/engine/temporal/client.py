@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from temporalio.client import (
     Client,
     WorkflowExecutionStatus,
@@ -10,24 +13,63 @@ from temporalio.client import (
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.exceptions import WorkflowAlreadyStartedError
-from temporalio.service import RPCError
+from temporalio.service import RPCError, TLSConfig
 
+from assay.adapters.temporal_connection import (
+    ConnectionSettingsError,
+    Credentials,
+    TemporalConnection,
+)
 from assay.engine.temporal.calls import RunInput, RunOutcome, StopRequest
-from assay.engine.temporal.config import DEFAULT_NAMESPACE, STOP_SIGNAL, Timeouts, workflow_id
+from assay.engine.temporal.config import STOP_SIGNAL, Timeouts, workflow_id
 from assay.engine.temporal.workflow import RunWorkflow
 
 
 class TemporalUnreachable(Exception):
-    """No Temporal server answers at the address given."""
+    """No Temporal server answers at the address given (or it refused the credentials)."""
 
 
-async def connect(target: str, namespace: str = DEFAULT_NAMESPACE) -> Client:
-    try:
-        return await Client.connect(
-            target, namespace=namespace, data_converter=pydantic_data_converter
+def connect_options(credentials: Credentials, namespace: str) -> dict[str, Any]:
+    """What ``Client.connect`` is given beside the address: TLS from the PEM files (a client
+    certificate: mTLS; no CA: the system's roots), and the API key, which never travels
+    without TLS (the SDK sends it as a bearer token)."""
+    tls: TLSConfig | bool = bool(credentials.api_key)
+    if credentials.tls:
+        tls = TLSConfig(
+            server_root_ca_cert=credentials.server_ca,
+            client_cert=credentials.client_cert,
+            client_private_key=credentials.client_key,
         )
+    return {
+        "namespace": namespace,
+        "data_converter": pydantic_data_converter,
+        "tls": tls,
+        "api_key": credentials.api_key,
+    }
+
+
+async def connect(
+    connection: TemporalConnection, environ: Mapping[str, str] | None = None
+) -> Client:
+    """A client of ``connection``'s server; :class:`TemporalUnreachable` when its credentials
+    cannot be read, or the server cannot be reached or refuses them."""
+    try:
+        credentials = connection.credentials(environ)
+    except ConnectionSettingsError as exc:  # checked at start; a file may have gone since
+        raise TemporalUnreachable(str(exc)) from exc
+    options = connect_options(credentials, connection.namespace)
+    try:
+        return await Client.connect(connection.target, **options)
     except RuntimeError as exc:  # the SDK's connection failure
-        raise TemporalUnreachable(f"cannot reach Temporal at {target}: {exc}") from exc
+        hint = ""
+        if connection.tls_cert is None and connection.api_key_env is None:
+            hint = (
+                "; a server that wants a client certificate or an API key refuses a client "
+                "without one (--tls-cert/--tls-key, --api-key-env; --tls-ca for its CA)"
+            )
+        raise TemporalUnreachable(
+            f"cannot reach Temporal at {connection.target} ({connection.describe()}): {exc}{hint}"
+        ) from exc
 
 
 async def submit(

@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 from temporalio.client import Client
 
+from assay.adapters.temporal_connection import TemporalConnection
 from assay.core.tasks import Task
 from assay.engine.temporal.calls import RunOutcome
 from assay.engine.temporal.client import connect, submit
@@ -33,8 +34,7 @@ class WorkflowStep:
 
     def __init__(
         self,
-        target: str,
-        namespace: str,
+        connection: TemporalConnection,
         *,
         task_queue: str,
         timeouts: Timeouts | None = None,
@@ -48,7 +48,7 @@ class WorkflowStep:
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         self._thread.start()
-        self.client: Client = self._run(connect(target, namespace))
+        self.client: Client = self._run(connect(connection))
 
     def _run(self, coro: Coroutine[Any, Any, T]) -> T:
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result()

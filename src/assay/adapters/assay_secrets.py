@@ -1,0 +1,135 @@
+"""assay's own secrets, which no coder, validator or judge is ever handed.
+
+Whoever holds the ledger's URL (and its password), the dashboard's token, or the Temporal
+client's key can change any task: rewrite a queued task's contract, release a held one. The
+contract parser refuses a ``"$NAME"`` of these variables already; here the operator's actual
+values are known too, so a contract that would hand one on under another name (``env: {PW:
+$PGPASSWORD}`` with the same password, the URL written out literally, an ``api_key_env``
+naming the Temporal key's variable) is refused when the run starts, and
+:func:`assay.adapters.envpolicy.child_environment` drops whatever got past that.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+from urllib.parse import parse_qs, unquote, urlsplit
+
+from assay.adapters.store.names import DATABASE_URL_ENV
+from assay.adapters.temporal_connection import API_KEY_ENV_ENV, TLS_KEY_ENV
+from assay.core.contract_rules import SECRET_VARIABLES
+
+if TYPE_CHECKING:
+    from assay.core.contract import Contract
+
+# A secret this short is matched as a whole value only: "pw" inside any path is no leak.
+MIN_CONTAINED = 6
+
+
+@dataclass(frozen=True)
+class Secret:
+    what: str  # said in a refusal ("the ledger's password (in $ASSAY_DATABASE_URL)")
+    value: str
+
+    def found_in(self, text: str) -> bool:
+        if len(self.value) < MIN_CONTAINED:
+            return text == self.value
+        return self.value in text
+
+
+@dataclass(frozen=True)
+class AssaySecrets:
+    names: frozenset[str]  # variables never passed to a child, under any name
+    values: tuple[Secret, ...]  # text no child's variable or argument may hold
+
+    def leak(self, text: str) -> Secret | None:
+        return next((s for s in self.values if s.found_in(text)), None)
+
+
+def assay_secrets(operator_env: Mapping[str, str]) -> AssaySecrets:
+    """The operator's secrets of assay's own: their variables and their values."""
+    names = set(SECRET_VARIABLES)
+    values: list[Secret] = []
+    url = operator_env.get(DATABASE_URL_ENV, "").strip()
+    if url:
+        where = f"${DATABASE_URL_ENV}"
+        values.append(Secret(f"the ledger's URL ({where})", url))
+        values += [Secret(f"the ledger's password (in {where})", p) for p in _passwords(url)]
+    token = operator_env.get("ASSAY_WEB_TOKEN", "").strip()
+    if token:
+        values.append(Secret("the dashboard's token ($ASSAY_WEB_TOKEN)", token))
+    key_file = operator_env.get(TLS_KEY_ENV, "").strip()
+    if key_file:  # named, its file would be shown to the sandbox as a declared path
+        values.append(Secret(f"the Temporal client key's path (${TLS_KEY_ENV})", key_file))
+    key_env = operator_env.get(API_KEY_ENV_ENV, "").strip()
+    if key_env:
+        names.add(key_env)
+        key = operator_env.get(key_env, "").strip()
+        if key:
+            values.append(Secret(f"the Temporal API key (${key_env})", key))
+    return AssaySecrets(frozenset(names), tuple(values))
+
+
+def contract_leak(contract: Contract, operator_env: Mapping[str, str]) -> str | None:
+    """Why ``contract`` would hand one of assay's secrets to a child, or None."""
+    secrets = assay_secrets(operator_env)
+    for where, name, text in _handed(contract, operator_env):
+        if name is not None and name in secrets.names:
+            return f"{where} names ${name}, which holds assay's own secret; {_NEVER}"
+        found = secrets.leak(text)
+        if found is not None:
+            return f"{where} holds {found.what}; {_NEVER}"
+    return None
+
+
+_NEVER = "assay never hands its own secrets to a coder, validator or judge"
+
+
+def _handed(
+    contract: Contract, operator_env: Mapping[str, str]
+) -> Iterator[tuple[str, str | None, str]]:
+    """Everything the contract hands a child: (where, the variable it comes from, its text)."""
+    from assay.adapters.envpolicy import credential_variables  # it imports this module
+
+    for key, value in contract.env.items():
+        if value.startswith("$") and len(value) > 1:
+            yield f"env: {key}", value[1:], operator_env.get(value[1:], "")
+        else:
+            yield f"env: {key}", None, value
+    coders = contract.coder if isinstance(contract.coder, list) else [contract.coder]
+    judges = contract.judge if isinstance(contract.judge, list) else [contract.judge]
+    judges = judges if contract.judges > 0 else []
+    specs = [("coder", c.kind.value, c.model_dump(mode="json")) for c in coders]
+    specs += [("judge", j.kind.value, j.model_dump(mode="json")) for j in judges if j]
+    specs += [
+        (f"validator {v.id}", "llm", v.model_dump(mode="json"))
+        for v in contract.validators
+        if v.api_key_env
+    ]
+    for role, kind, settings in specs:
+        for name in sorted(credential_variables(kind, settings)):
+            yield f"the {role}'s credential {name}", name, operator_env.get(name, "")
+    for coder in coders:
+        command = coder.command if isinstance(coder.command, list) else [coder.command or ""]
+        for text in [*command, *coder.args]:
+            yield "the coder's command line", None, str(text)
+    for validator in contract.validators:
+        yield f"validator {validator.id}'s run", None, validator.run or ""
+
+
+def _passwords(url: str) -> list[str]:
+    """The password of a database URL as written and decoded (``user:pw@`` or
+    ``?password=``), or none."""
+    try:
+        parts = urlsplit(url)
+        given = [parts.password or ""]
+    except ValueError:
+        return []
+    given += parse_qs(parts.query).get("password", [])
+    found: list[str] = []
+    for raw in given:
+        for text in (raw, unquote(raw)):
+            if text and text not in found:
+                found.append(text)
+    return found

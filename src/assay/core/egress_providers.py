@@ -1,0 +1,92 @@
+"""The hosts a coder or judge must reach to call its model: what the seat's proxy lets through
+without the contract naming it.
+
+A base URL (the ``base_url`` setting, or an endpoint variable in the process's environment)
+replaces the kind's default provider: a gateway or a local model server is then the only model
+host. Without one, the default follows the kind (claude: Anthropic; codex: OpenAI) or, for the
+litellm-based agents (aider, mini), the model name's provider. Kinds whose model assay calls
+itself (llm) or that call none (command, replay) need nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from assay.core.egress import AllowRule, parse_rule, rule_for_url
+
+# Variables that point a program at its model endpoint (each tool's documentation).
+ENDPOINT_VARIABLES = (
+    "ANTHROPIC_BASE_URL",
+    "OPENAI_BASE_URL",
+    "OPENAI_API_BASE",
+    "ANTHROPIC_BEDROCK_BASE_URL",
+    "ANTHROPIC_VERTEX_BASE_URL",
+)
+ANTHROPIC = "api.anthropic.com"
+OPENAI = "api.openai.com"
+# litellm's provider prefixes (``provider/model``) and the host each calls.
+LITELLM_PROVIDERS: Mapping[str, str] = {
+    "anthropic": ANTHROPIC,
+    "openai": OPENAI,
+    "openrouter": "openrouter.ai",
+    "gemini": "generativelanguage.googleapis.com",
+    "deepseek": "api.deepseek.com",
+    "groq": "api.groq.com",
+    "mistral": "api.mistral.ai",
+    "xai": "api.x.ai",
+    "together_ai": "api.together.xyz",
+    "fireworks_ai": "api.fireworks.ai",
+    "cohere": "api.cohere.ai",
+}
+_AGENT_DEFAULTS: Mapping[str, tuple[str, ...]] = {"claude": (ANTHROPIC,), "codex": (OPENAI,)}
+_LITELLM_KINDS = frozenset({"aider", "mini"})
+
+
+def provider_rules(
+    kind: str, settings: Mapping[str, object], env: Mapping[str, str]
+) -> list[AllowRule]:
+    """The model hosts a process of ``kind`` with ``settings`` and ``env`` calls, as rules."""
+    if kind not in _AGENT_DEFAULTS and kind not in _LITELLM_KINDS:
+        return []
+    urls = [settings.get("base_url"), *(env.get(name) for name in ENDPOINT_VARIABLES)]
+    endpoints = [rule for url in urls if isinstance(url, str) for rule in _url_rule(url)]
+    if endpoints:
+        return _unique(endpoints)
+    hosts = list(_AGENT_DEFAULTS.get(kind, ()))
+    if kind == "claude":
+        hosts += _cloud_hosts(env)
+    if kind in _LITELLM_KINDS:
+        hosts += _litellm_hosts(settings.get("model"))
+    return _unique(parse_rule(host) for host in hosts)
+
+
+def _url_rule(url: str) -> list[AllowRule]:
+    rule = rule_for_url(url.strip())
+    return [rule] if rule is not None else []
+
+
+def _cloud_hosts(env: Mapping[str, str]) -> list[str]:
+    """Claude Code on Bedrock or Vertex calls the cloud's endpoints instead."""
+    hosts = []
+    if env.get("CLAUDE_CODE_USE_BEDROCK"):
+        hosts.append("*.amazonaws.com")
+    if env.get("CLAUDE_CODE_USE_VERTEX"):
+        hosts.append("*.googleapis.com")
+    return hosts
+
+
+def _litellm_hosts(model: object) -> list[str]:
+    """litellm routes ``provider/model`` to the provider; a bare name by its family."""
+    name = model.strip().lower() if isinstance(model, str) else ""
+    prefix, _, rest = name.partition("/")
+    if rest and prefix in LITELLM_PROVIDERS:
+        return [LITELLM_PROVIDERS[prefix]]
+    if name.startswith("claude"):
+        return [ANTHROPIC]
+    if name.startswith(("gpt", "o1", "o3", "o4", "chatgpt", "codex")):
+        return [OPENAI]
+    return [ANTHROPIC, OPENAI]  # aider's and mini's defaults
+
+
+def _unique(rules: Iterable[AllowRule]) -> list[AllowRule]:
+    return list(dict.fromkeys(rules))

@@ -1,0 +1,139 @@
+"""The Temporal connection's credentials: from flags, else the environment; checked before
+anything connects, with a sentence that never holds the API key; mapped onto the SDK's
+``Client.connect`` options (the real mTLS handshake: test_tls_e2e.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import typer
+from temporalio.service import TLSConfig
+
+from assay.adapters.temporal_connection import (
+    ConnectionSettingsError,
+    TemporalConnection,
+    is_loopback,
+)
+from assay.cli.temporal_options import temporal_connection
+from assay.engine.temporal.client import connect_options
+
+KEY = "tk-0123456789abcdef-secret"
+CERT_PEM = b"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
+KEY_PEM = b"-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\n"
+
+
+@pytest.fixture
+def pems(tmp_path: Path) -> dict[str, Path]:
+    files = {"cert": CERT_PEM, "key": KEY_PEM, "ca": CERT_PEM}
+    for name, data in files.items():
+        (tmp_path / f"{name}.pem").write_bytes(data)
+    return {name: tmp_path / f"{name}.pem" for name in files}
+
+
+def settle(environ: dict[str, str] | None = None, **flags: object) -> TemporalConnection:
+    return TemporalConnection.settle("10.0.0.1:7233", "ns", environ=environ or {}, **flags)  # type: ignore[arg-type]
+
+
+def refused(environ: dict[str, str] | None = None, **flags: object) -> str:
+    with pytest.raises(ConnectionSettingsError) as error:
+        settle(environ, **flags).credentials(environ or {})
+    assert KEY not in str(error.value)
+    return str(error.value)
+
+
+def test_mtls_maps_onto_the_sdks_tls_config(pems: dict[str, Path]) -> None:
+    made = settle(tls_cert=pems["cert"], tls_key=pems["key"], tls_ca=pems["ca"])
+    options = connect_options(made.credentials({}), made.namespace)
+    assert options["tls"] == TLSConfig(
+        server_root_ca_cert=CERT_PEM, client_cert=CERT_PEM, client_private_key=KEY_PEM
+    )
+    assert options["api_key"] is None and options["namespace"] == "ns"
+    assert made.secured and made.describe() == "mTLS"
+
+
+def test_an_api_key_is_read_from_the_variable_named_and_always_goes_over_tls() -> None:
+    made = settle(api_key_env="TEMPORAL_API_KEY")
+    credentials = made.credentials({"TEMPORAL_API_KEY": f" {KEY}\n"})
+    options = connect_options(credentials, made.namespace)
+    assert options["api_key"] == KEY and options["tls"] is True
+    assert KEY not in repr(credentials) and KEY not in repr(made)
+    assert made.describe() == "TLS + API key $TEMPORAL_API_KEY"
+
+
+def test_nothing_configured_is_plain_and_warned_about_beyond_loopback() -> None:
+    made = settle()
+    options = connect_options(made.credentials({}), made.namespace)
+    assert options["tls"] is False and options["api_key"] is None
+    warning = made.insecure_warning()
+    assert warning is not None and "10.0.0.1:7233" in warning and "--api-key-env" in warning
+    local = TemporalConnection.settle("127.0.0.1:7233", "default", environ={})
+    assert local.insecure_warning() is None
+    assert settle(tls_ca=Path("/x")).insecure_warning() is None
+
+
+def test_the_environment_fills_what_the_flags_leave_and_flags_win(
+    pems: dict[str, Path], tmp_path: Path
+) -> None:
+    environ = {
+        "ASSAY_TEMPORAL_TLS_CERT": str(pems["cert"]),
+        "ASSAY_TEMPORAL_TLS_KEY": str(pems["key"]),
+        "ASSAY_TEMPORAL_TLS_CA": str(tmp_path / "env-ca.pem"),
+        "ASSAY_TEMPORAL_API_KEY_ENV": "FROM_ENV",
+    }
+    made = settle(environ, tls_ca=pems["ca"], api_key_env="FROM_FLAG")
+    assert (made.tls_cert, made.tls_key, made.tls_ca) == (pems["cert"], pems["key"], pems["ca"])
+    assert made.api_key_env == "FROM_FLAG"
+    assert made.environment()["ASSAY_TEMPORAL_API_KEY_ENV"] == "FROM_FLAG"
+    assert made.environment()["ASSAY_TEMPORAL_TLS_CA"] == str(pems["ca"].absolute())
+
+
+@pytest.mark.parametrize(
+    ("flags", "environ", "said"),
+    [
+        ({"tls_cert": "cert"}, {}, "--tls-cert (or $ASSAY_TEMPORAL_TLS_CERT) needs --tls-key"),
+        ({"tls_key": "key"}, {}, "--tls-key (or $ASSAY_TEMPORAL_TLS_KEY) needs --tls-cert"),
+        ({"tls_ca": "missing"}, {}, "cannot read the Temporal CA certificate"),
+        ({"tls_cert": "key", "tls_key": "key"}, {}, "(--tls-cert) is not a PEM certificate"),
+        ({"tls_cert": "cert", "tls_key": "cert"}, {}, "(--tls-key) is not a PEM private key"),
+        ({"api_key_env": "K"}, {}, "$K is not set or empty"),
+        ({"api_key_env": "K"}, {"K": "  "}, "$K is not set or empty"),
+        ({"api_key_env": "K"}, {"K": "short-key"}, "is 9 bytes long; a key shorter than 16"),
+        ({"api_key_env": "K"}, {"K": KEY + "\u00e9"}, "only printable ASCII"),
+        ({"api_key_env": KEY}, {}, "takes the name of the variable"),
+        ({}, {"ASSAY_TEMPORAL_API_KEY_ENV": "has space"}, "not the key itself"),
+    ],
+)
+def test_bad_credentials_are_refused_in_one_sentence(
+    pems: dict[str, Path], flags: dict[str, str], environ: dict[str, str], said: str
+) -> None:
+    given: dict[str, object] = {}
+    for flag, value in flags.items():  # a file's short name, or the variable's name
+        given[flag] = value if flag == "api_key_env" else pems.get(value, Path("/nowhere/x.pem"))
+    assert said in refused(environ, **given)
+
+
+def test_loopback_addresses() -> None:
+    for target in ("127.0.0.1:7233", "127.3.2.1:1", "localhost:7233", "[::1]:7233"):
+        assert is_loopback(target), target
+    for target in ("10.0.0.1:7233", "0.0.0.0:7233", "temporal.example:7233", "[::]:7233", ":x"):
+        assert not is_loopback(target), target
+
+
+def test_the_commands_refuse_bad_settings_with_exit_2_and_warn_loudly(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("ASSAY_TEMPORAL_API_KEY_ENV", "TEMPORAL_API_KEY")
+    monkeypatch.setenv("TEMPORAL_API_KEY", "short")
+    with pytest.raises(typer.Exit) as stopped:
+        temporal_connection("10.0.0.1:7233", "default")
+    assert stopped.value.exit_code == 2
+    assert "is 5 bytes long" in capsys.readouterr().err
+    monkeypatch.delenv("ASSAY_TEMPORAL_API_KEY_ENV")
+    temporal_connection("10.0.0.1:7233", "default")
+    assert "assay: WARNING: Temporal at 10.0.0.1:7233 is reached with no TLS" in (
+        capsys.readouterr().err
+    )
+    temporal_connection("10.0.0.1:7233", "default", warn=False)
+    temporal_connection("127.0.0.1:7233", "default")
+    assert capsys.readouterr().err == ""
