@@ -26,7 +26,7 @@ TIMEOUT = 5.0
 class Origin:
     """A TCP server on 127.0.0.1 that runs ``handle`` for each connection in a thread."""
 
-    def __init__(self, handle: Callable[[socket.socket], None]) -> None:
+    def __init__(self, handle: Callable[[socket.socket], object]) -> None:
         self.handle = handle
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port = self.listener.getsockname()[1]
@@ -307,6 +307,37 @@ def test_what_is_no_proxy_request_is_a_400(folder: Path, request_bytes: bytes) -
         answer = ask(proxy, request_bytes)
         assert proxy.served == 0
     assert answer.startswith(b"HTTP/1.1 400 Bad Request\r\n"), answer
+
+
+def test_concurrent_connections_are_counted_exactly(folder: Path, counter: Origin) -> None:
+    rules = [AllowRule("127.0.0.1", counter.port)]
+    answers: list[bytes] = []
+
+    def both(n: int) -> None:
+        with connect(proxy) as sock:
+            sock.sendall(f"CONNECT 127.0.0.1:{counter.port} HTTP/1.1\r\n\r\n".encode())
+            read_head(sock)
+            sock.sendall(b"z" * n)
+            sock.shutdown(socket.SHUT_WR)
+            answers.append(read_all(sock))
+        answers.append(ask(proxy, f"CONNECT refused-{n}.test:443 HTTP/1.1\r\n\r\n".encode()))
+
+    with EgressProxy(rules, folder / "p.sock", resolve=no_resolver) as proxy:
+        workers = [threading.Thread(target=both, args=(n,)) for n in range(60)]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+        assert proxy.served == 60
+        assert sorted(proxy.refused) == sorted(f"refused-{n}.test:443" for n in range(60))
+        for n in range(60, 110):
+            ask(proxy, f"CONNECT refused-{n}.test:443 HTTP/1.1\r\n\r\n".encode())
+        assert len(proxy.refused) == 100  # the last hundred, oldest first
+        assert proxy.refused[-1] == "refused-109.test:443"
+    assert sorted(a for a in answers if a.startswith(b"got")) == sorted(
+        f"got {n} bytes".encode() for n in range(60)
+    )
+    assert proxy_threads() == []
 
 
 def test_a_head_that_never_ends_times_out(folder: Path) -> None:

@@ -245,6 +245,29 @@ def test_a_port_already_taken_exits_125() -> None:
     assert "cannot listen on 127.0.0.1:" in done.stderr
 
 
+def test_the_way_to_the_program_imports_nothing_slow() -> None:
+    """Every seat pays for the forwarder's start: `socket`, `json`, `threading` and the like
+    (with `enum` and `re` behind them) cost tens of milliseconds in a busy sandbox."""
+    argv = forward_argv(Path("/tmp/none.sock"), free_port(), [], ["true"])
+    done = subprocess.run(
+        [argv[0], "-X", "importtime", *argv[1:]], capture_output=True, text=True, check=True
+    )
+    imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()}
+    assert "relay" in imported
+    slow = {"socket", "json", "re", "enum", "threading", "typing", "selectors", "contextlib"}
+    assert not imported & slow
+
+
+def test_forward_argv_runs_the_script_isolated_with_its_configuration() -> None:
+    argv = forward_argv(Path("/s/p.sock"), 47901, [("127.0.0.1", 8123), ("::1", 9)], ["a", "b"])
+    assert argv[:3] == [sys.executable, "-I", "-S"]
+    assert argv[3].endswith("/assay/adapters/netforward.py")
+    assert json.loads(argv[4]) == {
+        "socket": "/s/p.sock", "port": 47901, "tunnels": [["127.0.0.1", 8123], ["::1", 9]]
+    }  # fmt: skip
+    assert argv[5:] == ["a", "b"]
+
+
 def test_the_proxy_environment_points_every_client_at_the_forwarder() -> None:
     env = proxy_environment(47999)
     for key in ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY"):

@@ -38,7 +38,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
 
-from assay.adapters.netforward import (
+from assay.adapters.proxy_request import ProxyRequest, parse_request, printable, response
+from assay.adapters.relay import (
     CHUNK,
     IDLE_TIMEOUT,
     MAX_HEAD,
@@ -47,7 +48,6 @@ from assay.adapters.netforward import (
     shut,
     splice,
 )
-from assay.adapters.proxy_request import ProxyRequest, parse_request, printable, response
 from assay.core.egress import AllowRule, address_allowed, allowed_by, names_address
 
 Resolver = Callable[[str, int], list[str]]
@@ -126,22 +126,25 @@ class EgressProxy:
         except OSError:
             listener.close()
             raise
-        self._listener = listener
-        self._wake = socket.socketpair()
-        self._stopping = False
-        self._acceptor = threading.Thread(
-            target=self._accept_loop, daemon=True, name="assay egress proxy"
+        wake = socket.socketpair()
+        acceptor = threading.Thread(
+            target=self._accept_loop, args=(listener, wake[0]), daemon=True, name="assay egress"
         )
-        self._acceptor.start()
+        with self._lock:
+            self._listener, self._wake, self._acceptor = listener, wake, acceptor
+            self._stopping = False
+        acceptor.start()
 
     def stop(self) -> None:
         """Stop accepting, end every live connection (tunnels included), wait for the
-        threads (a connection still resolving or connecting at most ``connect_timeout``), and
-        remove the socket. Calling it again does nothing."""
-        listener, wake, acceptor = self._listener, self._wake, self._acceptor
-        if listener is None or wake is None or acceptor is None:
-            return
+        threads (a few seconds more than ``connect_timeout`` at most: a name lookup cannot be
+        interrupted, its thread then ends on its own), and remove the socket. Calling it again
+        does nothing."""
         with self._lock:
+            listener, wake, acceptor = self._listener, self._wake, self._acceptor
+            self._listener = self._wake = self._acceptor = None
+            if listener is None or wake is None or acceptor is None:
+                return
             self._stopping = True
             live = list(self._live)
         with contextlib.suppress(OSError):
@@ -156,9 +159,9 @@ class EgressProxy:
             shut(sock)
         with self._lock:
             threads = list(self._threads)
-        for thread in threads:
-            thread.join(_STOP_WAIT + self.connect_timeout)
-        self._listener = self._wake = self._acceptor = None
+        deadline = time.monotonic() + _STOP_WAIT + self.connect_timeout
+        for thread in threads:  # one deadline for all: many lookups may hang at once
+            thread.join(max(0.0, deadline - time.monotonic()))
 
     def __enter__(self) -> EgressProxy:
         self.start()
@@ -174,15 +177,13 @@ class EgressProxy:
 
     # --- serving ---------------------------------------------------------------------------
 
-    def _accept_loop(self) -> None:
-        listener, wake = self._listener, self._wake
-        assert listener is not None and wake is not None
+    def _accept_loop(self, listener: socket.socket, wake: socket.socket) -> None:
         poller = select.poll()
         poller.register(listener, select.POLLIN)
-        poller.register(wake[0], select.POLLIN)
+        poller.register(wake, select.POLLIN)
         while True:
             ready = {fd for fd, _ in poller.poll()}
-            if wake[0].fileno() in ready:
+            if wake.fileno() in ready:
                 return
             try:
                 client, _ = listener.accept()
@@ -240,6 +241,7 @@ class EgressProxy:
         except ValueError as exc:
             _answer(client, 400, f"assay: bad proxy request: {exc}")
             return None
+        client.settimeout(self.head_timeout)  # what read_head left may be a sliver
         try:
             request = parse_request(head)
         except ValueError as exc:
@@ -253,12 +255,18 @@ class EgressProxy:
         origin = self._connect(client, rule, request, shown)
         if origin is None:
             return None
-        if request.connect:
-            client.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
-            if early:
-                origin.sendall(early)
-        else:
-            origin.sendall(request.forwarded + early)
+        try:
+            if request.connect:
+                client.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
+                if early:
+                    origin.sendall(early)
+            else:
+                origin.sendall(request.forwarded + early)
+        except OSError:
+            with self._lock:
+                self._live.discard(origin)
+            origin.close()
+            raise
         with self._lock:
             self._served += 1
         return origin

@@ -15,8 +15,8 @@ from assay.adapters.netforward import DEFAULT_PORT
 __all__ = ["DEFAULT_PORT", "FORWARDER", "forward_argv", "proxy_environment"]
 
 FORWARDER = Path(netforward.__file__).resolve()
-"""The forwarder's script; the sandbox must show it (it lies in the assay package, which a
-sandbox binds read-only)."""
+"""The forwarder's script (and :mod:`assay.adapters.relay` beside it, which it loads); the
+sandbox must show them: they lie in the assay package, which a sandbox binds read-only."""
 
 _PROXY_KEYS = ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY")
 _NO_PROXY_KEYS = ("NO_PROXY", "no_proxy")
