@@ -5,6 +5,7 @@ one not allowed, reaches nothing of the host directly, and its exit code comes b
 from __future__ import annotations
 
 import http.server
+import importlib.util
 import json
 import shutil
 import signal
@@ -19,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from assay.adapters import netwrap
 from assay.adapters.egress_proxy import EgressProxy
 from assay.adapters.netwrap import DEFAULT_PORT, forward_argv, proxy_environment
 from assay.adapters.sandbox import bwrap_available
@@ -273,3 +275,14 @@ def test_the_proxy_environment_points_every_client_at_the_forwarder() -> None:
     for key in ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY"):
         assert env[key] == env[key.lower()] == "http://127.0.0.1:47999"
     assert env["NO_PROXY"] == env["no_proxy"] == ""
+
+
+def test_the_relay_is_compiled_where_a_read_only_sandbox_can_read_it() -> None:
+    """Inside the sandbox Python cannot write bytecode: the host leaves it beforehand, whether
+    or not this Python was told not to write any."""
+    source = Path(netwrap.FORWARDER).with_name("relay.py")
+    cached = Path(importlib.util.cache_from_source(str(source)))
+    cached.unlink(missing_ok=True)
+    netwrap.compile_relay.cache_clear()
+    forward_argv(Path("/x.sock"), DEFAULT_PORT, [], ["true"])
+    assert cached.is_file() and cached.stat().st_mtime >= source.stat().st_mtime

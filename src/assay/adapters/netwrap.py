@@ -4,7 +4,10 @@ clients at the forwarder's loopback port."""
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 import json
+import py_compile
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -22,6 +25,22 @@ _PROXY_KEYS = ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY")
 _NO_PROXY_KEYS = ("NO_PROXY", "no_proxy")
 
 
+@functools.cache
+def compile_relay() -> None:
+    """Leave :mod:`assay.adapters.relay`'s bytecode in its ``__pycache__`` (once per process):
+    the forwarder imports it inside a read-only sandbox, where Python cannot write the cache
+    and would compile the module again on every seat's start (20 ms on a busy machine). Python
+    reads the cache even where it was told not to write one (``PYTHONDONTWRITEBYTECODE``)."""
+    source = FORWARDER.with_name("relay.py")
+    cached = Path(importlib.util.cache_from_source(str(source)))
+    try:
+        if cached.exists() and cached.stat().st_mtime >= source.stat().st_mtime:
+            return
+        py_compile.compile(str(source), cfile=str(cached), doraise=True)
+    except (OSError, py_compile.PyCompileError):
+        return  # an installation assay cannot write: the forwarder compiles it, slower
+
+
 def forward_argv(
     socket_path: Path, port: int, tunnels: Sequence[tuple[str, int]], argv: Sequence[str]
 ) -> list[str]:
@@ -35,6 +54,7 @@ def forward_argv(
         "port": port,
         "tunnels": [[host, tunnel_port] for host, tunnel_port in tunnels],
     }
+    compile_relay()
     spec = json.dumps(config, separators=(",", ":"))
     return [sys.executable, "-I", "-S", str(FORWARDER), spec, *argv]
 
