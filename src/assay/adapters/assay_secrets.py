@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qs, unquote, urlsplit
 
@@ -83,6 +84,17 @@ def assay_secrets(operator_env: Mapping[str, str]) -> AssaySecrets:
         if key:
             values.append(Secret(f"the Temporal API key (${key_env})", key))
     return AssaySecrets(frozenset(names), tuple(values))
+
+
+def secret_files(operator_env: Mapping[str, str]) -> tuple[Path, ...]:
+    """The files that hold one of assay's secrets (the Temporal client's private key, a
+    PostgreSQL ledger's password file), as absolute paths: a sandbox hides them wherever they
+    are, since the root it shows read-only would show them too."""
+    names = [TLS_KEY_ENV]
+    if operator_env.get(DATABASE_URL_ENV, "").strip().lower().startswith("postgres"):
+        names += PG_FILE_VARIABLES
+    paths = (Path(operator_env.get(name, "").strip()) for name in names)
+    return tuple(p for p in paths if p.is_absolute())
 
 
 def contract_leak(contract: Contract, operator_env: Mapping[str, str]) -> str | None:
