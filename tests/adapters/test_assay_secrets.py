@@ -125,3 +125,24 @@ def test_no_coder_kind_is_handed_the_ledger_url() -> None:
         env = agent_environment(OPERATOR, kind, {"api_key_env": "ASSAY_DATABASE_URL"})
         assert not any(PASSWORD in value for value in env.values()), kind
         assert "ASSAY_DATABASE_URL" not in env
+
+
+def test_a_password_less_ledger_url_keeps_libpqs_password_variables_to_itself() -> None:
+    # libpq reads the password from $PGPASSWORD (or the file $PGPASSFILE names) when the URL
+    # has none: handing those on hands on the ledger.
+    operator = {
+        "PATH": "/usr/bin:/bin",
+        "ASSAY_DATABASE_URL": "postgresql+psycopg://assay@db.internal/assay",
+        "PGPASSWORD": "libpq-only-password",
+        "PGPASSFILE": "/srv/assay/pgpass",
+    }
+    for body in ("env: {PW: $PGPASSWORD}", "env: {F: $PGPASSFILE}", "env: {F: /srv/assay/pgpass}"):
+        assert contract_leak(contract(body), operator) is not None, body
+    leaked = {"PW": "$PGPASSWORD", "F": "$PGPASSFILE", "LIT": "libpq-only-password"}
+    env = child_environment(operator, declared=leaked)
+    assert not {"PW", "F", "LIT"} & env.keys()
+    claude = agent_environment(operator, "claude", {"api_key_env": "PGPASSWORD"})
+    assert "PGPASSWORD" not in claude
+    # A SQLite ledger's machine may use PGPASSWORD for something else: not assay's then.
+    sqlite = {**operator, "ASSAY_DATABASE_URL": "sqlite:////srv/assay.db"}
+    assert child_environment(sqlite, declared={"PW": "$PGPASSWORD"})["PW"] == "libpq-only-password"

@@ -245,3 +245,31 @@ def test_a_checkout_holds_exactly_the_candidates_bytes_whatever_its_attributes_s
     assert (checkout.path / "lf.txt").read_bytes() == b"one\ntwo\n"
     assert list(checkout.home.iterdir()) == []
     assert checkout.path != seat.path
+
+
+def test_the_files_holding_assays_own_secrets_are_hidden_wherever_they_are(
+    root: Path, tmp_path: Path
+) -> None:
+    # A Temporal client key or a libpq password file outside the operator's home would be
+    # readable through the read-only root; a contract naming it, or its folder, must not show it.
+    keys = tmp_path / "etc" / "assay"
+    keys.mkdir(parents=True)
+    (keys / "worker-key.pem").write_text("-----BEGIN PRIVATE KEY-----\n")
+    (keys / "pgpass").write_text("db:5432:assay:assay:pw\n")
+    operator = {
+        "ASSAY_TEMPORAL_TLS_KEY": str(keys / "worker-key.pem"),
+        "ASSAY_DATABASE_URL": "postgresql://assay@db/assay",
+        "PGPASSFILE": str(keys / "pgpass"),
+    }
+    seating = Seating(root / ".assay", operator)
+    env = {"KEY": str(keys) + "//worker-key.pem", "FOLDER": str(keys)}
+    plan = plan_for(root, coder={"kind": "command", "command": "true"}, env=env)
+    seating.prepare(plan, 1)
+    logs = root / ".assay" / "runs" / "r1" / "attempt-1" / "seat-1"
+    coder = seating.coder_sandbox(plan, 1, logs, logs.parent / "out")
+    validator = seating.validator_sandbox(plan, 1, seating.checkout(plan, 1, plan.base_commit))
+    for spec in (coder, validator, seating.judge_sandbox(plan)):
+        assert {(keys / "worker-key.pem").resolve(), (keys / "pgpass").resolve()} <= set(
+            spec.hidden
+        )
+        assert not {keys.resolve(), (keys / "worker-key.pem").resolve()} & set(spec.readable)

@@ -6,13 +6,16 @@ contract parser refuses a ``"$NAME"`` of these variables already; here the opera
 values are known too, so a contract that would hand one on under another name (``env: {PW:
 $PGPASSWORD}`` with the same password, the URL written out literally, an ``api_key_env``
 naming the Temporal key's variable) is refused when the run starts, and
-:func:`assay.adapters.envpolicy.child_environment` drops whatever got past that.
+:func:`assay.adapters.envpolicy.child_environment` drops whatever got past that. A PostgreSQL
+ledger's URL may carry no password at all: libpq then reads ``$PGPASSWORD`` or the file
+``$PGPASSFILE`` / ``$PGSERVICEFILE`` names, so those are assay's secrets too.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qs, unquote, urlsplit
 
@@ -25,6 +28,10 @@ if TYPE_CHECKING:
 
 # A secret this short is matched as a whole value only: "pw" inside any path is no leak.
 MIN_CONTAINED = 6
+# Where libpq (so a PostgreSQL ledger) also finds the password when its URL has none: the
+# variable itself, and the files the other two name.
+PG_PASSWORD_ENV = "PGPASSWORD"
+PG_FILE_VARIABLES = ("PGPASSFILE", "PGSERVICEFILE")
 
 
 @dataclass(frozen=True)
@@ -56,6 +63,14 @@ def assay_secrets(operator_env: Mapping[str, str]) -> AssaySecrets:
         where = f"${DATABASE_URL_ENV}"
         values.append(Secret(f"the ledger's URL ({where})", url))
         values += [Secret(f"the ledger's password (in {where})", p) for p in _passwords(url)]
+        if url.lower().startswith("postgres"):
+            password = operator_env.get(PG_PASSWORD_ENV, "").strip()
+            if password:
+                values.append(Secret(f"the ledger's password (${PG_PASSWORD_ENV})", password))
+            for name in PG_FILE_VARIABLES:
+                path = operator_env.get(name, "").strip()
+                if path:  # named, the file would be shown to the sandbox as a declared path
+                    values.append(Secret(f"the ledger's password file (${name})", path))
     token = operator_env.get("ASSAY_WEB_TOKEN", "").strip()
     if token:
         values.append(Secret("the dashboard's token ($ASSAY_WEB_TOKEN)", token))
@@ -69,6 +84,17 @@ def assay_secrets(operator_env: Mapping[str, str]) -> AssaySecrets:
         if key:
             values.append(Secret(f"the Temporal API key (${key_env})", key))
     return AssaySecrets(frozenset(names), tuple(values))
+
+
+def secret_files(operator_env: Mapping[str, str]) -> tuple[Path, ...]:
+    """The files that hold one of assay's secrets (the Temporal client's private key, a
+    PostgreSQL ledger's password file), as absolute paths: a sandbox hides them wherever they
+    are, since the root it shows read-only would show them too."""
+    names = [TLS_KEY_ENV]
+    if operator_env.get(DATABASE_URL_ENV, "").strip().lower().startswith("postgres"):
+        names += PG_FILE_VARIABLES
+    paths = (Path(operator_env.get(name, "").strip()) for name in names)
+    return tuple(p for p in paths if p.is_absolute())
 
 
 def contract_leak(contract: Contract, operator_env: Mapping[str, str]) -> str | None:

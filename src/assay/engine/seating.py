@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from assay.adapters import git, seats
+from assay.adapters.assay_secrets import secret_files
 from assay.adapters.candidates import CandidateStore
 from assay.adapters.capture import Capture, CaptureLimits, capture_seat
 from assay.adapters.envpolicy import agent_environment
@@ -326,12 +327,14 @@ class Seating:
         return found
 
     def _hidden(self, plan: RunPlan) -> tuple[Path, ...]:
-        """The operator's home, the user's repository and assay's own folder (its ledger)."""
+        """The operator's home, the user's repository, assay's own folder (its ledger) and
+        the files holding assay's own secrets, wherever they are (a Temporal client key
+        under /etc would otherwise show through the read-only root)."""
         hidden = [plan.repo_root, self.home]
         operator_home = self.operator_env.get("HOME", "").strip()
         if operator_home and Path(operator_home).is_absolute():
             hidden.insert(0, Path(operator_home))
-        return _unique(hidden)
+        return _unique([*hidden, *secret_files(self.operator_env)])
 
     # -- what reaches the user's repository ---------------------------------------------------
 
