@@ -273,3 +273,18 @@ def test_the_files_holding_assays_own_secrets_are_hidden_wherever_they_are(
             spec.hidden
         )
         assert not {keys.resolve(), (keys / "worker-key.pem").resolve()} & set(spec.readable)
+
+
+def test_a_sqlite_ledger_outside_the_homes_is_hidden_with_its_journals(
+    root: Path, tmp_path: Path
+) -> None:
+    ledger = tmp_path / "srv" / "ledger.db"
+    ledger.parent.mkdir()
+    for name in ("ledger.db", "ledger.db-wal"):
+        (ledger.parent / name).write_text("tasks")
+    seating = Seating(root / ".assay", {"ASSAY_DATABASE_URL": f"sqlite:///{ledger}"})
+    plan = plan_for(root, coder={"kind": "command", "command": "true"})
+    seating.prepare(plan, 1)
+    logs = root / ".assay" / "runs" / "r1" / "attempt-1" / "seat-1"
+    hidden = set(seating.coder_sandbox(plan, 1, logs, logs.parent / "out").hidden)
+    assert {ledger.resolve(), ledger.with_name("ledger.db-wal").resolve()} <= hidden

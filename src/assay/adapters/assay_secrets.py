@@ -91,10 +91,25 @@ def secret_files(operator_env: Mapping[str, str]) -> tuple[Path, ...]:
     PostgreSQL ledger's password file), as absolute paths: a sandbox hides them wherever they
     are, since the root it shows read-only would show them too."""
     names = [TLS_KEY_ENV]
-    if operator_env.get(DATABASE_URL_ENV, "").strip().lower().startswith("postgres"):
+    url = operator_env.get(DATABASE_URL_ENV, "").strip()
+    if url.lower().startswith("postgres"):
         names += PG_FILE_VARIABLES
-    paths = (Path(operator_env.get(name, "").strip()) for name in names)
+    paths = [Path(operator_env.get(name, "").strip()) for name in names]
+    paths += _sqlite_files(url)
     return tuple(p for p in paths if p.is_absolute())
+
+
+def _sqlite_files(url: str) -> list[Path]:
+    """A SQLite ledger named by URL outside the homes a sandbox already hides: its file and
+    the journals beside it (other tasks' contracts and events are not a seat's to read)."""
+    scheme, _, rest = url.partition(":///")
+    if not scheme.lower().startswith("sqlite") or not rest:
+        return []
+    database = Path(rest.split("?", 1)[0]).absolute()
+    return [database.with_name(database.name + suffix) for suffix in _SQLITE_SUFFIXES]
+
+
+_SQLITE_SUFFIXES = ("", "-wal", "-shm", "-journal")
 
 
 def contract_leak(contract: Contract, operator_env: Mapping[str, str]) -> str | None:
