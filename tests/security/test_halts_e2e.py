@@ -57,6 +57,11 @@ class Gate:
         )
         return f'python3 -c "{script}" {name} {self.port}'
 
+    @property
+    def network(self) -> str:
+        """The contract lines that let a coder reach the gate (a seat's network is its own)."""
+        return f"network: {{allow: ['127.0.0.1:{self.port}']}}\n"
+
     def wait(self, name: str, timeout: float = 40.0) -> None:
         with self.changed:
             met = self.changed.wait_for(lambda: name in self.arrived, timeout=timeout)
@@ -131,7 +136,9 @@ def test_a_coder_cannot_fire_another_runs_halt(world: World) -> None:
     gate = Gate()
     fire = f'--dispatch-id "$V" --condition {BLOCK} --fire --evidence "from another task"'
     victim = world.contract(
-        "victim.yaml", [f"{gate.call('victim')} >/dev/null", "echo note > NOTE.md"]
+        "victim.yaml",
+        [f"{gate.call('victim')} >/dev/null", "echo note > NOTE.md"],
+        extra=gate.network,
     )
     attacker = world.contract(
         "attacker.yaml",
@@ -142,6 +149,7 @@ def test_a_coder_cannot_fire_another_runs_halt(world: World) -> None:
             f"{gate.call('attacker-done')} >/dev/null",
             "echo other > OTHER.md",
         ],
+        extra=gate.network,
     )
     victim_task = _add(world, victim)
     _add(world, attacker)
@@ -237,7 +245,7 @@ def test_one_seat_cannot_take_over_the_relay_and_erase_another_seats_block_halt(
             "fi",
         ],
         land="merge",
-        extra="seats: 2\n",
+        extra="seats: 2\n" + gate.network,
     )
     result: list[subprocess.CompletedProcess[str]] = []
     running = threading.Thread(target=lambda: result.append(world.run(contract)))
