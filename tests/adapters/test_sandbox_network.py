@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support.visible import visible_folder
 
 from assay.adapters.process import run_process
 from assay.adapters.sandbox import bwrap_problem, host_sockets
@@ -80,7 +81,7 @@ class HostServices:
 @pytest.fixture
 def visible() -> Iterator[Path]:
     """A folder the sandbox shows (unlike /tmp and /var/tmp, which are private inside)."""
-    folder = Path(tempfile.mkdtemp(prefix=".sockets-", dir=Path(__file__).resolve().parent))
+    folder = Path(tempfile.mkdtemp(prefix="assay-sockets-", dir=visible_folder()))
     yield folder
     shutil.rmtree(folder, ignore_errors=True)
 

@@ -8,8 +8,10 @@ from __future__ import annotations
 import contextlib
 import http.server
 import os
+import shutil
 import socket
 import subprocess
+import tempfile
 import threading
 import time
 import uuid
@@ -20,6 +22,7 @@ from typing import TYPE_CHECKING
 import pytest
 from support.repo import ASSAY
 from support.temporal import DevServer, ExternalServer
+from support.visible import visible_folder
 
 if TYPE_CHECKING:
     from conftest import World
@@ -105,7 +108,8 @@ def host_services() -> Iterator[dict[str, object]]:
     socket: each bound on the host for the coder to reach for."""
     allowed = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Served)
     threading.Thread(target=allowed.serve_forever, daemon=True).start()
-    path = Path("/var/tmp") / f"assay-db-{uuid.uuid4().hex[:8]}.sock"
+    folder = Path(tempfile.mkdtemp(prefix="assay-sockets-", dir=visible_folder()))
+    path = folder / f"db-{uuid.uuid4().hex[:8]}.sock"
     unix = socket.socket(socket.AF_UNIX)
     unix.bind(str(path))
     unix.listen(4)
@@ -122,7 +126,7 @@ def host_services() -> Iterator[dict[str, object]]:
     allowed.server_close()
     unix.close()
     abstract.close()
-    path.unlink(missing_ok=True)
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 def test_a_coder_reaches_no_host_service_and_only_the_allowed_host(
