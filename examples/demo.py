@@ -177,6 +177,7 @@ def main() -> int:
                 "attempts",
                 "usage",
                 "sandbox",
+                "network",
             )
         }
         console.print(Syntax(json.dumps(shown, indent=2), "json"))
