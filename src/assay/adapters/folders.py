@@ -252,12 +252,18 @@ def _make_writable(folder: int) -> bool:
 
 def _make_private(parent: int, name: str) -> bool:
     """Let the owner list and enter the folder ``name`` of ``parent`` (never through a link)."""
+    # Held by a path-only handle, never through a link (a link is left as it is), which needs
+    # no permission on the folder itself; changed through the handle's /proc entry.
     try:
-        os.chmod(name, _PRIVATE, dir_fd=parent, follow_symlinks=False)
-    # ValueError: a link, left as it is; NotImplementedError: chmod without following links is
-    # not supported on this platform.
-    except (OSError, ValueError, NotImplementedError):
+        folder = os.open(name, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=parent)
+    except OSError:
         return False
+    try:
+        os.chmod(f"/proc/self/fd/{folder}", _PRIVATE)
+    except OSError:
+        return False
+    finally:
+        os.close(folder)
     return True
 
 
