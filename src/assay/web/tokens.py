@@ -21,11 +21,12 @@ import os
 import re
 import secrets
 import stat
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+
+from assay.adapters.store.halt_files import write_json_atomic
 
 CONFIG_DIR_ENV = "ASSAY_CONFIG_DIR"
 TOKENS_FILE = "web-tokens.json"
@@ -190,20 +191,7 @@ class TokenStore:
             "version": FORMAT_VERSION,
             "tokens": [{"name": r.name, "sha256": r.sha256, "created": r.created} for r in records],
         }
-        handle, temporary = tempfile.mkstemp(prefix=".web-tokens-", dir=self.folder)
-        try:
-            with os.fdopen(handle, "w", encoding="utf-8") as out:
-                os.fchmod(out.fileno(), 0o600)
-                json.dump(document, out, indent=2)
-                out.write("\n")
-                out.flush()
-                os.fsync(out.fileno())
-            os.replace(temporary, self.path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(temporary)
-            raise
-        _sync_folder(self.folder)
+        write_json_atomic(self.path, document, mode=0o600)
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
@@ -225,16 +213,6 @@ def _check_safe(info: os.stat_result, path: Path) -> None:
         raise UnsafeStore(f"{path} belongs to another user; refusing to trust it")
     if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
         raise UnsafeStore(f"{path} is writable by others; chmod go-w {path}")
-
-
-def _sync_folder(folder: Path) -> None:
-    # The rename is durable only once the folder's entry is on disk.
-    with contextlib.suppress(OSError):
-        fd = os.open(folder, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
 
 
 def _now() -> str:

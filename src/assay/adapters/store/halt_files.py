@@ -107,21 +107,23 @@ def read_state(path: Path) -> HaltStateFile:
     return parsed
 
 
-def write_json_atomic(path: Path, document: dict[str, Any]) -> None:
+def write_json_atomic(path: Path, document: dict[str, Any], *, mode: int = 0o644) -> None:
     """Write ``document`` to ``path`` so a reader sees the old file or the new, never half."""
-    write_bytes_atomic(path, (json.dumps(document, indent=2) + "\n").encode())
+    write_bytes_atomic(path, (json.dumps(document, indent=2) + "\n").encode(), mode=mode)
 
 
 def write_text_atomic(path: Path, text: str) -> None:
     write_bytes_atomic(path, text.encode())
 
 
-def write_bytes_atomic(path: Path, data: bytes) -> None:
-    """Temporary file in the same directory, fsync, rename over ``path``, fsync the directory."""
+def write_bytes_atomic(path: Path, data: bytes, *, mode: int = 0o644) -> None:
+    """Temporary file in the same directory (made with ``mode``, so a private file is never
+    readable by others, not even for a moment), fsync, rename over ``path``, fsync the
+    directory."""
     # A unique name beside the target (same filesystem, so the rename is atomic); O_EXCL
     # instead of tempfile, which would cost this start-up-sensitive path a few milliseconds.
     tmp = path.parent / f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
