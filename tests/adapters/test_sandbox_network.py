@@ -3,6 +3,7 @@ by path or by abstract name, is reachable from inside unless the network is ``ho
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import socket
@@ -17,9 +18,11 @@ from pathlib import Path
 import pytest
 from support.visible import visible_folder
 
-from assay.adapters.process import run_process
+from assay.adapters import seat_network as seat_network_module
+from assay.adapters.process import EnvironmentFault, run_process
 from assay.adapters.sandbox import bwrap_problem, host_sockets
 from assay.adapters.sandbox_spec import SandboxSpec
+from assay.core.egress import AllowRule
 from assay.core.vocab import NetworkMode
 
 PATH = os.environ.get("PATH", "/usr/bin:/bin")
@@ -201,3 +204,18 @@ def test_var_tmp_is_private_so_a_socket_made_there_after_the_start_is_unreachabl
         path.unlink(missing_ok=True)
     assert made, "the late socket was never made"
     assert "REACHED" not in ran.stdout and "refused" in ran.stdout, ran.stdout + ran.stderr
+
+
+def test_a_proxy_that_cannot_start_is_the_machines_fault(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The disk is full when the seat's proxy needs its folder: an environment fault (the run
+    is refunded, the reason named), never a program that "could not start"."""
+
+    def full(*args: object, **kwargs: object) -> str:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(seat_network_module.tempfile, "mkdtemp", full)
+    spec = SandboxSpec(writable=(tmp_path / "seat",), allow=(AllowRule("example.com"),))
+    with pytest.raises(EnvironmentFault, match=r"network proxy could not start.*No space"):
+        probe(tmp_path, spec, ["127.0.0.1:1"])

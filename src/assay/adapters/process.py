@@ -165,7 +165,11 @@ def run_process(
     """
     if not confines(sandbox):
         return _run(argv, cwd=cwd, env=env, timeout=timeout, log_path=log_path, stdin=stdin)
-    with seat_network(sandbox, env) as network:
+    with contextlib.ExitStack() as stack:
+        try:
+            network = stack.enter_context(seat_network(sandbox, env))
+        except OSError as exc:  # no folder or socket for its proxy: the machine's fault
+            raise EnvironmentFault(f"the seat's network proxy could not start: {exc}") from exc
         return _run(
             argv,
             cwd=cwd,
