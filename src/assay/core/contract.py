@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import string
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, TypeVar
 
 import yaml
@@ -43,7 +43,9 @@ from assay.core.contract_yaml import (
 from assay.core.halts import CANONICAL_HALTS, lowered_floor
 from assay.core.limits import MAX_ATTEMPTS_LIMIT, MAX_RECOVERY_LIMIT
 from assay.core.policy import DEFAULT_QUORUM_THRESHOLD
+from assay.core.usage import BudgetLimits
 from assay.core.vocab import (
+    BudgetAction,
     CanonicalHalt,
     CoderKind,
     HaltSeverity,
@@ -255,6 +257,44 @@ class Budgets(_Input):
     max_bytes: int = Field(default=DEFAULT_MAX_BYTES, ge=1, strict=True)
     max_file_bytes: int = Field(default=DEFAULT_MAX_FILE_BYTES, ge=1, strict=True)
     max_depth: int = Field(default=DEFAULT_MAX_DEPTH, ge=1, le=MAX_DEPTH_LIMIT, strict=True)
+    # Spending caps, per run and per task across its runs (a refunded run's spending counts):
+    # enforced while the coders run, from the usage their programs report. None: no cap.
+    # ``max_tokens: {run: N, task: M}`` is the same as max_tokens: N, task_max_tokens: M.
+    max_tokens: int | None = Field(default=None, ge=1, strict=True)
+    max_cost_usd: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    task_max_tokens: int | None = Field(default=None, ge=1, strict=True)
+    task_max_cost_usd: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    on_exhausted: BudgetAction = BudgetAction.HOLD
+
+    @model_validator(mode="before")
+    @classmethod
+    def _run_and_task(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        for name in ("max_tokens", "max_cost_usd"):
+            value = data.get(name)
+            if not isinstance(value, dict):
+                continue
+            unknown = sorted(set(value) - {"run", "task"})
+            if unknown:
+                raise ValueError(f"{name} takes `run` and `task`, not {', '.join(unknown)}")
+            if f"task_{name}" in data and "task" in value:
+                raise ValueError(f"task_{name} is given twice ({name}.task and task_{name})")
+            data[name] = value.get("run")
+            if "task" in value:
+                data[f"task_{name}"] = value["task"]
+        return data
+
+    @property
+    def limits(self) -> BudgetLimits:
+        return BudgetLimits(
+            run_tokens=self.max_tokens,
+            run_cost_usd=self.max_cost_usd,
+            task_tokens=self.task_max_tokens,
+            task_cost_usd=self.task_max_cost_usd,
+            action=self.on_exhausted,
+        )
 
 
 PR_TEMPLATE_FIELDS = frozenset({"title", "task", "task_id", "run_id", "branch", "base"})
@@ -484,6 +524,7 @@ def contract_from_flags(
     policy: PolicyMode | str = PolicyMode.UNANIMOUS,
     scope_allow: Sequence[str] | None = None,
     scope_protect: Sequence[str] | None = None,
+    spending: Mapping[str, Any] | None = None,
 ) -> Contract:
     """The contract ``assay run "instruction"`` uses when no contract file is given.
 
@@ -512,7 +553,11 @@ def contract_from_flags(
         "land": str(land),
         "seats": seats,
         "judges": judges,
-        "budgets": {"max_attempts": max_attempts, "max_recovery": max_recovery},
+        "budgets": {
+            "max_attempts": max_attempts,
+            "max_recovery": max_recovery,
+            **{k: v for k, v in (spending or {}).items() if v is not None},
+        },
         "policy": str(policy),
         "scope": {
             "allow": list(scope_allow or ["**"]),

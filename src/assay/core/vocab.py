@@ -28,6 +28,7 @@ class AttemptOutcome(StrEnum):
     WARNED = "warned"
     BLOCKED = "blocked"
     ERROR = "error"
+    INTERRUPTED = "interrupted"  # its run's process or worker died before the run closed
 
 
 class StopReason(StrEnum):
@@ -359,3 +360,19 @@ class EventKind(StrEnum):
     RUN_INTERRUPTED = "run.interrupted"  # closed by recovery: its process died
     RUN_RECOVERED_LANDED = "run.recovered_landed"  # closed by recovery: it had landed
     RUN_GC = "run.gc"  # what a closed run left behind was removed
+    USAGE_REPORTED = "usage.reported"  # a program reported spending (tokens, cost) as it ran
+
+
+class BudgetAction(StrEnum):
+    """What exhausting a money or token budget does (``budgets.on_exhausted``)."""
+
+    HOLD = "hold"  # stop the seats, end the run blocked, hold the task for a human
+    WARN = "warn"  # a soft cap: the halt fires as a warning and the run goes on
+
+
+class UsageRole(StrEnum):
+    """Who spent a journaled usage report."""
+
+    CODER = "coder"
+    JUDGE = "judge"  # a blind judge ranking candidates
+    VALIDATOR = "validator"  # a judge validator checking a candidate

@@ -16,7 +16,31 @@ from typing import Any, Protocol
 
 from assay.adapters.sandbox_spec import SandboxSpec
 from assay.core.report import CoderReport
+from assay.core.usage import UsageFigures
 from assay.core.vocab import StopReason
+
+
+class UsageMeter(Protocol):
+    """Where a dispatch's spending goes as its program reports it (the engine's journal), and
+    whether the host must stop it now. Thread-safe; every method is cheap enough to call on
+    each line of a program's output."""
+
+    def report(self, figures: UsageFigures) -> None:
+        """The dispatch's running total so far (cumulative, as the program reports it): what
+        it adds to the last report is journaled at once."""
+        ...
+
+    def stop_reason(self) -> str | None:
+        """Why the dispatch must stop now (its run's or task's budget is spent), or None."""
+        ...
+
+    def remaining_cost_usd(self) -> float | None:
+        """What the dispatch may still spend in money (None: no cap), for a program's own cap."""
+        ...
+
+    def remaining_tokens(self) -> int | None:
+        """What the dispatch may still spend in tokens (None: no cap)."""
+        ...
 
 
 class CoderEnvironmentError(Exception):
@@ -77,6 +101,8 @@ class DispatchRequest:
     brief: str = ""
     # The folder the coder's programs write (see above); None: the folder of ``report_path``.
     out_dir: Path | None = None
+    # Where the program's usage reports go as they arrive (None: nowhere; nothing stops it).
+    meter: UsageMeter | None = None
 
     @property
     def output_dir(self) -> Path:
@@ -108,6 +134,10 @@ class DispatchResult:
     output: str = ""
     # What the seat's network proxy refused to connect to ("host:port"), for a warning.
     refused: list[str] = field(default_factory=list)
+    # The program's final usage figures, tokens in and out apart (None: it reported none).
+    usage: UsageFigures | None = None
+    # Why the host stopped the program before it ended (a spent budget), if it did.
+    stopped: str | None = None
 
     @property
     def provider_fault(self) -> bool:

@@ -171,3 +171,32 @@ events = sa.Table(
 )
 sa.Index("ix_events_task", events.c.task_id, events.c.id)
 sa.Index("ix_events_run", events.c.run_id)
+
+# Every increase of spending a program reported, journaled the moment it arrived (a killed run
+# still accounts for what it spent). A dispatch (``dispatch``: ``a1.s2``, ``a1.judges.j1``, …)
+# spent the sum of its rows; ``priced`` is whether its cost was known as of that row (its last
+# row says), ``reported`` False marks a dispatch whose program reported no usage at all.
+usage = sa.Table(
+    "usage",
+    metadata,
+    sa.Column("id", event_id_type(), primary_key=True, autoincrement=True),
+    sa.Column("at", UTCDateTime(), nullable=False),
+    sa.Column("task_id", sa.String(NAME_LENGTH), sa.ForeignKey("tasks.id"), nullable=False),
+    sa.Column("run_id", sa.String(NAME_LENGTH), sa.ForeignKey("runs.id"), nullable=False),
+    sa.Column("dispatch", sa.String(NAME_LENGTH), nullable=False),
+    sa.Column("attempt", sa.Integer()),
+    sa.Column("seat", sa.Integer()),
+    sa.Column("role", sa.String(TOKEN_LENGTH), nullable=False),
+    sa.Column("source", sa.String(NAME_LENGTH), nullable=False),
+    sa.Column("model", sa.String(NAME_LENGTH)),
+    sa.Column("tokens_in", sa.BigInteger(), nullable=False),
+    sa.Column("tokens_out", sa.BigInteger(), nullable=False),
+    sa.Column("cost_usd", sa.Float()),
+    sa.Column("priced", sa.Boolean(), nullable=False),
+    sa.Column("reported", sa.Boolean(), nullable=False),
+    sa.CheckConstraint("tokens_in >= 0 AND tokens_out >= 0", name="ck_usage_tokens"),
+    sqlite_autoincrement=True,
+)
+sa.Index("ix_usage_task", usage.c.task_id, usage.c.id)
+sa.Index("ix_usage_run", usage.c.run_id, usage.c.dispatch)
+sa.Index("ix_usage_at", usage.c.at)

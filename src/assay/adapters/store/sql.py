@@ -24,7 +24,7 @@ from typing import Any, Self
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
-from assay.adapters.store import moves, run_writes
+from assay.adapters.store import moves, run_writes, usage_log
 from assay.adapters.store import statements as st
 from assay.adapters.store.connect import WRITE_OPTION, default_url, make_engine
 from assay.adapters.store.convergence import convergence_ledger
@@ -45,13 +45,15 @@ from assay.adapters.store.records import (
     RunRecord,
 )
 from assay.adapters.store.schema import attempts, dispatches, events, run_documents, runs, tasks
+from assay.adapters.store.usage_log import DispatchKey, DispatchUsage
 from assay.core.attempts import AttemptRecord
 from assay.core.ledger import ConvergenceLedger
 from assay.core.tasks import Task
+from assay.core.usage import UsageFigures
 from assay.core.vocab import EventKind, RunStatus, TaskStatus
 
 MIGRATIONS = "assay.adapters.store:migrations"
-HEAD_REVISION = "0006"
+HEAD_REVISION = "0007"
 """The newest migration; a test checks it against alembic's own head."""
 _MIGRATE_LOCK = 0x61737361  # "assa": a PostgreSQL advisory lock id for concurrent migrates
 
@@ -367,6 +369,24 @@ class Ledger:
         checked = EventIn.model_validate({"kind": kind, "data": dict(data)})
         with self._write() as conn:
             return st.append_event(conn, at, checked.kind, checked.data, task_id, run_id)
+
+    def record_usage(
+        self, key: DispatchKey, increase: UsageFigures, *, priced: bool, at: datetime
+    ) -> int:
+        """Journal one increase of a dispatch's spending (a usage row and its event)."""
+        with self._write() as conn:
+            return usage_log.insert_usage(conn, at, key, increase, priced)
+
+    def usage(
+        self,
+        *,
+        task_id: str | None = None,
+        run_id: str | None = None,
+        since: datetime | None = None,
+    ) -> list[DispatchUsage]:
+        """Each dispatch's journaled spending, of one task, one run, or since a time."""
+        with self._read() as conn:
+            return usage_log.dispatch_usage(conn, task_id=task_id, run_id=run_id, since=since)
 
     # -- connections --------------------------------------------------------------------------
 

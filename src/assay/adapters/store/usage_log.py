@@ -1,0 +1,146 @@
+"""The usage journal: one row per increase of spending a program reported, and its sums.
+
+A row and its ``usage.reported`` event are written in one transaction, the moment the report
+arrives, so a run killed at any point still accounts for what its dispatches spent. A
+dispatch's figures are the sum of its rows; its cost is known when its newest row is priced.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+
+from assay.adapters.store import statements as st
+from assay.adapters.store.schema import usage
+from assay.core.usage import Spend, UsageFigures
+from assay.core.vocab import EventKind, UsageRole
+
+__all__ = ["DispatchKey", "DispatchUsage", "dispatch_usage", "insert_usage", "spend_of"]
+
+
+@dataclass(frozen=True)
+class DispatchKey:
+    """Which dispatch spent: its run, its key in the run (``a1.s2``, ``a1.judges.j1``), its
+    attempt and seat where it has them, who spent and with what program."""
+
+    task_id: str
+    run_id: str
+    dispatch: str
+    role: UsageRole
+    source: str  # the coder's kind, or the judge's name
+    attempt: int | None = None
+    seat: int | None = None
+
+
+@dataclass(frozen=True)
+class DispatchUsage:
+    key: DispatchKey
+    figures: UsageFigures
+
+
+def insert_usage(
+    conn: sa.Connection, at: datetime, key: DispatchKey, increase: UsageFigures, priced: bool
+) -> int:
+    """Journal one increase of ``key``'s spending (its row and its event); returns the row id."""
+    values: dict[str, Any] = {
+        "at": at,
+        "task_id": key.task_id,
+        "run_id": key.run_id,
+        "dispatch": key.dispatch,
+        "attempt": key.attempt,
+        "seat": key.seat,
+        "role": key.role.value,
+        "source": key.source,
+        "model": increase.model,
+        "tokens_in": increase.tokens_in,
+        "tokens_out": increase.tokens_out,
+        "cost_usd": increase.cost_usd,
+        "priced": priced,
+        "reported": increase.reported,
+    }
+    row_id = int(conn.execute(sa.insert(usage).values(**values)).inserted_primary_key[0])
+    data: dict[str, Any] = {
+        "dispatch": key.dispatch,
+        "attempt": key.attempt,
+        "seat": key.seat,
+        "role": key.role.value,
+        "source": key.source,
+        "model": increase.model,
+        "tokens_in": increase.tokens_in,
+        "tokens_out": increase.tokens_out,
+        "cost_usd": increase.cost_usd,
+        "priced": priced,
+        "reported": increase.reported,
+    }
+    st.append_event(conn, at, EventKind.USAGE_REPORTED, data, key.task_id, key.run_id)
+    return row_id
+
+
+def dispatch_usage(
+    conn: sa.Connection,
+    *,
+    task_id: str | None = None,
+    run_id: str | None = None,
+    since: datetime | None = None,
+) -> list[DispatchUsage]:
+    """Each dispatch's running total (in the order each first reported), of one task, one run
+    or every dispatch that reported since ``since``."""
+    query = sa.select(usage).order_by(usage.c.id)
+    if task_id is not None:
+        query = query.where(usage.c.task_id == task_id)
+    if run_id is not None:
+        query = query.where(usage.c.run_id == run_id)
+    if since is not None:
+        first = (
+            sa.select(usage.c.run_id, usage.c.dispatch)
+            .where(usage.c.at >= since)
+            .distinct()
+            .subquery()
+        )
+        query = query.join(
+            first, sa.and_(first.c.run_id == usage.c.run_id, first.c.dispatch == usage.c.dispatch)
+        )
+    return fold(r._asdict() for r in conn.execute(query))
+
+
+def fold(rows: Iterable[dict[str, Any]]) -> list[DispatchUsage]:
+    """Rows (oldest first) summed per dispatch."""
+    totals: dict[tuple[str, str], DispatchUsage] = {}
+    for row in rows:
+        ident = (str(row["run_id"]), str(row["dispatch"]))
+        before = totals.get(ident)
+        cost = None
+        if row["priced"]:
+            earlier = before.figures.cost_usd if before is not None else None
+            cost = round((earlier or 0.0) + float(row["cost_usd"] or 0.0), 9)
+        figures = UsageFigures(
+            tokens_in=int(row["tokens_in"]) + (before.figures.tokens_in if before else 0),
+            tokens_out=int(row["tokens_out"]) + (before.figures.tokens_out if before else 0),
+            cost_usd=cost,
+            model=row["model"] or (before.figures.model if before else None),
+            calls=0,
+            reported=bool(row["reported"]) or (before.figures.reported if before else False),
+        )
+        key = before.key if before is not None else _key(row)
+        totals[ident] = DispatchUsage(key, figures)
+    return list(totals.values())
+
+
+def spend_of(dispatches: Iterable[DispatchUsage], *, exclude_run: str | None = None) -> Spend:
+    return Spend.of(d.figures for d in dispatches if d.key.run_id != exclude_run)
+
+
+def _key(row: dict[str, Any]) -> DispatchKey:
+    return DispatchKey(
+        task_id=str(row["task_id"]),
+        run_id=str(row["run_id"]),
+        dispatch=str(row["dispatch"]),
+        role=UsageRole(str(row["role"])),
+        source=str(row["source"]),
+        attempt=row["attempt"],
+        seat=row["seat"],
+    )
