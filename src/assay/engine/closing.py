@@ -28,6 +28,7 @@ from assay.core.payload import (
 )
 from assay.core.settle import RefundStreak, Settlement, settle
 from assay.core.tasks import Task
+from assay.core.usage import Spend, UsageFigures
 from assay.core.vocab import (
     LandMode,
     RunStatus,
@@ -205,15 +206,17 @@ def _with_usage(
 ) -> list[DispatchRecord]:
     """Each coder dispatch's tokens and cost as the journal summed them (a dispatch killed
     before it finished counts what it reported)."""
-    spent = {(u.key.attempt, u.key.seat): u.figures for u in usage if u.key.role is UsageRole.CODER}
+    spent: dict[tuple[int | None, int | None], list[UsageFigures]] = {}
+    for u in usage:
+        if u.key.role is UsageRole.CODER:  # a seat dispatched again has a second key
+            spent.setdefault((u.key.attempt, u.key.seat), []).append(u.figures)
     filled = []
     for record in records:
         figures = spent.get((record.attempt, record.seat))
         if figures is None:
             filled.append(record)
             continue
-        tokens = figures.tokens if figures.reported else None
-        filled.append(
-            record.model_copy(update={"tokens_used": tokens, "cost_usd": figures.cost_usd})
-        )
+        total = Spend.of(figures)
+        tokens = total.tokens if total.unreported < total.dispatches else None
+        filled.append(record.model_copy(update={"tokens_used": tokens, "cost_usd": total.cost_usd}))
     return filled

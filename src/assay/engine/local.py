@@ -246,6 +246,7 @@ class LocalEffects:
                 operator_env=self.operator_env,
                 workdir=workdir,
                 sandbox=await asyncio.to_thread(self.seating.judge_sandbox, plan),
+                meter=self.meter(plan),
             )
         for problem in panel.problems:  # a judge that cannot run says so on stderr
             self._warn(f"attempt {attempt}: {problem}")

@@ -46,7 +46,7 @@ from assay.engine.accounting import validator_event
 from assay.engine.closing import IGNORED_SHOWN
 from assay.engine.effects import FireCall, SeatCall
 from assay.engine.interrupt import boundary
-from assay.engine.metering import coder_key, metered
+from assay.engine.metering import coder_key, metered, validator_key
 from assay.engine.outcomes import Candidate, RunEvent, RunPlan
 from assay.engine.seat_results import (
     candidate_of,
@@ -286,6 +286,10 @@ async def validate_seat(
         checkout = None
         if kind == ValidatorKind.COMMAND:
             checkout = await asyncio.to_thread(fx.seating.checkout, plan, seat, commit)
+        spending = None
+        if kind == ValidatorKind.JUDGE:
+            key = validator_key(plan.task_id, plan.run_id, attempt, seat, str(settings["id"]))
+            spending = fx.meter(plan).dispatch(key)
         context = ValidationContext(
             worktree=checkout.path if checkout is not None else store.path,
             change=change,
@@ -299,6 +303,7 @@ async def validate_seat(
             revision=commit,
             # The whole diff, streamed from git (the change's own text is cut for display).
             diff_lines=functools.partial(store.iter_diff, change.base_commit, commit),
+            meter=spending,
         )
         validator = get_validator(kind)
         try:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime
 
 from pydantic import JsonValue
@@ -25,7 +26,15 @@ from assay.core.usage import BudgetLimits, Exhaustion, Spend, UsageFigures, exha
 from assay.core.vocab import BudgetAction, EventKind, UsageRole
 from assay.engine.outcomes import RunEvent
 
-__all__ = ["DispatchMeter", "RunMeter", "coder_key", "metered", "unreported"]
+__all__ = [
+    "DispatchMeter",
+    "RunMeter",
+    "coder_key",
+    "judge_key",
+    "metered",
+    "unreported",
+    "validator_key",
+]
 
 EventSink = Callable[[RunEvent], None]
 NOTHING = UsageFigures(reported=False)
@@ -33,6 +42,35 @@ NOTHING = UsageFigures(reported=False)
 
 def unreported(figures: UsageFigures | None) -> bool:
     return figures is None or not figures.reported
+
+
+def judge_key(
+    task_id: str, run_id: str, attempt: int, judge: int, round_: int, name: str
+) -> DispatchKey:
+    """A blind judge's ask (``round_`` 0) or deliberation."""
+    return DispatchKey(
+        task_id=task_id,
+        run_id=run_id,
+        dispatch=f"a{attempt}.j{judge}.r{round_}",
+        role=UsageRole.JUDGE,
+        source=name,
+        attempt=attempt,
+    )
+
+
+def validator_key(
+    task_id: str, run_id: str, attempt: int, seat: int, validator: str
+) -> DispatchKey:
+    """A judge validator's check of a seat's candidate."""
+    return DispatchKey(
+        task_id=task_id,
+        run_id=run_id,
+        dispatch=f"a{attempt}.s{seat}.{validator}",
+        role=UsageRole.VALIDATOR,
+        source=validator,
+        attempt=attempt,
+        seat=seat,
+    )
 
 
 def coder_key(task_id: str, run_id: str, attempt: int, seat: int, kind: str) -> DispatchKey:
@@ -74,13 +112,25 @@ class RunMeter:
         self._totals: dict[str, UsageFigures] = {
             d.key.dispatch: d.figures for d in journal if d.key.run_id == run_id
         }
+        self._issued: set[str] = set()
         self.exhausted: Exhaustion | None = None
         self._check()
 
-    def dispatch(self, key: DispatchKey) -> DispatchMeter:
-        """The meter a dispatch reports to. A dispatch run again (a retried activity) starts
-        from what its key journaled before, so nothing is counted twice."""
-        return DispatchMeter(self, key)
+    def dispatch(self, key: DispatchKey, *, continuing: bool = False) -> DispatchMeter:
+        """The meter a dispatch reports to. A new dispatch under a key already used (a seat
+        dispatched again by a retried activity, a validator run again on a new tip) gets a
+        key of its own (``a1.s2~2``): what it spends is new. ``continuing``: the same dispatch
+        (a recovery reading what its program printed after its host died)."""
+        if continuing:
+            return DispatchMeter(self, key)
+        with self._lock:
+            taken = set(self._totals) | self._issued
+            name, number = key.dispatch, 1
+            while name in taken:
+                number += 1
+                name = f"{key.dispatch}~{number}"
+            self._issued.add(name)
+        return DispatchMeter(self, replace(key, dispatch=name))
 
     @property
     def spent(self) -> Spend:
