@@ -227,6 +227,14 @@ class DispatchMeter:
         """The dispatch ended: journal what its final figures add (or, when its program
         reported nothing at all, that its usage is unknown); returns its journaled total."""
         self.figures = self.run.journal(self.key, final or NOTHING)
+        limits = self.run.limits
+        capped = limits.run_cost_usd is not None or limits.task_cost_usd is not None
+        if capped and self.figures.cost_usd is None and self.run.warn is not None:
+            what = "its usage" if not self.figures.reported else "no cost"
+            self.run.warn(
+                f"{self.key.dispatch} ({self.key.source}) reported {what}: a cost budget "
+                "cannot count it (cap its tokens with budgets.max_tokens)"
+            )
         return self.figures
 
     def stop_reason(self) -> str | None:
