@@ -48,7 +48,6 @@ MaxCostFlag = Annotated[
     typer.Option(
         "--max-cost",
         min=0.0,
-        min_open=True,
         help="Cap the run's spending in US dollars (budgets.max_cost_usd); overrides the "
         "contract's. Spent: the coders are stopped and the task held (halt-budget-exhausted).",
     ),
@@ -64,7 +63,6 @@ TaskMaxCostFlag = Annotated[
     typer.Option(
         "--task-max-cost",
         min=0.0,
-        min_open=True,
         help="Cap the task's spending in US dollars across all its runs, refunded ones too "
         "(budgets.task_max_cost_usd).",
     ),
