@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator, Mapping
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -81,9 +82,9 @@ class AnthropicMessages:
         }
         headers = {"request-id": f"req_{seq:04d}"}
         if not body.get("stream"):
-            return json_response(200, message, headers)
+            return replace(json_response(200, message, headers), usage=turn.usage)
         events = tuple(sse_event(e, e["type"]) for e in _events(message, blocks, stop, usage))
-        return Response(200, headers=headers, events=events)
+        return Response(200, headers=headers, events=events, usage=turn.usage)
 
     def render_error(self, error: HttpError, request: RecordedRequest) -> Response:
         kind = self._types.get(error.kind, self._types["other"])

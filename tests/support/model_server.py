@@ -11,15 +11,25 @@ API-neutral :class:`Turn` in its own wire format: OpenAI Chat Completions
 Responses (``support.openai_responses``) are served side by side, each on its own path. The
 server also answers ``HEAD /`` (a reachability probe) and ``GET /v1/models`` in a form both
 OpenAI and Anthropic clients read.
+
+The server keeps its own count of what it handed out (:attr:`ModelServer.handed_out`): the
+usage each answer reported, summed over the answers it sent in full to a client still there to
+read them. That count is learnt only from the wire, so it is what a program's accounting must
+match. ``when_exhausted`` answers every request past the script, which scripts a coder that
+loops forever (``when_exhausted=Turn.call("list_files", {"path": "."})``); :meth:`hold` keeps
+one request waiting, so a test can kill the client at a known point.
 """
 
 from __future__ import annotations
 
 import json
+import select
+import socket
 import threading
 import time
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -45,6 +55,8 @@ __all__ = [
     "DEFAULT_MODEL",
     "AnthropicMessages",
     "Dialect",
+    "Gate",
+    "HandedOut",
     "HttpError",
     "ModelServer",
     "OpenAIChat",
@@ -58,6 +70,54 @@ __all__ = [
     "json_response",
     "sse_event",
 ]
+
+
+@dataclass(frozen=True)
+class HandedOut:
+    """What the answers the server sent reported they spent. ``cost`` is None when any answer
+    went out without a cost (``priced_cost`` is then the sum of those that had one)."""
+
+    answers: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    priced_cost: float = 0.0
+    unpriced: int = 0  # answers sent without a cost
+
+    @property
+    def tokens(self) -> int:
+        return self.tokens_in + self.tokens_out
+
+    @property
+    def cost(self) -> float | None:
+        return None if self.unpriced else round(self.priced_cost, 9)
+
+    def plus(self, usage: Usage) -> HandedOut:
+        return HandedOut(
+            answers=self.answers + 1,
+            tokens_in=self.tokens_in + usage.prompt_tokens,
+            tokens_out=self.tokens_out + usage.completion_tokens,
+            priced_cost=round(self.priced_cost + (usage.cost or 0.0), 9),
+            unpriced=self.unpriced + (usage.cost is None),
+        )
+
+
+class Gate:
+    """One completion request held before it is answered (:meth:`ModelServer.hold`).
+
+    ``reached`` is set when the request arrives; the answer waits until :meth:`open` (or
+    ``timeout`` seconds), then goes out only if its client is still connected."""
+
+    def __init__(self, timeout: float) -> None:
+        self.reached = threading.Event()
+        self.opened = threading.Event()
+        self.timeout = timeout
+
+    def wait(self, timeout: float) -> bool:
+        """Whether the held request arrived within ``timeout`` seconds."""
+        return self.reached.wait(timeout)
+
+    def open(self) -> None:
+        self.opened.set()
 
 
 class ModelServer:
@@ -81,6 +141,9 @@ class ModelServer:
         self._script: deque[ScriptEntry] = deque(turns)
         self._requests: list[RecordedRequest] = []
         self._served = 0
+        self._handed = HandedOut()
+        self._dropped = 0
+        self._gates: dict[int, Gate] = {}
         self.models = list(models)
         self.when_exhausted = when_exhausted
         self._routes: dict[str, Dialect] = {}
@@ -103,6 +166,36 @@ class ModelServer:
     def remaining(self) -> int:
         with self._lock:
             return len(self._script)
+
+    def hold(self, nth: int, *, timeout: float = 60.0) -> Gate:
+        """Hold the ``nth`` completion request (1-based, errors and retries included) until
+        the returned gate is opened."""
+        gate = Gate(timeout)
+        with self._lock:
+            self._gates[nth] = gate
+        return gate
+
+    @property
+    def handed_out(self) -> HandedOut:
+        """The usage reported by every answer sent in full so far."""
+        with self._lock:
+            return self._handed
+
+    @property
+    def dropped(self) -> int:
+        """Answers not sent because their client had gone (a held request whose client died)."""
+        with self._lock:
+            return self._dropped
+
+    def sent(self, response: Response) -> None:
+        """An answer went out in full (called from the server's threads)."""
+        if response.usage is not None:
+            with self._lock:
+                self._handed = self._handed.plus(response.usage)
+
+    def not_sent(self) -> None:
+        with self._lock:
+            self._dropped += 1
 
     @property
     def requests(self) -> list[RecordedRequest]:
@@ -137,6 +230,10 @@ class ModelServer:
         return self
 
     def stop(self) -> None:
+        with self._lock:
+            gates = list(self._gates.values())
+        for gate in gates:  # no request stays held past the server
+            gate.open()
         if self._httpd is not None:
             self._httpd.shutdown()
             self._httpd.server_close()
@@ -170,6 +267,10 @@ class ModelServer:
             entry = self._script.popleft() if self._script else self.when_exhausted
             self._served += 1
             seq = self._served
+            gate = self._gates.get(seq)
+        if gate is not None:
+            gate.reached.set()
+            gate.opened.wait(gate.timeout)
         if entry is None:
             message = f"script exhausted: turn {seq} was requested but only {seq - 1} were scripted"
             return dialect.render_error(HttpError(500, "server", message), request)
@@ -209,6 +310,16 @@ def _parse_json(raw: bytes) -> Any:
         return None
 
 
+def _peer_gone(connection: socket.socket) -> bool:
+    """Whether the client closed its end (a request is never followed by more data, so a
+    readable socket that reads nothing is a client that left)."""
+    try:
+        readable, _, _ = select.select([connection], [], [], 0)
+        return bool(readable) and connection.recv(1, socket.MSG_PEEK) == b""
+    except OSError:
+        return True
+
+
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     owner: ModelServer
@@ -233,7 +344,12 @@ class _Handler(BaseHTTPRequestHandler):
     def _serve(self, method: str) -> None:
         raw = self._read_body()
         headers = {name.lower(): value for name, value in self.headers.items()}
-        response = self.server.owner.handle(method, self.path, headers, raw)
+        owner = self.server.owner
+        response = owner.handle(method, self.path, headers, raw)
+        if _peer_gone(self.connection):  # nobody left to read it: not handed out
+            owner.not_sent()
+            self.close_connection = True
+            return
         try:
             self.send_response(response.status)
             for name, value in response.headers.items():
@@ -243,6 +359,8 @@ class _Handler(BaseHTTPRequestHandler):
                 self.end_headers()
                 if method != "HEAD":
                     self.wfile.write(response.body)
+                    self.wfile.flush()
+                    owner.sent(response)
                 return
             self.send_header("content-type", "text/event-stream")
             self.send_header("cache-control", "no-cache")
@@ -252,6 +370,7 @@ class _Handler(BaseHTTPRequestHandler):
             for event in response.events:
                 self.wfile.write(event)
                 self.wfile.flush()
+            owner.sent(response)
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from dataclasses import replace
 from typing import Any
 
 from support.script import (
@@ -44,23 +45,26 @@ class OpenAIChat:
             for index, call in enumerate(turn.tool_calls)
         ]
         finish = "tool_calls" if calls else "stop"
-        usage = {
+        usage: dict[str, Any] = {
             "prompt_tokens": turn.usage.prompt_tokens,
             "completion_tokens": turn.usage.completion_tokens,
             "total_tokens": turn.usage.total_tokens,
         }
+        if turn.usage.cost is not None:
+            usage["cost"] = turn.usage.cost
         head = {"id": f"chatcmpl-{seq}", "created": CREATED, "model": model}
         if body.get("stream"):
             options = body.get("stream_options")
             with_usage = isinstance(options, dict) and bool(options.get("include_usage"))
             chunks = self._chunks(head, turn.text, calls, finish, usage if with_usage else None)
-            return Response(200, events=(*map(sse_event, chunks), sse_event("[DONE]")))
+            events = (*map(sse_event, chunks), sse_event("[DONE]"))
+            return Response(200, events=events, usage=turn.usage if with_usage else None)
         message: dict[str, Any] = {"role": "assistant", "content": turn.text, "refusal": None}
         if calls:
             message["tool_calls"] = calls
         choice = {"index": 0, "message": message, "finish_reason": finish, "logprobs": None}
         doc = {**head, "object": "chat.completion", "choices": [choice], "usage": usage}
-        return json_response(200, doc)
+        return replace(json_response(200, doc), usage=turn.usage)
 
     @staticmethod
     def _chunks(
@@ -68,7 +72,7 @@ class OpenAIChat:
         text: str | None,
         calls: list[dict[str, Any]],
         finish: str,
-        usage: dict[str, int] | None,
+        usage: dict[str, Any] | None,
     ) -> Iterator[dict[str, Any]]:
         base = {**head, "object": "chat.completion.chunk"}
 

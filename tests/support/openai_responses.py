@@ -19,6 +19,7 @@ A scripted tool call is rendered as the kind of tool the request declared under 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 from support.openai_chat import OpenAIChat
@@ -79,8 +80,8 @@ class OpenAIResponses:
             "incomplete_details": None,
         }
         if not body.get("stream"):
-            return json_response(200, done)
-        return Response(200, events=tuple(_numbered(_events(done, items))))
+            return replace(json_response(200, done), usage=turn.usage)
+        return Response(200, events=tuple(_numbered(_events(done, items))), usage=turn.usage)
 
     def render_error(self, error: HttpError, request: RecordedRequest) -> Response:
         return OpenAIChat().render_error(error, request)

@@ -30,8 +30,12 @@ class ToolCall:
 
 @dataclass(frozen=True)
 class Usage:
+    """What one answer reports it spent. ``cost``: a price in US dollars, as OpenRouter and
+    LiteLLM report it (``usage.cost``, Chat Completions only); None sends no cost."""
+
     prompt_tokens: int = 100
     completion_tokens: int = 20
+    cost: float | None = None
 
     @property
     def total_tokens(self) -> int:
@@ -129,6 +133,7 @@ class Response:
     body: bytes = b""
     headers: Mapping[str, str] = field(default_factory=dict)
     events: tuple[bytes, ...] | None = None  # server-sent events, each sent and flushed alone
+    usage: Usage | None = None  # the usage this answer reports to its client, if it does
 
 
 def json_response(status: int, doc: Any, headers: Mapping[str, str] | None = None) -> Response:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import socket
+import time
 import urllib.error
 import urllib.request
 from typing import Any
@@ -170,3 +172,41 @@ def test_models_listing_and_unknown_routes(model_server: ModelServer) -> None:
     assert caught.value.code == 404
     assert model_server.completions == []
     assert [r.path for r in model_server.requests] == ["/v1/models", "/v2/nothing"]
+
+
+def test_the_server_counts_what_its_sent_answers_reported(model_server: ModelServer) -> None:
+    loop = Turn.call("list_files", {"path": "."}, usage=Usage(30, 7, cost=0.25))
+    model_server.when_exhausted = loop
+    model_server.script(Turn.reply("a", usage=Usage(11, 2)), Turn.server_error())
+    post(model_server, ASK)
+    post(model_server, ASK)  # an error reports no usage
+    for _ in range(3):  # the loop never ends
+        _, _, raw = post(model_server, ASK)
+        assert json.loads(raw)["usage"]["cost"] == 0.25
+    post(model_server, {**ASK, "stream": True})  # no include_usage: the client saw no usage
+    post(model_server, {**ASK, "stream": True, "stream_options": {"include_usage": True}})
+    handed = model_server.handed_out
+    assert (handed.answers, handed.tokens_in, handed.tokens_out) == (5, 11 + 4 * 30, 2 + 4 * 7)
+    assert handed.tokens == 13 + 4 * 37
+    assert handed.cost is None and handed.priced_cost == 1.0 and handed.unpriced == 1
+
+
+def test_a_held_answer_is_not_handed_to_a_client_that_left(model_server: ModelServer) -> None:
+    model_server.when_exhausted = Turn.reply("x", usage=Usage(5, 5))
+    gate = model_server.hold(2)
+    post(model_server, ASK)
+    raw = json.dumps(ASK).encode()
+    head = (
+        f"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+        f"content-length: {len(raw)}\r\n\r\n"
+    ).encode()
+    host, port = model_server.url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as client:
+        client.sendall(head + raw)
+        assert gate.wait(10)
+    gate.open()  # the client is gone: the answer is dropped, not counted
+    deadline = time.monotonic() + 10
+    while model_server.dropped == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert model_server.dropped == 1
+    assert model_server.handed_out.answers == 1 and model_server.handed_out.tokens == 10

@@ -1,0 +1,144 @@
+"""A spending budget stops a runaway coder, through the real `assay run`.
+
+The `llm` coder talks to a scripted server that answers every call with one more tool call,
+forever; each answer reports a known usage. A budget is spent once the spending reaches it, and
+the coder checks before every model call, so the server answers exactly ceil(budget / per call)
+calls, never one more. Every token (and every known cost) the server handed out is in the
+payload, the ledger's usage journal and its dispatch rows.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+from support.model_server import HttpError, ModelServer, Turn, Usage
+from support.repo import PYTEST, Repo, make_repo
+from support.spending import dispatch_tokens, journal, mismatches, payloads
+
+pytestmark = pytest.mark.slow
+
+SCHEMA = json.loads(
+    (Path(__file__).resolve().parents[2] / "schemas" / "payload.schema.json").read_text()
+)
+PER_CALL = Usage(100, 20)  # 120 tokens an answer
+PRICED = Usage(100, 20, cost=0.01)
+
+
+def looping(usage: Usage) -> Turn:
+    """An answer that asks for one more listing: a coder given it never finishes."""
+    return Turn.call("list_files", {"path": "."}, usage=usage)
+
+
+def llm_contract(repo: Repo, server: ModelServer, budgets: str = "", max_turns: int = 500) -> Path:
+    return repo.contract(
+        "loop.yaml",
+        f"""task: Make slugify keep digits.
+coder: {{kind: llm, model: m, base_url: "{server.base_url}", max_turns: {max_turns}}}
+validators:
+  - {{id: tests, kind: command, run: "{PYTEST}"}}
+budgets: {{max_attempts: 1{budgets}}}
+land: merge
+""",
+    )
+
+
+def run_json(repo: Repo, *args: str, expect: int) -> dict[str, Any]:
+    done = repo.assay("run", *args, "--json", OPENAI_API_KEY="local-test-key")
+    assert done.returncode == expect, done.stderr
+    payload: dict[str, Any] = json.loads(done.stdout)
+    jsonschema.validate(payload, SCHEMA)
+    return payload
+
+
+def budget_halts(payload: dict[str, Any]) -> list[str]:
+    """The details of the halt-budget-exhausted notices, wherever the payload lists them."""
+    halts = payload["halts"]
+    return [
+        h["detail"]
+        for h in (*halts["fired"], *halts["warnings"])
+        if h["name"] == "halt-budget-exhausted"
+    ]
+
+
+def test_a_token_budget_stops_a_looping_coder_within_one_call(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    with ModelServer(when_exhausted=looping(PER_CALL)) as server:
+        contract = llm_contract(repo, server, ", max_tokens: 1000")
+        payload = run_json(repo, "--contract", str(contract), expect=3)
+        handed = server.handed_out
+        calls = len(server.completions)
+    assert calls == math.ceil(1000 / PER_CALL.total_tokens) == handed.answers == 9
+    assert (payload["status"], payload["task_status"]) == ("blocked", "held")
+    figures = "the run spent 1,080 tokens of its 1,000-token budget (budgets.max_tokens: 1000)"
+    assert figures in payload["reason"]
+    assert budget_halts(payload) == [f"attempt 1 seat 1: {figures}"]
+    assert payload["usage"]["tokens"] == handed.tokens == 1080
+    assert payload["usage"]["cost_usd"] is None  # the server gave no cost: unknown, not 0
+    assert payload["usage"]["unpriced_dispatches"] == 1
+    assert payload["attempts"]["history"] == [{"attempt": 1, "outcome": "error"}]
+    ledger = journal(repo.root)
+    assert mismatches(handed, ledger, [payload]) == []
+    assert ledger.rows == 9  # each answer journaled as it arrived
+    assert dispatch_tokens(repo.root, payload["run_id"]) == [1080]
+    shown = json.loads(repo.assay("task", "show", payload["task_id"], "--json").stdout)
+    assert shown["status"] == "held" and figures in shown["hold_reason"]
+
+
+def test_a_cost_budget_given_by_flag_stops_it_at_the_call_that_reaches_it(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    with ModelServer(when_exhausted=looping(PRICED)) as server:
+        contract = llm_contract(repo, server)  # no cap of its own: the flag's
+        payload = run_json(repo, "--contract", str(contract), "--max-cost", "0.05", expect=3)
+        handed = server.handed_out
+    # $0.05 is reached (not passed) by the fifth answer: spent, so no sixth call.
+    assert handed.answers == len(server.completions) == 5
+    assert payload["status"] == "blocked"
+    assert [d.split(": ", 1)[1] for d in budget_halts(payload)] == [
+        "the run spent $0.05 of its $0.05 budget (budgets.max_cost_usd: 0.05)"
+    ]
+    assert payload["usage"]["cost_usd"] == payload["usage"]["priced_cost_usd"] == handed.cost
+    assert handed.cost == 0.05 and payload["usage"]["tokens"] == handed.tokens == 600
+    assert mismatches(handed, journal(repo.root), [payload]) == []
+
+
+def test_a_task_budget_counts_a_refunded_run_before(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    outage = Turn(error=HttpError(503, "server", "service unavailable", retry_after=0))
+    with ModelServer([looping(PER_CALL)] * 5, when_exhausted=outage) as server:
+        contract = llm_contract(repo, server, ", task_max_tokens: 1000")
+        # Five answers (600 tokens), then the provider fails: the run is refunded.
+        first = run_json(repo, "--contract", str(contract), expect=1)
+        assert first["attempt_spent"] is False and first["usage"]["tokens"] == 600
+        server.when_exhausted = looping(PER_CALL)
+        second = run_json(repo, "--task", first["task_id"], "--ignore-wait", expect=3)
+        handed = server.handed_out
+    # Its 600 tokens count: 4 more answers reach 1,080 and the task's budget stops the rerun.
+    assert handed.answers == 9 and handed.tokens == 1080
+    assert second["status"] == "blocked" and second["task_status"] == "held"
+    assert [d.split(": ", 1)[1] for d in budget_halts(second)] == [
+        "the task spent 1,080 tokens of its 1,000-token budget (across its runs) "
+        "(budgets.task_max_tokens: 1000)"
+    ]
+    assert (first["usage"]["tokens"], second["usage"]["tokens"]) == (600, 480)
+    assert mismatches(handed, journal(repo.root), payloads(repo.root).values()) == []
+
+
+def test_warn_lets_a_spent_run_go_on(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    with ModelServer(when_exhausted=looping(PER_CALL)) as server:
+        budgets = ", max_recovery: 0, max_tokens: 300, on_exhausted: warn"
+        contract = llm_contract(repo, server, budgets, max_turns=6)
+        done = repo.assay("run", "--contract", str(contract), "--json", OPENAI_API_KEY="k")
+        handed = server.handed_out
+    payload = json.loads(done.stdout)
+    assert handed.answers == 6  # its turn limit, not the budget, ended it
+    # It ends as a coder that changed nothing does, not on the budget.
+    assert done.returncode == 3 and payload["reason"] == "no attempt produced a change"
+    assert "it goes on (budgets.on_exhausted: warn)" in done.stderr
+    assert payload["usage"]["tokens"] == handed.tokens == 720
+    assert mismatches(handed, journal(repo.root), [payload]) == []
