@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -34,11 +35,14 @@ def looping(usage: Usage) -> Turn:
     return Turn.call("list_files", {"path": "."}, usage=usage)
 
 
-def llm_contract(repo: Repo, server: ModelServer, budgets: str = "", max_turns: int = 500) -> Path:
+def llm_contract(
+    repo: Repo, server: ModelServer, budgets: str = "", max_turns: int = 500, seats: int = 1
+) -> Path:
     return repo.contract(
         "loop.yaml",
         f"""task: Make slugify keep digits.
 coder: {{kind: llm, model: m, base_url: "{server.base_url}", max_turns: {max_turns}}}
+seats: {seats}
 validators:
   - {{id: tests, kind: command, run: "{PYTEST}"}}
 budgets: {{max_attempts: 1{budgets}}}
@@ -87,6 +91,21 @@ def test_a_token_budget_stops_a_looping_coder_within_one_call(tmp_path: Path) ->
     assert dispatch_tokens(repo.root, payload["run_id"]) == [1080]
     shown = json.loads(repo.assay("task", "show", payload["task_id"], "--json").stdout)
     assert shown["status"] == "held" and figures in shown["hold_reason"]
+
+
+def test_three_seats_each_stop_within_one_call_of_the_shared_budget(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    slow = replace(looping(PER_CALL), delay_seconds=0.05)  # the seats' calls overlap
+    with ModelServer(when_exhausted=slow) as server:
+        contract = llm_contract(repo, server, ", max_tokens: 1000", seats=3)
+        payload = run_json(repo, "--contract", str(contract), "--max-tokens", "1000", expect=3)
+        handed = server.handed_out
+    # The budget is reached by the ninth answer; a seat whose call was in flight then gets
+    # its answer, and stops before its next call.
+    assert 9 <= handed.answers <= 9 + 2 and handed.answers == len(server.completions)
+    assert payload["status"] == "blocked" and payload["usage"]["dispatches"] == 3
+    assert sum(t or 0 for t in dispatch_tokens(repo.root, payload["run_id"])) == handed.tokens
+    assert mismatches(handed, journal(repo.root), [payload]) == []
 
 
 def test_a_cost_budget_given_by_flag_stops_it_at_the_call_that_reaches_it(tmp_path: Path) -> None:
