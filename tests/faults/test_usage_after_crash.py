@@ -73,13 +73,17 @@ def _environ() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
 
 
-def test_a_run_killed_mid_call_counts_what_its_coder_was_handed(tmp_path: Path) -> None:
+@pytest.mark.parametrize("cost", [None, 0.125], ids=["unpriced", "priced"])
+def test_a_run_killed_mid_call_counts_what_its_coder_was_handed(
+    tmp_path: Path, cost: float | None
+) -> None:
     repo = make_repo(tmp_path)
     answered = 3
     phase = {"fixing": False}
+    loop = Turn.call("list_files", {"path": "."}, usage=Usage(100, 20, cost=cost))
 
     def answer(request: RecordedRequest) -> Turn:
-        return fixer(request) if phase["fixing"] else LOOP
+        return fixer(request) if phase["fixing"] else loop
 
     with ModelServer(when_exhausted=answer) as server:
         held = server.hold(answered + 1)  # the fourth call waits: assay dies during it
@@ -109,8 +113,12 @@ def test_a_run_killed_mid_call_counts_what_its_coder_was_handed(tmp_path: Path) 
     killed, rerun = runs.values()
     assert (killed["status"], rerun["status"]) == ("failed", "merged")
     assert killed["usage"]["tokens"] == before.tokens == 360
-    assert killed["usage"]["cost_usd"] is None  # the server named no cost: unknown, not 0.0
-    assert killed["usage"]["unpriced_dispatches"] == 1
+    if cost is None:  # the server named no cost: unknown, not 0.0
+        assert killed["usage"]["cost_usd"] is None
+        assert killed["usage"]["unpriced_dispatches"] == 1
+    else:
+        assert killed["usage"]["cost_usd"] == before.cost == 3 * cost
+        assert killed["usage"]["unpriced_dispatches"] == 0
     assert killed["attempts"]["history"] == [
         {"attempt": 1, "outcome": "error", "interrupted": True}
     ]
