@@ -114,18 +114,22 @@ def test_by_task_sums_each_task_and_keeps_unknown_costs_apart(journal: datetime)
         "tokens": 22_350,
         "cost_usd": None,  # the llm coder reported no cost
         "priced_cost_usd": 0.0761,
-        "unpriced": 1,
-        "unreported": 0,
+        "unpriced_dispatches": 1,
+        "unreported_dispatches": 0,
     }
     assert (docs["key"], docs["cost_usd"], docs["priced_cost_usd"]) == ("t-docs", None, 0.034)
-    assert (docs["unpriced"], docs["unreported"], docs["tokens"]) == (0, 1, 7_900)
+    assert (docs["unpriced_dispatches"], docs["unreported_dispatches"], docs["tokens"]) == (
+        0,
+        1,
+        7_900,
+    )
     total = document["total"]
     assert (total["runs"], total["dispatches"], total["tokens"]) == (2, 5, 30_250)
     assert total["cost_usd"] is None and total["priced_cost_usd"] == PRICED_COST
     for wrong in (
         {**document, "total": {**total, "extra": 1}},
         {**document, "groups": [{**fix, "cost_usd": 0.0, "extra": 1}]},
-        {**document, "groups": [{k: v for k, v in fix.items() if k != "unpriced"}]},
+        {**document, "groups": [{k: v for k, v in fix.items() if k != "unpriced_dispatches"}]},
     ):
         with pytest.raises(jsonschema.ValidationError):
             valid("usage", wrong)
@@ -136,7 +140,7 @@ def test_by_coder_model_and_day(journal: datetime) -> None:
     assert list(coders) == ["claude", "llm", "judge:j1", "aider"]
     assert coders["claude"]["cost_usd"] == 0.109 and coders["claude"]["runs"] == 2
     assert coders["judge:j1"]["cost_usd"] == 0.0011
-    assert coders["aider"]["cost_usd"] is None and coders["aider"]["unreported"] == 1
+    assert coders["aider"]["cost_usd"] is None and coders["aider"]["unreported_dispatches"] == 1
     models = [g["key"] for g in usage_json("--by", "model")["groups"]]
     assert models == ["claude-sonnet-4", "gpt-4.1-mini", "claude-haiku", None]
     days = usage_json("--by", "day")["groups"]
@@ -248,8 +252,8 @@ def test_task_show_prints_each_runs_usage_and_the_total(journal: datetime) -> No
         "tokens": 7_900,
         "cost_usd": None,
         "priced_cost_usd": 0.034,
-        "unpriced": 0,
-        "unreported": 1,
+        "unpriced_dispatches": 0,
+        "unreported_dispatches": 1,
     }
     assert [r["run_id"] for r in document["usage"]["runs"]] == ["r-2"]
     idle = json.loads(assay("task", "show", "t-idle", "--json")[1])

@@ -25,8 +25,9 @@ NUMBERS = ("runs", "dispatches", "tokens_in", "tokens_out", "tokens", "cost", "u
 
 
 def spend_json(spend: Spend) -> dict[str, Any]:
-    """A sum of dispatches as JSON: ``cost_usd`` null when any cost is unknown, and then
-    ``priced_cost_usd`` (the sum of the known ones) is a lower bound."""
+    """A sum of dispatches as JSON, named as the payload's ``usage`` names them: ``cost_usd``
+    null when any cost is unknown, and then ``priced_cost_usd`` (the sum of the known ones) is
+    a lower bound."""
     return {
         "dispatches": spend.dispatches,
         "tokens_in": spend.tokens_in,
@@ -34,8 +35,8 @@ def spend_json(spend: Spend) -> dict[str, Any]:
         "tokens": spend.tokens,
         "cost_usd": spend.cost_usd,
         "priced_cost_usd": round(spend.priced_cost_usd, 6),
-        "unpriced": spend.unpriced,
-        "unreported": spend.unreported,
+        "unpriced_dispatches": spend.unpriced,
+        "unreported_dispatches": spend.unreported,
     }
 
 
