@@ -5,7 +5,9 @@ parsing of each tool's own format lives in its module; this one holds the parts 
 same for all four: reading a provider fault and its reset time out of an error message,
 running the program with the dispatch environment, and turning what was parsed into a
 :class:`DispatchResult`. Parsers are pure (text in, :class:`ParsedRun` out, the clock passed
-in), so they can be tested on captured output and fuzzed.
+in), so they can be tested on captured output and fuzzed. The usage a tool reports is read by
+the readers of :mod:`assay.adapters.coders.usage_read`, in the final parse and, when the
+dispatch has a meter, while the tool runs (:mod:`assay.adapters.coders.usage_watch`).
 """
 
 from __future__ import annotations
