@@ -21,12 +21,13 @@ from assay.core.payload import (
     Usage,
     build_payload,
     payload_json_schema,
-    total_usage,
+    usage_of,
 )
 from assay.core.policy import decide
 from assay.core.report import CoderReport, compare_with_diff, parse_coder_report
 from assay.core.results import ValidatorResult
 from assay.core.tally import tally
+from assay.core.usage import Spend, UsageFigures
 from assay.core.vocab import (
     AttemptOutcome,
     EntryType,
@@ -210,18 +211,28 @@ def test_report_type_stays_evidence_only() -> None:
 
 
 def test_an_unknown_cost_makes_the_total_unknown_and_is_counted() -> None:
-    usage = total_usage([100, None, 50], [0.25, None, 0.5], [10, 20, 30])
+    spend = Spend.of(
+        [
+            UsageFigures(tokens_in=60, tokens_out=40, cost_usd=0.25),
+            UsageFigures(reported=False),
+            UsageFigures(tokens_in=50, cost_usd=0.5),
+            UsageFigures(tokens_in=7),
+        ]
+    )
+    usage = usage_of(spend, 60)
     assert usage.cost_usd is None
-    assert usage.unpriced_dispatches == 1
+    assert (usage.unpriced_dispatches, usage.unreported_dispatches) == (1, 1)
     assert usage.priced_cost_usd == 0.75
-    assert (usage.tokens, usage.wall_time_ms) == (150, 60)
+    assert (usage.tokens, usage.tokens_in, usage.tokens_out) == (157, 117, 40)
+    assert (usage.dispatches, usage.wall_time_ms) == (4, 60)
 
 
 def test_every_cost_known_gives_the_total_and_no_unpriced_dispatch() -> None:
-    usage = total_usage([1, 2], [0.1, 0.0], [5, 5])
+    spend = Spend.of([UsageFigures(tokens_in=1, cost_usd=0.1), UsageFigures(cost_usd=0.0)])
+    usage = usage_of(spend, 10)
     assert usage.cost_usd == usage.priced_cost_usd == 0.1
     assert usage.unpriced_dispatches == 0
-    assert total_usage([], [], []).cost_usd == 0.0  # nothing dispatched: nothing spent
+    assert usage_of(Spend(), 0).cost_usd == 0.0  # nothing dispatched: nothing spent
 
 
 def test_a_candidates_type_changes_are_in_the_payload_and_checked_by_the_schema() -> None:

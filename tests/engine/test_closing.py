@@ -6,12 +6,14 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from assay.adapters.store.records import DispatchRecord
+from assay.adapters.store.usage_log import DispatchUsage
 from assay.core.attempts import AttemptRecord
 from assay.core.backoff import quota_wait
 from assay.core.contract import Contract, ValidatorSpec
 from assay.core.payload import HaltNotice
 from assay.core.settle import RefundStreak
 from assay.core.tasks import Task
+from assay.core.usage import UsageFigures
 from assay.core.vocab import (
     AttemptOutcome,
     HaltSeverity,
@@ -22,6 +24,7 @@ from assay.core.vocab import (
     TaskStatus,
 )
 from assay.engine.closing import CloseFacts, close_run
+from assay.engine.metering import coder_key
 from assay.engine.outcomes import Candidate, DispatchSummary, LandOutcome, Quota
 from assay.engine.result import RunResult
 
@@ -71,7 +74,11 @@ def test_a_merged_run_closes_done_with_its_candidates_and_dispatches() -> None:
     result.winner = result.dispatches[0]
     result.labels = {1: "A", 2: "B"}
     result.land = LandOutcome(RunStatus.MERGED, "merged", "assay/r1/seat-1")
-    facts = _facts(result)
+    journal = [
+        DispatchUsage(coder_key("t1", "r1", 1, seat, "command"), UsageFigures(7, 3, 0.5))
+        for seat in (1, 2)
+    ]
+    facts = _facts(result, usage=journal)
     closing = close_run(facts)
     assert closing.settlement.row is SettleRow.SUCCEEDED
     assert closing.task.status is TaskStatus.DONE
@@ -83,6 +90,7 @@ def test_a_merged_run_closes_done_with_its_candidates_and_dispatches() -> None:
     assert payload.land is not None and payload.land.mode is LandMode.MERGE
     row = closing.row
     assert [d.dispatch_id for d in row.dispatches] == ["r1.a1.s1", "r1.a1.s2"]
+    assert [(d.tokens_used, d.cost_usd) for d in row.dispatches] == [(10, 0.5), (10, 0.5)]
     assert row.land_attempts == 1 and row.payload_path is None and row.events == []
     assert row.task == closing.task and row.finished_at == payload.finished_at
 

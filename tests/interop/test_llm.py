@@ -47,7 +47,9 @@ def test_llm_coder_fixes_the_bug_and_an_llm_judge_passes_it(tmp_path: Path) -> N
     assert results["review"]["severity"] == "pass" and results["review"]["error"] is False
     assert_merged(outcome, run.repo)
     assert payload["coder_report"]["summary"] == "slugify keeps digits now"
-    assert payload["usage"]["tokens"] == 120 + 430 + 120  # the coder's three turns
+    # The coder's three turns and the judge's one, each journaled as it was answered.
+    assert payload["usage"]["tokens"] == 120 + 430 + 120 + 120
+    assert payload["usage"]["dispatches"] == 2 and payload["usage"]["cost_usd"] is None
     *coder, judged = server.completions
     assert [len(r.messages) for r in coder] == [2, 4, 6]
     assert judged.body["tool_choice"] == {"type": "function", "function": {"name": "verdict"}}

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
+from assay.adapters.coders.base import UsageMeter
 from assay.adapters.llm_client import (
     ChatClient,
     ChatReply,
@@ -25,6 +26,7 @@ from assay.adapters.llm_client import (
     ToolCallRequest,
 )
 from assay.adapters.safe_files import append_file
+from assay.core.usage import FIRST_CALL, UsageFigures
 
 T = TypeVar("T")
 
@@ -65,6 +67,7 @@ class ForcedAnswer(Generic[T]):
     problems: tuple[str, ...] = ()
     tokens: int = 0
     error: LlmError | None = None
+    usage: UsageFigures | None = None  # every reply's usage (None: no reply came)
 
     def tried(self) -> str:
         """The problems, turn by turn: ``turn 1: ...; turn 2: ...``."""
@@ -96,18 +99,20 @@ def ask_forced(
     deadline: float,
     retry_message: Callable[[str], str],
     log: EventLog | None = None,
+    meter: UsageMeter | None = None,
 ) -> ForcedAnswer[T]:
     """Ask until ``read`` finds an answer, ``turns`` replies were unusable, or a call fails.
 
     ``deadline`` is a :func:`time.monotonic` time that bounds every request. ``log``, when
-    given, receives the ``request``, each ``reply`` and an ``error`` event. ``messages`` is not
-    changed.
+    given, receives the ``request``, each ``reply`` and an ``error`` event; ``meter``, each
+    reply's usage as it arrives. ``messages`` is not changed.
     """
     write: EventLog = log if log is not None else _discard
     conversation = [dict(message) for message in messages]
     write(event="request", model=client.endpoint.model, messages=conversation)
     force = {"type": "function", "function": {"name": tool["function"]["name"]}}
     tokens = 0
+    spent = FIRST_CALL
     problems: list[str] = []
     for _ in range(turns):
         try:
@@ -119,12 +124,15 @@ def ask_forced(
             )
         except LlmError as exc:
             write(event="error", kind=exc.kind.value, detail=exc.detail)
-            return ForcedAnswer(None, tuple(problems), tokens, exc)
+            return ForcedAnswer(None, tuple(problems), tokens, exc, _used(spent))
         tokens += reply.total_tokens
+        spent = reply.spent(spent, client.endpoint.model)
+        if meter is not None:
+            meter.report(spent)
         write(event="reply", message=reply.as_message(), tokens=reply.total_tokens)
         answer, problem = read(reply)
         if answer is not None:
-            return ForcedAnswer(answer, tuple(problems), tokens)
+            return ForcedAnswer(answer, tuple(problems), tokens, usage=_used(spent))
         problems.append(problem)
         conversation.append(reply.as_message())
         conversation.extend(
@@ -132,7 +140,11 @@ def ask_forced(
             for call in reply.tool_calls
         )
         conversation.append({"role": "user", "content": retry_message(problem)})
-    return ForcedAnswer(None, tuple(problems), tokens)
+    return ForcedAnswer(None, tuple(problems), tokens, usage=_used(spent))
+
+
+def _used(spent: UsageFigures) -> UsageFigures | None:
+    return spent if spent.calls else None
 
 
 def _discard(**event: Any) -> None:

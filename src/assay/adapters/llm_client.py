@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import enum
 import json
+import math
 import re
 import time
 import uuid
@@ -24,6 +25,7 @@ from typing import Any
 
 from assay.adapters.coders.base import QuotaSignal
 from assay.adapters.envpolicy import BASE_URL_ENV, DEFAULT_API_KEY_ENV
+from assay.core.usage import UsageFigures, with_call
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 _CONTEXT_MARKERS = ("context_length_exceeded", "maximum context length", "context window")
@@ -107,6 +109,17 @@ class ChatReply:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     total_tokens: int = 0
+    cost_usd: float | None = None  # when the endpoint prices its answers (``usage.cost``)
+
+    def spent(self, before: UsageFigures, model: str | None) -> UsageFigures:
+        """``before`` plus what this answer spent."""
+        return with_call(
+            before,
+            tokens_in=self.prompt_tokens,
+            tokens_out=max(self.completion_tokens, self.total_tokens - self.prompt_tokens),
+            cost_usd=self.cost_usd,
+            model=model,
+        )
 
     def as_message(self) -> dict[str, Any]:
         """The assistant message to append to the conversation before the tool results."""
@@ -296,10 +309,12 @@ def _reply(response: Mapping[str, Any]) -> ChatReply:
         if not isinstance(arguments, str):
             arguments = json.dumps(arguments)
         calls.append(ToolCallRequest(str(ident), str(function["name"]), arguments))
-    usage = response.get("usage") or {}
-    prompt = int(usage.get("prompt_tokens") or 0)
-    completion = int(usage.get("completion_tokens") or 0)
-    total = int(usage.get("total_tokens") or 0) or prompt + completion
+    usage = response.get("usage")
+    usage = usage if isinstance(usage, Mapping) else {}
+    prompt = _count(usage.get("prompt_tokens"))
+    completion = _count(usage.get("completion_tokens"))
+    total = max(_count(usage.get("total_tokens")), prompt + completion)
+    cost = usage.get("cost")
     content = message.get("content")
     return ChatReply(
         text=content if isinstance(content, str) else None,
@@ -308,7 +323,23 @@ def _reply(response: Mapping[str, Any]) -> ChatReply:
         prompt_tokens=prompt,
         completion_tokens=completion,
         total_tokens=total,
+        cost_usd=_amount(cost),
     )
+
+
+def _count(value: object) -> int:
+    """A token count of an answer's usage (anything that is not one counts nothing)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return 0
+    return max(0, int(value))
+
+
+def _amount(value: object) -> float | None:
+    """A cost the endpoint gave (OpenRouter's and LiteLLM's ``usage.cost``), or None."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    number = float(value)
+    return number if math.isfinite(number) and number >= 0 else None
 
 
 def classify_status(

@@ -43,3 +43,35 @@ SandboxFlag = Annotated[
 MaxRecoveryFlag = Annotated[
     int, typer.Option(min=0, max=MAX_RECOVERY_LIMIT, help="Recovery waves per run.")
 ]
+MaxCostFlag = Annotated[
+    float | None,
+    typer.Option(
+        "--max-cost",
+        min=0.0,
+        help="Cap the run's spending in US dollars (budgets.max_cost_usd); overrides the "
+        "contract's. Spent: the coders are stopped and the task held (halt-budget-exhausted).",
+    ),
+]
+MaxTokensFlag = Annotated[
+    int | None,
+    typer.Option(
+        "--max-tokens", min=1, help="Cap the run's tokens (budgets.max_tokens), the same way."
+    ),
+]
+TaskMaxCostFlag = Annotated[
+    float | None,
+    typer.Option(
+        "--task-max-cost",
+        min=0.0,
+        help="Cap the task's spending in US dollars across all its runs, refunded ones too "
+        "(budgets.task_max_cost_usd).",
+    ),
+]
+TaskMaxTokensFlag = Annotated[
+    int | None,
+    typer.Option(
+        "--task-max-tokens",
+        min=1,
+        help="Cap the task's tokens across all its runs (budgets.task_max_tokens).",
+    ),
+]

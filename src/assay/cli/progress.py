@@ -65,6 +65,16 @@ def _type_changes(changes: list[Any]) -> str:
     return "; type changed: " + ", ".join(named[:5]) + (" …" if len(named) > 5 else "")
 
 
+def spent_text(tokens: object, cost: object) -> str:
+    """ "1,200 tokens · $0.0312" (a cost only when one is known; "" when nothing is)."""
+    parts = []
+    if isinstance(tokens, int) and not isinstance(tokens, bool):
+        parts.append(f"{tokens:,} tokens")
+    if isinstance(cost, int | float) and not isinstance(cost, bool):
+        parts.append(f"${cost:,.4f}")
+    return " · ".join(parts)
+
+
 def describe(event: RunEvent) -> list[str]:
     """The progress lines (rich markup) one event adds to the scrollback; none for most."""
     data = shown_data(event.data)
@@ -79,9 +89,11 @@ def describe(event: RunEvent) -> list[str]:
         what += _type_changes(_items(data.get("type_changes")))
         err = f" · [red]{_escape(str(data['error']))}[/red]" if data.get("error") else ""
         stop = f" · stopped: {data['stop_reason']}" if data.get("stop_reason") else ""
+        spent = spent_text(data.get("tokens_used"), data.get("cost_usd"))
+        spent = f" · {spent}" if spent else ""
         coder = _escape(f"[{data['coder']}]")
         # Never wrapped by us: a path cut in two cannot be searched for in a log.
-        return [f"  seat {data['seat']} {coder}: {_escape(what)}{stop}{err}"]
+        return [f"  seat {data['seat']} {coder}: {_escape(what)}{spent}{stop}{err}"]
     if event.kind == EventKind.VALIDATOR_FINISHED:
         severity = "error" if data.get("error") else str(data["severity"])
         style = _STYLE.get(severity, "magenta")

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from assay.cli.progress import Progress, shown_data
+from assay.cli.progress import Progress, shown_data, spent_text
 from assay.core.vocab import EventKind
 
 if TYPE_CHECKING:
@@ -38,6 +38,7 @@ class _Seat:
     since: float
     state: str = "coding"
     until: float | None = None  # when it stopped counting (no candidate to check)
+    spent: str = ""  # what its program reported spending so far ("1,200 tokens · $0.0312")
 
 
 @dataclass
@@ -136,6 +137,10 @@ class LiveProgress(Progress):
         elif event.kind == EventKind.ATTEMPT_DECIDED:
             run.state = str(data.get("next") or data.get("action") or "decided")
             run.seats.clear()
+        elif event.kind == EventKind.USAGE_REPORTED and data.get("role") == "coder":
+            seat = run.seats.get(_int(data.get("seat")) or 0)
+            if seat is not None:
+                seat.spent = spent_text(data.get("tokens"), data.get("total_cost_usd"))
 
     def footer(self) -> list[Text]:
         from rich.text import Text
@@ -166,6 +171,7 @@ class LiveProgress(Progress):
                         Text.assemble(
                             f"    seat {number} [{seat.coder}] {seat.state} · ",
                             (clock_text(took), "cyan"),
+                            (f" · {seat.spent}" if seat.spent else "", "dim"),
                         )
                     )
         return lines

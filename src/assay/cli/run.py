@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -21,9 +22,13 @@ from assay.cli.flags import (
     ContractFlag,
     LandFlag,
     MaxAttemptsFlag,
+    MaxCostFlag,
     MaxRecoveryFlag,
+    MaxTokensFlag,
     SandboxFlag,
     SeatsFlag,
+    TaskMaxCostFlag,
+    TaskMaxTokensFlag,
     ValidatorFlag,
 )
 from assay.cli.output_options import EventsFlag, ProgressFlag, ProgressMode
@@ -110,6 +115,10 @@ def run(
     max_attempts: MaxAttemptsFlag = 3,
     max_recovery: MaxRecoveryFlag = 2,
     sandbox: SandboxFlag = None,
+    max_cost: MaxCostFlag = None,
+    max_tokens: MaxTokensFlag = None,
+    task_max_cost: TaskMaxCostFlag = None,
+    task_max_tokens: TaskMaxTokensFlag = None,
     task_id: Annotated[
         str | None, typer.Option("--task", help="Run an existing task instead of a new one.")
     ] = None,
@@ -155,6 +164,7 @@ def run(
         built = build_contract(
             instruction, contract, coder, coder_command, validator, land, seats,
             max_attempts, max_recovery, sandbox=sandbox,
+            spending=spending_flags(max_cost, max_tokens, task_max_cost, task_max_tokens),
         )  # fmt: skip
         refuse_unconfinable(built)  # before the task is created
         refuse_secret_env(built)
@@ -269,9 +279,10 @@ def build_contract(
     max_recovery: int,
     *,
     sandbox: SandboxMode | None = None,
+    spending: Mapping[str, float | int | None] | None = None,
 ) -> Contract:
     """The contract of a new task, from a file or from the flags; ``sandbox`` (``--sandbox``)
-    overrides either's."""
+    and ``spending`` (the budget flags, by their ``budgets`` key) override either's."""
     from pydantic import ValidationError
 
     from assay.core.contract import contract_from_flags
@@ -304,7 +315,29 @@ def build_contract(
             fail(f"invalid options: {exc}")
     if sandbox is not None:
         built = built.model_copy(update={"sandbox": sandbox})
+    caps = {key: value for key, value in (spending or {}).items() if value is not None}
+    if caps:
+        try:
+            budgets = type(built.budgets).model_validate({**built.budgets.model_dump(), **caps})
+        except ValidationError as exc:
+            fail(f"invalid options: {one_line(exc)}")
+        built = built.model_copy(update={"budgets": budgets})
     return built
+
+
+def spending_flags(
+    max_cost: float | None,
+    max_tokens: int | None,
+    task_max_cost: float | None,
+    task_max_tokens: int | None,
+) -> dict[str, float | int | None]:
+    """The budget flags by the contract keys they set."""
+    return {
+        "max_cost_usd": max_cost,
+        "max_tokens": max_tokens,
+        "task_max_cost_usd": task_max_cost,
+        "task_max_tokens": task_max_tokens,
+    }
 
 
 # The flags a contract file sets itself: given beside --contract they would be ignored.

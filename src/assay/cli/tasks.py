@@ -16,9 +16,13 @@ from assay.cli.flags import (
     ContractFlag,
     LandFlag,
     MaxAttemptsFlag,
+    MaxCostFlag,
     MaxRecoveryFlag,
+    MaxTokensFlag,
     SandboxFlag,
     SeatsFlag,
+    TaskMaxCostFlag,
+    TaskMaxTokensFlag,
     ValidatorFlag,
 )
 from assay.cli.workspace import (
@@ -78,10 +82,19 @@ def add(
     max_attempts: MaxAttemptsFlag = 3,
     max_recovery: MaxRecoveryFlag = 2,
     sandbox: SandboxFlag = None,
+    max_cost: MaxCostFlag = None,
+    max_tokens: MaxTokensFlag = None,
+    task_max_cost: TaskMaxCostFlag = None,
+    task_max_tokens: TaskMaxTokensFlag = None,
     json_output: JsonFlag = False,
 ) -> None:
     """Queue a task (an instruction with flags, or a contract) for `assay serve`."""
-    from assay.cli.run import build_contract, queue_task, refuse_flags_beside_a_contract
+    from assay.cli.run import (
+        build_contract,
+        queue_task,
+        refuse_flags_beside_a_contract,
+        spending_flags,
+    )
 
     if instruction is None and contract is None:
         fail("give an instruction or --contract FILE")
@@ -90,6 +103,7 @@ def add(
     built = build_contract(
         instruction, contract, coder, coder_command, validator, land, seats,
         max_attempts, max_recovery, sandbox=sandbox,
+        spending=spending_flags(max_cost, max_tokens, task_max_cost, task_max_tokens),
     )  # fmt: skip
     refuse_unconfinable(built)
     refuse_secret_env(built)

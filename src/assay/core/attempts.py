@@ -28,15 +28,20 @@ class AttemptRecord(BaseModel):
     coder_dispatches: int = Field(ge=0)
     failures: list[str] = Field(default_factory=list)
     finding_signatures: list[str] = Field(default_factory=list)
+    # Its run's process or worker died in it, before the run closed (its outcome is ``error``,
+    # whatever its validators had said: its change never landed).
+    interrupted: bool = False
 
 
 class AttemptEntry(BaseModel):
-    """One line of the bounded history: which attempt, and its canonical outcome."""
+    """One line of the bounded history: which attempt, and its canonical outcome;
+    ``interrupted`` (only when true) says its run died in it."""
 
     model_config = ConfigDict(extra="ignore", frozen=True)
 
     attempt: int = Field(ge=1)
     outcome: AttemptOutcome
+    interrupted: bool | None = Field(default=None, exclude_if=lambda value: not value)
 
 
 class AttemptsSummary(BaseModel):
@@ -94,6 +99,9 @@ def summarize_attempts(
     return AttemptsSummary(
         total=len(ordered),
         coder_dispatches=sum(record.coder_dispatches for record in ordered),
-        history=[AttemptEntry(attempt=r.attempt, outcome=r.outcome) for r in kept],
+        history=[
+            AttemptEntry(attempt=r.attempt, outcome=r.outcome, interrupted=r.interrupted or None)
+            for r in kept
+        ],
         omitted=omitted or None,
     )

@@ -348,6 +348,13 @@ threshold: 0.67
 # max_files, max_bytes, max_file_bytes, max_depth: a candidate's bounds, checked while it is
 #   captured: new files, bytes of new or resized files, the largest such file, path depth.
 #   Over one: halt-scope-breach with the figure, the task held for a human.
+# max_cost_usd, max_tokens: caps on what one run spends (every coder and judge of it), checked
+#   as the programs report their usage; task_max_cost_usd, task_max_tokens: the same across
+#   all the task's runs (a refunded run's spending counts). Spent: halt-budget-exhausted fires
+#   with the figures, and by default (on_exhausted: hold) the coders are stopped and the task
+#   is held for a human; on_exhausted: warn only warns. Unset: no cap. A cost cap cannot stop
+#   a coder whose program reports no cost (codex; an llm endpoint that gives no usage.cost):
+#   a warning says so; cap its tokens instead.
 budgets:
   max_attempts: 3
   max_recovery: 2
@@ -356,6 +363,10 @@ budgets:
   max_bytes: 104857600
   max_file_bytes: 10485760
   max_depth: 64
+  # max_cost_usd: 5.00
+  # max_tokens: 2000000
+  # task_max_cost_usd: 20.00
+  # on_exhausted: hold
 
 # Where a passing change goes: merge (one squashed commit on the base branch, with Assay-Task,
 # Assay-Run and Assay-Attempts trailers; never into a dirty checkout; if the branch moved, the

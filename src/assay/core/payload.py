@@ -18,6 +18,7 @@ from assay.core.policy import PolicyDecision
 from assay.core.report import CoderReport, DiffComparison, FileChange
 from assay.core.results import ValidatorResult
 from assay.core.tally import Tally
+from assay.core.usage import Spend
 from assay.core.vocab import (
     HaltSeverity,
     HaltType,
@@ -99,36 +100,43 @@ class PayloadHalts(_Persisted):
 
 
 class Usage(_Persisted):
-    """What the run's dispatches spent. A cost nobody reported is unknown, never zero."""
+    """What the run's dispatches spent, summed from the usage journal (every report as it
+    arrived, so a killed run counts too). A cost nobody reported is unknown, never zero."""
 
     tokens: int = Field(default=0, ge=0)
+    tokens_in: int = Field(default=0, ge=0)
+    tokens_out: int = Field(default=0, ge=0)
     cost_usd: float | None = Field(
         default=0.0,
         ge=0,
-        description="the total; null when any dispatch's cost is unknown (unpriced_dispatches)",
+        description="the total; null when any dispatch's cost is unknown (unpriced or "
+        "unreported dispatches)",
     )
     priced_cost_usd: float = Field(
         default=0.0, ge=0, description="the sum of the costs that are known (a lower bound)"
     )
+    dispatches: int = Field(default=0, ge=0, description="dispatches that spent (judges too)")
     unpriced_dispatches: int = Field(
-        default=0, ge=0, description="dispatches whose coder reported no cost"
+        default=0, ge=0, description="dispatches whose program reported tokens but no cost"
+    )
+    unreported_dispatches: int = Field(
+        default=0, ge=0, description="dispatches whose program reported no usage at all"
     )
     wall_time_ms: int = Field(default=0, ge=0)
 
 
-def total_usage(
-    tokens: Sequence[int | None], costs: Sequence[float | None], wall_times: Sequence[int]
-) -> Usage:
-    """The run's usage from its dispatches' own figures (one entry per dispatch)."""
-    known = [cost for cost in costs if cost is not None]
-    unpriced = len(costs) - len(known)
-    priced = round(sum(known), 6)
+def usage_of(spend: Spend, wall_time_ms: int) -> Usage:
+    """The payload's usage from the journal's sum."""
     return Usage(
-        tokens=sum(t or 0 for t in tokens),
-        cost_usd=None if unpriced else priced,
-        priced_cost_usd=priced,
-        unpriced_dispatches=unpriced,
-        wall_time_ms=sum(wall_times),
+        tokens=spend.tokens,
+        tokens_in=spend.tokens_in,
+        tokens_out=spend.tokens_out,
+        cost_usd=spend.cost_usd,
+        priced_cost_usd=round(spend.priced_cost_usd, 6),
+        dispatches=spend.dispatches,
+        unpriced_dispatches=spend.unpriced,
+        unreported_dispatches=spend.unreported,
+        wall_time_ms=wall_time_ms,
     )
 
 

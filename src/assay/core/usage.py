@@ -16,12 +16,14 @@ from dataclasses import dataclass
 from assay.core.vocab import BudgetAction
 
 __all__ = [
+    "FIRST_CALL",
     "BudgetLimits",
     "Exhaustion",
     "Spend",
     "UsageFigures",
     "exhaustion",
     "money",
+    "with_call",
 ]
 
 
@@ -83,6 +85,32 @@ class UsageFigures:
             calls=max(self.calls, other.calls),
             reported=self.reported or other.reported,
         )
+
+
+FIRST_CALL = UsageFigures(cost_usd=0.0)
+"""A model loop's figures before its first answer: nothing spent, and priced until an answer
+comes without a cost."""
+
+
+def with_call(
+    figures: UsageFigures,
+    *,
+    tokens_in: int,
+    tokens_out: int,
+    cost_usd: float | None,
+    model: str | None,
+) -> UsageFigures:
+    """``figures`` plus one model answer; one answer without a cost makes the cost unknown."""
+    cost = None
+    if figures.cost_usd is not None and cost_usd is not None:
+        cost = round(figures.cost_usd + cost_usd, 9)
+    return UsageFigures(
+        tokens_in=figures.tokens_in + max(0, tokens_in),
+        tokens_out=figures.tokens_out + max(0, tokens_out),
+        cost_usd=cost,
+        model=model or figures.model,
+        calls=figures.calls + 1,
+    )
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,6 @@ class AttemptOutcome(StrEnum):
     WARNED = "warned"
     BLOCKED = "blocked"
     ERROR = "error"
-    INTERRUPTED = "interrupted"  # its run's process or worker died before the run closed
 
 
 class StopReason(StrEnum):

@@ -43,11 +43,20 @@ def failure_detail(result: ValidatorResult) -> str:
 
 
 def hit_budget(seat: Candidate) -> bool:
+    """The seat stopped on one of its budgets: turns, context, time, or its run's spending."""
     reason = seat.dispatch.stop_reason
-    return seat.dispatch.timed_out or reason in (StopReason.TURN_BUDGET, StopReason.CONTEXT_BUDGET)
+    stopped = seat.dispatch.timed_out or seat.dispatch.budget is not None
+    return stopped or reason in (StopReason.TURN_BUDGET, StopReason.CONTEXT_BUDGET)
+
+
+def spending_exhausted(seats: list[Candidate]) -> str | None:
+    """The spending budget the attempt's seats exhausted (its figures), if one was."""
+    return next((s.dispatch.budget for s in seats if s.dispatch.budget), None)
 
 
 def budget_detail(seat: Candidate) -> str:
+    if seat.dispatch.budget is not None:
+        return seat.dispatch.budget
     if seat.dispatch.timed_out:
         return "the coder hit its time budget and was stopped"
     reason = seat.dispatch.stop_reason

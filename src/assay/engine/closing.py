@@ -15,12 +15,28 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from assay.adapters.store.records import DispatchRecord, RunClose
+from assay.adapters.store.usage_log import DispatchUsage, spend_of
 from assay.core.backoff import QUOTA_ROWS, quota_wait
 from assay.core.contract import Contract
-from assay.core.payload import CandidateSummary, HaltNotice, LandSummary, Payload, build_payload
+from assay.core.payload import (
+    CandidateSummary,
+    HaltNotice,
+    LandSummary,
+    Payload,
+    build_payload,
+    usage_of,
+)
 from assay.core.settle import RefundStreak, Settlement, settle
 from assay.core.tasks import Task
-from assay.core.vocab import LandMode, RunStatus, SettleRow, TaskStatus, ValidatorKind
+from assay.core.usage import Spend, UsageFigures
+from assay.core.vocab import (
+    LandMode,
+    RunStatus,
+    SettleRow,
+    TaskStatus,
+    UsageRole,
+    ValidatorKind,
+)
 from assay.engine.accounting import seat_error
 from assay.engine.result import RunResult
 
@@ -47,6 +63,8 @@ class CloseFacts:
     quota_streak: int = 0
     unattested: Sequence[HaltNotice] = ()
     dispatches: Sequence[DispatchRecord] | None = None
+    # What the run's dispatches spent, from the usage journal (each report as it arrived).
+    usage: Sequence[DispatchUsage] = ()
 
 
 @dataclass(frozen=True)
@@ -94,7 +112,7 @@ def close_run(facts: CloseFacts) -> Closing:
         coder_report=result.winner.report if result.winner else None,
         report_comparison=result.winner.comparison if result.winner else None,
         fired_halts=[*result.fired, *facts.unattested],
-        usage=result.usage(),
+        usage=usage_of(spend_of(facts.usage), result.wall_time_ms),
         land=_land_summary(result, contract),
         sandbox=contract.sandbox,  # a bwrap contract never runs unconfined: the CLI refuses
         network=contract.network.mode,
@@ -107,9 +125,12 @@ def close_run(facts: CloseFacts) -> Closing:
         settlement=settlement,
         reason=result.reason,
         attempts=result.attempts,
-        dispatches=list(facts.dispatches)
-        if facts.dispatches is not None
-        else _dispatch_records(facts.dispatch_id, result),
+        dispatches=_with_usage(
+            list(facts.dispatches)
+            if facts.dispatches is not None
+            else _dispatch_records(facts.dispatch_id, result),
+            facts.usage,
+        ),
         judge_calls=judges * result.validations + result.judge_calls,
         land_attempts=1 if result.land else 0,
         finished_at=payload.finished_at,
@@ -178,3 +199,24 @@ def _dispatch_records(dispatch_id: str, result: RunResult) -> list[DispatchRecor
         )
         for d in result.dispatches
     ]
+
+
+def _with_usage(
+    records: list[DispatchRecord], usage: Sequence[DispatchUsage]
+) -> list[DispatchRecord]:
+    """Each coder dispatch's tokens and cost as the journal summed them (a dispatch killed
+    before it finished counts what it reported)."""
+    spent: dict[tuple[int | None, int | None], list[UsageFigures]] = {}
+    for u in usage:
+        if u.key.role is UsageRole.CODER:  # a seat dispatched again has a second key
+            spent.setdefault((u.key.attempt, u.key.seat), []).append(u.figures)
+    filled = []
+    for record in records:
+        figures = spent.get((record.attempt, record.seat))
+        if figures is None:
+            filled.append(record)
+            continue
+        total = Spend.of(figures)
+        tokens = total.tokens if total.unreported < total.dispatches else None
+        filled.append(record.model_copy(update={"tokens_used": tokens, "cost_usd": total.cost_usd}))
+    return filled

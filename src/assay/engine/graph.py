@@ -17,6 +17,7 @@ from assay.core.ledger import finding_signatures
 from assay.core.policy import decide
 from assay.core.recovery import PriorFailure, recovery_spec
 from assay.core.vocab import (
+    BudgetAction,
     CanonicalHalt,
     EventKind,
     HaltSeverity,
@@ -32,6 +33,7 @@ from assay.engine.accounting import (
     hit_budget,
     record_attempt,
     seat_event,
+    spending_exhausted,
 )
 from assay.engine.effects import (
     CandidateCall,
@@ -156,6 +158,17 @@ async def run_attempts(plan: RunPlan, fx: Effects) -> RunResult:
                         f"attempt {attempt} seat {seat.seat}: {budget_detail(seat)}",
                     )
                 )
+        spent = spending_exhausted(seats)
+        if spent is not None and contract.budgets.on_exhausted is BudgetAction.HOLD:
+            run.attempts.append(record_attempt(attempt, seats, [], fault=True, failures=[spent]))
+            run.fired = await fx.fired_halts(plan)
+            return end_run(
+                run,
+                RunStatus.BLOCKED,
+                HaltType.ESCALATE,
+                f"budget exhausted: {spent}; the task is held for a human",
+                halted=True,
+            )
         run.fired = await fx.fired_halts(plan)
         blocking = [h for h in run.fired if h.severity is HaltSeverity.BLOCK]
         if blocking:

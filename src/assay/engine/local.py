@@ -70,6 +70,7 @@ from assay.engine.local_close import close_interrupted, open_run, record_run
 from assay.engine.local_halts import HaltKeeper
 from assay.engine.local_seats import SeatWork, dispatch_seat, validate_seat
 from assay.engine.merge import land_candidate
+from assay.engine.metering import RunMeter
 from assay.engine.panel import judge_blind
 from assay.engine.seat_results import validation_of
 from assay.engine.seating import Seating
@@ -145,6 +146,7 @@ class LocalEffects:
         self.plan: RunPlan | None = None
         self.keep_worktrees = False
         self.run_lock: int | None = None  # the run folder's lock, held while the run lives
+        self._meter: RunMeter | None = None
 
     # -- paths -------------------------------------------------------------------------------
 
@@ -244,6 +246,7 @@ class LocalEffects:
                 operator_env=self.operator_env,
                 workdir=workdir,
                 sandbox=await asyncio.to_thread(self.seating.judge_sandbox, plan),
+                meter=self.meter(plan),
             )
         for problem in panel.problems:  # a judge that cannot run says so on stderr
             self._warn(f"attempt {attempt}: {problem}")
@@ -303,6 +306,21 @@ class LocalEffects:
             yield
 
     # -- helpers -----------------------------------------------------------------------------
+
+    def meter(self, plan: RunPlan) -> RunMeter:
+        """The run's spending meter, made on first use from the ledger's usage journal."""
+        with self._lock:
+            if self._meter is None:
+                self._meter = RunMeter(
+                    self.ledger,
+                    task_id=plan.task_id,
+                    run_id=plan.run_id,
+                    limits=plan.contract.budgets.limits,
+                    clock=self.clock,
+                    display=self.display,
+                    warn=self._warn,
+                )
+            return self._meter
 
     def warn(self, message: str) -> None:
         """A run warning, once per message: in the payload, the ledger's events and on the

@@ -130,6 +130,7 @@ def record_run(fx: LocalEffects, handle: RunHandle, result: RunResult) -> RunRec
         quota_streak=closed_quota_streak(ledger, task.id),
         unattested=unattested,
         dispatches=dispatches,
+        usage=ledger.usage(run_id=plan.run_id),
     )
     closing = close_run(facts)
     # The task the executor was handed comes back settled (its caller reads it, as the CLI does).

@@ -46,6 +46,7 @@ from assay.engine.accounting import validator_event
 from assay.engine.closing import IGNORED_SHOWN
 from assay.engine.effects import FireCall, SeatCall
 from assay.engine.interrupt import boundary
+from assay.engine.metering import coder_key, metered, validator_key
 from assay.engine.outcomes import Candidate, RunEvent, RunPlan
 from assay.engine.seat_results import (
     candidate_of,
@@ -91,6 +92,9 @@ async def dispatch_seat(fx: LocalEffects, call: SeatCall) -> Candidate:
     relay = await asyncio.to_thread(fx.halts.open_relay, plan, attempt, seat)
     env = fx.coder_env(plan, seat, relay.path if relay else None)
     warn_unconfined_network(fx, plan)
+    meter = fx.meter(plan).dispatch(
+        coder_key(plan.task_id, plan.run_id, attempt, seat, spec.kind.value)
+    )
     request = DispatchRequest(
         worktree=worktree,
         prompt=call.prompt,
@@ -116,6 +120,7 @@ async def dispatch_seat(fx: LocalEffects, call: SeatCall) -> Candidate:
             plan, seat, seat_dir, out_dir, relay.folder if relay else None, env
         ),
         home=repo.home.resolve(),
+        meter=meter,
     )
     coder = None
     if unmade is not None:
@@ -125,7 +130,9 @@ async def dispatch_seat(fx: LocalEffects, call: SeatCall) -> Candidate:
             coder = get_coder(spec.kind.value)
         except Exception as exc:  # an unknown or broken adapter: this seat's environment error
             result = DispatchResult(exit_code=None, environment_error=str(exc))
-    if coder is not None:
+    if coder is not None and (spent := meter.stop_reason()) is not None:
+        result = DispatchResult(exit_code=None, stopped=spent, error=f"not started: {spent}")
+    elif coder is not None:
         for setting in ignored_settings(spec, coder):
             fx.warn(f"seat {seat}: the {spec.kind.value} coder ignores `{setting}`")
         try:
@@ -138,6 +145,7 @@ async def dispatch_seat(fx: LocalEffects, call: SeatCall) -> Candidate:
                 raise
             result = environment_failed(fault)
     await asyncio.to_thread(fx.halts.close_relay, attempt, seat)  # its coder has ended
+    result = await asyncio.to_thread(metered, meter, result)
     if result.refused:
         refused = ", ".join(shown(target) for target in list(dict.fromkeys(result.refused))[:10])
         fx.warn(
@@ -152,6 +160,7 @@ async def dispatch_seat(fx: LocalEffects, call: SeatCall) -> Candidate:
     )
     commit = fx.seating.candidates.get((attempt, seat))
     fx.work[(attempt, seat)] = SeatWork(result=result, change=change, commit=commit)
+    exhausted = meter.run.exhausted
     candidate = candidate_of(
         seat=seat,
         attempt=attempt,
@@ -163,6 +172,7 @@ async def dispatch_seat(fx: LocalEffects, call: SeatCall) -> Candidate:
         comparison=compare_with_diff(report, change.paths)
         if report
         else compare_with_diff(None, []),
+        budget=exhausted.evidence if exhausted else None,
     )
     if capture is None or not capture.ignored_count:
         return candidate
@@ -276,6 +286,10 @@ async def validate_seat(
         checkout = None
         if kind == ValidatorKind.COMMAND:
             checkout = await asyncio.to_thread(fx.seating.checkout, plan, seat, commit)
+        spending = None
+        if kind == ValidatorKind.JUDGE:
+            key = validator_key(plan.task_id, plan.run_id, attempt, seat, str(settings["id"]))
+            spending = fx.meter(plan).dispatch(key)
         context = ValidationContext(
             worktree=checkout.path if checkout is not None else store.path,
             change=change,
@@ -289,6 +303,7 @@ async def validate_seat(
             revision=commit,
             # The whole diff, streamed from git (the change's own text is cut for display).
             diff_lines=functools.partial(store.iter_diff, change.base_commit, commit),
+            meter=spending,
         )
         validator = get_validator(kind)
         try:

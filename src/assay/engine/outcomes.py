@@ -62,6 +62,8 @@ class DispatchSummary:
     fault: str | None = None  # the provider fault that lost the seat (not quota), named
     environment_error: str | None = None
     error: str | None = None  # a crash or provider fault in words, for the recovery spec
+    # A spending budget of its run or task was spent while it ran: the figures, in words.
+    budget: str | None = None
 
 
 @dataclass(frozen=True)

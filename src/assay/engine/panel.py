@@ -19,7 +19,9 @@ from assay.adapters.envpolicy import agent_environment, model_environment
 from assay.adapters.sandbox_spec import SandboxSpec
 from assay.core.changes import ChangeSet
 from assay.core.contract import JudgeSpec
+from assay.core.usage import UsageFigures
 from assay.core.vocab import JudgeKind
+from assay.engine.metering import RunMeter, judge_key
 from assay.engine.outcomes import JudgeRound, RunPlan
 
 if TYPE_CHECKING:
@@ -45,10 +47,12 @@ async def judge_blind(
     operator_env: Mapping[str, str],
     workdir: Path,
     sandbox: SandboxSpec | None = None,
+    meter: RunMeter | None = None,
 ) -> JudgeRound:
     """``changes``: each candidate's change with its diff, by seat (read on the worker that
     holds the seats). ``sandbox``: where each CLI judge runs (None: unconfined); an LLM judge
-    is a model assay calls itself, so no process of it is confined."""
+    is a model assay calls itself, so no process of it is confined. ``meter``: where each
+    judge's spending is journaled."""
     # The judges' clients (HTTP, the verdict schema) and the blinding models load only for a
     # run that has judges.
     from assay.adapters.judging import RankingResult, deliberate, rank
@@ -80,13 +84,29 @@ async def judge_blind(
         directory = workdir / f"judge-{index + 1}" / f"round-{round_}"
         directory.mkdir(parents=True, exist_ok=True)
         confined = None if spec.kind is JudgeKind.LLM else own_home(sandbox, index, round_)
+        spending = None
+        if meter is not None:
+            key = judge_key(
+                plan.task_id, plan.run_id, attempt, index + 1, round_, _judge_name(spec)
+            )
+            spending = meter.dispatch(key)
         if not prior:
-            return rank(order, contract.task, spec, env=env, workdir=directory, sandbox=confined)
-        others = [r for i, r in enumerate(prior) if i != index]
-        return deliberate(
-            order, contract.task, spec, own=prior[index], others=others, env=env,
-            workdir=directory, sandbox=confined,
-        )  # fmt: skip
+            result = rank(
+                order, contract.task, spec, env=env, workdir=directory, sandbox=confined,
+                meter=spending,
+            )  # fmt: skip
+        else:
+            others = [r for i, r in enumerate(prior) if i != index]
+            if prior[index].ranking is None or not any(r.ranking for r in others):
+                return prior[index]  # not asked again: nothing spent
+            result = deliberate(
+                order, contract.task, spec, own=prior[index], others=others, env=env,
+                workdir=directory, sandbox=confined, meter=spending,
+            )  # fmt: skip
+        llm_unanswered = spec.kind is JudgeKind.LLM and result.usage is None
+        if spending is not None and not llm_unanswered:  # no answer came: nothing spent
+            spending.finish(judge_spent(result))
+        return result
 
     results = list(
         await asyncio.gather(
@@ -128,3 +148,13 @@ def _judge_name(spec: JudgeSpec | None) -> str:
     if spec is None:
         return "unnamed"
     return f"{spec.kind.value} {spec.model}" if spec.model else spec.kind.value
+
+
+def judge_spent(result: RankingResult) -> UsageFigures | None:
+    """What a judge's ask spent, as its final figures: an LLM judge's answers (each was
+    journaled as it came), or what a CLI judge's program said at its end (None: nothing)."""
+    if result.usage is not None:
+        return result.usage
+    if result.tokens is None and result.cost is None:
+        return None
+    return UsageFigures(tokens_in=result.tokens or 0, cost_usd=result.cost)

@@ -30,9 +30,17 @@ from assay.adapters.store import halt_files, halt_ops
 from assay.adapters.store.halt_journal import journaled_firings
 from assay.adapters.store.records import EventIn, RunDocument, RunRecord
 from assay.adapters.store.sql import Ledger, RunNotFound
+from assay.core.attempts import AttemptRecord
 from assay.core.contract import Contract
 from assay.core.payload import HaltNotice
-from assay.core.vocab import EventKind, HaltLifecycle, HaltSeverity, HaltType, RunStatus
+from assay.core.vocab import (
+    AttemptOutcome,
+    EventKind,
+    HaltLifecycle,
+    HaltSeverity,
+    HaltType,
+    RunStatus,
+)
 from assay.engine.closing import CloseFacts, close_run
 from assay.engine.halt_relay import remove_relay_folders
 from assay.engine.journal import JournaledLanding, read_journal
@@ -111,10 +119,12 @@ def close_unfinished(
         reason = f"block halt fired before the process died: {names}"
     else:
         status, halt_type = RunStatus.FAILED, HaltType.ENVIRONMENT_ERROR
-    result = RunResult(status, halt_type, reason, attempts=journal.attempts, fired=blocks)
+    parked = land is None and not blocks  # interrupted: refunded through settle
+    attempts = interrupted_last(journal.attempts, reason) if parked else journal.attempts
+    result = RunResult(status, halt_type, reason, attempts=attempts, fired=blocks)
     result.land = land
     result.halted = bool(blocks) and land is None
-    result.parked = land is None and not blocks  # interrupted: refunded through settle
+    result.parked = parked
     closing = close_run(
         CloseFacts(
             task=task,
@@ -128,6 +138,7 @@ def close_unfinished(
             refunds=refund_streak(ledger, task.id),
             quota_streak=closed_quota_streak(ledger, task.id),
             dispatches=journal.dispatches,
+            usage=ledger.usage(run_id=record.id),
         )
     )
     payload = closing.payload
@@ -426,3 +437,17 @@ def _fired_block_halts(notices: list[HaltNotice]) -> list[HaltNotice]:
         if notice.severity is HaltSeverity.BLOCK:
             seen.setdefault(notice.name, notice)
     return list(seen.values())
+
+
+def interrupted_last(attempts: list[AttemptRecord], reason: str) -> list[AttemptRecord]:
+    """The attempts of a run closed as interrupted: the one it was in when its process died
+    says so (an operational fault: ``error``), whatever its validators had said, since its
+    change never landed."""
+    if not attempts:
+        return attempts
+    last = attempts[-1]
+    if last.outcome is AttemptOutcome.BLOCKED:
+        return attempts  # decided and recovering: it did end blocked
+    failures = last.failures if reason in last.failures else [*last.failures, reason]
+    update = {"outcome": AttemptOutcome.ERROR, "interrupted": True, "failures": failures}
+    return [*attempts[:-1], last.model_copy(update=update)]

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from assay.core.attempts import AttemptRecord
-from assay.core.payload import HaltNotice, Usage, total_usage
+from assay.core.payload import HaltNotice
 from assay.core.policy import PolicyDecision
 from assay.core.results import ValidatorResult
 from assay.core.settle import Verdict
@@ -67,13 +67,10 @@ class RunResult:
             latest[outcome.seat] = outcome
         return [latest[seat] for seat in sorted(latest)]
 
-    def usage(self) -> Usage:
-        results = [d.dispatch for d in self.dispatches]
-        return total_usage(
-            [r.tokens_used for r in results],
-            [r.cost_usd for r in results],
-            [r.wall_time_ms for r in results],
-        )
+    @property
+    def wall_time_ms(self) -> int:
+        """The dispatches' wall time, summed."""
+        return sum(d.dispatch.wall_time_ms for d in self.dispatches)
 
 
 def end_run(

@@ -4,6 +4,8 @@ reads."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from assay.adapters.coders.base import DispatchResult
 from assay.adapters.process import EnvironmentFault
 from assay.adapters.validators.base import ValidationOutcome
@@ -70,13 +72,14 @@ def candidate_of(
     commit: str | None = None,
     report: CoderReport | None = None,
     comparison: DiffComparison | None = None,
+    budget: str | None = None,
 ) -> Candidate:
     """A seat's dispatch as it crosses the boundary: its change as statistics, never the diff."""
     return Candidate(
         seat=seat,
         attempt=attempt,
         coder=coder,
-        dispatch=summary_of(result),
+        dispatch=replace(summary_of(result), budget=budget),
         commit=commit,
         files=change.paths,
         type_changes=change.type_changes(),

@@ -33,6 +33,7 @@ from assay.adapters.run_files import writing
 from assay.adapters.safe_files import append_file, write_file
 from assay.adapters.store import halt_ops
 from assay.core.report import CoderReport, FileChange
+from assay.core.usage import FIRST_CALL
 from assay.core.vocab import FileChangeKind, StopReason
 
 DEFAULT_MAX_TURNS = 30
@@ -166,6 +167,7 @@ class _Session:
         self.root = request.worktree.resolve()
         self.written: dict[str, FileChangeKind] = {}
         self.validator_runs = 0
+        self.spent = FIRST_CALL
         self.output: list[str] = []  # the transcript's events after its start (the system prompt)
 
     def run(self) -> DispatchResult:
@@ -183,6 +185,7 @@ class _Session:
         quota: QuotaSignal | None = None
         error: str | None = None
         environment_error: str | None = None
+        stopped: str | None = None
         timed_out = False
         while stop is None:
             remaining = self.deadline - time.monotonic()
@@ -191,6 +194,11 @@ class _Session:
                 break
             if remaining <= 0:
                 timed_out = True
+                break
+            meter = self.request.meter
+            if meter is not None and (stopped := meter.stop_reason()) is not None:
+                error = f"stopped by assay: {stopped}"
+                self._log(event="stopped", reason=stopped)
                 break
             try:
                 reply = self.client.complete(messages, tools=TOOLS, timeout=remaining)
@@ -205,6 +213,9 @@ class _Session:
                 break
             turns += 1
             tokens += reply.total_tokens
+            self.spent = reply.spent(self.spent, self.client.endpoint.model)
+            if meter is not None:
+                meter.report(self.spent)  # journaled before anything else happens
             self._log(event="reply", turn=turns, message=reply.as_message(), tokens=tokens)
             messages.append(reply.as_message())
             if not reply.tool_calls:
@@ -244,6 +255,8 @@ class _Session:
             error=error,
             log_path=self.log_path,
             output="\n".join(self.output),
+            usage=self.spent if turns else None,
+            stopped=stopped,
         )
 
     def _validator_note(self) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from assay.adapters.coders.base import UsageMeter
 from assay.adapters.judging.common import Deliberation, RankingResult
 from assay.adapters.sandbox_spec import SandboxSpec
 from assay.core.blind import BlindCandidate
@@ -28,6 +29,7 @@ def rank(
     env: Mapping[str, str] | None = None,
     workdir: Path | None = None,
     sandbox: SandboxSpec | None = None,
+    meter: UsageMeter | None = None,
 ) -> RankingResult:
     """One judge's ranking of ``candidates``, shown in the order given (its ``judge_order``).
 
@@ -36,9 +38,10 @@ def rank(
     plus the tool's credentials). ``workdir``: this judge's own directory for its transcript
     and, for a CLI, its scratch copy of the diffs (default: a temporary directory / no log).
     ``sandbox``: where a CLI judge runs (None: unconfined; its own folder is made writable).
+    ``meter``: where an LLM judge's every answer's usage goes as it arrives.
     Never raises for anything the judge or provider does; ValueError for no or repeated labels.
     """
-    return _ask(candidates, task, judge, env, workdir, None, sandbox)
+    return _ask(candidates, task, judge, env, workdir, None, sandbox, meter)
 
 
 def deliberate(
@@ -51,6 +54,7 @@ def deliberate(
     env: Mapping[str, str] | None = None,
     workdir: Path | None = None,
     sandbox: SandboxSpec | None = None,
+    meter: UsageMeter | None = None,
 ) -> RankingResult:
     """Show a judge the other judges' rankings and reasons once, and ask again.
 
@@ -62,7 +66,7 @@ def deliberate(
     readable = [other for other in others if other.ranking is not None]
     if own.ranking is None or not readable:
         return own
-    again = _ask(candidates, task, judge, env, workdir, Deliberation(own, readable), sandbox)
+    again = _ask(candidates, task, judge, env, workdir, Deliberation(own, readable), sandbox, meter)
     if again.ranking is not None:
         return again
     return RankingResult(
@@ -72,6 +76,7 @@ def deliberate(
         error=f"deliberation gave no usable ranking, the first one stands: {again.error}",
         tokens=again.tokens,
         cost=again.cost,
+        usage=again.usage,
         judge=own.judge or again.judge,
         log_path=again.log_path,
     )
@@ -85,11 +90,14 @@ def _ask(
     workdir: Path | None,
     prior: Deliberation | None,
     sandbox: SandboxSpec | None = None,
+    meter: UsageMeter | None = None,
 ) -> RankingResult:
     if judge.kind is JudgeKind.LLM:
         from assay.adapters.judging.llm import rank_with_model
 
-        return rank_with_model(candidates, task, judge, env=env, workdir=workdir, prior=prior)
+        return rank_with_model(
+            candidates, task, judge, env=env, workdir=workdir, prior=prior, meter=meter
+        )
     from assay.adapters.judging.cli import rank_with_cli
 
     return rank_with_cli(

@@ -23,6 +23,7 @@ from assay.adapters.validators.judge import MAX_DIFF_CHARS, fence, new_nonce
 from assay.core.blind import BlindCandidate
 from assay.core.changes import type_change_note
 from assay.core.tally import is_usable
+from assay.core.usage import UsageFigures
 
 # Placeholders, not labels: a concrete example order would nudge the judge towards it.
 ANSWER_SHAPE = '{"ranking": ["<best label>", "...", "<worst label>"], "reasons": "<why>"}'
@@ -45,6 +46,7 @@ class RankingResult:
     error: str | None = None
     tokens: int | None = None
     cost: float | None = None
+    usage: UsageFigures | None = None  # in and out apart, where the judge's program says
     judge: str = ""
     log_path: Path | None = None
 

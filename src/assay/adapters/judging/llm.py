@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from assay.adapters.coders.base import UsageMeter
 from assay.adapters.envpolicy import model_environment
 from assay.adapters.forced_call import Transcript, ask_forced, call_failed, calls_to
 from assay.adapters.judging.common import (
@@ -129,8 +130,10 @@ def rank_with_model(
     env: Mapping[str, str] | None = None,
     workdir: Path | None = None,
     prior: Deliberation | None = None,
+    meter: UsageMeter | None = None,
 ) -> RankingResult:
-    """Ask the model for a ranking; ``env`` is where the API key (and base URL) are read."""
+    """Ask the model for a ranking; ``env`` is where the API key (and base URL) are read;
+    ``meter`` gets each answer's usage as it arrives."""
     labels = labels_of(candidates)
     name = f"llm:{judge.model}"
     log = Transcript(workdir / "judge.jsonl" if workdir is not None else None)
@@ -153,8 +156,10 @@ def rank_with_model(
         deadline=time.monotonic() + judge.timeout_seconds,
         retry_message=lambda problem: RETRY.format(problem=problem, labels=joined),
         log=log.write,
+        meter=meter,
     )
     tokens = asked.tokens or None
+    cost = asked.usage.cost_usd if asked.usage else None
     if asked.error is not None:
         return RankingResult(
             None,
@@ -164,11 +169,21 @@ def rank_with_model(
             tokens=tokens,
             judge=name,
             log_path=log.path,
+            usage=asked.usage,
+            cost=cost,
         )
     if asked.answer is not None:
         ranking, reasons = asked.answer
         log.write(event="ranking", ranking=ranking)
-        return RankingResult(ranking, reasons, tokens=tokens, judge=name, log_path=log.path)
+        return RankingResult(
+            ranking,
+            reasons,
+            tokens=tokens,
+            judge=name,
+            log_path=log.path,
+            usage=asked.usage,
+            cost=cost,
+        )
     log.write(event="no_ranking", problems=list(asked.problems))
     return RankingResult(
         None,
@@ -176,4 +191,6 @@ def rank_with_model(
         tokens=tokens,
         judge=name,
         log_path=log.path,
+        usage=asked.usage,
+        cost=cost,
     )

@@ -62,7 +62,8 @@ def insert_usage(
         "priced": priced,
         "reported": increase.reported,
     }
-    row_id = int(conn.execute(sa.insert(usage).values(**values)).inserted_primary_key[0])
+    inserted = conn.execute(sa.insert(usage).values(**values)).inserted_primary_key
+    row_id = int(inserted[0]) if inserted is not None else 0
     data: dict[str, Any] = {
         "dispatch": key.dispatch,
         "attempt": key.attempt,

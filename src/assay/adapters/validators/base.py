@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from assay.adapters.coders.base import QuotaSignal
+from assay.adapters.coders.base import QuotaSignal, UsageMeter
 from assay.adapters.sandbox_spec import SandboxSpec
 from assay.core.changes import ChangeSet
 from assay.core.results import ValidatorResult
@@ -38,6 +38,8 @@ class ValidationContext:
     # check that can stream them (the secret scan): a huge diff is then never held whole.
     # None: ``change.diff`` is read.
     diff_lines: Callable[[], Iterable[str]] | None = None
+    # Where a model validator's every answer's usage goes as it arrives (None: nowhere).
+    meter: UsageMeter | None = None
 
 
 @dataclass(frozen=True)

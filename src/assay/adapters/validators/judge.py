@@ -144,6 +144,7 @@ class JudgeValidator:
             deadline=time.monotonic() + timeout,
             retry_message=lambda problem: RETRY.format(problem=problem),
             log=run.log,
+            meter=context.meter,
         )
         if asked.error is not None:
             return run.error(call_failed(asked.error), asked.error)
