@@ -54,7 +54,11 @@ def result_line(**fields: object) -> str:
 def test_success_reads_turns_cost_and_usage() -> None:
     parsed = parse_claude_stream(SUCCESS, now=NOW)
     assert parsed.stop_reason is StopReason.COMPLETED
-    assert (parsed.turns_used, parsed.cost_usd, parsed.tokens_used) == (1, 0.024, 9)
+    # The trimmed result's usage leaves out the cached input the message reported: each count
+    # is the larger of the two (a result can leave a call out, see REAL_BUDGET_STOP).
+    assert (parsed.turns_used, parsed.cost_usd, parsed.tokens_used) == (1, 0.024, 17499)
+    assert parsed.usage is not None
+    assert (parsed.usage.tokens_in, parsed.usage.tokens_out) == (3 + 2783 + 14707, 6)
     assert parsed.summary == "Hello."
     assert parsed.quota is None and parsed.error is None
 

@@ -69,6 +69,7 @@ def test_task_show_and_list_show_stored_text_escaped_on_its_line(tmp_path: Path)
     have chosen: each stays on its own line, its controls and bidi overrides shown."""
     from assay.adapters.store.records import RunRecord
     from assay.cli import task_views
+    from assay.cli.usage_views import TaskUsage
     from assay.core.vocab import HoldSource, RunStatus, SettleRow
 
     task = Task.new(id="t1", title=f"fix {BIDI}", instruction="i", now=NOW).model_copy(
@@ -86,9 +87,10 @@ def test_task_show_and_list_show_stored_text_escaped_on_its_line(tmp_path: Path)
         id="r1", task_id="t1", status=RunStatus.BLOCKED, started_at=NOW, finished_at=NOW,
         settle_row=SettleRow.HALTED, reason=f"blocked: {FORGED}", payload_path=str(payload),
     )  # fmt: skip
-    document = task_views.show_document(task, {}, [run], [], tmp_path, NOW)
+    usage = TaskUsage.of([])
+    document = task_views.show_document(task, {}, [run], [], tmp_path, NOW, usage)
     assert document["fired_halts"][0]["detail"] == f"{FORGED} {BIDI}"  # JSON: as stored
-    shown_text = task_views.show_text(task, [run], document, NOW)
+    shown_text = task_views.show_text(task, [run], document, NOW, usage)
     listed = task_views.list_text([task], [], NOW)
     for text in (shown_text, listed):
         assert "\u202e" not in text and "\x1b" not in text

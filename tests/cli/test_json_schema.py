@@ -203,8 +203,9 @@ def test_a_held_task_and_an_unreadable_row(tmp_path: Path) -> None:
     assert (shown["held_by"], shown["hold_reason"]) == ("manual", "wait for ünïcode")
 
 
-def test_ledger_show_and_gc(site: Site) -> None:
+def test_ledger_show_usage_and_gc(site: Site) -> None:
     valid("ledger_show", json_out(site.repo.assay("ledger", "show", site.task_id, "--json")))
+    valid("usage", json_out(site.repo.assay("usage", "--by", "day", "--since", "1d", "--json")))
     collected = json_out(site.repo.assay("gc", "--dry-run", "--json"))
     assert collected["skipped"], collected  # the run's branch, kept: the schema sees an item
     valid("gc", collected)

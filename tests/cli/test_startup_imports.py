@@ -154,7 +154,7 @@ def test_the_quick_task_commands_are_answered_before_typer(
 
     def answer(args: list[str]) -> int | None:
         seen.append(args)
-        return 0 if args[1] == "list" else None
+        return None if "--help" in args else 0
 
     monkeypatch.setattr("assay.cli.task_quick.main", answer)
     built: list[tuple[str | None, list[str]]] = []
@@ -167,5 +167,9 @@ def test_the_quick_task_commands_are_answered_before_typer(
         main_module.main(["task", "list", "--status", "held"])
     assert (caught.value.code, seen, built) == (0, [["task", "list", "--status", "held"]], [])
     # None means "not mine": typer's command answers instead.
+    main_module.main(["task", "list", "--help"])
+    assert built == [("task", ["task", "list", "--help"])]
+    # `task show` and `ledger show` (which sum the usage journal) are never offered to it.
     main_module.main(["task", "show", "t-1"])
-    assert built == [("task", ["task", "show", "t-1"])]
+    main_module.main(["ledger", "show", "t-1"])
+    assert len(seen) == 2 and [only for only, _ in built] == ["task", "task", "ledger"]

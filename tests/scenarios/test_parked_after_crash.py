@@ -70,7 +70,8 @@ env: {{CRASH_STATE: "{state}"}}
     assert [r["status"] for r in runs] == ["failed", "merged"]
     interrupted = json.loads(Path(runs[0]["payload_path"]).read_text())
     assert interrupted["halt_type"] == "environment_error"
-    assert interrupted["attempts"]["history"] == [{"attempt": 1, "outcome": "error"}]
+    history = [{"attempt": 1, "outcome": "error", "interrupted": True}]
+    assert interrupted["attempts"]["history"] == history
 
     again = repo.assay("run", "--resume")
     assert again.returncode == 0

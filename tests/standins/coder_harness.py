@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.adapters.coders.base import DispatchRequest
+from assay.core.usage import UsageFigures
 
 STANDINS = Path(__file__).resolve().parent
 # The stand-ins start with ``#!/usr/bin/env python3``: the test interpreter's own directory
@@ -107,3 +108,39 @@ def recorded(tmp_path: Path) -> dict[str, Any]:
     """The argv, stdin and cwd the stand-in received."""
     data: dict[str, Any] = json.loads((tmp_path / "record.json").read_text())
     return data
+
+
+class BudgetMeter:
+    """A :class:`~assay.adapters.coders.base.UsageMeter` for tests: it keeps every report, and
+    says stop once the reported tokens reach ``max_tokens`` (or at once, with ``spent``)."""
+
+    def __init__(
+        self,
+        *,
+        max_tokens: int | None = None,
+        remaining_cost_usd: float | None = None,
+        spent: str | None = None,
+    ) -> None:
+        self.max_tokens = max_tokens
+        self.remaining = remaining_cost_usd
+        self.spent = spent
+        self.reports: list[UsageFigures] = []
+
+    def report(self, figures: UsageFigures) -> None:
+        self.reports.append(figures)
+
+    def stop_reason(self) -> str | None:
+        if self.spent is not None:
+            return self.spent
+        used = self.reports[-1].tokens if self.reports else 0
+        if self.max_tokens is not None and used >= self.max_tokens:
+            return f"the run spent {used} tokens of its {self.max_tokens}-token budget"
+        return None
+
+    def remaining_cost_usd(self) -> float | None:
+        return self.remaining
+
+    def remaining_tokens(self) -> int | None:
+        if self.max_tokens is None:
+            return None
+        return max(0, self.max_tokens - (self.reports[-1].tokens if self.reports else 0))

@@ -91,7 +91,7 @@ def test_the_run_page_shows_hostile_names_escaped() -> None:
         ),
         changed_files=[FORGED, BIDI], diff=f"+++ b/x\n@@ -0,0 +1 @@\n+access = {BIDI}\n",
         diff_truncated=False, halts=[halt], warnings=[f"ignored, not in the candidate: {FORGED}"],
-        land=None, sandbox="bwrap", payload_available=False, last_event_id=0,
+        land=None, sandbox="bwrap", payload_available=False, usage=None, last_event_id=0,
     )  # fmt: skip
     html = _render("run.html", run=run, fragment="", notice=None, config=None)
     assert not _hidden(html), _hidden(html)
@@ -111,7 +111,7 @@ def test_the_task_and_queue_pages_show_hostile_text_escaped() -> None:
         row=_row(), instruction=f"do it\n{BIDI}", last_error=f"boom\x1b[2J{FORGED}",
         diagnostic=None, runs=[_brief(f"blocked: {FORGED}")],
         actions=[ActionView(at=NOW, action="hold", by=BIDI, via="cli", reason=FORGED)],
-        last_event_id=0,
+        usage=None, run_usage={}, last_event_id=0,
     )  # fmt: skip
     page = _render(
         "task.html", task=task, fragment="", moves=[], no_moves="", notice=None, config=None

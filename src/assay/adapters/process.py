@@ -13,6 +13,10 @@ full, the log folder is not writable, bwrap is missing) :class:`EnvironmentFault
 name, never "could not start".
 
 A child given a :class:`SandboxSpec` runs inside bubblewrap (:mod:`assay.adapters.sandbox`).
+
+A child given an :class:`OutputWatch` has its output read as it arrives
+(:mod:`assay.adapters.process_watch`); when the watch says why, its group is stopped as on a
+timeout, and the result says why.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from pathlib import Path
 from typing import IO, BinaryIO
 
 from assay.adapters.process_groups import record_group
+from assay.adapters.process_watch import OutputWatch, Tail, finish_watching, wait_watching
 from assay.adapters.safe_files import create_file, write_file
 from assay.adapters.sandbox import (
     MISSING_MESSAGE,
@@ -121,13 +126,14 @@ def _read_back(handle: BinaryIO, limit: int = MAX_OUTPUT_READ) -> str:
 
 @dataclass(frozen=True)
 class ProcessResult:
-    exit_code: int | None  # None when it was killed on timeout
+    exit_code: int | None  # None when it was killed (a timeout, or stopped by its watch)
     stdout: str
     stderr: str
     timed_out: bool
     wall_time_ms: int
     log_path: Path
     refused: tuple[str, ...] = ()  # what the seat's proxy refused to connect to
+    stopped: str | None = None  # why its watch had it stopped before it ended, if it did
 
     @property
     def printed(self) -> str:
@@ -151,6 +157,7 @@ def run_process(
     log_path: Path,
     stdin: str | None = None,
     sandbox: SandboxSpec | None = None,
+    watch: OutputWatch | None = None,
 ) -> ProcessResult:
     """Run ``argv`` to completion or ``timeout``; raises FileNotFoundError if it does not exist.
 
@@ -162,9 +169,14 @@ def run_process(
     (:mod:`assay.adapters.sandbox`), bwrap itself started with ``env`` only; bwrap stays the
     leader of the group, so a timeout or stop request ends everything inside. The exit code
     is the program's (killed by a signal: 128 + the signal, as bwrap reports it).
+
+    A ``watch`` sees the output while the program runs and may have it stopped (its process
+    group ended as on a timeout; ``stopped`` says why, ``exit_code`` is None).
     """
     if not confines(sandbox):
-        return _run(argv, cwd=cwd, env=env, timeout=timeout, log_path=log_path, stdin=stdin)
+        return _run(
+            argv, cwd=cwd, env=env, timeout=timeout, log_path=log_path, stdin=stdin, watch=watch
+        )
     with contextlib.ExitStack() as stack:
         try:
             network = stack.enter_context(seat_network(sandbox, env))
@@ -180,6 +192,7 @@ def run_process(
             sandbox=network.sandbox,
             wrapper=network.wrapper,
             refused=lambda: network.refused,
+            watch=watch,
         )
 
 
@@ -194,6 +207,7 @@ def _run(
     sandbox: SandboxSpec | None = None,
     wrapper: Sequence[str] = (),
     refused: Callable[[], list[str]] = list,
+    watch: OutputWatch | None = None,
 ) -> ProcessResult:
     command, child_env = list(argv), dict(env)
     if confines(sandbox):
@@ -202,6 +216,7 @@ def _run(
     err_path = log_path.with_suffix(log_path.suffix + ".err")
     start = time.monotonic()
     timed_out = False
+    stopped: str | None = None
     # Fresh files, never opened through a link (one a child left at their names is replaced),
     # and read back through the same handles: what is read is what the child wrote.
     with _writing(log_path.parent):
@@ -214,6 +229,7 @@ def _run(
             out_file.close()
             raise
     with out_file as out, err_file as err:
+        tails = (Tail(out.fileno()), Tail(err.fileno()))
         child = subprocess.Popen(
             command,
             cwd=cwd,
@@ -232,7 +248,10 @@ def _run(
                 threading.Thread(
                     target=_feed, args=(child.stdin, stdin.encode()), daemon=True
                 ).start()
-            _wait(child, timeout)
+            if watch is None:
+                _wait(child, timeout)
+            elif (stopped := wait_watching(child, timeout, watch, tails)) is not None:
+                _kill_group(child)
         except subprocess.TimeoutExpired:
             timed_out = True
             _kill_group(child)
@@ -244,6 +263,8 @@ def _run(
             _signal_group(child.pid, signal.SIGKILL)
             with _groups_guard:
                 _live_groups.discard(child.pid)
+        if watch is not None:
+            finish_watching(watch, tails)
         wall = int((time.monotonic() - start) * 1000)
         cut = _hit_size_limit((out_path, out), (err_path, err))
         if cut is not None:
@@ -259,13 +280,14 @@ def _run(
     with _writing(log_path):
         write_file(log_path.parent, log_path.name, text.encode(errors="replace"))
     return ProcessResult(
-        exit_code=None if timed_out else child.returncode,
+        exit_code=None if timed_out or stopped else child.returncode,
         stdout=stdout,
         stderr=stderr,
         timed_out=timed_out,
         wall_time_ms=wall,
         log_path=log_path,
         refused=tuple(refusals),
+        stopped=stopped,
     )
 
 

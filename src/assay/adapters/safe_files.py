@@ -6,6 +6,8 @@ opens, a device, a hard link to a file elsewhere, a file of gigabytes. So:
 
 - :func:`read_limited` reads one file directly inside a folder: never through a link, without
   blocking, a regular file only, at most ``limit`` bytes (or its last ``limit`` bytes).
+- :func:`open_reading` opens a file below a folder the same way, for a reader that follows it
+  as a program appends to it.
 - :func:`write_file`, :func:`create_file` and :func:`append_file` write below a folder the
   engine names, opening every folder on the way relative to the one before it, never through
   a link: a link (or any non-folder) where a folder belongs is replaced by a real folder, and
@@ -110,6 +112,25 @@ def _read_open(fd: int, limit: int, tail: bool) -> LimitedRead:
             return LimitedRead(None, f"it grew over the {limit} byte limit while read")
         data = data[-limit:]
     return LimitedRead(data)
+
+
+def open_reading(folder: Path, relative: str | PurePosixPath) -> int | None:
+    """``folder/relative`` open for reading (the caller closes it), for a file a program is
+    still writing: reached without following a link on the way, a regular file that is not a
+    hard link to another. None when there is no such file, or it is anything else."""
+    parts = _parts(relative)
+    try:
+        with _opened(folder, _FOLDER) as top, _walk(top, parts[:-1], make=False) as parent:
+            if not stat.S_ISREG(os.lstat(parts[-1], dir_fd=parent).st_mode):
+                return None  # a device or FIFO is never opened
+            fd = os.open(parts[-1], _READ, dir_fd=parent)
+    except OSError:
+        return None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or info.st_nlink > 1:
+        os.close(fd)
+        return None
+    return fd
 
 
 def read_at_most(fd: int, limit: int) -> bytes:

@@ -107,6 +107,14 @@ COMMANDS: tuple[Command, ...] = (
         "2 usage).",
     ),
     Command(
+        "usage",
+        "assay.cli.usage",
+        "usage",
+        Kind.COMMAND,
+        "Tokens and money spent per task, coder, model or day; costs nobody reported are "
+        "counted apart, never as $0.",
+    ),
+    Command(
         "task",
         "assay.cli.tasks",
         "app",
@@ -118,7 +126,7 @@ COMMANDS: tuple[Command, ...] = (
         "assay.cli.ledger",
         "app",
         Kind.GROUP,
-        "A task's counters, derived from the ledger.",
+        "A task's counters and what its runs spent, derived from the ledger.",
     ),
     Command(
         "payload",

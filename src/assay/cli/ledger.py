@@ -1,4 +1,5 @@
-"""``assay ledger show TASK``: every counter of a task, derived from its stage records."""
+"""``assay ledger show TASK``: every counter of a task, derived from its stage records, and
+what its runs spent (the usage journal's sums)."""
 
 from __future__ import annotations
 
@@ -18,15 +19,19 @@ def show(
     task_id: str,
     json_output: Annotated[bool, typer.Option("--json", help="JSON output.")] = False,
 ) -> None:
-    """The task's convergence ledger: stage counters, laps, signatures, oscillation."""
+    """The task's convergence ledger: stage counters, laps, signatures, oscillation; and what
+    its runs spent (tokens, cost or unknown)."""
     from assay.adapters.store.sql import TaskNotFound
+    from assay.cli.usage_views import TaskUsage
 
+    ledger = Workspace.find().ledger()
     try:
-        convergence = Workspace.find().ledger().ledger(task_id)
+        convergence = ledger.ledger(task_id)
     except TaskNotFound:
         fail(f"no task {task_id!r} (see `assay task list`)")
-    document = convergence.model_dump(mode="json")
+    usage = TaskUsage.of(ledger.usage(task_id=task_id))
+    document = {**convergence.model_dump(mode="json"), "usage": usage.as_json()}
     if json_output:
         print_json(document)
     else:
-        sys.stdout.write(views.ledger_text(document))
+        sys.stdout.write(views.ledger_text(document, usage))

@@ -3,8 +3,8 @@
 What must answer at once is answered before typer is imported (typer builds every parameter
 with pydantic): ``assay --version`` / ``-V`` (``--json`` too), ``assay --help`` / ``-h`` and
 bare ``assay`` from the table in :mod:`assay.cli.commands`; ``assay halt …``, which runs
-inside a coder's turn (see :mod:`assay.cli.halt`); and the read-only task commands, when
-:mod:`assay.cli.task_quick` can answer them on the standard library. Every other command goes
+inside a coder's turn (see :mod:`assay.cli.halt`); and ``assay task list``, when
+:mod:`assay.cli.task_quick` can answer it on the standard library. Every other command goes
 through the typer app in :mod:`assay.cli.app`, which imports only the invoked command's module.
 """
 
@@ -17,7 +17,7 @@ from collections.abc import Sequence
 # Set by the shell's completion script when it asks for completions (assay.cli.completion).
 COMPLETE_ENV = "_ASSAY_COMPLETE"
 # Answered by assay.cli.task_quick without typer when it can (else it returns None).
-QUICK_COMMANDS = frozenset({("task", "list"), ("task", "show"), ("ledger", "show")})
+QUICK_COMMANDS = frozenset({("task", "list")})
 
 
 def main(argv: Sequence[str] | None = None) -> None:

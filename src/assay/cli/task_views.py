@@ -1,11 +1,13 @@
-"""What ``assay task list|show`` and ``assay ledger show`` print, from either read path.
+"""What ``assay task list|show`` and ``assay ledger show`` print.
 
-A task comes from the quick path (:mod:`assay.adapters.store.quick_read`: a
-:class:`~assay.adapters.store.quick_read.TaskRow`) or from the Ledger (a pydantic ``Task``);
-both carry the attributes the sentences here read, and each is turned into JSON by its own
-code (``as_json`` / ``model_dump``), so a test comparing the two paths' output compares two
-implementations, not one with itself. This module imports only the standard library and light
-assay modules: the models come with the Ledger, when that path is taken.
+``task list`` reads from either path: a task comes from the quick path
+(:mod:`assay.adapters.store.quick_read`: a :class:`~assay.adapters.store.quick_read.TaskRow`)
+or from the Ledger (a pydantic ``Task``); both carry the attributes the sentences here read,
+and each is turned into JSON by its own code (``as_json`` / ``model_dump``), so a test
+comparing the two paths' output compares two implementations, not one with itself. ``task
+show`` and ``ledger show`` read through the Ledger only (they show the usage journal's sums).
+This module imports only the standard library and light assay modules: the models come with
+the Ledger, when that path is taken.
 """
 
 from __future__ import annotations
@@ -23,12 +25,12 @@ from assay.core.text import printable, shown
 
 if TYPE_CHECKING:
     from assay.adapters.store.quick_read import QuickLedger
-    from assay.adapters.store.quick_rows import RunRow, TaskRow
+    from assay.adapters.store.quick_rows import TaskRow
     from assay.adapters.store.records import RunRecord
+    from assay.cli.usage_views import TaskUsage
     from assay.core.tasks import Task
 
     AnyTask = Task | TaskRow
-    AnyRun = RunRecord | RunRow
 
 QUICK_ENV = "ASSAY_QUICK_READ"
 """``0`` makes the task commands read through the Ledger only (the tests' reference path)."""
@@ -55,18 +57,6 @@ def quick_ledger() -> tuple[QuickLedger, Path] | None:
         return None
 
 
-def storable(text: str) -> bool:
-    """Whether ``text`` can be bound as a query parameter (no NUL, no lone surrogate); an id
-    that cannot is the Ledger path's to refuse, with its message."""
-    if "\x00" in text:
-        return False
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
 def list_text(tasks: list[AnyTask], unreadable: list[tuple[str, str]], now: datetime) -> str:
     """``task list``'s table: a row per task, then a row per unreadable one."""
     from assay.cli.explain import error_note, shorten, wait_note
@@ -91,15 +81,16 @@ def _reason(task: AnyTask) -> str | None:
 
 
 def show_document(
-    task: AnyTask,
+    task: Task,
     task_json: dict[str, Any],
-    runs: list[AnyRun],
+    runs: list[RunRecord],
     runs_json: list[dict[str, Any]],
     home: Path,
     now: datetime,
+    usage: TaskUsage,
 ) -> dict[str, Any]:
     """``task show --json``: the task, who holds it, its wait, fired halts, the ways back, the
-    next step and its runs."""
+    next step, its runs and what they spent."""
     from assay.cli import explain, explain_halts
 
     state_dir = home / "halt-state"
@@ -112,11 +103,15 @@ def show_document(
         **explain_halts.as_json(halts, ways),
         "next": explain.next_step(task, now),
         "runs": runs_json,
+        "usage": usage.as_json(),
     }
 
 
-def show_text(task: AnyTask, runs: list[AnyRun], document: dict[str, Any], now: datetime) -> str:
-    """``task show``'s lines, from the task, its runs and its :func:`show_document`."""
+def show_text(
+    task: Task, runs: list[RunRecord], document: dict[str, Any], now: datetime, usage: TaskUsage
+) -> str:
+    """``task show``'s lines, from the task, its runs, what they spent and its
+    :func:`show_document`."""
     from assay.cli import explain
 
     lines = [
@@ -136,6 +131,9 @@ def show_text(task: AnyTask, runs: list[AnyRun], document: dict[str, Any], now: 
             f"  run {shown(record.id)}: {state} {shown(record.reason or '')} "
             f"{shown(record.payload_path or '')}"
         )
+        if (spent := usage.run_line(record.id)) is not None:
+            lines.append(f"    usage: {spent}")
+    lines.append(usage.total_line())
     for halt in document["fired_halts"]:
         lines.append(
             f"fired halt {shown(halt['name'])} ({shown(halt['severity'])}, now "
@@ -149,8 +147,9 @@ def show_text(task: AnyTask, runs: list[AnyRun], document: dict[str, Any], now: 
     return _printed(lines)
 
 
-def ledger_text(document: dict[str, Any]) -> str:
-    """``ledger show``'s lines, from the convergence ledger's JSON document."""
+def ledger_text(document: dict[str, Any], usage: TaskUsage) -> str:
+    """``ledger show``'s lines, from the convergence ledger's JSON document and what the
+    task's runs spent."""
     lines = [
         f"task {shown(document['task_id'])}: {document['laps']} lap(s), "
         f"oscillating: {document['oscillating']}"
@@ -166,6 +165,8 @@ def ledger_text(document: dict[str, Any]) -> str:
             f"  {shown(name):<9} attempts {foreign['attempts']:<4} last verdict "
             f"{shown(str(foreign['last_verdict']))} ({shown(why)}; shown as stored, not counted)"
         )
+    lines.append(usage.total_line())
+    lines.extend(f"  run {shown(run_id)}: {usage.run_line(run_id)}" for run_id in usage.runs)
     return _printed(lines)
 
 

@@ -40,6 +40,7 @@ from assay.core.vocab import OperatorMove
 if TYPE_CHECKING:
     from assay.adapters.store.records import RunRecord
     from assay.adapters.store.sql import Ledger
+    from assay.cli.usage_views import TaskUsage
     from assay.core.tasks import Task
     from assay.engine.operator import Actor
 
@@ -149,19 +150,26 @@ def show(task_id: str, json_output: JsonFlag = False) -> None:
     ledger = workspace.ledger()
     task = _get(ledger, task_id)
     records = ledger.runs(task_id)
-    document = _show_document(task, records, workspace.home, now)
+    usage = _usage(ledger, task_id)
+    document = _show_document(task, records, workspace.home, now, usage)
     if json_output:
         print_json(document)
     else:
-        sys.stdout.write(views.show_text(task, records, document, now))
+        sys.stdout.write(views.show_text(task, records, document, now, usage))
+
+
+def _usage(ledger: Ledger, task_id: str) -> TaskUsage:
+    from assay.cli.usage_views import TaskUsage
+
+    return TaskUsage.of(ledger.usage(task_id=task_id))
 
 
 def _show_document(
-    task: Task, runs: list[RunRecord], home: Path, now: datetime
+    task: Task, runs: list[RunRecord], home: Path, now: datetime, usage: TaskUsage
 ) -> dict[str, object]:
     """What ``task show --json`` prints, from the Ledger's models."""
     runs_json = [r.model_dump(mode="json") for r in runs]
-    return views.show_document(task, _dump(task), runs, runs_json, home, now)
+    return views.show_document(task, _dump(task), runs, runs_json, home, now, usage)
 
 
 def _move(
@@ -209,7 +217,8 @@ def _print_move(
 ) -> None:
     """An operator move's JSON: what was done, by whom, from where, why, and the task as
     ``task show --json`` prints it now."""
-    shown = _show_document(task, ledger.runs(task.id), workspace.home, datetime.now(UTC))
+    runs, usage = ledger.runs(task.id), _usage(ledger, task.id)
+    shown = _show_document(task, runs, workspace.home, datetime.now(UTC), usage)
     via = actor.via.value
     print_json({"action": move.value, "by": actor.by, "via": via, "reason": reason, "task": shown})
 

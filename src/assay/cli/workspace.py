@@ -70,9 +70,12 @@ class Workspace:
     _ledger: Ledger | None = field(default=None, init=False, repr=False, compare=False)
 
     @classmethod
-    def find(cls, start: Path | None = None, *, require_commit: bool = False) -> Workspace:
+    def find(
+        cls, start: Path | None = None, *, require_commit: bool = False, create: bool = True
+    ) -> Workspace:
         """The workspace of the repository around ``start``; ``require_commit``: refuse (before
-        creating anything) a repository with no commits, which a run cannot start from."""
+        creating anything) a repository with no commits, which a run cannot start from;
+        ``create`` False: leave a missing home missing (a command that only reads)."""
         from assay.adapters import git
 
         here = (start or Path.cwd()).absolute()
@@ -88,7 +91,8 @@ class Workspace:
                 fail(f"cannot run in {repo}: {why[0]} (commit something first)")
         configured = os.environ.get(HOME_ENV)
         home = Path(configured).absolute() if configured else repo / ".assay"
-        home.mkdir(parents=True, exist_ok=True)
+        if create:
+            home.mkdir(parents=True, exist_ok=True)
         return cls(repo=repo, home=home)
 
     def ledger(self) -> Ledger:
@@ -106,6 +110,13 @@ class Workspace:
             detail = database_error(exc) or " ".join(str(exc).split())
             fail(f"cannot open the ledger at {url}: {detail}", EXIT_INTERNAL)
         return self._ledger
+
+    def existing_ledger(self) -> Ledger | None:
+        """The workspace's ledger when there is one; None when it is a SQLite file not created
+        yet (nothing has been queued or run here), which a command that only reads leaves so."""
+        if not os.environ.get(DATABASE_URL_ENV) and not (self.home / "assay.db").is_file():
+            return None
+        return self.ledger()
 
     def load_contract(self, task_id: str) -> Contract:
         """The task's stored contract, from the ledger (or, for a task an older assay queued,

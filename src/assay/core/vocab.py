@@ -375,3 +375,12 @@ class UsageRole(StrEnum):
     CODER = "coder"
     JUDGE = "judge"  # a blind judge ranking candidates
     VALIDATOR = "validator"  # a judge validator checking a candidate
+
+
+class UsageGrouping(StrEnum):
+    """What ``assay usage --by`` sums spending per."""
+
+    TASK = "task"
+    CODER = "coder"  # the coder's kind; judges and validators each a group of their own
+    MODEL = "model"
+    DAY = "day"  # the UTC date of a dispatch's first report

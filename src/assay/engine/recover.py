@@ -46,6 +46,7 @@ from assay.engine.halt_relay import remove_relay_folders
 from assay.engine.journal import JournaledLanding, read_journal
 from assay.engine.outcomes import LandOutcome
 from assay.engine.pull_request import delete_remote_branch, find_open_pull_request
+from assay.engine.recover_usage import account_left_logs
 from assay.engine.refunds import closed_quota_streak, refund_streak
 from assay.engine.result import RunResult
 
@@ -79,6 +80,15 @@ def close_unfinished(
     stop_recorded_groups(home / "runs" / record.id / GROUPS_FILE)
     remove_relay_folders(dispatch_id)  # its halt relay's socket, which no one listens on now
     journal = read_journal(ledger.events(run_id=record.id), dispatch_id=dispatch_id, fault=reason)
+    # What its programs reported after the host died is in their files: journaled now.
+    account_left_logs(
+        ledger,
+        home=home,
+        task_id=record.task_id,
+        run_id=record.id,
+        dispatches=journal.dispatches,
+        clock=clock,
+    )
     commit = (
         landed_commit(repo, journal.base_branch, record.id, since=journal.base_commit)
         if journal.base_branch and journal.base_commit

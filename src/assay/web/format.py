@@ -19,6 +19,7 @@ from enum import StrEnum
 from markupsafe import Markup, escape
 
 from assay.core.text import shown
+from assay.core.usage import Spend
 
 UNKNOWN = "—"
 
@@ -94,6 +95,27 @@ def usd(value: float | None) -> str:
     if abs(value) < 1:
         return f"${value:.4f}"
     return f"${value:,.2f}"
+
+
+def spend_cost(spend: Spend) -> str:
+    """What dispatches cost: the sum when every one reported a cost, ``≥ $0.0123`` (the known
+    part) when some did not, a dash when none did."""
+    if spend.cost_usd is not None:
+        return usd(spend.cost_usd)
+    return f"≥ {usd(spend.priced_cost_usd)}" if spend.priced_cost_usd > 0 else UNKNOWN
+
+
+def unknown_costs(spend: Spend) -> str:
+    """The dispatches without a known cost, counted ("" when every cost is known)."""
+    if spend.cost_usd is not None:
+        return ""
+    parts = []
+    if spend.unpriced:
+        parts.append(f"{spend.unpriced} reported tokens but no cost")
+    if spend.unreported:
+        parts.append(f"{spend.unreported} reported no usage")
+    unknown = spend.unpriced + spend.unreported
+    return f"cost unknown for {unknown} of {spend.dispatches} dispatches: {', '.join(parts)}"
 
 
 def tokens(value: int | None) -> str:
@@ -239,6 +261,8 @@ FILTERS = {
     "ago": ago,
     "timetag": timetag,
     "usd": usd,
+    "spend_cost": spend_cost,
+    "unknown_costs": unknown_costs,
     "tokens": tokens,
     "duration": duration,
     "elapsed": elapsed,

@@ -13,6 +13,8 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
+from assay.core.usage import Spend
+
 
 class SeatState(StrEnum):
     """How one seat of an attempt stands, as a page says it."""
@@ -113,7 +115,9 @@ class ActionView:
 
 @dataclass(frozen=True)
 class TaskView:
-    """A task's page: its row, its instruction, its runs newest first, the operators' moves."""
+    """A task's page: its row, its instruction, its runs newest first, the operators' moves,
+    and what its runs spent as the usage journal sums it (``usage`` None: nothing journaled;
+    ``run_usage`` by run id, for the runs that journaled)."""
 
     row: QueueRow
     instruction: str
@@ -121,6 +125,8 @@ class TaskView:
     diagnostic: str | None
     runs: list[RunBrief]
     actions: list[ActionView]
+    usage: Spend | None
+    run_usage: dict[str, Spend]
     last_event_id: int
 
 
@@ -231,7 +237,8 @@ class Totals:
 @dataclass(frozen=True)
 class RunView:
     """A run's page: its timeline (oldest attempt first), what it spent, the chosen candidate's
-    report, files and diff, its halts, and how it landed."""
+    report, files and diff, its halts, and how it landed. ``usage`` is the journal's sum of its
+    dispatches (None: nothing journaled, ``totals`` are the seats')."""
 
     run: RunBrief
     title: str
@@ -246,6 +253,7 @@ class RunView:
     land: dict[str, Any] | None
     sandbox: str | None
     payload_available: bool
+    usage: Spend | None
     last_event_id: int
 
 

@@ -20,6 +20,7 @@ from assay.core.contract import Budgets
 from assay.core.settle import RefundStreak
 from assay.core.tasks import Task
 from assay.core.vocab import EventKind, SettleRow, TaskStatus
+from assay.web import view_usage
 from assay.web.view_models import UNREADABLE_STATUS, ActionView, QueueRow, RunBrief, TaskView
 
 MAX_PER_PAGE = 500
@@ -241,6 +242,7 @@ def task_page(conn: sa.Connection, task_id: str) -> TaskView | None:
         .where(events.c.task_id == task_id, events.c.kind.in_(kinds))
         .order_by(events.c.id)
     )
+    usage, run_usage = view_usage.task_usage(conn, task_id)
     return TaskView(
         row=rows[0],
         instruction=str(found.instruction),
@@ -248,5 +250,7 @@ def task_page(conn: sa.Connection, task_id: str) -> TaskView | None:
         diagnostic=found.diagnostic,
         runs=list(reversed(history)),
         actions=actions_of(moves),
+        usage=usage,
+        run_usage=run_usage,
         last_event_id=newest,
     )

@@ -18,7 +18,7 @@ import sqlalchemy as sa
 
 from assay.adapters.store.schema import attempts, dispatches, events, run_documents, runs, tasks
 from assay.core.vocab import AttemptOutcome, EventKind
-from assay.web import view_halts
+from assay.web import view_halts, view_usage
 from assay.web.view_models import (
     AttemptState,
     AttemptView,
@@ -356,6 +356,8 @@ def build_run_view(conn: sa.Connection, run_id: str, state_dir: Path | None) -> 
         payload = payload if isinstance(payload, dict) else None
         _fill_validators(timeline, payload)
     views = [_attempt_view(timeline.attempts[n], not brief.open) for n in sorted(timeline.attempts)]
+    usage, by_seat = view_usage.run_usage(conn, run_id)
+    views = view_usage.with_seat_usage(views, by_seat)
     seats = [s for a in views for s in a.seats]
     chosen = next((s for a in reversed(views) for s in a.seats if s.chosen), None)
     changed = chosen.files if chosen else []
@@ -375,7 +377,7 @@ def build_run_view(conn: sa.Connection, run_id: str, state_dir: Path | None) -> 
         run=brief,
         title=str(title or ""),
         attempts=views,
-        totals=_totals(seats),
+        totals=view_usage.totals(_totals(seats), usage),
         coder_report=_report(payload),
         changed_files=changed,
         diff=document.diff if document is not None else None,
@@ -391,5 +393,6 @@ def build_run_view(conn: sa.Connection, run_id: str, state_dir: Path | None) -> 
         land=land,
         sandbox=_opt(payload.get("sandbox")) if payload else None,
         payload_available=payload is not None,
+        usage=usage,
         last_event_id=newest,
     )

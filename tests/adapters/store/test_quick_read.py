@@ -1,4 +1,4 @@
-"""The quick read path reads what the Ledger reads, and says when it cannot."""
+"""The quick read path (``task list``'s) reads what the Ledger reads, and says when it cannot."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from ledger_driver import Driver, Wave
 from assay.adapters.store import quick_read
 from assay.adapters.store.quick_read import NotQuick, QuickLedger
 from assay.adapters.store.sql import HEAD_REVISION, Ledger
-from assay.cli.task_quick import _task_list_json, json_text
+from assay.cli.task_quick import _task_list_json
 from assay.core.vocab import AttemptOutcome, RunStatus, TaskStatus
 
 
@@ -39,28 +39,6 @@ def test_every_read_matches_the_ledgers(ledger: Ledger, tmp_path: Path) -> None:
     for status in (None, *TaskStatus):
         expected = [t.model_dump(mode="json") for t in ledger.list_tasks(status)]
         assert [r.as_json() for r in quick.tasks(status)] == expected, status
-    for task_id in ("t-a", "t-b", "t-c"):
-        task = quick.task(task_id)
-        assert task is not None
-        assert task.as_json() == ledger.get_task(task_id).model_dump(mode="json")
-        runs = [r.model_dump(mode="json") for r in ledger.runs(task_id)]
-        assert [r.as_json() for r in quick.runs(task_id)] == runs
-        assert quick.convergence(task_id) == ledger.ledger(task_id).model_dump(mode="json")
-    assert quick.task("nope") is None and quick.convergence("nope") is None
-
-
-def test_a_stage_this_version_does_not_know_is_shown_as_the_ledger_shows_it(
-    ledger: Ledger, tmp_path: Path
-) -> None:
-    with sqlite3.connect(tmp_path / "assay.db") as db:
-        db.execute(
-            "INSERT INTO stage_records VALUES ('t-a', 'review', 2, 'advance', '[\"b\", \"a\"]')"
-        )
-        db.execute("UPDATE stage_records SET last_finding_signatures = 'not json' "
-                   "WHERE task_id = 't-a' AND stage = 'judge'")  # fmt: skip
-    document = QuickLedger(tmp_path / "assay.db").convergence("t-a")
-    assert document == ledger.ledger("t-a").model_dump(mode="json")
-    assert document is not None and set(document["foreign_stages"]) == {"review", "judge"}
 
 
 @pytest.mark.parametrize(
@@ -104,11 +82,8 @@ def test_it_reads_a_wal_ledger_while_a_writer_holds_its_lock(
     assert "changing" not in titles and len(titles) == 3
 
 
-def test_the_json_writers_write_what_json_dumps_writes(ledger: Ledger, tmp_path: Path) -> None:
+def test_the_json_writer_writes_what_json_dumps_writes(ledger: Ledger, tmp_path: Path) -> None:
     rows = QuickLedger(tmp_path / "assay.db").tasks()
     documents = [r.as_json() for r in rows]
-    expected = json.dumps(documents, indent=2, default=str) + "\n"
-    assert _task_list_json(rows) == expected and json_text(documents) == expected
-    odd = {"a": [], "b": {}, "c": [{"d": None, "e": True, "f": False, "g": -3}], "h": 'ü\n"✓'}
-    assert json_text(odd) == json.dumps(odd, indent=2) + "\n"
-    assert json_text([]) == "[]\n" and _task_list_json([]) == "[]\n"
+    assert _task_list_json(rows) == json.dumps(documents, indent=2, default=str) + "\n"
+    assert _task_list_json([]) == "[]\n"

@@ -8,9 +8,11 @@ runs that use it.
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
 
 from assay.adapters.coders.base import Coder, CoderEnvironmentError
 from assay.core.contract import CoderSpec
+from assay.core.usage import UsageFigures
 
 # kind -> (module under assay.adapters.coders, class name)
 _ADAPTERS: dict[str, tuple[str, str]] = {
@@ -22,6 +24,9 @@ _ADAPTERS: dict[str, tuple[str, str]] = {
     "mini": ("mini", "MiniCoder"),
     "llm": ("llm", "LlmCoder"),
 }
+
+# The kinds whose program's output files report its usage (each module's ``usage_sources``).
+USAGE_KINDS = ("aider", "claude", "codex", "mini")
 
 # Settings that say which adapter runs rather than how it runs: never "ignored".
 _ALWAYS_HONOURED: frozenset[str] = frozenset({"kind"})
@@ -64,3 +69,33 @@ def ignored_settings(spec: CoderSpec, coder: Coder) -> list[str]:
         if name not in honoured
         and getattr(spec, name) != fields[name].get_default(call_default_factory=True)
     )
+
+
+def usage_of_logs(
+    kind: str, log_dir: Path, *, out_dir: Path | None = None, home: Path | None = None
+) -> UsageFigures | None:
+    """The usage a seat's program reported in the files it left, read whole, as its dispatch
+    would have read it live: for a dispatch whose host died while the program ran on (and
+    printed more). None when it reported nothing, or ``kind`` runs no such program.
+
+    Where each program's reports are (``log_dir``: the dispatch's log folder; ``out_dir`` and
+    ``home``: its output folder and the seat's private home, as the request gave them):
+
+    - claude: its stdout, ``<log_dir>/claude.log.out`` (``stream-json``).
+    - codex: its stdout, ``<log_dir>/codex.log.out``, and its session file under its
+      ``CODEX_HOME`` (``<home>/.codex``, else ``<out_dir>/codex-home``), found by the thread id
+      its stdout names; without ``out_dir`` and ``home``, the stdout only.
+    - aider: its stdout, ``<log_dir>/aider.log.out``.
+    - mini: its trajectory, ``<out_dir>/mini.traj.json``; without ``out_dir``, the copy the
+      adapter keeps at ``<log_dir>/mini.traj.json`` once mini has exited.
+    """
+    if kind not in USAGE_KINDS:
+        return None
+    from assay.adapters.coders.usage_watch import read_logs
+
+    module = importlib.import_module(f"{__name__}.{kind}")
+    sources = module.usage_sources(
+        output_dir=out_dir if out_dir is not None else log_dir, home=home
+    )
+    figures: UsageFigures | None = read_logs(sources, log_dir / f"{kind}.log")
+    return figures

@@ -5,20 +5,20 @@ parsing of each tool's own format lives in its module; this one holds the parts 
 same for all four: reading a provider fault and its reset time out of an error message,
 running the program with the dispatch environment, and turning what was parsed into a
 :class:`DispatchResult`. Parsers are pure (text in, :class:`ParsedRun` out, the clock passed
-in), so they can be tested on captured output and fuzzed.
+in), so they can be tested on captured output and fuzzed. The usage a tool reports is read by
+the readers of :mod:`assay.adapters.coders.usage_read`, in the final parse and, when the
+dispatch has a meter, while the tool runs (:mod:`assay.adapters.coders.usage_watch`).
 """
 
 from __future__ import annotations
 
-import json
-import math
 import re
 import shutil
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 from zoneinfo import ZoneInfo
 
 from assay.adapters.coders.base import (
@@ -27,9 +27,12 @@ from assay.adapters.coders.base import (
     ProviderFault,
     QuotaSignal,
 )
+from assay.adapters.coders.usage_watch import UsageSources, UsageWatch
 from assay.adapters.process import ProcessResult, run_process
+from assay.adapters.process_watch import OutputWatch
 from assay.adapters.sandbox_spec import SandboxSpec
 from assay.core.report import CoderReport
+from assay.core.usage import UsageFigures
 from assay.core.vocab import StopReason
 
 FaultKind = Literal["context", "usage_limit", "rate_limit", "auth", "server"]
@@ -47,11 +50,18 @@ class ParsedRun:
     turns_used: int | None = None
     tokens_used: int | None = None
     cost_usd: float | None = None
+    usage: UsageFigures | None = None  # what the tool reported, in and out apart
     summary: str | None = None
     error: str | None = None
     quota: QuotaSignal | None = None
     environment_error: str | None = None
     warnings: list[str] = field(default_factory=list)
+
+    def read_usage(self, figures: UsageFigures | None) -> None:
+        """Take the tool's usage figures, and the totals read from them."""
+        self.usage = figures
+        self.tokens_used = figures.tokens if figures is not None else None
+        self.cost_usd = figures.cost_usd if figures is not None else None
 
 
 # Signatures of provider faults, matched on lower-cased error text, in this order of precedence:
@@ -292,8 +302,17 @@ def run_cli(
     parse: Callable[[ProcessResult], ParsedRun],
     stdin: str | None = None,
     max_turns: int | None = None,
+    usage: UsageSources | None = None,
 ) -> DispatchResult:
-    """Run ``argv`` in the worktree and map what ``parse`` read onto a dispatch result."""
+    """Run ``argv`` in the worktree and map what ``parse`` read onto a dispatch result.
+
+    With a meter on the request, ``usage`` (where the tool reports it) is read while the tool
+    runs and journaled; when the meter says the dispatch must stop the tool is stopped, and a
+    dispatch whose budget is spent before it starts never starts it."""
+    meter = request.meter
+    if meter is not None and (reason := meter.stop_reason()) is not None:
+        return DispatchResult(exit_code=None, stopped=reason, error=stopped_error(reason))
+    watch = UsageWatch(usage, meter) if usage is not None and meter is not None else None
     proc = start_cli(
         tool,
         install,
@@ -304,10 +323,12 @@ def run_cli(
         log_path=request.log_dir / f"{tool}.log",
         stdin=stdin,
         sandbox=request.sandbox,
+        watch=watch,
     )
     if isinstance(proc, DispatchResult):
         return proc
-    return to_result(tool, proc, parse(proc), max_turns=max_turns)
+    watched = watch.figures() if watch is not None else None
+    return to_result(tool, proc, parse(proc), max_turns=max_turns, usage=watched)
 
 
 def start_cli(
@@ -321,16 +342,18 @@ def start_cli(
     log_path: Path,
     stdin: str | None = None,
     sandbox: SandboxSpec | None = None,
+    watch: OutputWatch | None = None,
 ) -> ProcessResult | DispatchResult:
     """Run a tool to its end; a result without an exit code when it is missing or won't start.
 
-    ``sandbox``: where it runs (None: unconfined), see :func:`run_process`."""
+    ``sandbox``: where it runs (None: unconfined); ``watch``: who reads its output as it runs
+    (and may stop it); see :func:`run_process`."""
     if shutil.which(argv[0], path=env.get("PATH")) is None:
         return DispatchResult(exit_code=None, environment_error=missing_binary(tool, install))
     try:
         return run_process(
             argv, cwd=cwd, env=env, timeout=timeout, log_path=log_path, stdin=stdin,
-            sandbox=sandbox,
+            sandbox=sandbox, watch=watch,
         )  # fmt: skip
     except (FileNotFoundError, PermissionError) as exc:
         return DispatchResult(
@@ -340,30 +363,50 @@ def start_cli(
         return DispatchResult(exit_code=None, error=f"{tool} could not be started: {exc}")
 
 
+def stopped_error(reason: str) -> str:
+    return f"stopped by assay: {reason}"
+
+
 def to_result(
-    tool: str, proc: ProcessResult, parsed: ParsedRun, *, max_turns: int | None = None
+    tool: str,
+    proc: ProcessResult,
+    parsed: ParsedRun,
+    *,
+    max_turns: int | None = None,
+    usage: UsageFigures | None = None,
 ) -> DispatchResult:
-    """The dispatch result for a finished (or killed) process and what was read from it."""
+    """The dispatch result for a finished (or killed) process and what was read from it.
+
+    ``usage``: what was read of the tool's usage while it ran (all its output, where the parse
+    may have had only the tail); the result has the larger of that and the parse's."""
     error = parsed.error
     if proc.timed_out:
         seconds = proc.wall_time_ms / 1000
         note = f"{tool} timed out after {seconds:.1f}s and its process group was killed"
         error = f"{note} ({error})" if error else note
+    if proc.stopped is not None:
+        note = stopped_error(proc.stopped)
+        error = f"{note} ({error})" if error else note
+    figures = parsed.usage
+    if usage is not None:
+        figures = usage if figures is None else figures.at_least(usage)
+    tokens_used = figures.tokens if figures is not None else parsed.tokens_used
+    cost = figures.cost_usd if figures is not None else parsed.cost_usd
     summary = parsed.summary[:SUMMARY_CHARS] if parsed.summary else None
     report = CoderReport(
         summary=summary,
         turns_used=parsed.turns_used,
         turns_available=max_turns,
-        tokens_used=parsed.tokens_used,
+        tokens_used=tokens_used,
         wall_time_ms=proc.wall_time_ms,
-        cost_usd=float(parsed.cost_usd) if parsed.cost_usd is not None else None,
+        cost_usd=float(cost) if cost is not None else None,
         stop_reason=parsed.stop_reason,
     )
     return DispatchResult(
         exit_code=proc.exit_code,
         stop_reason=parsed.stop_reason,
         report=report,
-        tokens_used=parsed.tokens_used,
+        tokens_used=tokens_used,
         cost_usd=report.cost_usd,
         turns_used=parsed.turns_used,
         wall_time_ms=proc.wall_time_ms,
@@ -376,6 +419,8 @@ def to_result(
         warnings=list(parsed.warnings),
         output=proc.printed,
         refused=list(proc.refused),
+        usage=figures,
+        stopped=proc.stopped,
     )
 
 
@@ -387,35 +432,6 @@ def provider_fault(tool: str, parsed: ParsedRun) -> ProviderFault | None:
     if parsed.quota is not None or parsed.environment_error is not None:
         return None
     return ProviderFault(f"{tool}: {parsed.error or 'the provider failed'}")
-
-
-def non_negative_int(value: object) -> int | None:
-    """An int count from JSON, or None (bools, negatives and non-numbers are not counts)."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return int(value) if value >= 0 else None
-
-
-def count_sum(usage: object, keys: Sequence[str]) -> int | None:
-    """The sum of the counts a JSON usage object gives under ``keys``; None when it gives none."""
-    if not isinstance(usage, dict):
-        return None
-    counts = [non_negative_int(usage.get(key)) for key in keys]
-    present = [c for c in counts if c is not None]
-    return sum(present) if present else None
-
-
-def non_negative_float(value: object) -> float | None:
-    """A finite, non-negative amount from JSON, or None."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    try:
-        number = float(value)
-    except OverflowError:
-        return None
-    return number if math.isfinite(number) and number >= 0 else None
 
 
 def setting(request: DispatchRequest, name: str) -> object:
@@ -439,17 +455,19 @@ def turn_limit(request: DispatchRequest) -> int | None:
     return limit if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0 else None
 
 
+# The least a program's own money cap is given: 0 means "no cap" to some (mini), and a budget
+# already spent stops the dispatch before its program starts.
+MIN_CAP_USD = 0.0001
+
+
+def money_cap(request: DispatchRequest) -> str | None:
+    """What the dispatch may still spend in dollars, as a program's cap argument; None without
+    a money budget (or a meter)."""
+    left = request.meter.remaining_cost_usd() if request.meter is not None else None
+    if left is None:
+        return None
+    return f"{max(left, MIN_CAP_USD):.6f}".rstrip("0").rstrip(".")
+
+
 def now_utc() -> datetime:
     return datetime.now(UTC)
-
-
-def json_object(line: str) -> dict[str, Any] | None:
-    """One JSONL line as an object, or None for anything else (banners, partial writes)."""
-    line = line.strip()
-    if not line.startswith("{"):
-        return None
-    try:
-        value = json.loads(line)
-    except (ValueError, RecursionError):
-        return None
-    return value if isinstance(value, dict) else None

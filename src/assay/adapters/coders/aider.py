@@ -34,7 +34,9 @@ tells the model to write a halt command alone in a ```bash block, and once aider
 the adapter fires each halt so proposed itself, never through a shell
 (:mod:`assay.adapters.coders.aider_halts`); every other suggested command is left unrun.
 
-Aider has no turn limit, so ``max_turns`` is not honoured. Its history files go to the seat's
+Aider has no turn limit, so ``max_turns`` is not honoured, and no spending cap (0.86.2's
+options name none): a budget is enforced by the host alone, from the usage line of each reply
+(:mod:`assay.adapters.coders.usage_read`). Its history files go to the seat's
 output folder (the one folder besides the worktree it may write; the chat history is read
 from there safely and a copy kept in the log folder), and a ``.aider.tags.cache*`` directory
 it creates in the worktree is removed afterwards: they are aider's bookkeeping, not the seat's
@@ -53,7 +55,6 @@ from assay.adapters.coders.agentcli import (
     apply_fault,
     conclude,
     model_and_args,
-    non_negative_float,
     now_utc,
     run_cli,
     setting,
@@ -61,6 +62,8 @@ from assay.adapters.coders.agentcli import (
 from assay.adapters.coders.aider_halts import fire_proposed, model_replies, proposed_halts
 from assay.adapters.coders.base import DispatchRequest, DispatchResult, assay_env
 from assay.adapters.coders.command import write_log_file
+from assay.adapters.coders.usage_read import AIDER_TOKENS, AiderUsage, read_all
+from assay.adapters.coders.usage_watch import UsageSources
 from assay.adapters.process import ProcessResult
 from assay.adapters.safe_files import keep_copy, remove_file
 from assay.core.vocab import StopReason
@@ -73,17 +76,6 @@ INPUT_HISTORY_FILE = "aider.input.history"
 _HISTORY_CHARS = 200_000  # the tail read for the final reply
 _HALT_HISTORY_CHARS = 4_000_000  # the tail read for proposed halts: the whole dispatch
 
-_TOKENS = re.compile(
-    r"Tokens:\s*(?P<sent>[\d.,]+k?)\s+sent"
-    r"(?:,\s*(?P<write>[\d.,]+k?)\s+cache write)?"
-    r"(?:,\s*(?P<hit>[\d.,]+k?)\s+cache (?:hit|read))?"
-    r"(?:[,;]\s*(?P<received>[\d.,]+k?)\s+(?:received|Total))?",
-    re.IGNORECASE,
-)
-_COST = re.compile(
-    r"Cost:\s*\$(?P<message>[\d.,]+)\s+message,\s*\$(?P<session>[\d.,]+)\s+session",
-    re.IGNORECASE,
-)
 # An error line starts with litellm's exception (optionally after a short label such as
 # "API Error:"), or is one of aider's own descriptions; code in a reply does not count.
 _ERROR = re.compile(
@@ -164,6 +156,7 @@ class AiderCoder:
                 argv=self.command(request, message_file, brief_file),
                 env=assay_env(request),
                 parse=parse,
+                usage=usage_sources(),
             )
         finally:
             for path in set(request.worktree.glob(_TAGS_CACHE)) - before:
@@ -172,6 +165,11 @@ class AiderCoder:
         proposals = proposed_halts(history[0], request.dispatch_id)
         result.warnings += fire_proposed(proposals, request.dispatch_id, request.halt_state_dir)
         return result
+
+
+def usage_sources(*, output_dir: Path | None = None, home: Path | None = None) -> UsageSources:
+    """Where aider reports its usage: a ``Tokens:`` line (and a cost) per reply on stdout."""
+    return UsageSources(stdout=AiderUsage())
 
 
 def keep_history(request: DispatchRequest) -> tuple[str | None, str | None]:
@@ -219,30 +217,21 @@ def parse_aider_output(
     Pure and total: any text gives a ParsedRun."""
     parsed = ParsedRun()
     lines = (stdout + "\n" + stderr).splitlines()
-    tokens: int | None = None
     turns = 0
-    session_cost: float | None = None
-    message_costs = 0.0
     last_call = -1
     errors: list[tuple[int, str]] = []
     applied: list[str] = []
     for index, raw in enumerate(lines):
         line = raw.strip()
-        if match := _TOKENS.search(line):
+        if AIDER_TOKENS.search(line):
             turns += 1
             last_call = index
-            used = _count(match.group("sent")) + _count(match.group("received"))
-            tokens = (tokens or 0) + used
-            if cost := _COST.search(line):
-                session_cost = _money(cost.group("session"))
-                message_costs += _money(cost.group("message")) or 0.0
         elif _ERROR.search(line):
             errors.append((index, line))
         elif match := _APPLIED.match(line):
             applied.append(match.group(1).strip())
     parsed.turns_used = turns or None
-    parsed.tokens_used = tokens
-    parsed.cost_usd = session_cost if session_cost is not None else (message_costs or None)
+    parsed.read_usage(read_all(AiderUsage(), stdout).figures())
     if applied:
         parsed.summary = "Applied edit to " + ", ".join(dict.fromkeys(applied))
     else:  # the final answer: a ``NO CHANGE NEEDED:`` claim, or why nothing was edited
@@ -255,21 +244,3 @@ def parse_aider_output(
         if turns == 0:
             parsed.warnings.append("aider printed no usage line: it may not have called a model")
     return conclude(parsed, tool="aider", exit_code=exit_code, stderr=stderr, now=now)
-
-
-def _count(text: str | None) -> int:
-    """A count as aider prints it: ``181``, ``2.3k``, ``12k``, ``1,234``."""
-    if not text:
-        return 0
-    text = text.replace(",", "").lower()
-    try:
-        return round(float(text[:-1]) * 1000) if text.endswith("k") else round(float(text))
-    except (ValueError, OverflowError):
-        return 0
-
-
-def _money(text: str) -> float | None:
-    try:
-        return non_negative_float(float(text.replace(",", "")))
-    except ValueError:
-        return None

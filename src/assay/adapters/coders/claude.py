@@ -39,11 +39,8 @@ from assay.adapters.coders.agentcli import (
     ParsedRun,
     apply_fault,
     conclude,
-    count_sum,
-    json_object,
     model_and_args,
-    non_negative_float,
-    non_negative_int,
+    money_cap,
     now_utc,
     run_cli,
     setting,
@@ -51,6 +48,14 @@ from assay.adapters.coders.agentcli import (
 )
 from assay.adapters.coders.base import DispatchRequest, DispatchResult, assay_env
 from assay.adapters.coders.command import write_log_file
+from assay.adapters.coders.usage_read import (
+    ClaudeUsage,
+    json_object,
+    non_negative_float,
+    non_negative_int,
+    read_all,
+)
+from assay.adapters.coders.usage_watch import UsageSources
 from assay.adapters.safe_files import write_file
 from assay.core.halt_skill import SKILL_NAME, render_halt_skill
 from assay.core.vocab import StopReason
@@ -59,12 +64,7 @@ INSTALL = "npm install -g @anthropic-ai/claude-code"
 SKIP_PERMISSIONS = "--dangerously-skip-permissions"
 CONFIG_FOLDER = ".claude"
 _PERMISSION_FLAGS = ("--permission-mode", SKIP_PERMISSIONS)
-_USAGE_KEYS = (
-    "input_tokens",
-    "output_tokens",
-    "cache_creation_input_tokens",
-    "cache_read_input_tokens",
-)
+BUDGET_FLAG = "--max-budget-usd"
 
 
 class ClaudeCoder:
@@ -81,7 +81,9 @@ class ClaudeCoder:
         brief's own ``assay halt check --dispatch-id "$ASSAY_DISPATCH_ID"`` call) unless
         ``args`` chooses a permission mode of its own. The brief (in ``brief_file``: a long
         task in one argument would exceed the kernel's 128 KiB limit) is appended to its system
-        prompt; the task itself goes in on stdin."""
+        prompt; the task itself goes in on stdin. A money budget is claude's own cap too
+        (``--max-budget-usd``, last: it wins over one in ``args``): claude stops after the
+        call that reached it, where the host only sees the cost in claude's final event."""
         model, args = model_and_args(request)
         argv = ["claude", "-p", "--output-format", "stream-json", "--verbose"]
         if (limit := turn_limit(request)) is not None:
@@ -92,7 +94,8 @@ class ClaudeCoder:
             argv += ["--append-system-prompt-file", str(brief_file)]
         if not any(arg.split("=", 1)[0] in _PERMISSION_FLAGS for arg in args):
             argv.append(SKIP_PERMISSIONS)
-        return argv + args
+        cap = money_cap(request)
+        return argv + args + ([BUDGET_FLAG, cap] if cap is not None else [])
 
     def dispatch(self, request: DispatchRequest) -> DispatchResult:
         env = assay_env(request)
@@ -121,7 +124,13 @@ class ClaudeCoder:
             parse=lambda proc: parse_claude_stream(
                 proc.stdout, stderr=proc.stderr, exit_code=proc.exit_code, now=now_utc()
             ),
+            usage=usage_sources(),
         )
+
+
+def usage_sources(*, output_dir: Path | None = None, home: Path | None = None) -> UsageSources:
+    """Where claude reports its usage: its ``stream-json`` on stdout."""
+    return UsageSources(stdout=ClaudeUsage())
 
 
 def config_dir(request: DispatchRequest) -> Path:
@@ -163,8 +172,9 @@ def parse_claude_stream(
 ) -> ParsedRun:
     """Read a ``stream-json`` transcript. Pure and total: any text gives a ParsedRun."""
     parsed = ParsedRun()
+    usage = read_all(ClaudeUsage(), stdout)
+    parsed.read_usage(usage.figures())
     result: dict[str, Any] | None = None
-    usage_by_message: dict[str, int] = {}
     api_errors: list[str] = []
     last_text: str | None = None
     reset_at: datetime | None = None
@@ -188,10 +198,6 @@ def parse_claude_stream(
             )
             if flagged or (text or "").startswith("API Error"):
                 api_errors.append(text or str(flagged))
-            key = str(message.get("id") or f"#{len(usage_by_message)}")
-            tokens = _usage_tokens(message.get("usage"))
-            if tokens is not None:
-                usage_by_message[key] = tokens
         elif kind == "rate_limit_event":
             info = event.get("rate_limit_info")
             info = info if isinstance(info, dict) else {}
@@ -203,8 +209,7 @@ def parse_claude_stream(
         elif kind == "result":
             result = event
     if result is None:
-        parsed.tokens_used = sum(usage_by_message.values()) if usage_by_message else None
-        parsed.turns_used = len(usage_by_message) or None
+        parsed.turns_used = len(usage.messages) or None
         parsed.summary = last_text
         if api_errors:
             apply_fault(parsed, api_errors[-1], now=now, reset_at=reset_at)
@@ -212,8 +217,6 @@ def parse_claude_stream(
             parsed.error = "claude ended without its final result event"
         return conclude(parsed, tool="claude", exit_code=exit_code, stderr=stderr, now=now)
     _read_result(parsed, result, api_errors, reset_at, now)
-    if parsed.tokens_used is None and usage_by_message:
-        parsed.tokens_used = sum(usage_by_message.values())
     if parsed.summary is None and parsed.stop_reason is StopReason.COMPLETED:
         parsed.summary = last_text
     return conclude(parsed, tool="claude", exit_code=exit_code, stderr=stderr, now=now)
@@ -227,8 +230,6 @@ def _read_result(
     now: datetime | None,
 ) -> None:
     parsed.turns_used = non_negative_int(result.get("num_turns"))
-    parsed.cost_usd = non_negative_float(result.get("total_cost_usd"))
-    parsed.tokens_used = _usage_tokens(result.get("usage"))
     subtype = result.get("subtype")
     terminal = result.get("terminal_reason")  # 2.1.x: completed | max_turns | api_error | ...
     text = result.get("result") if isinstance(result.get("result"), str) else None
@@ -279,11 +280,6 @@ def _text(content: object) -> str | None:
         and isinstance(block.get("text"), str)
     ]
     return "\n".join(texts) or None
-
-
-def _usage_tokens(usage: object) -> int | None:
-    """Every token the call processed: fresh and cached input, and output."""
-    return count_sum(usage, _USAGE_KEYS)
 
 
 def _from_epoch(epoch: float) -> datetime | None:

@@ -25,7 +25,10 @@ Format sources:
   codex-cli 0.171.0 (tests/interop).
 
 Codex has no turn limit of its own, so ``max_turns`` is not honoured; ``turns_used`` counts
-codex's own turns (one per prompt), and no cost is reported.
+codex's own turns (one per prompt), and no cost is reported. It has no spending cap either
+(0.171's ``exec --help`` and config keys name none): a budget is enforced by the host alone,
+from the tokens of each model call its session file records as the turn goes on
+(:mod:`assay.adapters.coders.usage_read`).
 
 Its world (checked against 0.171 with bubblewrap installed):
 - ``CODEX_HOME`` is private to the seat: ``<home>/.codex`` when the seat has a private home,
@@ -62,8 +65,6 @@ from assay.adapters.coders.agentcli import (
     ParsedRun,
     apply_fault,
     conclude,
-    count_sum,
-    json_object,
     model_and_args,
     now_utc,
     run_cli,
@@ -71,6 +72,8 @@ from assay.adapters.coders.agentcli import (
     shorten,
 )
 from assay.adapters.coders.base import DispatchRequest, DispatchResult, assay_env
+from assay.adapters.coders.usage_read import CodexEvents, CodexRollout, json_object, read_all
+from assay.adapters.coders.usage_watch import AppendedFile, UsageSources
 from assay.adapters.safe_files import ensure_folder, remove_file, write_file
 from assay.core.vocab import StopReason
 
@@ -119,7 +122,26 @@ class CodexCoder:
             parse=lambda proc: parse_codex_events(
                 proc.stdout, stderr=proc.stderr, exit_code=proc.exit_code, now=now_utc()
             ),
+            usage=usage_sources(output_dir=request.output_dir, home=request.home),
         )
+
+
+def usage_sources(*, output_dir: Path, home: Path | None) -> UsageSources:
+    """Where codex reports its usage: its turns on stdout, and every model call in its session
+    file (``sessions/YYYY/MM/DD/rollout-<time>-<thread id>.jsonl`` in its home), found by the
+    thread id its stdout starts with."""
+    events = CodexEvents()
+    base, name = _place(output_dir, home)
+
+    def find() -> tuple[Path, str] | None:
+        thread = events.thread_id  # a checked name: no separator, no wildcard
+        sessions = base / name / "sessions"
+        if thread is None or not sessions.is_dir():
+            return None
+        found = sorted(sessions.glob(f"[0-9]*/[0-9]*/[0-9]*/rollout-*-{thread}.jsonl"))
+        return (base, found[-1].relative_to(base).as_posix()) if found else None
+
+    return UsageSources(stdout=events, files=(AppendedFile(find, CodexRollout()),))
 
 
 def codex_home(request: DispatchRequest) -> Path:
@@ -131,9 +153,11 @@ def codex_home(request: DispatchRequest) -> Path:
 
 def _home_place(request: DispatchRequest) -> tuple[Path, str]:
     """The folder ``CODEX_HOME`` is made in, and its name there."""
-    if request.home is not None:
-        return request.home, ".codex"
-    return request.output_dir, "codex-home"
+    return _place(request.output_dir, request.home)
+
+
+def _place(output_dir: Path, home: Path | None) -> tuple[Path, str]:
+    return (home, ".codex") if home is not None else (output_dir, "codex-home")
 
 
 def prepare_home(request: DispatchRequest) -> Path:
@@ -184,7 +208,6 @@ def parse_codex_events(
     tools = ToolCalls()
     turns = 0
     completed = 0
-    tokens: int | None = None
     failure: str | None = None
     errors: list[str] = []
     pending_error: str | None = None
@@ -198,9 +221,6 @@ def parse_codex_events(
         elif kind == "turn.completed":
             completed += 1
             pending_error = None
-            used = _usage_tokens(event.get("usage"))
-            if used is not None:
-                tokens = (tokens or 0) + used
         elif kind == "turn.failed":
             failure = _message(event.get("error")) or "codex reported a failed turn"
         elif kind == "error":
@@ -211,7 +231,7 @@ def parse_codex_events(
             _read_item(parsed, tools, event.get("item"))
     tools.read_stderr(stderr)
     parsed.turns_used = turns or None
-    parsed.tokens_used = tokens
+    parsed.read_usage(read_all(CodexEvents(), stdout).figures())
     context = " ".join(errors)
     if failure is not None:
         apply_fault(parsed, failure, now=now, context=context)
@@ -354,8 +374,3 @@ def _message(value: object) -> str | None:
         message = value.get("message")
         return message if isinstance(message, str) and message else None
     return value if isinstance(value, str) and value else None
-
-
-def _usage_tokens(usage: object) -> int | None:
-    """Input (which already includes ``cached_input_tokens``) plus output."""
-    return count_sum(usage, ("input_tokens", "output_tokens"))

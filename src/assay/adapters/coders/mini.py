@@ -30,22 +30,25 @@ Format sources (SWE-agent/mini-swe-agent):
   status, then mini exits 1; model calls are retried ``MSWEA_MODEL_RETRY_STOP_AFTER_ATTEMPT``
   times, ten by default, 4 to 60 s apart (``models/utils/retry.py``); the first-run setup is
   in ``run/utilities/config.py``.
+- Usage and spending (2.4.6): the trajectory is saved after every step (``DefaultAgent.run``),
+  so the host reads a running total from it; ``-l/--cost-limit`` sets ``agent.cost_limit``
+  (``mini.yaml``'s own is $3), checked before each model call (``DefaultAgent.query``), the
+  run then ending ``LimitsExceeded``.
 """
 
 from __future__ import annotations
 
 import json
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from assay.adapters.coders.agentcli import (
     ParsedRun,
     apply_fault,
     conclude,
-    count_sum,
     model_and_args,
-    non_negative_float,
-    non_negative_int,
+    money_cap,
     now_utc,
     run_cli,
     setting,
@@ -53,6 +56,8 @@ from assay.adapters.coders.agentcli import (
 )
 from assay.adapters.coders.base import DispatchRequest, DispatchResult, assay_env
 from assay.adapters.coders.command import write_log_file
+from assay.adapters.coders.usage_read import load_json, mini_usage, non_negative_int
+from assay.adapters.coders.usage_watch import DocumentFile, UsageSources
 from assay.adapters.process import ProcessResult
 from assay.adapters.safe_files import keep_copy, remove_file
 from assay.core.vocab import StopReason
@@ -95,7 +100,10 @@ class MiniCoder:
             argv += ["-c", f"model.model_kwargs.api_base={base_url}"]
         if model:
             argv += ["-m", model]
-        return [*argv, *args, "-t", request.prompt]
+        # A money budget is mini's own cost limit too (checked before each model call), last so
+        # it wins over the contract's; 0 would mean no limit, so it is never 0.
+        cap = money_cap(request)
+        return [*argv, *args, *(["-l", cap] if cap is not None else []), "-t", request.prompt]
 
     def dispatch(self, request: DispatchRequest) -> DispatchResult:
         write_brief_config(request)
@@ -126,7 +134,15 @@ class MiniCoder:
             env=env,
             parse=parse,
             max_turns=turn_limit(request),
+            usage=usage_sources(output_dir=request.output_dir),
         )
+
+
+def usage_sources(*, output_dir: Path, home: Path | None = None) -> UsageSources:
+    """Where mini reports its usage: the trajectory it rewrites after every step (its console
+    gives only a cost rounded to cents)."""
+    trajectory = DocumentFile(output_dir, TRAJECTORY, mini_usage, MAX_TRAJECTORY_BYTES)
+    return UsageSources(files=(trajectory,))
 
 
 def keep_trajectory(request: DispatchRequest) -> tuple[str | None, str | None]:
@@ -173,16 +189,15 @@ def parse_mini_run(
 ) -> ParsedRun:
     """Read a trajectory file (and the console output). Pure and total."""
     parsed = ParsedRun()
-    data = _load(trajectory)
+    data = load_json(trajectory)
     info = _dict(data.get("info"))
     stats = _dict(info.get("model_stats"))
     parsed.turns_used = non_negative_int(stats.get("api_calls"))
     # mini prices a call only when the price is above 0 (litellm_model._calculate_cost) and
-    # adds 0.0 for an unpriced one: a total of 0.0 is an unknown cost, never a free run.
-    parsed.cost_usd = non_negative_float(stats.get("instance_cost")) or None
+    # adds 0.0 for an unpriced one: a total of 0.0 is an unknown cost (see mini_usage).
+    parsed.read_usage(mini_usage(trajectory))
     messages = data.get("messages")
     messages = messages if isinstance(messages, list) else []
-    parsed.tokens_used = _tokens(messages)
     status = info.get("exit_status") if isinstance(info.get("exit_status"), str) else ""
     submission = info.get("submission")
     if status == "Submitted":
@@ -223,16 +238,6 @@ def _text_parts(content: object) -> str:
     return "\n".join(p for p in parts if isinstance(p, str))
 
 
-def _load(text: str | None) -> dict[str, Any]:
-    if not text:
-        return {}
-    try:
-        value = json.loads(text)
-    except (ValueError, RecursionError):
-        return {}
-    return value if isinstance(value, dict) else {}
-
-
 def _dict(value: object) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
@@ -245,18 +250,3 @@ def _exit_text(messages: list[Any]) -> str:
             text = extra.get("exception_str") or message.get("content")
             return text if isinstance(text, str) else ""
     return ""
-
-
-def _tokens(messages: list[Any]) -> int | None:
-    """The sum of the usage every model response reported (``extra.response.usage``)."""
-    total: int | None = None
-    for message in messages:
-        if not isinstance(message, dict):
-            continue
-        usage = _dict(_dict(_dict(message.get("extra")).get("response")).get("usage"))
-        count = non_negative_int(usage.get("total_tokens"))
-        if count is None:
-            count = count_sum(usage, ("prompt_tokens", "completion_tokens"))
-        if count is not None:
-            total = (total or 0) + count
-    return total

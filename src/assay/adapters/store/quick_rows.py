@@ -1,5 +1,5 @@
-"""A task and a run as the quick read path reads them (:mod:`.quick_read`): the attributes
-the task commands' sentences use, and the JSON the models' ``model_dump(mode="json")`` writes.
+"""A task as the quick read path reads it (:mod:`.quick_read`): the attributes ``task
+list``'s sentences use, and the JSON the model's ``model_dump(mode="json")`` writes.
 
 Plain classes: ``dataclasses`` imports ``inspect`` and the tokenizer, a tenth of what
 ``ledger show`` may take in all.
@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from assay.core.vocab import HoldSource, RunStatus, SettleRow, TaskStatus
+from assay.core.vocab import HoldSource, TaskStatus
 
 
 class NotQuick(Exception):
@@ -96,69 +96,6 @@ class TaskRow:
         }
 
 
-class RunRow:
-    """A run as :class:`assay.adapters.store.records.RunRecord` reads it, without pydantic."""
-
-    __slots__ = (
-        "attempt_spent",
-        "dispatch_id",
-        "finished_at",
-        "id",
-        "payload_path",
-        "reason",
-        "settle_row",
-        "started_at",
-        "status",
-        "task_id",
-        "task_status",
-    )
-
-    def __init__(
-        self,
-        id: str,
-        task_id: str,
-        dispatch_id: str | None,
-        status: RunStatus,
-        started_at: datetime,
-        finished_at: datetime | None,
-        settle_row: SettleRow | None,
-        attempt_spent: bool | None,
-        task_status: TaskStatus | None,
-        reason: str | None,
-        payload_path: str | None,
-    ) -> None:
-        self.id = id
-        self.task_id = task_id
-        self.dispatch_id = dispatch_id
-        self.status = status
-        self.started_at = started_at
-        self.finished_at = finished_at
-        self.settle_row = settle_row
-        self.attempt_spent = attempt_spent
-        self.task_status = task_status
-        self.reason = reason
-        self.payload_path = payload_path
-
-    @property
-    def open(self) -> bool:
-        return self.finished_at is None
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "task_id": self.task_id,
-            "dispatch_id": self.dispatch_id,
-            "status": self.status.value,
-            "started_at": json_time(self.started_at),
-            "finished_at": json_time(self.finished_at),
-            "settle_row": self.settle_row.value if self.settle_row else None,
-            "attempt_spent": self.attempt_spent,
-            "task_status": self.task_status.value if self.task_status else None,
-            "reason": self.reason,
-            "payload_path": self.payload_path,
-        }
-
-
 def parse_time(value: object) -> datetime:
     """A stored time as ``schema.UTCDateTime`` reads it (SQLAlchemy parses with
     ``fromisoformat``): naive is UTC, an offset is converted to UTC."""
@@ -185,10 +122,6 @@ def json_stored_time(value: str) -> str:
         fraction = "" if value.endswith(".000000") else value[19:]
         return f"{value[:10]}T{value[11:19]}{fraction}Z"
     return json_time(parse_time(value))  # type: ignore[return-value]
-
-
-def optional_time(value: object) -> datetime | None:
-    return None if value is None else parse_time(value)
 
 
 def json_time(value: datetime | None) -> str | None:

@@ -40,6 +40,7 @@ class DispatchKey:
 class DispatchUsage:
     key: DispatchKey
     figures: UsageFigures
+    first_at: datetime | None = None  # when it first reported (the journal's oldest row)
 
 
 def insert_usage(
@@ -126,8 +127,10 @@ def fold(rows: Iterable[dict[str, Any]]) -> list[DispatchUsage]:
             calls=0,
             reported=bool(row["reported"]) or (before.figures.reported if before else False),
         )
-        key = before.key if before is not None else _key(row)
-        totals[ident] = DispatchUsage(key, figures)
+        if before is not None:
+            totals[ident] = DispatchUsage(before.key, figures, before.first_at)
+        else:
+            totals[ident] = DispatchUsage(_key(row), figures, row.get("at"))
     return list(totals.values())
 
 

@@ -1,0 +1,67 @@
+"""What a run's seats spent after its host died: read from the files their programs left.
+
+A coder's program outlives the assay that started it (its own process group) until recovery
+stops it, and may report more usage meanwhile: its output file holds every report. Recovery
+reads each dispatch's files with the reader its dispatch used live and journals what they add
+to what was journaled, so the closed run accounts for every report its programs made. A
+dispatch with no report anywhere is journaled as unknown, never as zero.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from pathlib import Path
+
+from assay.adapters import seats
+from assay.adapters.coders import usage_of_logs
+from assay.adapters.store.records import DispatchRecord
+from assay.adapters.store.sql import Ledger
+from assay.core.usage import BudgetLimits, UsageFigures
+from assay.engine.metering import RunMeter, coder_key
+
+__all__ = ["account_left_logs"]
+
+
+def account_left_logs(
+    ledger: Ledger,
+    *,
+    home: Path,
+    task_id: str,
+    run_id: str,
+    dispatches: Sequence[DispatchRecord],
+    clock: Callable[[], datetime],
+) -> None:
+    """Journal what each started dispatch's files say it spent beyond its journal (its
+    program's processes must have been stopped first: the files are then complete)."""
+    meter = RunMeter(ledger, task_id=task_id, run_id=run_id, limits=BudgetLimits(), clock=clock)
+    for record in dispatches:
+        figures = _left(home, run_id, record)
+        key = coder_key(task_id, run_id, record.attempt, record.seat, record.coder)
+        meter.dispatch(key, continuing=True).finish(figures)
+
+
+def _left(home: Path, run_id: str, record: DispatchRecord) -> UsageFigures | None:
+    log_dir = home / "runs" / run_id / f"attempt-{record.attempt}" / f"seat-{record.seat}"
+    place = seats.seat_path(home, run_id, f"seat-{record.seat}")
+    outputs = sorted(
+        place.with_name(place.name + ".out").glob(f"attempt-{record.attempt}.*"),
+        key=_modified,
+    )
+    seat_home = seats.seat_home(place)
+    with contextlib.suppress(OSError, ValueError):  # a file it cannot read tells nothing
+        return usage_of_logs(
+            record.coder,
+            log_dir,
+            out_dir=outputs[-1] if outputs else None,
+            home=seat_home if seat_home.is_dir() else None,
+        )
+    return None
+
+
+def _modified(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0

@@ -1,0 +1,260 @@
+"""The usage readers, on output captured from the real programs (``usage_samples/``: claude
+2.1.332, codex 0.171.0, aider 0.86.2 and mini-swe-agent 2.4.6 run against the scripted model
+server, trimmed): the running totals as the output arrives, the final figures, and that the
+adapters' final parsers report the same."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from assay.adapters.coders.agentcli import ParsedRun
+from assay.adapters.coders.aider import parse_aider_output
+from assay.adapters.coders.claude import parse_claude_stream
+from assay.adapters.coders.codex import parse_codex_events
+from assay.adapters.coders.mini import parse_mini_run
+from assay.adapters.coders.usage_read import (
+    AiderUsage,
+    ClaudeUsage,
+    CodexEvents,
+    CodexRollout,
+    LineReader,
+    mini_usage,
+    read_all,
+)
+from assay.core.usage import UsageFigures
+from assay.core.vocab import StopReason
+
+SAMPLES = Path(__file__).resolve().parent / "usage_samples"
+CLAUDE = "claude-2.1.332-success.jsonl"
+CLAUDE_BUDGET = "claude-2.1.332-budget.jsonl"
+CODEX = "codex-0.171.0-exec.jsonl"
+ROLLOUT = "codex-0.171.0-rollout.jsonl"
+AIDER = "aider-0.86.2-priced.txt"
+
+
+def sample(name: str) -> str:
+    return (SAMPLES / name).read_text()
+
+
+def running(reader: LineReader, text: str) -> list[UsageFigures]:
+    """The distinct running totals as ``text`` arrives a line at a time, then the final."""
+    totals: list[UsageFigures] = []
+    for line in text.splitlines(keepends=True):
+        reader.feed(line)
+        figures = reader.figures()
+        if figures is not None and (not totals or totals[-1] != figures):
+            totals.append(figures)
+    reader.close()
+    assert reader.figures() == totals[-1]
+    return totals
+
+
+# -- claude -------------------------------------------------------------------------------------
+
+
+def test_claude_streams_each_call_and_the_result_settles_output_and_cost() -> None:
+    totals = running(ClaudeUsage(), sample(CLAUDE))
+    # Each assistant message as it arrives (its output count is the 1 claude starts it with).
+    assert [(t.tokens_in, t.tokens_out, t.calls) for t in totals[:3]] == [
+        (1200, 1, 1),
+        (2700, 2, 2),
+        (4700, 3, 3),
+    ]
+    assert all(t.cost_usd is None for t in totals[:3])
+    assert totals[-1] == UsageFigures(4700, 140, 0.0162, "claude-sonnet-4-5", calls=3)
+
+
+def test_claude_stopped_by_its_budget_counts_the_call_its_result_usage_leaves_out() -> None:
+    # The result's usage says 1200 + 50: the first call only; modelUsage and the cost say two.
+    figures = read_all(ClaudeUsage(), sample(CLAUDE_BUDGET)).figures()
+    assert figures == UsageFigures(2700, 110, 0.00975, "claude-sonnet-4-5", calls=2)
+    parsed = parse_claude_stream(sample(CLAUDE_BUDGET), exit_code=1)
+    assert parsed.stop_reason is StopReason.TURN_BUDGET
+    assert parsed.error == "claude stopped at its --max-budget-usd limit"
+
+
+def assistant(ident: str, tokens_in: int, tokens_out: int, model: str = "m") -> str:
+    usage = {"input_tokens": tokens_in, "output_tokens": tokens_out}
+    message = {"id": ident, "model": model, "usage": usage, "content": []}
+    return json.dumps({"type": "assistant", "message": message}) + "\n"
+
+
+def test_claude_message_repeated_per_content_block_counts_once_at_its_latest_figures() -> None:
+    reader = ClaudeUsage()
+    reader.feed(assistant("m1", 100, 1) + assistant("m1", 100, 7) + assistant("m2", 50, 2))
+    assert reader.figures() == UsageFigures(150, 9, model="m", calls=2)
+
+
+def test_claude_api_error_message_is_no_call() -> None:
+    reader = ClaudeUsage()
+    reader.feed(assistant("m1", 100, 5, "claude-x") + assistant("e1", 0, 0, "<synthetic>"))
+    assert reader.figures() == UsageFigures(100, 5, model="claude-x", calls=1)
+
+
+def test_claude_without_any_usage_reports_nothing() -> None:
+    out = '{"type":"system","subtype":"init"}\nnot json\n'
+    assert read_all(ClaudeUsage(), out).figures() is None
+
+
+# -- codex --------------------------------------------------------------------------------------
+
+
+def test_codex_stdout_gives_the_turn_once_it_ended_and_the_thread_id() -> None:
+    reader = read_all(CodexEvents(), sample(CODEX))
+    assert reader.figures() == UsageFigures(4700, 140, calls=1)
+    assert reader.thread_id == "01a241f3-ba6e-7953-b0c3-7f69c4e71af5"
+
+
+def test_codex_session_file_gives_every_call_as_it_is_made() -> None:
+    totals = running(CodexRollout(), sample(ROLLOUT))
+    assert [(t.tokens_in, t.tokens_out, t.calls) for t in totals] == [
+        (1200, 50, 1),
+        (2700, 110, 2),
+        (4700, 140, 3),
+    ]
+    assert totals[-1].model == "scripted-model" and totals[-1].cost_usd is None
+
+
+def test_codex_thread_id_that_is_not_a_name_is_ignored() -> None:
+    reader = read_all(CodexEvents(), '{"type":"thread.started","thread_id":"../../etc"}\n')
+    assert reader.thread_id is None
+
+
+# -- aider --------------------------------------------------------------------------------------
+
+
+def test_aider_priced_run_reports_each_reply_and_the_session_cost() -> None:
+    totals = running(AiderUsage(), sample(AIDER))
+    assert totals == [
+        UsageFigures(1200, 50, 0.0043, "openai/scripted-model", calls=1),
+        UsageFigures(1200 + 2500, 50 + 1200, 0.03, "openai/scripted-model", calls=2),
+    ]
+
+
+def test_aider_cost_on_the_line_after_the_tokens_is_read() -> None:
+    # Both cache figures given: aider puts the cost report on a line of its own.
+    out = "Tokens: 2.3k sent, 1.1k cache write, 4.2k cache hit, 181 received.\n"
+    out += "Cost: $0.0076 message, $0.01 session.\n"
+    assert read_all(AiderUsage(), out).figures() == UsageFigures(2300, 181, 0.01, calls=1)
+
+
+def test_aider_unpriced_model_has_tokens_and_no_cost() -> None:
+    figures = read_all(AiderUsage(), "Tokens: 1.2k sent, 50 received.").figures()
+    assert figures == UsageFigures(1200, 50, None, calls=1)
+
+
+# -- mini ---------------------------------------------------------------------------------------
+
+
+def test_mini_trajectory_after_one_step_and_at_the_end() -> None:
+    step = mini_usage(sample("mini-2.4.6-step1.traj.json"))
+    assert step == UsageFigures(900, 30, 0.00315, "openai/scripted-model", calls=1)
+    end = mini_usage(sample("mini-2.4.6-submitted.traj.json"))
+    assert end == UsageFigures(900 + 950 + 1000, 30 + 20 + 10, 0.00945, end.model, calls=3)
+
+
+def test_mini_trajectory_caught_mid_write_reads_as_none() -> None:
+    text = sample("mini-2.4.6-submitted.traj.json")
+    assert mini_usage(text[: len(text) // 2]) is None
+    assert mini_usage(None) is None and mini_usage("[]") is None
+
+
+def test_mini_unpriced_total_of_zero_is_unknown() -> None:
+    doc = {"info": {"model_stats": {"instance_cost": 0.0, "api_calls": 1}}, "messages": []}
+    assert mini_usage(json.dumps(doc)) == UsageFigures(0, 0, None, calls=1)
+
+
+# -- the final parsers read the same ------------------------------------------------------------
+
+# What the parsers reported before they read through the readers (tokens, cost); the budget
+# stop was 1200 + 50 then, the result's usage alone.
+PARSED: list[tuple[str, Callable[[str], ParsedRun], int, float | None]] = [
+    (CLAUDE, parse_claude_stream, 4840, 0.0162),
+    (CLAUDE_BUDGET, lambda t: parse_claude_stream(t, exit_code=1), 2810, 0.00975),
+    (CODEX, parse_codex_events, 4840, None),
+    (AIDER, parse_aider_output, 4950, 0.03),
+    ("mini-2.4.6-submitted.traj.json", parse_mini_run, 2910, 0.00945),
+]
+
+
+@pytest.mark.parametrize(("name", "parse", "tokens", "cost"), PARSED)
+def test_final_parse_reports_the_reader_figures(
+    name: str, parse: Callable[[str], ParsedRun], tokens: int, cost: float | None
+) -> None:
+    parsed = parse(sample(name))
+    assert parsed.usage is not None
+    assert (parsed.tokens_used, parsed.cost_usd) == (tokens, cost)
+    assert (parsed.usage.tokens, parsed.usage.cost_usd) == (tokens, cost)
+
+
+# -- any chunking -------------------------------------------------------------------------------
+
+READERS: list[tuple[str, Callable[[], LineReader]]] = [
+    (CLAUDE, ClaudeUsage),
+    (CLAUDE_BUDGET, ClaudeUsage),
+    (CODEX, CodexEvents),
+    (ROLLOUT, CodexRollout),
+    (AIDER, AiderUsage),
+]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.sampled_from(READERS),
+    st.lists(st.integers(min_value=0, max_value=20_000), max_size=12),
+    st.booleans(),
+)
+def test_any_chunking_gives_the_same_figures(
+    case: tuple[str, Callable[[], LineReader]], cuts: list[int], crlf: bool
+) -> None:
+    name, make = case
+    text = sample(name)
+    if crlf:
+        text = text.replace("\n", "\r\n")
+    whole = read_all(make(), text).figures()
+    reader = make()
+    at = 0
+    for cut in sorted(c % (len(text) + 1) for c in cuts):
+        reader.feed(text[at:cut])
+        at = cut
+    reader.feed(text[at:])
+    reader.close()
+    assert reader.figures() == whole is not None
+
+
+class Lines(LineReader):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lines: list[str] = []
+
+    def line(self, text: str) -> None:
+        self.lines.append(text)
+
+    def figures(self) -> UsageFigures | None:
+        return None
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.text(alphabet="ab\r\n{}", max_size=12), max_size=10))
+def test_lines_are_the_same_however_the_output_is_cut(chunks: list[str]) -> None:
+    whole = read_all(Lines(), "".join(chunks)).lines
+    reader = Lines()
+    for chunk in chunks:
+        reader.feed(chunk)
+    reader.close()
+    # Python's own reading of the text: the lines the final parse sees (blank ones skipped).
+    assert reader.lines == whole == [s for s in "".join(chunks).splitlines() if s]
+
+
+def test_an_endless_line_is_dropped_not_kept() -> None:
+    reader = Lines()
+    reader.feed("x" * (5 * 1024 * 1024))
+    reader.feed("y" * 10 + "\nnext\n")
+    reader.close()
+    assert reader.lines == ["next"]
