@@ -20,7 +20,7 @@ import jsonschema
 import pytest
 from support.model_server import HttpError, ModelServer, RecordedRequest, Turn, Usage
 from support.repo import PYTEST, Repo, make_repo
-from support.spending import dispatch_tokens, journal, mismatches, payloads
+from support.spending import dispatch_tokens, journal, mismatches, payloads, usage_report
 
 pytestmark = pytest.mark.slow
 
@@ -87,7 +87,7 @@ def test_a_token_budget_stops_a_looping_coder_within_one_call(tmp_path: Path) ->
     assert payload["usage"]["unpriced_dispatches"] == 1
     assert payload["attempts"]["history"] == [{"attempt": 1, "outcome": "error"}]
     ledger = journal(repo.root)
-    assert mismatches(handed, ledger, [payload]) == []
+    assert mismatches(handed, ledger, [payload], usage_report(repo)) == []
     assert ledger.rows == 9  # each answer journaled as it arrived
     assert dispatch_tokens(repo.root, payload["run_id"]) == [1080]
     shown = json.loads(repo.assay("task", "show", payload["task_id"], "--json").stdout)
@@ -106,7 +106,7 @@ def test_three_seats_each_stop_within_one_call_of_the_shared_budget(tmp_path: Pa
     assert 9 <= handed.answers <= 9 + 2 and handed.answers == len(server.completions)
     assert payload["status"] == "blocked" and payload["usage"]["dispatches"] == 3
     assert sum(t or 0 for t in dispatch_tokens(repo.root, payload["run_id"])) == handed.tokens
-    assert mismatches(handed, journal(repo.root), [payload]) == []
+    assert mismatches(handed, journal(repo.root), [payload], usage_report(repo)) == []
 
 
 def test_a_cost_budget_given_by_flag_stops_it_at_the_call_that_reaches_it(tmp_path: Path) -> None:
@@ -123,7 +123,7 @@ def test_a_cost_budget_given_by_flag_stops_it_at_the_call_that_reaches_it(tmp_pa
     ]
     assert payload["usage"]["cost_usd"] == payload["usage"]["priced_cost_usd"] == handed.cost
     assert handed.cost == 0.05 and payload["usage"]["tokens"] == handed.tokens == 600
-    assert mismatches(handed, journal(repo.root), [payload]) == []
+    assert mismatches(handed, journal(repo.root), [payload], usage_report(repo)) == []
 
 
 def test_a_task_budget_counts_a_refunded_run_before(tmp_path: Path) -> None:
@@ -145,7 +145,10 @@ def test_a_task_budget_counts_a_refunded_run_before(tmp_path: Path) -> None:
         "(budgets.task_max_tokens: 1000)"
     ]
     assert (first["usage"]["tokens"], second["usage"]["tokens"]) == (600, 480)
-    assert mismatches(handed, journal(repo.root), payloads(repo.root).values()) == []
+    assert (
+        mismatches(handed, journal(repo.root), payloads(repo.root).values(), usage_report(repo))
+        == []
+    )
 
 
 def test_warn_lets_a_spent_run_go_on(tmp_path: Path) -> None:
@@ -161,7 +164,7 @@ def test_warn_lets_a_spent_run_go_on(tmp_path: Path) -> None:
     assert done.returncode == 3 and payload["reason"] == "no attempt produced a change"
     assert "it goes on (budgets.on_exhausted: warn)" in done.stderr
     assert payload["usage"]["tokens"] == handed.tokens == 720
-    assert mismatches(handed, journal(repo.root), [payload]) == []
+    assert mismatches(handed, journal(repo.root), [payload], usage_report(repo)) == []
 
 
 @pytest.mark.xfail(
@@ -186,7 +189,7 @@ def test_one_answer_without_a_cost_neither_hides_the_others_nor_the_budget(
     payload = json.loads(done.stdout)
     assert payload["usage"]["cost_usd"] is None  # one answer's cost is unknown
     assert payload["usage"]["priced_cost_usd"] == handed.priced_cost  # the known ones, summed
-    assert mismatches(handed, journal(repo.root), [payload]) == []
+    assert mismatches(handed, journal(repo.root), [payload], usage_report(repo)) == []
     assert handed.answers == 6  # five priced answers reach $0.05
 
 
@@ -204,7 +207,7 @@ def test_a_queued_task_keeps_its_flag_budget_under_serve(tmp_path: Path) -> None
     assert handed.answers == len(server.completions) == math.ceil(500 / 120) == 5
     runs = payloads(repo.root)
     assert [p["status"] for p in runs.values()] == ["blocked"]
-    assert mismatches(handed, journal(repo.root), runs.values()) == []
+    assert mismatches(handed, journal(repo.root), runs.values(), usage_report(repo)) == []
 
 
 @pytest.mark.xfail(
@@ -237,6 +240,6 @@ land: merge
         handed = server.handed_out
     payload = json.loads(done.stdout)
     assert payload["usage"]["tokens"] == handed.tokens == 1629
-    assert mismatches(handed, journal(repo.root), [payload]) == []
+    assert mismatches(handed, journal(repo.root), [payload], usage_report(repo)) == []
     said_held = "the task is held" in done.stderr
     assert said_held == (payload["task_status"] == "held"), (done.stderr, payload["status"])

@@ -26,7 +26,7 @@ from support.model_server import (
     json_response,
 )
 from support.repo import PYTEST, Repo, make_repo
-from support.spending import journal, mismatches
+from support.spending import journal, mismatches, usage_report
 
 pytestmark = pytest.mark.slow
 
@@ -139,4 +139,4 @@ def test_a_billed_answer_without_a_choice_is_still_counted(tmp_path: Path) -> No
         handed = server.handed_out
     assert payload["reason"].endswith("the endpoint answered without any choice, 3 of 3 calls")
     assert handed.answers == 5 and handed.tokens == 2 * 120 + 3 * 5000
-    assert mismatches(handed, journal(repo.root), [payload]) == []
+    assert mismatches(handed, journal(repo.root), [payload], usage_report(repo)) == []

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from support.model_server import HttpError, ModelServer, RecordedRequest, Turn, Usage
 from support.repo import ASSAY, PYTEST, Repo, make_repo
-from support.spending import journal, mismatches, payloads
+from support.spending import journal, mismatches, payloads, usage_report
 
 pytestmark = pytest.mark.slow
 
@@ -101,4 +101,4 @@ def test_a_killed_serve_and_a_flaky_provider_lose_no_token(tmp_path: Path) -> No
     # Each finished run was handed its three answers; the dead one what it got before serve died.
     assert dead["usage"]["tokens"] == 312 + 430
     assert handed.tokens == TASKS * 1201 + 312 + 430
-    assert mismatches(handed, journal(repo.root), runs.values()) == []
+    assert mismatches(handed, journal(repo.root), runs.values(), usage_report(repo)) == []

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from support.model_server import ModelServer, RecordedRequest, Turn, Usage
 from support.repo import ASSAY, PYTEST, Repo, make_repo
-from support.spending import dispatch_tokens, journal, mismatches, payloads
+from support.spending import dispatch_tokens, journal, mismatches, payloads, usage_report
 
 from assay.core.vocab import CrashPoint
 from assay.engine.crashpoints import CRASH_EXIT
@@ -124,7 +124,7 @@ def test_a_run_killed_mid_call_counts_what_its_coder_was_handed(
     ]
     assert dispatch_tokens(repo.root, killed["run_id"]) == [360]
     assert rerun["usage"]["tokens"] == handed.tokens - before.tokens == 430 + 459
-    assert mismatches(handed, journal(repo.root), runs.values()) == []
+    assert mismatches(handed, journal(repo.root), runs.values(), usage_report(repo)) == []
 
 
 BOUNDARIES = [p.value for p in CrashPoint if p is not CrashPoint.JUDGED]
@@ -161,7 +161,7 @@ def test_killed_at_a_boundary_the_ledger_counts_what_the_server_handed_out(
     crashed: dict[str, Any] = next(iter(runs.values()))
     assert crashed["usage"]["tokens"] == first.tokens  # what it was handed before it died
     ledger = journal(repo.root)
-    assert mismatches(handed, ledger, runs.values()) == []
+    assert mismatches(handed, ledger, runs.values(), usage_report(repo)) == []
     assert ledger.cost is None  # no answer named a cost
 
 
@@ -190,7 +190,10 @@ land: merge
         assert server.handed_out.tokens == 1080
         resumed = repo.assay("run", "--resume", "--json")
         handed = server.handed_out
-    assert mismatches(handed, journal(repo.root), payloads(repo.root).values()) == []
+    assert (
+        mismatches(handed, journal(repo.root), payloads(repo.root).values(), usage_report(repo))
+        == []
+    )
     # What a live run would have done: the task held on the budget, no second budget spent.
     assert resumed.returncode == 3, resumed.stderr
     assert handed.tokens == 1080

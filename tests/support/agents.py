@@ -15,7 +15,7 @@ import os
 import re
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -115,14 +115,15 @@ class AgentRun:
         }
         return self.repo.contract(f"{self.coder['kind']}.yaml", yaml.safe_dump(doc))
 
-    def run(self, *, timeout: float = 300) -> Outcome:
+    def run(self, *, timeout: float = 300, extra: Sequence[str] = ()) -> Outcome:
+        """``assay run --contract ... --json`` and ``extra`` (more flags)."""
         self.home.mkdir(parents=True, exist_ok=True)
         environ = {k: v for k, v in os.environ.items() if not k.startswith(_LEAKY)}
         environ["PATH"] = f"{AGENTS / 'bin'}{os.pathsep}{environ.get('PATH', '')}"
         environ["HOME"] = str(self.home)
         started = time.monotonic()
         done = subprocess.run(
-            [str(ASSAY), "run", "--contract", str(self.contract()), "--json"],
+            [str(ASSAY), "run", "--contract", str(self.contract()), "--json", *extra],
             cwd=self.repo.root,
             capture_output=True,
             text=True,

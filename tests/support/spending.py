@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from support.model_server import HandedOut
+from support.repo import Repo
 
 
 @dataclass(frozen=True)
@@ -83,11 +84,23 @@ def payloads(repo: Path) -> dict[str, dict[str, Any]]:
     return {run_id: json.loads(Path(path).read_text()) for run_id, path in found}
 
 
+def usage_report(repo: Repo, *args: str) -> dict[str, Any]:
+    """What ``assay usage --json`` says (``args``: ``--by coder``, ``--since 1h``)."""
+    done = repo.assay("usage", "--json", *args)
+    assert done.returncode == 0, done.stderr
+    loaded: dict[str, Any] = json.loads(done.stdout)
+    return loaded
+
+
 def mismatches(
-    handed: HandedOut, ledger: Journal, payloads: Iterable[Mapping[str, Any]]
+    handed: HandedOut,
+    ledger: Journal,
+    payloads: Iterable[Mapping[str, Any]],
+    report: Mapping[str, Any] | None = None,
 ) -> list[str]:
-    """Where the ledger's journal or the payloads' usage (summed) differ from what the server
-    handed out; an empty list when every token (and every known cost) is accounted for."""
+    """Where the ledger's journal, the payloads' usage (summed) or ``assay usage --json``'s
+    total differ from what the server handed out; an empty list when every token (and every
+    known cost) is accounted for."""
     usages = [p["usage"] for p in payloads]
     paid = round(sum(float(u["priced_cost_usd"]) for u in usages), 6)
     found = {
@@ -101,4 +114,13 @@ def mismatches(
         "payload tokens_out": (sum(int(u["tokens_out"]) for u in usages), handed.tokens_out),
         "payload priced cost": (paid, round(handed.priced_cost, 6)),
     }
+    if report is not None:
+        total = report["total"]
+        found["assay usage tokens"] = (total["tokens"], handed.tokens)
+        found["assay usage tokens_in"] = (total["tokens_in"], handed.tokens_in)
+        found["assay usage tokens_out"] = (total["tokens_out"], handed.tokens_out)
+        found["assay usage priced cost"] = (
+            round(float(total["priced_cost_usd"]), 6),
+            round(handed.priced_cost, 6),
+        )
     return [f"{name}: {got} != {want}" for name, (got, want) in found.items() if got != want]
