@@ -27,8 +27,9 @@ KINDS = {kind.value for kind in EventKind}
 LEGACY = {"task_added", "task_saved", "run_started", "run_closed"}
 PREFIXES = sorted({kind.split(".")[0] for kind in KINDS})
 LOOKS_LIKE_A_KIND = re.compile(rf"^(?:{'|'.join(PREFIXES)})\.[a-z_]+$")
-# Names that share a kind's prefix but are files or folders (run.sh, task.html, seat.home).
-NOT_KINDS = {"sh", "log", "html", "yaml", "home"}
+# Names that share a kind's prefix but are files or folders (run.sh, task.html, seat.home), or
+# a payload's JSON path (usage.wall_time_ms).
+NOT_KINDS = {"sh", "log", "html", "yaml", "home", "wall_time_ms"}
 
 
 def python_files(root: Path) -> Iterator[Path]:

@@ -102,7 +102,8 @@ def test_a_coder_that_reports_no_cost_leaves_the_cost_unknown(tmp_path: Path) ->
     usage = json.loads(done.stdout)["usage"]
     jsonschema.validate(json.loads(done.stdout), SCHEMA)
     assert usage["cost_usd"] is None, "an unknown cost must never read as 0"
-    assert usage["unpriced_dispatches"] == 1 and usage["priced_cost_usd"] == 0.0
+    # It reported no usage at all: unknown, counted apart.
+    assert usage["unreported_dispatches"] == 1 and usage["priced_cost_usd"] == 0.0
 
 
 def test_a_dirty_checkout_is_never_touched(tmp_path: Path) -> None:

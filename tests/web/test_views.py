@@ -106,8 +106,9 @@ def test_a_blocked_then_passed_run_shows_both_attempts(world: World) -> None:
     assert "test_digits" in tests.justification + " ".join(tests.findings)
     assert run.land is not None and run.land["mode"] == "merge"
     assert run.payload_available and run.sandbox in ("bwrap", "none")
-    # The replay coder reports no tokens: unknown, not 0; its wall time is measured.
-    assert run.totals.tokens is None and run.totals.wall_time_ms is not None
+    # The replay coder calls no model: it spent nothing, and says so; its wall time is measured.
+    assert run.totals.tokens == 0 and run.totals.cost_usd == 0.0
+    assert run.totals.wall_time_ms is not None
     assert not any(h.lifecycle == "FIRED" for h in run.halts)  # attested at close
     assert {h.name for h in run.halts} >= {"halt-scope-breach", "halt-secret-exposure"}
 

@@ -134,6 +134,7 @@ def close_run(facts: CloseFacts) -> Closing:
         judge_calls=judges * result.validations + result.judge_calls,
         land_attempts=1 if result.land else 0,
         finished_at=payload.finished_at,
+        usage=payload.usage.model_dump(mode="json"),
     )
     return Closing(task=task, settlement=settlement, payload=payload, row=row)
 

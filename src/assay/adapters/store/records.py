@@ -111,6 +111,9 @@ class RunClose(BaseModel):
     finished_at: AwareDatetime
     events: list[EventIn] = Field(default_factory=list)
     document: RunDocument | None = None
+    # What the run spent, summed from the usage journal (the payload's ``usage``), for the
+    # ``run.closed`` event.
+    usage: dict[str, Any] | None = None
 
     @property
     def task_id(self) -> str:

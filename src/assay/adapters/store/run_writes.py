@@ -223,6 +223,8 @@ def event_rows(close: RunClose, run: RunRecord) -> Rows:
         "task_status": run.task_status,
         "payload_path": run.payload_path,
     }
+    if close.usage is not None:
+        summary["usage"] = close.usage
     entries = [*close.events, EventIn(kind=EventKind.RUN_CLOSED, data=summary)]
     rows = [
         {

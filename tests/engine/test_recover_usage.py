@@ -1,0 +1,64 @@
+"""A run whose host died: what its seats' programs reported after that (in the files they
+left) is journaled at recovery, once, and a seat that reported nothing is unknown."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from assay.adapters.coders import usage_of_logs
+from assay.adapters.store.records import DispatchRecord
+from assay.adapters.store.schema import runs
+from assay.adapters.store.sql import Ledger
+from assay.core.tasks import Task
+from assay.core.usage import BudgetLimits, Spend, UsageFigures
+from assay.engine.metering import RunMeter, coder_key
+from assay.engine.recover_usage import account_left_logs
+
+NOW = datetime(2026, 12, 4, 12, 0, tzinfo=UTC)
+SAMPLES = Path(__file__).parents[1] / "adapters" / "usage_samples"
+
+
+@pytest.fixture
+def ledger(tmp_path: Path) -> Ledger:
+    ledger = Ledger(f"sqlite:///{tmp_path / 'assay.db'}")
+    ledger.migrate()
+    ledger.add_task(Task.new(id="t1", title="t", instruction="Fix it.", now=NOW))
+    with ledger._engine.begin() as conn:
+        conn.execute(sa.insert(runs).values(id="r1", task_id="t1", status="prep", started_at=NOW))
+    return ledger
+
+
+def _record(seat: int, coder: str) -> DispatchRecord:
+    return DispatchRecord(dispatch_id=f"r1.a1.s{seat}", attempt=1, seat=seat, coder=coder)
+
+
+def test_what_a_program_printed_after_its_host_died_is_journaled_once(
+    ledger: Ledger, tmp_path: Path
+) -> None:
+    home = tmp_path / ".assay"
+    log_dir = home / "runs" / "r1" / "attempt-1" / "seat-1"
+    log_dir.mkdir(parents=True)
+    whole = (SAMPLES / "claude-2.1.332-success.jsonl").read_text()
+    (log_dir / "claude.log.out").write_text(whole)
+    final = usage_of_logs("claude", log_dir)
+    assert final is not None and final.tokens > 0
+    # Live, the dispatch had journaled part of it before assay was killed.
+    meter = RunMeter(ledger, task_id="t1", run_id="r1", limits=BudgetLimits(), clock=lambda: NOW)
+    meter.dispatch(coder_key("t1", "r1", 1, 1, "claude")).report(
+        UsageFigures(tokens_in=final.tokens_in // 2, model=final.model)
+    )
+    records = [_record(1, "claude"), _record(2, "command")]
+    for _ in range(2):  # a second recovery adds nothing
+        account_left_logs(
+            ledger, home=home, task_id="t1", run_id="r1", dispatches=records, clock=lambda: NOW
+        )
+    spent = {d.key.dispatch: d.figures for d in ledger.usage(run_id="r1")}
+    assert spent["a1.s1"].tokens == final.tokens
+    assert spent["a1.s1"].cost_usd == final.cost_usd
+    assert not spent["a1.s2"].reported  # the command coder reported nothing: unknown
+    total = Spend.of(spent.values())
+    assert (total.unreported, total.cost_usd) == (1, None)
