@@ -4,7 +4,9 @@ Format sources: https://docs.anthropic.com/en/api/messages (the message object, 
 blocks, ``stop_reason``, ``usage``), https://docs.anthropic.com/en/api/messages-streaming (the
 event sequence ``message_start``, ``content_block_start``, ``ping``, ``content_block_delta``
 with ``text_delta`` / ``input_json_delta``, ``content_block_stop``, ``message_delta``,
-``message_stop``), https://docs.anthropic.com/en/api/errors (``{"type": "error", "error":
+``message_stop``; ``message_delta``'s ``usage`` holds the message's cumulative counts, input
+and cache included, as the SDKs' ``MessageDeltaUsage`` type documents them),
+https://docs.anthropic.com/en/api/errors (``{"type": "error", "error":
 {"type": ..., "message": ...}}``, 429 ``rate_limit_error``, 529 ``overloaded_error``) and
 https://docs.anthropic.com/en/api/rate-limits (``retry-after`` and the
 ``anthropic-ratelimit-*-reset`` RFC 3339 headers).
@@ -133,10 +135,12 @@ def _events(
                 delta = {"type": "input_json_delta", "partial_json": piece}
                 yield {"type": "content_block_delta", "index": index, "delta": delta}
         yield {"type": "content_block_stop", "index": index}
+    # The message's usage so far, every count cumulative (the API's ``MessageDeltaUsage``):
+    # the only place a stream gives its final output count.
     yield {
         "type": "message_delta",
         "delta": {"stop_reason": stop, "stop_sequence": None},
-        "usage": {"output_tokens": usage["output_tokens"]},
+        "usage": dict(usage),
     }
     yield {"type": "message_stop"}
 

@@ -78,7 +78,15 @@ def test_anthropic_stream_follows_the_documented_event_sequence(model_server: Mo
     start = events[0][1]["message"]
     assert start["content"] == [] and start["stop_reason"] is None
     final = next(d for n, d in events if n == "message_delta")
-    assert final["delta"]["stop_reason"] == "tool_use" and final["usage"]["output_tokens"] == 20
+    assert final["delta"]["stop_reason"] == "tool_use"
+    # message_start counts 1 output token; message_delta has the message's final counts.
+    assert start["usage"]["output_tokens"] == 1
+    assert final["usage"] == {
+        "input_tokens": 100,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 0,
+        "output_tokens": 20,
+    }
 
 
 @pytest.mark.parametrize(
