@@ -16,14 +16,14 @@ from hypothesis import strategies as st
 
 from assay.adapters.coders.agentcli import ParsedRun, to_result
 from assay.adapters.coders.claude import ClaudeCoder, parse_claude_stream
-from assay.adapters.process import ProcessResult
+from assay.adapters.process import MAX_OUTPUT_READ, ProcessResult
 from assay.core.brief import query_command
 from assay.core.halt_skill import SKILL_NAME
 from assay.core.vocab import StopReason
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "standins"))
 
-from coder_harness import changed, make_request, recorded
+from coder_harness import BudgetMeter, changed, make_request, recorded
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 RESET = 1_900_000_020  # a whole minute, so every format of it round-trips
@@ -236,7 +236,11 @@ JSONISH = st.recursive(
     max_leaves=8,
 )
 EVENT = st.fixed_dictionaries(
-    {"type": st.sampled_from(["assistant", "result", "rate_limit_event", "user", "system"])},
+    {
+        "type": st.sampled_from(
+            ["assistant", "result", "rate_limit_event", "user", "system", "stream_event"]
+        )
+    },
     optional={
         "subtype": st.sampled_from(["success", "error_max_turns", "error_during_execution"])
         | st.text(max_size=5),
@@ -249,6 +253,13 @@ EVENT = st.fixed_dictionaries(
         "rate_limit_info": st.dictionaries(st.sampled_from(["status", "resetsAt"]), JSONISH),
         "errors": JSONISH,
         "api_error_status": JSONISH,
+        "event": st.fixed_dictionaries(
+            {"type": st.sampled_from(["message_start", "message_delta", "content_block_delta"])},
+            optional={"message": JSONISH, "usage": JSONISH, "delta": JSONISH},
+        ),
+        "api_message_id": JSONISH,
+        "session_id": JSONISH,
+        "parent_tool_use_id": JSONISH,
     },
 ).map(json.dumps)
 
@@ -280,6 +291,7 @@ def test_edit_completes_with_usage_cost_and_turns(tmp_path: Path) -> None:
         "--output-format",
         "stream-json",
         "--verbose",
+        "--include-partial-messages",
         "--max-turns",
         "7",
         "--model",
@@ -466,3 +478,18 @@ def test_an_overloaded_api_loses_the_seat_to_a_provider_fault(tmp_path: Path) ->
 @pytest.mark.parametrize("scenario", ["context", "auth", "usage_limit"])
 def test_other_failures_are_not_provider_faults(tmp_path: Path, scenario: str) -> None:
     assert ClaudeCoder().dispatch(make_request(tmp_path, scenario=scenario)).fault is None
+
+
+def test_a_run_longer_than_the_read_back_limit_still_parses_right(tmp_path: Path) -> None:
+    # Partial messages make a long session's output large: the host reads back its tail only
+    # (a line saying so, then a cut line), where claude's result and last message are.
+    meter = BudgetMeter()
+    request = dataclasses.replace(make_request(tmp_path, scenario="long"), meter=meter)
+    result = ClaudeCoder().dispatch(request)
+    assert (request.log_dir / "claude.log.out").stat().st_size > MAX_OUTPUT_READ
+    assert result.stop_reason is StopReason.COMPLETED and result.error is None, result
+    assert result.report is not None and result.report.summary == "All done."
+    assert (result.turns_used, result.cost_usd, result.tokens_used) == (41, 0.5, 43050)
+    # Read whole while it ran: every message, all 41 of them.
+    assert result.usage is not None and result.usage.calls == 41
+    assert meter.reports[-1] == result.usage

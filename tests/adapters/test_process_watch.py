@@ -8,7 +8,8 @@ import sys
 import time
 from pathlib import Path
 
-from assay.adapters.coders.usage_read import AiderUsage, ClaudeUsage
+from assay.adapters.coders.claude_usage import ClaudeUsage
+from assay.adapters.coders.usage_read import AiderUsage
 from assay.adapters.coders.usage_watch import UsageSources, UsageWatch
 from assay.adapters.process import run_process
 from assay.core.usage import UsageFigures

@@ -1,7 +1,12 @@
 """The usage readers, on output captured from the real programs (``usage_samples/``: claude
 2.1.332, codex 0.171.0, aider 0.86.2 and mini-swe-agent 2.4.6 run against the scripted model
 server, trimmed): the running totals as the output arrives, the final figures, and that the
-adapters' final parsers report the same."""
+adapters' final parsers report the same.
+
+The claude samples: ``claude-*-partial-*`` were run with ``--include-partial-messages`` (as
+the adapter runs it), the others without (older output, read through its assistant events);
+``partial-stopped`` is a claude looping on tool calls, stopped with SIGTERM after the server
+answered its third call (3 x 1200 in, 50 out)."""
 
 from __future__ import annotations
 
@@ -16,11 +21,11 @@ from hypothesis import strategies as st
 from assay.adapters.coders.agentcli import ParsedRun
 from assay.adapters.coders.aider import parse_aider_output
 from assay.adapters.coders.claude import parse_claude_stream
+from assay.adapters.coders.claude_usage import ClaudeUsage
 from assay.adapters.coders.codex import parse_codex_events
 from assay.adapters.coders.mini import parse_mini_run
 from assay.adapters.coders.usage_read import (
     AiderUsage,
-    ClaudeUsage,
     CodexEvents,
     CodexRollout,
     LineReader,
@@ -33,6 +38,9 @@ from assay.core.vocab import StopReason
 SAMPLES = Path(__file__).resolve().parent / "usage_samples"
 CLAUDE = "claude-2.1.332-success.jsonl"
 CLAUDE_BUDGET = "claude-2.1.332-budget.jsonl"
+PARTIAL = "claude-2.1.332-partial-success.jsonl"
+PARTIAL_BUDGET = "claude-2.1.332-partial-budget.jsonl"
+PARTIAL_STOPPED = "claude-2.1.332-partial-stopped.jsonl"
 CODEX = "codex-0.171.0-exec.jsonl"
 ROLLOUT = "codex-0.171.0-rollout.jsonl"
 AIDER = "aider-0.86.2-priced.txt"
@@ -85,10 +93,97 @@ def assistant(ident: str, tokens_in: int, tokens_out: int, model: str = "m") -> 
     return json.dumps({"type": "assistant", "message": message}) + "\n"
 
 
-def test_claude_message_repeated_per_content_block_counts_once_at_its_latest_figures() -> None:
+def test_claude_message_repeated_per_content_block_counts_once_at_its_largest_figures() -> None:
     reader = ClaudeUsage()
-    reader.feed(assistant("m1", 100, 1) + assistant("m1", 100, 7) + assistant("m2", 50, 2))
+    reader.feed(assistant("m1", 100, 1) + assistant("m1", 100, 7) + assistant("m1", 100, 1))
+    reader.feed(assistant("m2", 50, 2))
     assert reader.figures() == UsageFigures(150, 9, model="m", calls=2)
+
+
+def test_claude_partial_messages_give_each_call_its_final_output_as_it_ends() -> None:
+    totals = running(ClaudeUsage(), sample(PARTIAL))
+    # message_start: the call's input, output 1; message_delta: its final output count.
+    assert [(t.tokens_in, t.tokens_out, t.calls) for t in totals[:6]] == [
+        (1200, 1, 1),
+        (1200, 50, 1),
+        (2700, 51, 2),
+        (2700, 110, 2),
+        (4700, 111, 3),
+        (4700, 140, 3),
+    ]
+    assert totals[-1] == UsageFigures(4700, 140, 0.0162, "claude-sonnet-4-5", calls=3)
+
+
+def test_claude_stopped_before_its_result_is_counted_in_full_from_its_partial_messages() -> None:
+    text = sample(PARTIAL_STOPPED)
+    assert '"type":"result"' not in text
+    figures = read_all(ClaudeUsage(), text).figures()
+    assert figures == UsageFigures(3 * 1200, 3 * 50, None, "claude-sonnet-4-5", calls=3)
+    # Without the stream events (as claude printed it before): output 1 per call.
+    older = "".join(line for line in text.splitlines(True) if '"stream_event"' not in line)
+    assert read_all(ClaudeUsage(), older).figures() == UsageFigures(
+        3600, 3, None, "claude-sonnet-4-5", calls=3
+    )
+
+
+def test_claude_partial_budget_stop_reads_as_before() -> None:
+    figures = read_all(ClaudeUsage(), sample(PARTIAL_BUDGET)).figures()
+    assert figures == UsageFigures(2400, 100, 0.0087, "claude-sonnet-4-5", calls=2)
+
+
+def stream_event(event: dict[str, object], **line: object) -> str:
+    """A stream event line, compact as claude prints it."""
+    doc = {"type": "stream_event", "event": event, **line}
+    return json.dumps(doc, separators=(",", ":")) + "\n"
+
+
+def start(ident: str, tokens_in: int, model: str = "m") -> dict[str, object]:
+    usage = {"input_tokens": tokens_in, "output_tokens": 1}
+    return {"type": "message_start", "message": {"id": ident, "model": model, "usage": usage}}
+
+
+def delta(tokens_out: int) -> dict[str, object]:
+    return {"type": "message_delta", "delta": {}, "usage": {"output_tokens": tokens_out}}
+
+
+def test_claude_message_delta_belongs_to_the_message_its_stream_started() -> None:
+    # A subagent's stream (its parent tool call) interleaved with the main one; no line
+    # names its message, as an older claude prints them.
+    main: dict[str, object] = {"session_id": "s", "parent_tool_use_id": None}
+    sub: dict[str, object] = {"session_id": "s", "parent_tool_use_id": "toolu_1"}
+    reader = ClaudeUsage()
+    reader.feed(stream_event(start("a", 100), **main) + stream_event(start("b", 30), **sub))
+    reader.feed(stream_event(delta(7), **main) + stream_event(delta(4), **sub))
+    assert reader.messages == {"a": (100, 7), "b": (30, 4)}
+    # A line that names its message is counted there, whichever stream started last.
+    reader.feed(stream_event(delta(9), api_message_id="b", **main))
+    assert reader.messages == {"a": (100, 7), "b": (30, 9)}
+
+
+def test_claude_message_delta_of_no_started_message_is_ignored() -> None:
+    reader = read_all(ClaudeUsage(), stream_event(delta(50), session_id="s"))
+    assert reader.figures() is None
+
+
+def test_claude_assistant_event_after_the_delta_does_not_lower_the_output() -> None:
+    # claude prints a message's assistant events (output 1) before its delta; in any order,
+    # the message counts at its largest figures.
+    reader = ClaudeUsage()
+    reader.feed(stream_event(start("m1", 100), session_id="s") + assistant("m1", 100, 1))
+    reader.feed(stream_event(delta(60), session_id="s") + assistant("m1", 100, 1))
+    assert reader.figures() == UsageFigures(100, 60, model="m", calls=1)
+
+
+def test_claude_content_events_are_not_usage() -> None:
+    # Text that looks like a usage event, inside a content delta, is the model's text.
+    text = json.dumps({"type": "message_delta", "usage": {"output_tokens": 999}})
+    piece = {"type": "text_delta", "text": text}
+    content = {"type": "content_block_delta", "index": 0, "delta": piece}
+    line = stream_event(content, session_id="s", api_message_id="m1")
+    reader = ClaudeUsage()
+    reader.feed(stream_event(start("m1", 100), session_id="s"))
+    reader.feed(line + line.replace(",", ", "))  # skipped unread, and read
+    assert reader.figures() == UsageFigures(100, 1, model="m", calls=1)
 
 
 def test_claude_api_error_message_is_no_call() -> None:
@@ -177,10 +272,29 @@ def test_mini_unpriced_total_of_zero_is_unknown() -> None:
 PARSED: list[tuple[str, Callable[[str], ParsedRun], int, float | None]] = [
     (CLAUDE, parse_claude_stream, 4840, 0.0162),
     (CLAUDE_BUDGET, lambda t: parse_claude_stream(t, exit_code=1), 2810, 0.00975),
+    (PARTIAL, parse_claude_stream, 4840, 0.0162),
+    (PARTIAL_BUDGET, lambda t: parse_claude_stream(t, exit_code=1), 2500, 0.0087),
+    (PARTIAL_STOPPED, lambda t: parse_claude_stream(t, exit_code=None), 3750, None),
     (CODEX, parse_codex_events, 4840, None),
     (AIDER, parse_aider_output, 4950, 0.03),
     ("mini-2.4.6-submitted.traj.json", parse_mini_run, 2910, 0.00945),
 ]
+
+
+@pytest.mark.parametrize("name", [PARTIAL, PARTIAL_BUDGET, PARTIAL_STOPPED])
+def test_claude_final_parse_reads_the_run_alike_with_or_without_stream_events(name: str) -> None:
+    text = sample(name)
+    older = "".join(line for line in text.splitlines(True) if '"stream_event"' not in line)
+    parsed, without = (
+        parse_claude_stream(text, exit_code=1),
+        parse_claude_stream(older, exit_code=1),
+    )
+    # The usage is what they add (the stopped run's output); all else reads the same.
+    assert parsed.usage is not None and without.usage is not None
+    assert parsed.usage.tokens_out >= without.usage.tokens_out
+    parsed.usage = without.usage = None
+    parsed.tokens_used = without.tokens_used = None
+    assert parsed == without
 
 
 @pytest.mark.parametrize(("name", "parse", "tokens", "cost"), PARSED)
@@ -198,6 +312,9 @@ def test_final_parse_reports_the_reader_figures(
 READERS: list[tuple[str, Callable[[], LineReader]]] = [
     (CLAUDE, ClaudeUsage),
     (CLAUDE_BUDGET, ClaudeUsage),
+    (PARTIAL, ClaudeUsage),
+    (PARTIAL_BUDGET, ClaudeUsage),
+    (PARTIAL_STOPPED, ClaudeUsage),
     (CODEX, CodexEvents),
     (ROLLOUT, CodexRollout),
     (AIDER, AiderUsage),

@@ -16,11 +16,11 @@ import pytest
 from assay.adapters.coders import usage_of_logs
 from assay.adapters.coders.aider import AiderCoder
 from assay.adapters.coders.claude import ClaudeCoder
+from assay.adapters.coders.claude_usage import ClaudeUsage
 from assay.adapters.coders.codex import usage_sources as codex_sources
 from assay.adapters.coders.mini import MiniCoder
 from assay.adapters.coders.mini import usage_sources as mini_sources
-from assay.adapters.coders.usage_read import ClaudeUsage
-from assay.adapters.coders.usage_watch import UsageSources, UsageWatch
+from assay.adapters.coders.usage_watch import SETTLE_SECONDS, UsageSources, UsageWatch
 from assay.core.usage import UsageFigures
 from assay.core.vocab import StopReason
 
@@ -60,6 +60,38 @@ def test_the_meter_hears_each_growth_of_the_running_total_once() -> None:
         (4700, 3, None),
         (4700, 140, 0.0162),
     ]
+
+
+def partial_lines() -> tuple[list[str], int, int]:
+    """claude's partial-messages sample by line; where its first message starts and stops."""
+    lines = sample("claude-2.1.332-partial-success.jsonl").splitlines(keepends=True)
+    starts = [n for n, line in enumerate(lines) if '"type":"message_start"' in line]
+    stops = [n for n, line in enumerate(lines) if '"type":"message_stop"' in line]
+    return lines, starts[0], stops[0]
+
+
+def test_a_stop_waits_for_the_end_of_the_call_being_printed() -> None:
+    meter = BudgetMeter(max_tokens=1000)
+    watch = UsageWatch(UsageSources(stdout=ClaudeUsage()), meter, clock=lambda: 0.0)
+    lines, start, stop = partial_lines()
+    watch.seen("".join(lines[: start + 1]), "")
+    assert meter.reports[-1].tokens == 1201  # spent as the call started...
+    assert watch.stop_reason() is None  # ...but its output count is still to come
+    watch.seen("".join(lines[start + 1 : stop]), "")
+    assert meter.reports[-1].tokens == 1250 and watch.stop_reason() is None
+    watch.seen(lines[stop], "")
+    assert watch.stop_reason() == "the run spent 1250 tokens of its 1000-token budget"
+
+
+def test_a_call_that_never_ends_delays_a_stop_a_moment_only() -> None:
+    now = [0.0]
+    meter = BudgetMeter(max_tokens=1000)
+    watch = UsageWatch(UsageSources(stdout=ClaudeUsage()), meter, clock=lambda: now[0])
+    lines, start, _stop = partial_lines()
+    watch.seen("".join(lines[: start + 1]), "")
+    assert watch.stop_reason() is None
+    now[0] += SETTLE_SECONDS
+    assert watch.stop_reason() == "the run spent 1201 tokens of its 1000-token budget"
 
 
 def test_codex_calls_are_read_from_its_session_file_as_they_are_made(tmp_path: Path) -> None:

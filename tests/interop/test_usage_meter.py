@@ -73,16 +73,18 @@ def test_claude_is_stopped_by_the_host_once_its_calls_spend_the_tokens(
 ) -> None:
     require("claude")
     server.script(*[listing(Usage(1200, 50)) for _ in range(6)])
-    meter = BudgetMeter(max_tokens=2400)
+    meter = BudgetMeter(max_tokens=2500)
     settings = {"model": "claude-sonnet-4-5"}
     result = ClaudeCoder().dispatch(dispatch_request(tmp_path, meter, settings, claude_env(server)))
-    assert result.stopped == "the run spent 2402 tokens of its 2400-token budget"
+    # Spent by the second call's output: its start (2400 in, 1 out) left the budget unspent.
+    assert result.stopped == "the run spent 2500 tokens of its 2500-token budget"
     assert result.exit_code is None and result.error == f"stopped by assay: {result.stopped}"
-    # Each call journaled as it came (claude's stream counts 1 output token per message).
-    assert [(r.tokens_in, r.tokens_out, r.calls) for r in meter.reports] == [
-        (1200, 1, 1),
-        (2400, 2, 2),
-    ]
+    # Each call journaled as it came: its input as it started, its output once it ended (its
+    # partial messages), each call's end seen before the next call was answered.
+    reports = [(r.tokens_in, r.tokens_out, r.calls) for r in meter.reports]
+    assert set(reports) <= {(1200, 1, 1), (1200, 50, 1), (2400, 51, 2), (2400, 100, 2)}
+    assert (1200, 50, 1) in reports and reports[-1] == (2400, 100, 2)
+    assert result.usage is not None and result.usage.tokens == 2500
     # Stopped while its third call waited for an answer, if it had asked already.
     assert len(server.completions) in (2, 3)
 

@@ -2,7 +2,8 @@
 
 Format sources:
 - Headless mode and flags (``-p``, ``--output-format stream-json``, ``--verbose``,
-  ``--max-turns``, ``--model``, ``--permission-mode``): https://code.claude.com/docs/en/headless
+  ``--include-partial-messages``, ``--max-turns``, ``--model``, ``--permission-mode``):
+  https://code.claude.com/docs/en/headless
   and https://docs.claude.com/en/docs/claude-code/sdk/sdk-headless ("each conversation begins
   with an initial ``init`` system message, followed by a list of user and assistant messages,
   followed by a final ``result`` system message with stats").
@@ -47,9 +48,9 @@ from assay.adapters.coders.agentcli import (
     turn_limit,
 )
 from assay.adapters.coders.base import DispatchRequest, DispatchResult, assay_env
+from assay.adapters.coders.claude_usage import STREAM_EVENT, ClaudeUsage
 from assay.adapters.coders.command import write_log_file
 from assay.adapters.coders.usage_read import (
-    ClaudeUsage,
     json_object,
     non_negative_float,
     non_negative_int,
@@ -65,6 +66,9 @@ SKIP_PERMISSIONS = "--dangerously-skip-permissions"
 CONFIG_FOLDER = ".claude"
 _PERMISSION_FLAGS = ("--permission-mode", SKIP_PERMISSIONS)
 BUDGET_FLAG = "--max-budget-usd"
+# The API's stream events, the only place claude prints a message's output count before its
+# final result event, which a stopped claude never prints.
+PARTIAL_FLAG = "--include-partial-messages"
 
 
 class ClaudeCoder:
@@ -83,9 +87,11 @@ class ClaudeCoder:
         task in one argument would exceed the kernel's 128 KiB limit) is appended to its system
         prompt; the task itself goes in on stdin. A money budget is claude's own cap too
         (``--max-budget-usd``, last: it wins over one in ``args``): claude stops after the
-        call that reached it, where the host only sees the cost in claude's final event."""
+        call that reached it, where the host only sees the cost in claude's final event.
+        Partial messages (the API's stream events) give each call's output count as the call
+        ends, so a claude stopped before its final event is still counted in full."""
         model, args = model_and_args(request)
-        argv = ["claude", "-p", "--output-format", "stream-json", "--verbose"]
+        argv = ["claude", "-p", "--output-format", "stream-json", "--verbose", PARTIAL_FLAG]
         if (limit := turn_limit(request)) is not None:
             argv += ["--max-turns", str(limit)]
         if model:
@@ -180,6 +186,8 @@ def parse_claude_stream(
     reset_at: datetime | None = None
     reset_rejected = False
     for line in stdout.splitlines():
+        if line.startswith(STREAM_EVENT):  # usage only, read above
+            continue
         event = json_object(line)
         if event is None:
             continue

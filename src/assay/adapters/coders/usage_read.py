@@ -7,14 +7,7 @@ was journaled while a program ran and what its dispatch result says come from on
 
 What each program reports (checked against the versions ``make agents`` installs):
 
-- claude 2.1.332 (stdout, ``stream-json``): every ``assistant`` event carries its API
-  message's ``usage``; one message can come as several events (one per content block) with
-  the same ``id``, counted once at its latest figures. Its ``output_tokens`` is the count when
-  the message started streaming (1), so the stream undercounts output; the final ``result``
-  event gives the session's ``usage``, ``modelUsage`` (per model) and ``total_cost_usd``, the
-  only cost claude prints. A ``result`` of a run stopped by ``--max-budget-usd`` leaves the
-  last call out of its ``usage`` (not of ``modelUsage`` nor the cost), so each count is the
-  largest of the three.
+- claude: :mod:`assay.adapters.coders.claude_usage`.
 - codex 0.171 (stdout, ``exec --json``): ``turn.completed`` gives the turn's ``usage`` once
   the turn ended; ``exec`` runs one turn, so nothing arrives before the end. Its session file
   (``$CODEX_HOME/sessions/YYYY/MM/DD/rollout-<time>-<thread id>.jsonl``) gets a
@@ -77,6 +70,10 @@ class LineReader:
     def figures(self) -> UsageFigures | None:
         raise NotImplementedError
 
+    def settling(self) -> bool:
+        """Whether a call is being printed whose final figures are still to come."""
+        return False
+
 
 R = TypeVar("R", bound=LineReader)
 
@@ -86,70 +83,6 @@ def read_all(reader: R, text: str) -> R:
     reader.feed(text)
     reader.close()
     return reader
-
-
-# -- claude -------------------------------------------------------------------------------------
-
-_CLAUDE_IN = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
-_MODEL_IN = ("inputTokens", "cacheCreationInputTokens", "cacheReadInputTokens")
-SYNTHETIC = "<synthetic>"  # claude's model name on an API error it reports as a message
-
-
-class ClaudeUsage(LineReader):
-    """claude's ``stream-json`` on stdout."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.messages: dict[str, tuple[int, int]] = {}
-        self.calls: set[str] = set()
-        self.model: str | None = None
-        self.result: UsageFigures | None = None
-
-    def line(self, text: str) -> None:
-        event = json_object(text)
-        if event is None:
-            return
-        kind = event.get("type")
-        if kind == "assistant":
-            self._message(_dict(event.get("message")))
-        elif kind == "result":
-            usage = event.get("usage")
-            tokens_in, tokens_out = count_sum(usage, _CLAUDE_IN), _count(usage, "output_tokens")
-            by_model = _dict(event.get("modelUsage"))
-            models = [_dict(v) for v in by_model.values()]
-            models_in = sum(count_sum(m, _MODEL_IN) or 0 for m in models)
-            models_out = sum(_count(m, "outputTokens") or 0 for m in models)
-            self.result = UsageFigures(
-                tokens_in=max(tokens_in or 0, models_in),
-                tokens_out=max(tokens_out or 0, models_out),
-                cost_usd=non_negative_float(event.get("total_cost_usd")),
-                model=_name(next(iter(by_model))) if len(by_model) == 1 else None,
-            )
-        elif kind == "system" and event.get("subtype") == "init":
-            self.model = self.model or _name(event.get("model"))
-
-    def _message(self, message: dict[str, Any]) -> None:
-        usage = message.get("usage")
-        tokens_in, tokens_out = count_sum(usage, _CLAUDE_IN), _count(usage, "output_tokens")
-        if tokens_in is None and tokens_out is None:
-            return
-        key = str(message.get("id") or f"#{len(self.messages)}")
-        self.messages[key] = (tokens_in or 0, tokens_out or 0)
-        model = _name(message.get("model"))
-        if model != SYNTHETIC:  # an API error claude wrote itself: no call was made
-            self.calls.add(key)
-            self.model = model or self.model
-
-    def figures(self) -> UsageFigures | None:
-        if not self.messages and self.result is None:
-            return None
-        streamed = UsageFigures(
-            tokens_in=sum(t[0] for t in self.messages.values()),
-            tokens_out=sum(t[1] for t in self.messages.values()),
-            model=self.model,
-            calls=len(self.calls),
-        )
-        return streamed if self.result is None else streamed.at_least(self.result)
 
 
 # -- codex --------------------------------------------------------------------------------------
@@ -175,7 +108,10 @@ class CodexEvents(LineReader):
         kind = event.get("type")
         if kind == "turn.completed":
             usage = event.get("usage")
-            tokens_in, tokens_out = _count(usage, "input_tokens"), _count(usage, "output_tokens")
+            tokens_in, tokens_out = (
+                json_count(usage, "input_tokens"),
+                json_count(usage, "output_tokens"),
+            )
             if tokens_in is None and tokens_out is None:
                 return
             self.tokens_in += tokens_in or 0
@@ -205,18 +141,21 @@ class CodexRollout(LineReader):
         entry = json_object(text)
         if entry is None:
             return
-        payload = _dict(entry.get("payload"))
+        payload = json_dict(entry.get("payload"))
         kind = entry.get("type")
         if kind == "token_usage_record":
             usage = payload.get("usage")
-            tokens_in, tokens_out = _count(usage, "input_tokens"), _count(usage, "output_tokens")
+            tokens_in, tokens_out = (
+                json_count(usage, "input_tokens"),
+                json_count(usage, "output_tokens"),
+            )
             if tokens_in is None and tokens_out is None:
                 return
             response = payload.get("response_id")
             key = response if isinstance(response, str) and response else f"#{len(self.calls)}"
             self.calls[key] = (tokens_in or 0, tokens_out or 0)
         elif kind == "turn_context":
-            self.model = _name(payload.get("model")) or self.model
+            self.model = json_name(payload.get("model")) or self.model
 
     def figures(self) -> UsageFigures | None:
         if not self.calls:
@@ -309,15 +248,20 @@ def mini_usage(trajectory: str | None) -> UsageFigures | None:
     """The usage a mini trajectory file records (the whole file: mini rewrites it after every
     step), or None when it is not (yet) a trajectory: one read mid-write is not JSON."""
     data = load_json(trajectory)
-    info = _dict(data.get("info"))
-    stats = _dict(info.get("model_stats"))
+    info = json_dict(data.get("info"))
+    stats = json_dict(info.get("model_stats"))
     messages = data.get("messages")
     tokens_in = tokens_out = 0
     seen = False
     for message in messages if isinstance(messages, list) else []:
-        usage = _dict(_dict(_dict(_dict(message).get("extra")).get("response")).get("usage"))
-        prompt, completion = _count(usage, "prompt_tokens"), _count(usage, "completion_tokens")
-        total = _count(usage, "total_tokens")
+        usage = json_dict(
+            json_dict(json_dict(json_dict(message).get("extra")).get("response")).get("usage")
+        )
+        prompt, completion = (
+            json_count(usage, "prompt_tokens"),
+            json_count(usage, "completion_tokens"),
+        )
+        total = json_count(usage, "total_tokens")
         if prompt is None and completion is None and total is None:
             continue
         seen = True
@@ -332,7 +276,7 @@ def mini_usage(trajectory: str | None) -> UsageFigures | None:
         tokens_out=tokens_out,
         # mini adds 0.0 for a call it cannot price: a total of 0.0 is unknown, never free.
         cost_usd=non_negative_float(stats.get("instance_cost")) or None,
-        model=_name(_dict(_dict(info.get("config")).get("model")).get("model_name")),
+        model=json_name(json_dict(json_dict(info.get("config")).get("model")).get("model_name")),
         calls=calls or 0,
     )
 
@@ -351,15 +295,18 @@ def load_json(text: str | None) -> dict[str, Any]:
 # -- shared -------------------------------------------------------------------------------------
 
 
-def _dict(value: object) -> dict[str, Any]:
+def json_dict(value: object) -> dict[str, Any]:
+    """A JSON value as an object, ``{}`` for anything else."""
     return value if isinstance(value, dict) else {}
 
 
-def _count(usage: object, key: str) -> int | None:
+def json_count(usage: object, key: str) -> int | None:
+    """The count a JSON usage object gives under ``key``, or None."""
     return non_negative_int(usage.get(key)) if isinstance(usage, dict) else None
 
 
-def _name(value: object) -> str | None:
+def json_name(value: object) -> str | None:
+    """A name (a model's) from JSON, trimmed and bounded, or None."""
     if not isinstance(value, str):
         return None
     return value.strip()[:200] or None

@@ -5,8 +5,10 @@ stderr (claude, codex, aider), a file it appends to (codex's session file), a fi
 whole (mini's trajectory). :class:`UsageWatch` reads them as the child runs
 (:mod:`assay.adapters.process_watch` hands it the output every look), hands the dispatch's
 running total to the meter whenever it grows, and passes on the meter's reason to stop the
-child. The places' totals are the same dispatch's, so they combine field by field at the
-larger (:meth:`UsageFigures.at_least`).
+child once the call it is printing has ended (:meth:`LineReader.settling`; ``SETTLE_SECONDS``
+at most): that call's output count comes at its end, and a sandboxed child stopped is killed,
+printing nothing more. The places' totals are the same dispatch's, so they combine field by
+field at the larger (:meth:`UsageFigures.at_least`).
 
 Files a program writes are the seat's, hostile ground: they are opened through
 :mod:`assay.adapters.safe_files` (no link followed, regular files only, a bounded read).
@@ -32,6 +34,9 @@ from assay.core.usage import UsageFigures
 
 LOOK_SECONDS = 0.05  # how often the output is read while the program runs
 FILE_LOOK_SECONDS = 0.5  # how often a file not yet found is looked for, a changed one re-read
+# How long a stop waits for the call being printed to end: a call whose answer has arrived is
+# printed in milliseconds, and one still streaming from the model is not waited for long.
+SETTLE_SECONDS = 2.0
 _CHUNK = 1024 * 1024
 
 
@@ -129,6 +134,12 @@ class UsageSources:
                 total = figures if total is None else total.at_least(figures)
         return total
 
+    def settling(self) -> bool:
+        """Whether a place is printing a call whose final figures are still to come."""
+        appended = [f.reader for f in self.files if isinstance(f, AppendedFile)]
+        readers = [r for r in (self.stdout, self.stderr, *appended) if r is not None]
+        return any(r.settling() for r in readers)
+
     def seen(self, stdout: str, stderr: str, now: float) -> None:
         if self.stdout is not None:
             self.stdout.feed(stdout)
@@ -161,13 +172,22 @@ class UsageWatch:
         self.interval = interval
         self._clock = clock
         self._reported: UsageFigures | None = None
+        self._stop_since: float | None = None  # when the meter first said stop
 
     def seen(self, stdout: str, stderr: str) -> None:
         self.sources.seen(stdout, stderr, self._clock())
         self._report()
 
     def stop_reason(self) -> str | None:
-        return self.meter.stop_reason()
+        reason = self.meter.stop_reason()
+        if reason is None:
+            self._stop_since = None
+            return None
+        now = self._clock()
+        self._stop_since = now if self._stop_since is None else self._stop_since
+        if self.sources.settling() and now - self._stop_since < SETTLE_SECONDS:
+            return None  # the call being printed is let end, for its output count
+        return reason
 
     def ended(self) -> None:
         self.sources.close()
