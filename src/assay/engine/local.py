@@ -42,7 +42,7 @@ from assay.core.payload import HaltNotice, Payload
 from assay.core.report import CoderReport, read_coder_report
 from assay.core.results import ValidatorResult
 from assay.core.tasks import Task
-from assay.core.vocab import CrashPoint, EventKind, RunStatus
+from assay.core.vocab import CanonicalHalt, CrashPoint, EventKind, RunStatus
 from assay.engine.crashpoints import crash_point
 from assay.engine.effects import (
     LOCAL_WORKER,
@@ -319,8 +319,17 @@ class LocalEffects:
                     clock=self.clock,
                     display=self.display,
                     warn=self._warn,
+                    fire=functools.partial(self.fire_now, plan, CanonicalHalt.BUDGET_EXHAUSTED),
                 )
             return self._meter
+
+    def fire_now(self, plan: RunPlan, halt: CanonicalHalt, evidence: str) -> None:
+        """Fire ``halt`` from a seat's thread, the moment the engine learns of it (a spent
+        budget): in the state file and journaled, as :meth:`fire` does between effects."""
+        with self._lock:
+            halt_ops.check(plan.dispatch_id, halt.value, self.state_dir(), fire=True,
+                           evidence=evidence)  # fmt: skip
+            self.halts.watch(plan)
 
     def warn(self, message: str) -> None:
         """A run warning, once per message: in the payload, the ledger's events and on the

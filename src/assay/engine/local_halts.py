@@ -89,7 +89,12 @@ class HaltKeeper:
             self.close_relay(*key)
 
     def watch(self, plan: RunPlan) -> list[HaltNotice]:
-        """Every firing seen so far; a new one the journal lacks is journaled now."""
+        """Every firing seen so far; a new one the journal lacks is journaled now (one caller
+        at a time: the graph's and a budget's firing from a seat's thread)."""
+        with self.fx._lock:
+            return self._watch(plan)
+
+    def _watch(self, plan: RunPlan) -> list[HaltNotice]:
         if self.halt_watch is None:  # not armed (a test driving effects directly)
             self.halt_watch = HaltWatch(plan.dispatch_id)
         watch = self.halt_watch
@@ -102,9 +107,8 @@ class HaltKeeper:
             problem = "it was removed" if not path.exists() else f"it cannot be read: {exc}"
         journaled = list(self.fx.journaled_firings())
         recorded = {(n.name, n.fired_at) for n in journaled}
-        with self.fx._lock:  # what the relay took counts, journaled already or not
-            journaled += self.relayed
-            recorded |= self._relay_journaled
+        journaled += self.relayed  # what the relay took counts, journaled already or not
+        recorded |= self._relay_journaled
         for notice in watch.observe(state, problem, journaled):
             if (notice.name, notice.fired_at) not in recorded:
                 self.fx._record(_fired(notice, by="engine"))

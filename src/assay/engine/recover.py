@@ -30,11 +30,15 @@ from assay.adapters.store import halt_files, halt_ops
 from assay.adapters.store.halt_journal import journaled_firings
 from assay.adapters.store.records import EventIn, RunDocument, RunRecord
 from assay.adapters.store.sql import Ledger, RunNotFound
+from assay.adapters.store.usage_log import spend_of
 from assay.core.attempts import AttemptRecord
 from assay.core.contract import Contract
 from assay.core.payload import HaltNotice
+from assay.core.usage import Spend, exhaustion
 from assay.core.vocab import (
     AttemptOutcome,
+    BudgetAction,
+    CanonicalHalt,
     EventKind,
     HaltLifecycle,
     HaltSeverity,
@@ -127,6 +131,12 @@ def close_unfinished(
         names = ", ".join(f"{h.name} ({h.detail})" for h in blocks)
         status, halt_type = RunStatus.BLOCKED, HaltType.ESCALATE
         reason = f"block halt fired before the process died: {names}"
+    elif (spent := budget_spent(ledger, contract, record)) is not None:
+        # It had spent its budget: a human decides, never a refund and a fresh budget.
+        blocks = [HaltNotice(name=CanonicalHalt.BUDGET_EXHAUSTED.value, severity=HaltSeverity.WARN,
+                             detail=spent)]  # fmt: skip
+        status, halt_type = RunStatus.BLOCKED, HaltType.ESCALATE
+        reason = f"budget exhausted before the process died: {spent}; the task is held"
     else:
         status, halt_type = RunStatus.FAILED, HaltType.ENVIRONMENT_ERROR
     parked = land is None and not blocks  # interrupted: refunded through settle
@@ -461,3 +471,15 @@ def interrupted_last(attempts: list[AttemptRecord], reason: str) -> list[Attempt
     failures = last.failures if reason in last.failures else [*last.failures, reason]
     update = {"outcome": AttemptOutcome.ERROR, "interrupted": True, "failures": failures}
     return [*attempts[:-1], last.model_copy(update=update)]
+
+
+def budget_spent(ledger: Ledger, contract: Contract, record: RunRecord) -> str | None:
+    """The spending budget ``record``'s run had exhausted when its process died (the figures),
+    if one was and exhausting it holds the task."""
+    limits = contract.budgets.limits
+    if not limits.any or limits.action is not BudgetAction.HOLD:
+        return None
+    journal = ledger.usage(task_id=record.task_id)
+    run = Spend.of(d.figures for d in journal if d.key.run_id == record.id)
+    found = exhaustion(limits, run, spend_of(journal, exclude_run=record.id))
+    return found.evidence if found is not None else None

@@ -115,10 +115,9 @@ def fold(rows: Iterable[dict[str, Any]]) -> list[DispatchUsage]:
     for row in rows:
         ident = (str(row["run_id"]), str(row["dispatch"]))
         before = totals.get(ident)
-        cost = None
-        if row["priced"]:
-            earlier = before.figures.cost_usd if before is not None else None
-            cost = round((earlier or 0.0) + float(row["cost_usd"] or 0.0), 9)
+        cost = before.figures.cost_usd if before is not None else None
+        if row["cost_usd"] is not None:
+            cost = round((cost or 0.0) + float(row["cost_usd"]), 9)
         figures = UsageFigures(
             tokens_in=int(row["tokens_in"]) + (before.figures.tokens_in if before else 0),
             tokens_out=int(row["tokens_out"]) + (before.figures.tokens_out if before else 0),
@@ -126,6 +125,8 @@ def fold(rows: Iterable[dict[str, Any]]) -> list[DispatchUsage]:
             model=row["model"] or (before.figures.model if before else None),
             calls=0,
             reported=bool(row["reported"]) or (before.figures.reported if before else False),
+            # Known in part: some of it came without a cost (the newest row says).
+            unpriced=not row["priced"] and cost is not None,
         )
         if before is not None:
             totals[ident] = DispatchUsage(before.key, figures, before.first_at)
