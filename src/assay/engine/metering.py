@@ -219,23 +219,33 @@ class DispatchMeter:
         self.run = run
         self.key = key
         self.figures: UsageFigures | None = None
+        self._warned = False
 
     def report(self, figures: UsageFigures) -> None:
         self.figures = self.run.journal(self.key, figures)
+        if figures.unpriced:  # an answer came without a cost: a cost cap cannot count it
+            self._uncounted()
 
     def finish(self, final: UsageFigures | None) -> UsageFigures:
         """The dispatch ended: journal what its final figures add (or, when its program
         reported nothing at all, that its usage is unknown); returns its journaled total."""
         self.figures = self.run.journal(self.key, final or NOTHING)
+        if not self.figures.priced:
+            self._uncounted()
+        return self.figures
+
+    def _uncounted(self) -> None:
+        """Say once that a cost cap cannot count (all of) what this dispatch spent."""
         limits = self.run.limits
         capped = limits.run_cost_usd is not None or limits.task_cost_usd is not None
-        if capped and self.figures.cost_usd is None and self.run.warn is not None:
-            what = "its usage" if not self.figures.reported else "no cost"
-            self.run.warn(
-                f"{self.key.dispatch} ({self.key.source}) reported {what}: a cost budget "
-                "cannot count it (cap its tokens with budgets.max_tokens)"
-            )
-        return self.figures
+        if not capped or self._warned or self.run.warn is None or self.figures is None:
+            return
+        self._warned = True
+        what = "no usage" if not self.figures.reported else "usage without a cost"
+        self.run.warn(
+            f"{self.key.dispatch} ({self.key.source}) reported {what}: a cost budget cannot "
+            "count it (cap its tokens with budgets.max_tokens)"
+        )
 
     def stop_reason(self) -> str | None:
         return self.run.stop_reason()
