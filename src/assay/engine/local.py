@@ -77,6 +77,7 @@ from assay.engine.seating import Seating
 
 EventSink = Callable[[RunEvent], None]
 Clock = Callable[[], datetime]
+BUDGET_SPENT = CanonicalHalt.BUDGET_EXHAUSTED
 _P = ParamSpec("_P")
 _T = TypeVar("_T")
 
@@ -319,17 +320,11 @@ class LocalEffects:
                     clock=self.clock,
                     display=self.display,
                     warn=self._warn,
-                    fire=functools.partial(self.fire_now, plan, CanonicalHalt.BUDGET_EXHAUSTED),
+                    fire=functools.partial(
+                        self.halts.fire_now, plan, CanonicalHalt.BUDGET_EXHAUSTED
+                    ),
                 )
             return self._meter
-
-    def fire_now(self, plan: RunPlan, halt: CanonicalHalt, evidence: str) -> None:
-        """Fire ``halt`` from a seat's thread, the moment the engine learns of it (a spent
-        budget): in the state file and journaled, as :meth:`fire` does between effects."""
-        with self._lock:
-            halt_ops.check(plan.dispatch_id, halt.value, self.state_dir(), fire=True,
-                           evidence=evidence)  # fmt: skip
-            self.halts.watch(plan)
 
     def warn(self, message: str) -> None:
         """A run warning, once per message: in the payload, the ledger's events and on the

@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING
 
 from pydantic import JsonValue
 
-from assay.adapters.store import halt_files
+from assay.adapters.store import halt_files, halt_ops
 from assay.adapters.store.halt_journal import event_data
 from assay.core.halt_watch import HaltWatch
 from assay.core.payload import HaltNotice
 from assay.core.statefile import HaltStateFile
-from assay.core.vocab import EventKind
+from assay.core.vocab import CanonicalHalt, EventKind
 from assay.engine.halt_relay import HaltRelay
 from assay.engine.outcomes import RunEvent, RunPlan
 
@@ -87,6 +87,14 @@ class HaltKeeper:
             keys = list(self.relays)
         for key in keys:
             self.close_relay(*key)
+
+    def fire_now(self, plan: RunPlan, halt: CanonicalHalt, evidence: str) -> None:
+        """Fire ``halt`` from a seat's thread the moment the engine learns of it (a spent
+        budget): in the state file and journaled, as the ``fire`` effect does between steps."""
+        with self.fx._lock:
+            halt_ops.check(plan.dispatch_id, halt.value, self.fx.state_dir(), fire=True,
+                           evidence=evidence)  # fmt: skip
+            self.watch(plan)
 
     def watch(self, plan: RunPlan) -> list[HaltNotice]:
         """Every firing seen so far; a new one the journal lacks is journaled now (one caller
