@@ -65,19 +65,8 @@ def insert_usage(
     }
     inserted = conn.execute(sa.insert(usage).values(**values)).inserted_primary_key
     row_id = int(inserted[0]) if inserted is not None else 0
-    data: dict[str, Any] = {
-        "dispatch": key.dispatch,
-        "attempt": key.attempt,
-        "seat": key.seat,
-        "role": key.role.value,
-        "source": key.source,
-        "model": increase.model,
-        "tokens_in": increase.tokens_in,
-        "tokens_out": increase.tokens_out,
-        "cost_usd": increase.cost_usd,
-        "priced": priced,
-        "reported": increase.reported,
-    }
+    # The event says the same, without what its row already places it by.
+    data = {k: v for k, v in values.items() if k not in ("at", "task_id", "run_id")}
     st.append_event(conn, at, EventKind.USAGE_REPORTED, data, key.task_id, key.run_id)
     return row_id
 
