@@ -81,7 +81,7 @@ def test_a_token_budget_stops_a_looping_coder_within_one_call(tmp_path: Path) ->
     assert (payload["status"], payload["task_status"]) == ("blocked", "held")
     figures = "the run spent 1,080 tokens of its 1,000-token budget (budgets.max_tokens: 1000)"
     assert figures in payload["reason"]
-    assert budget_halts(payload) == [f"attempt 1 seat 1: {figures}"]
+    assert budget_halts(payload) == [figures]  # fired the moment it was spent
     assert payload["usage"]["tokens"] == handed.tokens == 1080
     assert payload["usage"]["cost_usd"] is None  # the server gave no cost: unknown, not 0
     assert payload["usage"]["unpriced_dispatches"] == 1
@@ -118,7 +118,7 @@ def test_a_cost_budget_given_by_flag_stops_it_at_the_call_that_reaches_it(tmp_pa
     # $0.05 is reached (not passed) by the fifth answer: spent, so no sixth call.
     assert handed.answers == len(server.completions) == 5
     assert payload["status"] == "blocked"
-    assert [d.split(": ", 1)[1] for d in budget_halts(payload)] == [
+    assert budget_halts(payload) == [
         "the run spent $0.05 of its $0.05 budget (budgets.max_cost_usd: 0.05)"
     ]
     assert payload["usage"]["cost_usd"] == payload["usage"]["priced_cost_usd"] == handed.cost
@@ -140,7 +140,7 @@ def test_a_task_budget_counts_a_refunded_run_before(tmp_path: Path) -> None:
     # Its 600 tokens count: 4 more answers reach 1,080 and the task's budget stops the rerun.
     assert handed.answers == 9 and handed.tokens == 1080
     assert second["status"] == "blocked" and second["task_status"] == "held"
-    assert [d.split(": ", 1)[1] for d in budget_halts(second)] == [
+    assert budget_halts(second) == [
         "the task spent 1,080 tokens of its 1,000-token budget (across its runs) "
         "(budgets.task_max_tokens: 1000)"
     ]
@@ -167,12 +167,6 @@ def test_warn_lets_a_spent_run_go_on(tmp_path: Path) -> None:
     assert mismatches(handed, journal(repo.root), [payload], usage_report(repo)) == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding: after one answer without a cost, the dispatch's cost stays frozen at what "
-    "it was ($0.02): later costs are journaled as $0, the payload says cost_usd 0.02 (known) "
-    "and the $0.05 cap never stops the loop (30 calls, $0.29 handed out)",
-)
 def test_one_answer_without_a_cost_neither_hides_the_others_nor_the_budget(
     tmp_path: Path,
 ) -> None:
@@ -210,12 +204,6 @@ def test_a_queued_task_keeps_its_flag_budget_under_serve(tmp_path: Path) -> None
     assert mismatches(handed, journal(repo.root), runs.values(), usage_report(repo)) == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding: a judge validator that takes the run past its budget (1,629 of 1,000 "
-    "tokens) makes assay warn 'its coders are stopped and the task is held', yet the run "
-    "merges (exit 0, task done, no halt in the payload)",
-)
 def test_a_budget_spent_by_a_judge_is_not_said_to_hold_a_task_that_lands(tmp_path: Path) -> None:
     repo = make_repo(tmp_path)
     fix = Turn.call(

@@ -125,11 +125,6 @@ class _NoChoice(OpenAIChat):
 NO_CHOICE = "<no choice>"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding: the usage of a 200 answer with no usable choice is never journaled: the "
-    "server handed out 15,240 tokens, the payload and the ledger count 240",
-)
 def test_a_billed_answer_without_a_choice_is_still_counted(tmp_path: Path) -> None:
     repo = make_repo(tmp_path)
     empty = Turn(text=NO_CHOICE, usage=Usage(5000, 0))

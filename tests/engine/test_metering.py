@@ -14,7 +14,7 @@ from assay.adapters.coders.base import DispatchResult
 from assay.adapters.store.schema import runs
 from assay.adapters.store.sql import Ledger
 from assay.core.tasks import Task
-from assay.core.usage import BudgetLimits, Spend, UsageFigures
+from assay.core.usage import BudgetLimits, Spend, UsageFigures, with_call
 from assay.core.vocab import BudgetAction, EventKind
 from assay.engine.metering import RunMeter, coder_key, metered
 
@@ -150,3 +150,19 @@ def test_seats_reporting_at_once_lose_nothing(ledger: Ledger) -> None:
     for thread in threads:
         thread.join()
     assert Spend.of(d.figures for d in ledger.usage(run_id="r1")).tokens == 3 * 220
+
+
+def test_a_cost_known_in_part_reads_back_from_the_journal_as_it_was(ledger: Ledger) -> None:
+    _run(ledger, "r1")
+    seat = _meter(ledger, run_cost_usd=0.05).dispatch(coder_key("t1", "r1", 1, 1, "llm"))
+    figures = UsageFigures()
+    for cost in (0.01, 0.01, None, 0.01, 0.01):
+        figures = with_call(figures, tokens_in=100, tokens_out=20, cost_usd=cost, model="m")
+        seat.report(figures)
+    assert seat.stop_reason() is None  # $0.04 known of a $0.05 cap
+    figures = with_call(figures, tokens_in=100, tokens_out=20, cost_usd=0.01, model="m")
+    seat.report(figures)
+    assert seat.stop_reason() is not None  # the known part reached it
+    [read] = ledger.usage(run_id="r1")
+    assert read.figures.tokens == figures.tokens == 720
+    assert (read.figures.known_cost, read.figures.priced) == (0.05, False)

@@ -165,11 +165,6 @@ def test_killed_at_a_boundary_the_ledger_counts_what_the_server_handed_out(
     assert ledger.cost is None  # no answer named a cost
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding: a run that died after its budget was spent is recovered as interrupted "
-    "and refunded, and the rerun gets a whole budget again (2,160 tokens under max_tokens: 1000)",
-)
 def test_a_run_that_died_after_spending_its_budget_is_not_run_again(tmp_path: Path) -> None:
     repo = make_repo(tmp_path)
     with ModelServer(when_exhausted=LOOP) as server:

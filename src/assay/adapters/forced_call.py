@@ -26,7 +26,7 @@ from assay.adapters.llm_client import (
     ToolCallRequest,
 )
 from assay.adapters.safe_files import append_file
-from assay.core.usage import FIRST_CALL, UsageFigures
+from assay.core.usage import UsageFigures
 
 T = TypeVar("T")
 
@@ -108,11 +108,12 @@ def ask_forced(
     reply's usage as it arrives. ``messages`` is not changed.
     """
     write: EventLog = log if log is not None else _discard
+    if meter is not None:  # every answer journaled as it arrives, usable or not
+        client.on_spent = meter.report
     conversation = [dict(message) for message in messages]
     write(event="request", model=client.endpoint.model, messages=conversation)
     force = {"type": "function", "function": {"name": tool["function"]["name"]}}
     tokens = 0
-    spent = FIRST_CALL
     problems: list[str] = []
     for _ in range(turns):
         try:
@@ -124,15 +125,12 @@ def ask_forced(
             )
         except LlmError as exc:
             write(event="error", kind=exc.kind.value, detail=exc.detail)
-            return ForcedAnswer(None, tuple(problems), tokens, exc, _used(spent))
+            return ForcedAnswer(None, tuple(problems), tokens, exc, _used(client))
         tokens += reply.total_tokens
-        spent = reply.spent(spent, client.endpoint.model)
-        if meter is not None:
-            meter.report(spent)
         write(event="reply", message=reply.as_message(), tokens=reply.total_tokens)
         answer, problem = read(reply)
         if answer is not None:
-            return ForcedAnswer(answer, tuple(problems), tokens, usage=_used(spent))
+            return ForcedAnswer(answer, tuple(problems), tokens, usage=_used(client))
         problems.append(problem)
         conversation.append(reply.as_message())
         conversation.extend(
@@ -140,11 +138,12 @@ def ask_forced(
             for call in reply.tool_calls
         )
         conversation.append({"role": "user", "content": retry_message(problem)})
-    return ForcedAnswer(None, tuple(problems), tokens, usage=_used(spent))
+    return ForcedAnswer(None, tuple(problems), tokens, usage=_used(client))
 
 
-def _used(spent: UsageFigures) -> UsageFigures | None:
-    return spent if spent.calls else None
+def _used(client: ChatClient) -> UsageFigures | None:
+    """Every answer the client was sent (None: none came)."""
+    return client.spent if client.spent.calls else None
 
 
 def _discard(**event: Any) -> None:

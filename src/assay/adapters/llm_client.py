@@ -25,7 +25,7 @@ from typing import Any
 
 from assay.adapters.coders.base import QuotaSignal
 from assay.adapters.envpolicy import BASE_URL_ENV, DEFAULT_API_KEY_ENV
-from assay.core.usage import UsageFigures, with_call
+from assay.core.usage import FIRST_CALL, UsageFigures, with_call
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 _CONTEXT_MARKERS = ("context_length_exceeded", "maximum context length", "context window")
@@ -110,16 +110,6 @@ class ChatReply:
     completion_tokens: int = 0
     total_tokens: int = 0
     cost_usd: float | None = None  # when the endpoint prices its answers (``usage.cost``)
-
-    def spent(self, before: UsageFigures, model: str | None) -> UsageFigures:
-        """``before`` plus what this answer spent."""
-        return with_call(
-            before,
-            tokens_in=self.prompt_tokens,
-            tokens_out=max(self.completion_tokens, self.total_tokens - self.prompt_tokens),
-            cost_usd=self.cost_usd,
-            model=model,
-        )
 
     def as_message(self) -> dict[str, Any]:
         """The assistant message to append to the conversation before the tool results."""
@@ -208,6 +198,9 @@ class ChatClient:
         self.endpoint = endpoint
         self.retry = retry or DEFAULT_RETRY
         self._sleep = sleep
+        # Every answer the endpoint sent (and so billed), usable or not, retried or not.
+        self.spent = FIRST_CALL
+        self.on_spent: Callable[[UsageFigures], None] | None = None
         base = (endpoint.base_url or DEFAULT_BASE_URL).rstrip("/") + "/"
         self._http = httpx.Client(
             base_url=base,
@@ -291,7 +284,24 @@ class ChatClient:
             )
         if not isinstance(body, Mapping):
             raise LlmError(FailureKind.PROVIDER, "unusable answer from the endpoint: not JSON")
+        self._count(body)  # before it is judged usable: an unusable answer was billed too
         return _reply(body)
+
+    def _count(self, body: Mapping[str, Any]) -> None:
+        usage = body.get("usage")
+        usage = usage if isinstance(usage, Mapping) else {}
+        prompt = _count(usage.get("prompt_tokens"))
+        completion = _count(usage.get("completion_tokens"))
+        completion = max(completion, _count(usage.get("total_tokens")) - prompt)
+        self.spent = with_call(
+            self.spent,
+            tokens_in=prompt,
+            tokens_out=completion,
+            cost_usd=_amount(usage.get("cost")),
+            model=self.endpoint.model,
+        )
+        if self.on_spent is not None:
+            self.on_spent(self.spent)
 
 
 def _reply(response: Mapping[str, Any]) -> ChatReply:

@@ -31,8 +31,10 @@ __all__ = [
 class UsageFigures:
     """One dispatch's (or one judge call's) usage so far, as its program reported it.
 
-    ``cost_usd`` None: the program gave no cost (unpriced). ``reported`` False: it gave no
-    usage at all (unknown, counted apart)."""
+    ``cost_usd``: the cost it reported (None: none yet). ``unpriced``: some of its usage came
+    without a cost, so ``cost_usd`` is only the known part. ``reported`` False: it gave no
+    usage at all (unknown, counted apart). Its cost is known (:attr:`priced`) only when it
+    reported one and nothing came without."""
 
     tokens_in: int = 0
     tokens_out: int = 0
@@ -40,6 +42,7 @@ class UsageFigures:
     model: str | None = None
     calls: int = 0
     reported: bool = True
+    unpriced: bool = False
 
     def __post_init__(self) -> None:
         if self.tokens_in < 0 or self.tokens_out < 0 or self.calls < 0:
@@ -51,14 +54,25 @@ class UsageFigures:
     def tokens(self) -> int:
         return self.tokens_in + self.tokens_out
 
+    @property
+    def priced(self) -> bool:
+        """The whole cost is known."""
+        return self.reported and self.cost_usd is not None and not self.unpriced
+
+    @property
+    def known_cost(self) -> float:
+        """The part of the cost that was reported (a lower bound when not :attr:`priced`)."""
+        return self.cost_usd or 0.0
+
     def increase(self, before: UsageFigures) -> UsageFigures:
         """What these figures add to ``before`` (same dispatch): never negative, so a program
-        that restarts its counts (or reports a smaller total at its end) takes nothing back."""
+        that restarts its counts (or reports a smaller total at its end) takes nothing back.
+        Its ``cost_usd`` is the known cost added (None: none known yet)."""
         cost: float | None
         if self.cost_usd is None:
             cost = None
         else:
-            cost = max(0.0, round(self.cost_usd - (before.cost_usd or 0.0), 9))
+            cost = max(0.0, round(self.cost_usd - before.known_cost, 9))
         return UsageFigures(
             tokens_in=max(0, self.tokens_in - before.tokens_in),
             tokens_out=max(0, self.tokens_out - before.tokens_out),
@@ -66,11 +80,12 @@ class UsageFigures:
             model=self.model or before.model,
             calls=max(0, self.calls - before.calls),
             reported=self.reported,
+            unpriced=self.unpriced,
         )
 
     def at_least(self, other: UsageFigures) -> UsageFigures:
         """The larger of two running totals of one dispatch, field by field (a final report
-        and what was streamed before it)."""
+        and what was streamed before it); usage that came without a cost stays so."""
         if other.cost_usd is None:
             cost = self.cost_usd
         elif self.cost_usd is None:
@@ -84,12 +99,12 @@ class UsageFigures:
             model=self.model or other.model,
             calls=max(self.calls, other.calls),
             reported=self.reported or other.reported,
+            unpriced=self.unpriced or other.unpriced,
         )
 
 
-FIRST_CALL = UsageFigures(cost_usd=0.0)
-"""A model loop's figures before its first answer: nothing spent, and priced until an answer
-comes without a cost."""
+FIRST_CALL = UsageFigures()
+"""A model loop's figures before its first answer: nothing spent yet."""
 
 
 def with_call(
@@ -100,16 +115,18 @@ def with_call(
     cost_usd: float | None,
     model: str | None,
 ) -> UsageFigures:
-    """``figures`` plus one model answer; one answer without a cost makes the cost unknown."""
-    cost = None
-    if figures.cost_usd is not None and cost_usd is not None:
-        cost = round(figures.cost_usd + cost_usd, 9)
+    """``figures`` plus one model answer. An answer without a cost leaves the cost known only
+    in part (``unpriced``); the costs that did come still count (toward a budget too)."""
+    cost = figures.cost_usd
+    if cost_usd is not None:
+        cost = round(figures.known_cost + cost_usd, 9)
     return UsageFigures(
         tokens_in=figures.tokens_in + max(0, tokens_in),
         tokens_out=figures.tokens_out + max(0, tokens_out),
         cost_usd=cost,
         model=model or figures.model,
         calls=figures.calls + 1,
+        unpriced=figures.unpriced or cost_usd is None,
     )
 
 
@@ -152,9 +169,9 @@ class Spend:
                 cls(
                     tokens_in=figures.tokens_in,
                     tokens_out=figures.tokens_out,
-                    priced_cost_usd=figures.cost_usd or 0.0,
+                    priced_cost_usd=figures.known_cost,
                     dispatches=1,
-                    unpriced=int(figures.reported and figures.cost_usd is None),
+                    unpriced=int(figures.reported and not figures.priced),
                     unreported=int(not figures.reported),
                 )
             )

@@ -135,3 +135,17 @@ def _text(value: object) -> str | None:
 
 def _list(value: object) -> list[object]:
     return list(value) if isinstance(value, list) else []
+
+
+def interrupted_last(attempts: list[AttemptRecord], reason: str) -> list[AttemptRecord]:
+    """The attempts of a run closed as interrupted: the one it was in when its process died
+    says so (an operational fault: ``error``), whatever its validators had said, since its
+    change never landed."""
+    if not attempts:
+        return attempts
+    last = attempts[-1]
+    if last.outcome is AttemptOutcome.BLOCKED:
+        return attempts  # decided and recovering: it did end blocked
+    failures = last.failures if reason in last.failures else [*last.failures, reason]
+    update = {"outcome": AttemptOutcome.ERROR, "interrupted": True, "failures": failures}
+    return [*attempts[:-1], last.model_copy(update=update)]

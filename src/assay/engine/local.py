@@ -42,7 +42,7 @@ from assay.core.payload import HaltNotice, Payload
 from assay.core.report import CoderReport, read_coder_report
 from assay.core.results import ValidatorResult
 from assay.core.tasks import Task
-from assay.core.vocab import CrashPoint, EventKind, RunStatus
+from assay.core.vocab import CanonicalHalt, CrashPoint, EventKind, RunStatus
 from assay.engine.crashpoints import crash_point
 from assay.engine.effects import (
     LOCAL_WORKER,
@@ -77,6 +77,7 @@ from assay.engine.seating import Seating
 
 EventSink = Callable[[RunEvent], None]
 Clock = Callable[[], datetime]
+BUDGET_SPENT = CanonicalHalt.BUDGET_EXHAUSTED
 _P = ParamSpec("_P")
 _T = TypeVar("_T")
 
@@ -319,6 +320,9 @@ class LocalEffects:
                     clock=self.clock,
                     display=self.display,
                     warn=self._warn,
+                    fire=functools.partial(
+                        self.halts.fire_now, plan, CanonicalHalt.BUDGET_EXHAUSTED
+                    ),
                 )
             return self._meter
 

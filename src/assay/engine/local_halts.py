@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING
 
 from pydantic import JsonValue
 
-from assay.adapters.store import halt_files
+from assay.adapters.store import halt_files, halt_ops
 from assay.adapters.store.halt_journal import event_data
 from assay.core.halt_watch import HaltWatch
 from assay.core.payload import HaltNotice
 from assay.core.statefile import HaltStateFile
-from assay.core.vocab import EventKind
+from assay.core.vocab import CanonicalHalt, EventKind
 from assay.engine.halt_relay import HaltRelay
 from assay.engine.outcomes import RunEvent, RunPlan
 
@@ -88,8 +88,21 @@ class HaltKeeper:
         for key in keys:
             self.close_relay(*key)
 
+    def fire_now(self, plan: RunPlan, halt: CanonicalHalt, evidence: str) -> None:
+        """Fire ``halt`` from a seat's thread the moment the engine learns of it (a spent
+        budget): in the state file and journaled, as the ``fire`` effect does between steps."""
+        with self.fx._lock:
+            halt_ops.check(plan.dispatch_id, halt.value, self.fx.state_dir(), fire=True,
+                           evidence=evidence)  # fmt: skip
+            self.watch(plan)
+
     def watch(self, plan: RunPlan) -> list[HaltNotice]:
-        """Every firing seen so far; a new one the journal lacks is journaled now."""
+        """Every firing seen so far; a new one the journal lacks is journaled now (one caller
+        at a time: the graph's and a budget's firing from a seat's thread)."""
+        with self.fx._lock:
+            return self._watch(plan)
+
+    def _watch(self, plan: RunPlan) -> list[HaltNotice]:
         if self.halt_watch is None:  # not armed (a test driving effects directly)
             self.halt_watch = HaltWatch(plan.dispatch_id)
         watch = self.halt_watch
@@ -102,9 +115,8 @@ class HaltKeeper:
             problem = "it was removed" if not path.exists() else f"it cannot be read: {exc}"
         journaled = list(self.fx.journaled_firings())
         recorded = {(n.name, n.fired_at) for n in journaled}
-        with self.fx._lock:  # what the relay took counts, journaled already or not
-            journaled += self.relayed
-            recorded |= self._relay_journaled
+        journaled += self.relayed  # what the relay took counts, journaled already or not
+        recorded |= self._relay_journaled
         for notice in watch.observe(state, problem, journaled):
             if (notice.name, notice.fired_at) not in recorded:
                 self.fx._record(_fired(notice, by="engine"))

@@ -98,6 +98,7 @@ class RunMeter:
         clock: Callable[[], datetime],
         display: EventSink | None = None,
         warn: Callable[[str], None] | None = None,
+        fire: Callable[[str], None] | None = None,
     ) -> None:
         self.ledger = ledger
         self.task_id = task_id
@@ -106,6 +107,7 @@ class RunMeter:
         self.clock = clock
         self.display = display
         self.warn = warn
+        self.fire = fire  # halt-budget-exhausted, with the figures, the moment it is spent
         self._lock = threading.Lock()
         journal = ledger.usage(task_id=task_id)
         self.before = spend_of(journal, exclude_run=run_id)
@@ -159,17 +161,13 @@ class RunMeter:
             if figures.reported:
                 increase = figures.increase(before or NOTHING)
                 grew = increase.tokens > 0 or bool(increase.cost_usd)
-                priced_now = figures.cost_usd is not None
-                priced_then = before is not None and before.cost_usd is not None
-                if before is not None and not grew and priced_now == priced_then:
+                if before is not None and not grew and figures.priced == before.priced:
                     return before
             elif before is not None:
                 return before  # nothing new, and something was journaled before
             else:
                 increase = NOTHING
-            self.ledger.record_usage(
-                key, increase, priced=figures.cost_usd is not None, at=self.clock()
-            )
+            self.ledger.record_usage(key, increase, priced=figures.priced, at=self.clock())
             self._totals[key.dispatch] = figures
             newly = self._check()
         self._show(key, increase, figures)
@@ -198,16 +196,18 @@ class RunMeter:
             "tokens_out": increase.tokens_out,
             "cost_usd": increase.cost_usd,
             "tokens": total.tokens,
-            "total_cost_usd": total.cost_usd,
+            "total_cost_usd": total.cost_usd if total.priced else None,
             "reported": total.reported,
         }
         self.display(RunEvent(EventKind.USAGE_REPORTED, data))
 
     def _show_exhaustion(self, found: Exhaustion) -> None:
+        if self.fire is not None:
+            self.fire(found.evidence)
         if self.warn is None:
             return
         if self.limits.action is BudgetAction.HOLD:
-            self.warn(f"{found.evidence}: its coders are stopped and the task is held")
+            self.warn(f"{found.evidence}: its coders are stopped and no new one starts")
         else:
             self.warn(f"{found.evidence}: it goes on (budgets.on_exhausted: warn)")
 
@@ -219,23 +219,33 @@ class DispatchMeter:
         self.run = run
         self.key = key
         self.figures: UsageFigures | None = None
+        self._warned = False
 
     def report(self, figures: UsageFigures) -> None:
         self.figures = self.run.journal(self.key, figures)
+        if figures.unpriced:  # an answer came without a cost: a cost cap cannot count it
+            self._uncounted()
 
     def finish(self, final: UsageFigures | None) -> UsageFigures:
         """The dispatch ended: journal what its final figures add (or, when its program
         reported nothing at all, that its usage is unknown); returns its journaled total."""
         self.figures = self.run.journal(self.key, final or NOTHING)
+        if not self.figures.priced:
+            self._uncounted()
+        return self.figures
+
+    def _uncounted(self) -> None:
+        """Say once that a cost cap cannot count (all of) what this dispatch spent."""
         limits = self.run.limits
         capped = limits.run_cost_usd is not None or limits.task_cost_usd is not None
-        if capped and self.figures.cost_usd is None and self.run.warn is not None:
-            what = "its usage" if not self.figures.reported else "no cost"
-            self.run.warn(
-                f"{self.key.dispatch} ({self.key.source}) reported {what}: a cost budget "
-                "cannot count it (cap its tokens with budgets.max_tokens)"
-            )
-        return self.figures
+        if not capped or self._warned or self.run.warn is None or self.figures is None:
+            return
+        self._warned = True
+        what = "no usage" if not self.figures.reported else "usage without a cost"
+        self.run.warn(
+            f"{self.key.dispatch} ({self.key.source}) reported {what}: a cost budget cannot "
+            "count it (cap its tokens with budgets.max_tokens)"
+        )
 
     def stop_reason(self) -> str | None:
         return self.run.stop_reason()

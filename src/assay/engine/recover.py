@@ -30,11 +30,10 @@ from assay.adapters.store import halt_files, halt_ops
 from assay.adapters.store.halt_journal import journaled_firings
 from assay.adapters.store.records import EventIn, RunDocument, RunRecord
 from assay.adapters.store.sql import Ledger, RunNotFound
-from assay.core.attempts import AttemptRecord
 from assay.core.contract import Contract
 from assay.core.payload import HaltNotice
 from assay.core.vocab import (
-    AttemptOutcome,
+    CanonicalHalt,
     EventKind,
     HaltLifecycle,
     HaltSeverity,
@@ -43,10 +42,10 @@ from assay.core.vocab import (
 )
 from assay.engine.closing import CloseFacts, close_run
 from assay.engine.halt_relay import remove_relay_folders
-from assay.engine.journal import JournaledLanding, read_journal
+from assay.engine.journal import JournaledLanding, interrupted_last, read_journal
 from assay.engine.outcomes import LandOutcome
 from assay.engine.pull_request import delete_remote_branch, find_open_pull_request
-from assay.engine.recover_usage import account_left_logs
+from assay.engine.recover_usage import account_left_logs, budget_spent
 from assay.engine.refunds import closed_quota_streak, refund_streak
 from assay.engine.result import RunResult
 
@@ -127,6 +126,12 @@ def close_unfinished(
         names = ", ".join(f"{h.name} ({h.detail})" for h in blocks)
         status, halt_type = RunStatus.BLOCKED, HaltType.ESCALATE
         reason = f"block halt fired before the process died: {names}"
+    elif (spent := budget_spent(ledger, contract, record)) is not None:
+        # It had spent its budget: a human decides, never a refund and a fresh budget.
+        blocks = [HaltNotice(name=CanonicalHalt.BUDGET_EXHAUSTED.value, severity=HaltSeverity.WARN,
+                             detail=spent)]  # fmt: skip
+        status, halt_type = RunStatus.BLOCKED, HaltType.ESCALATE
+        reason = f"budget exhausted before the process died: {spent}; the task is held"
     else:
         status, halt_type = RunStatus.FAILED, HaltType.ENVIRONMENT_ERROR
     parked = land is None and not blocks  # interrupted: refunded through settle
@@ -447,17 +452,3 @@ def _fired_block_halts(notices: list[HaltNotice]) -> list[HaltNotice]:
         if notice.severity is HaltSeverity.BLOCK:
             seen.setdefault(notice.name, notice)
     return list(seen.values())
-
-
-def interrupted_last(attempts: list[AttemptRecord], reason: str) -> list[AttemptRecord]:
-    """The attempts of a run closed as interrupted: the one it was in when its process died
-    says so (an operational fault: ``error``), whatever its validators had said, since its
-    change never landed."""
-    if not attempts:
-        return attempts
-    last = attempts[-1]
-    if last.outcome is AttemptOutcome.BLOCKED:
-        return attempts  # decided and recovering: it did end blocked
-    failures = last.failures if reason in last.failures else [*last.failures, reason]
-    update = {"outcome": AttemptOutcome.ERROR, "interrupted": True, "failures": failures}
-    return [*attempts[:-1], last.model_copy(update=update)]

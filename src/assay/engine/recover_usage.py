@@ -16,12 +16,15 @@ from pathlib import Path
 
 from assay.adapters import seats
 from assay.adapters.coders import usage_of_logs
-from assay.adapters.store.records import DispatchRecord
+from assay.adapters.store.records import DispatchRecord, RunRecord
 from assay.adapters.store.sql import Ledger
-from assay.core.usage import BudgetLimits, UsageFigures
+from assay.adapters.store.usage_log import spend_of
+from assay.core.contract import Contract
+from assay.core.usage import BudgetLimits, Spend, UsageFigures, exhaustion
+from assay.core.vocab import BudgetAction
 from assay.engine.metering import RunMeter, coder_key
 
-__all__ = ["account_left_logs"]
+__all__ = ["account_left_logs", "budget_spent"]
 
 
 def account_left_logs(
@@ -65,3 +68,15 @@ def _modified(path: Path) -> float:
         return path.stat().st_mtime
     except OSError:
         return 0.0
+
+
+def budget_spent(ledger: Ledger, contract: Contract, record: RunRecord) -> str | None:
+    """The spending budget ``record``'s run had exhausted when its process died (the figures),
+    if one was and exhausting it holds the task."""
+    limits = contract.budgets.limits
+    if not limits.any or limits.action is not BudgetAction.HOLD:
+        return None
+    journal = ledger.usage(task_id=record.task_id)
+    run = Spend.of(d.figures for d in journal if d.key.run_id == record.id)
+    found = exhaustion(limits, run, spend_of(journal, exclude_run=record.id))
+    return found.evidence if found is not None else None

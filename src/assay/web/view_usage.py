@@ -56,7 +56,8 @@ def with_seat_usage(
             figures = seats.get((seat.attempt, seat.seat))
             if figures is not None:
                 tokens = figures.tokens if figures.reported else None
-                seat = replace(seat, tokens=tokens, cost_usd=figures.cost_usd)  # noqa: PLW2901
+                cost = figures.cost_usd if figures.priced else None
+                seat = replace(seat, tokens=tokens, cost_usd=cost)  # noqa: PLW2901
             changed.append(seat)
         shown.append(replace(attempt, seats=changed))
     return shown

@@ -33,7 +33,6 @@ from assay.adapters.run_files import writing
 from assay.adapters.safe_files import append_file, write_file
 from assay.adapters.store import halt_ops
 from assay.core.report import CoderReport, FileChange
-from assay.core.usage import FIRST_CALL
 from assay.core.vocab import FileChangeKind, StopReason
 
 DEFAULT_MAX_TURNS = 30
@@ -167,7 +166,8 @@ class _Session:
         self.root = request.worktree.resolve()
         self.written: dict[str, FileChangeKind] = {}
         self.validator_runs = 0
-        self.spent = FIRST_CALL
+        if request.meter is not None:  # every answer journaled as it arrives
+            client.on_spent = request.meter.report
         self.output: list[str] = []  # the transcript's events after its start (the system prompt)
 
     def run(self) -> DispatchResult:
@@ -213,9 +213,6 @@ class _Session:
                 break
             turns += 1
             tokens += reply.total_tokens
-            self.spent = reply.spent(self.spent, self.client.endpoint.model)
-            if meter is not None:
-                meter.report(self.spent)  # journaled before anything else happens
             self._log(event="reply", turn=turns, message=reply.as_message(), tokens=tokens)
             messages.append(reply.as_message())
             if not reply.tool_calls:
@@ -255,7 +252,7 @@ class _Session:
             error=error,
             log_path=self.log_path,
             output="\n".join(self.output),
-            usage=self.spent if turns else None,
+            usage=self.client.spent if self.client.spent.calls else None,
             stopped=stopped,
         )
 

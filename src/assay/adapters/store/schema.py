@@ -174,8 +174,9 @@ sa.Index("ix_events_run", events.c.run_id)
 
 # Every increase of spending a program reported, journaled the moment it arrived (a killed run
 # still accounts for what it spent). A dispatch (``dispatch``: ``a1.s2``, ``a1.judges.j1``, …)
-# spent the sum of its rows; ``priced`` is whether its cost was known as of that row (its last
-# row says), ``reported`` False marks a dispatch whose program reported no usage at all.
+# spent the sum of its rows (``cost_usd``: the known cost a row adds); ``priced`` is whether its
+# whole cost was known as of that row (its last row says), ``reported`` False marks a dispatch
+# whose program reported no usage at all.
 usage = sa.Table(
     "usage",
     metadata,

@@ -65,19 +65,8 @@ def insert_usage(
     }
     inserted = conn.execute(sa.insert(usage).values(**values)).inserted_primary_key
     row_id = int(inserted[0]) if inserted is not None else 0
-    data: dict[str, Any] = {
-        "dispatch": key.dispatch,
-        "attempt": key.attempt,
-        "seat": key.seat,
-        "role": key.role.value,
-        "source": key.source,
-        "model": increase.model,
-        "tokens_in": increase.tokens_in,
-        "tokens_out": increase.tokens_out,
-        "cost_usd": increase.cost_usd,
-        "priced": priced,
-        "reported": increase.reported,
-    }
+    # The event says the same, without what its row already places it by.
+    data = {k: v for k, v in values.items() if k not in ("at", "task_id", "run_id")}
     st.append_event(conn, at, EventKind.USAGE_REPORTED, data, key.task_id, key.run_id)
     return row_id
 
@@ -115,10 +104,9 @@ def fold(rows: Iterable[dict[str, Any]]) -> list[DispatchUsage]:
     for row in rows:
         ident = (str(row["run_id"]), str(row["dispatch"]))
         before = totals.get(ident)
-        cost = None
-        if row["priced"]:
-            earlier = before.figures.cost_usd if before is not None else None
-            cost = round((earlier or 0.0) + float(row["cost_usd"] or 0.0), 9)
+        cost = before.figures.cost_usd if before is not None else None
+        if row["cost_usd"] is not None:
+            cost = round((cost or 0.0) + float(row["cost_usd"]), 9)
         figures = UsageFigures(
             tokens_in=int(row["tokens_in"]) + (before.figures.tokens_in if before else 0),
             tokens_out=int(row["tokens_out"]) + (before.figures.tokens_out if before else 0),
@@ -126,6 +114,8 @@ def fold(rows: Iterable[dict[str, Any]]) -> list[DispatchUsage]:
             model=row["model"] or (before.figures.model if before else None),
             calls=0,
             reported=bool(row["reported"]) or (before.figures.reported if before else False),
+            # Known in part: some of it came without a cost (the newest row says).
+            unpriced=not row["priced"] and cost is not None,
         )
         if before is not None:
             totals[ident] = DispatchUsage(before.key, figures, before.first_at)
