@@ -154,6 +154,7 @@ class RunMeter:
 
     def journal(self, key: DispatchKey, figures: UsageFigures) -> UsageFigures:
         """Journal what ``figures`` (the dispatch's running total) adds; returns the total."""
+        figures = figures.bounded()
         with self._lock:
             before = self._totals.get(key.dispatch)
             if before is not None:
