@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import time
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -28,7 +29,7 @@ from assay.adapters.llm_client import (
     function_tool,
     resolve_endpoint,
 )
-from assay.adapters.process import SHELL, run_process
+from assay.adapters.process import SHELL, run_process, stop_requested
 from assay.adapters.run_files import writing
 from assay.adapters.safe_files import append_file, write_file
 from assay.adapters.store import halt_ops
@@ -199,6 +200,10 @@ class _Session:
             if meter is not None and (stopped := meter.stop_reason()) is not None:
                 error = f"stopped by assay: {stopped}"
                 self._log(event="stopped", reason=stopped)
+                break
+            if (signum := stop_requested()) is not None:  # the run is being stopped
+                error = f"stopped by assay: {signal.Signals(signum).name}"
+                self._log(event="stopped", reason=signal.Signals(signum).name)
                 break
             try:
                 reply = self.client.complete(messages, tools=TOOLS, timeout=remaining)
