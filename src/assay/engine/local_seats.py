@@ -142,8 +142,14 @@ async def dispatch_seat(fx: LocalEffects, call: SeatCall) -> Candidate:
         except OSError as exc:  # assay's own write for the seat (its prompt, its transcript)
             fault = fault_of(exc, seat_dir)
             if fault is None:
+                meter.finish(None)
                 raise
             result = environment_failed(fault)
+        except BaseException:
+            # The dispatch failed in assay itself: what it reported stands, and one that
+            # reported nothing is journaled as unknown, never left to sum as $0.
+            meter.finish(None)
+            raise
     await asyncio.to_thread(fx.halts.close_relay, attempt, seat)  # its coder has ended
     result = await asyncio.to_thread(metered, meter, result)
     if result.refused:
