@@ -137,7 +137,11 @@ def with_call(
     in part (``unpriced``); the costs that did come still count (toward a budget too)."""
     cost = figures.cost_usd
     if cost_usd is not None:
-        cost = round(figures.known_cost + cost_usd, 9)
+        summed = round(figures.known_cost + cost_usd, 9)
+        if math.isfinite(summed):
+            cost = summed
+        else:  # past any float: an amount no sum holds, so this answer's cost is not known
+            cost_usd = None
     return UsageFigures(
         tokens_in=figures.tokens_in + max(0, tokens_in),
         tokens_out=figures.tokens_out + max(0, tokens_out),
