@@ -181,3 +181,19 @@ def test_no_retry_starts_past_the_callers_deadline(model_server: ModelServer) ->
         client.complete([{"role": "user", "content": "hi"}], timeout=5)
     assert sleeps == []
     assert caught.value.detail.endswith("1 of 3 calls")
+
+
+def test_an_answer_whose_message_is_no_object_is_a_provider_fault_not_a_crash() -> None:
+    import httpx
+
+    endpoint = Endpoint(model="m", base_url="http://endpoint/v1", api_key="k", timeout=5)
+    client = ChatClient(endpoint, retry=RetryPolicy(calls=1), sleep=lambda _: None)
+    odd = {"choices": [{"message": "hi"}], "usage": {"prompt_tokens": 10}}
+    client._http = httpx.Client(
+        base_url="http://endpoint/v1/",
+        transport=httpx.MockTransport(lambda _: httpx.Response(200, json=odd)),
+    )
+    with pytest.raises(LlmError) as raised:
+        client.complete([{"role": "user", "content": "hi"}])
+    assert raised.value.kind is FailureKind.PROVIDER
+    assert client.spent.tokens_in == 10  # billed all the same

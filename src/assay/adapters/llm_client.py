@@ -309,6 +309,8 @@ def _reply(response: Mapping[str, Any]) -> ChatReply:
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], Mapping):
         raise LlmError(FailureKind.PROVIDER, "the endpoint answered without any choice")
     message = choices[0].get("message") or {}
+    if not isinstance(message, Mapping):
+        raise LlmError(FailureKind.PROVIDER, "the endpoint answered with no message object")
     calls = []
     for call in message.get("tool_calls") or []:
         function = call.get("function") if isinstance(call, Mapping) else None
