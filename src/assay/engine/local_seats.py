@@ -317,6 +317,9 @@ async def validate_seat(
         finally:
             if checkout is not None:  # what the validator left goes with its checkout
                 await asyncio.to_thread(remove_checkout, checkout)
+        spent = fx.meter(plan).held_by() if spending is not None else None
+        if spent is not None and outcome.fire is None:  # a judge spent the run's budget
+            outcome = replace(outcome, fire=CanonicalHalt.BUDGET_EXHAUSTED, evidence=spent)
         outcomes.append(outcome)
         # The event carries the verdict's text: a secret this seat's scan found is cut from it
         # now (the run learns it, and redacts its files, once every check is done).
