@@ -62,3 +62,32 @@ def test_what_a_program_printed_after_its_host_died_is_journaled_once(
     assert not spent["a1.s2"].reported  # the command coder reported nothing: unknown
     total = Spend.of(spent.values())
     assert (total.unreported, total.cost_usd) == (1, None)
+
+
+@pytest.mark.parametrize(("last", "unknown"), [("call", True), ("reply", False)])
+def test_an_llm_call_the_host_died_waiting_for_makes_the_cost_unknown(
+    ledger: Ledger, tmp_path: Path, last: str, unknown: bool
+) -> None:
+    """The ``llm`` coder runs in assay: a call in flight when assay died was never journaled,
+    though the provider may have answered it; its dispatch's cost is then unknown (a floor)."""
+    home = tmp_path / ".assay"
+    log_dir = home / "runs" / "r1" / "attempt-1" / "seat-1"
+    log_dir.mkdir(parents=True)
+    events = ["start", "call", "reply", "tool", "call", "reply", "tool", last]
+    (log_dir / "llm-transcript.jsonl").write_text("".join(f'{{"event": "{e}"}}\n' for e in events))
+    meter = RunMeter(ledger, task_id="t1", run_id="r1", limits=BudgetLimits(), clock=lambda: NOW)
+    meter.dispatch(coder_key("t1", "r1", 1, 1, "llm")).report(
+        UsageFigures(tokens_in=2000, tokens_out=200, cost_usd=0.02, calls=2)
+    )
+    for _ in range(2):  # a second recovery adds nothing
+        account_left_logs(
+            ledger,
+            home=home,
+            task_id="t1",
+            run_id="r1",
+            dispatches=[_record(1, "llm")],
+            clock=lambda: NOW,
+        )
+    [spent] = ledger.usage(run_id="r1")
+    assert spent.figures.tokens == 2200 and spent.figures.known_cost_usd == 0.02
+    assert (spent.figures.cost_usd is None) is unknown

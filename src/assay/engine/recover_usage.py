@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 
@@ -42,7 +43,12 @@ def account_left_logs(
     for record in dispatches:
         figures = _left(home, run_id, record)
         key = coder_key(task_id, run_id, record.attempt, record.seat, record.coder)
-        meter.dispatch(key, continuing=True).finish(figures)
+        total = meter.dispatch(key, continuing=True).finish(figures)
+        if total.cost_usd is not None and _asked_unanswered(home, run_id, record):
+            # The provider may have spent on the call the host died waiting for: one more
+            # call, of unknown cost, so the dispatch's cost is unknown (its known part a floor).
+            unanswered = replace(total.unpriced(), calls=total.calls + 1)
+            meter.dispatch(key, continuing=True).report(unanswered)
 
 
 def _left(home: Path, run_id: str, record: DispatchRecord) -> UsageFigures | None:
@@ -61,6 +67,16 @@ def _left(home: Path, run_id: str, record: DispatchRecord) -> UsageFigures | Non
             home=seat_home if seat_home.is_dir() else None,
         )
     return None
+
+
+def _asked_unanswered(home: Path, run_id: str, record: DispatchRecord) -> bool:
+    """An in-process ``llm`` dispatch whose transcript ends with a call never answered."""
+    if record.coder != "llm":
+        return False
+    from assay.adapters.coders.llm import TRANSCRIPT, call_in_flight
+
+    log_dir = home / "runs" / run_id / f"attempt-{record.attempt}" / f"seat-{record.seat}"
+    return call_in_flight(log_dir / TRANSCRIPT)
 
 
 def _modified(path: Path) -> float:

@@ -205,6 +205,9 @@ class _Session:
                 error = f"stopped by assay: {signal.Signals(signum).name}"
                 self._log(event="stopped", reason=signal.Signals(signum).name)
                 break
+            # Written before the call: a host that dies while it waits leaves this last, so its
+            # recovery knows the provider may have spent on an answer nobody journaled.
+            self._log(event="call", turn=turns + 1)
             try:
                 reply = self.client.complete(messages, tools=TOOLS, timeout=remaining)
             except LlmError as exc:
@@ -391,7 +394,7 @@ class _Session:
         line = json.dumps(event, default=str)
         with writing(self.log_path), append_file(self.log_path) as handle:
             handle.write((line + "\n").encode("utf-8", errors="replace"))
-        if event.get("event") != "start":
+        if event.get("event") not in ("start", "call"):
             self.output.append(line)
 
     def _write_report(self, report: CoderReport) -> None:
@@ -404,6 +407,22 @@ class _Session:
 
 
 _TOOL_NAMES = frozenset(tool["function"]["name"] for tool in TOOLS)
+
+
+def call_in_flight(transcript: Path) -> bool:
+    """Whether a transcript ends with a model call that was never answered (its host died
+    while it waited): its last event is ``call``. Only its tail is read."""
+    try:
+        with transcript.open("rb") as handle:
+            handle.seek(max(0, handle.seek(0, os.SEEK_END) - 4096))
+            lines = handle.read().decode("utf-8", errors="replace").splitlines()
+    except OSError:
+        return False
+    try:
+        last = json.loads(lines[-1]) if lines else None
+    except ValueError:  # a line cut by the death: the call it began is not known to be one
+        return False
+    return isinstance(last, dict) and last.get("event") == "call"
 
 
 def _stop_for(exc: LlmError) -> StopReason:
