@@ -409,22 +409,6 @@ class _Session:
 _TOOL_NAMES = frozenset(tool["function"]["name"] for tool in TOOLS)
 
 
-def call_in_flight(transcript: Path) -> bool:
-    """Whether a transcript ends with a model call that was never answered (its host died
-    while it waited): its last event is ``call``. Only its tail is read."""
-    try:
-        with transcript.open("rb") as handle:
-            handle.seek(max(0, handle.seek(0, os.SEEK_END) - 4096))
-            lines = handle.read().decode("utf-8", errors="replace").splitlines()
-    except OSError:
-        return False
-    try:
-        last = json.loads(lines[-1]) if lines else None
-    except ValueError:  # a line cut by the death: the call it began is not known to be one
-        return False
-    return isinstance(last, dict) and last.get("event") == "call"
-
-
 def _stop_for(exc: LlmError) -> StopReason:
     if exc.kind is FailureKind.CONTEXT:
         return StopReason.CONTEXT_BUDGET
