@@ -77,9 +77,9 @@ def test_a_usable_first_answer(model_server: ModelServer) -> None:
     assert sent.body["tool_choice"] == FORCE_PICK
     assert sent.body["tools"] == [PICK]
     assert sent.body["messages"] == MESSAGES
-    assert log.kinds == ["request", "reply"]
+    assert log.kinds == ["request", "call", "reply"]
     assert log.events[0]["model"] == "scripted-model"
-    assert log.events[1]["tokens"] == 42
+    assert log.events[2]["tokens"] == 42
 
 
 def test_an_unusable_answer_is_sent_back_with_its_problem(model_server: ModelServer) -> None:
@@ -113,7 +113,7 @@ def test_no_usable_answer_within_the_turns(model_server: ModelServer) -> None:
     assert asked.tried() == "turn 1: no `pick` call; turn 2: n is None, not a number"
     assert asked.tokens == 240
     assert len(model_server.completions) == 2 and model_server.remaining == 1
-    assert log.kinds == ["request", "reply", "reply"]
+    assert log.kinds == ["request", "call", "reply", "call", "reply"]
 
 
 def test_a_failed_call_ends_the_asking(model_server: ModelServer) -> None:
@@ -125,7 +125,7 @@ def test_a_failed_call_ends_the_asking(model_server: ModelServer) -> None:
     assert asked.error is not None and asked.error.kind is FailureKind.QUOTA
     assert asked.error.quota is not None and asked.error.quota.kind == "rate_limit"
     assert len(model_server.completions) == 2 and model_server.remaining == 1
-    assert log.kinds == ["request", "reply", "error"]
+    assert log.kinds == ["request", "call", "reply", "call", "error"]
     assert log.events[-1]["kind"] == "quota"
     assert call_failed(asked.error).startswith(
         "the judge's model call failed (rate or usage limit): HTTP 429: "

@@ -93,7 +93,7 @@ def test_a_usable_ranking_through_the_forced_call(
     events = [
         json.loads(line)["event"] for line in (tmp_path / "judge.jsonl").read_text().splitlines()
     ]
-    assert events == ["request", "reply", "ranking"]
+    assert events == ["request", "call", "reply", "ranking"]
 
 
 def test_garbage_then_a_valid_ranking(model_server: ModelServer) -> None:

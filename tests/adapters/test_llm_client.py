@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import httpx
 import pytest
 from support.model_server import HttpError, ModelServer, Turn
 
@@ -181,3 +182,63 @@ def test_no_retry_starts_past_the_callers_deadline(model_server: ModelServer) ->
         client.complete([{"role": "user", "content": "hi"}], timeout=5)
     assert sleeps == []
     assert caught.value.detail.endswith("1 of 3 calls")
+
+
+def _scripted(*answers: httpx.Response | Exception) -> ChatClient:
+    """A client whose endpoint gives ``answers`` in order (httpx's own transport): a response,
+    or the transport error its request meets."""
+    endpoint = Endpoint(model="m", base_url="http://endpoint/v1", api_key="k", timeout=5)
+    client = ChatClient(endpoint, retry=RetryPolicy(), sleep=lambda _: None)
+    queue = list(answers)
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        given = queue.pop(0)
+        if isinstance(given, Exception):
+            raise given
+        return given
+
+    client._http = httpx.Client(
+        base_url="http://endpoint/v1/", transport=httpx.MockTransport(answer)
+    )
+    return client
+
+
+ANSWER = {
+    "choices": [{"message": {"role": "assistant", "content": "done"}, "finish_reason": "stop"}],
+    "usage": {"prompt_tokens": 100, "completion_tokens": 10, "cost": 0.01},
+}
+HI = [{"role": "user", "content": "hi"}]
+
+
+def test_an_answer_whose_message_is_no_object_is_a_provider_fault_not_a_crash() -> None:
+    odd = {"choices": [{"message": "hi"}], "usage": {"prompt_tokens": 10}}
+    client = _scripted(httpx.Response(200, json=odd), httpx.Response(200, json=ANSWER))
+    assert client.complete(HI).text == "done"
+    assert client.spent.tokens_in == 110  # the odd answer was billed all the same
+
+
+@pytest.mark.parametrize(
+    "lost",
+    [
+        httpx.Response(200, content=b'{"choices": [{"message": '),  # cut short
+        httpx.ReadTimeout("read timed out"),
+        httpx.RemoteProtocolError("peer closed the connection"),
+    ],
+)
+def test_a_request_perhaps_billed_without_an_answer_leaves_the_cost_known_in_part(
+    lost: httpx.Response | Exception,
+) -> None:
+    """An answer cut short, or a request sent whole and then lost: the provider may have
+    billed it, so the cost the retry's answer gives is only the known part."""
+    client = _scripted(lost, httpx.Response(200, json=ANSWER))
+    assert client.complete(HI).text == "done"
+    spent = client.spent
+    assert (spent.calls, spent.known_cost, spent.priced) == (2, 0.01, False)
+
+
+def test_a_request_never_sent_or_refused_costs_nothing() -> None:
+    refused = httpx.ConnectError("connection refused")
+    overloaded = httpx.Response(503, json={"error": {"message": "overloaded"}})
+    client = _scripted(refused, overloaded, httpx.Response(200, json=ANSWER))
+    assert client.complete(HI).text == "done"
+    assert (client.spent.calls, client.spent.priced, client.spent.cost_usd) == (1, True, 0.01)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import signal
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ from typing import Any
 import pytest
 from support.model_server import ModelServer, ToolCall, Turn
 
+from assay.adapters.coders import llm
 from assay.adapters.coders.base import DispatchRequest, DispatchResult
 from assay.adapters.coders.llm import LlmCoder, PathRefused, confine
 from assay.adapters.store import halt_ops
@@ -299,3 +301,16 @@ def test_the_brief_is_in_the_system_message(model_server: ModelServer, worktree:
     assert result.log_path is not None and "halt-db-migration" in result.log_path.read_text()
     assert "halt-db-migration" not in result.output
     assert "NO CHANGE NEEDED: hello.txt exists" in result.output
+
+
+def test_a_stop_signal_ends_the_loop_before_its_next_call(
+    model_server: ModelServer, worktree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SIGINT/SIGTERM stop a run's coders: the in-process loop makes no call after it."""
+    model_server.script(*[Turn.call("list_files", {"path": "."}) for _ in range(6)])
+    stopping = lambda: signal.SIGTERM if len(model_server.completions) >= 2 else None  # noqa: E731
+    monkeypatch.setattr(llm, "stop_requested", stopping)
+    result = dispatch(model_server, worktree)
+    assert len(model_server.completions) == 2
+    assert result.error == "stopped by assay: SIGTERM" and result.turns_used == 2
+    assert result.usage is not None and result.usage.calls == 2

@@ -216,6 +216,19 @@ def test_codex_session_file_gives_every_call_as_it_is_made() -> None:
     assert totals[-1].model == "scripted-model" and totals[-1].cost_usd is None
 
 
+def test_a_record_appended_to_the_session_file_never_lowers_a_call() -> None:
+    """The coder's commands can write its session file: a second record of a call it already
+    made, with smaller figures, must not hide it (and the next call behind it)."""
+    reader = read_all(CodexRollout(), sample(ROLLOUT))
+    first = next(line for line in sample(ROLLOUT).splitlines() if "token_usage_record" in line)
+    entry = json.loads(first)
+    entry["payload"]["usage"] = {"input_tokens": 0, "output_tokens": 0}
+    reader.feed(json.dumps(entry) + "\n")
+    reader.close()
+    figures = reader.figures()
+    assert figures is not None and (figures.tokens_in, figures.tokens_out) == (4700, 140)
+
+
 def test_codex_thread_id_that_is_not_a_name_is_ignored() -> None:
     reader = read_all(CodexEvents(), '{"type":"thread.started","thread_id":"../../etc"}\n')
     assert reader.thread_id is None

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from assay.core.usage import (
     FIRST_CALL,
+    MAX_COUNT,
     BudgetLimits,
     Spend,
     UsageFigures,
@@ -79,3 +80,17 @@ def test_a_budget_is_spent_once_reached_by_the_run_or_the_task_across_runs() -> 
     assert "across its runs" in spent.evidence and "$1 of its $1 budget" in spent.evidence
     assert limits.remaining_tokens(run, Spend()) == 1
     assert limits.remaining_cost_usd(Spend(priced_cost_usd=0.25), earlier) == 0.0
+
+
+def test_costs_whose_sum_passes_any_float_leave_the_cost_known_in_part() -> None:
+    spent = with_call(FIRST_CALL, tokens_in=1, tokens_out=1, cost_usd=1.7e308, model=None)
+    spent = with_call(spent, tokens_in=1, tokens_out=1, cost_usd=1.7e308, model=None)
+    assert (spent.cost_usd, spent.priced, spent.calls, spent.tokens) == (1.7e308, False, 2, 4)
+
+
+def test_bounded_caps_each_count_so_in_and_out_fit_a_64_bit_column() -> None:
+    huge = UsageFigures(tokens_in=10**30, tokens_out=10**30, calls=10**30).bounded()
+    assert huge.tokens_in == huge.tokens_out == huge.calls == MAX_COUNT
+    assert huge.tokens < 2**63
+    small = UsageFigures(tokens_in=5, tokens_out=7)
+    assert small.bounded() is small

@@ -14,7 +14,7 @@ from assay.adapters.coders.base import DispatchResult
 from assay.adapters.store.schema import runs
 from assay.adapters.store.sql import Ledger
 from assay.core.tasks import Task
-from assay.core.usage import BudgetLimits, Spend, UsageFigures, with_call
+from assay.core.usage import MAX_COUNT, BudgetLimits, Spend, UsageFigures, with_call
 from assay.core.vocab import BudgetAction, EventKind
 from assay.engine.metering import RunMeter, coder_key, metered
 
@@ -166,3 +166,17 @@ def test_a_cost_known_in_part_reads_back_from_the_journal_as_it_was(ledger: Ledg
     [read] = ledger.usage(run_id="r1")
     assert read.figures.tokens == figures.tokens == 720
     assert (read.figures.known_cost, read.figures.priced) == (0.05, False)
+
+
+def test_an_absurd_count_is_journaled_bounded_and_spends_the_budget(ledger: Ledger) -> None:
+    """A report no 64-bit column holds (a model can make aider print any ``Tokens:`` line):
+    journaled at the bound, never failing the insert, and the run's budget is spent."""
+    _run(ledger, "r1")
+    meter = _meter(ledger, run_tokens=100_000)
+    seat = meter.dispatch(coder_key("t1", "r1", 1, 1, "aider"))
+    seat.report(UsageFigures(tokens_in=10**26, tokens_out=10**26))
+    result = metered(seat, DispatchResult(exit_code=0))
+    assert result.tokens_used == 2 * MAX_COUNT < 2**63
+    assert seat.stop_reason() is not None
+    [journaled] = ledger.usage(run_id="r1")
+    assert journaled.figures.tokens == 2 * MAX_COUNT

@@ -116,9 +116,11 @@ def test_a_run_killed_mid_call_counts_what_its_coder_was_handed(
     if cost is None:  # the server named no cost: unknown, not 0.0
         assert killed["usage"]["cost_usd"] is None
         assert killed["usage"]["unpriced_dispatches"] == 1
-    else:
-        assert killed["usage"]["cost_usd"] == before.cost == 3 * cost
-        assert killed["usage"]["unpriced_dispatches"] == 0
+    else:  # the three answers at their cost; the call assay died waiting for, perhaps
+        # billed though nobody read its answer, leaves the total unknown (never exact)
+        assert killed["usage"]["priced_cost_usd"] == before.cost == 3 * cost
+        assert killed["usage"]["cost_usd"] is None
+        assert killed["usage"]["unpriced_dispatches"] == 1
     assert killed["attempts"]["history"] == [
         {"attempt": 1, "outcome": "error", "interrupted": True}
     ]

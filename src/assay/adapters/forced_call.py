@@ -11,6 +11,7 @@ retries a provider fault or a rate limit, which are the caller's policy to handl
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -116,6 +117,7 @@ def ask_forced(
     tokens = 0
     problems: list[str] = []
     for _ in range(turns):
+        write(event="call")  # last in the transcript of a host that died waiting for it
         try:
             reply = client.complete(
                 conversation,
@@ -139,6 +141,23 @@ def ask_forced(
         )
         conversation.append({"role": "user", "content": retry_message(problem)})
     return ForcedAnswer(None, tuple(problems), tokens, usage=_used(client))
+
+
+def call_in_flight(transcript: Path) -> bool:
+    """Whether a model loop's transcript ends with a call never answered (its host died while
+    it waited, and the provider may have spent on it): its last event is ``call``. Only its
+    tail is read."""
+    try:
+        with transcript.open("rb") as handle:
+            handle.seek(max(0, handle.seek(0, os.SEEK_END) - 4096))
+            lines = handle.read().decode("utf-8", errors="replace").splitlines()
+    except OSError:
+        return False
+    try:
+        last = json.loads(lines[-1]) if lines else None
+    except ValueError:  # a line cut by the death: the call it began is not known to be one
+        return False
+    return isinstance(last, dict) and last.get("event") == "call"
 
 
 def _used(client: ChatClient) -> UsageFigures | None:

@@ -261,10 +261,14 @@ class ChatClient:
             options["tool_choice"] = tool_choice
         try:
             response = self._http.post("chat/completions", json=options, timeout=wait)
-        except httpx.TimeoutException as exc:
-            raise LlmError(FailureKind.PROVIDER, f"the model endpoint timed out: {exc}") from exc
         except httpx.HTTPError as exc:
-            raise LlmError(FailureKind.PROVIDER, f"cannot reach the model endpoint: {exc}") from exc
+            if isinstance(exc, httpx.ReadTimeout | httpx.ReadError | httpx.RemoteProtocolError):
+                # The request went out whole: the provider may have answered it, and billed it.
+                self._count({})
+            what = "cannot reach the model endpoint"
+            if isinstance(exc, httpx.TimeoutException):
+                what = "the model endpoint timed out"
+            raise LlmError(FailureKind.PROVIDER, f"{what}: {exc}") from exc
         try:
             body: Any = response.json()
         except ValueError:
@@ -283,6 +287,7 @@ class ChatClient:
                 message or response.text[:500] or response.reason_phrase,
             )
         if not isinstance(body, Mapping):
+            self._count({})  # an answer came, cut or garbled: billed, at a cost it cannot say
             raise LlmError(FailureKind.PROVIDER, "unusable answer from the endpoint: not JSON")
         self._count(body)  # before it is judged usable: an unusable answer was billed too
         return _reply(body)
@@ -309,6 +314,8 @@ def _reply(response: Mapping[str, Any]) -> ChatReply:
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], Mapping):
         raise LlmError(FailureKind.PROVIDER, "the endpoint answered without any choice")
     message = choices[0].get("message") or {}
+    if not isinstance(message, Mapping):
+        raise LlmError(FailureKind.PROVIDER, "the endpoint answered with no message object")
     calls = []
     for call in message.get("tool_calls") or []:
         function = call.get("function") if isinstance(call, Mapping) else None

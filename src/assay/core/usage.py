@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from assay.core.vocab import BudgetAction
 
 __all__ = [
     "FIRST_CALL",
+    "MAX_COUNT",
     "BudgetLimits",
     "Exhaustion",
     "Spend",
@@ -25,6 +26,12 @@ __all__ = [
     "money",
     "with_call",
 ]
+
+
+MAX_COUNT = 2**62 - 1
+"""The most tokens in (or out) one dispatch is counted at: a report is not trusted to be sane
+(a model can make aider print any ``Tokens:`` line), and in and out together must still fit the
+ledger's 64-bit columns. No real dispatch comes near it, and it spends any budget."""
 
 
 @dataclass(frozen=True)
@@ -63,6 +70,17 @@ class UsageFigures:
     def known_cost(self) -> float:
         """The part of the cost that was reported (a lower bound when not :attr:`priced`)."""
         return self.cost_usd or 0.0
+
+    def bounded(self) -> UsageFigures:
+        """These figures with each count at most :data:`MAX_COUNT`."""
+        if max(self.tokens_in, self.tokens_out, self.calls) <= MAX_COUNT:
+            return self
+        return replace(
+            self,
+            tokens_in=min(self.tokens_in, MAX_COUNT),
+            tokens_out=min(self.tokens_out, MAX_COUNT),
+            calls=min(self.calls, MAX_COUNT),
+        )
 
     def increase(self, before: UsageFigures) -> UsageFigures:
         """What these figures add to ``before`` (same dispatch): never negative, so a program
@@ -119,7 +137,11 @@ def with_call(
     in part (``unpriced``); the costs that did come still count (toward a budget too)."""
     cost = figures.cost_usd
     if cost_usd is not None:
-        cost = round(figures.known_cost + cost_usd, 9)
+        summed = round(figures.known_cost + cost_usd, 9)
+        if math.isfinite(summed):
+            cost = summed
+        else:  # past any float: an amount no sum holds, so this answer's cost is not known
+            cost_usd = None
     return UsageFigures(
         tokens_in=figures.tokens_in + max(0, tokens_in),
         tokens_out=figures.tokens_out + max(0, tokens_out),

@@ -308,6 +308,17 @@ async def _judge(
             "lost_to_fault": panel.lost_to_fault,
         },
     )
+    if panel.budget is not None:  # the judges spent the run's budget: held, as by a coder
+        await fx.fire(FireCall(plan, CanonicalHalt.BUDGET_EXHAUSTED, f"judges: {panel.budget}"))
+        run.attempts.append(record_attempt(attempt, seats, [], fault=True, failures=[panel.budget]))
+        run.fired = await fx.fired_halts(plan)
+        return end_run(
+            run,
+            RunStatus.BLOCKED,
+            HaltType.ESCALATE,
+            f"budget exhausted: {panel.budget}; the task is held for a human",
+            halted=True,
+        )
     if tally.winner is not None and tally.met_quorum:
         return next(s for s in viable if panel.labels[s.seat] == tally.winner)
     # A machine fact (quota, a provider fault) is the cause only when the judges it took would

@@ -17,6 +17,7 @@ import json
 import os
 import threading
 from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
@@ -252,7 +253,8 @@ class LocalEffects:
         for problem in panel.problems:  # a judge that cannot run says so on stderr
             self._warn(f"attempt {attempt}: {problem}")
         boundary(CrashPoint.JUDGED)
-        return panel
+        spent = self.meter(plan).held_by()
+        return replace(panel, budget=spent) if spent is not None else panel
 
     @machine_faults
     async def fire(self, call: FireCall) -> None:

@@ -142,8 +142,14 @@ async def dispatch_seat(fx: LocalEffects, call: SeatCall) -> Candidate:
         except OSError as exc:  # assay's own write for the seat (its prompt, its transcript)
             fault = fault_of(exc, seat_dir)
             if fault is None:
+                meter.finish(None)
                 raise
             result = environment_failed(fault)
+        except BaseException:
+            # The dispatch failed in assay itself: what it reported stands, and one that
+            # reported nothing is journaled as unknown, never left to sum as $0.
+            meter.finish(None)
+            raise
     await asyncio.to_thread(fx.halts.close_relay, attempt, seat)  # its coder has ended
     result = await asyncio.to_thread(metered, meter, result)
     if result.refused:
@@ -311,6 +317,9 @@ async def validate_seat(
         finally:
             if checkout is not None:  # what the validator left goes with its checkout
                 await asyncio.to_thread(remove_checkout, checkout)
+        spent = fx.meter(plan).held_by() if spending is not None else None
+        if spent is not None and outcome.fire is None:  # a judge spent the run's budget
+            outcome = replace(outcome, fire=CanonicalHalt.BUDGET_EXHAUSTED, evidence=spent)
         outcomes.append(outcome)
         # The event carries the verdict's text: a secret this seat's scan found is cut from it
         # now (the run learns it, and redacts its files, once every check is done).

@@ -141,10 +141,14 @@ class RunMeter:
             return Spend.of(self._totals.values())
 
     def stop_reason(self) -> str | None:
-        if self.limits.action is not BudgetAction.HOLD:
+        evidence = self.held_by()
+        return f"halt-budget-exhausted: {evidence}" if evidence else None
+
+    def held_by(self) -> str | None:
+        """The spent budget's figures when it stops the run (``on_exhausted: hold``)."""
+        if self.limits.action is not BudgetAction.HOLD or self.exhausted is None:
             return None
-        found = self.exhausted
-        return f"halt-budget-exhausted: {found.evidence}" if found else None
+        return self.exhausted.evidence
 
     def remaining_cost_usd(self) -> float | None:
         return self.limits.remaining_cost_usd(self.spent, self.before)
@@ -154,6 +158,7 @@ class RunMeter:
 
     def journal(self, key: DispatchKey, figures: UsageFigures) -> UsageFigures:
         """Journal what ``figures`` (the dispatch's running total) adds; returns the total."""
+        figures = figures.bounded()
         with self._lock:
             before = self._totals.get(key.dispatch)
             if before is not None:

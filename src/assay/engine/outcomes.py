@@ -155,6 +155,8 @@ class JudgeRound:
     lost_to_fault: int = 0  # judges whose provider failed after retries (5xx, 529, connection)
     # Judges that gave no usable ranking, each named with why ("judge 1 (llm gpt-5-mini): …").
     problems: tuple[str, ...] = ()
+    # The run's spending budget, spent by the judges (its figures): the run stops, held.
+    budget: str | None = None
 
 
 @dataclass(frozen=True)

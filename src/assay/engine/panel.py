@@ -86,9 +86,7 @@ async def judge_blind(
         confined = None if spec.kind is JudgeKind.LLM else own_home(sandbox, index, round_)
         spending = None
         if meter is not None:
-            key = judge_key(
-                plan.task_id, plan.run_id, attempt, index + 1, round_, _judge_name(spec)
-            )
+            key = judge_key(plan.task_id, plan.run_id, attempt, index + 1, round_, judge_name(spec))
             spending = meter.dispatch(key)
         if not prior:
             result = rank(
@@ -129,7 +127,7 @@ async def judge_blind(
     faulted = [r for r in results if r.fault is not None and r.quota is None and r.ranking is None]
     # A judge lost to a provider fault is named by the fault itself ("HTTP 503, 3 of 3 calls").
     problems = tuple(
-        f"judge {i + 1} ({_judge_name(spec)}): {r.fault if r in faulted else r.error}"
+        f"judge {i + 1} ({judge_name(spec)}): {r.fault if r in faulted else r.error}"
         for i, (spec, r) in enumerate(zip(specs, results, strict=True))
         if r.ranking is None and (r.error or r.fault)
     )
@@ -144,7 +142,7 @@ async def judge_blind(
     )
 
 
-def _judge_name(spec: JudgeSpec | None) -> str:
+def judge_name(spec: JudgeSpec | None) -> str:
     if spec is None:
         return "unnamed"
     return f"{spec.kind.value} {spec.model}" if spec.model else spec.kind.value

@@ -45,7 +45,11 @@ from assay.engine.halt_relay import remove_relay_folders
 from assay.engine.journal import JournaledLanding, interrupted_last, read_journal
 from assay.engine.outcomes import LandOutcome
 from assay.engine.pull_request import delete_remote_branch, find_open_pull_request
-from assay.engine.recover_usage import account_left_logs, budget_spent
+from assay.engine.recover_usage import (
+    account_left_logs,
+    account_unanswered_judges,
+    budget_spent,
+)
 from assay.engine.refunds import closed_quota_streak, refund_streak
 from assay.engine.result import RunResult
 
@@ -88,6 +92,10 @@ def close_unfinished(
         dispatches=journal.dispatches,
         clock=clock,
     )
+    account_unanswered_judges(
+        ledger, home=home, contract=contract, task_id=record.task_id, run_id=record.id,
+        clock=clock,
+    )  # fmt: skip
     commit = (
         landed_commit(repo, journal.base_branch, record.id, since=journal.base_commit)
         if journal.base_branch and journal.base_commit

@@ -11,20 +11,24 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 
 from assay.adapters import seats
 from assay.adapters.coders import usage_of_logs
+from assay.adapters.forced_call import call_in_flight
 from assay.adapters.store.records import DispatchRecord, RunRecord
 from assay.adapters.store.sql import Ledger
 from assay.adapters.store.usage_log import spend_of
+from assay.adapters.validators.judge import safe_name
 from assay.core.contract import Contract
 from assay.core.usage import BudgetLimits, Spend, UsageFigures, exhaustion
-from assay.core.vocab import BudgetAction
-from assay.engine.metering import RunMeter, coder_key
+from assay.core.vocab import BudgetAction, ValidatorKind
+from assay.engine.metering import DispatchMeter, RunMeter, coder_key, judge_key, validator_key
+from assay.engine.panel import judge_name
 
-__all__ = ["account_left_logs", "budget_spent"]
+__all__ = ["account_left_logs", "account_unanswered_judges", "budget_spent"]
 
 
 def account_left_logs(
@@ -42,7 +46,58 @@ def account_left_logs(
     for record in dispatches:
         figures = _left(home, run_id, record)
         key = coder_key(task_id, run_id, record.attempt, record.seat, record.coder)
-        meter.dispatch(key, continuing=True).finish(figures)
+        total = meter.dispatch(key, continuing=True).finish(figures)
+        if _asked_unanswered(home, run_id, record):
+            _unanswered(meter.dispatch(key, continuing=True), total)
+
+
+def account_unanswered_judges(
+    ledger: Ledger,
+    *,
+    home: Path,
+    contract: Contract,
+    task_id: str,
+    run_id: str,
+    clock: Callable[[], datetime],
+) -> None:
+    """Journal each LLM judge (a blind judge, a ``judge`` validator) that was waiting for its
+    model's answer when the host died: the provider may have spent on it, so its cost is
+    unknown (and its usage, when it had journaled none)."""
+    meter = RunMeter(ledger, task_id=task_id, run_id=run_id, limits=BudgetLimits(), clock=clock)
+    journaled = {d.key.dispatch: d.figures for d in ledger.usage(run_id=run_id)}
+    run_dir = home / "runs" / run_id
+    for path in sorted(run_dir.glob("attempt-*/judges/judge-*/round-*/judge.jsonl")):
+        parts = path.parents
+        attempt, judge = _number(parts[3].name), _number(parts[1].name)
+        round_ = _number(parts[0].name)
+        if attempt is None or judge is None or round_ is None or not call_in_flight(path):
+            continue
+        name = judge_name(contract.judge_for(judge - 1))
+        key = judge_key(task_id, run_id, attempt, judge, round_, name)
+        _unanswered(meter.dispatch(key, continuing=True), journaled.get(key.dispatch))
+    judges = [v.id for v in contract.validators if v.kind is ValidatorKind.JUDGE]
+    for path in sorted(run_dir.glob("attempt-*/seat-*/validators/judge-*.jsonl")):
+        attempt, seat = _number(path.parents[2].name), _number(path.parents[1].name)
+        found = [v for v in judges if f"judge-{safe_name(v)}.jsonl" == path.name]
+        if attempt is None or seat is None or not found or not call_in_flight(path):
+            continue
+        key = validator_key(task_id, run_id, attempt, seat, found[0])
+        _unanswered(meter.dispatch(key, continuing=True), journaled.get(key.dispatch))
+
+
+def _unanswered(meter: DispatchMeter, total: UsageFigures | None) -> None:
+    """One more call, of unknown cost, on what ``meter``'s dispatch journaled (``total``):
+    its cost is unknown (its known part a floor), or, with nothing journaled, its usage."""
+    if total is None or not total.reported:
+        meter.finish(None)
+    elif total.priced:
+        meter.report(replace(total, unpriced=True, calls=total.calls + 1))
+
+
+def _number(name: str) -> int | None:
+    """The number a run folder's part ends with (``attempt-2``, ``seat-1``, ``round-0``)."""
+    tail = name.rsplit("-", 1)[-1]
+    return int(tail) if tail.isdigit() else None
 
 
 def _left(home: Path, run_id: str, record: DispatchRecord) -> UsageFigures | None:
@@ -61,6 +116,16 @@ def _left(home: Path, run_id: str, record: DispatchRecord) -> UsageFigures | Non
             home=seat_home if seat_home.is_dir() else None,
         )
     return None
+
+
+def _asked_unanswered(home: Path, run_id: str, record: DispatchRecord) -> bool:
+    """An in-process ``llm`` dispatch whose transcript ends with a call never answered."""
+    if record.coder != "llm":
+        return False
+    from assay.adapters.coders.llm import TRANSCRIPT
+
+    log_dir = home / "runs" / run_id / f"attempt-{record.attempt}" / f"seat-{record.seat}"
+    return call_in_flight(log_dir / TRANSCRIPT)
 
 
 def _modified(path: Path) -> float:

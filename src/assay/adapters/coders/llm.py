@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import time
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -28,7 +29,7 @@ from assay.adapters.llm_client import (
     function_tool,
     resolve_endpoint,
 )
-from assay.adapters.process import SHELL, run_process
+from assay.adapters.process import SHELL, run_process, stop_requested
 from assay.adapters.run_files import writing
 from assay.adapters.safe_files import append_file, write_file
 from assay.adapters.store import halt_ops
@@ -200,6 +201,13 @@ class _Session:
                 error = f"stopped by assay: {stopped}"
                 self._log(event="stopped", reason=stopped)
                 break
+            if (signum := stop_requested()) is not None:  # the run is being stopped
+                error = f"stopped by assay: {signal.Signals(signum).name}"
+                self._log(event="stopped", reason=signal.Signals(signum).name)
+                break
+            # Written before the call: a host that dies while it waits leaves this last, so its
+            # recovery knows the provider may have spent on an answer nobody journaled.
+            self._log(event="call", turn=turns + 1)
             try:
                 reply = self.client.complete(messages, tools=TOOLS, timeout=remaining)
             except LlmError as exc:
@@ -386,7 +394,7 @@ class _Session:
         line = json.dumps(event, default=str)
         with writing(self.log_path), append_file(self.log_path) as handle:
             handle.write((line + "\n").encode("utf-8", errors="replace"))
-        if event.get("event") != "start":
+        if event.get("event") not in ("start", "call"):
             self.output.append(line)
 
     def _write_report(self, report: CoderReport) -> None:

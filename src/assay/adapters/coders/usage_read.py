@@ -153,7 +153,10 @@ class CodexRollout(LineReader):
                 return
             response = payload.get("response_id")
             key = response if isinstance(response, str) and response else f"#{len(self.calls)}"
-            self.calls[key] = (tokens_in or 0, tokens_out or 0)
+            # Never lowered: the file is in the seat's home, where the coder's commands can
+            # append a record that would hide a call already counted.
+            seen = self.calls.get(key, (0, 0))
+            self.calls[key] = (max(seen[0], tokens_in or 0), max(seen[1], tokens_out or 0))
         elif kind == "turn_context":
             self.model = json_name(payload.get("model")) or self.model
 

@@ -171,14 +171,18 @@ def read_verdict(reply: ChatReply) -> tuple[Verdict | None, str]:
     return max(found, key=lambda v: _RANK[v.severity]), ""
 
 
+def safe_name(validator_id: str) -> str:
+    """The validator's id as it names its transcript (``judge-<name>.jsonl``)."""
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", validator_id)
+
+
 class _Run:
     """Builds one judge's outcomes and keeps its transcript."""
 
     def __init__(self, validator_id: str, advisory: bool, log_dir: Path) -> None:
         self.validator_id = validator_id
         self.advisory = advisory
-        safe = re.sub(r"[^A-Za-z0-9_.-]", "_", validator_id)
-        self.log = Transcript(log_dir / f"judge-{safe}.jsonl").write
+        self.log = Transcript(log_dir / f"judge-{safe_name(validator_id)}.jsonl").write
 
     def verdict(self, verdict: Verdict, truncated: bool) -> ValidationOutcome:
         severity, findings = verdict.severity, list(verdict.findings)
