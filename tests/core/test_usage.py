@@ -94,3 +94,14 @@ def test_bounded_caps_each_count_so_in_and_out_fit_a_64_bit_column() -> None:
     assert huge.tokens < 2**63
     small = UsageFigures(tokens_in=5, tokens_out=7)
     assert small.bounded() is small
+
+
+def test_answers_without_token_counts_are_unknown_never_zero() -> None:
+    never = FIRST_CALL
+    for _ in range(3):
+        never = with_call(never, tokens_in=0, tokens_out=0, cost_usd=None, model="m", counted=False)
+    assert (never.reported, never.calls) == (False, 3)  # unknown, not "0 tokens"
+    assert Spend.of([never]).unreported == 1
+    some = with_call(FIRST_CALL, tokens_in=5, tokens_out=1, cost_usd=0.01, model="m")
+    some = with_call(some, tokens_in=0, tokens_out=0, cost_usd=None, model="m", counted=False)
+    assert some.reported and not some.priced  # its counts are a lower bound

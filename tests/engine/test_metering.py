@@ -180,3 +180,26 @@ def test_an_absurd_count_is_journaled_bounded_and_spends_the_budget(ledger: Ledg
     assert seat.stop_reason() is not None
     [journaled] = ledger.usage(run_id="r1")
     assert journaled.figures.tokens == 2 * MAX_COUNT
+
+
+def test_a_dispatch_that_reports_no_counts_says_no_budget_can_count_it(ledger: Ledger) -> None:
+    _run(ledger, "r1")
+    said: list[str] = []
+    meter = RunMeter(
+        ledger,
+        task_id="t1",
+        run_id="r1",
+        limits=BudgetLimits(run_tokens=1000),
+        clock=lambda: NOW,
+        warn=said.append,
+    )
+    seat = meter.dispatch(coder_key("t1", "r1", 1, 1, "llm"))
+    figures = UsageFigures(reported=False)
+    for _ in range(3):
+        figures = with_call(figures, tokens_in=0, tokens_out=0, cost_usd=None, model="m",
+                            counted=False)  # fmt: skip
+        seat.report(figures)
+    seat.finish(figures)
+    assert said == ["a1.s1 (llm) reported no usage: no budget can count it"]
+    [read] = ledger.usage(run_id="r1")
+    assert not read.figures.reported

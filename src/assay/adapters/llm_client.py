@@ -298,12 +298,14 @@ class ChatClient:
         prompt = _count(usage.get("prompt_tokens"))
         completion = _count(usage.get("completion_tokens"))
         completion = max(completion, _count(usage.get("total_tokens")) - prompt)
+        keys = ("prompt_tokens", "completion_tokens", "total_tokens")
         self.spent = with_call(
             self.spent,
             tokens_in=prompt,
             tokens_out=completion,
             cost_usd=_amount(usage.get("cost")),
             model=self.endpoint.model,
+            counted=any(_is_count(usage.get(key)) for key in keys),
         )
         if self.on_spent is not None:
             self.on_spent(self.spent)
@@ -344,11 +346,18 @@ def _reply(response: Mapping[str, Any]) -> ChatReply:
     )
 
 
+def _is_count(value: object) -> bool:
+    """A usable token count: a finite number of at least 0 (never a bool or a string)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    return math.isfinite(value) and value >= 0
+
+
 def _count(value: object) -> int:
     """A token count of an answer's usage (anything that is not one counts nothing)."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+    if not _is_count(value) or not isinstance(value, int | float):
         return 0
-    return max(0, int(value))
+    return int(value)
 
 
 def _amount(value: object) -> float | None:

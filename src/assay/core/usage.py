@@ -121,8 +121,8 @@ class UsageFigures:
         )
 
 
-FIRST_CALL = UsageFigures()
-"""A model loop's figures before its first answer: nothing spent yet."""
+FIRST_CALL = UsageFigures(reported=False)
+"""A model loop's figures before its first answer: nothing spent, nothing reported yet."""
 
 
 def with_call(
@@ -132,9 +132,12 @@ def with_call(
     tokens_out: int,
     cost_usd: float | None,
     model: str | None,
+    counted: bool = True,
 ) -> UsageFigures:
     """``figures`` plus one model answer. An answer without a cost leaves the cost known only
-    in part (``unpriced``); the costs that did come still count (toward a budget too)."""
+    in part (``unpriced``); the costs that did come still count (toward a budget too). An
+    answer without token counts (``counted`` False) is spending nobody reported: a loop whose
+    answers never had any reported no usage at all (unknown, never zero)."""
     cost = figures.cost_usd
     if cost_usd is not None:
         summed = round(figures.known_cost + cost_usd, 9)
@@ -148,7 +151,8 @@ def with_call(
         cost_usd=cost,
         model=model or figures.model,
         calls=figures.calls + 1,
-        unpriced=figures.unpriced or cost_usd is None,
+        reported=figures.reported or counted,
+        unpriced=figures.unpriced or cost_usd is None or not counted,
     )
 
 

@@ -228,7 +228,7 @@ class DispatchMeter:
 
     def report(self, figures: UsageFigures) -> None:
         self.figures = self.run.journal(self.key, figures)
-        if figures.unpriced:  # an answer came without a cost: a cost cap cannot count it
+        if figures.unpriced or not figures.reported:  # a budget cannot count all of it
             self._uncounted()
 
     def finish(self, final: UsageFigures | None) -> UsageFigures:
@@ -240,17 +240,20 @@ class DispatchMeter:
         return self.figures
 
     def _uncounted(self) -> None:
-        """Say once that a cost cap cannot count (all of) what this dispatch spent."""
-        limits = self.run.limits
-        capped = limits.run_cost_usd is not None or limits.task_cost_usd is not None
-        if not capped or self._warned or self.run.warn is None or self.figures is None:
+        """Say once that a budget cannot count (all of) what this dispatch spent."""
+        limits, figures = self.run.limits, self.figures
+        if self._warned or self.run.warn is None or figures is None:
+            return
+        costs = limits.run_cost_usd is not None or limits.task_cost_usd is not None
+        tokens = limits.run_tokens is not None or limits.task_tokens is not None
+        if not figures.reported and (costs or tokens):
+            said = "no usage: no budget can count it"
+        elif costs:
+            said = "usage without a cost: a cost budget cannot count it (cap its tokens)"
+        else:
             return
         self._warned = True
-        what = "no usage" if not self.figures.reported else "usage without a cost"
-        self.run.warn(
-            f"{self.key.dispatch} ({self.key.source}) reported {what}: a cost budget cannot "
-            "count it (cap its tokens with budgets.max_tokens)"
-        )
+        self.run.warn(f"{self.key.dispatch} ({self.key.source}) reported {said}")
 
     def stop_reason(self) -> str | None:
         return self.run.stop_reason()
