@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
@@ -36,7 +37,7 @@ _LINE_END = re.compile(r"\r\n|\r|\n")
 MAX_LINE_CHARS = 4 * 1024 * 1024
 
 
-class LineReader:
+class LineReader(ABC):
     """Output in chunks of any size, read a whole line at a time (``\\n``, ``\\r\\n`` or a
     bare ``\\r`` ends one, as Python reads text). A line is read once it has ended, the last
     one once :meth:`close` says the output has."""
@@ -64,11 +65,13 @@ class LineReader:
             self.line(partial)
         self._overlong = False
 
+    @abstractmethod
     def line(self, text: str) -> None:
-        raise NotImplementedError
+        """Read one whole line of the program's output."""
 
+    @abstractmethod
     def figures(self) -> UsageFigures | None:
-        raise NotImplementedError
+        """The running total read so far (None: nothing reported yet)."""
 
     def settling(self) -> bool:
         """Whether a call is being printed whose final figures are still to come."""
