@@ -47,7 +47,7 @@ MaxCostFlag = Annotated[
     float | None,
     typer.Option(
         "--max-cost",
-        min=0.0,
+        metavar="USD",
         help="Cap the run's spending in US dollars (budgets.max_cost_usd); overrides the "
         "contract's. Spent: the coders are stopped and the task held (halt-budget-exhausted).",
     ),
@@ -55,14 +55,17 @@ MaxCostFlag = Annotated[
 MaxTokensFlag = Annotated[
     int | None,
     typer.Option(
-        "--max-tokens", min=1, help="Cap the run's tokens (budgets.max_tokens), the same way."
+        "--max-tokens",
+        min=1,
+        metavar="N",
+        help="Cap the run's tokens (budgets.max_tokens), the same way.",
     ),
 ]
 TaskMaxCostFlag = Annotated[
     float | None,
     typer.Option(
         "--task-max-cost",
-        min=0.0,
+        metavar="USD",
         help="Cap the task's spending in US dollars across all its runs, refunded ones too "
         "(budgets.task_max_cost_usd).",
     ),
@@ -72,6 +75,7 @@ TaskMaxTokensFlag = Annotated[
     typer.Option(
         "--task-max-tokens",
         min=1,
+        metavar="N",
         help="Cap the task's tokens across all its runs (budgets.task_max_tokens).",
     ),
 ]

@@ -320,9 +320,21 @@ def build_contract(
         try:
             budgets = type(built.budgets).model_validate({**built.budgets.model_dump(), **caps})
         except ValidationError as exc:
-            fail(f"invalid options: {one_line(exc)}")
+            error = exc.errors()[0]
+            key = str(error["loc"][0]) if error["loc"] else ""
+            flag = {v: k for k, v in SPENDING_FLAGS.items()}.get(key, key)
+            fail(f"invalid options: {flag}: {error['msg'].lower()} (got {error['input']!r})")
         built = built.model_copy(update={"budgets": budgets})
     return built
+
+
+# The budget flags and the contract keys they set.
+SPENDING_FLAGS = {
+    "--max-cost": "max_cost_usd",
+    "--max-tokens": "max_tokens",
+    "--task-max-cost": "task_max_cost_usd",
+    "--task-max-tokens": "task_max_tokens",
+}
 
 
 def spending_flags(
@@ -332,12 +344,8 @@ def spending_flags(
     task_max_tokens: int | None,
 ) -> dict[str, float | int | None]:
     """The budget flags by the contract keys they set."""
-    return {
-        "max_cost_usd": max_cost,
-        "max_tokens": max_tokens,
-        "task_max_cost_usd": task_max_cost,
-        "task_max_tokens": task_max_tokens,
-    }
+    given = (max_cost, max_tokens, task_max_cost, task_max_tokens)
+    return dict(zip(SPENDING_FLAGS.values(), given, strict=True))
 
 
 # The flags a contract file sets itself: given beside --contract they would be ignored.
