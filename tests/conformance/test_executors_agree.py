@@ -25,7 +25,7 @@ import pytest
 from support.conformance import differences, normalise
 from support.model_server import ModelServer, RecordedRequest
 from support.repo import PYTEST, WRONG, Repo, git, make_repo, replay_contract
-from support.script import Turn
+from support.script import Turn, Usage
 from support.services import require_temporal_executor
 from support.temporal import DevServer, ExternalServer
 from support.workers import Worker, add_task, serve_once, service_env, show
@@ -98,6 +98,21 @@ land: merge
     )
 
 
+def _spent(repo: Repo, server: ModelServer) -> Path:
+    # A coder that never finishes, stopped by its run's token budget on either executor: the
+    # worker journals and checks each answer as the local executor does.
+    server.when_exhausted = Turn.call("list_files", {"path": "."}, usage=Usage(100, 20))
+    return repo.contract(
+        "spent.yaml",
+        f"""task: x
+coder: {{kind: llm, model: m, base_url: "{server.base_url}", max_turns: 40}}
+validators: [{{id: tests, kind: command, run: "{PYTEST}"}}]
+budgets: {{max_tokens: 1000}}
+land: merge
+""",
+    )
+
+
 SCENARIOS: dict[str, Scenario] = {
     "passes": Scenario(lambda r, _s: replay_contract(r, "fixed"), 0, "merged", {}),
     "blocked_then_passes": Scenario(
@@ -114,6 +129,7 @@ SCENARIOS: dict[str, Scenario] = {
     "judged_seats": Scenario(_judged, 0, "merged", KEY, judge_turns=3),
     "fired_halt": Scenario(_halt, 3, "blocked", {}),
     "quota_refund": Scenario(_quota, 1, "failed", {}),
+    "budget_spent_held": Scenario(_spent, 3, "blocked", KEY),
 }
 
 
