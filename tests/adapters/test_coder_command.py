@@ -218,3 +218,35 @@ def test_the_brief_is_at_assay_brief_path_outside_the_worktree(
     assert path == (tmp_path / "logs" / "brief-attempt2.md").resolve()  # the seat's log folder
     assert path.read_text(encoding="utf-8") == brief
     assert worktree not in path.parents  # never part of the diff
+
+
+class SpentAfter:
+    """A meter whose run's budget another seat spends ``seconds`` after the dispatch starts."""
+
+    def __init__(self, seconds: float) -> None:
+        import time
+
+        self._at = time.monotonic() + seconds
+        self._clock = time.monotonic
+
+    def report(self, figures: object) -> None:
+        raise AssertionError("the command coder reports no usage")
+
+    def stop_reason(self) -> str | None:
+        return "halt-budget-exhausted: spent" if self._clock() >= self._at else None
+
+    def remaining_cost_usd(self) -> float | None:
+        return None
+
+    def remaining_tokens(self) -> int | None:
+        return None
+
+
+def test_a_budget_its_run_spent_elsewhere_stops_it(tmp_path: Path, worktree: Path) -> None:
+    request = dataclasses.replace(
+        _request(tmp_path, worktree, command="sleep 20"), meter=SpentAfter(0.3)
+    )
+    result = CommandCoder().dispatch(request)
+    assert result.stopped == "halt-budget-exhausted: spent"
+    assert result.error == "stopped by assay: halt-budget-exhausted: spent"
+    assert result.wall_time_ms < 10_000 and not result.timed_out

@@ -44,3 +44,13 @@ def test_a_refused_value_names_its_flag_and_creates_nothing(
     assert result.exit_code == 2
     assert said in result.output
     assert not (tmp_path / ".assay").exists()
+
+
+def test_a_budget_flag_beside_task_is_refused_never_ignored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    git(tmp_path, "init", "-q")
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(build_app(), ["run", "--task", "t1", "--max-tokens", "240"])
+    assert result.exit_code == 2
+    assert "--max-tokens cannot be combined with --task" in result.output

@@ -203,3 +203,12 @@ def test_a_dispatch_that_reports_no_counts_says_no_budget_can_count_it(ledger: L
     assert said == ["a1.s1 (llm) reported no usage: no budget can count it"]
     [read] = ledger.usage(run_id="r1")
     assert not read.figures.reported
+
+
+def test_a_result_whose_cost_is_known_in_part_carries_no_cost(ledger: Ledger) -> None:
+    _run(ledger, "r1")
+    seat = _meter(ledger).dispatch(coder_key("t1", "r1", 1, 1, "llm"))
+    partial = with_call(UsageFigures(), tokens_in=10, tokens_out=1, cost_usd=0.01, model="m")
+    partial = with_call(partial, tokens_in=10, tokens_out=1, cost_usd=None, model="m")
+    result = metered(seat, DispatchResult(exit_code=0, usage=partial))
+    assert (result.tokens_used, result.cost_usd) == (22, None)  # $0.01 is only a floor

@@ -15,6 +15,12 @@ from pathlib import Path
 from assay.adapters.process import EnvironmentFault, environment_fault
 
 
+def seat_log_dir(run_dir: Path, attempt: int, seat: int) -> Path:
+    """Where assay keeps one dispatch's logs (its program's output among them): the engine's
+    folder, never the coder's to write."""
+    return run_dir / f"attempt-{attempt}" / f"seat-{seat}"
+
+
 def make_folder(path: Path) -> None:
     """Create ``path`` and its parents; EnvironmentFault when the machine refuses."""
     with writing(path):

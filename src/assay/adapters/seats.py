@@ -48,6 +48,11 @@ def seat_path(assay_dir: Path, run_id: str, seat: int | str) -> Path:
     return seats_root(assay_dir, run_id) / str(seat)
 
 
+def seat_outputs(assay_dir: Path, run_id: str, seat: int) -> Path:
+    """Where a seat's programs write, one fresh folder per dispatch (``attempt-N.…``)."""
+    return seats_root(assay_dir, run_id) / f"seat-{seat}.out"
+
+
 def seat_home(path: Path) -> Path:
     """A seat's private ``$HOME``, beside its repository (``seat-N.home``)."""
     return path.with_name(path.name + ".home")

@@ -156,6 +156,13 @@ def run(
     from assay.engine.runner import recover_interrupted
 
     refuse_conflicting_flags(instruction, contract, task_id, ignore_wait, resume)
+    spending = spending_flags(max_cost, max_tokens, task_max_cost, task_max_tokens)
+    if (task_id is not None or resume) and any(v is not None for v in spending.values()):
+        given = [flag for flag, key in SPENDING_FLAGS.items() if spending[key] is not None]
+        fail(
+            f"{', '.join(given)} cannot be combined with --task or --resume: the task's "
+            "contract sets its budgets (give them when it is created)"
+        )
     if contract is not None:
         refuse_flags_beside_a_contract(ctx)
     built: Contract | None = None
@@ -164,7 +171,7 @@ def run(
         built = build_contract(
             instruction, contract, coder, coder_command, validator, land, seats,
             max_attempts, max_recovery, sandbox=sandbox,
-            spending=spending_flags(max_cost, max_tokens, task_max_cost, task_max_tokens),
+            spending=spending,
         )  # fmt: skip
         refuse_unconfinable(built)  # before the task is created
         refuse_secret_env(built)

@@ -15,17 +15,18 @@ import asyncio
 import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from assay.adapters import seats
 from assay.adapters.candidates import CaptureRejected
 from assay.adapters.capture import Capture
 from assay.adapters.coders import get_coder, ignored_settings
-from assay.adapters.coders.base import DispatchRequest, DispatchResult
+from assay.adapters.coders.base import Coder, DispatchRequest, DispatchResult
 from assay.adapters.envpolicy import child_environment, model_environment
 from assay.adapters.process import EnvironmentFault
 from assay.adapters.redact import Redactor, redactions
-from assay.adapters.run_files import fault_of, fresh_folder, make_folder
+from assay.adapters.run_files import fault_of, fresh_folder, make_folder, seat_log_dir
 from assay.adapters.seats import Seat, remove_tree
 from assay.adapters.validators import get_validator
 from assay.adapters.validators.base import ValidationContext, ValidationOutcome
@@ -33,6 +34,7 @@ from assay.core.brief import render_brief
 from assay.core.changes import ChangeSet
 from assay.core.report import compare_with_diff
 from assay.core.text import shown
+from assay.core.usage import UsageFigures
 from assay.core.vocab import (
     CanonicalHalt,
     CrashPoint,
@@ -76,10 +78,10 @@ async def dispatch_seat(fx: LocalEffects, call: SeatCall) -> Candidate:
     repo = await asyncio.to_thread(fx.seating.prepare, plan, seat, attempt)
     worktree = repo.path
     boundary(CrashPoint.DISPATCH_STARTED)
-    seat_dir = fx.run_dir(plan) / f"attempt-{attempt}" / f"seat-{seat}"
+    seat_dir = seat_log_dir(fx.run_dir(plan), attempt, seat)
     # The coder writes its report (and what its program saves) in a folder of its own, new
     # for each dispatch: the seat's log folder is the engine's, never the coder's to write.
-    out_dir = seats.seats_root(fx.seating.home, plan.run_id) / f"seat-{seat}.out"
+    out_dir = seats.seat_outputs(fx.seating.home, plan.run_id, seat)
     try:
         make_folder(seat_dir)
         out_dir = fresh_folder(out_dir, f"attempt-{attempt}.")
@@ -131,20 +133,18 @@ async def dispatch_seat(fx: LocalEffects, call: SeatCall) -> Candidate:
         except Exception as exc:  # an unknown or broken adapter: this seat's environment error
             result = DispatchResult(exit_code=None, environment_error=str(exc))
     if coder is not None and (spent := meter.stop_reason()) is not None:
-        result = DispatchResult(exit_code=None, stopped=spent, error=f"not started: {spent}")
+        # Never started: it spent nothing, and that is known (no unknown dispatch).
+        result = DispatchResult(
+            exit_code=None,
+            stopped=spent,
+            error=f"not started: {spent}",
+            usage=UsageFigures(cost_usd=0.0),
+        )
     elif coder is not None:
         for setting in ignored_settings(spec, coder):
             fx.warn(f"seat {seat}: the {spec.kind.value} coder ignores `{setting}`")
         try:
-            result = await asyncio.to_thread(coder.dispatch, request)
-        except EnvironmentFault as exc:  # the machine failed the coder: refunded, named
-            result = environment_failed(exc)
-        except OSError as exc:  # assay's own write for the seat (its prompt, its transcript)
-            fault = fault_of(exc, seat_dir)
-            if fault is None:
-                meter.finish(None)
-                raise
-            result = environment_failed(fault)
+            result = await asyncio.to_thread(run_coder, coder, request, seat_dir)
         except BaseException:
             # The dispatch failed in assay itself: what it reported stands, and one that
             # reported nothing is journaled as unknown, never left to sum as $0.
@@ -183,6 +183,20 @@ async def dispatch_seat(fx: LocalEffects, call: SeatCall) -> Candidate:
     if capture is None or not capture.ignored_count:
         return candidate
     return replace(candidate, ignored=list(capture.ignored), ignored_count=capture.ignored_count)
+
+
+def run_coder(coder: Coder, request: DispatchRequest, seat_dir: Path) -> DispatchResult:
+    """The coder's dispatch; a machine that failed it is its environment error (refunded,
+    named), whether the coder's own process or assay's write for the seat met it."""
+    try:
+        return coder.dispatch(request)
+    except EnvironmentFault as exc:
+        return environment_failed(exc)
+    except OSError as exc:  # assay's own write for the seat (its prompt, its transcript)
+        fault = fault_of(exc, seat_dir)
+        if fault is None:
+            raise
+        return environment_failed(fault)
 
 
 async def capture_candidate(
@@ -262,7 +276,7 @@ async def validate_seat(
         raise ValueError(f"attempt {attempt}, seat {seat} left no candidate to validate")
     contract = plan.contract
     env = child_environment(fx.operator_env, declared=contract.env)
-    log_dir = fx.run_dir(plan) / f"attempt-{attempt}" / f"seat-{seat}" / "validators"
+    log_dir = seat_log_dir(fx.run_dir(plan), attempt, seat) / "validators"
     make_folder(log_dir)  # EnvironmentFault: the attempt's environment error, refunded
     captured = captured_output(work.result)
     checks: list[tuple[str, Mapping[str, object]]] = [

@@ -32,16 +32,11 @@ __all__ = [
     "coder_key",
     "judge_key",
     "metered",
-    "unreported",
     "validator_key",
 ]
 
 EventSink = Callable[[RunEvent], None]
 NOTHING = UsageFigures(reported=False)
-
-
-def unreported(figures: UsageFigures | None) -> bool:
-    return figures is None or not figures.reported
 
 
 def judge_key(
@@ -274,5 +269,5 @@ def metered(meter: DispatchMeter, result: DispatchResult) -> DispatchResult:
     total = meter.finish(final)
     result.usage = total if total.reported else None
     result.tokens_used = total.tokens if total.reported else None
-    result.cost_usd = total.cost_usd
+    result.cost_usd = total.cost_usd if total.priced else None  # a known part is no total
     return result

@@ -95,12 +95,12 @@ async def judge_blind(
             )  # fmt: skip
         else:
             others = [r for i, r in enumerate(prior) if i != index]
-            if prior[index].ranking is None or not any(r.ranking for r in others):
-                return prior[index]  # not asked again: nothing spent
             result = deliberate(
                 order, contract.task, spec, own=prior[index], others=others, env=env,
                 workdir=directory, sandbox=confined, meter=spending,
             )  # fmt: skip
+            if result is prior[index]:
+                return result  # not asked again: nothing spent
         llm_unanswered = spec.kind is JudgeKind.LLM and result.usage is None
         if spending is not None and not llm_unanswered:  # no answer came: nothing spent
             spending.finish(judge_spent(result))

@@ -18,6 +18,7 @@ from pathlib import Path
 from assay.adapters import seats
 from assay.adapters.coders import usage_of_logs
 from assay.adapters.forced_call import call_in_flight
+from assay.adapters.run_files import seat_log_dir
 from assay.adapters.store.records import DispatchRecord, RunRecord
 from assay.adapters.store.sql import Ledger
 from assay.adapters.store.usage_log import spend_of
@@ -101,13 +102,12 @@ def _number(name: str) -> int | None:
 
 
 def _left(home: Path, run_id: str, record: DispatchRecord) -> UsageFigures | None:
-    log_dir = home / "runs" / run_id / f"attempt-{record.attempt}" / f"seat-{record.seat}"
-    place = seats.seat_path(home, run_id, f"seat-{record.seat}")
+    log_dir = seat_log_dir(home / "runs" / run_id, record.attempt, record.seat)
     outputs = sorted(
-        place.with_name(place.name + ".out").glob(f"attempt-{record.attempt}.*"),
+        seats.seat_outputs(home, run_id, record.seat).glob(f"attempt-{record.attempt}.*"),
         key=_modified,
     )
-    seat_home = seats.seat_home(place)
+    seat_home = seats.seat_home(seats.seat_path(home, run_id, f"seat-{record.seat}"))
     with contextlib.suppress(OSError, ValueError):  # a file it cannot read tells nothing
         return usage_of_logs(
             record.coder,
@@ -124,7 +124,7 @@ def _asked_unanswered(home: Path, run_id: str, record: DispatchRecord) -> bool:
         return False
     from assay.adapters.coders.llm import TRANSCRIPT
 
-    log_dir = home / "runs" / run_id / f"attempt-{record.attempt}" / f"seat-{record.seat}"
+    log_dir = seat_log_dir(home / "runs" / run_id, record.attempt, record.seat)
     return call_in_flight(log_dir / TRANSCRIPT)
 
 

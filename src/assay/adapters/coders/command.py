@@ -19,7 +19,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from assay.adapters.coders.agentcli import stopped_error
 from assay.adapters.coders.base import DispatchRequest, DispatchResult, assay_env
+from assay.adapters.coders.usage_watch import UsageSources, UsageWatch
 from assay.adapters.process import (
     SHELL,
     SHELL_NOT_EXECUTABLE,
@@ -71,6 +73,8 @@ class CommandCoder:
                 log_path=log_path,
                 stdin=request.prompt if via == "stdin" else None,
                 sandbox=request.sandbox,
+                # It reports no usage, but a budget its run's other seats spent stops it too.
+                watch=UsageWatch(UsageSources(), request.meter) if request.meter else None,
             )
         except FileNotFoundError as exc:
             return DispatchResult(
@@ -126,7 +130,11 @@ def result_from_process(ran: ProcessResult, argv: Sequence[str], *, shell: bool)
         log_path=ran.log_path,
         output=ran.printed,
         refused=list(ran.refused),
+        stopped=ran.stopped,
     )
+    if ran.stopped is not None:
+        result.error = stopped_error(ran.stopped)
+        return result
     if ran.timed_out or ran.exit_code == 0:
         return result
     shown = argv[-1] if shell else shlex.join(argv)
