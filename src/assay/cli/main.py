@@ -10,6 +10,7 @@ through the typer app in :mod:`assay.cli.app`, which imports only the invoked co
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections.abc import Sequence
@@ -21,6 +22,35 @@ QUICK_COMMANDS = frozenset({("task", "list")})
 
 
 def main(argv: Sequence[str] | None = None) -> None:
+    try:
+        _main(argv)
+    except SystemExit as done:
+        # As the process itself (no argv: the `assay` command), never when called in-process.
+        if argv is None and "temporalio" in sys.modules:
+            _exit_now(done.code)
+        raise
+
+
+def _exit_now(code: object) -> None:
+    """Exit with ``code`` past the interpreter's finalization. The Temporal SDK's native
+    threads outlive a command that loaded it; a finalizing interpreter they call back into
+    aborts ("Fatal Python error: PyGILState_Release", exit 134) after the command's own
+    answer and exit code (seen after a refused TLS connection). Everything the command
+    wrote is flushed first; it keeps no state an exit handler would have to save."""
+    if code is not None and not isinstance(code, int):
+        sys.stderr.write(f"{code}\n")
+        code = 1
+    if "logging" in sys.modules:
+        import logging
+
+        logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # closed, or its reader went away
+            stream.flush()
+    os._exit(code or 0)
+
+
+def _main(argv: Sequence[str] | None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     completing = bool(os.environ.get(COMPLETE_ENV))
     if not completing:
