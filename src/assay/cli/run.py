@@ -153,6 +153,7 @@ def run(
     object a line (the dashboard's /events objects); --json then prints the payload as the
     last line, and the human summary goes to stderr.
     """
+    from assay.cli.resume import stored_ledger
     from assay.engine.runner import recover_interrupted
 
     refuse_conflicting_flags(instruction, contract, task_id, ignore_wait, resume)
@@ -175,8 +176,10 @@ def run(
         )  # fmt: skip
         refuse_unconfinable(built)  # before the task is created
         refuse_secret_env(built)
+    if built is None and task_id is None and not resume:
+        fail("give an instruction, --contract FILE, --task ID or --resume (see assay run -h)")
     workspace = Workspace.find(require_commit=True)
-    ledger = workspace.ledger()
+    ledger = workspace.ledger() if built is not None else stored_ledger(workspace, task_id)
     # Taken before anything is written, so the stream starts with this command's first event.
     ours: set[str] = set()  # the tasks this command recovers or runs: the stream's events
     stream: EventStream | None = None
@@ -234,8 +237,6 @@ def run(
         if not built.verified:
             typer.echo(unverified_warning(built, contract is None), err=True)
         jobs.append((queue_task(ledger, built, now), built))
-    if not jobs:
-        fail("give an instruction, --contract FILE, --task ID or --resume (see assay run -h)")
     for _, chosen in jobs:  # a stored task's contract (--task, --resume) too
         refuse_unconfinable(chosen)
         refuse_secret_env(chosen)

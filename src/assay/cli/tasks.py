@@ -52,18 +52,31 @@ _STOP_REASONS = {OperatorMove.HOLD: HOLD_REASON, OperatorMove.CANCEL: "cancelled
 JsonFlag = Annotated[bool, typer.Option("--json", help="Machine-readable JSON output.")]
 
 
-def _get(ledger: Ledger, task_id: str) -> Task:
+def _get(ledger: Ledger | None, task_id: str) -> Task:
+    """The task, or exit 2 (4 for an unreadable row) saying why not; ``ledger`` None: there is
+    none yet, so no task either."""
     from assay.adapters.store.sql import TaskNotFound, UnreadableTask
     from assay.core.contract import unstorable_text
 
     if unstorable_text(task_id) is not None:
         fail(f"no task {task_id!r}: the id is not valid text (see `assay task list`)")
+    if ledger is None:
+        fail(f"no task {task_id!r} (see `assay task list`)")
     try:
         return ledger.get_task(task_id)
     except UnreadableTask as exc:
         fail(str(exc), EXIT_INTERNAL)
     except TaskNotFound:
         fail(f"no task {task_id!r} (see `assay task list`)")
+
+
+def _find(workspace: Workspace, task_id: str) -> tuple[Ledger, Task]:
+    """The ledger and the task in it, or exit saying why not; where there is no ledger yet
+    none is created (there is no task either)."""
+    ledger = workspace.existing_ledger()
+    task = _get(ledger, task_id)
+    assert ledger is not None  # (_get exits without one)
+    return ledger, task
 
 
 def _dump(task: Task) -> dict[str, object]:
@@ -131,7 +144,8 @@ def list_tasks(
         except ValueError:
             fail(f"unknown status {status!r}: use one of {', '.join(s.value for s in TaskStatus)}")
     now = datetime.now(UTC)
-    tasks, unreadable = Workspace.find().ledger().scan_tasks(chosen)
+    ledger = Workspace.find().existing_ledger()
+    tasks, unreadable = ledger.scan_tasks(chosen) if ledger is not None else ([], [])
     if json_output:
         print_json(
             [_dump(t) for t in tasks]
@@ -147,8 +161,7 @@ def show(task_id: str, json_output: JsonFlag = False) -> None:
     ways back (re-arm a fired halt, release)."""
     now = datetime.now(UTC)
     workspace = Workspace.find()
-    ledger = workspace.ledger()
-    task = _get(ledger, task_id)
+    ledger, task = _find(workspace, task_id)
     records = ledger.runs(task_id)
     usage = _usage(ledger, task_id)
     document = _show_document(task, records, workspace.home, now, usage)
@@ -181,8 +194,7 @@ def _move(
     from assay.engine.operator import MoveRefused, move_task
 
     workspace = Workspace.find()
-    ledger = workspace.ledger()
-    task = _get(ledger, task_id)  # its not-found and unreadable messages
+    ledger, task = _find(workspace, task_id)  # its not-found and unreadable messages
     actor = cli_actor()
     if move is not OperatorMove.RELEASE:
         from assay.cli.temporal_stop import stop_running

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from assay.adapters import git
+from assay.adapters.home import make_home
 from assay.adapters.run_files import cause_of
 from assay.adapters.store import halt_files
 from assay.core.contract import Contract
@@ -53,7 +54,7 @@ def open_run(fx: LocalEffects, call: OpenRequest) -> tuple[RunPlan, datetime]:
     if call.task_id != task.id:
         raise ValueError(f"this run is of task {task.id}, not {call.task_id}")
     started = fx.started_at or fx.clock()
-    git.ensure_excluded(repo, ".assay/")
+    make_home(repo, fx.home)  # the run's folders go there, hidden from `git status`
     plan = RunPlan(
         task_id=task.id,
         run_id=call.run_id,
