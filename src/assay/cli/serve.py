@@ -138,7 +138,10 @@ def serve(
     if temporal is None and any(c is not None for c in credentials):
         fail("--tls-cert, --tls-key, --tls-ca and --api-key-env go with --temporal")
     if temporal is not None:
+        from assay.cli.extras import require
         from assay.cli.temporal_options import temporal_connection
+
+        require("temporalio", "assay serve --temporal")
 
         connection = temporal_connection(
             temporal,
