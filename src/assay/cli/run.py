@@ -2,7 +2,7 @@
 
 Exit codes: 0 done, 1 failed (runnable again), 2 a bad invocation or contract, 3 held for a
 human, 4 an internal error, 130 / 143 stopped by SIGINT / SIGTERM (the run closed as
-interrupted, the task runnable again).
+interrupted, the task held until ``assay task release``: see :mod:`assay.cli.stopped`).
 """
 
 from __future__ import annotations
@@ -147,7 +147,7 @@ def run(
 
     Give an instruction (and flags), or a contract file. The payload is written to
     .assay/runs/<run>/payload.json. Exit: 0 done, 1 failed, 2 bad input, 3 held, 4 internal,
-    130/143 stopped by SIGINT/SIGTERM.
+    130/143 stopped by SIGINT/SIGTERM (the task is held: `assay task release ID` queues it).
 
     --events jsonl writes the ledger's events of the run to stdout as they happen, one JSON
     object a line (the dashboard's /events objects); --json then prints the payload as the
