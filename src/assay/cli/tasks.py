@@ -1,4 +1,5 @@
-"""``assay task add | list | show | hold | release | cancel``: the queue of tasks."""
+"""``assay task add | list | show | hold | release | cancel | delete | prune``: the queue of
+tasks."""
 
 from __future__ import annotations
 
@@ -256,3 +257,58 @@ def release(task_id: str, json_output: JsonFlag = False) -> None:
 def cancel(task_id: str, json_output: JsonFlag = False) -> None:
     """Cancel a queued or failed task: held (manual) with the reason "cancelled"."""
     _move(task_id, OperatorMove.CANCEL, json_output=json_output)
+
+
+@app.command()
+def delete(
+    task_ids: Annotated[list[str], typer.Argument(metavar="ID...", help="The tasks to delete.")],
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Say what would be deleted; delete nothing.")
+    ] = False,
+    json_output: JsonFlag = False,
+) -> None:
+    """Delete tasks and everything kept of them: their runs, events, usage and contract in the
+    ledger (one transaction), then their run folders, halt state, seats and the branches of
+    candidates kept for a look.
+
+    All or none: an unknown id or a running task (stop it first: `assay task cancel ID`) is
+    refused, exit 2, and nothing is deleted. Never removed: a branch a run left for you (land:
+    branch, a pull request's) or one checked out somewhere. Exit 1 when a file could not be
+    removed (listed).
+    """
+    from assay.cli.task_removal import delete as delete_them
+
+    delete_them(task_ids, dry_run=dry_run, json_output=json_output)
+
+
+@app.command()
+def prune(
+    older_than: Annotated[
+        str,
+        typer.Option(
+            "--older-than",
+            metavar="DURATION",
+            help="Delete tasks unchanged for longer than this: 30m, 12h, 7d, 2w; 0 for all.",
+        ),
+    ],
+    status: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--status",
+            help="Which finished tasks: done (the default), held, failed (repeat for more).",
+        ),
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Say what would be deleted; delete nothing.")
+    ] = False,
+    json_output: JsonFlag = False,
+) -> None:
+    """Delete the finished tasks that have not changed for --older-than, as `task delete` does.
+
+    Done tasks by default; held (waiting for a human) and failed (runnable again) only when
+    --status names them. Queued and running tasks are never pruned. Exit 1 when a file could
+    not be removed (listed), 2 for a bad DURATION or status.
+    """
+    from assay.cli.task_removal import prune as prune_them
+
+    prune_them(older_than, status or [], dry_run=dry_run, json_output=json_output)
