@@ -146,6 +146,50 @@ def test_a_stop_holds_the_tasks_it_kept_from_running(
     assert only_task(repo).hold_reason == "stopped by the user (SIGTERM)"
 
 
+def test_a_run_that_ends_runnable_as_the_stop_comes_is_held_too(
+    repo: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The stop came after the run's last boundary (while it closed): the run ends as it
+    would have (failed, runnable), and its task is held all the same."""
+    from assay.engine import runner
+
+    real = runner.run_task
+
+    def stopped_while_closing(**kwargs: object) -> object:
+        report = real(**kwargs)  # type: ignore[arg-type]
+        process._stop.append(signal.SIGINT)
+        return report
+
+    monkeypatch.setattr(runner, "run_task", stopped_while_closing)
+    flags = ["--coder-command", "echo b > b.txt", "--validator", "false", "--sandbox", "none"]
+    code, out, err = assay(capsys, "run", "do it", "--coder", "command", *flags)
+    assert code == 130, err
+    task = only_task(repo)
+    assert f"task {task.id}: failed" in out  # what the run made of it, said first
+    assert f"task {task.id}: its run ended as it was stopped; held: {CTRL_C}" in err
+    assert (task.status, task.hold_reason) == (TaskStatus.HELD, CTRL_C)
+
+
+def test_a_run_that_landed_as_the_stop_came_stays_done(
+    repo: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from assay.engine import runner
+
+    real = runner.run_task
+
+    def stopped_while_closing(**kwargs: object) -> object:
+        report = real(**kwargs)  # type: ignore[arg-type]
+        process._stop.append(signal.SIGINT)
+        return report
+
+    monkeypatch.setattr(runner, "run_task", stopped_while_closing)
+    flags = ["--coder-command", "echo b > b.txt", "--validator", "true", "--sandbox", "none"]
+    code, _, err = assay(capsys, "run", "do it", "--coder", "command", *flags, "--land", "merge")
+    assert code == 130, err
+    assert only_task(repo).status is TaskStatus.DONE
+    assert "held" not in err
+
+
 # -- the close itself: held only when its user stopped it ------------------------------------
 
 

@@ -63,6 +63,7 @@ def run_jobs(
     actor = cli_actor()  # who stops these runs, if anyone does: their tasks stay stopped
     unfinished = [task.id for task, _ in jobs]
     interrupted: tuple[str, RunInterrupted] | None = None
+    ended: set[str] = set()
 
     def result(document: object) -> None:
         if stream is not None:
@@ -96,7 +97,10 @@ def run_jobs(
             if stop.payload_path:
                 result(json.loads(Path(stop.payload_path).read_text(encoding="utf-8")))
             break
-        unfinished.remove(task.id)
+        if stop_requested() is None:  # else its run ended as the stop came: it is stopped too
+            unfinished.remove(task.id)
+        else:
+            ended.add(task.id)
         display.ended()
         payload = report.payload
         result(payload.to_json())
@@ -107,7 +111,7 @@ def run_jobs(
     if signum is not None:  # the user stopped this command: what it had yet to finish stays so
         from assay.cli.stopped import hold_stopped
 
-        hold_stopped(ledger, unfinished, signum, actor, interrupted)
+        hold_stopped(ledger, unfinished, signum, actor, interrupted, ended)
         if interrupted is not None and interrupted[1].payload_path:
             typer.echo(f"payload: {interrupted[1].payload_path}", err=True)
     return code, (results if json_output else [])

@@ -2,9 +2,10 @@
 
 The run in progress is closed as interrupted and its task held (manual) in the same
 transaction (:func:`assay.engine.runner.run_task`'s ``stopped_by``); every other task the
-command was to run and had not finished — one a stop reached before its run opened, the ones
-after it — is held here the same way, so none of them is picked up by ``assay serve`` or
-another ``assay run --resume``. ``assay task release ID`` queues one again. A task the stop
+command was to run and had not finished — one a stop reached before its run opened or after
+its last boundary (the run ended, runnable, as the stop came), the ones after it — is held
+here the same way, so none of them is picked up by ``assay serve`` or another ``assay run
+--resume``. ``assay task release ID`` queues one again. A task the stop
 came too late for (its run landed, or a halt held it) stays as its run left it.
 """
 
@@ -31,9 +32,11 @@ def hold_stopped(
     signum: int,
     actor: Actor,
     interrupted: tuple[str, RunInterrupted] | None,
+    ended: set[str],
 ) -> None:
     """Hold each of ``task_ids`` that would run again, and say what became of each
-    (``interrupted``: the task whose run the stop ended, and the stop)."""
+    (``interrupted``: the task whose run the stop ended, and the stop; ``ended``: those whose
+    run ended by itself as the stop came)."""
     from assay.engine.interrupt import stop_reason
     from assay.engine.operator import MoveRefused, move_task
 
@@ -48,7 +51,8 @@ def hold_stopped(
         if interrupted is not None and interrupted[0] == task_id:
             typer.echo(interrupted_line(ledger, task, interrupted[1], reason), err=True)
         elif _held_by_us(task, reason):
-            typer.echo(f"task {task_id}: not started; held: {reason}{_way_back(task_id)}", err=True)
+            ran = "its run ended as it was stopped" if task_id in ended else "not started"
+            typer.echo(f"task {task_id}: {ran}; held: {reason}{_way_back(task_id)}", err=True)
 
 
 def interrupted_line(ledger: Ledger, task: Task, stop: RunInterrupted, reason: str) -> str:
