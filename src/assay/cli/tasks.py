@@ -261,17 +261,16 @@ def cancel(task_id: str, json_output: JsonFlag = False) -> None:
 
 @app.command()
 def delete(
-    task_ids: Annotated[list[str], typer.Argument(metavar="ID...", help="The tasks to delete.")],
+    task_ids: Annotated[list[str], typer.Argument(metavar="ID", help="The tasks to delete.")],
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Say what would be deleted; delete nothing.")
     ] = False,
     json_output: JsonFlag = False,
 ) -> None:
-    """Delete tasks and everything kept of them: their runs, events, usage and contract in the
-    ledger (one transaction), then their run folders, halt state, seats and the branches of
-    candidates kept for a look.
+    """Delete tasks and everything kept of them (never a running task).
 
-    All or none: an unknown id or a running task (stop it first: `assay task cancel ID`) is
+    Their runs, events, usage and contract go from the ledger in one transaction, then their
+    run folders, halt state, seats and the branches of candidates kept for a look. All or none: an unknown id or a running task (stop it first: `assay task cancel ID`) is
     refused, exit 2, and nothing is deleted. Never removed: a branch a run left for you (land:
     branch, a pull request's) or one checked out somewhere. Exit 1 when a file could not be
     removed (listed).
@@ -303,7 +302,7 @@ def prune(
     ] = False,
     json_output: JsonFlag = False,
 ) -> None:
-    """Delete the finished tasks that have not changed for --older-than, as `task delete` does.
+    """Delete finished tasks unchanged for --older-than, as `task delete` does.
 
     Done tasks by default; held (waiting for a human) and failed (runnable again) only when
     --status names them. Queued and running tasks are never pruned. Exit 1 when a file could
