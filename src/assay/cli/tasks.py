@@ -270,10 +270,11 @@ def delete(
     """Delete tasks and everything kept of them (never a running task).
 
     Their runs, events, usage and contract go from the ledger in one transaction, then their
-    run folders, halt state, seats and the branches of candidates kept for a look. All or none: an unknown id or a running task (stop it first: `assay task cancel ID`) is
-    refused, exit 2, and nothing is deleted. Never removed: a branch a run left for you (land:
-    branch, a pull request's) or one checked out somewhere. Exit 1 when a file could not be
-    removed (listed).
+    run folders, halt state, seats and the branches of candidates kept for a look. All or
+    none: an unknown id or a running task (stop it first: `assay task cancel ID`) is refused,
+    exit 2, and nothing is deleted. Never removed: a branch a run left for you (land: branch,
+    a pull request's) or one checked out somewhere. Exit 1 when a file could not be removed
+    (listed).
     """
     from assay.cli.task_removal import delete as delete_them
 
