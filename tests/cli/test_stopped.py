@@ -101,6 +101,7 @@ def test_a_run_its_user_stops_leaves_its_task_held(
     assert f"the task is held: {reason}" in err
     assert f"\nto run it again: assay task release {task.id} (then assay run --task" in err
     assert "runnable again" not in err and "Traceback" not in err
+    assert "could not be captured" not in err  # no collector started only to be stopped
     payload = json.loads(out)
     assert (payload["task_status"], payload["attempt_spent"]) == ("held", False)
     with ledger_of(repo) as ledger:
