@@ -136,3 +136,17 @@ def test_stable_findings_drops_separator_lines_and_keeps_the_last_five() -> None
 
 def test_registry_returns_the_command_validator() -> None:
     assert isinstance(get_validator("command"), CommandValidator)
+
+
+def test_on_fail_warn_a_command_that_cannot_run_is_an_error_of_severity_warn(
+    tmp_path: Path,
+) -> None:
+    for run, settings in (
+        ("no-such-linter-anywhere .", {}),
+        ("sleep 30", {"timeout_seconds": 0.3}),
+    ):
+        result = _validate(tmp_path / "wt", run=run, on_fail="warn", **settings).result
+        assert result.error and result.advisory and not result.halts, run
+        assert result.severity is Severity.WARN is result.effective_severity, run
+        blocking = _validate(tmp_path / "wt", run=run, **settings).result
+        assert blocking.error and blocking.halts and blocking.severity is Severity.BLOCK, run

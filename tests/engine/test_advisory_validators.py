@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from support.model_server import HttpError, ModelServer, Turn
 from support.repo import PYTEST, Repo, git, make_repo
 
 from assay.adapters.store.sql import Ledger
@@ -124,3 +125,31 @@ def test_a_blocking_check_that_cannot_run_still_halts(tmp_path: Path) -> None:
     assert payload["status"] == "failed" and payload["halt_type"] == "validator_error"
     lint = next(r for r in payload["validator_results"] if r["validator_id"] == "lint")
     assert (lint["severity"], lint["error"], lint["advisory"]) == ("block", True, False)
+
+
+OUTAGE = Turn(error=HttpError(503, "server", "service unavailable", retry_after=0))
+QUOTA = Turn(error=HttpError(429, "usage_limit", "usage limit reached", reset="1m"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("lost", ["outage", "quota", "unreachable"])
+def test_a_warn_only_judge_whose_model_is_lost_warns_and_the_run_lands(
+    tmp_path: Path, model_server: ModelServer, lost: str
+) -> None:
+    # a provider fault or a quota would refund the run for a judge that may block; one that
+    # may only warn is reported, and the run goes on
+    model_server.script(*([OUTAGE] * 3 if lost == "outage" else [QUOTA]))
+    base_url = model_server.base_url if lost != "unreachable" else "http://127.0.0.1:9/v1"
+    repo = make_repo(tmp_path)
+    review = (
+        f'  - {{id: review, kind: judge, model: m, base_url: "{base_url}", '
+        "criteria: [ok], on_fail: warn, timeout_seconds: 20}"
+    )
+    contract = _contract(repo, review).read_text() + "env: {OPENAI_API_KEY: local-test-key}\n"
+    _, report = _run(repo, repo.contract("review.yaml", contract))
+    payload = report.payload.to_json()
+    assert payload["status"] == "merged", payload["reason"]
+    assert payload["attempts"]["total"] == 1
+    review_result = next(r for r in payload["validator_results"] if r["validator_id"] == "review")
+    assert (review_result["severity"], review_result["error"]) == ("warn", True)
+    assert any("validator review could not run" in w for w in report.warnings)
