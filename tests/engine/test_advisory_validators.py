@@ -107,7 +107,9 @@ def test_only_the_warn_check_errors_among_several_on_two_seats(tmp_path: Path) -
     payload = report.payload.to_json()
     assert payload["status"] == "merged", payload["reason"]
     assert payload["attempts"]["total"] == 1
-    verdicts = {r["validator_id"]: (r["severity"], r["error"]) for r in payload["validator_results"]}
+    verdicts = {
+        r["validator_id"]: (r["severity"], r["error"]) for r in payload["validator_results"]
+    }
     assert verdicts["lint"] == ("warn", True) and verdicts["style"] == ("warn", False)
     assert verdicts["tests"] == verdicts["types"] == ("pass", False)
     assert "could not run, warned only: lint" in payload["policy_decision"]["justification"]

@@ -2,9 +2,10 @@
 
 Exit 0 passes; anything else blocks (or only warns, when the contract says ``on_fail: warn``).
 A command that does not finish in time, or cannot be started, reached no verdict: that is
-``error=True``, never a pass (and, ``on_fail: warn``, only a warning: severity ``warn``). When the machine fails it (its log hits the file-size limit,
-the disk is full) :class:`EnvironmentFault` is raised: the attempt's environment error,
-refunded by the engine, not a verdict on the candidate.
+``error=True``, never a pass (and, ``on_fail: warn``, only a warning: severity ``warn``).
+When the machine fails it (its log hits the file-size limit, the disk is full)
+:class:`EnvironmentFault` is raised: the attempt's environment error, refunded by the engine,
+not a verdict on the candidate.
 
 Findings are what the engine compares between attempts to see that recovery is stuck, so they
 are made stable: the failing test ids when the output has pytest's ``FAILED``/``ERROR`` lines,
@@ -58,7 +59,9 @@ class CommandValidator:
         run = settings.get("run")
         advisory = str(settings.get("on_fail") or OnFail.BLOCK) == OnFail.WARN
         if not run:
-            return _errored(validator_id, "no command to run: set `run` on this validator", advisory)
+            return _errored(
+                validator_id, "no command to run: set `run` on this validator", advisory
+            )
         timeout = float(settings.get("timeout_seconds") or DEFAULT_TIMEOUT)
         log_path = context.log_dir / f"validator-{_SAFE_NAME.sub('_', validator_id)}.log"
         try:
