@@ -79,5 +79,7 @@ def only_warns(outcome: ValidationOutcome) -> ValidationOutcome:
 def could_not_run(result: ValidatorResult) -> str:
     """The run warning for an advisory validator that reached no verdict: which, and why."""
     lines = [line.strip() for line in result.justification.splitlines() if line.strip()]
-    why = " ".join(dict.fromkeys(lines[:1] + lines[-1:]))[:300] or "no verdict"
+    if lines:  # its first line says what happened ("...; output tail:"), its last one why
+        lines[0] = lines[0].removesuffix(":").removesuffix("; output tail")
+    why = ": ".join(dict.fromkeys(lines[:1] + lines[-1:]))[:300] or "no verdict"
     return f"validator {result.validator_id} could not run; on_fail: warn, so it only warns: {why}"
