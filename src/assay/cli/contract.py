@@ -15,6 +15,7 @@ from assay.cli.workspace import EXIT_USAGE, command_group, fail, print_json
 
 if TYPE_CHECKING:
     from assay.core.contract import Contract
+    from assay.core.contract_template import ToolFacts
 
 app = command_group()
 
@@ -27,7 +28,8 @@ def init(
     force: Annotated[bool, typer.Option(help="Overwrite an existing file.")] = False,
     json_output: JsonFlag = False,
 ) -> None:
-    """Write a commented dispatch contract template (every key explained)."""
+    """Write a commented dispatch contract template (every key explained), its validators
+    the ones found to run for this repository (pytest, ruff)."""
     from assay.adapters.store.halt_files import write_text_atomic
     from assay.core.contract import contract_template
 
@@ -36,7 +38,7 @@ def init(
         fail(f"{path} exists; pass --force to overwrite it")
     if path.is_dir():
         fail(f"{path} is a directory; give the path of the file to write")
-    text = contract_template()
+    text = contract_template(_found_tools(path))
     try:
         write_text_atomic(path, text)
     except OSError as exc:
@@ -45,6 +47,23 @@ def init(
         print_json({"path": str(path), "bytes": len(text.encode()), "overwritten": existed})
     else:
         typer.echo(f"wrote {path}")
+
+
+def _found_tools(path: Path) -> ToolFacts | None:
+    """What runs for the repository the contract is written in (its folder's, outside git)."""
+    import os
+
+    from assay.adapters import git
+    from assay.adapters.tool_detect import find_tools
+
+    folder = path.absolute().parent
+    if not folder.is_dir():
+        return None  # nothing to look at: the write says why it cannot be made
+    try:
+        repo = git.repo_root(folder)
+    except git.GitError:
+        repo = folder
+    return find_tools(repo, os.environ)
 
 
 @app.command()

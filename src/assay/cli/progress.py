@@ -95,7 +95,9 @@ def describe(event: RunEvent) -> list[str]:
         # Never wrapped by us: a path cut in two cannot be searched for in a log.
         return [f"  seat {data['seat']} {coder}: {_escape(what)}{spent}{stop}{err}"]
     if event.kind == EventKind.VALIDATOR_FINISHED:
-        severity = "error" if data.get("error") else str(data["severity"])
+        # An advisory validator that could not run only warns (a run warning says why).
+        severity = "error" if data.get("error") and not data.get("advisory") else data["severity"]
+        severity = str(severity)
         style = _STYLE.get(severity, "magenta")
         return [f"  validator {data['validator']}: [{style}]{severity}[/{style}]"]
     if event.kind == EventKind.ATTEMPT_DECIDED:

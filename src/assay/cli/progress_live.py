@@ -128,7 +128,8 @@ class LiveProgress(Progress):
         elif event.kind == EventKind.VALIDATOR_FINISHED:
             seat = run.seats.get(_int(data.get("seat")) or 0)
             if seat is not None:
-                severity = "error" if data.get("error") else str(data.get("severity"))
+                halted = data.get("error") and not data.get("advisory")  # advisory: warns
+                severity = "error" if halted else str(data.get("severity"))
                 seat.state = f"validator {data.get('validator')}: {severity}"
         elif event.kind == EventKind.JUDGES_RANKED:
             run.state = "judged"

@@ -33,8 +33,8 @@ from assay.core.contract_rules import (
     key_variable_problem,
     pattern_problem,
 )
+from assay.core.contract_template import ToolFacts, render_template
 from assay.core.contract_yaml import (
-    TEMPLATE,
     ContractError,
     ContractProblem,
     load_mapping,
@@ -494,9 +494,10 @@ def parse_contract(text: str, source: str = "<contract>") -> Contract:
         raise ContractError(source, validation_problems(exc, Contract, root)) from None
 
 
-def contract_template() -> str:
-    """A commented contract that parses: what ``assay contract init`` writes."""
-    return TEMPLATE
+def contract_template(facts: ToolFacts | None = None) -> str:
+    """A commented contract that parses: what ``assay contract init`` writes, its validators
+    those ``facts`` (what was found where it runs) say run there; None: nothing found."""
+    return render_template(facts)
 
 
 def contract_to_yaml(contract: Contract) -> str:

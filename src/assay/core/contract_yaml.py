@@ -269,6 +269,8 @@ def _member(annotation: Any, *, want_list: bool) -> Any:
     return None
 
 
+# The commented contract ``assay contract init`` writes; the line ``@VALIDATORS@`` is filled
+# with the validators found to run where it was written (:mod:`assay.core.contract_template`).
 TEMPLATE = """\
 # assay dispatch contract. Every key but `task` is optional; the values shown are the defaults
 # unless the comment says otherwise. Unknown keys are errors, so a typo never goes unnoticed.
@@ -329,11 +331,10 @@ deliberate_rounds: 0
 
 # Checks that do not depend on the coder. kind: command (exit code 0 passes), scope, secrets,
 # judge (a model answering through a verdict schema). on_fail: block (the attempt fails and is
-# recovered) or warn (reported only). Ids are unique.
-validators:
-  - {id: tests, kind: command, run: "pytest -q", timeout_seconds: 600}
-  - {id: lint, kind: command, run: "ruff check .", on_fail: warn}
-  # - {id: review, kind: judge, model: gpt-5-mini, criteria: ["public API unchanged"]}
+# recovered) or warn (reported only, also when the check cannot run at all). Ids are unique.
+# A command runs at the top of a fresh checkout of the change, with this repository's own
+# .venv/bin, venv/bin and node_modules/.bin (those that exist) first on its PATH.
+@VALIDATORS@
 
 # How validator results combine: unanimous | majority | quorum | any. Only pass counts as a
 # vote for; any block stops the wave. `threshold` is the share `quorum` needs (0-1].

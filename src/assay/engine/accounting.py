@@ -32,7 +32,7 @@ def blocking_findings(results: list[ValidatorResult]) -> list[str]:
     return [
         f"{r.validator_id}: {finding}"
         for r in results
-        if r.error or r.blocks
+        if r.halts or r.blocks
         for finding in (r.findings or [r.justification])
     ]
 
@@ -112,6 +112,7 @@ def validator_event(attempt: int, seat: int, result: ValidatorResult) -> dict[st
         "validator": result.validator_id,
         "severity": result.severity.value,
         "error": result.error,
+        "advisory": result.advisory,
         "justification": result.justification[-JUSTIFICATION_TAIL:],
         "findings": [f[:FINDING_LIMIT] for f in result.findings[:FINDINGS_KEPT]],
     }

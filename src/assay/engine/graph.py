@@ -224,7 +224,7 @@ async def run_attempts(plan: RunPlan, fx: Effects) -> RunResult:
         decision = decide(results, contract.policy, contract.threshold)
         run.policy_decision = decision
         signatures = finding_signatures(blocking_findings(results))
-        failed = [r for r in results if r.error or r.blocks]
+        failed = [r for r in results if r.halts or r.blocks]
         run.attempts.append(
             record_attempt(
                 attempt,

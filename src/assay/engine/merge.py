@@ -164,7 +164,7 @@ def _revalidate(
     decision = decide(results, plan.contract.policy, plan.contract.threshold)
     if decision.action is PolicyAction.PROCEED and all(o.fire is None for o in outcomes):
         return None
-    failed = [r for r in results if r.error or r.blocks] or results
+    failed = [r for r in results if r.halts or r.blocks] or results
     return "the validators block: " + "; ".join(
         f"{r.validator_id}: {failure_detail(r)}"[:300] for r in failed
     )
