@@ -99,7 +99,7 @@ def test_a_blocked_run_leaves_a_draft_pr_and_the_task_is_held(
     extra = PR_SETTINGS + "budgets: {max_attempts: 3, max_recovery: 2}\n"
     done = run_pr(repo, github, "wrong", extra=extra)
     assert done.returncode == 3, done.stderr
-    assert "row blocked_with_pr" in done.stdout and ": held" in done.stdout
+    assert ": held for a human" in done.stdout and "row " not in done.stdout
     payload = only_payload(repo)
     assert payload["status"] == "blocked" and payload["task_status"] == "held"
     assert payload["halt_type"] == "blocker" and payload["halts"]["fired"] == []
