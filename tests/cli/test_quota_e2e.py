@@ -157,7 +157,7 @@ land: merge
     assert shown.returncode == 0, shown.stderr
     text = shown.stdout
     assert "held by the machine: block halt fired: halt-scope-breach" in text
-    assert "fired halt halt-scope-breach (block, now FIRED)" in text
+    assert "halt-scope-breach fired (block, now FIRED)" in text
     assert "assay halt rearm --dispatch-id" in text and "--condition halt-scope-breach" in text
     assert f"assay task release {task_id}" in text
 
