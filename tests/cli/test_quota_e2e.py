@@ -76,7 +76,7 @@ def test_a_rate_limited_run_is_refunded_and_the_task_waits_for_the_reset(
     reset = int(time.time()) + 600
     ran = repo.assay("run", "--contract", str(claude_task(repo)), **env("rate_limit", reset))
     assert ran.returncode == 1, ran.stderr
-    assert "attempt refunded, 0 of 3 used" in ran.stdout
+    assert "(refunded, this run does not count; attempts: 0 of 3 used)" in ran.stdout
     assert "waits for its provider quota until" in ran.stdout
 
     [task] = tasks(repo)
