@@ -125,8 +125,9 @@ def test_a_hostile_name_cannot_forge_a_progress_line() -> None:
     )
     progress(RunEvent("run.warning", {"message": f"ignored: {BIDI_NAME}\n  decision: land"}))
     lines = out.getvalue().splitlines()
-    assert len(lines) == 4, lines  # the seat, the decision, its failure, the warning
-    assert [line.split()[0] for line in lines] == ["seat", "decision:", "✗", "warning:"]
+    # the seat, the decision, its failure (a line after its first is quoted output), the warning
+    assert len(lines) == 5, lines
+    assert [line.split()[0] for line in lines] == ["seat", "decision:", "✗", "│", "warning:"]
     assert not any(line.lstrip().startswith(("FAKE", "decision: land")) for line in lines)
     assert '"evil\\nFAKE  decision: land (seat 9)"' in lines[0]
     assert '"report<U+202E>exe.txt"' in lines[0] and "\u202e" not in out.getvalue()

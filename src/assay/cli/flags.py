@@ -26,7 +26,12 @@ CoderCommandFlag = Annotated[
 ]
 ValidatorFlag = Annotated[
     list[str] | None,
-    typer.Option("--validator", "-v", help='A validator command, e.g. "pytest -q" (repeat).'),
+    typer.Option(
+        "--validator",
+        "-v",
+        help='A validator command, e.g. "pytest -q" (repeat); named v1, v2... in the output, '
+        'or give the name: tests="pytest -q".',
+    ),
 ]
 LandFlag = Annotated[str, typer.Option(help="merge, branch, pr or none.")]
 SeatsFlag = Annotated[int, typer.Option(min=1, max=16, help="Competing coders per attempt.")]

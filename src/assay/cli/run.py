@@ -104,7 +104,11 @@ def refuse_conflicting_flags(
 def run(
     ctx: typer.Context,
     instruction: Annotated[
-        str | None, typer.Argument(help="What to do. Omit it when --contract gives the task.")
+        str | None,
+        typer.Argument(
+            help="What to do. Omit it when --contract gives the task; given with --contract, "
+            "it replaces the contract's `task:` (said on stderr)."
+        ),
     ] = None,
     contract: ContractFlag = None,
     coder: CoderFlag = None,
@@ -228,7 +232,9 @@ def run(
 
             fail(f"{waits_message(task, now)} (or add --ignore-wait)")
         if not task.runnable(now) and not task.waiting(now):
-            fail(f"task {task_id} is {task.status.value}, not runnable")
+            from assay.cli.outcome import state_said
+
+            fail(f"task {task_id} does not run now: it is {state_said(task.status, task_id)}")
         jobs.append((task, workspace.load_contract(task_id)))
     elif built is not None:
         if not built.verified:
@@ -259,18 +265,24 @@ def run(
 
 
 def unverified_warning(contract: Contract, from_flags: bool) -> str:
-    """The one line said before a run that no validator will verify."""
+    """The one line said before a run that no validator will verify; what that does to the
+    landing only when the landing is a merge."""
+    from assay.core.vocab import LandMode
+
     missing = (
-        "no --validator given" if from_flags else "the contract has no command or judge validator"
+        "no --validator given"
+        if from_flags
+        else "the contract has no command or judge validator that can block"
     )
-    landing = (
-        "land_unverified: true lets a merge land it anyway"
-        if contract.land_unverified
-        else "land: merge will leave a branch instead"
-    )
+    landing = ""
+    if contract.land is LandMode.MERGE and contract.land_unverified:
+        landing = "; land_unverified: true lets the merge land it anyway"
+    elif contract.land is LandMode.MERGE:
+        how = "give --validator" if from_flags else "add a validator, or land_unverified: true"
+        landing = f"; the merge will leave the change on a branch instead ({how} to merge it)"
     return (
         f"warning: {missing}: only scope and secret checks will run, nothing verifies the "
-        f"change (halt-verification-gap); {landing}"
+        f"change (halt-verification-gap){landing}"
     )
 
 
@@ -296,7 +308,14 @@ def build_contract(
 
     if contract_file is not None:
         built = load_contract_file(contract_file)
-        if instruction is not None:
+        if instruction is not None and instruction.strip() != built.task.strip():
+            from assay.core.text import shown
+
+            typer.echo(
+                "assay: note: the instruction given replaces the `task:` of "
+                f"{shown(str(contract_file))}",
+                err=True,
+            )
             built = built.model_copy(update={"task": instruction})
     else:
         assert instruction is not None
@@ -355,25 +374,35 @@ def spending_flags(
     return dict(zip(SPENDING_FLAGS.values(), given, strict=True))
 
 
-# The flags a contract file sets itself: given beside --contract they would be ignored.
-_CONTRACT_FLAGS = frozenset(
-    {"coder", "coder_command", "validator", "land", "seats", "max_attempts", "max_recovery"}
-)
+# The flags a contract file sets itself (given beside --contract they would be ignored), and
+# the contract key each one sets.
+_CONTRACT_FLAGS = {
+    "coder": "coder:",
+    "coder_command": "coder.command",
+    "validator": "validators:",
+    "land": "land:",
+    "seats": "seats:",
+    "max_attempts": "budgets.max_attempts",
+    "max_recovery": "budgets.max_recovery",
+}
 
 
 def refuse_flags_beside_a_contract(ctx: typer.Context) -> None:
     """A flag the contract file would override is refused, never silently ignored."""
     given = [
-        param.opts[0]
+        param
         for param in ctx.command.params
         if param.name in _CONTRACT_FLAGS
         and (source := ctx.get_parameter_source(param.name)) is not None
         and source.name == "COMMANDLINE"
     ]
     if given:
+        flags = ", ".join(param.opts[0] for param in given)
+        keys = ", ".join(f"`{_CONTRACT_FLAGS[str(param.name)]}`" for param in given)
+        which = "it" if len(given) == 1 else "them"
         fail(
-            f"{', '.join(given)} cannot be combined with --contract: the contract file sets "
-            "these (change them there, e.g. budgets.max_recovery)"
+            f"{flags} cannot be combined with --contract: the contract file sets {which} "
+            f"(change {keys} in the file instead)"
         )
 
 

@@ -73,7 +73,10 @@ def _dump(task: Task) -> dict[str, object]:
 @app.command()
 def add(
     ctx: typer.Context,
-    instruction: Annotated[str | None, typer.Argument(help="What to do.")] = None,
+    instruction: Annotated[
+        str | None,
+        typer.Argument(help="What to do; with --contract, it replaces the contract's `task:`."),
+    ] = None,
     contract: ContractFlag = None,
     coder: CoderFlag = None,
     coder_command: CoderCommandFlag = None,

@@ -80,7 +80,7 @@ def decide(
         return decision(
             PolicyAction.HALT,
             False,
-            f"validator_error: {len(errored)} validator(s) could not reach a verdict ({names})",
+            f"{len(errored)} validator(s) could not reach a verdict ({names})",
         )
     blockers = [r for r in judged if r.blocks]
     if blockers:

@@ -30,6 +30,7 @@ from assay.engine.accounting import (
     blocking_findings,
     budget_detail,
     failure_detail,
+    failure_summary,
     hit_budget,
     record_attempt,
     seat_event,
@@ -249,10 +250,7 @@ async def run_attempts(plan: RunPlan, fx: Effects) -> RunResult:
                 "next": going.value,
                 "why": why,
                 "seat": chosen.seat,
-                "failures": [
-                    f"{r.validator_id}: {'; '.join(r.findings) or r.justification}"[:300]
-                    for r in failed
-                ],
+                "failures": [failure_summary(r) for r in failed],
             },
         )
         if halted_by:
