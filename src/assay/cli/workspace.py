@@ -106,9 +106,10 @@ class Workspace:
             self._ledger = Ledger.open(url)
         except Exception as exc:  # a broken or unreachable database is the operator's to fix
             from assay.cli.failures import database_error
+            from assay.core.text import address_shown
 
             detail = database_error(exc) or " ".join(str(exc).split())
-            fail(f"cannot open the ledger at {url}: {detail}", EXIT_INTERNAL)
+            fail(f"cannot open the ledger at {address_shown(url)}: {detail}", EXIT_INTERNAL)
         return self._ledger
 
     def existing_ledger(self) -> Ledger | None:
