@@ -266,12 +266,50 @@ def test_a_lowered_canonical_severity_is_refused_on_its_line() -> None:
     assert_names(error, "halt_classes[5]", 8)
 
 
-def test_a_missing_canonical_halt_is_refused() -> None:
-    text = "task: x\nhalt_classes:\n  - {name: halt-scope-breach, severity: block}\n"
-    error = refused(text)
+def test_a_halt_of_ones_own_is_added_without_restating_the_seven() -> None:
+    text = "task: x\nhalt_classes:\n  - {name: halt-db-migration, severity: block}\n"
+    contract = parse_contract(text, "c.yaml")
+    armed = [(h.name, h.severity) for h in contract.halt_classes]
+    assert armed == [*SEVEN.items(), ("halt-db-migration", HaltSeverity.BLOCK)]
+    assert {h.name for h in parse_contract("task: x\nhalt_classes: []\n").halt_classes} == set(
+        SEVEN
+    )
+
+
+def test_a_canonical_halt_listed_alone_keeps_its_raised_severity_and_the_rest_are_added() -> None:
+    text = "task: x\nhalt_classes:\n  - {name: halt-verification-gap, severity: block}\n"
+    armed = {h.name: h.severity for h in parse_contract(text).halt_classes}
+    assert armed == SEVEN | {"halt-verification-gap": HaltSeverity.BLOCK}
+    lowered = "task: x\nhalt_classes:\n  - {name: halt-scope-breach, severity: log}\n"
+    assert "never lowered" in str(refused(lowered))
+
+
+def test_a_contract_listing_all_seven_arms_exactly_its_list() -> None:
+    reordered = dict(reversed(list(SEVEN.items())))
+    lines = "".join(f"  - {{name: {n}, severity: {s.value}}}\n" for n, s in reordered.items())
+    contract = parse_contract("task: x\nhalt_classes:\n" + lines)
+    assert [(h.name, h.severity) for h in contract.halt_classes] == list(reordered.items())
+
+
+@pytest.mark.parametrize(
+    ("typo", "meant"),
+    [
+        ("halt-scope-breech", "halt-scope-breach"),
+        ("halt-verification-gaps", "halt-verification-gap"),
+        ("halt-budget-exausted", "halt-budget-exhausted"),
+    ],
+)
+def test_a_halt_a_typo_away_from_a_canonical_one_is_refused_naming_it(
+    typo: str, meant: str
+) -> None:
+    error = refused(f"task: x\nhalt_classes:\n  - {{name: {typo}, severity: block}}\n")
     assert_names(error, "halt_classes", 2)
-    assert "halt-secret-exposure" in str(error)
-    assert_names(refused("task: x\nhalt_classes: []\n"), "halt_classes", 2)
+    assert f"did you mean {meant}?" in str(error)
+
+
+def test_a_halt_of_ones_own_with_a_name_near_a_canonical_one_is_kept() -> None:
+    text = "task: x\nhalt_classes:\n  - {name: halt-budget-exceeded, severity: warn}\n"
+    assert parse_contract(text).halt_classes[-1].name == "halt-budget-exceeded"
 
 
 def test_a_halt_listed_twice_is_refused() -> None:

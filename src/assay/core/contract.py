@@ -31,6 +31,7 @@ from assay.core.contract_rules import (
     coder_problem,
     env_problem,
     key_variable_problem,
+    near_canonical_problem,
     pattern_problem,
 )
 from assay.core.contract_yaml import (
@@ -40,13 +41,12 @@ from assay.core.contract_yaml import (
     load_mapping,
     validation_problems,
 )
-from assay.core.halts import CANONICAL_HALTS, lowered_floor
+from assay.core.halts import CANONICAL_HALTS, lowered_floor, with_canonical_halts
 from assay.core.limits import MAX_ATTEMPTS_LIMIT, MAX_RECOVERY_LIMIT
 from assay.core.policy import DEFAULT_QUORUM_THRESHOLD
 from assay.core.usage import BudgetLimits
 from assay.core.vocab import (
     BudgetAction,
-    CanonicalHalt,
     CoderKind,
     HaltSeverity,
     JudgeKind,
@@ -448,18 +448,18 @@ class Contract(_Input):
 
     @field_validator("halt_classes")
     @classmethod
-    def _all_canonical_halts(cls, value: list[HaltClass]) -> list[HaltClass]:
-        """Additive only: every canonical halt is listed, and no halt twice."""
+    def _canonical_halts_added(cls, value: list[HaltClass]) -> list[HaltClass]:
+        """Additive only: the canonical halts the list leaves out are added to it (see
+        :func:`with_canonical_halts`); no halt twice, and no name a typo away from a canonical
+        one (it would arm a halt of its own and leave the canonical one as it was)."""
         names = [h.name for h in value]
         twice = sorted({n for n in names if names.count(n) > 1})
         if twice:
             raise ValueError(f"halt class(es) listed twice: {', '.join(twice)}")
-        missing = [c.value for c in CanonicalHalt if c.value not in names]
-        if missing:
-            raise ValueError(
-                f"all seven canonical halts are required; missing: {', '.join(missing)}"
-            )
-        return value
+        _refuse(near_canonical_problem(names))
+        armed = with_canonical_halts([(h.name, h.severity) for h in value])
+        kept = {h.name: h for h in value}
+        return [kept.get(name) or HaltClass(name=name, severity=sev) for name, sev in armed]
 
     @property
     def verified(self) -> bool:

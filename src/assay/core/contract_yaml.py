@@ -422,8 +422,10 @@ network:
 # provider's credential only warns (the coder may have written the pragma itself).
 secrets: standard
 
-# Halts the run arms. All seven canonical classes are required; add your own below them. A
-# canonical severity may be raised (warn -> block), never lowered. Severities: block, warn, log.
+# Halts the run arms. The seven canonical classes are armed whether listed or not: a halt of
+# your own is added by listing just it (e.g. `halt_classes: [{name: halt-db-migration,
+# severity: block}]`). A canonical severity may be raised (warn -> block), never lowered.
+# Severities: block, warn, log. (`assay halt arm --contract` wants all seven listed, as here.)
 halt_classes:
   - {name: halt-anchor-resolution-failure, severity: block}
   - {name: halt-scope-breach, severity: block}
