@@ -295,9 +295,14 @@ def build_contract(
     from assay.core.contract import contract_from_flags
 
     if contract_file is not None:
+        from assay.core.contract_yaml import placeholder_problem
+        from assay.core.text import printable
+
         built = load_contract_file(contract_file)
         if instruction is not None:
             built = built.model_copy(update={"task": instruction})
+        if (problem := placeholder_problem(built.task)) is not None:
+            fail(f"invalid contract: {printable(str(contract_file))}: task: {problem}")
     else:
         assert instruction is not None
         refuse_bad_coder_flags(coder, coder_command)

@@ -435,3 +435,18 @@ halt_classes:
   - {name: halt-budget-exhausted, severity: warn}
   - {name: halt-verification-gap, severity: warn}
 """
+
+PLACEHOLDER_TASK = " ".join(TEMPLATE.split("\ntask: |\n", 1)[1].split("\n\n", 1)[0].split())
+"""The template's ``task:`` (read from the template, so the two never drift), which a
+contract must replace before it runs."""
+
+
+def placeholder_problem(task: str) -> str | None:
+    """Why ``task`` cannot be run as it is: it still holds the template's placeholder (with
+    or without words added around it), or None."""
+    if PLACEHOLDER_TASK.casefold() in " ".join(task.split()).casefold():
+        return (
+            "the task is still the template's placeholder; replace it with the change you "
+            "want and the test or command that must pass when it is done"
+        )
+    return None
