@@ -509,6 +509,28 @@ def test_contract_from_flags_defaults_and_coder_model() -> None:
     assert (spec.kind, spec.model) == (CoderKind.CODEX, "gpt-5-codex")
 
 
+def test_contract_from_flags_names_the_llm_endpoint() -> None:
+    url = "http://localhost:8000/v1"
+    built = contract_from_flags("x", coder="llm", model="m", base_url=url, api_key_env="MY_KEY")
+    spec = built.coder_for_seat(1)
+    assert (spec.kind, spec.model, spec.base_url, spec.api_key_env) == (
+        CoderKind.LLM,
+        "m",
+        url,
+        "MY_KEY",
+    )
+    assert contract_from_flags("x", coder="llm:m", model="m").coder_for_seat(1).model == "m"
+    with pytest.raises(ValueError, match="different models"):
+        contract_from_flags("x", coder="llm:a", model="b")
+
+
+def test_an_llm_coder_without_a_model_is_one_problem_never_a_union_member() -> None:
+    with pytest.raises(ContractError) as info:
+        contract_from_flags("x", coder="llm")
+    assert [p.key for p in info.value.problems] == ["coder"]
+    assert "needs `model`" in str(info.value) and "valid list" not in str(info.value)
+
+
 @pytest.mark.parametrize(
     ("kwargs", "key"),
     [

@@ -57,9 +57,11 @@ def build_app(only: str | None = None) -> typer.Typer:
 def _add_halt(app: typer.Typer) -> None:
     # argparse parses ``halt``'s own arguments (see assay.cli.halt); typer only passes them on.
     from assay.cli import halt
+    from assay.cli.completion import HaltCommand
 
     @app.command(
         name="halt",
+        cls=HaltCommand,
         help=halt.HELP,
         context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
         add_help_option=False,

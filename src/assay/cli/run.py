@@ -16,7 +16,10 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from assay.cli.completion import task_ids
 from assay.cli.flags import (
+    ApiKeyEnvFlag,
+    BaseUrlFlag,
     CoderCommandFlag,
     CoderFlag,
     ContractFlag,
@@ -25,6 +28,7 @@ from assay.cli.flags import (
     MaxCostFlag,
     MaxRecoveryFlag,
     MaxTokensFlag,
+    ModelFlag,
     SandboxFlag,
     SeatsFlag,
     TaskMaxCostFlag,
@@ -44,7 +48,7 @@ from assay.cli.workspace import (
     refuse_secret_env,
     refuse_unconfinable,
 )
-from assay.core.vocab import HaltType, SandboxMode, TaskStatus
+from assay.core.vocab import HaltType, LandMode, SandboxMode, TaskStatus
 
 if TYPE_CHECKING:
     from assay.adapters.store.sql import Ledger
@@ -109,8 +113,11 @@ def run(
     contract: ContractFlag = None,
     coder: CoderFlag = None,
     coder_command: CoderCommandFlag = None,
+    model: ModelFlag = None,
+    base_url: BaseUrlFlag = None,
+    api_key_env: ApiKeyEnvFlag = None,
     validator: ValidatorFlag = None,
-    land: LandFlag = "branch",
+    land: LandFlag = LandMode.BRANCH,
     seats: SeatsFlag = 1,
     max_attempts: MaxAttemptsFlag = 3,
     max_recovery: MaxRecoveryFlag = 2,
@@ -120,7 +127,10 @@ def run(
     task_max_cost: TaskMaxCostFlag = None,
     task_max_tokens: TaskMaxTokensFlag = None,
     task_id: Annotated[
-        str | None, typer.Option("--task", help="Run an existing task instead of a new one.")
+        str | None,
+        typer.Option(
+            "--task", help="Run an existing task instead of a new one.", autocompletion=task_ids
+        ),
     ] = None,
     ignore_wait: Annotated[
         bool,
@@ -171,7 +181,7 @@ def run(
         built = build_contract(
             instruction, contract, coder, coder_command, validator, land, seats,
             max_attempts, max_recovery, sandbox=sandbox,
-            spending=spending,
+            spending=spending, endpoint=(model, base_url, api_key_env),
         )  # fmt: skip
         refuse_unconfinable(built)  # before the task is created
         refuse_secret_env(built)
@@ -287,11 +297,14 @@ def build_contract(
     *,
     sandbox: SandboxMode | None = None,
     spending: Mapping[str, float | int | None] | None = None,
+    endpoint: tuple[str | None, str | None, str | None] = (None, None, None),
 ) -> Contract:
     """The contract of a new task, from a file or from the flags; ``sandbox`` (``--sandbox``)
-    and ``spending`` (the budget flags, by their ``budgets`` key) override either's."""
+    and ``spending`` (the budget flags, by their ``budgets`` key) override either's;
+    ``endpoint`` is ``--model``, ``--base-url`` and ``--api-key-env``."""
     from pydantic import ValidationError
 
+    from assay.cli.coder_flags import CoderFlags, checked_coder
     from assay.core.contract import contract_from_flags
 
     if contract_file is not None:
@@ -305,12 +318,17 @@ def build_contract(
             fail(f"invalid contract: {printable(str(contract_file))}: task: {problem}")
     else:
         assert instruction is not None
-        refuse_bad_coder_flags(coder, coder_command)
+        model, base_url, api_key_env = endpoint
+        flags = CoderFlags(coder, coder_command, model, base_url, api_key_env)
+        kind, chosen_model = checked_coder(flags)
         try:
             built = contract_from_flags(
                 instruction,
-                coder=coder,
+                coder=kind.value,
                 coder_command=coder_command,
+                model=chosen_model,
+                base_url=base_url,
+                api_key_env=api_key_env,
                 validators=validators or [],
                 land=land,
                 seats=seats,
@@ -363,6 +381,7 @@ def spending_flags(
 # The flags a contract file sets itself: given beside --contract they would be ignored.
 _CONTRACT_FLAGS = frozenset(
     {"coder", "coder_command", "validator", "land", "seats", "max_attempts", "max_recovery"}
+    | {"model", "base_url", "api_key_env"}
 )
 
 
@@ -380,24 +399,6 @@ def refuse_flags_beside_a_contract(ctx: typer.Context) -> None:
             f"{', '.join(given)} cannot be combined with --contract: the contract file sets "
             "these (change them there, e.g. budgets.max_recovery)"
         )
-
-
-def refuse_bad_coder_flags(coder: str | None, coder_command: str | None) -> None:
-    """``--coder`` names one known kind; ``--coder command`` needs ``--coder-command``."""
-    from assay.core.vocab import CoderKind
-
-    kinds = ", ".join(k.value for k in CoderKind)
-    if coder is None:
-        return
-    kind = coder.partition(":")[0].strip()
-    if not kind:
-        fail(f"--coder needs a kind: one of {kinds} (optionally kind:model)")
-    if kind not in {k.value for k in CoderKind}:
-        fail(f"unknown coder kind {kind!r}: use one of {kinds}")
-    if kind == CoderKind.COMMAND.value and not (coder_command or "").strip():
-        fail('--coder command needs --coder-command "the command line to run"')
-    if kind == CoderKind.REPLAY.value:
-        fail("the replay coder needs steps: give it in a contract file (--contract)")
 
 
 def queue_task(ledger: Ledger, contract: Contract, now: datetime) -> Task:

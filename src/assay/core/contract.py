@@ -515,6 +515,9 @@ def contract_from_flags(
     *,
     coder: str | None = None,
     coder_command: str | None = None,
+    model: str | None = None,
+    base_url: str | None = None,
+    api_key_env: str | None = None,
     validators: Sequence[str] | None = None,
     land: LandMode | str = LandMode.BRANCH,
     seats: int = 1,
@@ -528,19 +531,25 @@ def contract_from_flags(
 ) -> Contract:
     """The contract ``assay run "instruction"`` uses when no contract file is given.
 
-    ``coder`` is a kind, optionally with a model (``claude:claude-sonnet-4-5``); without it,
-    ``coder_command`` selects the ``command`` coder, and with neither the coder is ``claude``.
-    Each validator is a shell command (ids ``v1``, ``v2``… by position) or ``id=command``.
+    ``coder`` is a kind, optionally with a model (``claude:claude-sonnet-4-5``, the same as
+    ``model``); without it, ``coder_command`` selects the ``command`` coder, and with neither
+    the coder is ``claude``. ``base_url`` and ``api_key_env`` name its endpoint. Each
+    validator is a shell command (ids ``v1``, ``v2``… by position) or ``id=command``.
     The seven canonical halts are always included.
     """
-    kind, _, model = (coder or "").partition(":")
+    kind, _, shorthand = (coder or "").partition(":")
+    if model and shorthand and model != shorthand:
+        raise ValueError(f"--coder {coder} and --model {model} name different models")
     coder_data: dict[str, Any] = {
         "kind": kind or (CoderKind.COMMAND.value if coder_command else CoderKind.CLAUDE.value)
     }
-    if model:
-        coder_data["model"] = model
-    if coder_command:
-        coder_data["command"] = coder_command
+    settings = {
+        "model": model or shorthand,
+        "command": coder_command,
+        "base_url": base_url,
+        "api_key_env": api_key_env,
+    }
+    coder_data.update({key: value for key, value in settings.items() if value})
     specs: list[dict[str, Any]] = []
     for position, text in enumerate(validators or (), start=1):
         named = _NAMED_VALIDATOR.match(text.strip())
@@ -567,4 +576,5 @@ def contract_from_flags(
     try:
         return Contract.model_validate(data)
     except ValidationError as exc:
-        raise ContractError("command-line flags", validation_problems(exc, Contract)) from None
+        problems = validation_problems(exc, Contract, data=data)
+        raise ContractError("command-line flags", problems) from None

@@ -150,14 +150,17 @@ def _duplicate_keys(root: Node) -> list[ContractProblem]:
 
 
 def validation_problems(
-    exc: ValidationError, model: type[BaseModel], root: Node | None = None
+    exc: ValidationError, model: type[BaseModel], root: Node | None = None, *, data: Any = None
 ) -> list[ContractProblem]:
-    """pydantic's errors, each mapped onto the key path and line it came from."""
+    """pydantic's errors, each mapped onto the key path and line it came from. Without a node
+    graph, ``data`` (what was validated) tells the union member that was meant."""
     kept: list[ContractProblem] = []
     fallback: list[ContractProblem] = []
     for error in exc.errors(include_url=False):
         loc: Loc = tuple(error["loc"])
         path, line, consistent = _locate(loc, root)
+        if root is None and data is not None:
+            consistent &= _shape_matches(loc, data)
         problem = ContractProblem(
             key=_render_path(path), message=_describe(error, path, model), line=line
         )
@@ -204,6 +207,26 @@ def _locate(loc: Loc, root: Node | None) -> tuple[list[int | str], int | None, b
             break
         node = child
     return path, line, consistent
+
+
+def _shape_matches(loc: Loc, data: Any) -> bool:
+    """Whether every union member named in ``loc`` matches the shape of ``data`` there (a
+    list for ``list[...]``, a mapping for a model), as :func:`_locate` checks the YAML's."""
+    value = data
+    for part in loc:
+        if _is_union_tag(part):
+            if value is not None:
+                wants_list = str(part).startswith("list[")
+                if not isinstance(value, list if wants_list else dict):
+                    return False
+            continue
+        if isinstance(value, dict):
+            value = value.get(part)
+        elif isinstance(value, list) and isinstance(part, int) and 0 <= part < len(value):
+            value = value[part]
+        else:
+            value = None
+    return True
 
 
 def _render_path(path: list[int | str]) -> str:
