@@ -11,11 +11,13 @@ from importlib import import_module
 import typer
 
 from assay.cli.commands import COMMANDS, HELP_FLAGS, OPTIONS, SUMMARY, VERSION_FLAGS, Kind
+from assay.cli.workspace import WholeSummaries
 
 
 def build_app(only: str | None = None) -> typer.Typer:
     """The whole command tree, or only command ``only`` (to skip importing the others)."""
     app = typer.Typer(
+        cls=WholeSummaries,
         name="assay",
         help=SUMMARY,
         context_settings={"help_option_names": list(HELP_FLAGS)},
