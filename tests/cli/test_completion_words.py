@@ -199,6 +199,12 @@ def test_a_run_id_completes_where_a_run_is_expected(
     assert run_id not in offered("task", "show", "")  # type: ignore[operator]
 
 
+def test_schema_completes_the_outputs_it_lists(offered: object) -> None:
+    listed = json.loads(CliRunner().invoke(build_app(), ["schema", "--list"]).stdout)
+    assert offered("schema", "") == list(listed)  # type: ignore[operator]
+    assert "task_show" in offered("schema", "task_")  # type: ignore[operator]
+
+
 def test_halt_completes_its_subcommands_options_halts_and_dispatches(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, offered: object
 ) -> None:
