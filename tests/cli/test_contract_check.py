@@ -37,6 +37,13 @@ def test_check_without_a_path_reads_assay_yaml_or_says_how_to_make_one(repo: Pat
         "assay: no assay.yaml here; create one with `assay contract init` or give a path "
         "(`assay contract check FILE`)\n"
     )
+    as_json = assay("contract", "check", "--json")
+    assert as_json.exit_code == 2 and json.loads(as_json.stdout) == {
+        "path": "assay.yaml",
+        "ok": False,
+        "problems": [{"key": None, "line": None, "message": missing.output[7:-1]}],
+        "warnings": [],
+    }
     (repo / "assay.yaml").write_text("task: Fix slugify().\nsandbox: none\n")
     assert assay("contract", "check").output == "assay.yaml: ok\n"
     explicit = assay("contract", "check", "other.yaml")  # a path given: its own error

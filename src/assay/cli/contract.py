@@ -66,15 +66,16 @@ def check(
     ok, problems: [{key, line, message}], warnings}`, the same exit codes."""
     from assay.core.text import printable
 
-    if path is None:
-        path = DEFAULT_PATH
-        if not path.exists() and not path.is_symlink():
-            fail(
-                f"no {DEFAULT_PATH} here; create one with `assay contract init` or give a path "
-                "(`assay contract check FILE`)"
-            )
+    default = path is None
+    path = DEFAULT_PATH if path is None else path
     shown = printable(str(path))
     contract, problems, refusal = _parse(path, shown)
+    if default and not path.exists() and not path.is_symlink():
+        refusal = (
+            f"no {DEFAULT_PATH} here; create one with `assay contract init` or give a path "
+            "(`assay contract check FILE`)"
+        )
+        problems = [{"key": None, "line": None, "message": refusal}]
     warnings = [] if contract is None else _warnings(contract)
     for warning in warnings:
         typer.echo(f"warning: {warning}", err=True)
