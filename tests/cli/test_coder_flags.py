@@ -81,6 +81,24 @@ def test_the_endpoint_flags_beside_a_contract_are_refused(
         assert not (repo / ".assay").exists()
 
 
+@pytest.mark.parametrize(
+    "flags",
+    [["--model", "m"], ["--coder", "claude"], ["--land", "merge"], ["--api-key-env", "K"]],
+)
+@pytest.mark.parametrize("given", [["--task", "t1"], ["--resume"]])
+def test_a_contract_flag_beside_task_or_resume_is_refused_never_ignored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, flags: list[str], given: list[str]
+) -> None:
+    repo = make_repo(tmp_path).root
+    result = invoke(repo, monkeypatch, "run", *given, *flags, "--max-cost", "2")
+    assert result.exit_code == 2, result.output
+    assert result.output == (
+        f"assay: {flags[0]}, --max-cost cannot be combined with --task or --resume: the "
+        "task's contract sets these (give them when it is created)\n"
+    )
+    assert not (repo / ".assay").exists()
+
+
 def stored_coder(repo: Path, result: Result) -> object:
     assert result.exit_code == 0, result.output
     task_id = json.loads(result.stdout)["id"]

@@ -167,12 +167,14 @@ def run(
 
     refuse_conflicting_flags(instruction, contract, task_id, ignore_wait, resume)
     spending = spending_flags(max_cost, max_tokens, task_max_cost, task_max_tokens)
-    if (task_id is not None or resume) and any(v is not None for v in spending.values()):
-        given = [flag for flag, key in SPENDING_FLAGS.items() if spending[key] is not None]
-        fail(
-            f"{', '.join(given)} cannot be combined with --task or --resume: the task's "
-            "contract sets its budgets (give them when it is created)"
-        )
+    if task_id is not None or resume:  # a stored task's contract: a flag would be ignored
+        given = flags_given(ctx, _CONTRACT_FLAGS)
+        given += [flag for flag, key in SPENDING_FLAGS.items() if spending[key] is not None]
+        if given:
+            fail(
+                f"{', '.join(given)} cannot be combined with --task or --resume: the task's "
+                "contract sets these (give them when it is created)"
+            )
     if contract is not None:
         refuse_flags_beside_a_contract(ctx)
     built: Contract | None = None
@@ -385,15 +387,20 @@ _CONTRACT_FLAGS = frozenset(
 )
 
 
-def refuse_flags_beside_a_contract(ctx: typer.Context) -> None:
-    """A flag the contract file would override is refused, never silently ignored."""
-    given = [
+def flags_given(ctx: typer.Context, names: frozenset[str]) -> list[str]:
+    """The flags among ``names`` (parameter names) given on the command line."""
+    return [
         param.opts[0]
         for param in ctx.command.params
-        if param.name in _CONTRACT_FLAGS
+        if param.name in names
         and (source := ctx.get_parameter_source(param.name)) is not None
         and source.name == "COMMANDLINE"
     ]
+
+
+def refuse_flags_beside_a_contract(ctx: typer.Context) -> None:
+    """A flag the contract file would override is refused, never silently ignored."""
+    given = flags_given(ctx, _CONTRACT_FLAGS)
     if given:
         fail(
             f"{', '.join(given)} cannot be combined with --contract: the contract file sets "
