@@ -75,6 +75,9 @@ def test_run_and_task_add_refuse_the_placeholder_before_anything_is_created(
     refused = assay(*command, "--contract", "assay.yaml")
     assert refused.exit_code == 2
     assert "task: the task is still the template's placeholder; replace it" in refused.output
+    copied = assay(*command, PLACEHOLDER_TASK, "--coder-command", "true", "--sandbox", "none")
+    assert copied.exit_code == 2
+    assert "the instruction: the task is still the template's placeholder" in copied.output
     assert not (repo / ".assay").exists()
 
 

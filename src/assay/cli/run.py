@@ -308,11 +308,10 @@ def build_contract(
 
     from assay.cli.coder_flags import CoderFlags, checked_coder
     from assay.core.contract import contract_from_flags
+    from assay.core.contract_yaml import placeholder_problem
+    from assay.core.text import printable
 
     if contract_file is not None:
-        from assay.core.contract_yaml import placeholder_problem
-        from assay.core.text import printable
-
         built = load_contract_file(contract_file)
         if instruction is not None:
             built = built.model_copy(update={"task": instruction})
@@ -345,6 +344,8 @@ def build_contract(
             fail(f"invalid options: {one_line(exc)}")
         except ValueError as exc:
             fail(f"invalid options: {exc}")
+        if (problem := placeholder_problem(built.task)) is not None:
+            fail(f"invalid options: the instruction: {problem}")
     if sandbox is not None:
         built = built.model_copy(update={"sandbox": sandbox})
     caps = {key: value for key, value in (spending or {}).items() if value is not None}
