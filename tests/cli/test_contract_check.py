@@ -13,7 +13,7 @@ from typer.testing import CliRunner, Result
 
 from assay.cli.app import build_app
 from assay.core.contract import contract_template
-from assay.core.contract_yaml import PLACEHOLDER_TASK
+from assay.core.contract_yaml import placeholder_task
 from assay.core.halts import CANONICAL_HALTS
 
 
@@ -62,7 +62,7 @@ def test_the_untouched_template_is_refused_naming_its_task(repo: Path) -> None:
     document = json.loads(as_json.stdout)
     assert as_json.exit_code == 2 and document["ok"] is False
     assert [(p["key"], p["line"]) for p in document["problems"]] == [("task", 5)]
-    text = (repo / "assay.yaml").read_text().replace(PLACEHOLDER_TASK, "Fix slugify().")
+    text = (repo / "assay.yaml").read_text().replace(placeholder_task(), "Fix slugify().")
     (repo / "assay.yaml").write_text(text.replace("sandbox: bwrap", "sandbox: none"))
     assert assay("contract", "check").exit_code == 0
 
@@ -75,7 +75,7 @@ def test_run_and_task_add_refuse_the_placeholder_before_anything_is_created(
     refused = assay(*command, "--contract", "assay.yaml")
     assert refused.exit_code == 2
     assert "task: the task is still the template's placeholder; replace it" in refused.output
-    copied = assay(*command, PLACEHOLDER_TASK, "--coder-command", "true", "--sandbox", "none")
+    copied = assay(*command, placeholder_task(), "--coder-command", "true", "--sandbox", "none")
     assert copied.exit_code == 2
     assert "the instruction: the task is still the template's placeholder" in copied.output
     assert not (repo / ".assay").exists()

@@ -10,7 +10,7 @@ from pathlib import Path
 import yaml
 from support.repo import FIXED, make_repo, replay_contract
 
-from assay.core.contract_yaml import PLACEHOLDER_TASK
+from assay.core.contract_yaml import placeholder_task
 
 # A coder that needs nothing more than its flags (a replay coder needs its steps).
 COMMAND_CODER = ("--coder", "command", "--coder-command", "true")
@@ -91,7 +91,7 @@ def test_contract_init_writes_a_template_that_checks_once_its_task_is_written(
     assert yaml.safe_load(text)["task"]
     untouched = repo.assay("contract", "check", "assay.yaml")
     assert untouched.returncode == 2 and "placeholder" in untouched.stderr, untouched.stderr
-    (repo.root / "assay.yaml").write_text(text.replace(PLACEHOLDER_TASK, "Fix slugify()."))
+    (repo.root / "assay.yaml").write_text(text.replace(placeholder_task(), "Fix slugify()."))
     assert repo.assay("contract", "check").returncode == 0  # assay.yaml, as init wrote it
     refused = repo.assay("contract", "init", "assay.yaml")
     assert refused.returncode == 2 and "--force" in refused.stderr

@@ -24,7 +24,7 @@ from assay.core.contract import (
     contract_to_yaml,
     parse_contract,
 )
-from assay.core.contract_yaml import PLACEHOLDER_TASK, placeholder_problem
+from assay.core.contract_yaml import placeholder_problem, placeholder_task
 from assay.core.halts import CANONICAL_HALTS
 from assay.core.vocab import (
     CoderKind,
@@ -419,9 +419,9 @@ def test_protect_defaults_to_github_unless_the_contract_sets_it(
 
 def test_the_templates_task_is_the_placeholder_a_run_refuses() -> None:
     task = parse_contract(contract_template()).task
-    assert " ".join(task.split()) == PLACEHOLDER_TASK and PLACEHOLDER_TASK.endswith(".")
+    assert " ".join(task.split()) == placeholder_task() and placeholder_task().endswith(".")
     assert placeholder_problem(task) is not None
-    shouting = "  " + PLACEHOLDER_TASK.upper().replace(" ", "\n  ") + "\n\nAlso fix add().\n"
+    shouting = "  " + placeholder_task().upper().replace(" ", "\n  ") + "\n\nAlso fix add().\n"
     assert placeholder_problem(shouting) is not None  # the placeholder kept, words added
     assert placeholder_problem("Fix add(); tests/test_add.py must pass.") is None
     assert placeholder_problem("Describe the change in CHANGELOG.md.") is None

@@ -9,6 +9,7 @@ locations are walked through it to find them.
 from __future__ import annotations
 
 import difflib
+import functools
 from dataclasses import dataclass
 from typing import Any, get_args, get_origin
 
@@ -459,15 +460,19 @@ halt_classes:
   - {name: halt-verification-gap, severity: warn}
 """
 
-PLACEHOLDER_TASK = " ".join(TEMPLATE.split("\ntask: |\n", 1)[1].split("\n\n", 1)[0].split())
-"""The template's ``task:`` (read from the template, so the two never drift), which a
-contract must replace before it runs."""
+
+@functools.cache
+def placeholder_task() -> str:
+    """The template's ``task:``, words joined by one space, which a contract must replace
+    before it runs (read from the template itself, so the two never drift)."""
+    loaded = yaml.safe_load(TEMPLATE)
+    return " ".join(str(loaded["task"]).split())
 
 
 def placeholder_problem(task: str) -> str | None:
     """Why ``task`` cannot be run as it is: it still holds the template's placeholder (with
     or without words added around it), or None."""
-    if PLACEHOLDER_TASK.casefold() in " ".join(task.split()).casefold():
+    if placeholder_task().casefold() in " ".join(task.split()).casefold():
         return (
             "the task is still the template's placeholder; replace it with the change you "
             "want and the test or command that must pass when it is done"
