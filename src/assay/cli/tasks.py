@@ -10,7 +10,10 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from assay.cli import task_views as views
+from assay.cli.completion import TaskId
 from assay.cli.flags import (
+    ApiKeyEnvFlag,
+    BaseUrlFlag,
     CoderCommandFlag,
     CoderFlag,
     ContractFlag,
@@ -19,6 +22,7 @@ from assay.cli.flags import (
     MaxCostFlag,
     MaxRecoveryFlag,
     MaxTokensFlag,
+    ModelFlag,
     SandboxFlag,
     SeatsFlag,
     TaskMaxCostFlag,
@@ -35,7 +39,7 @@ from assay.cli.workspace import (
     refuse_secret_env,
     refuse_unconfinable,
 )
-from assay.core.vocab import OperatorMove
+from assay.core.vocab import LandMode, OperatorMove, TaskStatus
 
 if TYPE_CHECKING:
     from assay.adapters.store.records import RunRecord
@@ -50,6 +54,7 @@ HOLD_REASON = "held by an operator"
 _STOP_REASONS = {OperatorMove.HOLD: HOLD_REASON, OperatorMove.CANCEL: "cancelled by an operator"}
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Machine-readable JSON output.")]
+STATUSES = [s.value for s in TaskStatus]
 
 
 def _get(ledger: Ledger, task_id: str) -> Task:
@@ -80,8 +85,11 @@ def add(
     contract: ContractFlag = None,
     coder: CoderFlag = None,
     coder_command: CoderCommandFlag = None,
+    model: ModelFlag = None,
+    base_url: BaseUrlFlag = None,
+    api_key_env: ApiKeyEnvFlag = None,
     validator: ValidatorFlag = None,
-    land: LandFlag = "branch",
+    land: LandFlag = LandMode.BRANCH,
     seats: SeatsFlag = 1,
     max_attempts: MaxAttemptsFlag = 3,
     max_recovery: MaxRecoveryFlag = 2,
@@ -108,6 +116,7 @@ def add(
         instruction, contract, coder, coder_command, validator, land, seats,
         max_attempts, max_recovery, sandbox=sandbox,
         spending=spending_flags(max_cost, max_tokens, task_max_cost, task_max_tokens),
+        endpoint=(model, base_url, api_key_env),
     )  # fmt: skip
     refuse_unconfinable(built)
     refuse_secret_env(built)
@@ -121,19 +130,21 @@ def add(
 
 @app.command("list")
 def list_tasks(
-    status: Annotated[str | None, typer.Option(help="Only tasks with this status.")] = None,
+    status: Annotated[
+        str | None,
+        typer.Option(
+            metavar=f"<{'|'.join(STATUSES)}>",
+            help="Only tasks with this status.",
+            autocompletion=lambda incomplete: [s for s in STATUSES if s.startswith(incomplete)],
+        ),
+    ] = None,
     json_output: JsonFlag = False,
 ) -> None:
     """List tasks, oldest first, with status, attempts and why a task waits or is held."""
-    from assay.core.vocab import TaskStatus
-
-    chosen = None
-    if status is not None:
-        try:
-            chosen = TaskStatus(status)
-        except ValueError:
-            fail(f"unknown status {status!r}: use one of {', '.join(s.value for s in TaskStatus)}")
+    if status is not None and status not in STATUSES:  # one line, like every refusal here
+        fail(f"unknown status {status!r}: use one of {', '.join(STATUSES)}")
     now = datetime.now(UTC)
+    chosen = None if status is None else TaskStatus(status)
     tasks, unreadable = Workspace.find().ledger().scan_tasks(chosen)
     if json_output:
         print_json(
@@ -145,7 +156,7 @@ def list_tasks(
 
 
 @app.command()
-def show(task_id: str, json_output: JsonFlag = False) -> None:
+def show(task_id: TaskId, json_output: JsonFlag = False) -> None:
     """One task: status, attempts, runs, any wait, and — when held — why, by whom, and the
     ways back (re-arm a fired halt, release)."""
     now = datetime.now(UTC)
@@ -228,7 +239,7 @@ def _print_move(
 
 @app.command()
 def hold(
-    task_id: str,
+    task_id: TaskId,
     reason: Annotated[str, typer.Option(help="Why it is held.")] = HOLD_REASON,
     json_output: JsonFlag = False,
 ) -> None:
@@ -237,13 +248,13 @@ def hold(
 
 
 @app.command()
-def release(task_id: str, json_output: JsonFlag = False) -> None:
+def release(task_id: TaskId, json_output: JsonFlag = False) -> None:
     """Release a held task (queued again, attempts reset to 0, history kept), or let a task
     that waits for its provider quota run now (the wait is cleared, attempts kept)."""
     _move(task_id, OperatorMove.RELEASE, json_output=json_output)
 
 
 @app.command()
-def cancel(task_id: str, json_output: JsonFlag = False) -> None:
+def cancel(task_id: TaskId, json_output: JsonFlag = False) -> None:
     """Cancel a queued or failed task: held (manual) with the reason "cancelled"."""
     _move(task_id, OperatorMove.CANCEL, json_output=json_output)
