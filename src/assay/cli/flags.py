@@ -65,8 +65,9 @@ ValidatorFlag = Annotated[
     typer.Option(
         "--validator",
         "-v",
-        help='A validator command, e.g. "pytest -q" (repeat); named v1, v2... in the output, '
-        'or give the name: tests="pytest -q".',
+        metavar="[NAME=]COMMAND",
+        help='A validator command, e.g. "pytest -q" (repeat it for more); named v1, v2 and so '
+        'on in the output, or give the name: tests="pytest -q".',
     ),
 ]
 LandFlag = Annotated[

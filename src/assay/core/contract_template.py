@@ -14,9 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from assay.core.contract_yaml import TEMPLATE
-
-VALIDATORS_MARK = "@VALIDATORS@"
+from assay.core.contract_yaml import TEMPLATE, VALIDATORS_MARK
 
 # The coder settings the template writes: a value equal to one of these (or to the default) is
 # not one the user chose, so a run never warns that a coder kind ignores it.

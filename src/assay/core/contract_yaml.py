@@ -295,6 +295,9 @@ def _member(annotation: Any, *, want_list: bool) -> Any:
 
 # The commented contract ``assay contract init`` writes; the line ``@VALIDATORS@`` is filled
 # with the validators found to run where it was written (:mod:`assay.core.contract_template`).
+# Where the template's validators go: contract_template renders them from what was found.
+VALIDATORS_MARK = "@VALIDATORS@"
+
 TEMPLATE = """\
 # assay dispatch contract. Every key but `task` is optional; the values shown are the defaults
 # unless the comment says otherwise. Unknown keys are errors, so a typo never goes unnoticed.
@@ -466,7 +469,7 @@ halt_classes:
 def placeholder_task() -> str:
     """The template's ``task:``, words joined by one space, which a contract must replace
     before it runs (read from the template itself, so the two never drift)."""
-    loaded = yaml.safe_load(TEMPLATE)
+    loaded = yaml.safe_load(TEMPLATE.replace(VALIDATORS_MARK, ""))
     return " ".join(str(loaded["task"]).split())
 
 
