@@ -183,8 +183,14 @@ def test_github_enterprise_api_base_with_a_path_prefix(server: GitHubServer) -> 
 def test_an_unreachable_api_is_a_clear_error() -> None:
     with GitHubServer() as stopped:
         base = stopped.api_base
-    with pytest.raises(GitHubError, match="cannot reach the GitHub API"):
+    with pytest.raises(GitHubError, match="cannot reach the GitHub API") as info:
         open_pull_request(base, "octo/slug", TOKEN, "b", "main", "t", "", timeout=2)
+    assert f"{base}/repos/octo/slug/pulls" in str(info.value)  # where it tried
+    with_user = base.replace("://", "://robot:pat-secret@")
+    with pytest.raises(GitHubError) as info:
+        open_pull_request(with_user, "octo/slug", TOKEN, "b", "main", "t", "", timeout=2)
+    assert "pat-secret" not in str(info.value) and TOKEN not in str(info.value)
+    assert base.replace("://", "://***@") in str(info.value)
 
 
 def test_bad_inputs_fail_before_any_request(server: GitHubServer) -> None:

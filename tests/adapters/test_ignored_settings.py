@@ -10,7 +10,7 @@ import pytest
 
 from assay.adapters.coders import get_coder, ignored_settings
 from assay.adapters.store.contracts import contract_document
-from assay.core.contract import CoderSpec, Contract, parse_contract
+from assay.core.contract import CoderSpec, Contract, contract_template, parse_contract
 
 WRITTEN = """task: fix it
 coder:
@@ -77,3 +77,44 @@ def test_a_default_written_out_changes_nothing_and_is_not_named() -> None:
     assert ignored_settings(spec, get_coder("replay")) == []
     changed: dict[str, Any] = {"prompt_via": "stdin"}
     assert ignored_settings(spec.model_copy(update=changed), get_coder("replay")) == ["prompt_via"]
+
+
+def _from_template(kind_lines: str) -> Contract:
+    """The template as `assay contract init` writes it, its coder kind changed by the user."""
+    text = contract_template().replace("  kind: claude\n", kind_lines, 1)
+    if kind_lines == "  kind: llm\n":  # the llm coder needs a model
+        text = text.replace("  model: null ", "  model: m    ", 1)
+    return parse_contract(text)
+
+
+KIND_LINES = {
+    "command": '  kind: command\n  command: "sh ./fix.sh"\n',
+    "replay": '  kind: replay\n  steps: [{script: "true"}]\n',
+    "codex": "  kind: codex\n",
+    "aider": "  kind: aider\n",
+    "mini": "  kind: mini\n",
+    "claude": "  kind: claude\n",
+    "llm": "  kind: llm\n",
+}
+
+
+@pytest.mark.parametrize("trip", sorted(TRIPS))
+@pytest.mark.parametrize("kind", sorted(KIND_LINES))
+def test_what_the_template_wrote_is_never_an_ignored_setting(kind: str, trip: str) -> None:
+    # `max_turns: 40`, `timeout_seconds: 1800`, `model: null` as the template wrote them: the
+    # user changed only the kind, so nothing of theirs is ignored
+    contract = TRIPS[trip](_from_template(KIND_LINES[kind]))
+    assert contract.coder_for_seat(1).max_turns == 40
+    assert _ignored(contract) == []
+
+
+@pytest.mark.parametrize("trip", sorted(TRIPS))
+def test_a_template_value_the_user_changed_is_named(trip: str) -> None:
+    lines = KIND_LINES["command"]
+    contract = parse_contract(
+        contract_template()
+        .replace("  kind: claude\n", lines, 1)
+        .replace("max_turns: 40 ", "max_turns: 12 ", 1)
+        .replace("model: null ", "model: gpt-5 ", 1)
+    )
+    assert _ignored(TRIPS[trip](contract)) == ["max_turns", "model"]

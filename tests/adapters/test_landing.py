@@ -171,7 +171,9 @@ def test_a_dirty_checkout_is_never_touched(repo: Path) -> None:
     with pytest.raises(LandRefused) as info:
         land(repo, branch)
     assert not isinstance(info.value, LandBlocked)
-    assert "uncommitted changes" in str(info.value) and info.value.paths == ("edit.txt",)
+    assert info.value.paths == ("edit.txt",)
+    # The dirty file is named as the checkout's, never as if it were the change.
+    assert str(info.value) == f"main is checked out at {repo} with uncommitted changes to edit.txt"
     assert snapshot(repo) == before and (repo / ".git" / "index").read_bytes() == index
     assert sh(repo, "rev-parse", "main") == old
 
@@ -183,6 +185,7 @@ def test_an_untracked_file_in_the_way_refuses_and_an_unrelated_one_does_not(repo
     with pytest.raises(LandRefused) as info:
         land(repo, branch)
     assert info.value.paths == ("feature.txt",)
+    assert str(info.value) == f"untracked files in {repo} would be overwritten: feature.txt"
     assert sh(repo, "rev-parse", "main") == old
     (repo / "feature.txt").rename(repo / "scratch.txt")
     land(repo, branch)
@@ -395,3 +398,8 @@ def test_git_reads_the_trailers_back_whatever_the_task_says(task: str) -> None:
     ]
     title = text.splitlines()[0]
     assert len(title) <= landing.TITLE_LIMIT and "\n" not in title
+
+
+def test_a_refusal_names_at_most_five_paths() -> None:
+    assert landing.named(["a", "b"]) == "a, b"
+    assert landing.named([f"f{n}" for n in range(7)]) == "f0, f1, f2, f3, f4 and 2 more"

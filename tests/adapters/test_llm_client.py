@@ -242,3 +242,18 @@ def test_a_request_never_sent_or_refused_costs_nothing() -> None:
     client = _scripted(refused, overloaded, httpx.Response(200, json=ANSWER))
     assert client.complete(HI).text == "done"
     assert (client.spent.calls, client.spent.priced, client.spent.cost_usd) == (1, True, 0.01)
+
+
+def test_an_unreachable_endpoint_is_named_without_its_credentials() -> None:
+    with ModelServer() as stopped:  # a port that was just served and is closed now
+        port = stopped.base_url.split(":")[2].split("/")[0]
+    url = f"http://someone:pw-secret@127.0.0.1:{port}/v1?api-key=qs-secret"
+    client = ChatClient(Endpoint("m", url, "sk-key", 5), retry=RetryPolicy(calls=1))
+    with pytest.raises(LlmError) as info:
+        client.complete(HI)
+    detail = info.value.detail
+    assert info.value.kind is FailureKind.PROVIDER
+    assert f"cannot reach the model endpoint http://***@127.0.0.1:{port}/v1: " in detail
+    assert "secret" not in detail and "sk-key" not in detail
+    default = ChatClient(Endpoint("m", None, "sk-key", 5))
+    assert default._http.base_url == httpx.URL("https://api.openai.com/v1/")  # what it names

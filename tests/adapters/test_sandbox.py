@@ -340,3 +340,26 @@ def test_missing_bwrap_is_an_environment_fault(
     problem = bwrap_problem()
     assert problem is not None and "No permissions to create new namespace" in problem
     assert "sandbox: none" in problem
+
+
+def test_a_virtualenv_on_path_runs_its_base_interpreter_under_a_hidden_home(
+    world: World,
+) -> None:
+    # a command validator is `sh -c "python3 ..."`: the virtualenv is found through PATH, not
+    # argv[0], and its python links to a base interpreter (pyenv's) under the hidden home
+    base = world.home / ".pyenv" / "versions" / "3.99" / "bin"
+    base.mkdir(parents=True)
+    (base / "python3.99").write_text("#!/bin/sh\necho base interpreter ran\n")
+    (base / "python3.99").chmod(0o755)
+    venv = world.home / "venvs" / "project"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "pyvenv.cfg").write_text(f"home = {base}\n")
+    (venv / "bin" / "python3").symlink_to(base / "python3.99")
+    env = {"PATH": f"{venv / 'bin'}:{PATH}", "HOME": str(world.home)}
+    ran = run_process(
+        ["/bin/sh", "-c", "python3"], cwd=world.seat, env=env, timeout=20,
+        log_path=world.logs / "v.log", sandbox=world.spec,
+    )  # fmt: skip
+    assert ran.exit_code == 0, ran.stderr
+    assert ran.stdout == "base interpreter ran\n"
+    assert SECRET not in world.run(f"cat {world.home}/.ssh/id_rsa", env=env, name="k")[1]

@@ -136,3 +136,38 @@ def test_stable_findings_drops_separator_lines_and_keeps_the_last_five() -> None
 
 def test_registry_returns_the_command_validator() -> None:
     assert isinstance(get_validator("command"), CommandValidator)
+
+
+def test_on_fail_warn_a_command_that_cannot_run_is_an_error_of_severity_warn(
+    tmp_path: Path,
+) -> None:
+    for run, settings in (
+        ("no-such-linter-anywhere .", {}),
+        ("sleep 30", {"timeout_seconds": 0.3}),
+    ):
+        result = _validate(tmp_path / "wt", run=run, on_fail="warn", **settings).result
+        assert result.error and result.advisory and not result.halts, run
+        assert result.severity is Severity.WARN is result.effective_severity, run
+        blocking = _validate(tmp_path / "wt", run=run, **settings).result
+        assert blocking.error and blocking.halts and blocking.severity is Severity.BLOCK, run
+
+
+def test_only_warns_makes_any_outcome_advisory_and_says_why_it_could_not_run(
+    tmp_path: Path,
+) -> None:
+    from assay.adapters.coders.base import QuotaSignal
+    from assay.adapters.validators.base import could_not_run, only_warns
+
+    timed_out = _validate(tmp_path / "wt", run="sleep 30", timeout_seconds=0.3)
+    # as a judge lost to its provider would come back: a fault the engine refunds the run for
+    lost = ValidationOutcome(
+        result=timed_out.result, quota=QuotaSignal(kind="usage_limit", detail="q"), fault="down"
+    )
+    warned = only_warns(lost)
+    assert warned.quota is None and warned.fault is None
+    assert warned.result.advisory and warned.result.severity is Severity.WARN
+    said = could_not_run(warned.result)
+    assert said == (
+        "validator tests could not run; on_fail: warn, so it only warns: "
+        "`sleep 30` did not finish in time and was killed"
+    )

@@ -54,7 +54,7 @@ def test_contract_check_and_run_agree_on_what_cannot_run(
 @pytest.mark.parametrize(
     ("args", "said"),
     [
-        (["--coder", "", "--validator", "true"], "--coder needs a kind: one of command, replay"),
+        (["--coder", "", "--validator", "true"], "--coder needs a kind: one of command, claude"),
         (["--coder", "nope", "--validator", "true"], "unknown coder kind 'nope': use one of"),
         (["--coder", "command", "--validator", "true"], "--coder command needs --coder-command"),
         ([*COMMAND_CODER, "--max-recovery", "99999999999999999999"], "--max-recovery"),

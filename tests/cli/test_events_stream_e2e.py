@@ -103,7 +103,7 @@ def test_run_events_without_json_prints_nothing_but_events(tmp_path: Path) -> No
     events = lines(done.stdout)
     check_events(events)
     assert events[-1]["kind"] == "run.closed"
-    assert "payload: " in done.stderr and "merged:" in done.stderr
+    assert "payload: " in done.stderr and "merged into main" in done.stderr
 
 
 def test_a_reader_that_leaves_does_not_stop_the_run(tmp_path: Path) -> None:

@@ -125,8 +125,9 @@ def test_a_hostile_name_cannot_forge_a_progress_line() -> None:
     )
     progress(RunEvent("run.warning", {"message": f"ignored: {BIDI_NAME}\n  decision: land"}))
     lines = out.getvalue().splitlines()
-    assert len(lines) == 4, lines  # the seat, the decision, its failure, the warning
-    assert [line.split()[0] for line in lines] == ["seat", "decision:", "✗", "warning:"]
+    # the seat, the decision, its failure (a line after its first is quoted output), the warning
+    assert len(lines) == 5, lines
+    assert [line.split()[0] for line in lines] == ["seat", "decision:", "✗", "│", "warning:"]
     assert not any(line.lstrip().startswith(("FAKE", "decision: land")) for line in lines)
     assert '"evil\\nFAKE  decision: land (seat 9)"' in lines[0]
     assert '"report<U+202E>exe.txt"' in lines[0] and "\u202e" not in out.getvalue()
@@ -144,3 +145,21 @@ def test_off_a_terminal_a_hostile_error_stays_on_its_line(
         '  error: seat 1 [c]: "cannot write report<U+202E>exe.txt\\n  decision: land (seat 9)"',
         '  warning: "evil\\nFAKE  decision: land (seat 9)"',
     ]
+
+
+@pytest.mark.parametrize(
+    ("advisory", "said"), [(True, "validator lint: warn"), (False, "validator lint: error")]
+)
+def test_a_check_that_could_not_run_is_an_error_only_when_it_may_block(
+    advisory: bool, said: str
+) -> None:
+    progress = Progress()
+    out = io.StringIO()
+    progress.console = Console(file=out, highlight=False, width=400)
+    severity = "warn" if advisory else "block"
+    data: dict[str, JsonValue] = {
+        "attempt": 1, "seat": 1, "validator": "lint", "severity": severity, "error": True,
+        "advisory": advisory, "justification": "exit 127", "findings": ["exit 127"],
+    }  # fmt: skip
+    progress(RunEvent("validator.finished", data))
+    assert out.getvalue().strip() == said

@@ -93,6 +93,67 @@ def test_a_terminal_gets_a_live_seat_line_with_its_elapsed_time(tmp_path: Path) 
     assert json.loads(stdout)["status"] == "ready"
 
 
+CSI = re.compile(r"\x1b\[([0-9;?]*)([A-Za-z])")
+
+
+def screen(raw: str) -> list[str]:
+    """The lines a terminal shows after ``raw``: carriage returns, newlines, cursor up and
+    line erasure played as a terminal plays them (colours and cursor visibility ignored)."""
+    lines, row, col, at = [""], 0, 0, 0
+    while at < len(raw):
+        found = CSI.match(raw, at)
+        if found:
+            args, command = found.groups()
+            if command == "A":
+                row = max(0, row - int(args or 1))
+            elif command == "K":
+                lines[row] = "" if args == "2" else lines[row][:col]
+            at = found.end()
+            continue
+        char = raw[at]
+        at += 1
+        if char == "\r":
+            col = 0
+        elif char == "\n":
+            row += 1
+            col = 0
+            lines.extend([""] * (row + 1 - len(lines)))
+        else:
+            line = lines[row].ljust(col)
+            lines[row] = line[:col] + char + line[col + 1 :]
+            col += 1
+    return lines
+
+
+def test_the_result_never_shares_a_line_with_the_footer(tmp_path: Path) -> None:
+    """stdout and stderr on the same terminal: the result lines (stdout) are written while the
+    live footer (stderr) is drawn, each on a line of its own, and the footer is gone after."""
+    repo = make_repo(tmp_path)
+    term = Terminal()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
+    env.update(COLUMNS="200", TERM="xterm")
+    proc = subprocess.Popen(
+        [
+            str(ASSAY), "run", "Make slugify keep digits", "--coder", "command",
+            "--coder-command", f"sleep 1; {repo.put('wrong.py', 'src/slug.py')}",
+            "--validator", "echo the last words; exit 3", "--max-recovery", "0",
+            "--sandbox", "none",
+        ],
+        cwd=repo.root, stdin=subprocess.DEVNULL, stdout=term.slave, stderr=term.slave, env=env,
+    )  # fmt: skip
+    os.close(term.slave)
+    while proc.poll() is None or term.read(0.2):
+        term.read(0.2)
+    shown = screen(term.seen.decode("utf-8", "replace"))
+    assert proc.returncode == 1, "\n".join(shown)
+    assert not [line for line in shown if "elapsed" in line], shown  # the footer went
+    results = [line for line in shown if line.startswith(("blocked: ", "task ", "payload: "))]
+    assert [line.split()[0] for line in results] == ["blocked:", "task", "payload:"], shown
+    assert results[0] == "blocked: validators still block after 1 attempt(s): blocked by v1"
+    assert "    ✗ v1: `echo the last words; exit 3` exited 3" in shown
+    assert "      │ the last words" in shown
+
+
 def test_off_a_terminal_the_progress_is_quiet_unless_asked_for(tmp_path: Path) -> None:
     repo = make_repo(tmp_path)
     contract = str(replay_contract(repo, "fixed", land="branch"))

@@ -10,6 +10,8 @@ from pathlib import Path
 import yaml
 from support.repo import FIXED, make_repo, replay_contract
 
+from assay.core.contract_yaml import placeholder_task
+
 # A coder that needs nothing more than its flags (a replay coder needs its steps).
 COMMAND_CODER = ("--coder", "command", "--coder-command", "true")
 
@@ -78,14 +80,19 @@ def test_bad_task_commands_exit_2_without_a_traceback(tmp_path: Path) -> None:
     assert again.returncode == 2 and "held" in again.stderr
 
 
-def test_contract_init_writes_a_template_that_checks(tmp_path: Path) -> None:
+def test_contract_init_writes_a_template_that_checks_once_its_task_is_written(
+    tmp_path: Path,
+) -> None:
     repo = make_repo(tmp_path)
     written = repo.assay("contract", "init", "assay.yaml")
     assert written.returncode == 0, written.stderr
     text = (repo.root / "assay.yaml").read_text()
     assert "#" in text and "halt_classes" in text
     assert yaml.safe_load(text)["task"]
-    assert repo.assay("contract", "check", "assay.yaml").returncode == 0
+    untouched = repo.assay("contract", "check", "assay.yaml")
+    assert untouched.returncode == 2 and "placeholder" in untouched.stderr, untouched.stderr
+    (repo.root / "assay.yaml").write_text(text.replace(placeholder_task(), "Fix slugify()."))
+    assert repo.assay("contract", "check").returncode == 0  # assay.yaml, as init wrote it
     refused = repo.assay("contract", "init", "assay.yaml")
     assert refused.returncode == 2 and "--force" in refused.stderr
     (repo.root / "bad.yaml").write_text("task: x\nseats: many\n")

@@ -44,7 +44,8 @@ def test_a_task_queued_by_an_older_assay_runs_without_ignored_setting_warnings(
     _store_as_an_older_assay_did(repo, task_id, contract)
     served = repo.assay("serve", "--once", "--no-web", "--poll", "0.2")
     assert served.returncode == 0, served.stderr
-    assert f"{task_id}: ready -> done" in served.stderr
+    assert f"task {task_id}: ready: the change is left on branch" in served.stderr
+    assert "; the task is done (attempts: 1 used)" in served.stderr
     assert IGNORES.findall(served.stderr) == [], served.stderr
 
 

@@ -76,7 +76,7 @@ def test_a_rate_limited_run_is_refunded_and_the_task_waits_for_the_reset(
     reset = int(time.time()) + 600
     ran = repo.assay("run", "--contract", str(claude_task(repo)), **env("rate_limit", reset))
     assert ran.returncode == 1, ran.stderr
-    assert "attempt refunded, 0 of 3 used" in ran.stdout
+    assert "(refunded, this run does not count; attempts: 0 of 3 used)" in ran.stdout
     assert "waits for its provider quota until" in ran.stdout
 
     [task] = tasks(repo)
@@ -157,7 +157,7 @@ land: merge
     assert shown.returncode == 0, shown.stderr
     text = shown.stdout
     assert "held by the machine: block halt fired: halt-scope-breach" in text
-    assert "fired halt halt-scope-breach (block, now FIRED)" in text
+    assert "halt-scope-breach fired (block, now FIRED)" in text
     assert "assay halt rearm --dispatch-id" in text and "--condition halt-scope-breach" in text
     assert f"assay task release {task_id}" in text
 

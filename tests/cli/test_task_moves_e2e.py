@@ -22,14 +22,15 @@ def test_moves_print_as_before_and_record_who_and_where(tmp_path: Path) -> None:
         repo.assay("task", "release", task_id),
         repo.assay("task", "cancel", task_id),
     ]
+    again = f"`assay task release {task_id}` lets it run again"
     assert [(d.returncode, d.stdout) for d in said] == [
-        (0, f"{task_id}: held\n"),
+        (0, f"{task_id}: held (a manual hold: {again})\n"),
         (0, f"{task_id}: queued (attempts reset to 0; run history kept)\n"),
-        (0, f"{task_id}: held\n"),
+        (0, f"{task_id}: held (cancelled: {again})\n"),
     ]
     refused = repo.assay("task", "hold", task_id)
     assert refused.returncode == 2 and "Traceback" not in refused.stderr
-    assert "cannot hold a task that is held" in refused.stderr
+    assert f"cannot hold task '{task_id}': it is held" in refused.stderr
     with Ledger(f"sqlite:///{repo.root / '.assay' / 'assay.db'}") as ledger:
         saved = [e.data for e in ledger.events(task_id) if e.kind == EventKind.TASK_SAVED]
     assert [(d["status"], d["action"], d["reason"]) for d in saved] == [

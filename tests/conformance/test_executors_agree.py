@@ -113,6 +113,13 @@ land: merge
     )
 
 
+def _warn_unrunnable(repo: Repo, _server: ModelServer) -> Path:
+    # A warn-only check whose tool is not installed only warns, on either executor.
+    lint = '{id: lint, kind: command, run: "no-such-linter-anywhere .", on_fail: warn}'
+    text = replay_contract(repo, "fixed").read_text()
+    return repo.contract("warn.yaml", text.replace("land: merge", f"  - {lint}\nland: merge"))
+
+
 SCENARIOS: dict[str, Scenario] = {
     "passes": Scenario(lambda r, _s: replay_contract(r, "fixed"), 0, "merged", {}),
     "blocked_then_passes": Scenario(
@@ -130,6 +137,7 @@ SCENARIOS: dict[str, Scenario] = {
     "fired_halt": Scenario(_halt, 3, "blocked", {}),
     "quota_refund": Scenario(_quota, 1, "failed", {}),
     "budget_spent_held": Scenario(_spent, 3, "blocked", KEY),
+    "warn_check_cannot_run": Scenario(_warn_unrunnable, 0, "merged", {}),
 }
 
 

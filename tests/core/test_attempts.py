@@ -43,6 +43,10 @@ ERROR = _result(Severity.PASS, error=True)
         ([PASS], True, AttemptOutcome.ERROR),
         ([], True, AttemptOutcome.ERROR),
         ([_result(Severity.BLOCK, advisory=True)], False, AttemptOutcome.WARNED),
+        # an advisory validator that could not run only warned: the attempt did not error
+        ([PASS, _result(Severity.BLOCK, error=True, advisory=True)], False, AttemptOutcome.WARNED),
+        ([_result(Severity.WARN, error=True, advisory=True), BLOCK], False, AttemptOutcome.BLOCKED),
+        ([_result(Severity.WARN, error=True, advisory=True), ERROR], False, AttemptOutcome.ERROR),
     ],
 )
 def test_attempt_outcome_rule(

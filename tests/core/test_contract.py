@@ -24,6 +24,7 @@ from assay.core.contract import (
     contract_to_yaml,
     parse_contract,
 )
+from assay.core.contract_yaml import placeholder_problem, placeholder_task
 from assay.core.halts import CANONICAL_HALTS
 from assay.core.vocab import (
     CoderKind,
@@ -266,12 +267,50 @@ def test_a_lowered_canonical_severity_is_refused_on_its_line() -> None:
     assert_names(error, "halt_classes[5]", 8)
 
 
-def test_a_missing_canonical_halt_is_refused() -> None:
-    text = "task: x\nhalt_classes:\n  - {name: halt-scope-breach, severity: block}\n"
-    error = refused(text)
+def test_a_halt_of_ones_own_is_added_without_restating_the_seven() -> None:
+    text = "task: x\nhalt_classes:\n  - {name: halt-db-migration, severity: block}\n"
+    contract = parse_contract(text, "c.yaml")
+    armed = [(h.name, h.severity) for h in contract.halt_classes]
+    assert armed == [*SEVEN.items(), ("halt-db-migration", HaltSeverity.BLOCK)]
+    assert {h.name for h in parse_contract("task: x\nhalt_classes: []\n").halt_classes} == set(
+        SEVEN
+    )
+
+
+def test_a_canonical_halt_listed_alone_keeps_its_raised_severity_and_the_rest_are_added() -> None:
+    text = "task: x\nhalt_classes:\n  - {name: halt-verification-gap, severity: block}\n"
+    armed = {h.name: h.severity for h in parse_contract(text).halt_classes}
+    assert armed == SEVEN | {"halt-verification-gap": HaltSeverity.BLOCK}
+    lowered = "task: x\nhalt_classes:\n  - {name: halt-scope-breach, severity: log}\n"
+    assert "never lowered" in str(refused(lowered))
+
+
+def test_a_contract_listing_all_seven_arms_exactly_its_list() -> None:
+    reordered = dict(reversed(list(SEVEN.items())))
+    lines = "".join(f"  - {{name: {n}, severity: {s.value}}}\n" for n, s in reordered.items())
+    contract = parse_contract("task: x\nhalt_classes:\n" + lines)
+    assert [(h.name, h.severity) for h in contract.halt_classes] == list(reordered.items())
+
+
+@pytest.mark.parametrize(
+    ("typo", "meant"),
+    [
+        ("halt-scope-breech", "halt-scope-breach"),
+        ("halt-verification-gaps", "halt-verification-gap"),
+        ("halt-budget-exausted", "halt-budget-exhausted"),
+    ],
+)
+def test_a_halt_a_typo_away_from_a_canonical_one_is_refused_naming_it(
+    typo: str, meant: str
+) -> None:
+    error = refused(f"task: x\nhalt_classes:\n  - {{name: {typo}, severity: block}}\n")
     assert_names(error, "halt_classes", 2)
-    assert "halt-secret-exposure" in str(error)
-    assert_names(refused("task: x\nhalt_classes: []\n"), "halt_classes", 2)
+    assert f"did you mean {meant}?" in str(error)
+
+
+def test_a_halt_of_ones_own_with_a_name_near_a_canonical_one_is_kept() -> None:
+    text = "task: x\nhalt_classes:\n  - {name: halt-budget-exceeded, severity: warn}\n"
+    assert parse_contract(text).halt_classes[-1].name == "halt-budget-exceeded"
 
 
 def test_a_halt_listed_twice_is_refused() -> None:
@@ -378,6 +417,16 @@ def test_protect_defaults_to_github_unless_the_contract_sets_it(
     assert parse_contract(text).scope.protect == protect
 
 
+def test_the_templates_task_is_the_placeholder_a_run_refuses() -> None:
+    task = parse_contract(contract_template()).task
+    assert " ".join(task.split()) == placeholder_task() and placeholder_task().endswith(".")
+    assert placeholder_problem(task) is not None
+    shouting = "  " + placeholder_task().upper().replace(" ", "\n  ") + "\n\nAlso fix add().\n"
+    assert placeholder_problem(shouting) is not None  # the placeholder kept, words added
+    assert placeholder_problem("Fix add(); tests/test_add.py must pass.") is None
+    assert placeholder_problem("Describe the change in CHANGELOG.md.") is None
+
+
 def test_the_template_default_and_readme_agree_on_protect() -> None:
     template = yaml.safe_load(contract_template())["scope"]
     assert template["protect"] == list(DEFAULT_PROTECT) == Scope().protect == [".github/**"]
@@ -458,6 +507,28 @@ def test_contract_from_flags_defaults_and_coder_model() -> None:
     assert len(contract.halt_classes) == 7
     spec = contract_from_flags("x", coder="codex:gpt-5-codex").coder_for_seat(1)
     assert (spec.kind, spec.model) == (CoderKind.CODEX, "gpt-5-codex")
+
+
+def test_contract_from_flags_names_the_llm_endpoint() -> None:
+    url = "http://localhost:8000/v1"
+    built = contract_from_flags("x", coder="llm", model="m", base_url=url, api_key_env="MY_KEY")
+    spec = built.coder_for_seat(1)
+    assert (spec.kind, spec.model, spec.base_url, spec.api_key_env) == (
+        CoderKind.LLM,
+        "m",
+        url,
+        "MY_KEY",
+    )
+    assert contract_from_flags("x", coder="llm:m", model="m").coder_for_seat(1).model == "m"
+    with pytest.raises(ValueError, match="different models"):
+        contract_from_flags("x", coder="llm:a", model="b")
+
+
+def test_an_llm_coder_without_a_model_is_one_problem_never_a_union_member() -> None:
+    with pytest.raises(ContractError) as info:
+        contract_from_flags("x", coder="llm")
+    assert [p.key for p in info.value.problems] == ["coder"]
+    assert "needs `model`" in str(info.value) and "valid list" not in str(info.value)
 
 
 @pytest.mark.parametrize(

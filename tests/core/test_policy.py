@@ -52,14 +52,28 @@ def test_errors_beat_blocks_in_every_mode(mode: PolicyMode) -> None:
     decision = decide(results, mode)
     assert decision.action is PolicyAction.HALT
     assert not decision.consensus_achieved
-    assert "validator_error" in decision.justification
+    assert "could not reach a verdict" in decision.justification
     assert results[1].validator_id in decision.justification
     assert decision.error_count == 1
 
 
-def test_an_advisory_validator_error_still_halts() -> None:
-    decision = decide([*passes(2), r("warn", error=True, advisory=True)], PolicyMode.ANY)
-    assert decision.action is PolicyAction.HALT
+@pytest.mark.parametrize("mode", list(PolicyMode))
+def test_an_advisory_validator_that_could_not_run_only_warns(mode: PolicyMode) -> None:
+    # `on_fail: warn` never blocks: its tool missing (exit 127), a timeout, a lost model.
+    lint = ValidatorResult(validator_id="lint", severity="block", error=True, advisory=True)
+    decision = decide([*passes(2), lint], mode)
+    assert decision.action is PolicyAction.PROCEED and decision.consensus_achieved
+    assert (decision.warn_count, decision.error_count) == (1, 0)
+    assert "validator_error" not in decision.justification
+    assert "could not run, warned only: lint" in decision.justification
+    alone = decide([lint], mode)
+    assert alone.action is PolicyAction.PROCEED and alone.warn_count == 1
+
+
+def test_a_blocking_validator_error_halts_beside_an_advisory_one() -> None:
+    results = [*passes(1), r("warn", error=True, advisory=True), r("block", error=True)]
+    decision = decide(results, PolicyMode.ANY)
+    assert decision.action is PolicyAction.HALT and decision.error_count == 1
 
 
 @pytest.mark.parametrize(
@@ -157,7 +171,7 @@ results_strategy = st.lists(
 
 
 @given(results_strategy, st.sampled_from(list(PolicyMode)))
-def test_counts_partition_the_results_and_errors_always_halt(
+def test_counts_partition_the_results_and_blocking_errors_always_halt(
     results: list[ValidatorResult], mode: PolicyMode
 ) -> None:
     decision = decide(results, mode)
@@ -165,7 +179,7 @@ def test_counts_partition_the_results_and_errors_always_halt(
         decision.pass_count + decision.warn_count + decision.block_count + decision.error_count
     )
     assert counted == decision.total_count == len(results)
-    if any(result.error for result in results):
+    if any(result.error and not result.advisory for result in results):
         assert decision.action is PolicyAction.HALT
     elif any(result.blocks for result in results):
         assert decision.action is PolicyAction.RECOVER

@@ -27,6 +27,25 @@ def test_advisory_block_only_warns() -> None:
     assert not result.blocks
 
 
+def test_an_advisory_error_warns_and_never_halts() -> None:
+    result = ValidatorResult(validator_id="lint", severity=Severity.BLOCK, error=True)
+    assert result.halts and not result.blocks
+    advisory = result.as_advisory()
+    assert advisory.error and advisory.advisory and not advisory.halts and not advisory.blocks
+    assert advisory.severity is advisory.effective_severity is Severity.WARN
+    # as the adapter would have recorded it, an error of an advisory validator warns too
+    raw = ValidatorResult(validator_id="lint", severity=Severity.BLOCK, error=True, advisory=True)
+    assert raw.effective_severity is Severity.WARN and not raw.halts
+
+
+@pytest.mark.parametrize("severity", list(Severity))
+def test_as_advisory_never_leaves_a_block(severity: Severity) -> None:
+    result = ValidatorResult(validator_id="v", severity=severity).as_advisory()
+    assert result.advisory and result.severity is not Severity.BLOCK
+    assert result.severity is (Severity.WARN if severity is Severity.BLOCK else severity)
+    assert result.as_advisory() is result
+
+
 def test_blocking_block_blocks_and_error_never_does() -> None:
     assert ValidatorResult(validator_id="t", severity=Severity.BLOCK).blocks
     errored = ValidatorResult(validator_id="t", severity=Severity.BLOCK, error=True)

@@ -5,10 +5,10 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from hypothesis import example, given
+from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
-from assay.core.text import one_line_title, printable, shown
+from assay.core.text import address_shown, one_line_title, printable, shown
 
 _UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
 
@@ -116,3 +116,24 @@ def test_two_different_names_are_never_shown_the_same(name: str) -> None:
 def test_printable_ascii_is_unchanged(name: str) -> None:
     looks_quoted = len(name) > 1 and name[0] == '"' == name[-1]
     assert (shown(name) == name) is not looks_quoted
+
+
+def test_an_address_is_shown_without_its_secrets() -> None:
+    assert (
+        address_shown("postgresql+psycopg://bob:s3cret@db.example:5432/assay?sslmode=require")
+        == "postgresql+psycopg://bob:***@db.example:5432/assay"
+    )
+    assert address_shown("postgresql://bob@db:5432/assay") == "postgresql://bob@db:5432/assay"
+    assert address_shown("http://user:pw@127.0.0.1:9/v1") == "http://***@127.0.0.1:9/v1"
+    assert address_shown("https://ghp_token@api.example/v3?key=k#f") == "https://***@api.example/v3"
+    assert address_shown("https://api.openai.com/v1") == "https://api.openai.com/v1"
+    assert address_shown("127.0.0.1:7233") == "127.0.0.1:7233"
+    assert address_shown("user:pw@temporal:7233") == "temporal:7233"
+    assert address_shown("http://[::1:9/v1?key=k") == "http://[::1:9/v1"
+
+
+@given(st.text(), st.text(alphabet="abcdefghijklmnop", min_size=6))
+def test_a_password_in_a_url_never_reaches_the_message(host: str, password: str) -> None:
+    assume(password not in host)
+    for scheme in ("http", "https", "postgresql", "postgresql+psycopg"):
+        assert password not in address_shown(f"{scheme}://user:{password}@{host}:1/x?p={password}")

@@ -59,7 +59,8 @@ def test_hold_then_release_records_who_and_where(ledger: Ledger) -> None:
     _add(ledger)
     held = move_task(ledger, "t1", OperatorMove.HOLD, actor=WEB, now=T0, reason="  not yet ")
     assert (held.task.status, held.task.hold_source) == (TaskStatus.HELD, HoldSource.MANUAL)
-    assert held.task.hold_reason == "not yet" and held.note == ""
+    assert held.task.hold_reason == "not yet"
+    assert held.note == " (a manual hold: `assay task release t1` lets it run again)"
     released = move_task(ledger, "t1", OperatorMove.RELEASE, actor=cli_actor(), now=T0)
     assert released.task.status is TaskStatus.QUEUED
     assert released.note == " (attempts reset to 0; run history kept)"
@@ -97,13 +98,17 @@ def test_release_of_a_waiting_task_clears_the_wait_and_keeps_attempts(ledger: Le
         conn.execute(runs.update().values(finished_at=T0))
     moved = move_task(ledger, "t1", OperatorMove.RELEASE, actor=WEB, now=T0)
     assert moved.task.not_before is None and moved.task.attempts == 1
-    assert moved.note == " (the quota wait is cleared; attempts kept: 1)"
+    assert moved.note == " (its wait is cleared; attempts kept: 1)"
 
 
 @pytest.mark.parametrize(
     ("move", "expected"),
     [
-        (OperatorMove.RELEASE, "cannot release a task that is queued (it must be held)"),
+        (
+            OperatorMove.RELEASE,
+            "cannot release task 't1': it is queued, and only a held task, or a queued or "
+            "failed one that waits for its quota, can be released",
+        ),
         (OperatorMove.HOLD, None),
     ],
 )
@@ -113,7 +118,10 @@ def test_refusals_say_the_lifecycle_and_write_nothing(
     _add(ledger)
     if expected is None:  # a second hold of a held task
         move_task(ledger, "t1", OperatorMove.HOLD, actor=WEB, now=T0)
-        expected = "cannot hold a task that is held (it must be failed or queued)"
+        expected = (
+            "cannot hold task 't1': it is held, and only a failed or queued task can be held "
+            "(it is held already: `assay task release t1` lets it run again)"
+        )
     before = ledger.events("t1")
     with pytest.raises(MoveRefused, match=expected.replace("(", r"\(").replace(")", r"\)")):
         move_task(ledger, "t1", move, actor=WEB, now=T0 + timedelta(minutes=1))
@@ -127,10 +135,34 @@ def test_a_running_task_is_refused_by_its_lifecycle(ledger: Ledger) -> None:
     task.start(T0, run_id="r1")
     ledger.start_run(task, "r1")
     for move in OperatorMove:
-        with pytest.raises(MoveRefused, match="that is running"):
+        with pytest.raises(MoveRefused, match=f"cannot {move.value} task 't1': it is running"):
             move_task(ledger, "t1", move, actor=WEB, now=T0)
     assert ledger.get_task("t1").status is TaskStatus.RUNNING
     assert _saved(ledger) == []
+
+
+def test_each_refusal_speaks_of_the_move_asked_for(ledger: Ledger) -> None:
+    """A done task cannot be cancelled: the refusal says cancel, never another move's verb."""
+    task = _add(ledger)
+    task.start(T0, run_id="r1")
+    ledger.start_run(task, "r1")
+    with ledger._write() as conn:  # the run landed: the task is done
+        task.status = TaskStatus.DONE
+        st.update_task(conn, task)
+        conn.execute(runs.update().values(finished_at=T0))
+    said = {}
+    for move in OperatorMove:
+        with pytest.raises(MoveRefused) as refused:
+            move_task(ledger, "t1", move, actor=WEB, now=T0)
+        said[move] = str(refused.value)
+    assert said[OperatorMove.CANCEL] == (
+        "cannot cancel task 't1': it is done, and only a failed or queued task can be cancelled"
+    )
+    assert said[OperatorMove.HOLD].startswith("cannot hold task 't1': it is done,")
+    assert said[OperatorMove.RELEASE].startswith("cannot release task 't1': it is done,")
+    for move, text in said.items():  # no move borrows another's words
+        others = {m.value for m in OperatorMove} - {move.value}
+        assert not any(f"cannot {other}" in text for other in others), text
 
 
 def test_the_move_acts_on_the_ledger_as_it_is_not_a_stale_copy(ledger: Ledger) -> None:

@@ -155,6 +155,15 @@ def test_settings_problems_push_nothing_and_say_what_to_fix(
     assert github.calls == [] and not pushed(root)
 
 
+def test_a_remote_that_names_no_repository_is_shown_without_its_token(
+    root: Path, github: GitHubServer
+) -> None:
+    git(root, "remote", "set-url", "origin", "https://x-access-token:ghs_secret@git.example/x")
+    landing = land_pull_request(plan(root), BRANCH, env(github))
+    assert landing.warning is not None and "cannot tell the GitHub repository" in landing.warning
+    assert "https://***@git.example/x" in landing.warning and "ghs_secret" not in landing.warning
+
+
 def test_a_failed_push_opens_no_pull_request(root: Path, github: GitHubServer) -> None:
     git(root, "remote", "set-url", "origin", str(root.parent / "missing.git"))
     landing = land_pull_request(plan(root, repo="octo/slug"), BRANCH, env(github))

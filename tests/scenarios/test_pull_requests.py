@@ -67,7 +67,7 @@ def test_a_passing_run_pushes_the_branch_and_opens_the_pull_request(
 ) -> None:
     done = run_pr(repo, github, "fixed")
     assert done.returncode == 0, done.stderr
-    assert "row succeeded" in done.stdout
+    assert ": done (attempts: 1 of " in done.stdout and "row " not in done.stdout
     payload = only_payload(repo)
     assert payload["status"] == "ready" and payload["task_status"] == "done"
     branch = f"assay/{payload['run_id']}/seat-1"
@@ -99,7 +99,7 @@ def test_a_blocked_run_leaves_a_draft_pr_and_the_task_is_held(
     extra = PR_SETTINGS + "budgets: {max_attempts: 3, max_recovery: 2}\n"
     done = run_pr(repo, github, "wrong", extra=extra)
     assert done.returncode == 3, done.stderr
-    assert "row blocked_with_pr" in done.stdout and ": held" in done.stdout
+    assert ": held for a human" in done.stdout and "row " not in done.stdout
     payload = only_payload(repo)
     assert payload["status"] == "blocked" and payload["task_status"] == "held"
     assert payload["halt_type"] == "blocker" and payload["halts"]["fired"] == []
@@ -124,7 +124,7 @@ def test_a_rejected_token_holds_the_task_with_the_apis_message(
 ) -> None:
     done = run_pr(repo, github, "fixed", token="ghp_not_the_right_one")
     assert done.returncode == 3, done.stderr
-    assert "row land_refused" in done.stdout
+    assert ": held for a human (attempts: 1 of " in done.stdout and "row " not in done.stdout
     assert "Traceback" not in done.stderr
     warning = " ".join(done.stderr.split())
     assert "pull request not opened" in warning and "HTTP 401" in warning
@@ -166,7 +166,9 @@ def test_a_server_error_refunds_the_run_and_the_task_lands_again_later(
     github.script(Reply(500, {"message": "Server Error"}))
     done = run_pr(repo, github, "fixed")
     assert done.returncode == 1, done.stderr
-    assert "row failed_machine_fault" in done.stdout
+    assert "failed, runnable again (refunded, this run does not count; attempts: 0 of" in (
+        done.stdout
+    )
     first = only_payload(repo)
     assert first["status"] == "failed" and first["task_status"] == "failed"
     assert first["attempt_spent"] is False and first["halt_type"] == "environment_error"

@@ -37,6 +37,28 @@ def assay_bin_dir(argv0: str | None = None, executable: str | None = None) -> Pa
     return None
 
 
+def assay_venv_bins(
+    argv0: str | None = None,
+    executable: str | None = None,
+    prefix: str | None = None,
+    base_prefix: str | None = None,
+) -> list[Path]:
+    """The ``bin`` folders of the virtualenv assay runs from (its entry point's, its
+    interpreter's), resolved; none when assay is not installed in a virtualenv (its folder is
+    then shared with other tools: ``/usr/local/bin``, ``~/.local/bin``). A validator's PATH
+    puts them last (:mod:`assay.adapters.repo_tools`): assay's own Python is not the project's.
+    """
+    candidates = [assay_bin_dir(argv0, executable)]
+    inside = sys.prefix if prefix is None else prefix
+    if inside != (sys.base_prefix if base_prefix is None else base_prefix):
+        candidates.append(Path(inside) / "bin")
+    found: list[Path] = []
+    for folder in candidates:
+        if folder is not None and (folder.parent / "pyvenv.cfg").is_file():
+            found.append(folder.resolve())
+    return list(dict.fromkeys(found))
+
+
 def with_assay_on_path(env: Mapping[str, str], folder: Path | None = None) -> dict[str, str]:
     """``env`` with the running assay's folder first on PATH (unchanged when none is found)."""
     found = folder if folder is not None else assay_bin_dir()

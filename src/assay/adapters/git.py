@@ -212,6 +212,12 @@ def commit_diff(repo: Path, commit: str) -> str:
     return _text(_run(repo, "diff-tree", "-p", "-M", "--no-commit-id", *options, commit).stdout)
 
 
+def listed_files(repo: Path) -> list[str]:
+    """The paths git lists in ``repo``'s work tree: tracked, and untracked but not ignored."""
+    raw = _run(repo, "ls-files", "-z", "--cached", "--others", "--exclude-standard").stdout
+    return [name for name in _text(raw).split("\0") if name]
+
+
 def current_branch(repo: Path) -> str | None:
     """The checked-out branch's short name, or None on a detached HEAD."""
     done = _run(repo, "symbolic-ref", "--quiet", "--short", "HEAD", ok=(0, 1))

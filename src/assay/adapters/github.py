@@ -179,11 +179,15 @@ def _headers(token: str) -> dict[str, str]:
 def _send(client: httpx.Client, method: str, url: str, **kwargs: Any) -> httpx.Response:
     import httpx
 
+    from assay.core.text import address_shown
+
     try:
         return client.request(method, url, **kwargs)
     except (httpx.HTTPError, httpx.InvalidURL) as exc:
-        # httpx messages carry the URL at most, never the headers.
-        raise GitHubError(f"cannot reach the GitHub API at {url}: {exc}") from None
+        # httpx messages carry the URL at most, never the headers; the URL's own user info
+        # (an `api_base` with a token in it) is never shown.
+        where = address_shown(url)
+        raise GitHubError(f"cannot reach the GitHub API at {where}: {exc}") from None
 
 
 def _pull(data: object, pulls: str) -> PullRequest:

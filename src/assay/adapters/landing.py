@@ -50,10 +50,15 @@ class LandRefused(Exception):
     """Landing was refused and nothing was changed; the candidate branch is left as it is."""
 
     def __init__(self, reason: str, paths: Sequence[str] = ()) -> None:
-        self.reason = reason
+        self.reason = reason  # a whole sentence: it names the paths where they belong
         self.paths = tuple(paths)
-        listed = f": {', '.join(self.paths)}" if self.paths else ""
-        super().__init__(reason + listed)
+        super().__init__(reason)
+
+
+def named(paths: Sequence[str], most: int = 5) -> str:
+    """``a.py, b.py and 3 more``: the paths a refusal is about, bounded."""
+    shown = ", ".join(paths[:most])
+    return shown + (f" and {len(paths) - most} more" if len(paths) > most else "")
 
 
 class LandBlocked(LandRefused):
@@ -216,7 +221,7 @@ def land_squash(
         return found
     checkout = _checked_out_at(repo, target)
     if checkout is not None:
-        _refuse_dirty(checkout, into_branch, branch)
+        _refuse_dirty(checkout, into_branch)
     candidate = _rev(repo, f"refs/heads/{branch}^{{commit}}")
     checked: set[str] = set(validated) if validated is not None else set()
     if validated is None:
@@ -239,9 +244,9 @@ def land_squash(
         if tree not in checked:
             raise LandRefused(f"the tree {tree[:12]} was not the one validated; nothing landed")
         written = _written(repo, old, commit)
-        _refuse_assay_home(written, branch, assay_homes)
+        _refuse_assay_home(written, assay_homes)
         if checkout is not None:  # checked again: revalidation may have taken minutes
-            _refuse_dirty(checkout, into_branch, branch)
+            _refuse_dirty(checkout, into_branch)
             _ready_to_update(checkout, into_branch, written)
         moved = _run(
             repo, "update-ref", "-m", f"assay: land {branch}", target, commit, old, ok=(0, 1, 128)
@@ -284,13 +289,13 @@ def _combine(repo: Path, base_commit: str, tip: str, candidate: str) -> str:
     return combined
 
 
-def _refuse_dirty(checkout: Path, into_branch: str, branch: str) -> None:
+def _refuse_dirty(checkout: Path, into_branch: str) -> None:
     """A checkout of the base branch with uncommitted changes is never touched."""
     tracked, _ = _status(checkout)
     if tracked:
         raise LandRefused(
-            f"{into_branch} is checked out at {checkout} with uncommitted changes; "
-            f"the change is left on {branch}",
+            f"{into_branch} is checked out at {checkout} with uncommitted changes to "
+            f"{named(tracked)}",
             tracked,
         )
 
@@ -301,7 +306,7 @@ def _written(repo: Path, old: str, commit: str) -> set[str]:
     return {p for p in listed.split("\0") if p}
 
 
-def _refuse_assay_home(written: set[str], branch: str, homes: Collection[str]) -> None:
+def _refuse_assay_home(written: set[str], homes: Collection[str]) -> None:
     """Nothing lands in ``.assay/`` (or wherever ``homes`` says assay's folder is), assay's own
     folder in the user's checkout (a file there, a SQLite journal beside the ledger, would be
     read as assay's own). The scope check holds such a candidate first; this is the last line,
@@ -309,8 +314,7 @@ def _refuse_assay_home(written: set[str], branch: str, homes: Collection[str]) -
     inside = sorted(p for p in written if is_assay_home(p, homes))
     if inside:
         raise LandRefused(
-            f"the change writes into .assay/, assay's own folder; the change is left on {branch}",
-            inside,
+            f"the change writes into .assay/, assay's own folder: {named(inside)}", inside
         )
 
 
@@ -322,7 +326,10 @@ def _ready_to_update(checkout: Path, into_branch: str, written: set[str]) -> Non
     _, untracked = _status(checkout)
     collisions = sorted(written.intersection(untracked))
     if collisions:
-        raise LandRefused(f"untracked files in {checkout} would be overwritten", collisions)
+        raise LandRefused(
+            f"untracked files in {checkout} would be overwritten: {named(collisions)}",
+            collisions,
+        )
 
 
 def _bring_checkout(repo: Path, checkout: Path, target: str, old: str, commit: str) -> None:

@@ -25,6 +25,7 @@ from typing import Any
 
 from assay.adapters.coders.base import QuotaSignal
 from assay.adapters.envpolicy import BASE_URL_ENV, DEFAULT_API_KEY_ENV
+from assay.core.text import address_shown
 from assay.core.usage import FIRST_CALL, UsageFigures, with_call
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -265,9 +266,10 @@ class ChatClient:
             if isinstance(exc, httpx.ReadTimeout | httpx.ReadError | httpx.RemoteProtocolError):
                 # The request went out whole: the provider may have answered it, and billed it.
                 self._count({})
-            what = "cannot reach the model endpoint"
+            where = address_shown(self.endpoint.base_url or DEFAULT_BASE_URL)
+            what = f"cannot reach the model endpoint {where}"
             if isinstance(exc, httpx.TimeoutException):
-                what = "the model endpoint timed out"
+                what = f"the model endpoint {where} timed out"
             raise LlmError(FailureKind.PROVIDER, f"{what}: {exc}") from exc
         try:
             body: Any = response.json()

@@ -314,7 +314,8 @@ def needed_paths(
             continue
         real = _real(entry)
         if (covered is None or _under_any(real, covered)) and real.is_dir():
-            paths.append(install_root(real))
+            root = install_root(real)  # a virtualenv runs its base interpreter: that too
+            paths += [root, *_venv_base(root)]
     return list(dict.fromkeys(paths))
 
 

@@ -11,11 +11,13 @@ from importlib import import_module
 import typer
 
 from assay.cli.commands import COMMANDS, HELP_FLAGS, OPTIONS, SUMMARY, VERSION_FLAGS, Kind
+from assay.cli.workspace import WholeSummaries
 
 
 def build_app(only: str | None = None) -> typer.Typer:
     """The whole command tree, or only command ``only`` (to skip importing the others)."""
     app = typer.Typer(
+        cls=WholeSummaries,
         name="assay",
         help=SUMMARY,
         context_settings={"help_option_names": list(HELP_FLAGS)},
@@ -57,9 +59,11 @@ def build_app(only: str | None = None) -> typer.Typer:
 def _add_halt(app: typer.Typer) -> None:
     # argparse parses ``halt``'s own arguments (see assay.cli.halt); typer only passes them on.
     from assay.cli import halt
+    from assay.cli.completion import HaltCommand
 
     @app.command(
         name="halt",
+        cls=HaltCommand,
         help=halt.HELP,
         context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
         add_help_option=False,

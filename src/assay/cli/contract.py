@@ -15,19 +15,24 @@ from assay.cli.workspace import EXIT_USAGE, command_group, fail, print_json
 
 if TYPE_CHECKING:
     from assay.core.contract import Contract
+    from assay.core.contract_template import ToolFacts
 
 app = command_group()
+
+DEFAULT_PATH = Path("assay.yaml")
+"""Where ``init`` writes the template and what ``check`` reads when given no path."""
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print the outcome as one JSON object.")]
 
 
 @app.command()
 def init(
-    path: Annotated[Path, typer.Argument(help="Where to write it.")] = Path("assay.yaml"),
+    path: Annotated[Path, typer.Argument(help="Where to write it.")] = DEFAULT_PATH,
     force: Annotated[bool, typer.Option(help="Overwrite an existing file.")] = False,
     json_output: JsonFlag = False,
 ) -> None:
-    """Write a commented dispatch contract template (every key explained)."""
+    """Write a commented dispatch contract template (every key explained), its validators
+    the ones found to run for this repository (pytest, ruff)."""
     from assay.adapters.store.halt_files import write_text_atomic
     from assay.core.contract import contract_template
 
@@ -36,7 +41,7 @@ def init(
         fail(f"{path} exists; pass --force to overwrite it")
     if path.is_dir():
         fail(f"{path} is a directory; give the path of the file to write")
-    text = contract_template()
+    text = contract_template(_found_tools(path))
     try:
         write_text_atomic(path, text)
     except OSError as exc:
@@ -47,20 +52,49 @@ def init(
         typer.echo(f"wrote {path}")
 
 
+def _found_tools(path: Path) -> ToolFacts | None:
+    """What runs for the repository the contract is written in (its folder's, outside git)."""
+    import os
+
+    from assay.adapters import git
+    from assay.adapters.tool_detect import find_tools
+
+    folder = path.absolute().parent
+    if not folder.is_dir():
+        return None  # nothing to look at: the write says why it cannot be made
+    try:
+        repo = git.repo_root(folder)
+    except git.GitError:
+        repo = folder
+    return find_tools(repo, os.environ)
+
+
 @app.command()
 def check(
-    path: Annotated[Path, typer.Argument(help="The contract to check.")],
+    path: Annotated[
+        Path | None,
+        typer.Argument(help="The contract to check (default: assay.yaml, as `init` writes it)."),
+    ] = None,
     json_output: JsonFlag = False,
 ) -> None:
     """Parse and validate a contract; exit 2 with the key and line of the first problem.
 
-    A contract that asks for the bwrap sandbox on a machine without bwrap is valid (it may be
-    run elsewhere): a warning says `assay run` would refuse it here. --json: `{path, ok,
-    problems: [{key, line, message}], warnings}`, the same exit codes."""
+    The template's placeholder task, left unchanged, is a problem too (`assay run` refuses
+    it). A contract that asks for the bwrap sandbox on a machine without bwrap is valid (it
+    may be run elsewhere): a warning says `assay run` would refuse it here. --json: `{path,
+    ok, problems: [{key, line, message}], warnings}`, the same exit codes."""
     from assay.core.text import printable
 
+    default = path is None
+    path = DEFAULT_PATH if path is None else path
     shown = printable(str(path))
     contract, problems, refusal = _parse(path, shown)
+    if default and not path.exists() and not path.is_symlink():
+        refusal = (
+            f"no {DEFAULT_PATH} here; create one with `assay contract init` or give a path "
+            "(`assay contract check FILE`)"
+        )
+        problems = [{"key": None, "line": None, "message": refusal}]
     warnings = [] if contract is None else _warnings(contract)
     for warning in warnings:
         typer.echo(f"warning: {warning}", err=True)
@@ -77,6 +111,7 @@ def _parse(path: Path, shown: str) -> tuple[Contract | None, list[dict[str, obje
     """The contract, or None, every problem (key, line, message) and the one-line refusal."""
     from assay.cli.contract_file import ContractFileError, read_contract_text
     from assay.core.contract import ContractError, parse_contract
+    from assay.core.contract_yaml import placeholder_problem
 
     try:
         text = read_contract_text(path)
@@ -84,12 +119,21 @@ def _parse(path: Path, shown: str) -> tuple[Contract | None, list[dict[str, obje
         message = f"cannot read contract {shown}: {exc}"
         return None, [{"key": None, "line": None, "message": message}], message
     try:
-        return parse_contract(text, shown), [], None
+        contract = parse_contract(text, shown)
     except ContractError as exc:
         problems: list[dict[str, object]] = [
             {"key": p.key or None, "line": p.line, "message": p.message} for p in exc.problems
         ]
         return None, problems, f"invalid contract: {exc}"
+    problem = placeholder_problem(contract.task)
+    if problem is None:
+        return contract, [], None
+    # A top-level key in block style starts its line (a flow-style contract has no line).
+    lines = text.splitlines()
+    line = next((n for n, s in enumerate(lines, 1) if s.startswith(("task:", "task :"))), None)
+    where = f"line {line}: task" if line is not None else "task"
+    refusal = f"invalid contract: {shown}: {where}: {problem}"
+    return None, [{"key": "task", "line": line, "message": problem}], refusal
 
 
 def _warnings(contract: Contract) -> list[str]:

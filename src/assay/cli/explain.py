@@ -9,6 +9,7 @@ fired halts and the ways back (``task show``) are in :mod:`assay.cli.explain_hal
 
 from __future__ import annotations
 
+import math
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -25,8 +26,9 @@ def when(moment: datetime) -> str:
 
 
 def span(later: datetime, now: datetime) -> str:
-    """How far ``later`` is from ``now``, coarsely: ``4m``, ``1h 5m``, ``2d 3h``, ``30s``."""
-    seconds = max(0, int((later - now).total_seconds()))
+    """How far ``later`` is from ``now``, coarsely: ``4m``, ``1h 5m``, ``2d 3h``, ``30s``;
+    rounded up, so a wait not yet over never reads ``0s``."""
+    seconds = max(0, math.ceil((later - now).total_seconds()))
     days, rest = divmod(seconds, 86_400)
     hours, rest = divmod(rest, 3600)
     minutes, secs = divmod(rest, 60)
@@ -45,8 +47,14 @@ def wait_note(task: Task, now: datetime) -> str | None:
 
 
 def waits_message(task: Task, now: datetime) -> str:
-    """Why a waiting task is not run now, and how to run it anyway."""
+    """Why a waiting task is not run now, and how to run it anyway; a wait over by ``now``
+    (it ended while this was being said) is said to be over."""
     assert task.not_before is not None
+    if not task.waiting(now):
+        return (
+            f"task {task.id} waited for {wait_cause(task)} until {when(task.not_before)}; "
+            "the wait is over: it is runnable now"
+        )
     return (
         f"task {task.id} waits for {wait_cause(task)} until {when(task.not_before)} "
         f"(in {span(task.not_before, now)}); `assay task release {task.id}` to run it now"

@@ -11,24 +11,72 @@ from typing import Annotated
 
 import typer
 
+from assay.cli.coder_flags import FLAG_KINDS
+from assay.cli.completion import coder_kinds
 from assay.core.limits import MAX_ATTEMPTS_LIMIT, MAX_RECOVERY_LIMIT
-from assay.core.vocab import SandboxMode
+from assay.core.vocab import LandMode, SandboxMode
+
+_KINDS = [k.value for k in FLAG_KINDS]
 
 ContractFlag = Annotated[
     Path | None, typer.Option("--contract", "-c", help="A dispatch contract (YAML).")
 ]
 CoderFlag = Annotated[
     str | None,
-    typer.Option(help="Coder kind: claude, codex, aider, mini, llm, command or replay."),
+    typer.Option(
+        metavar="KIND[:MODEL]",
+        help=f"The coder: {', '.join(_KINDS[:-1])} or {_KINDS[-1]} (default claude; command "
+        "with --coder-command). KIND:MODEL also picks its model, like --model.",
+        autocompletion=coder_kinds,
+    ),
 ]
 CoderCommandFlag = Annotated[
     str | None, typer.Option(help="For --coder command: the command line to run.")
 ]
+ModelFlag = Annotated[
+    str | None,
+    typer.Option(
+        "--model",
+        metavar="NAME",
+        help="The coder's model (--coder llm needs one); the coder's own default without it.",
+    ),
+]
+BaseUrlFlag = Annotated[
+    str | None,
+    typer.Option(
+        "--base-url",
+        metavar="URL",
+        help="The model endpoint: for --coder llm an OpenAI-compatible URL (e.g. "
+        "http://localhost:8000/v1; default $OPENAI_BASE_URL, else api.openai.com); claude, "
+        "codex, aider and mini are given it as their API base.",
+    ),
+]
+ApiKeyEnvFlag = Annotated[
+    str | None,
+    typer.Option(
+        "--api-key-env",
+        metavar="VAR",
+        help="For --coder llm or codex: the environment variable that holds the API key "
+        "(default OPENAI_API_KEY).",
+    ),
+]
 ValidatorFlag = Annotated[
     list[str] | None,
-    typer.Option("--validator", "-v", help='A validator command, e.g. "pytest -q" (repeat).'),
+    typer.Option(
+        "--validator",
+        "-v",
+        metavar="[NAME=]COMMAND",
+        help='A validator command, e.g. "pytest -q" (repeat it for more); named v1, v2 and so '
+        'on in the output, or give the name: tests="pytest -q".',
+    ),
 ]
-LandFlag = Annotated[str, typer.Option(help="merge, branch, pr or none.")]
+LandFlag = Annotated[
+    LandMode,
+    typer.Option(
+        help="Where a passing change goes: merge (one commit on the base branch), branch "
+        "(left on assay/<run>/<seat>), pr (pushed, a pull request opened) or none."
+    ),
+]
 SeatsFlag = Annotated[int, typer.Option(min=1, max=16, help="Competing coders per attempt.")]
 MaxAttemptsFlag = Annotated[
     int, typer.Option(min=1, max=MAX_ATTEMPTS_LIMIT, help="Runs before the task is Held.")

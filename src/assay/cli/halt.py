@@ -159,6 +159,23 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
     return root, {"arm": arm, "check": check, "rearm": rearm}
 
 
+def options_by_command() -> dict[str, dict[str, bool]]:
+    """Each subcommand's long options, each with whether it takes a value (what a shell
+    completes after ``assay halt``), read from the parser itself."""
+    root, _ = _parser()
+    table: dict[str, dict[str, bool]] = {}
+    for action in root._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, parser in action.choices.items():
+                table[name] = {
+                    option: option_action.nargs != 0
+                    for option_action in parser._actions
+                    for option in option_action.option_strings
+                    if option.startswith("--")
+                }
+    return table
+
+
 def run(argv: Sequence[str]) -> int:
     """Parse ``argv`` (what follows ``assay halt``), act, print JSON, return the exit code."""
     root, commands = _parser()

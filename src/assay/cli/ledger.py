@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from assay.cli import task_views as views
+from assay.cli.completion import TaskId
 from assay.cli.workspace import Workspace, command_group, fail, print_json
 
 app = command_group()
@@ -16,7 +17,7 @@ app = command_group()
 
 @app.command()
 def show(
-    task_id: str,
+    task_id: TaskId,
     json_output: Annotated[bool, typer.Option("--json", help="JSON output.")] = False,
 ) -> None:
     """The task's convergence ledger: stage counters, laps, signatures, oscillation; and what

@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from assay.cli.completion import RunId
 from assay.cli.workspace import Workspace, command_group, fail, print_json
 
 app = command_group()
@@ -25,7 +26,7 @@ def schema(
 
 @app.command()
 def show(
-    run_id: str,
+    run_id: RunId,
     json_output: Annotated[bool, typer.Option("--json", help="JSON output (the default).")] = True,
 ) -> None:
     """Print a run's payload (from the ledger's record of where it was written)."""

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any
 
 from assay.cli.output_options import ProgressMode, live_terminal
 from assay.core.text import shown
-from assay.core.vocab import EventKind
+from assay.core.vocab import STOPPED_SAID, AttemptNext, EventKind, StopReason
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -65,6 +66,15 @@ def _type_changes(changes: list[Any]) -> str:
     return "; type changed: " + ", ".join(named[:5]) + (" …" if len(named) > 5 else "")
 
 
+def _stopped(reason: object) -> str:
+    """`` · stopped at its turn budget (max_turns)``: why the coder stopped, when that is
+    news (not a coder that finished); a reason this version does not know, as given."""
+    if not reason or reason == StopReason.COMPLETED:
+        return ""
+    known = STOPPED_SAID.get(StopReason(reason)) if reason in set(StopReason) else None
+    return f" · {known or f'stopped: {reason}'}"
+
+
 def spent_text(tokens: object, cost: object) -> str:
     """ "1,200 tokens · $0.0312" (a cost only when one is known; "" when nothing is)."""
     parts = []
@@ -88,22 +98,23 @@ def describe(event: RunEvent) -> list[str]:
         what = f"{len(files)} file(s) changed ({shown})" if files else "no change"
         what += _type_changes(_items(data.get("type_changes")))
         err = f" · [red]{_escape(str(data['error']))}[/red]" if data.get("error") else ""
-        stop = f" · stopped: {data['stop_reason']}" if data.get("stop_reason") else ""
+        stop = _stopped(data.get("stop_reason"))
         spent = spent_text(data.get("tokens_used"), data.get("cost_usd"))
         spent = f" · {spent}" if spent else ""
         coder = _escape(f"[{data['coder']}]")
         # Never wrapped by us: a path cut in two cannot be searched for in a log.
         return [f"  seat {data['seat']} {coder}: {_escape(what)}{spent}{stop}{err}"]
     if event.kind == EventKind.VALIDATOR_FINISHED:
-        severity = "error" if data.get("error") else str(data["severity"])
+        # An advisory validator that could not run only warns (a run warning says why).
+        severity = "error" if data.get("error") and not data.get("advisory") else data["severity"]
+        severity = str(severity)
         style = _STYLE.get(severity, "magenta")
         return [f"  validator {data['validator']}: [{style}]{severity}[/{style}]"]
     if event.kind == EventKind.ATTEMPT_DECIDED:
         going = data.get("next", data["action"])  # what the run does, not the bare policy
         why = f": {_escape(str(data['why']))}" if data.get("why") else ""
         lines = [f"  decision: [bold]{going}[/bold] (seat {data['seat']}){why}"]
-        lines += [f"    [red]✗[/red] {_escape(str(f))}" for f in _items(data.get("failures"))]
-        return lines
+        return lines + failure_lines(event.data.get("failures"))  # split before shown
     if event.kind == EventKind.JUDGES_RANKED:
         lost = f", {data['lost_to_quota']} lost to quota" if data.get("lost_to_quota") else ""
         if data.get("lost_to_fault"):
@@ -116,6 +127,21 @@ def describe(event: RunEvent) -> list[str]:
     if event.kind == EventKind.WARNING:
         return [f"  [yellow]warning:[/yellow] {_escape(str(data['message']))}"]
     return []
+
+
+def failure_lines(failures: object, *, markup: bool = True) -> list[str]:
+    """An attempt's failed validators: ``✗ tests: `pytest -q` exited 1``, then the last lines
+    of its output each quoted under it (``│ FAILED test_x.py::test_y``), so no line a
+    validator printed can pass for one of ours. Rich markup, or plain text (``markup=False``:
+    the quiet display, which prints without rich)."""
+    cross, bar = ("[red]✗[/red]", "[dim]│[/dim]") if markup else ("✗", "│")
+    escape = _escape if markup else str
+    lines = []
+    for failure in _items(failures):
+        head, *output = str(failure).split("\n")
+        lines.append(f"    {cross} {escape(shown(head))}")
+        lines += [f"      {bar} {escape(shown(line))}" for line in output]
+    return lines
 
 
 def stderr_console() -> Console:
@@ -165,11 +191,19 @@ class Progress:
     def ended(self, label: str | None = None) -> None:
         """The run (``label``'s, or the only one) is over: nothing of it is drawn any more."""
 
+    def paused(self) -> AbstractContextManager[None]:
+        """Around a write of the command's own to stdout or stderr (a run's result): with a
+        live display, its footer is taken away first and drawn again after, so the text never
+        shares a line with it."""
+        return nullcontext()
+
 
 class WarningsOnly(Progress):
     """No progress, only what the user must read, as plain text (no rich, no ANSI): run
-    warnings, and a seat's error (a coder that could not run: a missing key, a bad command),
-    which is the operator's to fix, not progress."""
+    warnings, a seat's error (a coder that could not run: a missing key, a bad command),
+    which is the operator's to fix, and the validators that failed the attempt that ended
+    the run (what they said, their exit, the last lines of their output), as the terminal's
+    progress shows them."""
 
     def __init__(self) -> None:  # no console: nothing here draws
         self.quiet = True
@@ -186,6 +220,9 @@ class WarningsOnly(Progress):
                 f"seat {_one_line(event.data.get('seat'))} [{_one_line(event.data.get('coder'))}]"
             )
             _write_stderr(f"  error: {where}{seat}: {_one_line(event.data.get('error'))}")
+        elif event.kind == EventKind.ATTEMPT_DECIDED and event.data.get("next") == AttemptNext.END:
+            for line in failure_lines(event.data.get("failures"), markup=False):
+                _write_stderr(f"{label}: {line.lstrip()}" if label else line)
 
 
 def _one_line(value: object) -> str:

@@ -5,9 +5,11 @@ stays is the lines, and one that says how long each run took."""
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -87,6 +89,24 @@ class LiveProgress(Progress):
             self._live.stop()
             self._live = None
 
+    @contextmanager
+    def paused(self) -> Iterator[None]:
+        """The footer goes (its lines erased, the cursor where its first line was) while the
+        caller writes, to whichever stream, and comes back under what was written."""
+        # Not under self._lock: the footer's refresh takes Live's lock, then ours.
+        live = self._live
+        if live is None or not live.is_started:
+            yield
+            return
+        live.stop()
+        try:
+            yield
+        finally:
+            for stream in (sys.stdout, sys.stderr):
+                with suppress(OSError, ValueError):
+                    stream.flush()  # what was written is on the screen before the footer
+            live.start(refresh=True)
+
     def show(self, event: RunEvent, *, label: str | None) -> None:
         with self._lock:
             self._track(event, label)
@@ -128,7 +148,8 @@ class LiveProgress(Progress):
         elif event.kind == EventKind.VALIDATOR_FINISHED:
             seat = run.seats.get(_int(data.get("seat")) or 0)
             if seat is not None:
-                severity = "error" if data.get("error") else str(data.get("severity"))
+                halted = data.get("error") and not data.get("advisory")  # advisory: warns
+                severity = "error" if halted else str(data.get("severity"))
                 seat.state = f"validator {data.get('validator')}: {severity}"
         elif event.kind == EventKind.JUDGES_RANKED:
             run.state = "judged"

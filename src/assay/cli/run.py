@@ -9,14 +9,17 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from assay.cli.completion import task_ids
 from assay.cli.flags import (
+    ApiKeyEnvFlag,
+    BaseUrlFlag,
     CoderCommandFlag,
     CoderFlag,
     ContractFlag,
@@ -25,6 +28,7 @@ from assay.cli.flags import (
     MaxCostFlag,
     MaxRecoveryFlag,
     MaxTokensFlag,
+    ModelFlag,
     SandboxFlag,
     SeatsFlag,
     TaskMaxCostFlag,
@@ -44,7 +48,7 @@ from assay.cli.workspace import (
     refuse_secret_env,
     refuse_unconfinable,
 )
-from assay.core.vocab import HaltType, SandboxMode, TaskStatus
+from assay.core.vocab import HaltType, LandMode, SandboxMode, TaskStatus
 
 if TYPE_CHECKING:
     from assay.adapters.store.sql import Ledger
@@ -104,13 +108,20 @@ def refuse_conflicting_flags(
 def run(
     ctx: typer.Context,
     instruction: Annotated[
-        str | None, typer.Argument(help="What to do. Omit it when --contract gives the task.")
+        str | None,
+        typer.Argument(
+            help="What to do. Omit it when --contract gives the task; given with --contract, "
+            "it replaces the contract's `task:` (said on stderr)."
+        ),
     ] = None,
     contract: ContractFlag = None,
     coder: CoderFlag = None,
     coder_command: CoderCommandFlag = None,
+    model: ModelFlag = None,
+    base_url: BaseUrlFlag = None,
+    api_key_env: ApiKeyEnvFlag = None,
     validator: ValidatorFlag = None,
-    land: LandFlag = "branch",
+    land: LandFlag = LandMode.BRANCH,
     seats: SeatsFlag = 1,
     max_attempts: MaxAttemptsFlag = 3,
     max_recovery: MaxRecoveryFlag = 2,
@@ -120,7 +131,10 @@ def run(
     task_max_cost: TaskMaxCostFlag = None,
     task_max_tokens: TaskMaxTokensFlag = None,
     task_id: Annotated[
-        str | None, typer.Option("--task", help="Run an existing task instead of a new one.")
+        str | None,
+        typer.Option(
+            "--task", help="Run an existing task instead of a new one.", autocompletion=task_ids
+        ),
     ] = None,
     ignore_wait: Annotated[
         bool,
@@ -158,12 +172,14 @@ def run(
 
     refuse_conflicting_flags(instruction, contract, task_id, ignore_wait, resume)
     spending = spending_flags(max_cost, max_tokens, task_max_cost, task_max_tokens)
-    if (task_id is not None or resume) and any(v is not None for v in spending.values()):
-        given = [flag for flag, key in SPENDING_FLAGS.items() if spending[key] is not None]
-        fail(
-            f"{', '.join(given)} cannot be combined with --task or --resume: the task's "
-            "contract sets its budgets (give them when it is created)"
-        )
+    if task_id is not None or resume:  # a stored task's contract: a flag would be ignored
+        given = flags_given(ctx, _CONTRACT_FLAGS)
+        given += [flag for flag, key in SPENDING_FLAGS.items() if spending[key] is not None]
+        if given:
+            fail(
+                f"{', '.join(given)} cannot be combined with --task or --resume: the task's "
+                "contract sets these (give them when it is created)"
+            )
     if contract is not None:
         refuse_flags_beside_a_contract(ctx)
     built: Contract | None = None
@@ -172,7 +188,7 @@ def run(
         built = build_contract(
             instruction, contract, coder, coder_command, validator, land, seats,
             max_attempts, max_recovery, sandbox=sandbox,
-            spending=spending,
+            spending=spending, endpoint=(model, base_url, api_key_env),
         )  # fmt: skip
         refuse_unconfinable(built)  # before the task is created
         refuse_secret_env(built)
@@ -231,7 +247,9 @@ def run(
 
             fail(f"{waits_message(task, now)} (or add --ignore-wait)")
         if not task.runnable(now) and not task.waiting(now):
-            fail(f"task {task_id} is {task.status.value}, not runnable")
+            from assay.cli.outcome import state_said
+
+            fail(f"task {task_id} does not run now: it is {state_said(task.status, task_id)}")
         jobs.append((task, workspace.load_contract(task_id)))
     elif built is not None:
         if not built.verified:
@@ -260,18 +278,24 @@ def run(
 
 
 def unverified_warning(contract: Contract, from_flags: bool) -> str:
-    """The one line said before a run that no validator will verify."""
+    """The one line said before a run that no validator will verify; what that does to the
+    landing only when the landing is a merge."""
+    from assay.core.vocab import LandMode
+
     missing = (
-        "no --validator given" if from_flags else "the contract has no command or judge validator"
+        "no --validator given"
+        if from_flags
+        else "the contract has no command or judge validator that can block"
     )
-    landing = (
-        "land_unverified: true lets a merge land it anyway"
-        if contract.land_unverified
-        else "land: merge will leave a branch instead"
-    )
+    landing = ""
+    if contract.land is LandMode.MERGE and contract.land_unverified:
+        landing = "; land_unverified: true lets the merge land it anyway"
+    elif contract.land is LandMode.MERGE:
+        how = "give --validator" if from_flags else "add a validator, or land_unverified: true"
+        landing = f"; the merge will leave the change on a branch instead ({how} to merge it)"
     return (
         f"warning: {missing}: only scope and secret checks will run, nothing verifies the "
-        f"change (halt-verification-gap); {landing}"
+        f"change (halt-verification-gap){landing}"
     )
 
 
@@ -288,25 +312,44 @@ def build_contract(
     *,
     sandbox: SandboxMode | None = None,
     spending: Mapping[str, float | int | None] | None = None,
+    endpoint: tuple[str | None, str | None, str | None] = (None, None, None),
 ) -> Contract:
     """The contract of a new task, from a file or from the flags; ``sandbox`` (``--sandbox``)
-    and ``spending`` (the budget flags, by their ``budgets`` key) override either's."""
+    and ``spending`` (the budget flags, by their ``budgets`` key) override either's;
+    ``endpoint`` is ``--model``, ``--base-url`` and ``--api-key-env``."""
     from pydantic import ValidationError
 
+    from assay.cli.coder_flags import CoderFlags, checked_coder
     from assay.core.contract import contract_from_flags
+    from assay.core.contract_yaml import placeholder_problem
+    from assay.core.text import printable
 
     if contract_file is not None:
         built = load_contract_file(contract_file)
-        if instruction is not None:
+        if instruction is not None and instruction.strip() != built.task.strip():
+            from assay.core.text import shown
+
+            typer.echo(
+                "assay: note: the instruction given replaces the `task:` of "
+                f"{shown(str(contract_file))}",
+                err=True,
+            )
             built = built.model_copy(update={"task": instruction})
+        if (problem := placeholder_problem(built.task)) is not None:
+            fail(f"invalid contract: {printable(str(contract_file))}: task: {problem}")
     else:
         assert instruction is not None
-        refuse_bad_coder_flags(coder, coder_command)
+        model, base_url, api_key_env = endpoint
+        flags = CoderFlags(coder, coder_command, model, base_url, api_key_env)
+        kind, chosen_model = checked_coder(flags)
         try:
             built = contract_from_flags(
                 instruction,
-                coder=coder,
+                coder=kind.value,
                 coder_command=coder_command,
+                model=chosen_model,
+                base_url=base_url,
+                api_key_env=api_key_env,
                 validators=validators or [],
                 land=land,
                 seats=seats,
@@ -321,6 +364,8 @@ def build_contract(
             fail(f"invalid options: {one_line(exc)}")
         except ValueError as exc:
             fail(f"invalid options: {exc}")
+        if (problem := placeholder_problem(built.task)) is not None:
+            fail(f"invalid options: the instruction: {problem}")
     if sandbox is not None:
         built = built.model_copy(update={"sandbox": sandbox})
     caps = {key: value for key, value in (spending or {}).items() if value is not None}
@@ -356,44 +401,49 @@ def spending_flags(
     return dict(zip(SPENDING_FLAGS.values(), given, strict=True))
 
 
-# The flags a contract file sets itself: given beside --contract they would be ignored.
-_CONTRACT_FLAGS = frozenset(
-    {"coder", "coder_command", "validator", "land", "seats", "max_attempts", "max_recovery"}
-)
+# The flags a contract file sets itself (given beside --contract they would be ignored), and
+# the contract key each one sets.
+_CONTRACT_FLAGS = {
+    "coder": "coder:",
+    "coder_command": "coder.command",
+    "model": "coder.model",
+    "base_url": "coder.base_url",
+    "api_key_env": "coder.api_key_env",
+    "validator": "validators:",
+    "land": "land:",
+    "seats": "seats:",
+    "max_attempts": "budgets.max_attempts",
+    "max_recovery": "budgets.max_recovery",
+}
+
+
+def params_given(ctx: typer.Context, names: Collection[str]) -> list[tuple[str, str]]:
+    """The parameters among ``names`` given on the command line: (flag, parameter name)."""
+    return [
+        (param.opts[0], param.name)
+        for param in ctx.command.params
+        if param.name in names
+        and (source := ctx.get_parameter_source(param.name)) is not None
+        and source.name == "COMMANDLINE"
+    ]
+
+
+def flags_given(ctx: typer.Context, names: Collection[str]) -> list[str]:
+    """The flags among ``names`` (parameter names) given on the command line."""
+    return [flag for flag, _ in params_given(ctx, names)]
 
 
 def refuse_flags_beside_a_contract(ctx: typer.Context) -> None:
     """A flag the contract file would override is refused, never silently ignored."""
-    given = [
-        param.opts[0]
-        for param in ctx.command.params
-        if param.name in _CONTRACT_FLAGS
-        and (source := ctx.get_parameter_source(param.name)) is not None
-        and source.name == "COMMANDLINE"
-    ]
+    given = params_given(ctx, _CONTRACT_FLAGS)
     if given:
+        flags = ", ".join(flag for flag, _ in given)
+        keys = ", ".join(f"`{_CONTRACT_FLAGS[name]}`" for _, name in given)
+        which = "it" if len(given) == 1 else "them"
         fail(
-            f"{', '.join(given)} cannot be combined with --contract: the contract file sets "
-            "these (change them there, e.g. budgets.max_recovery)"
+            f"{flags} cannot be combined with --contract: the contract file sets {which} "
+            f"(change {keys} in the file instead)"
         )
-
-
-def refuse_bad_coder_flags(coder: str | None, coder_command: str | None) -> None:
-    """``--coder`` names one known kind; ``--coder command`` needs ``--coder-command``."""
-    from assay.core.vocab import CoderKind
-
-    kinds = ", ".join(k.value for k in CoderKind)
-    if coder is None:
-        return
-    kind = coder.partition(":")[0].strip()
-    if not kind:
-        fail(f"--coder needs a kind: one of {kinds} (optionally kind:model)")
-    if kind not in {k.value for k in CoderKind}:
-        fail(f"unknown coder kind {kind!r}: use one of {kinds}")
-    if kind == CoderKind.COMMAND.value and not (coder_command or "").strip():
-        fail('--coder command needs --coder-command "the command line to run"')
-    if kind == CoderKind.REPLAY.value:
-        fail("the replay coder needs steps: give it in a contract file (--contract)")
 
 
 def queue_task(ledger: Ledger, contract: Contract, now: datetime) -> Task:

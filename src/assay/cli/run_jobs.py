@@ -95,7 +95,8 @@ def run_jobs(
             display.ended()
             interrupted = (task.id, stop)
             if stop.payload_path:
-                result(json.loads(Path(stop.payload_path).read_text(encoding="utf-8")))
+                with display.paused():
+                    result(json.loads(Path(stop.payload_path).read_text(encoding="utf-8")))
             break
         if stop_requested() is None:  # else its run ended as the stop came: it is stopped too
             unfinished.remove(task.id)
@@ -103,31 +104,34 @@ def run_jobs(
             ended.add(task.id)
         display.ended()
         payload = report.payload
-        result(payload.to_json())
-        if stream is not None or not json_output:
-            _say_settled(task, chosen, report, err=stream is not None)
+        with display.paused():  # the result never shares a line with the live footer
+            result(payload.to_json())
+            if stream is not None or not json_output:
+                _say_settled(chosen, report, err=stream is not None)
         code = max(code, exit_code_for(report.settlement.new_status, payload.halt_type))
     signum = stop_requested()
     if signum is not None:  # the user stopped this command: what it had yet to finish stays so
         from assay.cli.stopped import hold_stopped
 
-        hold_stopped(ledger, unfinished, signum, actor, interrupted, ended)
-        if interrupted is not None and interrupted[1].payload_path:
-            typer.echo(f"payload: {interrupted[1].payload_path}", err=True)
+        with display.paused():  # never on the live footer's line
+            hold_stopped(ledger, unfinished, signum, actor, interrupted, ended)
+            if interrupted is not None and interrupted[1].payload_path:
+                typer.echo(f"payload: {interrupted[1].payload_path}", err=True)
     return code, (results if json_output else [])
 
 
-def _say_settled(task: Task, chosen: Contract, report: RunReport, *, err: bool) -> None:
-    """The human summary of one run: its status and reason, what settle did, the payload."""
-    from assay.core.text import shown
+def _say_settled(chosen: Contract, report: RunReport, *, err: bool) -> None:
+    """The human summary of one run: its status and reason, what became of its task, the
+    payload, and the task's wait when it waits."""
+    from assay.cli.outcome import run_said, task_said
 
-    payload = report.payload
+    payload, task = report.payload, report.task
+    settled = task_said(
+        task, spent=report.settlement.attempt_spent, max_attempts=chosen.budgets.max_attempts
+    )
     typer.echo(
-        f"{payload.status.value}: {shown(payload.reason)}\n"
-        f"task {task.id}: {report.settlement.new_status.value} "
-        f"(row {report.settlement.row.value}, attempt "
-        f"{'spent' if report.settlement.attempt_spent else 'refunded'}, "
-        f"{task.attempts} of {chosen.budgets.max_attempts} used)\n"
+        f"{run_said(payload.status.value, payload.reason)}\n"
+        f"task {task.id}: {settled}\n"
         f"payload: {report.payload_path or 'not written (see the warning above)'}",
         err=err,
     )

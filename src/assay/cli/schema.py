@@ -26,12 +26,23 @@ def cli_schema() -> dict[str, Any]:
     return loaded
 
 
+def output_names(incomplete: str) -> list[str]:
+    """The entries ``--list`` names (the commands' outputs): what a shell completes."""
+    definitions: dict[str, Any] = cli_schema().get("$defs", {})
+    return [
+        name
+        for name, entry in definitions.items()
+        if entry.get("description") and name.startswith(incomplete)
+    ]
+
+
 def schema(
     name: Annotated[
         str | None,
         typer.Argument(
             help="One output's entry (e.g. task_show, event, serve_summary): printed as a schema "
-            "of its own that validates that command's stdout. Omit it for the whole schema."
+            "of its own that validates that command's stdout. Omit it for the whole schema.",
+            autocompletion=output_names,
         ),
     ] = None,
     list_names: Annotated[

@@ -88,9 +88,12 @@ def news(display: Progress, summary: ServeSummary) -> QueueEvents[RunReport]:
             display.say(f"skipping: {shown(said)}")
 
         def finished(self, task_id: str, result: RunReport) -> None:
-            settled = result.settlement.new_status.value
-            summary.closed[task_id] = settled
-            display.say(f"{task_id}: {result.payload.status.value} -> {settled}")
+            from assay.cli.outcome import run_said, task_said
+
+            summary.closed[task_id] = result.settlement.new_status.value
+            ran = run_said(result.payload.status.value, result.payload.reason)
+            settled = task_said(result.task, spent=result.settlement.attempt_spent)
+            display.say(f"task {task_id}: {ran}; the task is {settled}")
 
         def interrupted(self, task_id: str, stop: RunInterrupted) -> None:
             summary.interrupted.append(task_id)

@@ -27,11 +27,12 @@ def serve_temporal(
     every workflow submitted has ended. No recovery and no gc here: the workers hold the runs
     (a lost one is closed by its workflow) and their own folders. The dashboard reads the
     shared ledger; it can re-arm only halts whose state files are on this machine."""
+    from assay.cli.outcome import workflow_said
     from assay.cli.signals import graceful_stop, interrupted_exit
     from assay.cli.worker import temporal_ledger
     from assay.engine.temporal.calls import RunOutcome
     from assay.engine.temporal.client import TemporalUnreachable
-    from assay.engine.temporal.serving import IN_FLIGHT, WorkflowStep, said
+    from assay.engine.temporal.serving import IN_FLIGHT, WorkflowStep
     from assay.engine.worker import QueueEvents, QueueWorker
 
     web = web or WebOptions()
@@ -62,7 +63,7 @@ def serve_temporal(
             typer.echo(f"skipping: {waits_message(task, now)}", err=True)
 
         def finished(self, task_id: str, result: RunOutcome) -> None:
-            typer.echo(said(result), err=True)
+            typer.echo(workflow_said(result), err=True)
 
         def stopping(self) -> None:
             typer.echo("stopping: the workflows go on; the workers finish them", err=True)

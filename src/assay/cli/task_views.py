@@ -125,18 +125,18 @@ def show_text(
         lines.append(f"{note} for {cause} (that run was refunded: no attempt spent)")
     if (error := explain.error_note(task)) is not None:
         lines.append(error)
+    from assay.cli.outcome import run_said
+
     for record in runs:
-        state = record.status.value
-        lines.append(
-            f"  run {shown(record.id)}: {state} {shown(record.reason or '')} "
-            f"{shown(record.payload_path or '')}"
-        )
+        lines.append(f"  run {shown(record.id)}: {run_said(record.status.value, record.reason)}")
+        if record.payload_path:
+            lines.append(f"    payload: {shown(record.payload_path)}")
         if (spent := usage.run_line(record.id)) is not None:
             lines.append(f"    usage: {spent}")
     lines.append(usage.total_line())
     for halt in document["fired_halts"]:
         lines.append(
-            f"fired halt {shown(halt['name'])} ({shown(halt['severity'])}, now "
+            f"{shown(halt['name'])} fired ({shown(halt['severity'])}, now "
             f"{shown(halt['lifecycle'] or 'unknown')}) in run {shown(halt['run_id'])}: "
             f"{shown(halt['detail'])}"
         )
@@ -147,22 +147,55 @@ def show_text(
     return _printed(lines)
 
 
+# What each stage of the convergence ledger counts, and its verdicts, in the README's words.
+_STAGE_COUNTS = {
+    "task": "run(s) spent",
+    "recover": "recovery wave(s)",
+    "dispatch": "coder dispatch(es)",
+    "judge": "judge call(s)",
+    "land": "landing(s) tried",
+}
+_VERDICTS = {
+    "advance": "advance (passed on)",
+    "loop_back": "loop back (tried again)",
+    "escalate": "escalate (to a human)",
+    "unvisited": "",  # no verdict yet: nothing to say
+}
+# The two stages a run gives a verdict to, said as what they mean there.
+_STAGE_VERDICTS = {
+    ("recover", "advance"): "advance (the last attempt passed)",
+    ("recover", "loop_back"): "loop back (the last attempt was blocked)",
+    ("recover", "escalate"): "escalate (the last attempt reached no verdict)",
+    ("task", "advance"): "advance (done)",
+    ("task", "loop_back"): "loop back (runnable again)",
+    ("task", "escalate"): "escalate (held for a human)",
+}
+
+
 def ledger_text(document: dict[str, Any], usage: TaskUsage) -> str:
     """``ledger show``'s lines, from the convergence ledger's JSON document and what the
     task's runs spent."""
-    lines = [
-        f"task {shown(document['task_id'])}: {document['laps']} lap(s), "
-        f"oscillating: {document['oscillating']}"
-    ]
+    head = f"task {shown(document['task_id'])}: {document['laps']} judged attempt(s) in all"
+    if document["converged"]:
+        head += "; converged (its last run was done)"
+    if document["oscillating"]:
+        head += (
+            "; its newest attempt repeats the failures of an attempt just before it"
+            " (stuck, or going in circles)"
+        )
+    lines = [head]
     for stage, record in sorted(document["stage_state"].items()):
-        verdict = shown(str(record["last_verdict"]))
-        lines.append(f"  {shown(stage):<9} attempts {record['attempts']:<4} last verdict {verdict}")
+        counted = f"{record['attempts']} {_STAGE_COUNTS.get(stage, 'attempt(s)')}"
+        given = str(record["last_verdict"])
+        verdict = _STAGE_VERDICTS.get((stage, given)) or _VERDICTS.get(given, shown(given))
+        last = f"last verdict: {verdict}" if verdict else ""
+        lines.append(f"  {shown(stage):<9} {counted:<22} {last}".rstrip())
     for name, foreign in sorted(document["foreign_stages"].items()):
         signatures = foreign["last_finding_signatures"]
         unreadable = [s for s in signatures if s.startswith("(unreadable")]
         why = unreadable[0] if unreadable else "not known to this version of assay"
         lines.append(
-            f"  {shown(name):<9} attempts {foreign['attempts']:<4} last verdict "
+            f"  {shown(name):<9} {foreign['attempts']} attempt(s), last verdict "
             f"{shown(str(foreign['last_verdict']))} ({shown(why)}; shown as stored, not counted)"
         )
     lines.append(usage.total_line())

@@ -11,7 +11,10 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from assay.cli import task_views as views
+from assay.cli.completion import TaskId, task_ids
 from assay.cli.flags import (
+    ApiKeyEnvFlag,
+    BaseUrlFlag,
     CoderCommandFlag,
     CoderFlag,
     ContractFlag,
@@ -20,6 +23,7 @@ from assay.cli.flags import (
     MaxCostFlag,
     MaxRecoveryFlag,
     MaxTokensFlag,
+    ModelFlag,
     SandboxFlag,
     SeatsFlag,
     TaskMaxCostFlag,
@@ -36,7 +40,7 @@ from assay.cli.workspace import (
     refuse_secret_env,
     refuse_unconfinable,
 )
-from assay.core.vocab import OperatorMove
+from assay.core.vocab import LandMode, OperatorMove, TaskStatus
 
 if TYPE_CHECKING:
     from assay.adapters.store.records import RunRecord
@@ -51,6 +55,10 @@ HOLD_REASON = "held by an operator"
 _STOP_REASONS = {OperatorMove.HOLD: HOLD_REASON, OperatorMove.CANCEL: "cancelled by an operator"}
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Machine-readable JSON output.")]
+STATUSES = [s.value for s in TaskStatus]
+PRUNABLE = [s.value for s in (TaskStatus.DONE, TaskStatus.HELD, TaskStatus.FAILED)]
+"""What ``task prune --status`` may name (``assay.engine.task_removal.PRUNABLE``, which a test
+checks this against: the engine is not imported to build the options)."""
 
 
 def _get(ledger: Ledger | None, task_id: str) -> Task:
@@ -87,12 +95,18 @@ def _dump(task: Task) -> dict[str, object]:
 @app.command()
 def add(
     ctx: typer.Context,
-    instruction: Annotated[str | None, typer.Argument(help="What to do.")] = None,
+    instruction: Annotated[
+        str | None,
+        typer.Argument(help="What to do; with --contract, it replaces the contract's `task:`."),
+    ] = None,
     contract: ContractFlag = None,
     coder: CoderFlag = None,
     coder_command: CoderCommandFlag = None,
+    model: ModelFlag = None,
+    base_url: BaseUrlFlag = None,
+    api_key_env: ApiKeyEnvFlag = None,
     validator: ValidatorFlag = None,
-    land: LandFlag = "branch",
+    land: LandFlag = LandMode.BRANCH,
     seats: SeatsFlag = 1,
     max_attempts: MaxAttemptsFlag = 3,
     max_recovery: MaxRecoveryFlag = 2,
@@ -119,6 +133,7 @@ def add(
         instruction, contract, coder, coder_command, validator, land, seats,
         max_attempts, max_recovery, sandbox=sandbox,
         spending=spending_flags(max_cost, max_tokens, task_max_cost, task_max_tokens),
+        endpoint=(model, base_url, api_key_env),
     )  # fmt: skip
     refuse_unconfinable(built)
     refuse_secret_env(built)
@@ -132,20 +147,22 @@ def add(
 
 @app.command("list")
 def list_tasks(
-    status: Annotated[str | None, typer.Option(help="Only tasks with this status.")] = None,
+    status: Annotated[
+        str | None,
+        typer.Option(
+            metavar=f"<{'|'.join(STATUSES)}>",
+            help="Only tasks with this status.",
+            autocompletion=lambda incomplete: [s for s in STATUSES if s.startswith(incomplete)],
+        ),
+    ] = None,
     json_output: JsonFlag = False,
 ) -> None:
     """List tasks, oldest first, with status, attempts and why a task waits or is held."""
-    from assay.core.vocab import TaskStatus
-
-    chosen = None
-    if status is not None:
-        try:
-            chosen = TaskStatus(status)
-        except ValueError:
-            fail(f"unknown status {status!r}: use one of {', '.join(s.value for s in TaskStatus)}")
+    if status is not None and status not in STATUSES:  # one line, like every refusal here
+        fail(f"unknown status {status!r}: use one of {', '.join(STATUSES)}")
     now = datetime.now(UTC)
-    ledger = Workspace.find().existing_ledger()
+    chosen = None if status is None else TaskStatus(status)
+    ledger = Workspace.find().existing_ledger()  # none yet: no task, and none is created
     tasks, unreadable = ledger.scan_tasks(chosen) if ledger is not None else ([], [])
     if json_output:
         print_json(
@@ -157,7 +174,7 @@ def list_tasks(
 
 
 @app.command()
-def show(task_id: str, json_output: JsonFlag = False) -> None:
+def show(task_id: TaskId, json_output: JsonFlag = False) -> None:
     """One task: status, attempts, runs, any wait, and — when held — why, by whom, and the
     ways back (re-arm a fired halt, release)."""
     now = datetime.now(UTC)
@@ -238,7 +255,7 @@ def _print_move(
 
 @app.command()
 def hold(
-    task_id: str,
+    task_id: TaskId,
     reason: Annotated[str, typer.Option(help="Why it is held.")] = HOLD_REASON,
     json_output: JsonFlag = False,
 ) -> None:
@@ -247,21 +264,28 @@ def hold(
 
 
 @app.command()
-def release(task_id: str, json_output: JsonFlag = False) -> None:
+def release(task_id: TaskId, json_output: JsonFlag = False) -> None:
     """Release a held task (queued again, attempts reset to 0, history kept), or let a task
     that waits for its provider quota run now (the wait is cleared, attempts kept)."""
     _move(task_id, OperatorMove.RELEASE, json_output=json_output)
 
 
 @app.command()
-def cancel(task_id: str, json_output: JsonFlag = False) -> None:
+def cancel(task_id: TaskId, json_output: JsonFlag = False) -> None:
     """Cancel a queued or failed task: held (manual) with the reason "cancelled"."""
     _move(task_id, OperatorMove.CANCEL, json_output=json_output)
 
 
 @app.command()
 def delete(
-    task_ids: Annotated[list[str], typer.Argument(metavar="ID", help="The tasks to delete.")],
+    ids: Annotated[
+        list[str],
+        typer.Argument(
+            metavar="ID...",
+            help="The tasks to delete (see `assay task list`).",
+            autocompletion=task_ids,
+        ),
+    ],
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Say what would be deleted; delete nothing.")
     ] = False,
@@ -278,7 +302,7 @@ def delete(
     """
     from assay.cli.task_removal import delete as delete_them
 
-    delete_them(task_ids, dry_run=dry_run, json_output=json_output)
+    delete_them(ids, dry_run=dry_run, json_output=json_output)
 
 
 @app.command()
@@ -295,7 +319,9 @@ def prune(
         list[str] | None,
         typer.Option(
             "--status",
+            metavar=f"<{'|'.join(PRUNABLE)}>",
             help="Which finished tasks: done (the default), held, failed (repeat for more).",
+            autocompletion=lambda incomplete: [s for s in PRUNABLE if s.startswith(incomplete)],
         ),
     ] = None,
     dry_run: Annotated[

@@ -15,10 +15,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
 import typer
+from typer.core import TyperGroup
 
 from assay.adapters.store.names import DATABASE_URL_ENV, DEFAULT_HOME, HOME_ENV
 
 if TYPE_CHECKING:  # imported where used: a command that never opens the ledger never pays
+    from typer._click import Context, HelpFormatter
+
     from assay.adapters.store.sql import Ledger
     from assay.core.contract import Contract
 
@@ -121,9 +124,10 @@ class Workspace:
             self._ledger = Ledger.open(url)
         except Exception as exc:  # a broken or unreachable database is the operator's to fix
             from assay.cli.failures import database_error
+            from assay.core.text import address_shown
 
             detail = database_error(exc) or " ".join(str(exc).split())
-            fail(f"cannot open the ledger at {url}: {detail}", EXIT_INTERNAL)
+            fail(f"cannot open the ledger at {address_shown(url)}: {detail}", EXIT_INTERNAL)
         return self._ledger
 
     def existing_ledger(self) -> Ledger | None:
@@ -151,13 +155,35 @@ class Workspace:
 
 
 def command_group() -> typer.Typer:
-    """A typer sub-app with assay's conventions: -h, no completion, plain help text."""
+    """A typer sub-app with assay's conventions: -h, no completion, plain help text, each
+    subcommand listed with its whole summary."""
     return typer.Typer(
+        cls=WholeSummaries,
         context_settings={"help_option_names": ["-h", "--help"]},
         no_args_is_help=True,
         add_completion=False,
         rich_markup_mode=None,
     )
+
+
+class WholeSummaries(TyperGroup):
+    """A group whose help lists each subcommand with the whole first paragraph of its help,
+    wrapped, as ``assay --help`` does (click cuts it to the width left, ending in "...")."""
+
+    def format_commands(self, ctx: Context, formatter: HelpFormatter) -> None:
+        rows = []
+        for name in self.list_commands(ctx):
+            command = self.get_command(ctx, name)
+            if command is not None and not command.hidden:
+                rows.append((name, summary(command.short_help or command.help)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
+def summary(text: str | None) -> str:
+    """The first paragraph of a command's help, on one line."""
+    return " ".join((text or "").split("\n\n")[0].split())
 
 
 def one_line(exc: Exception) -> str:

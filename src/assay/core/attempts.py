@@ -70,10 +70,10 @@ def attempt_outcome(
 
     ``error`` if any result errored or the attempt ended on an operational fault; else
     ``blocked`` if any result blocks; else ``warned`` if any warns; else ``passed``. An advisory
-    validator's block counts as a warning, as it does in the policy decision.
+    validator's block, or its error, counts as a warning, as it does in the policy decision.
     """
     results = list(results)
-    if operational_fault or any(result.error for result in results):
+    if operational_fault or any(result.halts for result in results):
         return AttemptOutcome.ERROR
     severities = {result.effective_severity for result in results}
     if Severity.BLOCK in severities:

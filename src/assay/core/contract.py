@@ -31,22 +31,22 @@ from assay.core.contract_rules import (
     coder_problem,
     env_problem,
     key_variable_problem,
+    near_canonical_problem,
     pattern_problem,
 )
+from assay.core.contract_template import ToolFacts, render_template
 from assay.core.contract_yaml import (
-    TEMPLATE,
     ContractError,
     ContractProblem,
     load_mapping,
     validation_problems,
 )
-from assay.core.halts import CANONICAL_HALTS, lowered_floor
+from assay.core.halts import CANONICAL_HALTS, lowered_floor, with_canonical_halts
 from assay.core.limits import MAX_ATTEMPTS_LIMIT, MAX_RECOVERY_LIMIT
 from assay.core.policy import DEFAULT_QUORUM_THRESHOLD
 from assay.core.usage import BudgetLimits
 from assay.core.vocab import (
     BudgetAction,
-    CanonicalHalt,
     CoderKind,
     HaltSeverity,
     JudgeKind,
@@ -448,18 +448,18 @@ class Contract(_Input):
 
     @field_validator("halt_classes")
     @classmethod
-    def _all_canonical_halts(cls, value: list[HaltClass]) -> list[HaltClass]:
-        """Additive only: every canonical halt is listed, and no halt twice."""
+    def _canonical_halts_added(cls, value: list[HaltClass]) -> list[HaltClass]:
+        """Additive only: the canonical halts the list leaves out are added to it (see
+        :func:`with_canonical_halts`); no halt twice, and no name a typo away from a canonical
+        one (it would arm a halt of its own and leave the canonical one as it was)."""
         names = [h.name for h in value]
         twice = sorted({n for n in names if names.count(n) > 1})
         if twice:
             raise ValueError(f"halt class(es) listed twice: {', '.join(twice)}")
-        missing = [c.value for c in CanonicalHalt if c.value not in names]
-        if missing:
-            raise ValueError(
-                f"all seven canonical halts are required; missing: {', '.join(missing)}"
-            )
-        return value
+        _refuse(near_canonical_problem(names))
+        armed = with_canonical_halts([(h.name, h.severity) for h in value])
+        kept = {h.name: h for h in value}
+        return [kept.get(name) or HaltClass(name=name, severity=sev) for name, sev in armed]
 
     @property
     def verified(self) -> bool:
@@ -494,9 +494,10 @@ def parse_contract(text: str, source: str = "<contract>") -> Contract:
         raise ContractError(source, validation_problems(exc, Contract, root)) from None
 
 
-def contract_template() -> str:
-    """A commented contract that parses: what ``assay contract init`` writes."""
-    return TEMPLATE
+def contract_template(facts: ToolFacts | None = None) -> str:
+    """A commented contract that parses: what ``assay contract init`` writes, its validators
+    those ``facts`` (what was found where it runs) say run there; None: nothing found."""
+    return render_template(facts)
 
 
 def contract_to_yaml(contract: Contract) -> str:
@@ -515,6 +516,9 @@ def contract_from_flags(
     *,
     coder: str | None = None,
     coder_command: str | None = None,
+    model: str | None = None,
+    base_url: str | None = None,
+    api_key_env: str | None = None,
     validators: Sequence[str] | None = None,
     land: LandMode | str = LandMode.BRANCH,
     seats: int = 1,
@@ -528,19 +532,25 @@ def contract_from_flags(
 ) -> Contract:
     """The contract ``assay run "instruction"`` uses when no contract file is given.
 
-    ``coder`` is a kind, optionally with a model (``claude:claude-sonnet-4-5``); without it,
-    ``coder_command`` selects the ``command`` coder, and with neither the coder is ``claude``.
-    Each validator is a shell command (ids ``v1``, ``v2``… by position) or ``id=command``.
+    ``coder`` is a kind, optionally with a model (``claude:claude-sonnet-4-5``, the same as
+    ``model``); without it, ``coder_command`` selects the ``command`` coder, and with neither
+    the coder is ``claude``. ``base_url`` and ``api_key_env`` name its endpoint. Each
+    validator is a shell command (ids ``v1``, ``v2``… by position) or ``id=command``.
     The seven canonical halts are always included.
     """
-    kind, _, model = (coder or "").partition(":")
+    kind, _, shorthand = (coder or "").partition(":")
+    if model and shorthand and model != shorthand:
+        raise ValueError(f"--coder {coder} and --model {model} name different models")
     coder_data: dict[str, Any] = {
         "kind": kind or (CoderKind.COMMAND.value if coder_command else CoderKind.CLAUDE.value)
     }
-    if model:
-        coder_data["model"] = model
-    if coder_command:
-        coder_data["command"] = coder_command
+    settings = {
+        "model": model or shorthand,
+        "command": coder_command,
+        "base_url": base_url,
+        "api_key_env": api_key_env,
+    }
+    coder_data.update({key: value for key, value in settings.items() if value})
     specs: list[dict[str, Any]] = []
     for position, text in enumerate(validators or (), start=1):
         named = _NAMED_VALIDATOR.match(text.strip())
@@ -567,4 +577,5 @@ def contract_from_flags(
     try:
         return Contract.model_validate(data)
     except ValidationError as exc:
-        raise ContractError("command-line flags", validation_problems(exc, Contract)) from None
+        problems = validation_problems(exc, Contract, data=data)
+        raise ContractError("command-line flags", problems) from None

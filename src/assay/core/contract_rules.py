@@ -6,12 +6,13 @@ Each function is pure and returns the problem as a sentence, or None when there 
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterable, Mapping, Sequence
 
 import pathspec
 
 from assay.core.egress import parse_rule
-from assay.core.vocab import CoderKind
+from assay.core.vocab import CanonicalHalt, CoderKind
 
 __all__ = [
     "REPLAY_STEP_KEYS",
@@ -20,6 +21,7 @@ __all__ = [
     "coder_problem",
     "env_problem",
     "key_variable_problem",
+    "near_canonical_problem",
     "pattern_problem",
 ]
 
@@ -100,6 +102,27 @@ def pattern_problem(patterns: Iterable[str]) -> str | None:
             detail = " ".join(str(exc).split()) or type(exc).__name__
             return f"{pattern!r} is not a valid glob pattern: {detail}"
     return None
+
+
+def near_canonical_problem(names: Iterable[str]) -> str | None:
+    """A halt name that is not canonical but is a typo away from one (``halt-scope-breech``):
+    it would arm a halt of its own, and a severity meant for the canonical halt is lost."""
+    canonical = [halt.value for halt in CanonicalHalt]
+    for name in names:
+        if name in canonical:
+            continue
+        close = difflib.get_close_matches(name, canonical, n=1, cutoff=_TYPO_CUTOFF)
+        if close:
+            return (
+                f"{name} is not a canonical halt: did you mean {close[0]}? (a halt of your "
+                "own needs a name of its own)"
+            )
+    return None
+
+
+# halt-scope-breech, halt-verification-gaps: 0.94, 0.98; halt-budget-exceeded, a halt of its
+# own: 0.78.
+_TYPO_CUTOFF = 0.85
 
 
 def allow_problem(rules: Sequence[str]) -> str | None:

@@ -9,6 +9,7 @@ locations are walked through it to find them.
 from __future__ import annotations
 
 import difflib
+import functools
 from dataclasses import dataclass
 from typing import Any, get_args, get_origin
 
@@ -150,14 +151,17 @@ def _duplicate_keys(root: Node) -> list[ContractProblem]:
 
 
 def validation_problems(
-    exc: ValidationError, model: type[BaseModel], root: Node | None = None
+    exc: ValidationError, model: type[BaseModel], root: Node | None = None, *, data: Any = None
 ) -> list[ContractProblem]:
-    """pydantic's errors, each mapped onto the key path and line it came from."""
+    """pydantic's errors, each mapped onto the key path and line it came from. Without a node
+    graph, ``data`` (what was validated) tells the union member that was meant."""
     kept: list[ContractProblem] = []
     fallback: list[ContractProblem] = []
     for error in exc.errors(include_url=False):
         loc: Loc = tuple(error["loc"])
         path, line, consistent = _locate(loc, root)
+        if root is None and data is not None:
+            consistent &= _shape_matches(loc, data)
         problem = ContractProblem(
             key=_render_path(path), message=_describe(error, path, model), line=line
         )
@@ -204,6 +208,26 @@ def _locate(loc: Loc, root: Node | None) -> tuple[list[int | str], int | None, b
             break
         node = child
     return path, line, consistent
+
+
+def _shape_matches(loc: Loc, data: Any) -> bool:
+    """Whether every union member named in ``loc`` matches the shape of ``data`` there (a
+    list for ``list[...]``, a mapping for a model), as :func:`_locate` checks the YAML's."""
+    value = data
+    for part in loc:
+        if _is_union_tag(part):
+            if value is not None:
+                wants_list = str(part).startswith("list[")
+                if not isinstance(value, list if wants_list else dict):
+                    return False
+            continue
+        if isinstance(value, dict):
+            value = value.get(part)
+        elif isinstance(value, list) and isinstance(part, int) and 0 <= part < len(value):
+            value = value[part]
+        else:
+            value = None
+    return True
 
 
 def _render_path(path: list[int | str]) -> str:
@@ -269,6 +293,11 @@ def _member(annotation: Any, *, want_list: bool) -> Any:
     return None
 
 
+# The commented contract ``assay contract init`` writes; the line ``@VALIDATORS@`` is filled
+# with the validators found to run where it was written (:mod:`assay.core.contract_template`).
+# Where the template's validators go: contract_template renders them from what was found.
+VALIDATORS_MARK = "@VALIDATORS@"
+
 TEMPLATE = """\
 # assay dispatch contract. Every key but `task` is optional; the values shown are the defaults
 # unless the comment says otherwise. Unknown keys are errors, so a typo never goes unnoticed.
@@ -329,11 +358,10 @@ deliberate_rounds: 0
 
 # Checks that do not depend on the coder. kind: command (exit code 0 passes), scope, secrets,
 # judge (a model answering through a verdict schema). on_fail: block (the attempt fails and is
-# recovered) or warn (reported only). Ids are unique.
-validators:
-  - {id: tests, kind: command, run: "pytest -q", timeout_seconds: 600}
-  - {id: lint, kind: command, run: "ruff check .", on_fail: warn}
-  # - {id: review, kind: judge, model: gpt-5-mini, criteria: ["public API unchanged"]}
+# recovered) or warn (reported only, also when the check cannot run at all). Ids are unique.
+# A command runs at the top of a fresh checkout of the change, with this repository's own
+# .venv/bin, venv/bin and node_modules/.bin (those that exist) first on its PATH.
+@VALIDATORS@
 
 # How validator results combine: unanimous | majority | quorum | any. Only pass counts as a
 # vote for; any block stops the wave. `threshold` is the share `quorum` needs (0-1].
@@ -422,8 +450,10 @@ network:
 # provider's credential only warns (the coder may have written the pragma itself).
 secrets: standard
 
-# Halts the run arms. All seven canonical classes are required; add your own below them. A
-# canonical severity may be raised (warn -> block), never lowered. Severities: block, warn, log.
+# Halts the run arms. The seven canonical classes are armed whether listed or not: a halt of
+# your own is added by listing just it (e.g. `halt_classes: [{name: halt-db-migration,
+# severity: block}]`). A canonical severity may be raised (warn -> block), never lowered.
+# Severities: block, warn, log. (`assay halt arm --contract` wants all seven listed, as here.)
 halt_classes:
   - {name: halt-anchor-resolution-failure, severity: block}
   - {name: halt-scope-breach, severity: block}
@@ -433,3 +463,22 @@ halt_classes:
   - {name: halt-budget-exhausted, severity: warn}
   - {name: halt-verification-gap, severity: warn}
 """
+
+
+@functools.cache
+def placeholder_task() -> str:
+    """The template's ``task:``, words joined by one space, which a contract must replace
+    before it runs (read from the template itself, so the two never drift)."""
+    loaded = yaml.safe_load(TEMPLATE.replace(VALIDATORS_MARK, ""))
+    return " ".join(str(loaded["task"]).split())
+
+
+def placeholder_problem(task: str) -> str | None:
+    """Why ``task`` cannot be run as it is: it still holds the template's placeholder (with
+    or without words added around it), or None."""
+    if placeholder_task().casefold() in " ".join(task.split()).casefold():
+        return (
+            "the task is still the template's placeholder; replace it with the change you "
+            "want and the test or command that must pass when it is done"
+        )
+    return None

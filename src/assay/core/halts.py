@@ -43,6 +43,18 @@ SEVERITY_RANK: dict[HaltSeverity, int] = {
 }
 
 
+def with_canonical_halts(
+    declared: list[tuple[str, HaltSeverity]],
+) -> list[tuple[str, HaltSeverity]]:
+    """The halts a contract arms, as ``(name, severity)``: each canonical halt ``declared``
+    leaves out, at its canonical severity and in canonical order, then ``declared`` as
+    written. A contract adds its own halts without restating the seven; one that lists all
+    seven arms exactly its list, as it always did."""
+    named = {name for name, _ in declared}
+    missing = [(h.value, s) for h, s in CANONICAL_HALTS.items() if h.value not in named]
+    return missing + list(declared)
+
+
 def lowered_floor(name: str, severity: HaltSeverity) -> HaltSeverity | None:
     """The canonical severity ``severity`` would lower halt ``name`` below, if it would.
 

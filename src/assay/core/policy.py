@@ -2,8 +2,9 @@
 
 The rules, in order:
 
-1. Any result with ``error=True`` halts (``validator_error``): a validator that could not reach
-   a verdict is never read as a pass, and retrying the coder cannot fix the validator.
+1. Any result with ``error=True`` from a blocking validator halts (``validator_error``): a
+   validator that could not reach a verdict is never read as a pass, and retrying the coder
+   cannot fix the validator.
 2. Any block from a blocking (non-advisory) validator recovers: the next attempt gets the
    failures.
 3. Otherwise only ``pass`` counts toward consensus, over the blocking validators alone:
@@ -11,7 +12,8 @@ The rules, in order:
    them, ``any`` at least one. Met proceeds; not met recovers.
 
 Advisory validators (``on_fail: warn``) appear in the counts but never in the consensus, and an
-advisory block is counted as a warning: it cannot block. With no blocking validators there is
+advisory block, or an advisory validator that could not reach a verdict, is counted as a
+warning: it can neither block nor halt. With no blocking validators there is
 nothing to disagree, so the decision proceeds with consensus achieved (whatever the mode).
 The counts partition the results: ``pass + warn + block + error == total``.
 """
@@ -55,8 +57,8 @@ def decide(
         raise ValueError(f"threshold must be in (0, 1], got {threshold}")
     mode = PolicyMode(mode)  # a contract's plain string works as well as the enum
     results = list(results)
-    errored = [r for r in results if r.error]
-    judged = [r for r in results if not r.error]
+    errored = [r for r in results if r.halts]
+    judged = [r for r in results if not r.halts]
     counts = {severity: 0 for severity in Severity}
     for result in judged:
         counts[result.effective_severity] += 1
@@ -78,13 +80,13 @@ def decide(
         return decision(
             PolicyAction.HALT,
             False,
-            f"validator_error: {len(errored)} validator(s) could not reach a verdict ({names})",
+            f"{len(errored)} validator(s) could not reach a verdict ({names})",
         )
     blockers = [r for r in judged if r.blocks]
     if blockers:
         return decision(PolicyAction.RECOVER, False, f"blocked by {_names(blockers)}")
     counted = [r for r in judged if not r.advisory]
-    advisory_note = _advisory_note(len(judged) - len(counted))
+    advisory_note = _advisory_note([r for r in judged if r.advisory])
     if not counted:
         why = f"no blocking validators were declared, nothing can block{advisory_note}"
         return decision(PolicyAction.PROCEED, True, why)
@@ -118,5 +120,9 @@ def _names(results: list[ValidatorResult]) -> str:
     return ", ".join(r.validator_id for r in results)
 
 
-def _advisory_note(advisory: int) -> str:
-    return f" ({advisory} advisory result(s) not counted)" if advisory else ""
+def _advisory_note(advisory: list[ValidatorResult]) -> str:
+    if not advisory:
+        return ""
+    unrun = [r for r in advisory if r.error]
+    could_not = f"; could not run, warned only: {_names(unrun)}" if unrun else ""
+    return f" ({len(advisory)} advisory result(s) not counted{could_not})"

@@ -2,7 +2,9 @@
 
 The shape is the design's "validator result". ``error=True`` means the validator could not reach
 a verdict at all, so an errored result is never read as a pass whatever its ``severity`` says.
-``advisory`` marks a validator whose contract says ``on_fail: warn``: it can warn, never block.
+``advisory`` marks a validator whose contract says ``on_fail: warn``: it can warn, never block,
+and never halt: one that could not run (its tool missing, timed out, its model unreachable) is
+recorded as it is (``error=True``) with severity ``warn``, and read as a warning.
 """
 
 from __future__ import annotations
@@ -27,8 +29,9 @@ class ValidatorResult(BaseModel):
 
     @property
     def effective_severity(self) -> Severity:
-        """The severity decisions act on: an advisory validator's block only warns."""
-        if self.advisory and self.severity is Severity.BLOCK:
+        """The severity decisions act on: an advisory validator's block, or its failure to
+        reach a verdict, only warns."""
+        if self.advisory and (self.error or self.severity is Severity.BLOCK):
             return Severity.WARN
         return self.severity
 
@@ -36,3 +39,19 @@ class ValidatorResult(BaseModel):
     def blocks(self) -> bool:
         """True when this result, on its own, stops the wave (errors are handled apart)."""
         return not self.error and self.effective_severity is Severity.BLOCK
+
+    @property
+    def halts(self) -> bool:
+        """True when this validator could not reach a verdict and its verdict was needed: the
+        run halts (``validator_error``). An advisory validator's error is a warning."""
+        return self.error and not self.advisory
+
+    def as_advisory(self) -> ValidatorResult:
+        """This result as a validator that may only warn (``on_fail: warn``) reports it:
+        ``advisory``, and never the severity ``block``, whatever the adapter said."""
+        severity = Severity.WARN if self.severity is Severity.BLOCK else self.severity
+        if self.error:
+            severity = Severity.WARN  # it reached no verdict; that it could not is the warning
+        if self.advisory and severity is self.severity:
+            return self
+        return self.model_copy(update={"advisory": True, "severity": severity})

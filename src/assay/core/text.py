@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from urllib.parse import urlsplit
 
 # CSI (ESC [ ... final), OSC (ESC ] ... BEL or ESC \), and two-character escapes.
 _ANSI = re.compile(
@@ -115,3 +116,28 @@ def _escaped(char: str, short: dict[str, str]) -> str:
     if unicodedata.category(char) in _VISIBLE_CATEGORIES:
         return f"<U+{code:04X}>"
     return char  # another space, a private-use or unassigned character: shown as it is
+
+
+_WEB_SCHEMES = frozenset({"http", "https", "ws", "wss"})
+
+
+def address_shown(url: str) -> str:
+    """Where a URL (or a bare ``host:port``) points, fit for an error message: never its
+    secrets. A password becomes ``***`` (``postgresql://bob:***@db:5432/assay``); on a web
+    URL the whole user part goes, as a token is often put there
+    (``https://TOKEN@host``); the query and fragment go too (``?api-key=...``)."""
+    text = printable(url.strip())
+    try:
+        parts = urlsplit(text)
+    except ValueError:  # a malformed IPv6 literal: keep the part after any user info
+        return text.rpartition("@")[2].split("?")[0].split("#")[0]
+    if not parts.scheme or not parts.netloc:
+        return text.rpartition("@")[2] if "@" in text.split("/")[0] else text
+    userinfo, at, host = parts.netloc.rpartition("@")
+    if at:
+        user, colon, _ = userinfo.partition(":")
+        if parts.scheme.lower() in _WEB_SCHEMES:
+            host = "***@" + host
+        else:
+            host = f"{user}{':***' if colon else ''}@{host}"
+    return f"{parts.scheme}://{host}{parts.path}"

@@ -40,6 +40,16 @@ class StopReason(StrEnum):
     ABANDONED = "abandoned"
 
 
+STOPPED_SAID: dict[StopReason, str] = {
+    StopReason.COMPLETED: "finished",
+    StopReason.TURN_BUDGET: "stopped at its turn budget (max_turns)",
+    StopReason.CONTEXT_BUDGET: "stopped at its context budget (the model's context was full)",
+    StopReason.PROVIDER_FAULT: "stopped by a provider fault",
+    StopReason.ABANDONED: "gave up",
+}
+"""How a stop reason is said to a user (``the coder stopped at its turn budget``)."""
+
+
 class FileChangeKind(StrEnum):
     CREATED = "created"
     MODIFIED = "modified"

@@ -6,7 +6,8 @@ from pydantic import JsonValue
 
 from assay.core.attempts import AttemptRecord, attempt_outcome
 from assay.core.results import ValidatorResult
-from assay.core.vocab import StopReason
+from assay.core.text import shown
+from assay.core.vocab import STOPPED_SAID, StopReason
 from assay.engine.outcomes import Candidate
 
 
@@ -32,7 +33,7 @@ def blocking_findings(results: list[ValidatorResult]) -> list[str]:
     return [
         f"{r.validator_id}: {finding}"
         for r in results
-        if r.error or r.blocks
+        if r.halts or r.blocks
         for finding in (r.findings or [r.justification])
     ]
 
@@ -40,6 +41,33 @@ def blocking_findings(results: list[ValidatorResult]) -> list[str]:
 def failure_detail(result: ValidatorResult) -> str:
     findings = "; ".join(result.findings)
     return f"{result.justification} {findings}".strip() if findings else result.justification
+
+
+# What an attempt.decided event says of each failed validator (the progress shows it as is,
+# on a terminal and off one): its first line, then the last lines of its output.
+SUMMARY_HEAD_CHARS = 300
+SUMMARY_LINES = 5
+SUMMARY_LINE_CHARS = 200
+
+
+def failure_summary(result: ValidatorResult) -> str:
+    """``tests: `pytest -q` exited 1`` and, a line each, the last lines of its output (a
+    command's output tail; else the rest of its justification, else its findings): what
+    failed, its exit and what it printed last, bounded for the event log."""
+    first, _, rest = result.justification.strip().partition("\n")
+    head = first.strip().removesuffix(":").removesuffix("; output tail").rstrip()
+    output = [line.rstrip() for line in rest.splitlines() if line.strip()]
+    # A finding is one line, whatever it names (a path may hold a newline): escaped here, so
+    # only the output's own lines are lines.
+    findings = [shown(f) for f in result.findings if f.strip() and f.strip() not in head]
+    # A block the first line introduces ("...; output tail:") is the output; a judge's
+    # reasoning that goes on is not, its findings say what it found.
+    introduced = first.rstrip().endswith(":")
+    lines = output if output and (introduced or not findings) else findings
+    if not head:
+        head = lines.pop(0) if lines else "failed"
+    tail = [line[:SUMMARY_LINE_CHARS] for line in lines[-SUMMARY_LINES:]]
+    return "\n".join([f"{result.validator_id}: {head}"[:SUMMARY_HEAD_CHARS], *tail])
 
 
 def hit_budget(seat: Candidate) -> bool:
@@ -60,7 +88,7 @@ def budget_detail(seat: Candidate) -> str:
     if seat.dispatch.timed_out:
         return "the coder hit its time budget and was stopped"
     reason = seat.dispatch.stop_reason
-    return f"the coder stopped on its {reason.value if reason else 'budget'}"
+    return f"the coder {STOPPED_SAID[reason] if reason else 'stopped at a budget'}"
 
 
 def seat_error(seat: Candidate) -> str:
@@ -112,6 +140,7 @@ def validator_event(attempt: int, seat: int, result: ValidatorResult) -> dict[st
         "validator": result.validator_id,
         "severity": result.severity.value,
         "error": result.error,
+        "advisory": result.advisory,
         "justification": result.justification[-JUSTIFICATION_TAIL:],
         "findings": [f[:FINDING_LIMIT] for f in result.findings[:FINDINGS_KEPT]],
     }

@@ -30,6 +30,7 @@ from assay.engine.accounting import (
     blocking_findings,
     budget_detail,
     failure_detail,
+    failure_summary,
     hit_budget,
     record_attempt,
     seat_event,
@@ -224,7 +225,7 @@ async def run_attempts(plan: RunPlan, fx: Effects) -> RunResult:
         decision = decide(results, contract.policy, contract.threshold)
         run.policy_decision = decision
         signatures = finding_signatures(blocking_findings(results))
-        failed = [r for r in results if r.error or r.blocks]
+        failed = [r for r in results if r.halts or r.blocks]
         run.attempts.append(
             record_attempt(
                 attempt,
@@ -249,10 +250,7 @@ async def run_attempts(plan: RunPlan, fx: Effects) -> RunResult:
                 "next": going.value,
                 "why": why,
                 "seat": chosen.seat,
-                "failures": [
-                    f"{r.validator_id}: {'; '.join(r.findings) or r.justification}"[:300]
-                    for r in failed
-                ],
+                "failures": [failure_summary(r) for r in failed],
             },
         )
         if halted_by:

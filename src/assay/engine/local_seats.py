@@ -26,10 +26,16 @@ from assay.adapters.coders.base import Coder, DispatchRequest, DispatchResult
 from assay.adapters.envpolicy import child_environment, model_environment
 from assay.adapters.process import EnvironmentFault
 from assay.adapters.redact import Redactor, redactions
+from assay.adapters.repo_tools import with_repo_tools
 from assay.adapters.run_files import fault_of, fresh_folder, make_folder, seat_log_dir
 from assay.adapters.seats import Seat, remove_tree
 from assay.adapters.validators import get_validator
-from assay.adapters.validators.base import ValidationContext, ValidationOutcome
+from assay.adapters.validators.base import (
+    ValidationContext,
+    ValidationOutcome,
+    could_not_run,
+    only_warns,
+)
 from assay.core.brief import render_brief
 from assay.core.changes import ChangeSet
 from assay.core.report import compare_with_diff
@@ -40,8 +46,8 @@ from assay.core.vocab import (
     CrashPoint,
     EventKind,
     NetworkMode,
+    OnFail,
     SandboxMode,
-    Severity,
     ValidatorKind,
 )
 from assay.engine.accounting import validator_event
@@ -276,7 +282,8 @@ async def validate_seat(
     if commit is None:
         raise ValueError(f"attempt {attempt}, seat {seat} left no candidate to validate")
     contract = plan.contract
-    env = child_environment(fx.operator_env, declared=contract.env)
+    # The repository's own tools first on a command validator's PATH, assay's own last.
+    env = with_repo_tools(child_environment(fx.operator_env, declared=contract.env), plan.repo_root)
     log_dir = seat_log_dir(fx.run_dir(plan), attempt, seat) / "validators"
     make_folder(log_dir)  # EnvironmentFault: the attempt's environment error, refunded
     captured = captured_output(work.result)
@@ -332,6 +339,10 @@ async def validate_seat(
         finally:
             if checkout is not None:  # what the validator left goes with its checkout
                 await asyncio.to_thread(remove_checkout, checkout)
+        if settings.get("on_fail") == OnFail.WARN:  # it may warn, never block nor halt
+            outcome = only_warns(outcome)
+            if outcome.result.error:
+                fx.warn(could_not_run(outcome.result))
         spent = fx.meter(plan).held_by() if spending is not None else None
         if spent is not None and outcome.fire is None:  # a judge spent the run's budget
             outcome = replace(outcome, fire=CanonicalHalt.BUDGET_EXHAUSTED, evidence=spent)
@@ -360,12 +371,9 @@ def remove_checkout(checkout: Seat) -> None:
 
 
 def _passed(outcomes: Sequence[ValidationOutcome]) -> bool:
-    """No check errored, blocked or fired a halt: the only verdicts under which any policy
-    lets a tree land."""
-    return all(
-        not o.result.error and o.result.severity is not Severity.BLOCK and o.fire is None
-        for o in outcomes
-    )
+    """No check halted, blocked or fired a halt (an advisory one that could not run only
+    warned): the only verdicts under which any policy lets a tree land."""
+    return all(not o.result.halts and not o.result.blocks and o.fire is None for o in outcomes)
 
 
 def warn_unconfined_network(fx: LocalEffects, plan: RunPlan) -> None:

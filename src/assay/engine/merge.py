@@ -78,7 +78,7 @@ def land_candidate(
         return merge_squashed(fx, plan, seat, branch, plan.base_branch, attempts)
     if mode is LandMode.MERGE:
         fx.warn(f"the base is a detached HEAD; branch {branch} left instead of merging")
-    return LandOutcome(RunStatus.READY, f"branch {branch} ready", branch)
+    return LandOutcome(RunStatus.READY, f"the change is left on branch {branch}", branch)
 
 
 def merge_squashed(
@@ -122,12 +122,10 @@ def merge_squashed(
     except landing.LandBlocked as moved:
         return LandOutcome(RunStatus.BLOCKED, str(moved), branch, validations=len(revalidations))
     except landing.LandRefused as refused:
-        fx.warn(f"merge refused, branch {branch} left instead: {refused}")
+        said = f"{refused}; the change is left on branch {branch}"
+        fx.warn(f"merge refused: {said}")
         return LandOutcome(
-            RunStatus.READY,
-            f"branch {branch} ready ({refused})",
-            branch,
-            validations=len(revalidations),
+            RunStatus.READY, f"not merged: {said}", branch, validations=len(revalidations)
         )
     return LandOutcome(
         RunStatus.MERGED,
@@ -164,7 +162,7 @@ def _revalidate(
     decision = decide(results, plan.contract.policy, plan.contract.threshold)
     if decision.action is PolicyAction.PROCEED and all(o.fire is None for o in outcomes):
         return None
-    failed = [r for r in results if r.error or r.blocks] or results
+    failed = [r for r in results if r.halts or r.blocks] or results
     return "the validators block: " + "; ".join(
         f"{r.validator_id}: {failure_detail(r)}"[:300] for r in failed
     )

@@ -80,10 +80,36 @@ def move_task(
     try:
         task = ledger.change_task(task_id, apply)
     except TaskTransitionError as exc:
-        raise MoveRefused(str(exc)) from exc
+        raise MoveRefused(refusal(move, exc)) from exc
     except LedgerConflict as exc:  # a run claimed the task in between: nothing was written
-        raise MoveRefused(f"task {task_id!r} cannot be moved now: {exc}") from exc
+        raise MoveRefused(f"cannot {_VERBS[move][0]} task {task_id!r} now: {exc}") from exc
     return Moved(task=task, note=notes[-1])
+
+
+# Each move as the operator asked for it, and said done: the refusal speaks of that move.
+_VERBS = {
+    OperatorMove.HOLD: ("hold", "held"),
+    OperatorMove.RELEASE: ("release", "released"),
+    OperatorMove.CANCEL: ("cancel", "cancelled"),
+}
+
+
+def refusal(move: OperatorMove, exc: TaskTransitionError) -> str:
+    """``cannot cancel task 't1': it is done, and only a queued or failed task can be
+    cancelled``: the move asked for, the task's status, and what would allow it."""
+    verb, past = _VERBS[move]
+    allowed = " or ".join(sorted(exc.allowed))
+    if move is OperatorMove.RELEASE:
+        allowed = "held task, or a queued or failed one that waits for its quota,"
+    else:
+        allowed += " task"
+    said = f"cannot {verb} task {exc.task_id!r}: it is {exc.status}, and only a {allowed} can be"
+    said += f" {past}"
+    if exc.status is TaskStatus.HELD:
+        said += f" (it is held already: `assay task release {exc.task_id}` lets it run again)"
+    elif exc.status is TaskStatus.RUNNING:
+        said += " (its run settles it: stop the run first)"
+    return said
 
 
 def _apply(
@@ -96,14 +122,15 @@ def _apply(
             return RELEASED_NOTE, reason
         if task.waiting(now):
             task.skip_wait(now)
-            return f" (the quota wait is cleared; attempts kept: {task.attempts})", reason
+            return f" (its wait is cleared; attempts kept: {task.attempts})", reason
         task.release(now)  # refused, with the lifecycle's own explanation
         return RELEASED_NOTE, reason
     default = HOLD_REASON if move is OperatorMove.HOLD else CANCEL_REASON
     given = reason.strip() if reason else ""
     chosen = given or default
     task.hold(chosen, now)
-    return "", chosen
+    done = "cancelled" if move is OperatorMove.CANCEL else "a manual hold"
+    return f" ({done}: `assay task release {task.id}` lets it run again)", chosen
 
 
 def rearm_halt(

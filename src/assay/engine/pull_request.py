@@ -21,6 +21,7 @@ from typing import Any
 
 from assay.adapters import git, github
 from assay.core.contract import Contract
+from assay.core.text import address_shown
 from assay.core.vocab import EventKind, RunStatus
 from assay.engine.effects import LandOutcome, RunPlan
 
@@ -220,7 +221,8 @@ def _prepare(
     repo = settings.repo or github.repo_from_remote_url(url)
     if repo is None:
         raise _NotOpened(
-            f"cannot tell the GitHub repository from remote {settings.remote} ({url}); "
+            f"cannot tell the GitHub repository from remote {settings.remote} "
+            f"({address_shown(url)}); "
             "set `pr.repo: owner/name` in the contract"
         )
     api_base = settings.api_base or env.get(github.API_BASE_ENV) or github.DEFAULT_API_BASE

@@ -26,6 +26,7 @@ from assay.adapters.assay_secrets import secret_files
 from assay.adapters.candidates import CandidateStore
 from assay.adapters.capture import Capture, CaptureLimits, capture_seat
 from assay.adapters.envpolicy import agent_environment
+from assay.adapters.repo_tools import repo_tool_roots
 from assay.adapters.sandbox_spec import SandboxSpec
 from assay.core.egress import AllowRule, parse_rule
 from assay.core.egress_providers import provider_rules
@@ -256,8 +257,10 @@ class Seating:
 
     def validator_sandbox(self, plan: RunPlan, seat: int, checkout: seats.Seat) -> SandboxSpec:
         """Where a command validator runs code the coder wrote: its own fresh checkout and
-        home; nothing else of the run's is writable. No network, unless the contract's
-        ``network.validators`` grants the seat coder's (``on``) or the machine's (``host``)."""
+        home; nothing else of the run's is writable. The repository's own tool folders (its
+        ``.venv``, ``node_modules``: first on the validator's PATH) are shown read-only. No
+        network, unless the contract's ``network.validators`` grants the seat coder's
+        (``on``) or the machine's (``host``)."""
         granted = plan.contract.network.validators
         network: NetworkMode = NetworkMode.NONE
         allow: tuple[AllowRule, ...] = ()
@@ -271,7 +274,13 @@ class Seating:
             network=network,
             allow=allow,
             writable=_unique([checkout.path]),
-            readable=_unique([*self.stores(plan), self.store(plan, seat).objects]),
+            readable=_unique(
+                [
+                    *self.stores(plan),
+                    self.store(plan, seat).objects,
+                    *repo_tool_roots(plan.repo_root),
+                ]
+            ),
             hidden=self._hidden(plan),
             home=checkout.home.resolve(),
         )

@@ -177,7 +177,8 @@ def _validator(attempt: int, data: dict[str, Any]) -> ValidatorView:
         seat=_int(data.get("seat")) or 0,
         validator_id=str(data.get("validator") or "?"),
         severity=str(data.get("severity") or "?"),
-        error=bool(data.get("error")),
+        # An advisory validator that could not run only warned; its text says why.
+        error=bool(data.get("error")) and not data.get("advisory"),
         justification=str(data.get("justification") or ""),
         findings=_strings(data.get("findings"), limit=20),
     )

@@ -133,7 +133,7 @@ sandbox: none
         assert "held" in cancelled.stdout, (cancelled.stdout, cancelled.stderr)
         _out, err = serve.communicate(timeout=60)
         assert serve.returncode == 0, err
-        assert "-> held" in err, err
+        assert "; the task is held for a human" in err, err
     finally:
         if serve.poll() is None:
             serve.kill()

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from assay.adapters.coders.base import Coder, CoderEnvironmentError
 from assay.core.contract import CoderSpec
+from assay.core.contract_template import TEMPLATE_CODER
 from assay.core.usage import UsageFigures
 
 # kind -> (module under assay.adapters.coders, class name)
@@ -57,17 +58,21 @@ def ignored_settings(spec: CoderSpec, coder: Coder) -> list[str]:
     """Settings the contract sets explicitly that ``coder`` does not act on, sorted.
 
     Only explicitly set fields count (``model_fields_set``), and only when they hold something
-    other than the default: a spec that crossed a serializer (Temporal's data converter dumps
-    every field, and so did the task files of older versions) has every field "set", though
-    the user wrote none of them, and a default changes nothing the coder could ignore.
+    other than the default and other than what ``assay contract init`` writes: a spec that
+    crossed a serializer (Temporal's data converter dumps every field, and so did the task
+    files of older versions) has every field "set", though the user wrote none of them; a
+    default changes nothing the coder could ignore; and a value left as the template wrote it
+    (``max_turns: 40`` under a kind changed to ``command``) is not one the user chose.
     """
     honoured = coder.honoured_settings | _ALWAYS_HONOURED
     fields = type(spec).model_fields
+    unchosen = object()
     return sorted(
         name
         for name in spec.model_fields_set
         if name not in honoured
         and getattr(spec, name) != fields[name].get_default(call_default_factory=True)
+        and getattr(spec, name) != TEMPLATE_CODER.get(name, unchosen)
     )
 
 

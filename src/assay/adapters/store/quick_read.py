@@ -15,6 +15,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +49,19 @@ _RUN_IDS = (
 )
 
 
+class Names(StrEnum):
+    """What :meth:`QuickLedger.names` lists."""
+
+    TASKS = "tasks"
+    RUNS = "runs"
+
+
+_NAMES = {
+    Names.TASKS: "SELECT id, status, title FROM tasks ORDER BY created_at DESC, id",
+    Names.RUNS: "SELECT id, status, task_id FROM runs ORDER BY started_at DESC, id",
+}
+
+
 class QuickLedger:
     """A read-only view of a SQLite ledger file; each method reads one snapshot."""
 
@@ -65,6 +79,17 @@ class QuickLedger:
         where, params = ("1 = 1", ()) if status is None else ("tasks.status = ?", (status.value,))
         with self._read() as conn:
             return _task_rows(conn, where, params)
+
+    def names(self, table: Names) -> list[tuple[str, str]]:
+        """Every task's (or run's) id with a few words on it, newest first: what a shell offers
+        where an id is expected. Rows a model would judge are shown as they are stored."""
+        query = _NAMES[table]
+        with self._read() as conn:
+            return [
+                (row[0], " ".join(str(part) for part in row[1:] if part))
+                for row in conn.execute(query)
+                if type(row[0]) is str and row[0]
+            ]
 
     @contextmanager
     def _read(self) -> Iterator[sqlite3.Connection]:

@@ -9,7 +9,7 @@ a canonical halt.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -66,3 +66,20 @@ class Validator(Protocol):
     kind: str
 
     def validate(self, context: ValidationContext) -> ValidationOutcome: ...
+
+
+def only_warns(outcome: ValidationOutcome) -> ValidationOutcome:
+    """``outcome`` of a validator that may only warn (``on_fail: warn``), whatever its adapter
+    made of it: an advisory result, never ``block``; a judge's lost quota or provider fault is
+    that warning, never a reason to end the run. A halt it fires (the run's spent budget)
+    stays."""
+    return replace(outcome, result=outcome.result.as_advisory(), quota=None, fault=None)
+
+
+def could_not_run(result: ValidatorResult) -> str:
+    """The run warning for an advisory validator that reached no verdict: which, and why."""
+    lines = [line.strip() for line in result.justification.splitlines() if line.strip()]
+    if lines:  # its first line says what happened ("...; output tail:"), its last one why
+        lines[0] = lines[0].removesuffix(":").removesuffix("; output tail")
+    why = ": ".join(dict.fromkeys(lines[:1] + lines[-1:]))[:300] or "no verdict"
+    return f"validator {result.validator_id} could not run; on_fail: warn, so it only warns: {why}"

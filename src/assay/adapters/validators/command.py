@@ -2,9 +2,10 @@
 
 Exit 0 passes; anything else blocks (or only warns, when the contract says ``on_fail: warn``).
 A command that does not finish in time, or cannot be started, reached no verdict: that is
-``error=True``, never a pass. When the machine fails it (its log hits the file-size limit,
-the disk is full) :class:`EnvironmentFault` is raised: the attempt's environment error,
-refunded by the engine, not a verdict on the candidate.
+``error=True``, never a pass (and, ``on_fail: warn``, only a warning: severity ``warn``).
+When the machine fails it (its log hits the file-size limit, the disk is full)
+:class:`EnvironmentFault` is raised: the attempt's environment error, refunded by the engine,
+not a verdict on the candidate.
 
 Findings are what the engine compares between attempts to see that recovery is stuck, so they
 are made stable: the failing test ids when the output has pytest's ``FAILED``/``ERROR`` lines,
@@ -58,7 +59,9 @@ class CommandValidator:
         run = settings.get("run")
         advisory = str(settings.get("on_fail") or OnFail.BLOCK) == OnFail.WARN
         if not run:
-            return _errored(validator_id, "no command to run: set `run` on this validator")
+            return _errored(
+                validator_id, "no command to run: set `run` on this validator", advisory
+            )
         timeout = float(settings.get("timeout_seconds") or DEFAULT_TIMEOUT)
         log_path = context.log_dir / f"validator-{_SAFE_NAME.sub('_', validator_id)}.log"
         try:
@@ -73,7 +76,7 @@ class CommandValidator:
         except EnvironmentFault:  # the machine, not the command: the engine refunds it
             raise
         except OSError as exc:
-            return _errored(validator_id, f"`{run}` could not be started: {exc}")
+            return _errored(validator_id, f"`{run}` could not be started: {exc}", advisory)
         return ValidationOutcome(
             result=judge_process(ran, validator_id, str(run), context.worktree, advisory)
         )
@@ -84,10 +87,11 @@ def judge_process(
 ) -> ValidatorResult:
     """The verdict of one finished (or timed-out) validator process."""
     tail = normalise_paths(ran.tail(JUSTIFICATION_TAIL_CHARS), worktree)
+    failed = Severity.WARN if advisory else Severity.BLOCK
     if ran.timed_out:
         return ValidatorResult(
             validator_id=validator_id,
-            severity=Severity.BLOCK,
+            severity=failed,
             error=True,
             justification=f"`{run}` did not finish in time and was killed; output tail:\n{tail}",
             findings=["timed out"],
@@ -103,7 +107,7 @@ def judge_process(
     if ran.exit_code in (SHELL_NOT_FOUND, SHELL_NOT_EXECUTABLE):
         return ValidatorResult(
             validator_id=validator_id,
-            severity=Severity.BLOCK,
+            severity=failed,
             error=True,
             justification=(
                 f"`{run}` could not run its command (exit {ran.exit_code}); install the tool "
@@ -114,7 +118,7 @@ def judge_process(
         )
     return ValidatorResult(
         validator_id=validator_id,
-        severity=Severity.WARN if advisory else Severity.BLOCK,
+        severity=failed,
         justification=f"`{run}` exited {ran.exit_code}; output tail:\n{tail}",
         findings=stable_findings(ran.stdout + "\n" + ran.stderr, worktree),
         advisory=advisory,
@@ -154,13 +158,14 @@ def normalise_paths(text: str, worktree: Path | None) -> str:
     return text
 
 
-def _errored(validator_id: str, why: str) -> ValidationOutcome:
+def _errored(validator_id: str, why: str, advisory: bool) -> ValidationOutcome:
     return ValidationOutcome(
         result=ValidatorResult(
             validator_id=validator_id,
-            severity=Severity.BLOCK,
+            severity=Severity.WARN if advisory else Severity.BLOCK,
             error=True,
             justification=why,
             findings=[why],
+            advisory=advisory,
         )
     )

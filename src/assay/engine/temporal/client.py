@@ -20,6 +20,7 @@ from assay.adapters.temporal_connection import (
     Credentials,
     TemporalConnection,
 )
+from assay.core.text import address_shown
 from assay.engine.temporal.calls import RunInput, RunOutcome, StopRequest
 from assay.engine.temporal.config import STOP_SIGNAL, Timeouts, workflow_id
 from assay.engine.temporal.workflow import RunWorkflow
@@ -67,8 +68,9 @@ async def connect(
                 "; a server that wants a client certificate or an API key refuses a client "
                 "without one (--tls-cert/--tls-key, --api-key-env; --tls-ca for its CA)"
             )
+        where = address_shown(connection.target)
         raise TemporalUnreachable(
-            f"cannot reach Temporal at {connection.target} ({connection.describe()}): {exc}{hint}"
+            f"cannot reach Temporal at {where} ({connection.describe()}): {exc}{hint}"
         ) from exc
 
 

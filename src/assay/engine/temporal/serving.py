@@ -92,14 +92,3 @@ class WorkflowStep:
     def close(self) -> None:
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(5)
-
-
-def said(outcome: RunOutcome) -> str:
-    """What a workflow came to, in one line."""
-    runs = ", ".join(outcome.runs) or "no run"
-    lost = f" ({outcome.lost} lost worker(s))" if outcome.lost else ""
-    if outcome.stopped:
-        return f"{outcome.task_id}: stopped ({outcome.note}) -> {outcome.task_status} [{runs}]"
-    if outcome.status is None:
-        return f"{outcome.task_id}: {outcome.note or 'nothing ran'}"
-    return f"{outcome.task_id}: {outcome.status} -> {outcome.task_status} [{runs}]{lost}"
