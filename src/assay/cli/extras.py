@@ -43,21 +43,21 @@ def missing_extra(exc: BaseException, needed_by: str = "this command") -> str | 
 
 
 def missing_message(extra: str, needed_by: str) -> str:
-    """``assay worker needs the Temporal executor, which is not installed: pip install …``."""
+    """``assay worker needs the Temporal executor, which is not installed: … -m pip …``."""
     return f"{needed_by} needs {WHAT[extra]}, which is not installed: {install_hint(extra)}"
 
 
 def install_hint(extra: str) -> str:
-    """How to install ``extra`` where this assay is: pip's extra, and pipx's way (inject the
-    extra's packages into assay's own environment)."""
+    """How to install ``extra`` into the environment this assay runs in, whatever it was
+    installed from (a checkout or a git URL, where ``pip install 'assay[…]'`` would look on
+    PyPI): pipx injects the extra's packages; pip is this Python's own."""
     import shlex
 
     packages = " ".join(shlex.quote(p) for p in packages_of(extra))
-    pip = f"pip install 'assay[{extra}]'"
-    pipx = f"pipx inject assay {packages}"
+    named = f"(assay's {extra} extra)"
     if _under_pipx():
-        return f"{pipx} (assay was installed with pipx)"
-    return f"{pip} (with pipx: {pipx})"
+        return f"pipx inject assay {packages} {named}"
+    return f"{shlex.quote(sys.executable)} -m pip install {packages} {named}"
 
 
 def packages_of(extra: str) -> list[str]:
