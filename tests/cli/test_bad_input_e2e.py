@@ -125,7 +125,7 @@ def test_ledger_show_displays_a_stage_it_does_not_know(tmp_path: Path) -> None:
         )
     shown = repo.assay("ledger", "show", task_id)
     assert shown.returncode == 0, shown.stderr
-    assert "verify" in shown.stdout and "attempts 2" in shown.stdout
+    assert "verify" in shown.stdout and "2 attempt(s)" in shown.stdout
     assert "deferred" in shown.stdout and "not known to this version" in shown.stdout
     as_json = repo.assay("ledger", "show", task_id, "--json")
     assert as_json.returncode == 0, as_json.stderr
