@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from assay.core.text import shown
 from assay.core.vocab import HoldSource, OperatorMove, RunStatus, TaskStatus
 
 if TYPE_CHECKING:
@@ -56,18 +55,19 @@ def hold_stopped(
 
 
 def interrupted_line(ledger: Ledger, task: Task, stop: RunInterrupted, reason: str) -> str:
-    """``task t…: interrupted by SIGINT; the run closed as interrupted (attempt refunded) and
-    the task is held: stopped by the user (Ctrl-C); `assay task release t…` …``."""
+    """``task t…: interrupted by SIGINT; the run closed as interrupted (refunded, this run does
+    not count) and the task is held: stopped by the user (Ctrl-C)``, then how to run it again."""
+    from assay.cli.outcome import state_said
+
     head = f"task {task.id}: {stop}"
     run = ledger.get_run(task.run_ids[-1]) if task.run_ids and stop.payload_path else None
     closed = "" if run is None else f"; the run closed as {_run_words(run.status.value)}"
     if _held_by_us(task, reason):
-        refund = " (attempt refunded)" if run is not None and run.attempt_spent is False else ""
+        refund = ""
+        if run is not None and run.attempt_spent is False:
+            refund = " (refunded, this run does not count)"
         return f"{head}{closed}{refund} and the task is held: {reason}{_way_back(task.id)}"
-    state = f" and the task is {task.status.value}"
-    if task.status is TaskStatus.HELD:
-        state += f": {shown(task.hold_reason or '')} (see `assay task show {task.id}`)"
-    return head + closed + state
+    return f"{head}{closed}; the task is {state_said(task.status, task.id)}"
 
 
 def _held_by_us(task: Task, reason: str) -> bool:
