@@ -260,3 +260,10 @@ def test_a_task_deleted_under_a_queue_worker_is_skipped_not_fatal(tmp_path: Path
     served = QueueWorker(ledger, step, once=True, poll=0.01).run()
     assert ran == ["stays"] and served.runs == 1
     assert [t.id for t in ledger.list_tasks()] == ["stays"]
+
+
+def test_the_statuses_prune_offers_are_the_ones_it_removes() -> None:
+    from assay.cli import tasks
+    from assay.engine import task_removal
+
+    assert [s.value for s in task_removal.PRUNABLE] == tasks.PRUNABLE
