@@ -88,6 +88,8 @@ def test_bash_completes_a_groups_subcommands(tmp_path: Path) -> None:
         "hold",
         "release",
         "cancel",
+        "delete",
+        "prune",
     ]
     assert bash_complete(tmp_path, "task", "re") == ["release"]
 

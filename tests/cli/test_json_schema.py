@@ -304,6 +304,18 @@ def test_task_hold_release_cancel_print_the_move(site: Site) -> None:
         assert document["action"] == action and document["task"]["id"] == task_id
 
 
+def test_task_delete_and_prune_print_what_they_removed(site: Site) -> None:
+    task_id = json_out(site.repo.assay("task", "add", "to delete", "--coder", "claude", "--json"))[
+        "id"
+    ]
+    deleted = site.repo.assay("task", "delete", task_id, "--json")
+    assert deleted.returncode == 0, deleted.stderr
+    valid("task_delete", json_out(deleted))
+    pruned = site.repo.assay("task", "prune", "--older-than", "1d", "--dry-run", "--json")
+    assert pruned.returncode == 0, pruned.stderr
+    valid("task_prune", json_out(pruned))
+
+
 def test_serve_once_prints_its_summary(tmp_path: Path) -> None:
     if not _has_json("serve"):
         pytest.skip("`serve --json` is not on this branch yet (the events helper adds it)")

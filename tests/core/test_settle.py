@@ -388,6 +388,43 @@ def test_a_task_that_keeps_failing_is_held_after_exactly_max_attempts() -> None:
     assert task.attempts == 0
 
 
+# A run its own user stopped: refunded, and the task held (manual) until released.
+
+STOPPED = "stopped by the user (Ctrl-C)"
+
+
+def test_a_parked_run_its_user_stopped_holds_the_task() -> None:
+    task = started(prior_attempts=1)
+    result = settle(task, ROWS["parked"].verdict, "interrupted: SIGINT", MAX, NOW, stopped=STOPPED)
+    assert (result.row, result.new_status, result.attempt_spent) == (
+        SettleRow.PARKED,
+        TaskStatus.HELD,
+        False,
+    )
+    assert (task.hold_source, task.hold_reason) == (HoldSource.MANUAL, STOPPED)
+    assert task.attempts == 1 and task.last_error == "interrupted: SIGINT"
+    assert not task.runnable(NOW)
+    task.release(NOW)
+    assert task.runnable(NOW)
+
+
+def test_a_stop_at_the_end_of_a_refund_streak_is_still_the_users_hold() -> None:
+    task = started()
+    streak = RefundStreak(count=5, faults=("503",) * 5)
+    settle(task, ROWS["parked"].verdict, "x", MAX, NOW, refunds=streak, stopped=STOPPED)
+    assert (task.hold_source, task.hold_reason) == (HoldSource.MANUAL, STOPPED)
+
+
+@pytest.mark.parametrize("name", [n for n in ROWS if n != "parked"])
+def test_a_stop_changes_no_other_row(name: str) -> None:
+    """A run that landed, or that a halt or a machine fault settled, before the stop took
+    effect is settled as that row says."""
+    plain, stopped = started(), started()
+    settle(plain, ROWS[name].verdict, "d", MAX, NOW)
+    settle(stopped, ROWS[name].verdict, "d", MAX, NOW, stopped=STOPPED)
+    assert stopped == plain
+
+
 # The refund streak: refunds are bounded by max_refunds.
 
 REFUNDED = Verdict(status=RunStatus.FAILED, machine_fault=True, no_viable_candidates=True)

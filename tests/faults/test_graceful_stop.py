@@ -1,6 +1,8 @@
 """SIGINT and SIGTERM to `assay run` / `assay serve` while a coder works: the coder's process
 group is stopped, the run closes as interrupted (refunded, with its payload and exact counts),
-the task is runnable again, no seat is left, and the exit code is 130 / 143."""
+no seat is left, and the exit code is 130 / 143. The task `assay run` was running stays
+stopped (held, its user stopped it; `assay task release` queues it again); the one `assay
+serve` was running is runnable again (the queue stopped, not the task)."""
 
 from __future__ import annotations
 
@@ -103,8 +105,17 @@ def test_a_signal_stops_the_coder_and_closes_the_run_as_interrupted(
     assert _group_gone(coder), "a process of the coder's group outlived assay"
 
     tasks = json.loads(repo.assay("task", "list", "--json").stdout)
-    assert [t["status"] for t in tasks] == ["failed"]
-    assert tasks[0]["attempts"] == 0  # refunded: runnable again with its budget intact
+    assert tasks[0]["attempts"] == 0  # refunded: its budget intact
+    if command == "run":  # its user stopped it: it stays stopped until released
+        how = "Ctrl-C" if sig is signal.SIGINT else "SIGTERM"
+        assert [t["status"] for t in tasks] == ["held"]
+        assert (tasks[0]["hold_source"], tasks[0]["hold_reason"]) == (
+            "manual",
+            f"stopped by the user ({how})",
+        )
+        assert f"to run it again: assay task release {tasks[0]['id']}" in err
+    else:  # the queue stopped, not the task: runnable again
+        assert [t["status"] for t in tasks] == ["failed"]
     (payload,) = repo.payloads()
     assert payload["status"] == "failed"
     assert payload["halt_type"] == "environment_error"

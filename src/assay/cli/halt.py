@@ -203,12 +203,33 @@ def run(argv: Sequence[str]) -> int:
     return code
 
 
+def _hide_home(state_dir: Path) -> None:
+    """A state folder in assay's home (``.assay/halt-state``, the default) that arming created
+    inside a repository is hidden from its ``git status``, as every command that creates the
+    home does. Best effort: arming never fails for it."""
+    from assay.adapters.store.names import DEFAULT_HOME
+
+    home = state_dir.parent
+    if home.name != DEFAULT_HOME:
+        return
+    import contextlib
+
+    from assay.adapters import git
+    from assay.adapters.home import make_home
+
+    with contextlib.suppress(git.GitError, OSError):
+        make_home(git.repo_root(home.parent), home)
+
+
 def _on_the_state_file(args: argparse.Namespace, state_dir: Path) -> tuple[dict[str, Any], int]:
     """The command acting on the state file itself: the operator's, or the engine's own."""
     from assay.adapters.store import halt_ops
 
     if args.command == "arm":
-        return halt_ops.arm(args.contract, args.dispatch_id, state_dir)
+        armed = halt_ops.arm(args.contract, args.dispatch_id, state_dir)
+        if state_dir.exists():
+            _hide_home(state_dir)
+        return armed
     if args.command == "check":
         outcome = halt_ops.check(
             args.dispatch_id, args.condition, state_dir, fire=args.fire, evidence=args.evidence

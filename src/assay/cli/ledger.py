@@ -25,8 +25,10 @@ def show(
     from assay.adapters.store.sql import TaskNotFound
     from assay.cli.usage_views import TaskUsage
 
-    ledger = Workspace.find().ledger()
+    ledger = Workspace.find().existing_ledger()  # none yet: no task either, none created
     try:
+        if ledger is None:
+            raise TaskNotFound(task_id)
         convergence = ledger.ledger(task_id)
     except TaskNotFound:
         fail(f"no task {task_id!r} (see `assay task list`)")

@@ -68,6 +68,13 @@ def _main(argv: Sequence[str] | None) -> None:
     except Exception as exc:  # a bug or a broken environment: one line, exit 4, never a traceback
         if os.environ.get("ASSAY_DEBUG"):
             raise
+        from assay.cli.extras import missing_extra
+
+        needed_by = f"assay {args[0]}" if args and not args[0].startswith("-") else "assay"
+        missing = missing_extra(exc, needed_by)  # an optional part not installed: the hint
+        if missing is not None:
+            sys.stderr.write(f"assay: {missing}\n")
+            sys.exit(2)
         from assay.cli.failures import database_error, describe
 
         known = database_error(exc)  # the operator's to fix: one line, no traceback hint

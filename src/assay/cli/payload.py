@@ -32,8 +32,10 @@ def show(
     """Print a run's payload (from the ledger's record of where it was written)."""
     from assay.adapters.store.sql import RunNotFound
 
-    ledger = Workspace.find().ledger()
+    ledger = Workspace.find().existing_ledger()  # none yet: no run either, none created
     try:
+        if ledger is None:
+            raise RunNotFound(run_id)
         record = ledger.get_run(run_id)
     except RunNotFound:
         fail(f"no run {run_id!r}")

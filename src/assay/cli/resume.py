@@ -10,13 +10,28 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from assay.cli.workspace import EXIT_DONE, EXIT_HELD
+import typer
+
+from assay.cli.workspace import EXIT_DONE, EXIT_HELD, Workspace, fail
 from assay.core.text import shown
 from assay.core.vocab import RunStatus, TaskStatus
 
 if TYPE_CHECKING:
     from assay.adapters.store.records import RunRecord
+    from assay.adapters.store.sql import Ledger
     from assay.core.tasks import Task
+
+
+def stored_ledger(workspace: Workspace, task_id: str | None) -> Ledger:
+    """The ledger of ``run --task ID`` / ``run --resume``, which queue nothing new: where there
+    is none yet nothing is created, and the command says there is nothing to run."""
+    ledger = workspace.existing_ledger()
+    if ledger is not None:
+        return ledger
+    if task_id is not None:
+        fail(f"no task {task_id!r} (see `assay task list`)")
+    typer.echo("no interrupted run to resume", err=True)
+    raise typer.Exit(EXIT_DONE)
 
 
 def recovered_line(record: RunRecord, task: Task, now: datetime) -> str:

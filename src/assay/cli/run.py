@@ -2,7 +2,7 @@
 
 Exit codes: 0 done, 1 failed (runnable again), 2 a bad invocation or contract, 3 held for a
 human, 4 an internal error, 130 / 143 stopped by SIGINT / SIGTERM (the run closed as
-interrupted, the task runnable again).
+interrupted, the task held until ``assay task release``: see :mod:`assay.cli.stopped`).
 """
 
 from __future__ import annotations
@@ -161,12 +161,13 @@ def run(
 
     Give an instruction (and flags), or a contract file. The payload is written to
     .assay/runs/<run>/payload.json. Exit: 0 done, 1 failed, 2 bad input, 3 held, 4 internal,
-    130/143 stopped by SIGINT/SIGTERM.
+    130/143 stopped by SIGINT/SIGTERM (the task is held: `assay task release ID` queues it).
 
     --events jsonl writes the ledger's events of the run to stdout as they happen, one JSON
     object a line (the dashboard's /events objects); --json then prints the payload as the
     last line, and the human summary goes to stderr.
     """
+    from assay.cli.resume import stored_ledger
     from assay.engine.runner import recover_interrupted
 
     refuse_conflicting_flags(instruction, contract, task_id, ignore_wait, resume)
@@ -191,8 +192,10 @@ def run(
         )  # fmt: skip
         refuse_unconfinable(built)  # before the task is created
         refuse_secret_env(built)
+    if built is None and task_id is None and not resume:
+        fail("give an instruction, --contract FILE, --task ID or --resume (see assay run -h)")
     workspace = Workspace.find(require_commit=True)
-    ledger = workspace.ledger()
+    ledger = workspace.ledger() if built is not None else stored_ledger(workspace, task_id)
     # Taken before anything is written, so the stream starts with this command's first event.
     ours: set[str] = set()  # the tasks this command recovers or runs: the stream's events
     stream: EventStream | None = None
@@ -252,8 +255,6 @@ def run(
         if not built.verified:
             typer.echo(unverified_warning(built, contract is None), err=True)
         jobs.append((queue_task(ledger, built, now), built))
-    if not jobs:
-        fail("give an instruction, --contract FILE, --task ID or --resume (see assay run -h)")
     for _, chosen in jobs:  # a stored task's contract (--task, --resume) too
         refuse_unconfinable(chosen)
         refuse_secret_env(chosen)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from assay.adapters.process import stop_requested
 from assay.cli.event_stream import EventStream, newest_event_id
 from assay.cli.run import exit_code_for
 from assay.cli.signals import interrupted_exit
@@ -54,10 +55,15 @@ def run_jobs(
     human summary goes to stderr (stdout is the stream's), and the payloads are returned,
     to be printed compact after the stream's last event.
     """
+    from assay.adapters.actor import cli_actor
     from assay.engine.interrupt import RunInterrupted
     from assay.engine.runner import run_task
 
     results: list[object] = []
+    actor = cli_actor()  # who stops these runs, if anyone does: their tasks stay stopped
+    unfinished = [task.id for task, _ in jobs]
+    interrupted: tuple[str, RunInterrupted] | None = None
+    ended: set[str] = set()
 
     def result(document: object) -> None:
         if stream is not None:
@@ -83,18 +89,19 @@ def run_jobs(
                 contract=chosen,
                 sink=sink,
                 keep_worktrees=keep_worktrees,
+                stopped_by=actor,
             )
         except RunInterrupted as stop:
             display.ended()
-            with display.paused():
-                typer.echo(
-                    f"task {task.id}: {stop}; the run closed as interrupted, the task is "
-                    f"runnable again\npayload: {stop.payload_path}",
-                    err=True,
-                )
-                if stop.payload_path:
+            interrupted = (task.id, stop)
+            if stop.payload_path:
+                with display.paused():
                     result(json.loads(Path(stop.payload_path).read_text(encoding="utf-8")))
             break
+        if stop_requested() is None:  # else its run ended as the stop came: it is stopped too
+            unfinished.remove(task.id)
+        else:
+            ended.add(task.id)
         display.ended()
         payload = report.payload
         with display.paused():  # the result never shares a line with the live footer
@@ -102,6 +109,14 @@ def run_jobs(
             if stream is not None or not json_output:
                 _say_settled(chosen, report, err=stream is not None)
         code = max(code, exit_code_for(report.settlement.new_status, payload.halt_type))
+    signum = stop_requested()
+    if signum is not None:  # the user stopped this command: what it had yet to finish stays so
+        from assay.cli.stopped import hold_stopped
+
+        with display.paused():  # never on the live footer's line
+            hold_stopped(ledger, unfinished, signum, actor, interrupted, ended)
+            if interrupted is not None and interrupted[1].payload_path:
+                typer.echo(f"payload: {interrupted[1].payload_path}", err=True)
     return code, (results if json_output else [])
 
 

@@ -101,9 +101,9 @@ def serve(
     Each task runs until settle makes it done, held, or failed; a failed task is picked up
     again until max_attempts hold it for a human. A task that waits for its provider quota is
     skipped until its time (said once per wait); with --once, it does not keep serve running.
-    SIGINT / SIGTERM stop the coders, close the runs in progress as interrupted, and exit
-    130 / 143. What closed runs left behind is collected at start and every --gc-every
-    (see `assay gc`).
+    SIGINT / SIGTERM stop the coders, close the runs in progress as interrupted (their tasks
+    run again at the next serve), and exit 130 / 143. What closed runs left behind is
+    collected at start and every --gc-every (see `assay gc`).
 
     The dashboard (see `--web-*`) is served beside the queue, on http://127.0.0.1:8765/ by
     default, and stops with it; --web-only serves it alone, --no-web (and --once) not at all.
@@ -138,7 +138,10 @@ def serve(
     if temporal is None and any(c is not None for c in credentials):
         fail("--tls-cert, --tls-key, --tls-ca and --api-key-env go with --temporal")
     if temporal is not None:
+        from assay.cli.extras import require
         from assay.cli.temporal_options import temporal_connection
+
+        require("temporalio", "assay serve --temporal")
 
         connection = temporal_connection(
             temporal,

@@ -3,7 +3,9 @@
 While ``assay run`` or ``assay serve`` works, both signals only record the request and stop
 the live child process groups (TERM, then KILL after a grace period); each run raises at its
 next effect boundary, closes as interrupted (refunded), and the command exits 128 + the
-signal: 130 for SIGINT, 143 for SIGTERM.
+signal: 130 for SIGINT, 143 for SIGTERM. The tasks ``assay run`` was running or had yet to
+run are held (their user stopped them: :mod:`assay.cli.stopped`); ``assay serve``'s run again
+(the queue stopped, not its tasks).
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""``assay task add | list | show | hold | release | cancel``: the queue of tasks."""
+"""``assay task add | list | show | hold | release | cancel | delete | prune``: the queue of
+tasks."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from assay.cli import task_views as views
-from assay.cli.completion import TaskId
+from assay.cli.completion import TaskId, task_ids
 from assay.cli.flags import (
     ApiKeyEnvFlag,
     BaseUrlFlag,
@@ -55,20 +56,36 @@ _STOP_REASONS = {OperatorMove.HOLD: HOLD_REASON, OperatorMove.CANCEL: "cancelled
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Machine-readable JSON output.")]
 STATUSES = [s.value for s in TaskStatus]
+PRUNABLE = [s.value for s in (TaskStatus.DONE, TaskStatus.HELD, TaskStatus.FAILED)]
+"""What ``task prune --status`` may name (``assay.engine.task_removal.PRUNABLE``, which a test
+checks this against: the engine is not imported to build the options)."""
 
 
-def _get(ledger: Ledger, task_id: str) -> Task:
+def _get(ledger: Ledger | None, task_id: str) -> Task:
+    """The task, or exit 2 (4 for an unreadable row) saying why not; ``ledger`` None: there is
+    none yet, so no task either."""
     from assay.adapters.store.sql import TaskNotFound, UnreadableTask
     from assay.core.contract import unstorable_text
 
     if unstorable_text(task_id) is not None:
         fail(f"no task {task_id!r}: the id is not valid text (see `assay task list`)")
+    if ledger is None:
+        fail(f"no task {task_id!r} (see `assay task list`)")
     try:
         return ledger.get_task(task_id)
     except UnreadableTask as exc:
         fail(str(exc), EXIT_INTERNAL)
     except TaskNotFound:
         fail(f"no task {task_id!r} (see `assay task list`)")
+
+
+def _find(workspace: Workspace, task_id: str) -> tuple[Ledger, Task]:
+    """The ledger and the task in it, or exit saying why not; where there is no ledger yet
+    none is created (there is no task either)."""
+    ledger = workspace.existing_ledger()
+    task = _get(ledger, task_id)
+    assert ledger is not None  # (_get exits without one)
+    return ledger, task
 
 
 def _dump(task: Task) -> dict[str, object]:
@@ -145,7 +162,8 @@ def list_tasks(
         fail(f"unknown status {status!r}: use one of {', '.join(STATUSES)}")
     now = datetime.now(UTC)
     chosen = None if status is None else TaskStatus(status)
-    tasks, unreadable = Workspace.find().ledger().scan_tasks(chosen)
+    ledger = Workspace.find().existing_ledger()  # none yet: no task, and none is created
+    tasks, unreadable = ledger.scan_tasks(chosen) if ledger is not None else ([], [])
     if json_output:
         print_json(
             [_dump(t) for t in tasks]
@@ -161,8 +179,7 @@ def show(task_id: TaskId, json_output: JsonFlag = False) -> None:
     ways back (re-arm a fired halt, release)."""
     now = datetime.now(UTC)
     workspace = Workspace.find()
-    ledger = workspace.ledger()
-    task = _get(ledger, task_id)
+    ledger, task = _find(workspace, task_id)
     records = ledger.runs(task_id)
     usage = _usage(ledger, task_id)
     document = _show_document(task, records, workspace.home, now, usage)
@@ -195,8 +212,7 @@ def _move(
     from assay.engine.operator import MoveRefused, move_task
 
     workspace = Workspace.find()
-    ledger = workspace.ledger()
-    task = _get(ledger, task_id)  # its not-found and unreadable messages
+    ledger, task = _find(workspace, task_id)  # its not-found and unreadable messages
     actor = cli_actor()
     if move is not OperatorMove.RELEASE:
         from assay.cli.temporal_stop import stop_running
@@ -258,3 +274,67 @@ def release(task_id: TaskId, json_output: JsonFlag = False) -> None:
 def cancel(task_id: TaskId, json_output: JsonFlag = False) -> None:
     """Cancel a queued or failed task: held (manual) with the reason "cancelled"."""
     _move(task_id, OperatorMove.CANCEL, json_output=json_output)
+
+
+@app.command()
+def delete(
+    ids: Annotated[
+        list[str],
+        typer.Argument(
+            metavar="ID...",
+            help="The tasks to delete (see `assay task list`).",
+            autocompletion=task_ids,
+        ),
+    ],
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Say what would be deleted; delete nothing.")
+    ] = False,
+    json_output: JsonFlag = False,
+) -> None:
+    """Delete tasks and everything kept of them (never a running task).
+
+    Their runs, events, usage and contract go from the ledger in one transaction, then their
+    run folders, halt state, seats and the branches of candidates kept for a look. All or
+    none: an unknown id or a running task (stop it first: `assay task cancel ID`) is refused,
+    exit 2, and nothing is deleted. Never removed: a branch a run left for you (land: branch,
+    a pull request's) or one checked out somewhere. Exit 1 when a file could not be removed
+    (listed).
+    """
+    from assay.cli.task_removal import delete as delete_them
+
+    delete_them(ids, dry_run=dry_run, json_output=json_output)
+
+
+@app.command()
+def prune(
+    older_than: Annotated[
+        str,
+        typer.Option(
+            "--older-than",
+            metavar="DURATION",
+            help="Delete tasks unchanged for longer than this: 30m, 12h, 7d, 2w; 0 for all.",
+        ),
+    ],
+    status: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--status",
+            metavar=f"<{'|'.join(PRUNABLE)}>",
+            help="Which finished tasks: done (the default), held, failed (repeat for more).",
+            autocompletion=lambda incomplete: [s for s in PRUNABLE if s.startswith(incomplete)],
+        ),
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Say what would be deleted; delete nothing.")
+    ] = False,
+    json_output: JsonFlag = False,
+) -> None:
+    """Delete finished tasks unchanged for --older-than, as `task delete` does.
+
+    Done tasks by default; held (waiting for a human) and failed (runnable again) only when
+    --status names them. Queued and running tasks are never pruned. Exit 1 when a file could
+    not be removed (listed), 2 for a bad DURATION or status.
+    """
+    from assay.cli.task_removal import prune as prune_them
+
+    prune_them(older_than, status or [], dry_run=dry_run, json_output=json_output)

@@ -30,6 +30,9 @@ def stop_running(task: Task, reason: str, *, wait: float = 60.0) -> bool:
     target = os.environ.get(TEMPORAL_ENV)
     if not target or task.status is not TaskStatus.RUNNING:
         return False
+    from assay.cli.extras import require
+
+    require("temporalio", f"stopping task {task.id} on Temporal ({TEMPORAL_ENV} is set)")
     namespace = os.environ.get(NAMESPACE_ENV, DEFAULT_NAMESPACE)
     connection = temporal_connection(target, namespace, warn=False)  # credentials: from env
 

@@ -63,7 +63,7 @@ def usage(
             cutoff = parse_since(since, datetime.now(UTC))
         except ValueError as exc:
             fail(f"--since: {exc}")
-    workspace = Workspace.find(create=False)
+    workspace = Workspace.find()
     ledger = workspace.existing_ledger()
     dispatches: list[DispatchUsage] = []
     titles: dict[str, str] = {}

@@ -85,6 +85,9 @@ def worker(
     """
     import asyncio
 
+    from assay.cli.extras import require
+
+    require("temporalio", "assay worker")  # before anything is created or imported
     from assay.cli.signals import graceful_stop, interrupted_exit
     from assay.engine.temporal.client import TemporalUnreachable, connect
     from assay.engine.temporal.config import own_queue

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, NoReturn
 import typer
 from typer.core import TyperGroup
 
-from assay.adapters.store.names import DATABASE_URL_ENV, HOME_ENV
+from assay.adapters.store.names import DATABASE_URL_ENV, DEFAULT_HOME, HOME_ENV
 
 if TYPE_CHECKING:  # imported where used: a command that never opens the ledger never pays
     from typer._click import Context, HelpFormatter
@@ -71,14 +71,13 @@ class Workspace:
     repo: Path
     home: Path
     _ledger: Ledger | None = field(default=None, init=False, repr=False, compare=False)
+    _home_made: bool = field(default=False, init=False, repr=False, compare=False)
 
     @classmethod
-    def find(
-        cls, start: Path | None = None, *, require_commit: bool = False, create: bool = True
-    ) -> Workspace:
-        """The workspace of the repository around ``start``; ``require_commit``: refuse (before
-        creating anything) a repository with no commits, which a run cannot start from;
-        ``create`` False: leave a missing home missing (a command that only reads)."""
+    def find(cls, start: Path | None = None, *, require_commit: bool = False) -> Workspace:
+        """The workspace of the repository around ``start``; ``require_commit``: refuse a
+        repository with no commits, which a run cannot start from. Nothing is created here: the
+        home is made by the first write (:meth:`ledger`, :meth:`make_home`)."""
         from assay.adapters import git
 
         here = (start or Path.cwd()).absolute()
@@ -93,13 +92,29 @@ class Workspace:
                 why = exc.stderr.strip().splitlines()[-1:] or [str(exc)]
                 fail(f"cannot run in {repo}: {why[0]} (commit something first)")
         configured = os.environ.get(HOME_ENV)
-        home = Path(configured).absolute() if configured else repo / ".assay"
-        if create:
-            home.mkdir(parents=True, exist_ok=True)
+        home = Path(configured).absolute() if configured else repo / DEFAULT_HOME
         return cls(repo=repo, home=home)
 
+    def make_home(self) -> Path:
+        """Create the home (and hide it from ``git status``): for a command that writes."""
+        from assay.adapters.home import make_home
+
+        try:
+            made = make_home(self.repo, self.home)
+        except OSError as exc:
+            fail(f"cannot create {self.home}: {exc.strerror or exc}", EXIT_INTERNAL)
+        self._home_made = True
+        return made
+
     def ledger(self) -> Ledger:
-        """The workspace's ledger, opened (and migrated) once and shared by every caller."""
+        """The workspace's ledger, opened (and migrated) once and shared by every caller; the
+        home is created first (a new ledger lives there). For a command that writes: one that
+        only reads takes :meth:`existing_ledger`."""
+        if not self._home_made:
+            self.make_home()
+        return self._open_ledger()
+
+    def _open_ledger(self) -> Ledger:
         if self._ledger is not None:
             return self._ledger
         from assay.adapters.store.sql import Ledger
@@ -120,7 +135,7 @@ class Workspace:
         yet (nothing has been queued or run here), which a command that only reads leaves so."""
         if not os.environ.get(DATABASE_URL_ENV) and not (self.home / "assay.db").is_file():
             return None
-        return self.ledger()
+        return self._open_ledger()
 
     def load_contract(self, task_id: str) -> Contract:
         """The task's stored contract, from the ledger (or, for a task an older assay queued,
@@ -128,7 +143,7 @@ class Workspace:
         from assay.adapters.store.contracts import ContractUnavailable, load_task_contract
 
         try:
-            return load_task_contract(self.ledger(), task_id, home=self.home)
+            return load_task_contract(self._open_ledger(), task_id, home=self.home)
         except ContractUnavailable as exc:
             if exc.cause is None:
                 fail(str(exc), EXIT_INTERNAL)

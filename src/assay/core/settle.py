@@ -5,7 +5,7 @@ Rows, in match order (the first that holds wins):
 
 | row                    | condition                              | task becomes    | spent |
 |------------------------|----------------------------------------|-----------------|-------|
-| parked                 | parked at a boundary                   | Failed (stall)  | no    |
+| parked                 | parked at a boundary                   | Failed (stall)¹ | no    |
 | succeeded              | merged or ready                        | Done            | yes   |
 | stalled_quota          | stalled, quota hit                     | Failed (stall)  | no    |
 | failed_quota_no_viable | failed, quota hit, no viable candidate | Failed (stall)  | no    |
@@ -17,6 +17,11 @@ Rows, in match order (the first that holds wins):
 | blocked                | blocked otherwise                      | Failed, or Held | yes   |
 | verified_noop          | all candidates say nothing to change   | Held (machine)  | yes   |
 | non_terminal           | the run stopped mid-flight (a bug)     | Failed, or Held | yes   |
+
+¹ Held (manual) instead when the run's own user stopped it (``stopped``: Ctrl-C on ``assay
+run``): a task someone stopped stays stopped until a human releases it; the attempt is still
+refunded (the stop says nothing about the task), and it never counts towards a refund streak's
+hold. A run parked any other way (its process died, its queue worker stopped) runs again.
 
 Only the four machine-fact rows refund the attempt: a quota, a provider fault, an environment
 error, a landing that failed on the network, or a parking boundary says nothing about the task.
@@ -145,12 +150,14 @@ def settle(
     *,
     refunds: RefundStreak | None = None,
     max_refunds: int = DEFAULT_MAX_REFUNDS,
+    stopped: str | None = None,
 ) -> Settlement:
     """Record a finished run against the task it came from, which must be running.
 
     The run's ``start()`` already spent the attempt; a refund row gives it back through
     ``stall()``, or through ``refunds_exhausted()`` (Held, machine) when ``refunds`` (the
-    refunded runs in a row before this one) plus this one reach ``max_refunds``. Raises
+    refunded runs in a row before this one) plus this one reach ``max_refunds``. A parked run
+    its user stopped (``stopped``: the hold reason) is refunded and the task Held (manual). Raises
     ``TaskTransitionError`` if the task is not running and ``ValueError`` if ``max_attempts``
     or ``max_refunds`` is below 1, in both cases before changing anything.
     """
@@ -168,7 +175,10 @@ def settle(
             | SettleRow.FAILED_QUOTA_NO_VIABLE
             | SettleRow.FAILED_MACHINE_FAULT
         ):
-            if streak.count + 1 >= max_refunds:
+            if row is SettleRow.PARKED and stopped is not None:
+                task.stall(detail, now)
+                task.hold(stopped, now)
+            elif streak.count + 1 >= max_refunds:
                 task.refunds_exhausted(refund_hold_reason(streak, detail, max_refunds), now)
             else:
                 task.stall(detail, now)

@@ -215,6 +215,14 @@ class LeftoverKind(StrEnum):
     RELAY = "relay"  # /tmp/assay-halt-<run>-*: a halt relay's socket folder
 
 
+class TaskFileKind(StrEnum):
+    """What a deleted task's runs kept on disk, removed with it (beside a ``LeftoverKind``)."""
+
+    RUN_FOLDER = "run_folder"  # .assay/runs/<run>: payload, logs, the run's own files
+    HALT_STATE = "halt_state"  # .assay/halt-state/<dispatch>.json (and its lock file)
+    CONTRACT = "contract"  # .assay/tasks/<id>.contract.json: an older assay's contract file
+
+
 class Stage(StrEnum):
     """Convergence-ledger stages: every attempt counter lives under one of these."""
 

@@ -65,6 +65,9 @@ class CloseFacts:
     dispatches: Sequence[DispatchRecord] | None = None
     # What the run's dispatches spent, from the usage journal (each report as it arrived).
     usage: Sequence[DispatchUsage] = ()
+    # The run's user stopped it (Ctrl-C on `assay run`): the hold reason of its task, which
+    # stays stopped instead of runnable again (see assay.core.settle).
+    stopped: str | None = None
 
 
 @dataclass(frozen=True)
@@ -90,6 +93,7 @@ def close_run(facts: CloseFacts) -> Closing:
         facts.settled_at,
         refunds=facts.refunds,
         max_refunds=budgets.max_refunds,
+        stopped=facts.stopped,
     )
     _wait_after_refund(task, settlement, facts)
     payload = build_payload(

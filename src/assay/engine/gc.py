@@ -19,6 +19,7 @@ from typing import Any
 
 from assay.adapters import leftovers
 from assay.adapters.git import GitError
+from assay.adapters.store.records import RunRecord
 from assay.adapters.store.sql import Ledger, RunNotFound
 from assay.core.gc import GcPlan, Leftover, RunFacts, format_duration, plan_gc
 from assay.core.vocab import EventKind, LeftoverKind, RunStatus
@@ -78,7 +79,7 @@ def collect_garbage(
 
         is_alive = run_is_alive
     moment = now or datetime.now(UTC)
-    found = [*leftovers.find_folders(home), *leftovers.find_branches(repo), *_relays()]
+    found = find_leftovers(repo, home)
     runs = _facts(ledger, home, {f.run_id for f in found if f.run_id}, is_alive)
     plan = plan_gc(found, runs, now=moment, older_than=older_than)
     report = GcReport(plan=plan, older_than=older_than, dry_run=dry_run)
@@ -86,17 +87,30 @@ def collect_garbage(
         report.removed = list(plan.remove)
         return report
     for leftover in plan.remove:
-        try:
-            if leftover.kind is LeftoverKind.RELAY:
-                halt_relay.remove_relay_folder(Path(leftover.target))
-            else:
-                leftovers.remove(repo, leftover)
-        except (GitError, OSError) as exc:
-            report.failed.append((leftover, " ".join(str(exc).split())))
-        else:
+        problem = remove_leftover(repo, leftover)
+        if problem is None:
             report.removed.append(leftover)
+        else:
+            report.failed.append((leftover, problem))
     _record(ledger, report, runs, moment)
     return report
+
+
+def find_leftovers(repo: Path, home: Path) -> list[Leftover]:
+    """Every seat folder, run branch and halt relay folder there is, of any run."""
+    return [*leftovers.find_folders(home), *leftovers.find_branches(repo), *_relays()]
+
+
+def remove_leftover(repo: Path, leftover: Leftover) -> str | None:
+    """Remove one leftover; None, or what stopped it (one line)."""
+    try:
+        if leftover.kind is LeftoverKind.RELAY:
+            halt_relay.remove_relay_folder(Path(leftover.target))
+        else:
+            leftovers.remove(repo, leftover)
+    except (GitError, OSError) as exc:
+        return " ".join(str(exc).split())
+    return None
 
 
 def _relays() -> list[Leftover]:
@@ -122,17 +136,22 @@ def _facts(
             record = ledger.get_run(run_id)
         except RunNotFound:
             continue
-        deliverable, problem = (None, None) if record.open else _deliverable(record.payload_path)
-        facts[run_id] = RunFacts(
-            run_id=record.id,
-            task_id=record.task_id,
-            status=record.status,
-            closed_at=record.finished_at,
-            alive=is_alive(home / "runs" / run_id),
-            deliverable=deliverable,
-            payload_problem=problem,
-        )
+        facts[run_id] = run_facts(record, home, is_alive)
     return facts
+
+
+def run_facts(record: RunRecord, home: Path, is_alive: Callable[[Path], bool]) -> RunFacts:
+    """What the ledger's record of a run, its lock and its payload say of it."""
+    deliverable, problem = (None, None) if record.open else _deliverable(record.payload_path)
+    return RunFacts(
+        run_id=record.id,
+        task_id=record.task_id,
+        status=record.status,
+        closed_at=record.finished_at,
+        alive=is_alive(home / "runs" / record.id),
+        deliverable=deliverable,
+        payload_problem=problem,
+    )
 
 
 def _deliverable(payload_path: str | None) -> tuple[str | None, str | None]:

@@ -8,9 +8,11 @@ the next boundary it reaches, in whatever thread it runs, and is closed as inter
 from __future__ import annotations
 
 import signal
+from dataclasses import dataclass
+from typing import Any
 
 from assay.adapters.process import stop_requested
-from assay.core.vocab import CrashPoint
+from assay.core.vocab import CrashPoint, OperatorMove, TaskStatus
 from assay.engine.crashpoints import crash_point
 from assay.engine.effects import RunStopped
 
@@ -22,6 +24,32 @@ class RunInterrupted(RunStopped):
         super().__init__(f"interrupted by {signal.Signals(signum).name}")
         self.signum = signum
         self.payload_path: str | None = None  # set once the run is closed as interrupted
+
+
+@dataclass(frozen=True)
+class UserStop:
+    """The run was stopped by its own user (SIGINT or SIGTERM to ``assay run``), not by a
+    crash or the end of a queue worker: its task is held (manual) by ``by`` (via ``via``) with
+    :func:`stop_reason`, and stays stopped until someone releases it."""
+
+    signum: int
+    by: str
+    via: str
+
+    @property
+    def reason(self) -> str:
+        return stop_reason(self.signum)
+
+    def saved(self) -> dict[str, Any]:
+        """The ``task.saved`` event's data of the hold, as an operator's move records one."""
+        move = {"status": TaskStatus.HELD.value, "action": OperatorMove.HOLD.value}
+        return {**move, "by": self.by, "via": self.via, "reason": self.reason}
+
+
+def stop_reason(signum: int) -> str:
+    """Why a task its user stopped is held: ``stopped by the user (Ctrl-C)``, ``… (SIGTERM)``."""
+    how = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
+    return f"stopped by the user ({how})"
 
 
 def raise_if_stopping() -> None:

@@ -65,7 +65,7 @@ from assay.engine.effects import (
     SeatCall,
     Validation,
 )
-from assay.engine.interrupt import RunInterrupted, boundary
+from assay.engine.interrupt import RunInterrupted, UserStop, boundary
 from assay.engine.journal import journaled
 from assay.engine.local_close import close_interrupted, open_run, record_run
 from assay.engine.local_halts import HaltKeeper
@@ -178,9 +178,10 @@ class LocalEffects:
     async def record(self, call: RecordCall) -> RunRecorded:
         return record_run(self, call.handle, call.result)
 
-    def interrupted(self, stop: RunInterrupted) -> None:
-        """A stop request ended the run: close it as interrupted, from its journal."""
-        close_interrupted(self, stop)
+    def interrupted(self, stop: RunInterrupted, stopped: UserStop | None = None) -> None:
+        """A stop request ended the run: close it as interrupted, from its journal; ``stopped``:
+        by its own user, whose task stays stopped (held)."""
+        close_interrupted(self, stop, stopped)
 
     def close(self) -> None:
         """The run is over here: stop the halt relays, remove their sockets, free the run

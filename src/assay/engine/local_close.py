@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from assay.adapters import git
+from assay.adapters.home import make_home
 from assay.adapters.run_files import cause_of
 from assay.adapters.store import halt_files
 from assay.core.contract import Contract
@@ -29,7 +30,7 @@ from assay.engine.attestation import attest_at_close
 from assay.engine.closing import CloseFacts, close_run
 from assay.engine.crashpoints import crash_point
 from assay.engine.effects import OpenRequest, RunHandle, RunRecorded
-from assay.engine.interrupt import RunInterrupted
+from assay.engine.interrupt import RunInterrupted, UserStop
 from assay.engine.journal import read_journal
 from assay.engine.outcomes import RunPlan
 from assay.engine.recover import (
@@ -53,7 +54,7 @@ def open_run(fx: LocalEffects, call: OpenRequest) -> tuple[RunPlan, datetime]:
     if call.task_id != task.id:
         raise ValueError(f"this run is of task {task.id}, not {call.task_id}")
     started = fx.started_at or fx.clock()
-    git.ensure_excluded(repo, ".assay/")
+    make_home(repo, fx.home)  # the run's folders go there, hidden from `git status`
     plan = RunPlan(
         task_id=task.id,
         run_id=call.run_id,
@@ -188,8 +189,11 @@ def _branches_kept(fx: LocalEffects, result: RunResult, status: RunStatus) -> se
     return set()
 
 
-def close_interrupted(fx: LocalEffects, stop: RunInterrupted) -> None:
-    """Close the run a stop request ended, from what its journal says (counts exact)."""
+def close_interrupted(
+    fx: LocalEffects, stop: RunInterrupted, stopped: UserStop | None = None
+) -> None:
+    """Close the run a stop request ended, from what its journal says (counts exact);
+    ``stopped``: its own user stopped it, and the task it leaves runnable is held."""
     plan = fx.plan
     if plan is None:  # stopped before it opened: nothing to close
         return
@@ -202,5 +206,6 @@ def close_interrupted(fx: LocalEffects, stop: RunInterrupted) -> None:
         reason=f"interrupted: assay was stopped by {signal.Signals(stop.signum).name}",
         clock=fx.clock,
         warn=fx.warn,
+        stopped=stopped,
     )
     stop.payload_path = str(fx.run_dir(plan) / "payload.json")

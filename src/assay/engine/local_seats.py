@@ -53,7 +53,7 @@ from assay.core.vocab import (
 from assay.engine.accounting import validator_event
 from assay.engine.closing import IGNORED_SHOWN
 from assay.engine.effects import FireCall, SeatCall
-from assay.engine.interrupt import boundary
+from assay.engine.interrupt import boundary, raise_if_stopping
 from assay.engine.metering import coder_key, metered, validator_key
 from assay.engine.outcomes import Candidate, RunEvent, RunPlan
 from assay.engine.seat_results import (
@@ -164,6 +164,7 @@ async def dispatch_seat(fx: LocalEffects, call: SeatCall) -> Candidate:
             f"seat {seat}: the network proxy refused {refused} (not allowed for this seat: "
             "add a host under network.allow in the contract if the coder needs it)"
         )
+    raise_if_stopping()  # a stop came: no capture (its collector would be stopped at once)
     change, capture = await capture_candidate(fx, plan, attempt, seat, result)
     boundary(CrashPoint.DISPATCH_ENDED)
     report = with_final_answer(

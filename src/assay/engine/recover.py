@@ -42,6 +42,7 @@ from assay.core.vocab import (
 )
 from assay.engine.closing import CloseFacts, close_run
 from assay.engine.halt_relay import remove_relay_folders
+from assay.engine.interrupt import UserStop
 from assay.engine.journal import JournaledLanding, interrupted_last, read_journal
 from assay.engine.outcomes import LandOutcome
 from assay.engine.pull_request import delete_remote_branch, find_open_pull_request
@@ -75,9 +76,12 @@ def close_unfinished(
     clock: Clock,
     env: Mapping[str, str] | None = None,
     warn: Warn | None = None,
+    stopped: UserStop | None = None,
 ) -> RunStatus:
     """Close ``record`` (open, its process gone or stopping) from what its event log says;
-    a seat or branch that cannot be removed is said to ``warn`` and stays (never a fault)."""
+    a seat or branch that cannot be removed is said to ``warn`` and stays (never a fault).
+    ``stopped``: its own user stopped it, so a task it would leave runnable is held instead,
+    in the same transaction (with a ``task.saved`` event saying who held it and why)."""
     dispatch_id = record.dispatch_id or record.id
     # Coders of a run whose assay died live on in their own groups: end them before closing.
     stop_recorded_groups(home / "runs" / record.id / GROUPS_FILE)
@@ -162,6 +166,7 @@ def close_unfinished(
             quota_streak=closed_quota_streak(ledger, task.id),
             dispatches=journal.dispatches,
             usage=ledger.usage(run_id=record.id),
+            stopped=stopped.reason if stopped else None,
         )
     )
     payload = closing.payload
@@ -177,6 +182,8 @@ def close_unfinished(
         written = None
     event = EventKind.RUN_RECOVERED_LANDED if land is not None else EventKind.RUN_INTERRUPTED
     events.append(EventIn(kind=event, data={"reason": reason, "commit": commit, "pr_url": pr_url}))
+    if stopped is not None and closing.task.hold_reason == stopped.reason:
+        events.append(EventIn(kind=EventKind.TASK_SAVED, data=stopped.saved()))
     document = close_document(
         payload.to_json(),
         diff=_landed_diff(repo, commit) if commit else None,

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from assay.adapters.actor import Actor
 from assay.adapters.store.sql import Ledger
 from assay.core.contract import Contract
 from assay.core.payload import Payload
@@ -33,7 +34,7 @@ from assay.core.settle import Settlement
 from assay.core.tasks import Task
 from assay.engine.effects import OpenRequest
 from assay.engine.graph import run_graph
-from assay.engine.interrupt import RunInterrupted
+from assay.engine.interrupt import RunInterrupted, UserStop
 from assay.engine.local import EventSink, LocalEffects
 from assay.engine.recover import recover_interrupted as recover_runs
 from assay.engine.run_lock import run_is_alive
@@ -74,8 +75,13 @@ def run_task(
     sink: EventSink | None = None,
     keep_worktrees: bool = False,
     clock: Clock = utc_now,
+    stopped_by: Actor | None = None,
 ) -> RunReport:
-    """Run ``task`` once under ``contract`` and close it; the task comes back settled."""
+    """Run ``task`` once under ``contract`` and close it; the task comes back settled.
+
+    ``stopped_by``: the person running it (``assay run``). A stop request that ends the run
+    is theirs, and the task is held (manual) instead of runnable again; without it (``assay
+    serve``) a stop is the queue's, and its tasks run again."""
     started = clock()
     fx = LocalEffects(
         repo=repo,
@@ -94,7 +100,8 @@ def run_task(
     try:
         recorded = asyncio.run(run_graph(request, fx))
     except RunInterrupted as stop:
-        fx.interrupted(stop)
+        by = stopped_by
+        fx.interrupted(stop, UserStop(stop.signum, by.by, by.via.value) if by else None)
         raise
     finally:
         fx.close()  # the halt relay (no coder runs any more) and the run folder's lock

@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from typing import Generic, TypeVar
 
 from assay.adapters.process import stop_requested
-from assay.adapters.store.sql import Ledger, LedgerConflict
+from assay.adapters.store.sql import Ledger, LedgerConflict, TaskNotFound
 from assay.core.tasks import Task
 from assay.engine.interrupt import RunInterrupted
 
@@ -170,6 +170,8 @@ class QueueWorker(Generic[R]):
             self.events.finished(task_id, result)
         except LedgerConflict:
             pass  # another worker claimed it first
+        except TaskNotFound:
+            pass  # deleted since the scan (`assay task delete|prune`): nothing to run
         except RunInterrupted as stop:
             with self._guard:
                 self.served.runs += 1

@@ -22,7 +22,7 @@ from typing import Any
 from assay.adapters.store.quick_rows import NotQuick, TaskRow, checked_time, parse_time
 from assay.core.vocab import HoldSource, TaskStatus
 
-REVISION = "0007"
+REVISION = "0008"
 """The schema revision these queries were written for (a test pins it to the Ledger's head)."""
 BUSY_TIMEOUT_SECONDS = 0.25
 """Reads in WAL mode do not wait for writers; a file locked longer than this goes to the

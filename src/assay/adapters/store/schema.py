@@ -201,3 +201,12 @@ usage = sa.Table(
 sa.Index("ix_usage_task", usage.c.task_id, usage.c.id)
 sa.Index("ix_usage_run", usage.c.run_id, usage.c.dispatch)
 sa.Index("ix_usage_at", usage.c.at)
+
+# The tasks a transaction is deleting, while it does (empty otherwise): the events table's
+# trigger lets an event be deleted only when its task, or its run's task, is listed here
+# (revision 0008; see ``deletes``). The log stays append-only for every task that exists.
+deleting_tasks = sa.Table(
+    "deleting_tasks",
+    metadata,
+    sa.Column("task_id", sa.String(NAME_LENGTH), primary_key=True),
+)

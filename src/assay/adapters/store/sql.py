@@ -16,7 +16,7 @@ release); any other change is refused, so a stale copy of a task cannot rewind t
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
 from typing import Any, Self
@@ -24,7 +24,7 @@ from typing import Any, Self
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
-from assay.adapters.store import moves, run_writes, usage_log
+from assay.adapters.store import deletes, moves, run_writes, usage_log
 from assay.adapters.store import statements as st
 from assay.adapters.store.connect import WRITE_OPTION, default_url, make_engine
 from assay.adapters.store.convergence import convergence_ledger
@@ -53,7 +53,7 @@ from assay.core.usage import UsageFigures
 from assay.core.vocab import EventKind, RunStatus, TaskStatus
 
 MIGRATIONS = "assay.adapters.store:migrations"
-HEAD_REVISION = "0007"
+HEAD_REVISION = "0008"
 """The newest migration; a test checks it against alembic's own head."""
 _MIGRATE_LOCK = 0x61737361  # "assa": a PostgreSQL advisory lock id for concurrent migrates
 
@@ -211,6 +211,21 @@ class Ledger:
         """
         with self._write() as conn:
             return moves.change_task(conn, task_id, move)
+
+    def delete_tasks(
+        self,
+        task_ids: Sequence[str],
+        *,
+        rule: deletes.Rule | None = None,
+        all_or_nothing: bool = True,
+        dry_run: bool = False,
+    ) -> deletes.Deletion:
+        """Delete tasks and every row of theirs in one transaction; a running task never (see
+        :func:`assay.adapters.store.deletes.delete_tasks`)."""
+        with self._write() as conn:
+            return deletes.delete_tasks(
+                conn, task_ids, rule=rule, all_or_nothing=all_or_nothing, dry_run=dry_run
+            )
 
     # -- runs ---------------------------------------------------------------------------------
 
