@@ -378,6 +378,8 @@ def _register(pid: int) -> None:
 
 
 def _kill_live_groups() -> None:
+    if not _stop:  # the stop was withdrawn (a process that serves on): nothing to kill
+        return
     for pid in live_groups():
         _signal_group(pid, signal.SIGKILL)
 

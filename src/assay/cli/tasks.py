@@ -281,7 +281,7 @@ def delete(
     ids: Annotated[
         list[str],
         typer.Argument(
-            metavar="ID...",
+            metavar="ID",
             help="The tasks to delete (see `assay task list`).",
             autocompletion=task_ids,
         ),
