@@ -1,0 +1,200 @@
+"""What a task's settings need from the machine that runs them, as far as words can say it.
+
+The preflight (:mod:`assay.adapters.preflight`) looks at the machine: which programs are on
+the PATH and visible inside the sandbox, which variables are set, whether the base branch is
+clean. This module holds the parts that need no looking: which program each coder kind runs
+and how to install it, which API key a coder of a kind and model reads, the program words of
+a shell command line, and how each problem is said (one line each).
+
+A problem found here is the operator's setting, never a machine fault: a run that meets one
+is held with the message (settle's ``unrunnable`` row), not refunded and retried.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Collection, Mapping, Sequence
+
+from assay.core.egress_providers import litellm_provider
+
+# The coder kinds that run a program of their own: kind -> (program, how to install it).
+PROGRAMS: Mapping[str, tuple[str, str]] = {
+    "claude": ("claude", "npm install -g @anthropic-ai/claude-code"),
+    "codex": ("codex", "npm install -g @openai/codex"),
+    "aider": ("aider", "pip install aider-chat"),
+    "mini": ("mini", "pip install mini-swe-agent"),
+}
+
+# Claude Code authenticates with one of these (its config folder is private to the seat, so
+# an operator's `claude login` never reaches it), or through a cloud's own credentials.
+CLAUDE_KEYS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN")
+CLAUDE_CLOUDS = ("CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX")
+OPENAI_KEY = "OPENAI_API_KEY"
+ANTHROPIC_KEY = "ANTHROPIC_API_KEY"
+# The key litellm (aider, mini) reads for each provider it routes a model to.
+LITELLM_KEYS: Mapping[str, str] = {
+    "anthropic": ANTHROPIC_KEY,
+    "openai": OPENAI_KEY,
+    "openrouter": "OPENROUTER_API_KEY",
+    "gemini": "GEMINI_API_KEY",
+    "deepseek": "DEEPSEEK_API_KEY",
+    "groq": "GROQ_API_KEY",
+    "mistral": "MISTRAL_API_KEY",
+    "xai": "XAI_API_KEY",
+    "together_ai": "TOGETHERAI_API_KEY",
+    "fireworks_ai": "FIREWORKS_AI_API_KEY",
+    "cohere": "COHERE_API_KEY",
+}
+# The variable each litellm-based kind also reads its model name from.
+_MODEL_VARIABLES: Mapping[str, str] = {"aider": "AIDER_MODEL", "mini": "MSWEA_MODEL_NAME"}
+_FALSE = frozenset({"", "0", "false", "no", "off"})
+
+CLAUDE_SETTING = (
+    f"set {CLAUDE_KEYS[0]} (or {CLAUDE_KEYS[1]}, or {' / '.join(CLAUDE_CLOUDS)} for Claude on "
+    "Bedrock / Vertex); assay gives claude a private config folder, so a `claude login` on "
+    "this machine is never used"
+)
+
+
+def install_hint(kind: str) -> str:
+    """How to install the program a coder of ``kind`` runs ("" for a kind that runs none)."""
+    return PROGRAMS[kind][1] if kind in PROGRAMS else ""
+
+
+def missing_program(program: str, install: str = "") -> str:
+    """A program that is not on the PATH the process gets."""
+    how = f"install it with `{install}`" if install else "install it"
+    return f"{program} not found on PATH: {how}"
+
+
+def needed_keys(kind: str, settings: Mapping[str, object], env: Mapping[str, str]) -> list[str]:
+    """The variables one of which a coder (or CLI judge) of ``kind`` with ``settings`` reads
+    its API key from, given the environment ``env`` it gets; [] when it needs none (or the
+    settings do not say which: a model assay cannot place is not guessed at)."""
+    if kind == "claude":
+        if any(env.get(name, "").strip().lower() not in _FALSE for name in CLAUDE_CLOUDS):
+            return []  # Bedrock or Vertex: the cloud's own credentials
+        return list(CLAUDE_KEYS)
+    if kind == "codex":
+        named = settings.get("api_key_env")
+        base_url = settings.get("base_url") or env.get("OPENAI_BASE_URL")
+        # A base URL is a provider of assay's making, reading `api_key_env`; without one codex's
+        # own OpenAI provider reads OPENAI_API_KEY.
+        return [str(named)] if base_url and isinstance(named, str) and named else [OPENAI_KEY]
+    if kind in _MODEL_VARIABLES:
+        model = settings.get("model") or env.get(_MODEL_VARIABLES[kind])
+        if not model:
+            return [ANTHROPIC_KEY, OPENAI_KEY]  # aider and mini choose by the key they find
+        provider = litellm_provider(model)
+        return [LITELLM_KEYS[provider]] if provider is not None else []
+    return []
+
+
+def key_problem(
+    who: str,
+    kind: str,
+    settings: Mapping[str, object],
+    env: Mapping[str, str],
+    *,
+    passed: Collection[str] = (),
+) -> str | None:
+    """What ``who`` (a coder or CLI judge of ``kind``) lacks when none of its key variables
+    is set in ``env``, the environment it gets; None when one is. ``passed``: the variables
+    the environment policy hands it from the operator's shell (any other must be given in
+    the contract's ``env:``)."""
+    names = needed_keys(kind, settings, env)
+    if not names or any(env.get(name, "").strip() for name in names):
+        return None
+    if kind == "claude":
+        return f"{who}: no API key: {CLAUDE_SETTING}"
+    listed = " or ".join(names)
+    model = settings.get("model")
+    where = f" for model {model}" if isinstance(model, str) and model else ""
+    hint = ""
+    unpassed = [name for name in names if name not in passed]
+    if unpassed and len(unpassed) == len(names):
+        name = unpassed[0]
+        hint = f", and pass it to the coder with `env: {{{name}: ${name}}}` in the contract"
+    elif kind == "codex":
+        hint = " (or name another variable with `api_key_env:` beside a `base_url:`)"
+    return f"{who}: no API key{where}: set {listed}{hint}"
+
+
+def login_asked(who: str) -> str:
+    """A program that found no usable key and asked for a login (which a seat never uses)."""
+    if who == "claude" or who.startswith("claude:"):
+        return f"{who}: no usable API key (it asked for a login): {CLAUDE_SETTING}"
+    return (
+        f"{who}: no usable API key (it asked for a login, which assay never uses: each program "
+        "runs with a private config folder): set its API key variable"
+    )
+
+
+def dirty_problem(branch: str, paths: Sequence[str], *, shown: int = 10) -> str:
+    """A base branch with uncommitted changes, which `land: merge` never touches."""
+    named = ", ".join(paths[:shown])
+    more = f" and {len(paths) - shown} more" if len(paths) > shown else ""
+    return (
+        f"land: merge lands on {branch}, whose checkout has uncommitted changes to {named}{more}:"
+        " commit or stash them first, or land on a branch (--land branch)"
+    )
+
+
+# Words the shell itself answers, and what the word after them is.
+_LEADS_TO_COMMAND = frozenset(
+    {"if", "then", "else", "elif", "do", "while", "until", "!", "{", "time", "exec", "command"}
+)
+_NOT_A_COMMAND = frozenset({"for", "case", "select", "function", "[["})
+_SHELL_ITSELF = frozenset(
+    {
+        "fi", "done", "esac", "}", "]]", "in", ".", ":", "[", "alias", "break", "builtin", "cd",
+        "continue", "declare", "echo", "eval", "exit", "export", "false", "getopts", "hash",
+        "local", "printf", "pwd", "read", "readonly", "return", "set", "shift", "source", "test",
+        "trap", "true", "type", "ulimit", "umask", "unalias", "unset", "wait",
+    }
+)  # fmt: skip
+_SEPARATING = frozenset(";&|()")  # a token of only these ends a command (runs group: ");")
+_REDIRECT = re.compile(r"^[0-9]*(?:[<>]+&?|&>>?)$")
+_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+_EXPANDS = re.compile(r"[$`*?\[~{}]")
+
+
+def program_words(line: str) -> list[str]:
+    """The program word of each simple command in a shell command line, in order, as written
+    (``pytest``, ``./fix.sh``, ``/opt/x/bin/lint``): what the shell would look up on the
+    PATH or run by its path. Words the shell answers itself (builtins, keywords), words it
+    would expand (``$X``, globs, ``~``) and everything of a line that defines a function are
+    left out: only what can be looked up without running anything is named."""
+    if "()" in line or re.search(r"(^|[\s;&|])function\s", line):
+        return []
+    try:
+        lexer = shlex.shlex(line, posix=True, punctuation_chars=";&|()<>")
+        lexer.whitespace_split = True
+        lexer.commenters = "#"
+        tokens = list(lexer)
+    except ValueError:  # an unbalanced quote: the shell will say so itself
+        return []
+    found: list[str] = []
+    at_start = True
+    redirect_target = False
+    for token in tokens:
+        if set(token) <= _SEPARATING:
+            at_start, redirect_target = True, False
+            continue
+        if redirect_target:
+            redirect_target = False
+            continue
+        if _REDIRECT.match(token):
+            redirect_target = True
+            continue
+        if not at_start:
+            continue
+        if _ASSIGNMENT.match(token) or token in _LEADS_TO_COMMAND:
+            continue  # the command word comes next
+        at_start = False
+        if token in _NOT_A_COMMAND or token in _SHELL_ITSELF or _EXPANDS.search(token):
+            continue
+        if token not in found:
+            found.append(token)
+    return found
