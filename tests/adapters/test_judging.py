@@ -171,6 +171,7 @@ def test_an_unusable_answer_is_no_fault(model_server: ModelServer) -> None:
 def test_a_judge_without_its_key_never_calls(model_server: ModelServer) -> None:
     result = rank([A, B], TASK, llm_judge(model_server), env={})
     assert result.ranking is None and "$LOCAL_KEY" in (result.error or "")
+    assert result.setting_error == result.error  # the operator's setting: held, not retried
     assert model_server.completions == []
 
 
@@ -364,6 +365,9 @@ def test_a_missing_cli_is_an_error_not_a_crash(tmp_path: Path) -> None:
     judge = JudgeSpec(kind=JudgeKind.CLAUDE)
     result = rank([A, B], TASK, judge, env={"PATH": str(tmp_path)}, workdir=tmp_path)
     assert result.ranking is None and "claude not found on PATH" in (result.error or "")
+    assert result.setting_error == (
+        "claude not found on PATH: install it with `npm install -g @anthropic-ai/claude-code`"
+    )
 
 
 def test_cli_deliberation_puts_the_reasons_in_the_prompt(tmp_path: Path) -> None:

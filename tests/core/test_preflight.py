@@ -35,7 +35,7 @@ def test_every_program_kind_has_an_install_hint() -> None:
 @pytest.mark.parametrize(
     ("kind", "settings", "env", "names"),
     [
-        ("claude", {}, {}, ["ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"]),
+        ("claude", {}, {}, ["ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"]),
         ("claude", {}, {"CLAUDE_CODE_USE_BEDROCK": "1"}, []),  # the cloud's own credentials
         ("claude", {}, {"CLAUDE_CODE_USE_VERTEX": "true"}, []),
         ("claude", {}, {"CLAUDE_CODE_USE_BEDROCK": "0"}, ["ANTHROPIC_API_KEY"]),

@@ -337,7 +337,7 @@ def test_the_refund_rows_are_the_four_machine_facts() -> None:
         SettleRow.FAILED_QUOTA_NO_VIABLE,
         SettleRow.FAILED_MACHINE_FAULT,
     } == REFUND_ROWS
-    assert UNSPENT_ROWS == REFUND_ROWS | {SettleRow.UNRUNNABLE}
+    assert REFUND_ROWS | {SettleRow.UNRUNNABLE} == UNSPENT_ROWS
 
 
 def test_an_unrunnable_run_holds_with_its_problems_and_gives_the_attempt_back() -> None:

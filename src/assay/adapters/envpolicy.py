@@ -100,6 +100,14 @@ def model_environment(
     return child_environment(operator_env, credentials=credentials, declared=declared)
 
 
+def validator_environment(
+    operator_env: Mapping[str, str], declared: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """The environment of a command validator: the allowlist and the contract's ``env:``,
+    never a coder's credentials."""
+    return child_environment(operator_env, declared=declared)
+
+
 def child_environment(
     operator_env: Mapping[str, str],
     *,
