@@ -43,6 +43,7 @@ from assay.cli.workspace import (
     one_line,
     refuse_secret_env,
     refuse_unconfinable,
+    refuse_unrunnable,
 )
 from assay.core.vocab import HaltType, SandboxMode, TaskStatus
 
@@ -175,6 +176,7 @@ def run(
         )  # fmt: skip
         refuse_unconfinable(built)  # before the task is created
         refuse_secret_env(built)
+        refuse_unrunnable(built)
     workspace = Workspace.find(require_commit=True)
     ledger = workspace.ledger()
     # Taken before anything is written, so the stream starts with this command's first event.
@@ -239,6 +241,8 @@ def run(
     for _, chosen in jobs:  # a stored task's contract (--task, --resume) too
         refuse_unconfinable(chosen)
         refuse_secret_env(chosen)
+        if chosen is not built:
+            refuse_unrunnable(chosen)
     ours.update(task.id for task, _ in jobs)
 
     from assay.cli.progress import progress_for

@@ -163,9 +163,12 @@ def serve(
         workspace = Workspace.find()
         serve_web_only(web, workspace.ledger(), workspace.home / "halt-state")
         return
+    from datetime import UTC, datetime
+
     from assay.cli.progress import progress_for
     from assay.cli.serve_news import ServeSummary, news
     from assay.core.gc import DurationError, parse_duration
+    from assay.engine.admission import admit
     from assay.engine.runner import recover_interrupted, run_task
     from assay.engine.worker import Cadence, QueueWorker
 
@@ -189,6 +192,15 @@ def serve(
         contract = workspace.load_contract(task.id)
         refuse_unconfinable(contract)  # exit 2 (re-raised by the worker), the task untouched
         refuse_secret_env(contract)
+        # A program or key this machine lacks: the task is held (Unrunnable), never started.
+        admit(
+            ledger=ledger,
+            task=task,
+            contract=contract,
+            repo=workspace.repo,
+            home=workspace.home,
+            now=datetime.now(UTC),
+        )
         shown = display.view(task.id) if many else display
 
         def sink(event: RunEvent) -> None:

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from assay.adapters.store.records import Event
     from assay.cli.progress import Progress
     from assay.core.tasks import Task
+    from assay.engine.admission import Unrunnable
     from assay.engine.interrupt import RunInterrupted
     from assay.engine.runner import RunReport
     from assay.engine.worker import QueueEvents
@@ -91,6 +92,10 @@ def news(display: Progress, summary: ServeSummary) -> QueueEvents[RunReport]:
             settled = result.settlement.new_status.value
             summary.closed[task_id] = settled
             display.say(f"{task_id}: {result.payload.status.value} -> {settled}")
+
+        def unrunnable(self, task_id: str, held: Unrunnable) -> None:
+            summary.skip(task_id, f"held: {held}")
+            display.say(f"{task_id}: not run, held: {shown(str(held))}")
 
         def interrupted(self, task_id: str, stop: RunInterrupted) -> None:
             summary.interrupted.append(task_id)

@@ -23,7 +23,7 @@ from assay.adapters.candidates import CaptureRejected
 from assay.adapters.capture import Capture
 from assay.adapters.coders import get_coder, ignored_settings
 from assay.adapters.coders.base import Coder, DispatchRequest, DispatchResult
-from assay.adapters.envpolicy import child_environment, model_environment
+from assay.adapters.envpolicy import model_environment, validator_environment
 from assay.adapters.process import EnvironmentFault
 from assay.adapters.redact import Redactor, redactions
 from assay.adapters.run_files import fault_of, fresh_folder, make_folder, seat_log_dir
@@ -275,7 +275,7 @@ async def validate_seat(
     if commit is None:
         raise ValueError(f"attempt {attempt}, seat {seat} left no candidate to validate")
     contract = plan.contract
-    env = child_environment(fx.operator_env, declared=contract.env)
+    env = validator_environment(fx.operator_env, contract.env)
     log_dir = seat_log_dir(fx.run_dir(plan), attempt, seat) / "validators"
     make_folder(log_dir)  # EnvironmentFault: the attempt's environment error, refunded
     captured = captured_output(work.result)

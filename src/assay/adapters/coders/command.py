@@ -105,12 +105,18 @@ class CommandCoder:
                 log_path=log_path,
             )
         result = result_from_process(ran, argv, shell=isinstance(command, str))
-        if result.setting_error is not None:  # say why, when the preflight can tell
+        if result.setting_error is not None:  # say why, as the preflight does, when it can
             found = command_problem(
-                "the command coder", command, env, request.sandbox, fix="`coder.command`"
+                "the command coder",
+                command,
+                env,
+                request.sandbox,
+                fix="`coder.command`",
+                declared_shown=True,
             )
             if found:
-                result.setting_error = f"{'; '.join(found)} ({result.setting_error})"
+                said = ran.tail(400) or "nothing"
+                result.setting_error = f"{'; '.join(found)} (exit {ran.exit_code}: {said})"
         return result
 
 
@@ -175,8 +181,9 @@ def missing_executable_message(
 ) -> str:
     """Why the command coder's executable could not be found, as the preflight says it."""
     found = command_problem(
-        "the command coder", command, env, request.sandbox, fix="`coder.command`"
-    )
+        "the command coder", command, env, request.sandbox, fix="`coder.command`",
+        declared_shown=True,
+    )  # fmt: skip
     if found:
         return "; ".join(found)
     program = command if isinstance(command, str) else (list(command) or ["?"])[0]
