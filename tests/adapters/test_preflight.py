@@ -336,3 +336,20 @@ def test_a_program_hidden_mid_run_says_so_as_the_preflight_does(tmp_path: Path) 
     assert program_problem(str(tool), env, sandbox, argv=[str(tool)]) is None  # bound back
     os.remove(tool)
     assert program_problem(str(tool), env, None) == f"{tool} does not exist"
+
+
+def test_a_pull_request_landing_needs_its_token_and_remote(
+    tmp_path: Path, repo: Path, bin_dir: Path
+) -> None:
+    text = "coder: claude\nvalidators: [{id: t, run: 'true'}]\nland: pr\n"
+    env = environ(tmp_path, bin_dir, **KEYS)
+    assert without_bwrap_line(problems(repo, text, env)) == [
+        "land: pr: GITHUB_TOKEN is not set; export a token that may push and open pull "
+        "requests on the repository"
+    ]
+    env["GITHUB_TOKEN"] = "t"
+    assert without_bwrap_line(problems(repo, text, env)) == [
+        "land: pr: the repository has no remote named 'origin' (`pr.remote`)"
+    ]
+    git(repo, "remote", "add", "origin", "https://github.com/octo/calc.git")
+    assert without_bwrap_line(problems(repo, text, env)) == []

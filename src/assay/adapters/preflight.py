@@ -21,7 +21,7 @@ import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from assay.adapters import git
+from assay.adapters import git, github
 from assay.adapters.assay_exe import with_assay_on_path
 from assay.adapters.envpolicy import (
     agent_environment,
@@ -86,6 +86,12 @@ def check(
                 **validator_environment(operator_env, contract.env),
             }
             problems += _endpoint_problem(who, settings, environ, role="judge")
+    if contract.land is LandMode.PR:
+        base = git.current_branch(repo) if landing else "-"  # the base is the run's to find
+        try:
+            github.pull_target(repo, contract.pr, base, operator_env)
+        except github.TargetMissing as exc:
+            problems.append(f"land: pr: {exc}")
     if landing and (problem := _dirty_base(contract, repo)):
         problems.append(problem)
     return list(dict.fromkeys(problems))
