@@ -112,8 +112,13 @@ def test_every_dirty_file_is_named_up_to_a_bound() -> None:
         ("python3 -m pytest 2>&1 | tee out.log", ["python3", "tee"]),
         ("FOO=1 BAR=2 ./fix.sh {prompt_file}", ["./fix.sh"]),
         ("(cd sub && make);lint", ["make", "lint"]),
-        ("for f in a b; do lint $f; done", ["lint"]),
-        ("if [ -f x ]; then pytest; fi", ["pytest"]),
+        ("make && for f in a b; do lint $f; done", ["make"]),  # a loop may not run
+        ("pytest; if [ -f x ]; then ruff; fi", ["pytest"]),
+        ("command -v ruff >/dev/null && ruff check .", []),  # an optional tool
+        ("which ruff && ruff check . ; pytest", ["pytest"]),
+        ("ruff check . || echo no ruff", []),  # a fallback
+        ("! grep -q TODO src", []),
+        ("[ -x ./fix.sh ] && ./fix.sh", []),
         ("time make test", ["make"]),
         ("exec /opt/tool/bin/run", ["/opt/tool/bin/run"]),
         ("echo 'a; b' > out.txt", []),  # a builtin, its quoted text no command
@@ -122,6 +127,9 @@ def test_every_dirty_file_is_named_up_to_a_bound() -> None:
         ("f() { x; }; f", []),  # a function: nothing of the line is looked up
         ("pytest 'unbalanced", []),  # the shell says it
         ("pytest # ruff", ["pytest"]),
+        ("echo $$ > $(dirname $ASSAY_REPORT_PATH)/started; sleep 6", ["dirname", "sleep"]),
+        ("x=$(git rev-parse HEAD) && make", ["git", "make"]),
+        ("echo $((1+2)) && make", ["make"]),
     ],
 )
 def test_the_program_words_of_a_shell_line(line: str, words: list[str]) -> None:

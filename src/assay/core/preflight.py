@@ -142,30 +142,36 @@ def dirty_problem(branch: str, paths: Sequence[str], *, shown: int = 10) -> str:
 
 
 # Words the shell itself answers, and what the word after them is.
-_LEADS_TO_COMMAND = frozenset(
-    {"if", "then", "else", "elif", "do", "while", "until", "!", "{", "time", "exec", "command"}
-)
-_NOT_A_COMMAND = frozenset({"for", "case", "select", "function", "[["})
+_LEADS_TO_COMMAND = frozenset({"{", "time", "exec"})
+# After these the line's success no longer needs every program it names (`if`, a loop, a
+# `case`: a branch may not run), so nothing after them is named.
+_COMPOUND = frozenset({"if", "while", "until", "case", "for", "select", "function"})
+# A chain with one of these tests whether something is there (`command -v ruff && ruff`), or
+# succeeds without its program (`! x`, `x || echo skipped`): none of its programs is required.
+_GUARDS = frozenset({"command", "which", "type", "hash", "test", "[", "[[", "!"})
 _SHELL_ITSELF = frozenset(
     {
-        "fi", "done", "esac", "}", "]]", "in", ".", ":", "[", "alias", "break", "builtin", "cd",
-        "continue", "declare", "echo", "eval", "exit", "export", "false", "getopts", "hash",
-        "local", "printf", "pwd", "read", "readonly", "return", "set", "shift", "source", "test",
-        "trap", "true", "type", "ulimit", "umask", "unalias", "unset", "wait",
+        "fi", "done", "esac", "}", "]]", "in", ".", ":", "alias", "break", "builtin", "cd",
+        "continue", "declare", "echo", "eval", "exit", "export", "false", "getopts", "local",
+        "printf", "pwd", "read", "readonly", "return", "set", "shift", "source", "trap", "true",
+        "ulimit", "umask", "unalias", "unset", "wait",
     }
 )  # fmt: skip
 _SEPARATING = frozenset(";&|()")  # a token of only these ends a command (runs group: ");")
+_STARTING = frozenset(";&|(")
 _REDIRECT = re.compile(r"^[0-9]*(?:[<>]+&?|&>>?)$")
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _EXPANDS = re.compile(r"[$`*?\[~{}]")
 
 
 def program_words(line: str) -> list[str]:
-    """The program word of each simple command in a shell command line, in order, as written
-    (``pytest``, ``./fix.sh``, ``/opt/x/bin/lint``): what the shell would look up on the
-    PATH or run by its path. Words the shell answers itself (builtins, keywords), words it
-    would expand (``$X``, globs, ``~``) and everything of a line that defines a function are
-    left out: only what can be looked up without running anything is named."""
+    """The programs a shell command line cannot succeed without, as written (``pytest``,
+    ``./fix.sh``, ``/opt/x/bin/lint``), in order: what the shell would look up on the PATH or
+    run by its path. Left out, so that nothing is named that the line may well do without:
+    words the shell answers itself (builtins, keywords) or would expand (``$X``, globs, ``~``);
+    a chain that guards or falls back (``command -v ruff && ruff check .``, ``ruff check . ||
+    true``, ``! x``); everything from an ``if``, a loop or a ``case`` on; and a line that
+    defines a function."""
     if "()" in line or re.search(r"(^|[\s;&|])function\s", line):
         return []
     try:
@@ -176,11 +182,27 @@ def program_words(line: str) -> list[str]:
     except ValueError:  # an unbalanced quote: the shell will say so itself
         return []
     found: list[str] = []
+    chain: list[str] = []  # the program words of the current and-or chain
+    optional = False  # the chain guards or falls back: none of its words is required
+
+    def close_chain() -> None:
+        nonlocal chain, optional
+        if not optional:
+            found.extend(word for word in chain if word not in found)
+        chain, optional = [], False
+
     at_start = True
     redirect_target = False
     for token in tokens:
         if set(token) <= _SEPARATING:
-            at_start, redirect_target = True, False
+            if "||" in token:
+                optional = True
+            elif ";" in token or token.strip("()") == "&":  # the chain ends
+                close_chain()
+            # `;`, `&`, `|` and `(` start a command; a `)` only ends one (`$(dirname x)/y`
+            # goes on as one word), and `$((1+2))` is arithmetic.
+            at_start = bool(set(token) & _STARTING) and "((" not in token
+            redirect_target = False
             continue
         if redirect_target:
             redirect_target = False
@@ -193,8 +215,11 @@ def program_words(line: str) -> list[str]:
         if _ASSIGNMENT.match(token) or token in _LEADS_TO_COMMAND:
             continue  # the command word comes next
         at_start = False
-        if token in _NOT_A_COMMAND or token in _SHELL_ITSELF or _EXPANDS.search(token):
-            continue
-        if token not in found:
-            found.append(token)
+        if token in _COMPOUND:
+            break
+        if token in _GUARDS:
+            optional = True
+        elif not (token in _SHELL_ITSELF or token.startswith("-") or _EXPANDS.search(token)):
+            chain.append(token)
+    close_chain()
     return found
