@@ -130,6 +130,9 @@ def test_every_dirty_file_is_named_up_to_a_bound() -> None:
         ("echo $$ > $(dirname $ASSAY_REPORT_PATH)/started; sleep 6", ["dirname", "sleep"]),
         ("x=$(git rev-parse HEAD) && make", ["git", "make"]),
         ("echo $((1+2)) && make", ["make"]),
+        ("{\n  echo a\n  for n in 1 2; do head -c 4 /dev/urandom; done\n} > k\ncat k", []),
+        ("ruff check .\npytest -q \\\n  --maxfail 1\n", ["ruff", "pytest"]),
+        ("cat <<EOF > x\nnot a command\nEOF", []),
     ],
 )
 def test_the_program_words_of_a_shell_line(line: str, words: list[str]) -> None:

@@ -171,9 +171,11 @@ def program_words(line: str) -> list[str]:
     words the shell answers itself (builtins, keywords) or would expand (``$X``, globs, ``~``);
     a chain that guards or falls back (``command -v ruff && ruff check .``, ``ruff check . ||
     true``, ``! x``); everything from an ``if``, a loop or a ``case`` on; and a line that
-    defines a function."""
-    if "()" in line or re.search(r"(^|[\s;&|])function\s", line):
-        return []
+    defines a function or holds a here-document."""
+    if "()" in line or "<<" in line or re.search(r"(^|[\s;&|])function\s", line):
+        return []  # a function, a here-document: not read
+    # A newline ends a command as `;` does (one inside quotes stays inside its word).
+    line = line.replace("\\\n", " ").replace("\n", ";")
     try:
         lexer = shlex.shlex(line, posix=True, punctuation_chars=";&|()<>")
         lexer.whitespace_split = True
