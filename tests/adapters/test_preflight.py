@@ -353,3 +353,15 @@ def test_a_pull_request_landing_needs_its_token_and_remote(
     ]
     git(repo, "remote", "add", "origin", "https://github.com/octo/calc.git")
     assert without_bwrap_line(problems(repo, text, env)) == []
+
+
+def test_a_validators_script_left_uncommitted_is_named(
+    tmp_path: Path, repo: Path, bin_dir: Path
+) -> None:
+    env = environ(tmp_path, bin_dir, **KEYS)
+    text = "coder: claude\nvalidators: [{id: tests, run: './check.sh -q'}]\n"
+    # not there at all: the coder may be the one to write it
+    assert without_bwrap_line(problems(repo, text, env)) == []
+    program(repo, "check.sh")  # here, but a validator runs on a fresh checkout of the change
+    found = without_bwrap_line(problems(repo, text, env))
+    assert len(found) == 1 and found[0].startswith("validator tests: ./check.sh is not committed")

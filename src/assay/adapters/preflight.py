@@ -78,7 +78,9 @@ def check(
         if validator.kind is ValidatorKind.COMMAND and validator.run:
             env_of = validator_environment(operator_env, contract.env)
             sandbox = view.sandbox(contract.network.validators)
-            problems += command_problem(who, validator.run, env_of, sandbox, fix="`run`")
+            problems += command_problem(
+                who, validator.run, env_of, sandbox, fix="`run`", repo=repo, written=True
+            )
         elif validator.kind is ValidatorKind.JUDGE:
             settings = validator.model_dump(mode="json")
             environ = {
@@ -158,10 +160,13 @@ def command_problem(
     fix: str,
     repo: Path | None = None,
     declared_shown: bool = False,
+    written: bool = False,
 ) -> list[str]:
     """What keeps a command line (a shell string run by ``sh -c``, or an argv list) from
     finding its programs. A relative path (``./fix.sh``) is looked up in ``repo``'s HEAD
-    commit, which is what a seat starts from (no ``repo``: not looked up)."""
+    commit, which is what a seat starts from (no ``repo``: not looked up); ``written``: the
+    line runs on a candidate, which may add the file, so only one left uncommitted here (or
+    committed without its executable bit) is named."""
     if isinstance(command, str):
         argv: list[str] = [SHELL, "-c", command]
         words = program_words(command)
@@ -173,7 +178,7 @@ def command_problem(
     problems = []
     for word in words:
         if "/" in word and not os.path.isabs(word):
-            problem = None if moves or repo is None else _committed(who, word, repo, fix)
+            problem = None if moves or repo is None else _committed(who, word, repo, fix, written)
         else:
             problem = program_problem(
                 word, env, sandbox, who=who, argv=argv, fix=fix, declared_shown=declared_shown
@@ -322,14 +327,17 @@ def _dirty_base(contract: Contract, repo: Path) -> str | None:
     return dirty_problem(branch, dirty) if dirty else None
 
 
-def _committed(who: str, word: str, repo: Path, fix: str) -> str | None:
+def _committed(who: str, word: str, repo: Path, fix: str, written: bool = False) -> str | None:
     """A program named by a path inside the repository must be in its HEAD commit, and
-    executable there: a seat is a fresh checkout of that commit."""
+    executable there: a seat is a fresh checkout of that commit. ``written``: a candidate may
+    add it, so only a file left uncommitted here is missing for sure."""
     path = os.path.normpath(word)
     if path.startswith(".."):
         return None  # outside the repository: the seat's neighbourhood, not looked up
     mode = git.file_mode(repo, "HEAD", path)
     if mode is None:
+        if written and not (repo / path).exists():
+            return None
         where = "is not committed" if (repo / path).exists() else "is not in the repository"
         return (
             f"{who}: {word} {where}: a seat is a fresh checkout of the HEAD commit "

@@ -49,6 +49,7 @@ from assay.adapters.process import ProcessResult
 from assay.adapters.sandbox_spec import SandboxSpec
 from assay.core.blind import BlindCandidate
 from assay.core.contract import JudgeSpec
+from assay.core.preflight import key_problem
 from assay.core.vocab import JudgeKind, StopReason
 
 CLAUDE_READERS = ("Read", "Grep", "Glob")
@@ -175,6 +176,11 @@ def _run(
     if judge.base_url:
         variable = "ANTHROPIC_BASE_URL" if judge.kind is JudgeKind.CLAUDE else "OPENAI_BASE_URL"
         child_env[variable] = judge.base_url
+    # Without its key claude would start only to ask for a login no judge can use.
+    if judge.kind is JudgeKind.CLAUDE:
+        unkeyed = key_problem(name, kind, judge.model_dump(mode="json"), child_env)
+        if unkeyed is not None:
+            return RankingResult(None, error=unkeyed, setting_error=unkeyed, judge=name)
     scratch = write_scratch(workdir, candidates)
     proc = start_cli(
         kind,
