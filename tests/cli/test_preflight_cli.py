@@ -97,6 +97,9 @@ def test_serve_holds_a_task_it_cannot_run_and_never_runs_it(repo: Path) -> None:
     shown = json.loads(assay("task", "show", bad_id, "--json").stdout)
     assert (shown["status"], shown["hold_source"], shown["attempts"]) == ("held", "machine", 0)
     assert f"{GONE} not found on PATH" in shown["hold_reason"] and shown["runs"] == []
+    [way] = shown["ways_back"]
+    assert way["summary"].startswith("fix what the reason names on this machine")
+    assert way["commands"] == [f"assay task release {bad_id}"]
     again = assay("serve", "--once", "--poll", "0.1", "--gc-every", "0")
     assert again.exit_code == 0 and "served 0 run(s)" in again.output  # never retried
 

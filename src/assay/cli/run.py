@@ -150,6 +150,11 @@ def run(
     .assay/runs/<run>/payload.json. Exit: 0 done, 1 failed, 2 bad input, 3 held, 4 internal,
     130/143 stopped by SIGINT/SIGTERM.
 
+    Before anything is queued it checks that this machine can run the task as set: every
+    coder's and judge's program installed and visible inside the sandbox, every API key set,
+    every validator's programs found, a clean base branch for --land merge. A problem is
+    exit 2, one line each, and nothing is written.
+
     --events jsonl writes the ledger's events of the run to stdout as they happen, one JSON
     object a line (the dashboard's /events objects); --json then prints the payload as the
     last line, and the human summary goes to stderr.

@@ -57,6 +57,15 @@ CLAUDE_SETTING = (
 )
 
 
+UNRUNNABLE = "this machine cannot run the task as set"
+
+
+def unrunnable_reason(problems: Sequence[str]) -> str:
+    """Why a task this machine cannot run is held (its hold reason, its run's reason): every
+    problem, in one line."""
+    return f"{UNRUNNABLE}: {'; '.join(problems)}"[:4000]
+
+
 def install_hint(kind: str) -> str:
     """How to install the program a coder of ``kind`` runs ("" for a kind that runs none)."""
     return PROGRAMS[kind][1] if kind in PROGRAMS else ""

@@ -18,6 +18,7 @@ from pathlib import Path
 from assay.adapters import preflight
 from assay.adapters.store.sql import Ledger
 from assay.core.contract import Contract
+from assay.core.preflight import unrunnable_reason
 from assay.core.tasks import Task
 
 __all__ = ["Unrunnable", "admit", "hold_reason", "hold_unrunnable"]
@@ -34,7 +35,7 @@ class Unrunnable(Exception):
 
 def hold_reason(problems: Sequence[str]) -> str:
     """The hold reason of a task this machine cannot run: every problem, in one line."""
-    return f"this machine cannot run the task as set: {'; '.join(problems)}"[:4000]
+    return unrunnable_reason(problems)
 
 
 def admit(

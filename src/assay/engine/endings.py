@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from assay.core.policy import PolicyDecision
+from assay.core.preflight import unrunnable_reason
 from assay.core.results import ValidatorResult
 from assay.core.vocab import AttemptNext, HaltType, PolicyAction, RunStatus
 from assay.engine.accounting import record_attempt
@@ -49,7 +50,7 @@ def cannot_run(
     run.unrunnable = True
     recorded = record_attempt(attempt, seats, results or [], fault=True, failures=problems)
     run.attempts.append(recorded)
-    reason = f"this machine cannot run the task as set: {'; '.join(problems)}"
+    reason = unrunnable_reason(problems)
     return end_run(run, RunStatus.FAILED, HaltType.ENVIRONMENT_ERROR, reason)
 
 
