@@ -100,8 +100,9 @@ def serve(
 
     Each task runs until settle makes it done, held, or failed; a failed task is picked up
     again until max_attempts hold it for a human. A task this machine cannot run as set (a
-    coder's or judge's program or API key missing here) is held with the reason, never run. A task that waits for its provider quota is
-    skipped until its time (said once per wait); with --once, it does not keep serve running.
+    coder's or judge's program or API key missing here) is held with the reason, never run.
+    A task that waits for its provider quota is skipped until its time (said once per wait);
+    with --once, it does not keep serve running.
     SIGINT / SIGTERM stop the coders, close the runs in progress as interrupted, and exit
     130 / 143. What closed runs left behind is collected at start and every --gc-every
     (see `assay gc`).
