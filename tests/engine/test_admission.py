@@ -55,6 +55,8 @@ def test_a_program_missing_mid_run_holds_the_task_and_spends_nothing(tmp_path: P
     assert payload.attempt_spent is False
     assert payload.reason.startswith("this machine cannot run the task as set: seat 1 (command): ")
     assert f"{GONE} not found on PATH" in payload.reason
+    [seat] = payload.candidates
+    assert not seat.viable and seat.fault is not None and GONE in seat.fault
     held = ledger.get_task("t1")
     assert (held.status, held.hold_source, held.attempts) == (
         TaskStatus.HELD,
