@@ -130,3 +130,18 @@ def test_a_dirty_checkout_is_not_a_setting_a_worker_holds_for(tmp_path: Path) ->
     (repo / "src" / "slug.py").write_text("# being edited\n")
     admit(ledger=ledger, task=task, contract=parse_contract(text), repo=repo, home=home, now=NOW)
     assert ledger.get_task("t1").status is TaskStatus.QUEUED
+
+
+def test_a_task_moved_meanwhile_is_left_as_it_is(tmp_path: Path) -> None:
+    """Cancelled by an operator between the worker's scan and its check: the hold is not
+    written over the operator's, and the worker hears "someone else has it"."""
+    from assay.adapters.store.errors import LedgerConflict
+    from assay.engine.admission import hold_unrunnable
+
+    _, _, ledger, task = queued(tmp_path, command_contract("true"))
+    cancelled = ledger.get_task("t1")
+    cancelled.hold("cancelled by an operator", NOW)
+    ledger.save_task(cancelled)
+    with pytest.raises(LedgerConflict):
+        hold_unrunnable(ledger, task.id, ["nosuchprog not found"], NOW)
+    assert ledger.get_task("t1").hold_reason == "cancelled by an operator"

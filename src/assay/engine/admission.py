@@ -16,10 +16,11 @@ from datetime import datetime
 from pathlib import Path
 
 from assay.adapters import preflight
+from assay.adapters.store.errors import LedgerConflict
 from assay.adapters.store.sql import Ledger
 from assay.core.contract import Contract
 from assay.core.preflight import unrunnable_reason
-from assay.core.tasks import Task
+from assay.core.tasks import RUNNABLE_STATUSES, Task
 
 __all__ = ["Unrunnable", "admit", "hold_reason", "hold_unrunnable"]
 
@@ -56,11 +57,14 @@ def admit(
 
 
 def hold_unrunnable(ledger: Ledger, task_id: str, problems: Sequence[str], now: datetime) -> Task:
-    """Hold the task (machine) with the problems, as the ledger holds it now (a run that
-    claimed it meanwhile wins: the store's ``LedgerConflict``)."""
+    """Hold the task (machine) with the problems, as the ledger holds it now. A run that
+    claimed it meanwhile, or an operator who moved it, wins: the store's ``LedgerConflict``,
+    which a worker takes as "someone else has it", and nothing is written."""
     reason = hold_reason(problems)
 
     def hold(task: Task) -> dict[str, str]:
+        if task.status not in RUNNABLE_STATUSES:
+            raise LedgerConflict(f"task {task.id!r} is {task.status.value} now")
         task.cannot_run(reason, now)
         return {"reason": reason, "by": "preflight"}
 
