@@ -202,9 +202,11 @@ def test_fatal_errors_despite_exit_zero(
     assert (result.quota.kind if result.quota else None) == quota
 
 
-def test_rejected_key_is_an_environment_error(tmp_path: Path) -> None:
+def test_rejected_key_is_the_operators_setting(tmp_path: Path) -> None:
     result = AiderCoder().dispatch(make_request(tmp_path, scenario="auth"))
-    assert result.exit_code == 0 and result.environment_error is not None
+    assert result.exit_code == 0 and result.environment_error is None
+    assert result.setting_error is not None
+    assert result.setting_error.startswith("the provider rejected the credentials")
 
 
 def test_crash_sets_error(tmp_path: Path) -> None:
@@ -213,11 +215,11 @@ def test_crash_sets_error(tmp_path: Path) -> None:
     assert result.error is not None and "KeyError" in result.error
 
 
-def test_missing_binary_is_environment_error_with_install_hint(tmp_path: Path) -> None:
+def test_missing_binary_is_the_operators_setting_with_install_hint(tmp_path: Path) -> None:
     empty = tmp_path / "empty-bin"
     empty.mkdir()
     result = AiderCoder().dispatch(make_request(tmp_path, path=str(empty)))
-    assert result.environment_error == (
+    assert result.environment_error is None and result.setting_error == (
         "aider not found on PATH: install it with `pip install aider-chat`"
     )
 

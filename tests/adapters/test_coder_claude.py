@@ -8,6 +8,7 @@ import json
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -15,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from assay.adapters.coders.agentcli import ParsedRun, to_result
+from assay.adapters.coders.base import DispatchRequest
 from assay.adapters.coders.claude import ClaudeCoder, parse_claude_stream
 from assay.adapters.process import MAX_OUTPUT_READ, ProcessResult
 from assay.core.brief import query_command
@@ -23,7 +25,17 @@ from assay.core.vocab import StopReason
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "standins"))
 
-from coder_harness import BudgetMeter, changed, make_request, recorded
+from coder_harness import BudgetMeter, changed, recorded
+from coder_harness import make_request as harness_request
+
+KEY = {"ANTHROPIC_API_KEY": "standin-key"}
+
+
+def make_request(tmp_path: Path, **given: Any) -> DispatchRequest:
+    """A dispatch of the stand-in claude with a key in its environment (claude is never
+    started without one)."""
+    return harness_request(tmp_path, **{**given, "env": {**KEY, **(given.get("env") or {})}})
+
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 RESET = 1_900_000_020  # a whole minute, so every format of it round-trips
@@ -434,9 +446,35 @@ def test_context_and_server_errors(tmp_path: Path, scenario: str, stop: StopReas
     assert result.quota is None and result.error
 
 
-def test_rejected_key_is_an_environment_error(tmp_path: Path) -> None:
+def test_rejected_key_is_the_operators_setting_never_a_login(tmp_path: Path) -> None:
     result = ClaudeCoder().dispatch(make_request(tmp_path, scenario="auth"))
-    assert result.environment_error is not None and "Invalid API key" in result.environment_error
+    assert result.environment_error is None  # not a machine fault: never refunded
+    assert result.setting_error is not None
+    assert result.setting_error.startswith("claude: no usable API key (it asked for a login):")
+    assert "set ANTHROPIC_API_KEY" in result.setting_error
+    assert "/login" not in result.setting_error and "/login" not in (result.error or "")
+
+
+def test_claude_without_a_key_is_never_started(tmp_path: Path) -> None:
+    request = harness_request(tmp_path)  # no key in its environment
+    result = ClaudeCoder().dispatch(request)
+    assert result.exit_code is None and not (tmp_path / "record.json").exists()
+    assert result.setting_error is not None
+    assert result.setting_error.startswith("claude: no API key: set ANTHROPIC_API_KEY")
+    assert "a `claude login` on this machine is never used" in result.setting_error
+
+
+@pytest.mark.parametrize(
+    "env",
+    [
+        {"ANTHROPIC_AUTH_TOKEN": "t"},
+        {"CLAUDE_CODE_USE_BEDROCK": "1"},
+        {"CLAUDE_CODE_USE_VERTEX": "1"},
+    ],
+)
+def test_claude_starts_with_any_credential_it_accepts(tmp_path: Path, env: dict[str, str]) -> None:
+    result = ClaudeCoder().dispatch(harness_request(tmp_path, env=env))
+    assert result.setting_error is None and (tmp_path / "record.json").exists()
 
 
 def test_crash_sets_error(tmp_path: Path) -> None:
@@ -445,12 +483,12 @@ def test_crash_sets_error(tmp_path: Path) -> None:
     assert result.error is not None and "TypeError" in result.error
 
 
-def test_missing_binary_is_environment_error_with_install_hint(tmp_path: Path) -> None:
+def test_missing_binary_is_the_operators_setting_with_install_hint(tmp_path: Path) -> None:
     empty = tmp_path / "empty-bin"
     empty.mkdir()
     result = ClaudeCoder().dispatch(make_request(tmp_path, path=str(empty)))
-    assert result.exit_code is None
-    assert result.environment_error == (
+    assert result.exit_code is None and result.environment_error is None
+    assert result.setting_error == (
         "claude not found on PATH: install it with `npm install -g @anthropic-ai/claude-code`"
     )
 

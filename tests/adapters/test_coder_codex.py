@@ -212,11 +212,12 @@ def test_context_and_server_errors(tmp_path: Path, scenario: str, stop: StopReas
     assert result.stop_reason is stop and result.quota is None and result.exit_code == 1
 
 
-def test_rejected_key_is_an_environment_error(tmp_path: Path) -> None:
+def test_rejected_key_is_the_operators_setting(tmp_path: Path) -> None:
     result = CodexCoder().dispatch(
         make_request(tmp_path, scenario="auth", settings={"base_url": "http://127.0.0.1:9/v1"})
     )
-    assert result.environment_error is not None and "401" in result.environment_error
+    assert result.environment_error is None  # not a machine fault: never refunded
+    assert result.setting_error is not None and "401" in result.setting_error
     assert "OPENAI_BASE_URL" not in recorded(tmp_path)["env"]  # codex 0.171 ignores it
     assert recorded(tmp_path)["argv"][-5:-1] == [
         "-c",
@@ -275,11 +276,11 @@ def test_crash_sets_error(tmp_path: Path) -> None:
     assert result.error is not None and "panicked" in result.error
 
 
-def test_missing_binary_is_environment_error_with_install_hint(tmp_path: Path) -> None:
+def test_missing_binary_is_the_operators_setting_with_install_hint(tmp_path: Path) -> None:
     empty = tmp_path / "empty-bin"
     empty.mkdir()
     result = CodexCoder().dispatch(make_request(tmp_path, path=str(empty)))
-    assert result.environment_error == (
+    assert result.environment_error is None and result.setting_error == (
         "codex not found on PATH: install it with `npm install -g @openai/codex`"
     )
 

@@ -140,21 +140,26 @@ def test_timeout_keeps_what_was_written_and_sets_no_stop_reason(
     assert result.log_path is not None and "said" in result.log_path.read_text()
 
 
-def test_a_missing_executable_is_an_environment_error(tmp_path: Path, worktree: Path) -> None:
+def test_a_missing_executable_is_the_operators_setting(tmp_path: Path, worktree: Path) -> None:
     result = _dispatch(tmp_path, worktree, command=["assay-no-such-agent", "--go"])
-    assert result.environment_error is not None
-    assert "assay-no-such-agent" in result.environment_error
-    assert "install" in result.environment_error
+    assert result.environment_error is None  # not a machine fault: never refunded
+    assert result.setting_error == (
+        "the command coder: assay-no-such-agent not found on PATH: install it "
+        "(or fix `coder.command`)"
+    )
     assert result.error is None
 
 
-def test_a_missing_command_in_a_shell_string_is_an_environment_error(
+def test_a_missing_command_in_a_shell_string_is_the_operators_setting(
     tmp_path: Path, worktree: Path
 ) -> None:
     result = _dispatch(tmp_path, worktree, command="assay-no-such-agent --go {prompt_file}")
-    assert result.environment_error is not None
-    assert "assay-no-such-agent" in result.environment_error
-    assert "coder.command" in result.environment_error
+    assert result.environment_error is None
+    assert result.setting_error is not None
+    assert result.setting_error.startswith(
+        "the command coder: assay-no-such-agent not found on PATH: install it"
+    )
+    assert "exit 127" in result.setting_error  # and what the shell said
 
 
 def test_no_command_is_an_environment_error(tmp_path: Path, worktree: Path) -> None:
@@ -195,13 +200,14 @@ def test_a_prompt_too_long_for_the_environment_is_an_environment_error(
     assert result.environment_error is not None and "prompt_via: file" in result.environment_error
 
 
-def test_a_file_that_is_not_executable_is_an_environment_error(
+def test_a_file_that_is_not_executable_is_the_operators_setting(
     tmp_path: Path, worktree: Path
 ) -> None:
     tool = tmp_path / "agent.sh"
     tool.write_text("#!/bin/sh\necho hi\n")
     result = _dispatch(tmp_path, worktree, command=[str(tool)])
-    assert result.environment_error is not None and str(tool) in result.environment_error
+    assert result.environment_error is None
+    assert result.setting_error is not None and str(tool) in result.setting_error
 
 
 def test_the_brief_is_at_assay_brief_path_outside_the_worktree(

@@ -197,9 +197,10 @@ def test_faults(tmp_path: Path, scenario: str, stop: StopReason, quota: str | No
     assert (result.quota.kind if result.quota else None) == quota
 
 
-def test_rejected_key_is_an_environment_error(tmp_path: Path) -> None:
+def test_rejected_key_is_the_operators_setting(tmp_path: Path) -> None:
     result = MiniCoder().dispatch(make_request(tmp_path, scenario="auth"))
-    assert result.environment_error is not None and "Incorrect API key" in result.environment_error
+    assert result.environment_error is None
+    assert result.setting_error is not None and "Incorrect API key" in result.setting_error
 
 
 def test_crash_sets_error(tmp_path: Path) -> None:
@@ -208,11 +209,11 @@ def test_crash_sets_error(tmp_path: Path) -> None:
     assert result.error is not None and "ValueError" in result.error
 
 
-def test_missing_binary_is_environment_error_with_install_hint(tmp_path: Path) -> None:
+def test_missing_binary_is_the_operators_setting_with_install_hint(tmp_path: Path) -> None:
     empty = tmp_path / "empty-bin"
     empty.mkdir()
     result = MiniCoder().dispatch(make_request(tmp_path, path=str(empty)))
-    assert result.environment_error == (
+    assert result.environment_error is None and result.setting_error == (
         "mini not found on PATH: install it with `pip install mini-swe-agent`"
     )
 

@@ -168,6 +168,23 @@ def test_without_a_model_the_judge_errs(model_server: ModelServer, tmp_path: Pat
     assert "model" in result.justification
 
 
+def test_a_judge_without_its_key_is_the_operators_setting(
+    model_server: ModelServer, tmp_path: Path
+) -> None:
+    outcome = judge(model_server, tmp_path, api_key_env="ASSAY_TEST_UNSET_KEY")
+    assert outcome.result.error is True and outcome.fault is None and outcome.quota is None
+    assert outcome.setting_error is not None
+    assert outcome.setting_error.startswith("validator review: the judge cannot run: ")
+    assert "$ASSAY_TEST_UNSET_KEY" in outcome.setting_error
+    assert model_server.completions == []
+
+
+def test_a_refused_key_is_the_operators_setting(model_server: ModelServer, tmp_path: Path) -> None:
+    model_server.script(Turn(error=HttpError(401, "auth", "Incorrect API key provided")))
+    outcome = judge(model_server, tmp_path)
+    assert outcome.setting_error is not None and "HTTP 401" in outcome.setting_error
+
+
 def test_an_advisory_judge_is_marked_advisory(model_server: ModelServer, tmp_path: Path) -> None:
     model_server.script(Turn.calls(verdict("block", "meh")))
     result = judge(model_server, tmp_path, on_fail="warn").result

@@ -171,6 +171,7 @@ def test_an_unusable_answer_is_no_fault(model_server: ModelServer) -> None:
 def test_a_judge_without_its_key_never_calls(model_server: ModelServer) -> None:
     result = rank([A, B], TASK, llm_judge(model_server), env={})
     assert result.ranking is None and "$LOCAL_KEY" in (result.error or "")
+    assert result.setting_error == result.error  # the operator's setting: held, not retried
     assert model_server.completions == []
 
 
@@ -282,6 +283,7 @@ def cli_env(tmp_path: Path, scenario: str = "rank", **extra: str) -> dict[str, s
         "HOME": str(home),
         "STANDIN_SCENARIO": scenario,
         "STANDIN_RECORD": str(tmp_path / "record.json"),
+        "ANTHROPIC_API_KEY": "standin-key",  # claude is never started without one
         **extra,
     }
 
@@ -362,8 +364,21 @@ def test_an_unusable_final_answer_is_no_ranking(tmp_path: Path, kind: str) -> No
 
 def test_a_missing_cli_is_an_error_not_a_crash(tmp_path: Path) -> None:
     judge = JudgeSpec(kind=JudgeKind.CLAUDE)
-    result = rank([A, B], TASK, judge, env={"PATH": str(tmp_path)}, workdir=tmp_path)
+    env = {"PATH": str(tmp_path), "ANTHROPIC_API_KEY": "k"}
+    result = rank([A, B], TASK, judge, env=env, workdir=tmp_path)
     assert result.ranking is None and "claude not found on PATH" in (result.error or "")
+    assert result.setting_error == (
+        "claude not found on PATH: install it with `npm install -g @anthropic-ai/claude-code`"
+    )
+
+
+def test_a_claude_judge_without_a_key_is_never_started(tmp_path: Path) -> None:
+    judge = JudgeSpec(kind=JudgeKind.CLAUDE, model="m-1")
+    env = {k: v for k, v in cli_env(tmp_path).items() if k != "ANTHROPIC_API_KEY"}
+    result = rank([A, B], TASK, judge, env=env, workdir=tmp_path / "judge")
+    assert result.ranking is None and not (tmp_path / "record.json").exists()
+    assert result.setting_error is not None
+    assert result.setting_error.startswith("claude:m-1: no API key: set ANTHROPIC_API_KEY")
 
 
 def test_cli_deliberation_puts_the_reasons_in_the_prompt(tmp_path: Path) -> None:

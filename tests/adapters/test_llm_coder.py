@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.model_server import ModelServer, ToolCall, Turn
+from support.model_server import HttpError, ModelServer, ToolCall, Turn
 
 from assay.adapters.coders import llm
 from assay.adapters.coders.base import DispatchRequest, DispatchResult
@@ -261,11 +261,20 @@ def test_fire_halt_fires_in_the_dispatch_state_file(
     assert json.loads(tool_results(model_server)[0])["fired"] is True
 
 
-def test_a_missing_key_is_an_environment_error(model_server: ModelServer, worktree: Path) -> None:
+def test_a_missing_key_is_the_operators_setting(model_server: ModelServer, worktree: Path) -> None:
     result = dispatch(model_server, worktree, api_key_env="ASSAY_TEST_UNSET_KEY")
-    assert result.environment_error is not None
-    assert "ASSAY_TEST_UNSET_KEY" in result.environment_error
+    assert result.environment_error is None  # not a machine fault: never refunded
+    assert result.setting_error is not None
+    assert "ASSAY_TEST_UNSET_KEY" in result.setting_error
     assert model_server.requests == []
+
+
+def test_a_refused_key_is_the_operators_setting(model_server: ModelServer, worktree: Path) -> None:
+    model_server.script(Turn(error=HttpError(401, "auth", "Incorrect API key provided")))
+    result = dispatch(model_server, worktree)
+    assert result.environment_error is None and result.fault is None
+    assert result.setting_error is not None and "HTTP 401" in result.setting_error
+    assert len(model_server.completions) == 1  # never retried
 
 
 def test_honoured_settings_cover_the_endpoint_settings() -> None:

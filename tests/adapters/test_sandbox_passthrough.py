@@ -134,6 +134,7 @@ def test_a_cli_judge_runs_confined_with_its_own_folder_writable(seat: Seat, tmp_
         "HOME": str(seat.home),
         "STANDIN_SCENARIO": "rank",
         "STANDIN_RECORD": str(seat.logs / "record.json"),
+        "ANTHROPIC_API_KEY": "standin-key",  # claude is never started without one
     }
     judge = JudgeSpec(kind=JudgeKind.CLAUDE, model="m-1", timeout_seconds=20)
     workdir = tmp_path / "judges" / "judge-1"  # not among the spec's writable paths

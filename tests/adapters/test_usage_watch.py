@@ -33,6 +33,9 @@ THREAD = "01a241f3-ba6e-7953-b0c3-7f69c4e71af5"
 ROLLOUT = f"sessions/2026/12/04/rollout-2026-12-04T16-47-01-{THREAD}.jsonl"
 
 
+CLAUDE_KEY = {"ANTHROPIC_API_KEY": "standin-key"}  # claude is never started without one
+
+
 def sample(name: str) -> str:
     return (SAMPLES / name).read_text()
 
@@ -149,7 +152,7 @@ def test_mini_trajectory_is_reread_when_it_changes_and_a_torn_read_keeps_the_las
 
 def test_claude_journals_while_it_runs_and_the_result_has_the_figures(tmp_path: Path) -> None:
     meter = BudgetMeter(remaining_cost_usd=1.25)
-    request = dataclasses.replace(make_request(tmp_path), meter=meter)
+    request = dataclasses.replace(make_request(tmp_path, env=CLAUDE_KEY), meter=meter)
     result = ClaudeCoder().dispatch(request)
     assert result.stop_reason is StopReason.COMPLETED, result
     assert meter.reports and result.usage == meter.reports[-1]
@@ -160,7 +163,7 @@ def test_claude_journals_while_it_runs_and_the_result_has_the_figures(tmp_path: 
 
 
 def test_no_money_budget_no_cap_flag(tmp_path: Path) -> None:
-    request = dataclasses.replace(make_request(tmp_path), meter=BudgetMeter())
+    request = dataclasses.replace(make_request(tmp_path, env=CLAUDE_KEY), meter=BudgetMeter())
     ClaudeCoder().dispatch(request)
     assert "--max-budget-usd" not in recorded(tmp_path)["argv"]
 
@@ -187,7 +190,9 @@ def test_a_spent_budget_starts_no_program(tmp_path: Path) -> None:
 
 def test_a_program_stopped_mid_run_says_so_in_its_result(tmp_path: Path) -> None:
     meter = BudgetMeter(max_tokens=3000)  # spent by the stand-in's third call (1050 each)
-    request = dataclasses.replace(make_request(tmp_path, scenario="endless"), meter=meter)
+    request = dataclasses.replace(
+        make_request(tmp_path, scenario="endless", env=CLAUDE_KEY), meter=meter
+    )
     result = ClaudeCoder().dispatch(request)
     assert result.stopped == "the run spent 3150 tokens of its 3000-token budget"
     assert result.exit_code is None and not result.timed_out

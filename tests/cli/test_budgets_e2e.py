@@ -191,7 +191,10 @@ def test_a_queued_task_keeps_its_flag_budget_under_serve(tmp_path: Path) -> None
     repo = make_repo(tmp_path)
     with ModelServer(when_exhausted=looping(PER_CALL)) as server:
         contract = str(llm_contract(repo, server))
-        added = repo.assay("task", "add", "--contract", contract, "--max-tokens", "500", "--json")
+        added = repo.assay(
+            "task", "add", "--contract", contract, "--max-tokens", "500", "--json",
+            OPENAI_API_KEY="k",
+        )  # fmt: skip
         assert added.returncode == 0, added.stderr
         task_id = json.loads(added.stdout)["id"]
         served = repo.assay("serve", "--once", "--poll", "0.1", "--json", OPENAI_API_KEY="k")

@@ -174,7 +174,9 @@ def test_run_and_payload_show_print_a_payload(site: Site) -> None:
 
 
 def test_task_add_list_and_show(site: Site) -> None:
-    added = site.repo.assay("task", "add", "another task", "--coder", "claude", "--json")
+    added = site.repo.assay(
+        "task", "add", "another task", "--coder", "claude", "--no-check", "--json"
+    )
     assert added.returncode == 0, added.stderr
     valid("task", json_out(added))
     valid("task_add", json_out(added))
@@ -189,7 +191,9 @@ def test_task_add_list_and_show(site: Site) -> None:
 def test_a_held_task_and_an_unreadable_row(tmp_path: Path) -> None:
     repo = make_repo(tmp_path)
     held, broken = (
-        json_out(repo.assay("task", "add", title, "--coder", "claude", "--json"))["id"]
+        json_out(repo.assay("task", "add", title, "--coder", "claude", "--no-check", "--json"))[
+            "id"
+        ]
         for title in ("to hold", "to break")
     )
     assert repo.assay("task", "hold", held, "--reason", "wait for ünïcode").returncode == 0
@@ -293,9 +297,9 @@ def _has_json(*command: str) -> bool:
 def test_task_hold_release_cancel_print_the_move(site: Site) -> None:
     if not _has_json("task", "hold"):
         pytest.skip("`task hold --json` is not on this branch yet (the tasks helper adds it)")
-    task_id = json_out(site.repo.assay("task", "add", "to move", "--coder", "claude", "--json"))[
-        "id"
-    ]
+    task_id = json_out(
+        site.repo.assay("task", "add", "to move", "--coder", "claude", "--no-check", "--json")
+    )["id"]
     for action, extra in (("hold", ["--reason", "wait"]), ("release", []), ("cancel", [])):
         moved = site.repo.assay("task", action, task_id, *extra, "--json")
         assert moved.returncode == 0, moved.stderr

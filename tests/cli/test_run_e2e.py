@@ -109,10 +109,24 @@ def test_a_coder_that_reports_no_cost_leaves_the_cost_unknown(tmp_path: Path) ->
 def test_a_dirty_checkout_is_never_touched(tmp_path: Path) -> None:
     repo = make_repo(tmp_path)
     (repo.root / "src" / "slug.py").write_text(BUGGY + "# my local edit\n")
-    done = repo.assay("run", "--contract", str(replay_contract(repo, "fixed")), "--json")
-    assert done.returncode == 0, done.stderr
-    payload = json.loads(done.stdout)
-    assert payload["status"] == "ready"  # merge refused, the branch is left instead
+    (repo.root / "NOTES").write_text("untracked: not in the way\n")
+    contract = str(replay_contract(repo, "fixed"))
+    # `assay run` says so before any coder runs: nothing is queued, nothing lands
+    refused = repo.assay("run", "--contract", contract, "--json")
+    assert refused.returncode == 2, refused.stderr
+    assert refused.stderr == (
+        "assay: land: merge lands on main, whose checkout has uncommitted changes to "
+        "src/slug.py: commit or stash them first, or land on a branch (--land branch)\n"
+    )
+    assert refused.stdout == "" and not (repo.root / ".assay").exists()
+    # a queued task met by a worker: the landing leaves the branch instead
+    assert repo.assay("task", "add", "--contract", contract).returncode == 0
+    served = repo.assay("serve", "--once", "--json")
+    assert served.returncode == 0, served.stderr
+    assert list(json.loads(served.stdout)["closed"].values()) == ["done"]
+    [task] = json.loads(repo.assay("task", "list", "--json").stdout)
+    [run] = json.loads(repo.assay("task", "show", task["id"], "--json").stdout)["runs"]
+    assert run["status"] == "ready"  # merge refused, the branch is left instead
     assert (repo.root / "src" / "slug.py").read_text() == BUGGY + "# my local edit\n"
 
 

@@ -69,10 +69,21 @@ land: merge
     )
 
 
+def _standin_claude(scenario: str, seats: int) -> str:
+    # The stand-in calls no provider, but claude is never started without a key.
+    env = {"PATH": SEARCH_PATH, "STANDIN_SCENARIO": scenario, "ANTHROPIC_API_KEY": "k"}
+    return (
+        f"task: x\nseats: {seats}\ncoder: {{kind: claude}}\nland: merge\nenv: {json.dumps(env)}\n"
+    )
+
+
 def _quota(repo: Repo, _server: ModelServer) -> Path:
-    env = json.dumps({"PATH": SEARCH_PATH, "STANDIN_SCENARIO": "rate_limit"})
-    text = f"task: x\nseats: 3\ncoder: {{kind: claude}}\nland: merge\nenv: {env}\n"
-    return repo.contract("quota.yaml", text)
+    return repo.contract("quota.yaml", _standin_claude("rate_limit", 3))
+
+
+def _refused_key(repo: Repo, _server: ModelServer) -> Path:
+    # The provider refuses the key mid-run: held on either executor, the attempt not spent.
+    return repo.contract("refused.yaml", _standin_claude("auth", 2))
 
 
 def _judged(repo: Repo, server: ModelServer) -> Path:
@@ -136,6 +147,7 @@ SCENARIOS: dict[str, Scenario] = {
     "judged_seats": Scenario(_judged, 0, "merged", KEY, judge_turns=3),
     "fired_halt": Scenario(_halt, 3, "blocked", {}),
     "quota_refund": Scenario(_quota, 1, "failed", {}),
+    "unrunnable_held": Scenario(_refused_key, 3, "failed", {}),
     "budget_spent_held": Scenario(_spent, 3, "blocked", KEY),
     "warn_check_cannot_run": Scenario(_warn_unrunnable, 0, "merged", {}),
 }

@@ -12,6 +12,7 @@ from pydantic import ValidationError
 
 from assay.core.settle import (
     REFUND_ROWS,
+    UNSPENT_ROWS,
     RefundStreak,
     Settlement,
     Verdict,
@@ -56,6 +57,13 @@ ROWS: dict[str, Row] = {
     ),
     "succeeded_ready": Row(
         Verdict(status=RunStatus.READY), SettleRow.SUCCEEDED, TaskStatus.DONE, None, True
+    ),
+    "unrunnable": Row(
+        Verdict(status=RunStatus.FAILED, unrunnable=True, no_viable_candidates=True),
+        SettleRow.UNRUNNABLE,
+        TaskStatus.HELD,
+        HoldSource.MACHINE,
+        False,
     ),
     "stalled_quota": Row(
         Verdict(status=RunStatus.STALLED, quota_hit=True),
@@ -258,6 +266,22 @@ def test_handoffs_record_the_detail_as_the_hold_reason() -> None:
         (Verdict(status=RunStatus.FAILED, land_refused=True), SettleRow.STALLED_OR_FAILED),
         # parked wins over everything
         (Verdict(status=RunStatus.FAILED, parked=True, machine_fault=True), SettleRow.PARKED),
+        # a setting this machine lacks wins over quota and machine faults (waiting cannot fix
+        # it), but not over a landed run or a parked one
+        (
+            Verdict(
+                status=RunStatus.FAILED,
+                unrunnable=True,
+                quota_hit=True,
+                machine_fault=True,
+                no_viable_candidates=True,
+            ),
+            SettleRow.UNRUNNABLE,
+        ),
+        (Verdict(status=RunStatus.STALLED, unrunnable=True, quota_hit=True), SettleRow.UNRUNNABLE),
+        (Verdict(status=RunStatus.BLOCKED, unrunnable=True, halted=True), SettleRow.UNRUNNABLE),
+        (Verdict(status=RunStatus.MERGED, unrunnable=True), SettleRow.SUCCEEDED),
+        (Verdict(status=RunStatus.FAILED, unrunnable=True, parked=True), SettleRow.PARKED),
     ],
 )
 def test_match_order(verdict: Verdict, row: SettleRow) -> None:
@@ -313,6 +337,35 @@ def test_the_refund_rows_are_the_four_machine_facts() -> None:
         SettleRow.FAILED_QUOTA_NO_VIABLE,
         SettleRow.FAILED_MACHINE_FAULT,
     } == REFUND_ROWS
+    assert REFUND_ROWS | {SettleRow.UNRUNNABLE} == UNSPENT_ROWS
+
+
+def test_an_unrunnable_run_holds_with_its_problems_and_gives_the_attempt_back() -> None:
+    task = started(prior_attempts=MAX - 1)
+    why = "seat 1 (claude): claude not found on PATH: install it with `npm i`"
+    verdict = Verdict(status=RunStatus.FAILED, unrunnable=True, no_viable_candidates=True)
+    result = settle(task, verdict, why, MAX, NOW, refunds=RefundStreak(count=0))
+    assert result == Settlement(
+        row=SettleRow.UNRUNNABLE, new_status=TaskStatus.HELD, attempt_spent=False
+    )
+    assert (task.hold_source, task.hold_reason, task.last_error) == (HoldSource.MACHINE, why, why)
+    assert task.attempts == MAX - 1 and task.not_before is None
+    assert not task.runnable(NOW)
+
+
+def test_a_task_the_machine_cannot_run_is_held_before_a_run_without_touching_attempts() -> None:
+    task = Task.new(id="t1", title="digits", instruction="keep digits", now=NOW)
+    task.attempts = 2
+    task.status = TaskStatus.FAILED
+    task.cannot_run("no key", NOW)
+    assert (task.status, task.hold_source, task.hold_reason) == (
+        TaskStatus.HELD,
+        HoldSource.MACHINE,
+        "no key",
+    )
+    assert task.attempts == 2
+    with pytest.raises(TaskTransitionError):
+        task.cannot_run("again", NOW)  # held already: nothing to hold
 
 
 verdicts = st.builds(
@@ -325,6 +378,7 @@ verdicts = st.builds(
     machine_fault=st.booleans(),
     land_refused=st.booleans(),
     halted=st.booleans(),
+    unrunnable=st.booleans(),
 )
 budgets = st.integers(min_value=1, max_value=5)
 
@@ -353,9 +407,36 @@ def test_only_machine_fact_rows_refund(verdict: Verdict, prior: int, max_attempt
     task = started(prior_attempts=prior)
     before = task.attempts
     result = settle(task, verdict, "d", max_attempts, NOW)
-    assert result.attempt_spent == (result.row not in REFUND_ROWS)
+    assert result.attempt_spent == (result.row not in UNSPENT_ROWS)
     assert task.attempts == (before if result.attempt_spent else before - 1)
     assert result.new_status == task.status
+
+
+@given(verdicts, st.integers(min_value=0, max_value=10), budgets, st.integers(0, 10))
+def test_a_setting_the_machine_lacks_is_never_retried(
+    verdict: Verdict, prior: int, max_attempts: int, streak: int
+) -> None:
+    """Whatever else the run says (quota, a fault, a halt, a PR), a run that met a setting this
+    machine cannot run and neither landed nor was parked holds the task for the operator, with
+    the problem as its reason, and never spends the attempt: no refund-and-wait, no retry."""
+    task = started(prior_attempts=prior)
+    before = task.attempts
+    result = settle(
+        task,
+        verdict.model_copy(update={"unrunnable": True}),
+        "codex not found on PATH",
+        max_attempts,
+        NOW,
+        refunds=RefundStreak(count=streak),
+        max_refunds=3,
+    )
+    if verdict.parked or verdict.status in (RunStatus.MERGED, RunStatus.READY):
+        assert result.row is not SettleRow.UNRUNNABLE
+        return
+    assert result.row is SettleRow.UNRUNNABLE
+    assert (task.status, task.hold_source) == (TaskStatus.HELD, HoldSource.MACHINE)
+    assert task.hold_reason == "codex not found on PATH" and not task.runnable(NOW)
+    assert not result.attempt_spent and task.attempts == before - 1
 
 
 @given(st.lists(verdicts, max_size=80), budgets)

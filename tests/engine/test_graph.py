@@ -246,11 +246,43 @@ def test_every_seat_lost_to_quota_refunds() -> None:
     assert out.verdict.quota_hit and out.verdict.no_viable_candidates
 
 
-def test_missing_binary_is_an_environment_error() -> None:
-    broken = DispatchResult(exit_code=None, environment_error="claude not found on PATH")
-    _, out = run(Script(dispatches=[[broken]]))
+MISSING = "claude not found on PATH: install it with `npm install -g @anthropic-ai/claude-code`"
+
+
+def test_a_missing_program_ends_the_run_held_not_refunded() -> None:
+    broken = DispatchResult(exit_code=None, setting_error=MISSING)
+    fx, out = run(Script(dispatches=[[broken]]))
     assert out.status is RunStatus.FAILED and out.halt_type is HaltType.ENVIRONMENT_ERROR
-    assert "claude not found" in out.reason
+    assert out.reason == f"this machine cannot run the task as set: seat 1 (fake): {MISSING}"
+    assert out.unrunnable and not out.machine_fault
+    assert settle_row(out.verdict) is SettleRow.UNRUNNABLE
+    assert len(fx.prompts) == 1  # no recovery wave meets it again
+    assert out.attempts[0].outcome is AttemptOutcome.ERROR
+
+
+def test_only_the_second_seat_missing_its_program_still_ends_the_run() -> None:
+    """Seat 1 made a candidate that would pass: the run still stops at that wave, since every
+    later run would meet seat 2's missing program again; nothing is validated or landed."""
+    broken = DispatchResult(exit_code=None, setting_error="codex not found on PATH")
+    fx, out = run(
+        Script(dispatches=[[change("a.py"), broken]], verdicts=[[result(Severity.PASS)]]),
+        seats=2,
+    )
+    assert settle_row(out.verdict) is SettleRow.UNRUNNABLE
+    assert out.reason.endswith("seat 2 (fake): codex not found on PATH")
+    assert fx.landed == [] and out.validations == 0
+
+
+def test_a_block_halt_a_coder_fired_wins_over_a_missing_program() -> None:
+    broken = DispatchResult(exit_code=None, setting_error="codex not found on PATH")
+    _, out = run(
+        Script(
+            dispatches=[[change("a.py"), broken]],
+            coder_fires={1: (CanonicalHalt.IRREVERSIBLE_ACTION, HaltSeverity.BLOCK)},
+        ),
+        seats=2,
+    )
+    assert settle_row(out.verdict) is SettleRow.HALTED  # a human sees the halt first
 
 
 def test_a_turn_budget_stop_fires_the_warn_halt_and_goes_on() -> None:
@@ -480,9 +512,39 @@ def test_a_provider_fault_never_enters_the_recovery_spec() -> None:
 
 
 def test_every_seat_lost_to_the_environment_refunds() -> None:
-    broken = DispatchResult(exit_code=None, environment_error="claude not found on PATH")
+    broken = DispatchResult(exit_code=None, environment_error="a log hit the file-size limit")
     _, out = run(Script(dispatches=[[broken]]))
     assert settle_row(out.verdict) is SettleRow.FAILED_MACHINE_FAULT
+
+
+def test_a_seat_lost_to_quota_beside_a_missing_program_is_held_not_waited_for() -> None:
+    quota = DispatchResult(
+        exit_code=1,
+        stop_reason=StopReason.PROVIDER_FAULT,
+        quota=QuotaSignal(kind="rate_limit", detail="429 slow down"),
+    )
+    broken = DispatchResult(exit_code=None, setting_error="no API key: set OPENAI_API_KEY")
+    _, out = run(Script(dispatches=[[quota, broken]]), seats=2)
+    assert settle_row(out.verdict) is SettleRow.UNRUNNABLE
+
+
+class UnsetJudgeEffects(FakeEffects):
+    """The judge validator has no key."""
+
+    async def validate(self, call: CandidateCall) -> list[Validation]:
+        outcome = ValidationOutcome(
+            result=result(Severity.BLOCK, error=True),
+            setting_error="validator review: the judge cannot run: $K is not set",
+        )
+        return [validation_of(outcome)]
+
+
+def test_a_judge_validator_without_its_key_holds_the_run() -> None:
+    fx = UnsetJudgeEffects(Script(dispatches=[[change("a.py")]]))
+    out = asyncio.run(run_graph(plan(), fx))
+    assert settle_row(out.verdict) is SettleRow.UNRUNNABLE
+    assert out.reason.endswith("validator review: the judge cannot run: $K is not set")
+    assert len(fx.prompts) == 1 and fx.landed == []
 
 
 def test_quota_and_a_provider_fault_together_wait_for_the_quota() -> None:
@@ -524,6 +586,7 @@ class PanelEffects(FakeEffects):
         super().__init__(script)
         self.rankings = rankings
         self.lost = lost
+        self.unset: tuple[str, ...] = ()
 
     async def judge(self, call: JudgeCall) -> JudgeRound:
         plan, seats = call.plan, call.candidates
@@ -538,6 +601,7 @@ class PanelEffects(FakeEffects):
             labels=labels,
             calls=len(self.rankings),
             problems=problems,
+            setting_errors=self.unset,
             **self.lost,
         )
 
@@ -550,6 +614,18 @@ def judged(rankings: list[list[str] | None], **lost: int) -> RunResult:
     out = asyncio.run(run_graph(plan(seats=2, judges=2), fx))
     assert fx.landed == []
     return out
+
+
+def test_a_judge_this_machine_cannot_run_holds_the_run() -> None:
+    script = Script(
+        dispatches=[[change("a.py"), change("b.py")]], verdicts=[[result(Severity.PASS)]]
+    )
+    fx = PanelEffects(script, [["A", "B"], None])
+    fx.unset = ("judge 2 (codex): codex not found on PATH",)
+    out = asyncio.run(run_graph(plan(seats=2, judges=2), fx))
+    assert settle_row(out.verdict) is SettleRow.UNRUNNABLE
+    assert out.reason.endswith("judge 2 (codex): codex not found on PATH")
+    assert fx.landed == []
 
 
 def test_judges_lost_to_a_provider_fault_refund_the_run() -> None:

@@ -16,6 +16,7 @@ from assay.adapters.store.sql import Ledger
 from assay.core.settle import Verdict, settle
 from assay.core.tasks import Task
 from assay.core.vocab import RunStatus, TaskStatus
+from assay.engine.admission import Unrunnable, hold_unrunnable
 from assay.engine.interrupt import RunInterrupted
 from assay.engine.worker import Cadence, QueueEvents, QueueWorker
 
@@ -47,6 +48,9 @@ class Heard(QueueEvents[TaskStatus]):
 
     def interrupted(self, task_id: str, stop: RunInterrupted) -> None:
         self._note("interrupted", task_id)
+
+    def unrunnable(self, task_id: str, held: Unrunnable) -> None:
+        self._note("unrunnable", f"{task_id}: {held}")
 
     def of(self, what: str) -> list[str]:
         return [detail for kind, detail in self.said if kind == what]
@@ -198,6 +202,27 @@ def test_an_interrupted_run_counts_and_is_told(ledger: Ledger) -> None:
     served = done.run()
     assert (served.runs, served.interrupted) == (1, 1)
     assert heard.of("interrupted") == ["a"]
+
+
+def test_a_task_this_machine_cannot_run_is_held_told_and_never_run_again(ledger: Ledger) -> None:
+    add(ledger, "broken", "good")
+    steps: list[str] = []
+
+    def step(task: Task) -> TaskStatus:
+        steps.append(task.id)
+        if task.id == "broken":
+            problems = ["nosuchprog not found"]
+            raise Unrunnable(hold_unrunnable(ledger, task.id, problems, NOW), problems)
+        return run_to(ledger, task)
+
+    done, heard = worker(ledger, step)
+    served = done.run()
+    assert served.runs == 1 and sorted(steps) == ["broken", "good"]  # asked once, never again
+    assert heard.of("unrunnable") == [
+        "broken: this machine cannot run the task as set: nosuchprog not found"
+    ]
+    held = ledger.get_task("broken")
+    assert (held.status, held.attempts, ledger.runs("broken")) == (TaskStatus.HELD, 0, [])
 
 
 def test_a_steps_own_failure_ends_the_worker_after_the_others_return(ledger: Ledger) -> None:

@@ -135,7 +135,7 @@ coder: [{{kind: claude}}, {fixed}, {{kind: claude}}]
 judge: {{kind: llm, model: judge-model, base_url: "http://127.0.0.1:9"}}
 validators: [{{id: tests, kind: command, run: "{PYTEST}"}}]
 land: merge
-env: {json.dumps({"PATH": search, "STANDIN_SCENARIO": "rate_limit"})}
+env: {json.dumps({"PATH": search, "STANDIN_SCENARIO": "rate_limit", "ANTHROPIC_API_KEY": "k"})}
 """,
     )
     payload = run(repo, contract, 0)
@@ -176,23 +176,19 @@ def test_judges_read_the_key_their_api_key_env_names(tmp_path: Path) -> None:
     assert [r.headers.get("authorization") for r in requests] == ["Bearer named-key"] * 3
 
 
-def test_a_judge_without_its_key_is_named_in_the_reason_and_on_stderr(tmp_path: Path) -> None:
+def test_a_judge_without_its_key_is_refused_before_any_seat_runs(tmp_path: Path) -> None:
     repo = make_repo(tmp_path)
     # ASSAY_* variables are never inherited by the test's `assay`, so this one is surely unset.
     judge = ", api_key_env: ASSAY_TEST_UNSET_KEY"
     with ModelServer() as server:
-        payload, stderr = run_showing(
-            repo, three_seat_contract(repo, server, judges=2, judge=judge), 1
-        )
+        contract = three_seat_contract(repo, server, judges=2, judge=judge)
+        done = repo.assay("run", "--contract", str(contract), "--json", **KEY)
         assert not server.requests
-    assert payload["status"] == "stalled"
+    assert done.returncode == 2 and done.stdout == ""
     missing = "reads its API key from $ASSAY_TEST_UNSET_KEY, which is not set"
-    assert payload["reason"].startswith("no quorum: 0 usable ranking(s) of 2 needed; judge 1 (")
-    assert (
-        "judge 1 (llm judge-model): the judge cannot run: the judge " + missing in payload["reason"]
-    )
-    assert "judge 2 (llm judge-model)" in payload["reason"]
-    assert missing in " ".join(stderr.split())
+    assert done.stderr.startswith(f"assay: judge 1 (llm): the judge {missing}")
+    assert len(done.stderr.splitlines()) == 1  # one judge spec, said once
+    assert repo.payloads() == []
 
 
 def test_judges_lost_to_a_provider_outage_refund_the_run_and_wait(tmp_path: Path) -> None:

@@ -144,20 +144,19 @@ def test_a_rejected_token_holds_the_task_with_the_apis_message(
     assert git(repo.root, "branch", "--list", branch)  # and kept locally
 
 
-def test_without_a_token_nothing_is_pushed_and_the_branch_is_left(
+def test_without_a_token_nothing_runs_and_nothing_is_pushed(
     repo: Repo, github: GitHubServer
 ) -> None:
+    """A missing token is found before any coder runs (the preflight); the landing's own
+    refusal, for a token gone by the time a run lands, is tests/engine/test_pull_request.py's."""
     done = run_pr(repo, github, "fixed", token="")
-    assert done.returncode == 3, done.stderr
-    warning = " ".join(done.stderr.split())
-    assert "pull request not opened: GITHUB_TOKEN is not set" in warning
-    payload = only_payload(repo)
-    assert payload["status"] == "blocked" and payload["task_status"] == "held"
-    branch = f"assay/{payload['run_id']}/seat-1"
-    assert payload["land"] == {"mode": "pr", "branch": branch, "pr_url": None}
-    assert github.calls == []
-    assert not origin_has(repo, branch)
-    assert git(repo.root, "show", f"{branch}:src/slug.py") + "\n" == FIXED
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == (
+        "assay: land: pr: GITHUB_TOKEN is not set; export a token that may push and open "
+        "pull requests on the repository\n"
+    )
+    assert repo.payloads() == [] and github.calls == []
+    assert not (repo.root / ".assay").exists()
 
 
 def test_a_server_error_refunds_the_run_and_the_task_lands_again_later(

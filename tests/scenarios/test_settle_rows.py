@@ -21,6 +21,10 @@ SCHEMA = json.loads(
 )
 
 
+# The stand-ins call no provider, but claude is never started without a key.
+KEY = {"ANTHROPIC_API_KEY": "standin-key"}
+
+
 def run(repo: Repo, contract: Path, expect: int) -> dict[str, Any]:
     done = repo.assay("run", "--contract", str(contract), "--json")
     assert done.returncode == expect, done.stderr
@@ -129,7 +133,7 @@ land: merge
 
 def test_every_seat_lost_to_quota_refunds_the_attempt(tmp_path: Path) -> None:
     repo = make_repo(tmp_path)
-    env = json.dumps({"PATH": SEARCH_PATH, "STANDIN_SCENARIO": "rate_limit"})
+    env = json.dumps({"PATH": SEARCH_PATH, "STANDIN_SCENARIO": "rate_limit", **KEY})
     contract = repo.contract(
         "quota.yaml",
         f"""task: x
@@ -147,9 +151,40 @@ env: {env}
     assert ledger["stage_state"]["dispatch"]["attempts"] == 3
 
 
+def test_a_key_the_provider_refuses_holds_the_task_and_spends_nothing(tmp_path: Path) -> None:
+    """The preflight saw a key; claude's provider refused it ("Please run /login"): a setting
+    the operator controls, so the task is held with what to set, never refunded and retried,
+    and claude's request to log in (which a seat never uses) is not passed on."""
+    repo = make_repo(tmp_path)
+    env = json.dumps({"PATH": SEARCH_PATH, "STANDIN_SCENARIO": "auth", **KEY})
+    contract = repo.contract(
+        "refused.yaml",
+        f"""task: x
+seats: 2
+coder: {{kind: claude}}
+land: merge
+env: {env}
+""",
+    )
+    done = repo.assay("run", "--contract", str(contract), "--json")
+    assert done.returncode == 3, done.stderr  # held for a human
+    payload: dict[str, Any] = json.loads(done.stdout)
+    jsonschema.validate(payload, SCHEMA)
+    task, ledger = task_and_ledger(repo, payload["task_id"])
+    assert row_of(task) == "unrunnable" and not payload["attempt_spent"]
+    assert (task["status"], task["held_by"], task["attempts"]) == ("held", "machine", 0)
+    assert task["waiting"] is False and ledger["stage_state"]["task"]["attempts"] == 0
+    assert payload["reason"].startswith(
+        "this machine cannot run the task as set: seat 1 (claude): claude: no usable API key"
+    )
+    assert "set ANTHROPIC_API_KEY" in task["hold_reason"]
+    assert "/login" not in payload["reason"] and "/login" not in done.stderr
+    assert ledger["stage_state"]["dispatch"]["attempts"] == 2  # one wave, never again
+
+
 def test_every_seat_lost_to_a_provider_fault_refunds_the_attempt(tmp_path: Path) -> None:
     repo = make_repo(tmp_path)
-    env = json.dumps({"PATH": SEARCH_PATH, "STANDIN_SCENARIO": "server_error"})
+    env = json.dumps({"PATH": SEARCH_PATH, "STANDIN_SCENARIO": "server_error", **KEY})
     contract = repo.contract(
         "overloaded.yaml",
         f"""task: x

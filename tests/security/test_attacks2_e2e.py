@@ -116,7 +116,8 @@ def test_a_cli_judge_cannot_plant_a_link_the_next_round_follows(world: World) ->
         ['echo "seat $ASSAY_SEAT" > a.txt'],
         extra="seats: 2\njudges: 2\njudge: claude\ndeliberate_rounds: 1\n",
     )
-    done = world.run(contract, {"PATH": f"{bindir}:/usr/bin:/bin"}, args=["--progress", "always"])
+    env = {"PATH": f"{bindir}:/usr/bin:/bin", "ANTHROPIC_API_KEY": "k"}  # claude needs one
+    done = world.run(contract, env, args=["--progress", "always"])
     world.assert_coder_ran()
     payload = world.payload(done)
     assert payload["tally"] is not None, f"the judges never ran: {payload['reason']}"
@@ -146,7 +147,7 @@ def test_one_cli_judge_cannot_rewrite_another_judges_answer(world: World) -> Non
         ['echo "seat $ASSAY_SEAT" > a.txt'],
         extra="seats: 2\njudges: 2\njudge: claude\n",
     )
-    done = world.run(contract, {"PATH": f"{bindir}:/usr/bin:/bin"})
+    done = world.run(contract, {"PATH": f"{bindir}:/usr/bin:/bin", "ANTHROPIC_API_KEY": "k"})
     world.assert_coder_ran()
     payload = world.payload(done)
     tally = payload["tally"]

@@ -189,8 +189,8 @@ def assay(
     )
 
 
-def add_task(repo: Path, contract: Path, env: dict[str, str]) -> str:
-    added = assay(repo, "task", "add", "--contract", str(contract), "--json", env=env)
+def add_task(repo: Path, contract: Path, env: dict[str, str], *flags: str) -> str:
+    added = assay(repo, "task", "add", "--contract", str(contract), "--json", *flags, env=env)
     if added.returncode != 0:
         raise RuntimeError(f"assay task add failed: {added.stderr}")
     task_id: str = json.loads(added.stdout)["id"]

@@ -14,6 +14,7 @@ validator, blind LLM judges).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 
 from assay.adapters.assay_secrets import assay_secrets
 
@@ -98,6 +99,23 @@ def model_environment(
     base URL: the allowlist, the kind's credentials, then the contract's ``env:``."""
     credentials = credential_variables(kind, settings)
     return child_environment(operator_env, credentials=credentials, declared=declared)
+
+
+def validator_environment(
+    operator_env: Mapping[str, str],
+    declared: Mapping[str, str] | None = None,
+    *,
+    repo: Path | None = None,
+) -> dict[str, str]:
+    """The environment of a command validator: the allowlist and the contract's ``env:``,
+    never a coder's credentials; with ``repo``, the repository's own tools first on its PATH
+    and assay's virtualenv last (see :mod:`assay.adapters.repo_tools`)."""
+    env = child_environment(operator_env, declared=declared)
+    if repo is None:
+        return env
+    from assay.adapters.repo_tools import with_repo_tools
+
+    return with_repo_tools(env, repo)
 
 
 def child_environment(

@@ -156,6 +156,14 @@ def read_file_at(repo: Path, commit: str, path: str) -> str | None:
     return _text(done.stdout) if done.returncode == 0 else None
 
 
+def file_mode(repo: Path, commit: str, path: str) -> str | None:
+    """The git mode of ``path`` at ``commit`` (``100644``, ``100755``, ``120000``...), or
+    None when the commit has no such entry."""
+    listed = _run(repo, "ls-tree", "-z", "--full-tree", commit, "--", path, ok=(0, 128))
+    meta = _text(listed.stdout).split("\t", 1)[0].split(" ")
+    return meta[0] if listed.returncode == 0 and len(meta) == 3 else None
+
+
 def read_blob(repo: Path, commit: str, path: str, limit: int) -> bytes | None:
     """The bytes of the regular file ``path`` at ``commit``; None when it is not one there or
     is over ``limit`` bytes (its size is asked first: a huge blob is never read)."""
@@ -222,6 +230,11 @@ def current_branch(repo: Path) -> str | None:
     """The checked-out branch's short name, or None on a detached HEAD."""
     done = _run(repo, "symbolic-ref", "--quiet", "--short", "HEAD", ok=(0, 1))
     return _text(done.stdout).strip() or None
+
+
+def uncommitted(repo: Path) -> list[str]:
+    """The tracked paths of a working tree with changes not committed (staged or not)."""
+    return _status(repo)[0]
 
 
 def _status(repo: Path) -> tuple[list[str], list[str]]:

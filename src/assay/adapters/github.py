@@ -11,9 +11,15 @@ when a pull request is opened, not with this module: every ``assay run`` imports
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from assay.adapters import git
+from assay.core.contract import PullRequestSettings
+from assay.core.text import address_shown
 
 if TYPE_CHECKING:
     import httpx
@@ -59,6 +65,52 @@ class PullRequest:
     number: int
     url: str
     html_url: str
+
+
+@dataclass(frozen=True)
+class PullTarget:
+    """Where a pull request goes, and with what: resolved before anything is pushed."""
+
+    remote: str
+    repo: str  # owner/name
+    base: str
+    api_base: str
+    token: str = field(repr=False)
+
+
+class TargetMissing(ValueError):
+    """A setting a pull request needs is missing here; the message says which and how."""
+
+
+def pull_target(
+    repo_root: Path,
+    settings: PullRequestSettings,
+    base_branch: str | None,
+    env: Mapping[str, str],
+) -> PullTarget:
+    """The pull request's target from the contract's ``pr`` settings, the branch the run
+    starts from and the operator's environment; :class:`TargetMissing` naming the first
+    setting that is missing (the token, a base, the remote, the repository)."""
+    token = env.get(TOKEN_ENV, "").strip()
+    if not token:
+        raise TargetMissing(
+            f"{TOKEN_ENV} is not set; export a token that may push and open pull "
+            "requests on the repository"
+        )
+    base = settings.base or base_branch
+    if base is None:
+        raise TargetMissing("the run started on a detached HEAD; set `pr.base` in the contract")
+    url = git.remote_url(repo_root, settings.remote)
+    if url is None:
+        raise TargetMissing(f"the repository has no remote named {settings.remote!r} (`pr.remote`)")
+    repo = settings.repo or repo_from_remote_url(url)
+    if repo is None:
+        raise TargetMissing(
+            f"cannot tell the GitHub repository from remote {settings.remote} "
+            f"({address_shown(url)}); set `pr.repo: owner/name` in the contract"
+        )
+    api_base = settings.api_base or env.get(API_BASE_ENV) or DEFAULT_API_BASE
+    return PullTarget(remote=settings.remote, repo=repo, base=base, api_base=api_base, token=token)
 
 
 def repo_from_remote_url(url: str) -> str | None:

@@ -30,6 +30,7 @@ from assay.adapters.git import (
     _text,
     config_env,
     current_branch,
+    uncommitted,
 )
 from assay.core.forbidden import ASSAY_HOME, is_assay_home
 from assay.core.text import printable
@@ -291,7 +292,7 @@ def _combine(repo: Path, base_commit: str, tip: str, candidate: str) -> str:
 
 def _refuse_dirty(checkout: Path, into_branch: str) -> None:
     """A checkout of the base branch with uncommitted changes is never touched."""
-    tracked, _ = _status(checkout)
+    tracked = uncommitted(checkout)
     if tracked:
         raise LandRefused(
             f"{into_branch} is checked out at {checkout} with uncommitted changes to "

@@ -173,36 +173,7 @@ def bwrap_command(
 
 def mount_args(spec: SandboxSpec, argv: Sequence[str], env: Mapping[str, str]) -> list[str]:
     """The tmpfs and bind arguments, parents before children, tmpfs before binds at one path."""
-    hidden = _existing(spec.hidden)
-    writable = [*_existing(spec.writable), *_existing([spec.home] if spec.home else [])]
-    own_network = spec.network is not NetworkMode.HOST
-    shared_tmp = [_real(_SHARED_TMP)] if own_network and _SHARED_TMP.is_dir() else []
-    covered = [*hidden, _PRIVATE_TMP, *shared_tmp, *([_RUN] if own_network else [])]
-    # Bound back only when hidden, and never a hidden path itself or a folder holding one
-    # (a PATH entry naming the operator's home must not show the home).
-    needed = [
-        p
-        for p in needed_paths(argv, env, covered)
-        if _under_any(p, covered) and not any(_under_any(h, [p]) for h in hidden)
-    ]
-    mounts: dict[tuple[Path, int], None] = {(_PRIVATE_TMP, _TMPFS): None}
-    mounts.update({(path, _TMPFS): None for path in shared_tmp})
-    if own_network and _RUN.is_dir():
-        mounts[(_RUN, _HIDE)] = None
-    mounts.update({(path, _HIDE): None for path in hidden})
-    if own_network:
-        # Every host socket the sandbox would see, but one under a path granted by name (a
-        # halt relay's folder): under a hidden path bound back (an install root) too.
-        granted = _existing(spec.readable)
-        shown = [*needed, *writable]
-        for socket_path in host_sockets():
-            if _under_any(socket_path, granted):
-                continue
-            if not _under_any(socket_path, covered) or _under_any(socket_path, shown):
-                mounts[(socket_path, _HIDE)] = None
-    mounts.update({(path, _READ): None for path in [*_existing(spec.readable), *needed]})
-    mounts.update({(path, _WRITE): None for path in writable})
-    ordered = sorted(mounts, key=lambda m: (len(m[0].parts), m[1], str(m[0])))
+    ordered = _mounts(spec, argv, env)
     bound = {path for path, kind in ordered if kind in (_READ, _WRITE)}
     args: list[str] = []
     remount: list[str] = []
@@ -221,6 +192,60 @@ def mount_args(spec: SandboxSpec, argv: Sequence[str], env: Mapping[str, str]) -
     # Read-only last, once every bind under it has its mount point: a hidden folder shows
     # empty and nobody can write to it (a write there would only vanish; it fails loudly).
     return args + remount
+
+
+def hidden_by(
+    path: Path, spec: SandboxSpec, argv: Sequence[str], env: Mapping[str, str]
+) -> Path | None:
+    """What hides ``path`` from a process started as ``argv`` with ``env`` in ``spec``'s
+    sandbox: the hidden or private folder (the operator's home, the repository, ``/tmp``...)
+    whose mount is the nearest above it, when no bind shows it again; None when the process
+    sees it. Read from the very mounts :func:`mount_args` makes (host sockets aside)."""
+    real = _real(path)
+    nearest: tuple[Path, int] | None = None
+    for mount in _mounts(spec, argv, env, sockets=False):  # parents first: the last one wins
+        if _under_any(real, [mount[0]]):
+            nearest = mount
+    if nearest is None or nearest[1] in (_READ, _WRITE):
+        return None
+    return nearest[0]
+
+
+def _mounts(
+    spec: SandboxSpec, argv: Sequence[str], env: Mapping[str, str], *, sockets: bool = True
+) -> list[tuple[Path, int]]:
+    """Every mount of the sandbox as (path, kind), parents before children, tmpfs before binds
+    at one path; ``sockets`` False leaves the host's sockets out (a look that starts nothing)."""
+    hidden = _existing(spec.hidden)
+    writable = [*_existing(spec.writable), *_existing([spec.home] if spec.home else [])]
+    own_network = spec.network is not NetworkMode.HOST
+    shared_tmp = [_real(_SHARED_TMP)] if own_network and _SHARED_TMP.is_dir() else []
+    covered = [*hidden, _PRIVATE_TMP, *shared_tmp, *([_RUN] if own_network else [])]
+    # Bound back only when hidden, and never a hidden path itself or a folder holding one
+    # (a PATH entry naming the operator's home must not show the home).
+    needed = [
+        p
+        for p in needed_paths(argv, env, covered)
+        if _under_any(p, covered) and not any(_under_any(h, [p]) for h in hidden)
+    ]
+    mounts: dict[tuple[Path, int], None] = {(_PRIVATE_TMP, _TMPFS): None}
+    mounts.update({(path, _TMPFS): None for path in shared_tmp})
+    if own_network and _RUN.is_dir():
+        mounts[(_RUN, _HIDE)] = None
+    mounts.update({(path, _HIDE): None for path in hidden})
+    if own_network and sockets:
+        # Every host socket the sandbox would see, but one under a path granted by name (a
+        # halt relay's folder): under a hidden path bound back (an install root) too.
+        granted = _existing(spec.readable)
+        shown = [*needed, *writable]
+        for socket_path in host_sockets():
+            if _under_any(socket_path, granted):
+                continue
+            if not _under_any(socket_path, covered) or _under_any(socket_path, shown):
+                mounts[(socket_path, _HIDE)] = None
+    mounts.update({(path, _READ): None for path in [*_existing(spec.readable), *needed]})
+    mounts.update({(path, _WRITE): None for path in writable})
+    return sorted(mounts, key=lambda m: (len(m[0].parts), m[1], str(m[0])))
 
 
 def host_sockets() -> list[Path]:

@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from assay.core.preflight import UNRUNNABLE
 from assay.core.vocab import SettleRow, TaskStatus
 
 if TYPE_CHECKING:
@@ -87,6 +88,15 @@ def ways_back(task: Task, halts: list[FiredHalt], state_dir: Path) -> list[WayBa
                 [*rearms, release],
             )
         )
+    if (task.hold_reason or "").startswith(UNRUNNABLE):
+        ways.append(
+            WayBack(
+                "fix what the reason names on this machine (install the program, export the "
+                "key, or change the contract), then release it",
+                [release],
+            )
+        )
+        return ways
     ways.append(
         WayBack(
             "release it: queued again with attempts reset to 0; its run history is kept",

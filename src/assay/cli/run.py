@@ -47,6 +47,7 @@ from assay.cli.workspace import (
     one_line,
     refuse_secret_env,
     refuse_unconfinable,
+    refuse_unrunnable,
 )
 from assay.core.vocab import HaltType, LandMode, SandboxMode, TaskStatus
 
@@ -163,6 +164,11 @@ def run(
     .assay/runs/<run>/payload.json. Exit: 0 done, 1 failed, 2 bad input, 3 held, 4 internal,
     130/143 stopped by SIGINT/SIGTERM (the task is held: `assay task release ID` queues it).
 
+    Before anything is queued it checks that this machine can run the task as set: every
+    coder's and judge's program installed and visible inside the sandbox, every API key set,
+    every validator's programs found, a clean base branch for --land merge. A problem is
+    exit 2, one line each, and nothing is written.
+
     --events jsonl writes the ledger's events of the run to stdout as they happen, one JSON
     object a line (the dashboard's /events objects); --json then prints the payload as the
     last line, and the human summary goes to stderr.
@@ -192,6 +198,7 @@ def run(
         )  # fmt: skip
         refuse_unconfinable(built)  # before the task is created
         refuse_secret_env(built)
+        refuse_unrunnable(built)
     if built is None and task_id is None and not resume:
         fail("give an instruction, --contract FILE, --task ID or --resume (see assay run -h)")
     workspace = Workspace.find(require_commit=True)
@@ -258,6 +265,8 @@ def run(
     for _, chosen in jobs:  # a stored task's contract (--task, --resume) too
         refuse_unconfinable(chosen)
         refuse_secret_env(chosen)
+        if chosen is not built:
+            refuse_unrunnable(chosen)
     ours.update(task.id for task, _ in jobs)
 
     from assay.cli.progress import progress_for

@@ -99,8 +99,10 @@ def serve(
     """Run queued (and failed, runnable) tasks, N at a time; interrupted runs are closed first.
 
     Each task runs until settle makes it done, held, or failed; a failed task is picked up
-    again until max_attempts hold it for a human. A task that waits for its provider quota is
-    skipped until its time (said once per wait); with --once, it does not keep serve running.
+    again until max_attempts hold it for a human. A task this machine cannot run as set (a
+    coder's or judge's program or API key missing here) is held with the reason, never run.
+    A task that waits for its provider quota is skipped until its time (said once per wait);
+    with --once, it does not keep serve running.
     SIGINT / SIGTERM stop the coders, close the runs in progress as interrupted (their tasks
     run again at the next serve), and exit 130 / 143. What closed runs left behind is
     collected at start and every --gc-every (see `assay gc`).
@@ -166,9 +168,12 @@ def serve(
         workspace = Workspace.find()
         serve_web_only(web, workspace.ledger(), workspace.home / "halt-state")
         return
+    from datetime import UTC, datetime
+
     from assay.cli.progress import progress_for
     from assay.cli.serve_news import ServeSummary, news
     from assay.core.gc import DurationError, parse_duration
+    from assay.engine.admission import admit
     from assay.engine.runner import recover_interrupted, run_task
     from assay.engine.worker import Cadence, QueueWorker
 
@@ -192,6 +197,15 @@ def serve(
         contract = workspace.load_contract(task.id)
         refuse_unconfinable(contract)  # exit 2 (re-raised by the worker), the task untouched
         refuse_secret_env(contract)
+        # A program or key this machine lacks: the task is held (Unrunnable), never started.
+        admit(
+            ledger=ledger,
+            task=task,
+            contract=contract,
+            repo=workspace.repo,
+            home=workspace.home,
+            now=datetime.now(UTC),
+        )
         shown = display.view(task.id) if many else display
 
         def sink(event: RunEvent) -> None:

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from assay.adapters.store.records import Event
     from assay.cli.progress import Progress
     from assay.core.tasks import Task
+    from assay.engine.admission import Unrunnable
     from assay.engine.interrupt import RunInterrupted
     from assay.engine.runner import RunReport
     from assay.engine.worker import QueueEvents
@@ -94,6 +95,10 @@ def news(display: Progress, summary: ServeSummary) -> QueueEvents[RunReport]:
             ran = run_said(result.payload.status.value, result.payload.reason)
             settled = task_said(result.task, spent=result.settlement.attempt_spent)
             display.say(f"task {task_id}: {ran}; the task is {settled}")
+
+        def unrunnable(self, task_id: str, held: Unrunnable) -> None:
+            summary.skip(task_id, f"held: {held}")
+            display.say(f"{task_id}: not run, held: {shown(str(held))}")
 
         def interrupted(self, task_id: str, stop: RunInterrupted) -> None:
             summary.interrupted.append(task_id)

@@ -39,6 +39,7 @@ from assay.cli.workspace import (
     print_json,
     refuse_secret_env,
     refuse_unconfinable,
+    refuse_unrunnable,
 )
 from assay.core.vocab import LandMode, OperatorMove, TaskStatus
 
@@ -115,9 +116,24 @@ def add(
     max_tokens: MaxTokensFlag = None,
     task_max_cost: TaskMaxCostFlag = None,
     task_max_tokens: TaskMaxTokensFlag = None,
+    no_check: Annotated[
+        bool,
+        typer.Option(
+            "--no-check",
+            help="Queue it without checking that this machine can run it (the sandbox, its "
+            "coders' and judges' programs and API keys, its validators' programs): for a "
+            "worker on another machine, which checks it when it runs.",
+        ),
+    ] = False,
     json_output: JsonFlag = False,
 ) -> None:
-    """Queue a task (an instruction with flags, or a contract) for `assay serve`."""
+    """Queue a task (an instruction with flags, or a contract) for `assay serve`.
+
+    Like `assay run`, it first checks that this machine can run the task as set: every coder's
+    and judge's program is installed and visible inside the sandbox, every API key they read
+    is set, every command validator's programs are found. A problem is refused, exit 2, one
+    line each, and nothing is queued (--no-check skips this; `assay serve` still checks, and
+    holds a task it cannot run)."""
     from assay.cli.run import (
         build_contract,
         queue_task,
@@ -135,8 +151,10 @@ def add(
         spending=spending_flags(max_cost, max_tokens, task_max_cost, task_max_tokens),
         endpoint=(model, base_url, api_key_env),
     )  # fmt: skip
-    refuse_unconfinable(built)
     refuse_secret_env(built)
+    if not no_check:  # the checkout's state is the run's to check, when it runs
+        refuse_unconfinable(built)
+        refuse_unrunnable(built, landing=False)
     workspace = Workspace.find(require_commit=True)
     task = queue_task(workspace.ledger(), built, datetime.now(UTC))
     if json_output:

@@ -66,6 +66,22 @@ def refuse_secret_env(contract: Contract) -> None:
         fail(f"the contract cannot run: {problem}")
 
 
+def refuse_unrunnable(contract: Contract, *, landing: bool = True) -> None:
+    """A contract this machine cannot run as set (a coder's or judge's program not installed or
+    hidden by the sandbox, an API key not set, a validator's program missing; with
+    ``landing``, a ``land: merge`` into a checkout with uncommitted changes) is refused, exit 2,
+    one line per problem, before anything is written: no task, no run."""
+    from assay.adapters.preflight import check
+    from assay.core.text import printable
+
+    workspace = Workspace.find(require_commit=True)
+    problems = check(contract, repo=workspace.repo, home=workspace.home, landing=landing)
+    for problem in problems:
+        typer.echo(f"assay: {printable(problem)}", err=True)
+    if problems:
+        raise typer.Exit(EXIT_USAGE)
+
+
 @dataclass
 class Workspace:
     repo: Path

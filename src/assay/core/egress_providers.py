@@ -75,16 +75,26 @@ def _cloud_hosts(env: Mapping[str, str]) -> list[str]:
     return hosts
 
 
-def _litellm_hosts(model: object) -> list[str]:
-    """litellm routes ``provider/model`` to the provider; a bare name by its family."""
+def litellm_provider(model: object) -> str | None:
+    """The provider litellm routes a model name to (a key of :data:`LITELLM_PROVIDERS`):
+    ``provider/model`` by its prefix, a bare name by its family; None when the name says
+    neither (no model: aider and mini pick one themselves)."""
     name = model.strip().lower() if isinstance(model, str) else ""
     prefix, _, rest = name.partition("/")
     if rest and prefix in LITELLM_PROVIDERS:
-        return [LITELLM_PROVIDERS[prefix]]
+        return prefix
     if name.startswith("claude"):
-        return [ANTHROPIC]
+        return "anthropic"
     if name.startswith(("gpt", "o1", "o3", "o4", "chatgpt", "codex")):
-        return [OPENAI]
+        return "openai"
+    return None
+
+
+def _litellm_hosts(model: object) -> list[str]:
+    """litellm routes ``provider/model`` to the provider; a bare name by its family."""
+    provider = litellm_provider(model)
+    if provider is not None:
+        return [LITELLM_PROVIDERS[provider]]
     return [ANTHROPIC, OPENAI]  # aider's and mini's defaults
 
 

@@ -60,7 +60,11 @@ class CandidateSummary(_Persisted):
     lost_to_quota: bool = False
     lost_to_provider_fault: bool = False
     fault: str | None = Field(
-        default=None, description="what the seat was lost to: the quota, provider or environment"
+        default=None,
+        description=(
+            "what the seat was lost to: the quota, provider or environment, or a setting "
+            "this machine cannot run (a program, a key)"
+        ),
     )
     stop_reason: StopReason | None = None
 

@@ -7,6 +7,7 @@ Rows, in match order (the first that holds wins):
 |------------------------|----------------------------------------|-----------------|-------|
 | parked                 | parked at a boundary                   | Failed (stall)¹ | no    |
 | succeeded              | merged or ready                        | Done            | yes   |
+| unrunnable             | a program or key it needs is missing   | Held (machine)  | no    |
 | stalled_quota          | stalled, quota hit                     | Failed (stall)  | no    |
 | failed_quota_no_viable | failed, quota hit, no viable candidate | Failed (stall)  | no    |
 | failed_machine_fault   | failed on a machine fault              | Failed (stall)  | no    |
@@ -23,8 +24,16 @@ run``): a task someone stopped stays stopped until a human releases it; the atte
 refunded (the stop says nothing about the task), and it never counts towards a refund streak's
 hold. A run parked any other way (its process died, its queue worker stopped) runs again.
 
-Only the four machine-fact rows refund the attempt: a quota, a provider fault, an environment
-error, a landing that failed on the network, or a parking boundary says nothing about the task.
+``unrunnable``: a seat or judge could not start because of a setting the operator controls on
+this machine (its program is not installed or is hidden by the sandbox, its API key is not set
+or was refused). Waiting cannot fix that and a retry would fail the same way, so the task is
+Held (machine) with the message at once, and the attempt is given back (the run said nothing
+about the task). It matches before the quota and fault rows: a wave lost partly to quota and
+partly to a missing program still needs the operator first.
+
+Only the four machine-fact rows (and ``unrunnable``) refund the attempt: a quota, a provider
+fault, an environment error, a landing that failed on the network, or a parking boundary says
+nothing about the task.
 ``machine_fault`` is set by the engine only when such a fault is the whole cause: every seat
 was lost to quota, a provider fault (5xx, 529, a lost connection) or the environment, or a
 passing candidate could not land because GitHub or the network failed. It matches after the
@@ -60,7 +69,10 @@ REFUND_ROWS: frozenset[SettleRow] = frozenset(
         SettleRow.FAILED_MACHINE_FAULT,
     }
 )
-"""The machine-fact rows: the only ones that give the attempt back."""
+"""The machine-fact rows: they give the attempt back and count towards the refund streak."""
+
+UNSPENT_ROWS: frozenset[SettleRow] = REFUND_ROWS | {SettleRow.UNRUNNABLE}
+"""Every row that gives the attempt back: the machine facts, and a setting this machine lacks."""
 
 DEFAULT_MAX_REFUNDS = 3
 FAULTS_LISTED = 3
@@ -98,6 +110,7 @@ class Verdict(BaseModel):
     machine_fault: bool = False
     land_refused: bool = False
     halted: bool = False
+    unrunnable: bool = False  # a program or key the operator sets is missing on this machine
 
 
 class Settlement(BaseModel):
@@ -117,6 +130,8 @@ def settle_row(verdict: Verdict) -> SettleRow:
         return SettleRow.PARKED
     if status in (RunStatus.MERGED, RunStatus.READY):
         return SettleRow.SUCCEEDED
+    if verdict.unrunnable:
+        return SettleRow.UNRUNNABLE
     if status == RunStatus.STALLED and verdict.quota_hit:
         return SettleRow.STALLED_QUOTA
     if status == RunStatus.FAILED and verdict.quota_hit and verdict.no_viable_candidates:
@@ -154,7 +169,8 @@ def settle(
 ) -> Settlement:
     """Record a finished run against the task it came from, which must be running.
 
-    The run's ``start()`` already spent the attempt; a refund row gives it back through
+    The run's ``start()`` already spent the attempt; ``unrunnable`` gives it back and holds
+    the task (``cannot_run``); a refund row gives it back through
     ``stall()``, or through ``refunds_exhausted()`` (Held, machine) when ``refunds`` (the
     refunded runs in a row before this one) plus this one reach ``max_refunds``. A parked run
     its user stopped (``stopped``: the hold reason) is refunded and the task Held (manual). Raises
@@ -184,6 +200,8 @@ def settle(
                 task.stall(detail, now)
         case SettleRow.SUCCEEDED:
             task.succeed(now)
+        case SettleRow.UNRUNNABLE:
+            task.cannot_run(detail, now)
         case SettleRow.STALLED_OR_FAILED | SettleRow.BLOCKED:
             task.fail(detail, max_attempts, now)
         case (
@@ -195,7 +213,7 @@ def settle(
             task.handed_off(detail, now)
         case SettleRow.NON_TERMINAL:
             task.fail(non_terminal_detail(verdict.status), max_attempts, now)
-    return Settlement(row=row, new_status=task.status, attempt_spent=row not in REFUND_ROWS)
+    return Settlement(row=row, new_status=task.status, attempt_spent=row not in UNSPENT_ROWS)
 
 
 def refund_hold_reason(streak: RefundStreak, detail: str, max_refunds: int) -> str:

@@ -130,6 +130,26 @@ class Task(BaseModel):
             },
         )
 
+    def cannot_run(self, reason: str, now: AwareDatetime) -> None:
+        """This machine cannot run the task's settings (a program not installed, a key not
+        set): Held (machine) with ``reason``, never retried, for the operator to fix and
+        release. From queued or failed (found before a run) attempts are untouched; from
+        running (found during one) the attempt its ``start`` spent is given back, since the
+        run said nothing about the task."""
+        self._require("hold as unrunnable", RUNNABLE_STATUSES | _RUNNING)
+        refund = 1 if self.status is TaskStatus.RUNNING else 0
+        self._apply(
+            now,
+            {
+                "status": TaskStatus.HELD,
+                "attempts": max(0, self.attempts - refund),
+                "last_error": reason,
+                "hold_source": HoldSource.MACHINE,
+                "hold_reason": reason,
+                "not_before": None,
+            },
+        )
+
     def fail(self, detail: str, max_attempts: int, now: AwareDatetime) -> None:
         """The run failed and the attempt stands: Failed, or Held (machine) once spent out.
 

@@ -305,6 +305,7 @@ class SettleRow(StrEnum):
 
     PARKED = "parked"
     SUCCEEDED = "succeeded"
+    UNRUNNABLE = "unrunnable"  # a program or key the operator sets is missing here: held
     STALLED_QUOTA = "stalled_quota"
     FAILED_QUOTA_NO_VIABLE = "failed_quota_no_viable"
     FAILED_MACHINE_FAULT = "failed_machine_fault"

@@ -93,6 +93,8 @@ def budget_detail(seat: Candidate) -> str:
 
 def seat_error(seat: Candidate) -> str:
     result = seat.dispatch
+    if result.setting_error:
+        return result.setting_error
     if result.environment_error:
         return result.environment_error
     if result.quota:

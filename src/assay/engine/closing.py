@@ -170,7 +170,7 @@ def _candidates(result: RunResult) -> list[CandidateSummary]:
             viable=s.viable,
             lost_to_quota=s.lost_to_quota,
             lost_to_provider_fault=s.lost_to_provider_fault,
-            fault=seat_error(s) if s.lost_to_machine else None,
+            fault=seat_error(s) if s.lost_to_machine or s.lost_to_setting else None,
             stop_reason=s.dispatch.stop_reason,
         )
         for s in result.latest_seats

@@ -6,6 +6,8 @@ from __future__ import annotations
 from datetime import datetime
 
 from assay.core.policy import PolicyDecision
+from assay.core.preflight import unrunnable_reason
+from assay.core.results import ValidatorResult
 from assay.core.vocab import AttemptNext, HaltType, PolicyAction, RunStatus
 from assay.engine.accounting import record_attempt
 from assay.engine.outcomes import Candidate, Validation
@@ -34,12 +36,34 @@ def next_step(
     return AttemptNext.RECOVER, f"attempt {attempt + 1} of {waves} follows"
 
 
+def cannot_run(
+    run: RunResult,
+    attempt: int,
+    seats: list[Candidate],
+    problems: list[str],
+    results: list[ValidatorResult] | None = None,
+) -> RunResult:
+    """End a run that met a setting this machine cannot run (a program not installed or hidden
+    by the sandbox, a key not set or refused): settle's ``unrunnable`` row holds the task with
+    the problems and gives the attempt back; nothing retries it until the operator fixes the
+    setting and releases it."""
+    run.unrunnable = True
+    recorded = record_attempt(attempt, seats, results or [], fault=True, failures=problems)
+    run.attempts.append(recorded)
+    reason = unrunnable_reason(problems)
+    return end_run(run, RunStatus.FAILED, HaltType.ENVIRONMENT_ERROR, reason)
+
+
 def judge_validator_lost(
     run: RunResult, attempt: int, seats: list[Candidate], outcomes: list[Validation]
 ) -> RunResult | None:
     """A judge validator lost to its provider (quota, or a fault that outlived the retries) is
-    a machine fact, not a verdict on the task: the run ends refunded, the fault named."""
+    a machine fact, not a verdict on the task: the run ends refunded, the fault named. One
+    that a setting kept from running (no key) holds the task instead."""
     results = [o.result for o in outcomes]
+    unset = [o.setting_error for o in outcomes if o.setting_error is not None]
+    if unset:
+        return cannot_run(run, attempt, seats, unset, results)
     quota = [o.quota for o in outcomes if o.quota is not None]
     faults = [o.fault for o in outcomes if o.fault is not None]
     if quota:

@@ -56,7 +56,7 @@ from assay.engine.empty_wave import (
     no_candidate,
     verify_noop,
 )
-from assay.engine.endings import judge_validator_lost, landed, next_step
+from assay.engine.endings import cannot_run, judge_validator_lost, landed, next_step
 from assay.engine.outcomes import Candidate, RunEvent, RunPlan, Validation
 from assay.engine.result import RunResult, end_run
 
@@ -178,6 +178,10 @@ async def run_attempts(plan: RunPlan, fx: Effects) -> RunResult:
             return end_run(
                 run, RunStatus.BLOCKED, HaltType.ESCALATE, f"block halt fired: {names}", halted=True
             )
+        unset = [s for s in seats if s.lost_to_setting]
+        if unset:  # every later wave would meet it again: the operator's to fix
+            problems = [f"seat {s.seat} ({s.coder}): {s.dispatch.setting_error}" for s in unset]
+            return cannot_run(run, attempt, seats, problems)
 
         viable = [s for s in seats if s.viable]
         if not viable and claims_no_change(seats):
@@ -317,6 +321,8 @@ async def _judge(
             f"budget exhausted: {panel.budget}; the task is held for a human",
             halted=True,
         )
+    if panel.setting_errors:  # a judge this machine cannot run: the panel is not as set
+        return cannot_run(run, attempt, seats, list(panel.setting_errors))
     if tally.winner is not None and tally.met_quorum:
         return next(s for s in viable if panel.labels[s.seat] == tally.winner)
     # A machine fact (quota, a provider fault) is the cause only when the judges it took would

@@ -23,10 +23,9 @@ from assay.adapters.candidates import CaptureRejected
 from assay.adapters.capture import Capture
 from assay.adapters.coders import get_coder, ignored_settings
 from assay.adapters.coders.base import Coder, DispatchRequest, DispatchResult
-from assay.adapters.envpolicy import child_environment, model_environment
+from assay.adapters.envpolicy import model_environment, validator_environment
 from assay.adapters.process import EnvironmentFault
 from assay.adapters.redact import Redactor, redactions
-from assay.adapters.repo_tools import with_repo_tools
 from assay.adapters.run_files import fault_of, fresh_folder, make_folder, seat_log_dir
 from assay.adapters.seats import Seat, remove_tree
 from assay.adapters.validators import get_validator
@@ -283,7 +282,7 @@ async def validate_seat(
         raise ValueError(f"attempt {attempt}, seat {seat} left no candidate to validate")
     contract = plan.contract
     # The repository's own tools first on a command validator's PATH, assay's own last.
-    env = with_repo_tools(child_environment(fx.operator_env, declared=contract.env), plan.repo_root)
+    env = validator_environment(fx.operator_env, contract.env, repo=plan.repo_root)
     log_dir = seat_log_dir(fx.run_dir(plan), attempt, seat) / "validators"
     make_folder(log_dir)  # EnvironmentFault: the attempt's environment error, refunded
     captured = captured_output(work.result)

@@ -61,6 +61,8 @@ class DispatchSummary:
     quota: Quota | None = None
     fault: str | None = None  # the provider fault that lost the seat (not quota), named
     environment_error: str | None = None
+    # A setting the operator controls kept the coder from running here (its program, its key).
+    setting_error: str | None = None
     error: str | None = None  # a crash or provider fault in words, for the recovery spec
     # A spending budget of its run or task was spent while it ran: the figures, in words.
     budget: str | None = None
@@ -106,6 +108,12 @@ class Candidate:
         return self.dispatch.environment_error
 
     @property
+    def lost_to_setting(self) -> bool:
+        """This machine cannot run the seat's coder as set (a program missing, a key unset):
+        the operator's to fix, so the run ends and the task is held, never retried."""
+        return self.dispatch.setting_error is not None
+
+    @property
     def lost_to_machine(self) -> bool:
         """Lost to quota, a provider fault or the environment: nothing said about the task."""
         environment = self.environment_error is not None
@@ -114,7 +122,7 @@ class Candidate:
     @property
     def viable(self) -> bool:
         """A candidate the validators can judge: it ran, was not lost, and changed something."""
-        return not self.lost_to_machine and not self.empty
+        return not self.lost_to_machine and not self.lost_to_setting and not self.empty
 
 
 @dataclass(frozen=True)
@@ -127,6 +135,7 @@ class Validation:
     evidence: str | None = None  # the evidence to fire it with
     quota: Quota | None = None  # a model judge lost to a rate or usage limit
     fault: str | None = None  # a model judge lost to a provider fault (5xx, 529, connection)
+    setting_error: str | None = None  # a model judge kept from running by the operator's setting
 
 
 @dataclass(frozen=True)
@@ -157,6 +166,8 @@ class JudgeRound:
     problems: tuple[str, ...] = ()
     # The run's spending budget, spent by the judges (its figures): the run stops, held.
     budget: str | None = None
+    # Judges a setting the operator controls kept from running (named, with the problem).
+    setting_errors: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -131,8 +131,14 @@ async def judge_blind(
         for i, (spec, r) in enumerate(zip(specs, results, strict=True))
         if r.ranking is None and (r.error or r.fault)
     )
+    unset = tuple(
+        f"judge {i + 1} ({judge_name(spec)}): {r.setting_error}"
+        for i, (spec, r) in enumerate(zip(specs, results, strict=True))
+        if r.ranking is None and r.setting_error
+    )
     return JudgeRound(
         problems=problems,
+        setting_errors=unset,
         tally=tally(ordered_labels, contract.judges, [r.ranking for r in results], plan.run_id),
         labels=labels,
         calls=calls,

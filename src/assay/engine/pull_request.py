@@ -21,7 +21,6 @@ from typing import Any
 
 from assay.adapters import git, github
 from assay.core.contract import Contract
-from assay.core.text import address_shown
 from assay.core.vocab import EventKind, RunStatus
 from assay.engine.effects import LandOutcome, RunPlan
 
@@ -174,14 +173,11 @@ def find_open_pull_request(
     """The open pull request for ``branch``, asked of the API (a run that died between the
     push and recording its PR); None when there is none. Raises GitHubError when it cannot tell.
     """
-    settings = contract.pr
-    token = env.get(github.TOKEN_ENV, "").strip()
-    url = git.remote_url(repo_root, settings.remote)
-    repo = settings.repo or (github.repo_from_remote_url(url) if url else None)
-    if not token or repo is None:
-        raise github.GitHubError("the pull request settings or the token are missing")
-    api_base = settings.api_base or env.get(github.API_BASE_ENV) or github.DEFAULT_API_BASE
-    return github.find_pull_request(api_base, repo, token, head=branch)
+    try:
+        target = github.pull_target(repo_root, contract.pr, "-", env)
+    except github.TargetMissing:
+        raise github.GitHubError("the pull request settings or the token are missing") from None
+    return github.find_pull_request(target.api_base, target.repo, target.token, head=branch)
 
 
 @dataclass(frozen=True)
@@ -206,26 +202,11 @@ def _prepare(
 ) -> _Request:
     """Every setting the PR needs, resolved before anything is pushed."""
     settings = plan.contract.pr
-    token = env.get(github.TOKEN_ENV, "").strip()
-    if not token:
-        raise _NotOpened(
-            f"{github.TOKEN_ENV} is not set; export a token that may push and open pull "
-            "requests on the repository"
-        )
-    base = settings.base or plan.base_branch
-    if base is None:
-        raise _NotOpened("the run started on a detached HEAD; set `pr.base` in the contract")
-    url = git.remote_url(plan.repo_root, settings.remote)
-    if url is None:
-        raise _NotOpened(f"the repository has no remote named {settings.remote!r} (`pr.remote`)")
-    repo = settings.repo or github.repo_from_remote_url(url)
-    if repo is None:
-        raise _NotOpened(
-            f"cannot tell the GitHub repository from remote {settings.remote} "
-            f"({address_shown(url)}); "
-            "set `pr.repo: owner/name` in the contract"
-        )
-    api_base = settings.api_base or env.get(github.API_BASE_ENV) or github.DEFAULT_API_BASE
+    try:
+        target = github.pull_target(plan.repo_root, settings, plan.base_branch, env)
+    except github.TargetMissing as exc:
+        raise _NotOpened(str(exc)) from None
+    base = target.base
     first_line = plan.contract.task.strip().splitlines()[0]
     fields = {
         "title": first_line[:72],
@@ -241,10 +222,10 @@ def _prepare(
         title = BLOCKED_PREFIX + title
         body = _blocked_preamble(failures) + body
     return _Request(
-        remote=settings.remote,
-        repo=repo,
-        api_base=api_base,
-        token=token,
+        remote=target.remote,
+        repo=target.repo,
+        api_base=target.api_base,
+        token=target.token,
         base=base,
         title=title[:250],
         body=body[:_BODY_LIMIT],

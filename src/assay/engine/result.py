@@ -35,6 +35,7 @@ class RunResult:
     machine_fault: bool = False  # ended on a provider, environment or landing fault: refunded
     land_refused: bool = False  # the landing was refused (401, 403, a setting): a human decides
     halted: bool = False
+    unrunnable: bool = False  # a program or key the operator sets is missing here: held
     parked: bool = False  # stopped at a boundary (interrupted, its process or worker lost)
     recovery_waves: int = 0
     validations: int = 0
@@ -57,6 +58,7 @@ class RunResult:
             machine_fault=self.machine_fault,
             land_refused=self.land_refused,
             halted=self.halted,
+            unrunnable=self.unrunnable,
         )
 
     @property

@@ -58,6 +58,7 @@ def summary_of(result: DispatchResult) -> DispatchSummary:
         quota=Quota(quota.kind, quota.detail, quota.reset_at) if quota else None,
         fault=result.fault.detail if result.fault else None,
         environment_error=result.environment_error,
+        setting_error=result.setting_error,
         error=result.error,
     )
 
@@ -99,4 +100,5 @@ def validation_of(outcome: ValidationOutcome) -> Validation:
         evidence=outcome.evidence,
         quota=Quota(quota.kind, quota.detail, quota.reset_at) if quota else None,
         fault=outcome.fault,
+        setting_error=outcome.setting_error,
     )

@@ -22,11 +22,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from assay.adapters import git, seats
-from assay.adapters.assay_secrets import secret_files
 from assay.adapters.candidates import CandidateStore
 from assay.adapters.capture import Capture, CaptureLimits, capture_seat
 from assay.adapters.envpolicy import agent_environment
 from assay.adapters.repo_tools import repo_tool_roots
+from assay.adapters.sandbox_paths import declared_paths, hidden_paths
+from assay.adapters.sandbox_paths import unique as _unique
 from assay.adapters.sandbox_spec import SandboxSpec
 from assay.core.egress import AllowRule, parse_rule
 from assay.core.egress_providers import provider_rules
@@ -313,37 +314,19 @@ class Seating:
         )
 
     def _declared(self, plan: RunPlan, seat: int) -> list[Path]:
-        """Files and folders the contract's ``env:`` or the seat's coder ``args`` name by
-        absolute path (a model registry, a CA bundle): the operator chose to hand them to the
-        coder, so they are visible read-only even under a hidden folder; never the user's
-        repository or assay's own folder."""
-        found = []
-        args = [str(a) for a in plan.contract.coder_for_seat(seat).args]
-        for declared in [*plan.contract.env.values(), *args]:
-            value = declared
-            if declared.startswith("$") and len(declared) > 1:
-                value = self.operator_env.get(declared[1:], "")
-            path = Path(value)
-            if not path.is_absolute() or not path.exists():
-                continue
-            path = path.resolve()
-            inside = [plan.repo_root.resolve(), self.home.resolve()]
-            if any(path == root or root in path.parents for root in inside):
-                continue
-            if any(path in (h, *h.parents) for h in self._hidden(plan)):
-                continue  # naming a folder that holds a hidden one must not show it
-            found.append(path)
-        return found
+        """What the contract's ``env:`` or the seat's coder ``args`` name by absolute path:
+        shown read-only to the coder (see :func:`declared_paths`)."""
+        return declared_paths(
+            plan.contract,
+            seat,
+            repo_root=plan.repo_root,
+            home=self.home,
+            operator_env=self.operator_env,
+        )
 
     def _hidden(self, plan: RunPlan) -> tuple[Path, ...]:
-        """The operator's home, the user's repository, assay's own folder (its ledger) and
-        the files holding assay's own secrets, wherever they are (a Temporal client key
-        under /etc would otherwise show through the read-only root)."""
-        hidden = [plan.repo_root, self.home]
-        operator_home = self.operator_env.get("HOME", "").strip()
-        if operator_home and Path(operator_home).is_absolute():
-            hidden.insert(0, Path(operator_home))
-        return _unique([*hidden, *secret_files(self.operator_env)])
+        """What no process of the run sees (see :func:`hidden_paths`)."""
+        return hidden_paths(plan.repo_root, self.home, self.operator_env)
 
     # -- what reaches the user's repository ---------------------------------------------------
 
@@ -399,15 +382,6 @@ class Seating:
                 except git.GitError as exc:
                     left.append(f"the branch {branch} was not deleted: {_one_line(exc)}")
         return left
-
-
-def _unique(paths: Sequence[Path]) -> tuple[Path, ...]:
-    found: list[Path] = []
-    for path in paths:
-        absolute = path.resolve()
-        if absolute not in found:
-            found.append(absolute)
-    return tuple(found)
 
 
 def _one_line(exc: Exception) -> str:

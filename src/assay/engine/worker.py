@@ -25,6 +25,7 @@ from typing import Generic, TypeVar
 from assay.adapters.process import stop_requested
 from assay.adapters.store.sql import Ledger, LedgerConflict, TaskNotFound
 from assay.core.tasks import Task
+from assay.engine.admission import Unrunnable
 from assay.engine.interrupt import RunInterrupted
 
 R = TypeVar("R")
@@ -51,6 +52,9 @@ class QueueEvents(Generic[R]):
     def interrupted(self, task_id: str, stop: RunInterrupted) -> None:
         """A stop request ended the task's run; it was closed as interrupted."""
 
+    def unrunnable(self, task_id: str, held: Unrunnable) -> None:
+        """The step found the task's settings cannot run on this machine and held it."""
+
     def stopping(self) -> None:
         """An interrupt arrived outside a run: the worker waits for the runs in progress."""
 
@@ -76,8 +80,10 @@ class QueueWorker(Generic[R]):
     """Works the ledger's queue with ``step`` until stopped.
 
     ``step(task)`` runs one task (the task as just read, runnable) and returns what it made of
-    it; it runs in a worker thread, at most ``concurrency`` at once. An exception from a step
-    other than a lost claim or an interrupted run ends :meth:`run` with that exception, after
+    it; it runs in a worker thread, at most ``concurrency`` at once. A step that finds the
+    task cannot run here holds it and raises :class:`Unrunnable` (told, the worker goes on).
+    An exception from a step other than a lost claim, a held task or an interrupted run ends
+    :meth:`run` with that exception, after
     the steps in progress returned (a step that refuses a task it cannot run, exit 2, does so).
     """
 
@@ -172,6 +178,8 @@ class QueueWorker(Generic[R]):
             pass  # another worker claimed it first
         except TaskNotFound:
             pass  # deleted since the scan (`assay task delete|prune`): nothing to run
+        except Unrunnable as held:  # held, never started: nothing ran
+            self.events.unrunnable(task_id, held)
         except RunInterrupted as stop:
             with self._guard:
                 self.served.runs += 1

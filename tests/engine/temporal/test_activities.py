@@ -134,3 +134,26 @@ def test_open_refuses_a_contract_that_would_hand_on_the_ledgers_password(
     assert "worker-pw-1234" not in opened.not_runnable
     assert not acts.runs and ledger.runs(task_id) == []
     assert ledger.get_task(task_id).status.value == "queued"
+
+
+def test_open_holds_a_task_this_worker_cannot_run_and_starts_nothing(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    """Queued elsewhere (`task add --no-check`), met by a worker without the coder's program:
+    held (machine) with the problem, as `assay serve` holds it; never refunded or retried."""
+    repo = make_repo(tmp_path)
+    contract = repo.contract(
+        "c.yaml",
+        'task: x\ncoder: {kind: command, command: "assay-no-such-agent --go"}\n'
+        "land: none\nsandbox: none\n",
+    )
+    task_id = add_task(repo.root, contract, service_env(postgres_url), "--no-check")
+    ledger = Ledger.open(postgres_url)
+    acts = _activities(repo.root, ledger)
+    opened = asyncio.run(ActivityEnvironment().run(acts.open, OpenRequest(task_id, "r-unset")))
+    assert opened.handle is None and opened.not_runnable is not None
+    assert "assay-no-such-agent not found on PATH" in opened.not_runnable
+    assert not acts.runs and ledger.runs(task_id) == []
+    held = ledger.get_task(task_id)
+    assert (held.status.value, held.hold_source, held.attempts) == ("held", "machine", 0)
+    assert held.hold_reason is not None and "assay-no-such-agent" in held.hold_reason

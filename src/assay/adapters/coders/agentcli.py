@@ -13,7 +13,6 @@ dispatch has a meter, while the tool runs (:mod:`assay.adapters.coders.usage_wat
 from __future__ import annotations
 
 import re
-import shutil
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -28,9 +27,11 @@ from assay.adapters.coders.base import (
     QuotaSignal,
 )
 from assay.adapters.coders.usage_watch import UsageSources, UsageWatch
+from assay.adapters.preflight import program_problem
 from assay.adapters.process import ProcessResult, run_process
 from assay.adapters.process_watch import OutputWatch
 from assay.adapters.sandbox_spec import SandboxSpec
+from assay.core.preflight import login_asked
 from assay.core.report import CoderReport
 from assay.core.usage import UsageFigures
 from assay.core.vocab import StopReason
@@ -55,6 +56,7 @@ class ParsedRun:
     error: str | None = None
     quota: QuotaSignal | None = None
     environment_error: str | None = None
+    setting_error: str | None = None  # the credentials were refused or missing: held
     warnings: list[str] = field(default_factory=list)
 
     def read_usage(self, figures: UsageFigures | None) -> None:
@@ -89,14 +91,14 @@ _USAGE = (
     "billing_error",
 )
 _RATE = ("rate limit", "rate_limit", "ratelimit", "too many requests", "throttl")
+_LOGIN = ("please run /login", "not logged in")
 _AUTH = (
     "authentication",
     "invalid api key",
     "invalid x-api-key",
     "incorrect api key",
     "unauthorized",
-    "please run /login",
-    "not logged in",
+    *_LOGIN,
 )
 _SERVER = (
     "overloaded",
@@ -244,10 +246,12 @@ def apply_fault(
     now: datetime | None = None,
     reset_at: datetime | None = None,
     context: str | None = None,
+    tool: str = "the program",
 ) -> FaultKind | None:
     """Record an error message on ``parsed``: its fault kind, or the bare error if unknown.
 
-    ``context`` is extra text searched for a reset time (a message elsewhere in the output).
+    ``context`` is extra text searched for a reset time (a message elsewhere in the output);
+    ``tool`` names the program in what is said of its credentials.
     """
     kind = classify_fault(text)
     detail = shorten(text)
@@ -262,7 +266,12 @@ def apply_fault(
     elif kind == "server":
         parsed.stop_reason = StopReason.PROVIDER_FAULT
     elif kind == "auth":
-        parsed.environment_error = f"the provider rejected the credentials: {detail}"
+        if any(sig in text.lower() for sig in _LOGIN):
+            # The program asks for a login: a seat's config folder is private, so none is ever
+            # used; never relayed as the fix.
+            parsed.setting_error = parsed.error = login_asked(tool)
+            return kind
+        parsed.setting_error = f"the provider rejected the credentials: {detail}"
     parsed.error = detail
     return kind
 
@@ -276,20 +285,20 @@ def conclude(
     now: datetime | None,
 ) -> ParsedRun:
     """Account for a run that ended without a recognised end: a crash, read from stderr."""
-    unexplained = parsed.stop_reason is None and parsed.environment_error is None
+    unexplained = (
+        parsed.stop_reason is None
+        and parsed.environment_error is None
+        and parsed.setting_error is None
+    )
     if unexplained and exit_code not in (0, None):
         tail = stderr.strip()[-_TAIL_CHARS:]
         if tail and classify_fault(tail) is not None:
-            apply_fault(parsed, tail, now=now)
+            apply_fault(parsed, tail, now=now, tool=tool)
         elif parsed.error is None:
             parsed.error = f"{tool} exited with code {exit_code}" + (
                 f": {shorten(tail)}" if tail else ""
             )
     return parsed
-
-
-def missing_binary(tool: str, install: str) -> str:
-    return f"{tool} not found on PATH: install it with `{install}`"
 
 
 def run_cli(
@@ -348,17 +357,16 @@ def start_cli(
 
     ``sandbox``: where it runs (None: unconfined); ``watch``: who reads its output as it runs
     (and may stop it); see :func:`run_process`."""
-    if shutil.which(argv[0], path=env.get("PATH")) is None:
-        return DispatchResult(exit_code=None, environment_error=missing_binary(tool, install))
+    missing = program_problem(argv[0], env, sandbox, install=install, argv=argv)
+    if missing is not None:  # the operator's setting, found as the preflight finds it
+        return DispatchResult(exit_code=None, setting_error=missing)
     try:
         return run_process(
             argv, cwd=cwd, env=env, timeout=timeout, log_path=log_path, stdin=stdin,
             sandbox=sandbox, watch=watch,
         )  # fmt: skip
     except (FileNotFoundError, PermissionError) as exc:
-        return DispatchResult(
-            exit_code=None, environment_error=f"{tool} could not be started: {exc}"
-        )
+        return DispatchResult(exit_code=None, setting_error=f"{tool} could not be started: {exc}")
     except OSError as exc:  # e.g. an argument list too long for the system
         return DispatchResult(exit_code=None, error=f"{tool} could not be started: {exc}")
 
@@ -414,6 +422,7 @@ def to_result(
         quota=parsed.quota,
         fault=provider_fault(tool, parsed),
         environment_error=parsed.environment_error,
+        setting_error=parsed.setting_error,
         error=error,
         log_path=proc.log_path,
         warnings=list(parsed.warnings),
@@ -429,7 +438,7 @@ def provider_fault(tool: str, parsed: ParsedRun) -> ProviderFault | None:
     on quota or credentials: the seat is lost to a provider fault."""
     if parsed.stop_reason is not StopReason.PROVIDER_FAULT:
         return None
-    if parsed.quota is not None or parsed.environment_error is not None:
+    if parsed.quota is not None or parsed.environment_error or parsed.setting_error:
         return None
     return ProviderFault(f"{tool}: {parsed.error or 'the provider failed'}")
 

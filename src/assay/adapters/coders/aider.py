@@ -66,9 +66,10 @@ from assay.adapters.coders.usage_read import AIDER_TOKENS, AiderUsage, read_all
 from assay.adapters.coders.usage_watch import UsageSources
 from assay.adapters.process import ProcessResult
 from assay.adapters.safe_files import keep_copy, remove_file
+from assay.core.preflight import install_hint
 from assay.core.vocab import StopReason
 
-INSTALL = "pip install aider-chat"
+INSTALL = install_hint("aider")
 _TAGS_CACHE = ".aider.tags.cache*"
 BRIEF_FILE = "aider.conventions.md"
 HISTORY_FILE = "aider.chat.history.md"
@@ -238,7 +239,7 @@ def parse_aider_output(
         parsed.summary = final_reply(history)
     fatal = [line for index, line in errors if index > last_call]
     if fatal:
-        apply_fault(parsed, " ".join(fatal[-6:]), now=now)
+        apply_fault(parsed, " ".join(fatal[-6:]), now=now, tool="aider")
     elif exit_code == 0:
         parsed.stop_reason = StopReason.COMPLETED
         if turns == 0:

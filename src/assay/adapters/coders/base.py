@@ -125,6 +125,10 @@ class DispatchResult:
     quota: QuotaSignal | None = None
     fault: ProviderFault | None = None  # the seat was lost to a provider fault (not quota)
     environment_error: str | None = None
+    # A setting the operator controls keeps the program from running here (it is not installed
+    # or hidden by the sandbox, its key is not set or was refused): the task is held with this
+    # message, never refunded and retried.
+    setting_error: str | None = None
     error: str | None = None  # a crash or provider fault in words, for the recovery spec
     log_path: Path | None = None
     warnings: list[str] = field(default_factory=list)

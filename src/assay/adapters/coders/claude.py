@@ -59,9 +59,10 @@ from assay.adapters.coders.usage_read import (
 from assay.adapters.coders.usage_watch import UsageSources
 from assay.adapters.safe_files import write_file
 from assay.core.halt_skill import SKILL_NAME, render_halt_skill
+from assay.core.preflight import install_hint, key_problem
 from assay.core.vocab import StopReason
 
-INSTALL = "npm install -g @anthropic-ai/claude-code"
+INSTALL = install_hint("claude")
 SKIP_PERMISSIONS = "--dangerously-skip-permissions"
 CONFIG_FOLDER = ".claude"
 _PERMISSION_FLAGS = ("--permission-mode", SKIP_PERMISSIONS)
@@ -108,6 +109,10 @@ class ClaudeCoder:
         base_url = setting(request, "base_url")
         if isinstance(base_url, str) and base_url:
             env["ANTHROPIC_BASE_URL"] = base_url
+        # Without a key claude would start only to ask for a login no seat can use.
+        unkeyed = key_problem(self.kind, self.kind, request.settings, env)
+        if unkeyed is not None:
+            return DispatchResult(exit_code=None, setting_error=unkeyed)
         try:
             env["CLAUDE_CONFIG_DIR"] = str(install_config(request))
             brief_file = write_brief(request)
@@ -220,7 +225,7 @@ def parse_claude_stream(
         parsed.turns_used = len(usage.messages) or None
         parsed.summary = last_text
         if api_errors:
-            apply_fault(parsed, api_errors[-1], now=now, reset_at=reset_at)
+            apply_fault(parsed, api_errors[-1], now=now, reset_at=reset_at, tool="claude")
         elif exit_code == 0:
             parsed.error = "claude ended without its final result event"
         return conclude(parsed, tool="claude", exit_code=exit_code, stderr=stderr, now=now)
@@ -269,7 +274,7 @@ def _read_result(
         if part and part not in message:
             message = f"{message} {part}".strip()
     message = message or f"claude reported an error ({subtype})"
-    apply_fault(parsed, message, now=now, reset_at=reset_at)
+    apply_fault(parsed, message, now=now, reset_at=reset_at, tool="claude")
     if terminal == "prompt_too_long":  # whatever the words, the context was the limit
         parsed.stop_reason = StopReason.CONTEXT_BUDGET
         parsed.quota = None

@@ -75,9 +75,10 @@ from assay.adapters.coders.base import DispatchRequest, DispatchResult, assay_en
 from assay.adapters.coders.usage_read import CodexEvents, CodexRollout, json_object, read_all
 from assay.adapters.coders.usage_watch import AppendedFile, UsageSources
 from assay.adapters.safe_files import ensure_folder, remove_file, write_file
+from assay.core.preflight import install_hint
 from assay.core.vocab import StopReason
 
-INSTALL = "npm install -g @openai/codex"
+INSTALL = install_hint("codex")
 PROVIDER = "assay"  # the model provider id a base URL is configured under
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 
@@ -234,9 +235,9 @@ def parse_codex_events(
     parsed.read_usage(read_all(CodexEvents(), stdout).figures())
     context = " ".join(errors)
     if failure is not None:
-        apply_fault(parsed, failure, now=now, context=context)
+        apply_fault(parsed, failure, now=now, context=context, tool="codex")
     elif pending_error is not None:
-        apply_fault(parsed, pending_error, now=now, context=context)
+        apply_fault(parsed, pending_error, now=now, context=context, tool="codex")
     elif completed:
         parsed.stop_reason = StopReason.COMPLETED
     elif exit_code == 0:

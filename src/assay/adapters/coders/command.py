@@ -15,13 +15,14 @@ brief (the rules: scope, halts, report, the no-op protocol) is in the file at
 from __future__ import annotations
 
 import shlex
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from assay.adapters.coders.agentcli import stopped_error
 from assay.adapters.coders.base import DispatchRequest, DispatchResult, assay_env
 from assay.adapters.coders.usage_watch import UsageSources, UsageWatch
+from assay.adapters.preflight import command_problem
 from assay.adapters.process import (
     SHELL,
     SHELL_NOT_EXECUTABLE,
@@ -77,11 +78,24 @@ class CommandCoder:
                 watch=UsageWatch(UsageSources(), request.meter) if request.meter else None,
             )
         except FileNotFoundError as exc:
+            if exc.filename is not None and Path(str(exc.filename)) == request.worktree:
+                missing = (
+                    f"the worktree {request.worktree} does not exist; the run's preparation failed"
+                )
+                return DispatchResult(exit_code=None, environment_error=missing)
+            return DispatchResult(
+                exit_code=None, setting_error=missing_executable_message(request, command, env)
+            )
+        except PermissionError as exc:  # not executable: the operator's file
             return DispatchResult(
                 exit_code=None,
-                environment_error=missing_executable_message(exc, argv, request.worktree),
+                setting_error=(
+                    f"the command coder could not start {argv[0]!r}: {exc.strerror or exc}; "
+                    "check `coder.command`"
+                ),
+                log_path=log_path,
             )
-        except OSError as exc:  # not executable, argument list too long, ...
+        except OSError as exc:  # an argument list too long, ...
             return DispatchResult(
                 exit_code=None,
                 environment_error=(
@@ -90,7 +104,20 @@ class CommandCoder:
                 ),
                 log_path=log_path,
             )
-        return result_from_process(ran, argv, shell=isinstance(command, str))
+        result = result_from_process(ran, argv, shell=isinstance(command, str))
+        if result.setting_error is not None:  # say why, as the preflight does, when it can
+            found = command_problem(
+                "the command coder",
+                command,
+                env,
+                request.sandbox,
+                fix="`coder.command`",
+                declared_shown=True,
+            )
+            if found:
+                said = ran.tail(400) or "nothing"
+                result.setting_error = f"{'; '.join(found)} (exit {ran.exit_code}: {said})"
+        return result
 
 
 def write_prompt_file(request: DispatchRequest) -> Path:
@@ -140,7 +167,7 @@ def result_from_process(ran: ProcessResult, argv: Sequence[str], *, shell: bool)
     shown = argv[-1] if shell else shlex.join(argv)
     if shell and ran.exit_code in (SHELL_NOT_FOUND, SHELL_NOT_EXECUTABLE):
         what = "was not found" if ran.exit_code == SHELL_NOT_FOUND else "is not executable"
-        result.environment_error = (
+        result.setting_error = (
             f"the command coder's command {what} (exit {ran.exit_code}): "
             f"{ran.tail(400) or shown}; install the tool or fix `coder.command`"
         )
@@ -149,12 +176,20 @@ def result_from_process(ran: ProcessResult, argv: Sequence[str], *, shell: bool)
     return result
 
 
-def missing_executable_message(exc: FileNotFoundError, argv: Sequence[str], worktree: Path) -> str:
-    if exc.filename is not None and Path(str(exc.filename)) == worktree:
-        return f"the worktree {worktree} does not exist; the run's preparation failed"
+def missing_executable_message(
+    request: DispatchRequest, command: str | Sequence[str], env: Mapping[str, str]
+) -> str:
+    """Why the command coder's executable could not be found, as the preflight says it."""
+    found = command_problem(
+        "the command coder", command, env, request.sandbox, fix="`coder.command`",
+        declared_shown=True,
+    )  # fmt: skip
+    if found:
+        return "; ".join(found)
+    program = command if isinstance(command, str) else (list(command) or ["?"])[0]
     return (
-        f"the command coder's executable {argv[0]!r} was not found on the PATH given to coders; "
-        "install it, or name it by absolute path in `coder.command`"
+        f"the command coder's executable {str(program)!r} was not found on the PATH given to "
+        "coders; install it, or name it by absolute path in `coder.command`"
     )
 
 

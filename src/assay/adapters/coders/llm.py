@@ -140,8 +140,8 @@ class LlmCoder:
                 request.settings, environ, timeout=request.timeout_seconds, role="llm coder"
             )
             client = ChatClient(endpoint)
-        except LlmError as exc:
-            return DispatchResult(exit_code=None, environment_error=exc.detail, log_path=log_path)
+        except LlmError as exc:  # no key, no model: the operator's setting
+            return DispatchResult(exit_code=None, setting_error=exc.detail, log_path=log_path)
         max_turns = turn_limit(request) or DEFAULT_MAX_TURNS
         session = _Session(request, client, max_turns, started, log_path)
         return session.run()
@@ -185,7 +185,7 @@ class _Session:
         summary: str | None = None
         quota: QuotaSignal | None = None
         error: str | None = None
-        environment_error: str | None = None
+        setting_error: str | None = None
         stopped: str | None = None
         timed_out = False
         while stop is None:
@@ -214,8 +214,8 @@ class _Session:
                 self._log(event="error", kind=exc.kind.value, detail=exc.detail)
                 if exc.kind is FailureKind.PROVIDER and time.monotonic() >= self.deadline:
                     timed_out = True
-                elif exc.kind is FailureKind.CONFIG:
-                    environment_error = exc.detail
+                elif exc.kind is FailureKind.CONFIG:  # a key refused, a model unknown
+                    setting_error = exc.detail
                 else:
                     stop, error, quota = _stop_for(exc), exc.detail, exc.quota
                 break
@@ -247,7 +247,7 @@ class _Session:
         self._write_report(report)
         lost = stop is StopReason.PROVIDER_FAULT and quota is None
         return DispatchResult(
-            exit_code=_exit_code(stop, timed_out or environment_error is not None),
+            exit_code=_exit_code(stop, timed_out or setting_error is not None),
             fault=ProviderFault(f"llm: {error}") if lost else None,
             stop_reason=stop,
             report=report,
@@ -256,7 +256,7 @@ class _Session:
             wall_time_ms=wall,
             timed_out=timed_out,
             quota=quota,
-            environment_error=environment_error,
+            setting_error=setting_error,
             error=error,
             log_path=self.log_path,
             output="\n".join(self.output),

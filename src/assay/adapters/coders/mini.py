@@ -60,9 +60,10 @@ from assay.adapters.coders.usage_read import load_json, mini_usage, non_negative
 from assay.adapters.coders.usage_watch import DocumentFile, UsageSources
 from assay.adapters.process import ProcessResult
 from assay.adapters.safe_files import keep_copy, remove_file
+from assay.core.preflight import install_hint
 from assay.core.vocab import StopReason
 
-INSTALL = "pip install mini-swe-agent"
+INSTALL = install_hint("mini")
 TRAJECTORY = "mini.traj.json"
 MAX_TRAJECTORY_BYTES = 64 * 1024 * 1024  # a long run's trajectory, not a file without end
 BRIEF_CONFIG = "mini.brief.yaml"  # JSON is YAML; mini wants the .yaml suffix
@@ -210,7 +211,7 @@ def parse_mini_run(
         parsed.stop_reason = StopReason.CONTEXT_BUDGET
         parsed.error = f"{status}: {_exit_text(messages)}".strip(": ")
     elif status:
-        apply_fault(parsed, f"{status}: {_exit_text(messages)}".strip(": "), now=now)
+        apply_fault(parsed, f"{status}: {_exit_text(messages)}".strip(": "), now=now, tool="mini")
     elif data:
         parsed.warnings.append("the trajectory has no exit status: mini did not finish")
     elif exit_code == 0:

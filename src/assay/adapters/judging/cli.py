@@ -49,6 +49,7 @@ from assay.adapters.process import ProcessResult
 from assay.adapters.sandbox_spec import SandboxSpec
 from assay.core.blind import BlindCandidate
 from assay.core.contract import JudgeSpec
+from assay.core.preflight import key_problem
 from assay.core.vocab import JudgeKind, StopReason
 
 CLAUDE_READERS = ("Read", "Grep", "Glob")
@@ -175,6 +176,11 @@ def _run(
     if judge.base_url:
         variable = "ANTHROPIC_BASE_URL" if judge.kind is JudgeKind.CLAUDE else "OPENAI_BASE_URL"
         child_env[variable] = judge.base_url
+    # Without its key claude would start only to ask for a login no judge can use.
+    if judge.kind is JudgeKind.CLAUDE:
+        unkeyed = key_problem(name, kind, judge.model_dump(mode="json"), child_env)
+        if unkeyed is not None:
+            return RankingResult(None, error=unkeyed, setting_error=unkeyed, judge=name)
     scratch = write_scratch(workdir, candidates)
     proc = start_cli(
         kind,
@@ -188,7 +194,8 @@ def _run(
         sandbox=_reading(sandbox, scratch),
     )
     if isinstance(proc, DispatchResult):
-        return RankingResult(None, error=proc.environment_error or proc.error, judge=name)
+        why = proc.setting_error or proc.environment_error or proc.error
+        return RankingResult(None, error=why, setting_error=proc.setting_error, judge=name)
     parsed = _parse(judge.kind, proc)
     return _result(parsed, proc, [c.label for c in candidates], name)
 
@@ -220,6 +227,7 @@ def _result(parsed: ParsedRun, proc: ProcessResult, labels: list[str], name: str
             quota=parsed.quota,
             fault=fault.detail if fault is not None and ranking is None else None,
             error=error,
+            setting_error=parsed.setting_error if ranking is None else None,
             tokens=parsed.tokens_used,
             cost=parsed.cost_usd,
             judge=name,
@@ -232,9 +240,8 @@ def _result(parsed: ParsedRun, proc: ProcessResult, labels: list[str], name: str
             None, error=f"{name} timed out after {seconds:.1f}s; its process group was killed"
         )
     if parsed.quota is not None or parsed.stop_reason is not StopReason.COMPLETED:
-        return result(
-            None, error=parsed.environment_error or parsed.error or f"{name} did not finish"
-        )
+        why = parsed.setting_error or parsed.environment_error or parsed.error
+        return result(None, error=why or f"{name} did not finish")
     ranking, reasons, problem = parse_answer_text(parsed.summary, labels)
     if ranking is None:
         return result(None, error=f"no usable ranking: {problem}")

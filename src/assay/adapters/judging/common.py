@@ -44,6 +44,8 @@ class RankingResult:
     quota: QuotaSignal | None = None
     fault: str | None = None
     error: str | None = None
+    # A setting the operator controls kept the judge from running (its program, its key).
+    setting_error: str | None = None
     tokens: int | None = None
     cost: float | None = None
     usage: UsageFigures | None = None  # in and out apart, where the judge's program says

@@ -142,8 +142,9 @@ def rank_with_model(
     try:
         endpoint = resolve_endpoint(settings, environ, timeout=judge.timeout_seconds, role="judge")
         client = ChatClient(endpoint)
-    except LlmError as exc:
-        return RankingResult(None, error=f"the judge cannot run: {exc.detail}", judge=name)
+    except LlmError as exc:  # no key, no model: the operator's setting
+        why = f"the judge cannot run: {exc.detail}"
+        return RankingResult(None, error=why, setting_error=why, judge=name)
     messages = build_messages(candidates, task, prior)
     turns = judge.max_turns or DEFAULT_TURNS
     joined = ", ".join(labels)
@@ -166,6 +167,9 @@ def rank_with_model(
             quota=asked.error.quota,
             fault=asked.error.detail if asked.error.kind is FailureKind.PROVIDER else None,
             error=call_failed(asked.error),
+            setting_error=(  # a key refused, a model unknown
+                call_failed(asked.error) if asked.error.kind is FailureKind.CONFIG else None
+            ),
             tokens=tokens,
             judge=name,
             log_path=log.path,

@@ -58,6 +58,9 @@ class ValidationOutcome:
     evidence: str | None = None  # the evidence to fire it with (never a secret's value)
     quota: QuotaSignal | None = None  # a model judge lost to a rate or usage limit
     fault: str | None = None  # a model judge lost to a provider fault (5xx, 529, connection)
+    # A model judge kept from running by a setting the operator controls (no key, a key
+    # refused, an unknown model): the task is held with it, never retried.
+    setting_error: str | None = None
     # What the secret scan found, for redaction only (never reported, never in a repr).
     secrets: tuple[DetectedSecret, ...] = field(default=(), repr=False)
 

@@ -123,8 +123,8 @@ class JudgeValidator:
         try:
             endpoint = resolve_endpoint(settings, environ, timeout=timeout, role="judge")
             client = ChatClient(endpoint)
-        except LlmError as exc:
-            return run.error(f"the judge cannot run: {exc.detail}")
+        except LlmError as exc:  # no key, no model: the operator's setting
+            return run.error(f"the judge cannot run: {exc.detail}", exc)
 
         diff = context.change.diff
         truncated = len(diff) > MAX_DIFF_CHARS
@@ -210,10 +210,12 @@ class _Run:
             advisory=self.advisory,
         )
         fault = exc is not None and exc.kind is FailureKind.PROVIDER
+        setting = exc is not None and exc.kind is FailureKind.CONFIG
         return ValidationOutcome(
             result=result,
             quota=exc.quota if exc is not None else None,
             fault=f"{self.validator_id}: {exc.detail}" if fault and exc is not None else None,
+            setting_error=f"validator {self.validator_id}: {justification}" if setting else None,
         )
 
 

@@ -33,6 +33,7 @@ from assay.adapters.store.sql import Ledger, LedgerConflict, RunNotFound
 from assay.core.contract import Contract
 from assay.core.payload import HaltNotice
 from assay.core.tasks import RUNNABLE_STATUSES, Task
+from assay.engine.admission import Unrunnable, admit
 from assay.engine.effects import (
     EffectFault,
     Effects,
@@ -172,6 +173,21 @@ class Activities:
             if leak is not None:  # as `assay run` refuses it: nothing of it starts here
                 why = f"task {task.id}: the contract cannot run: {leak}"
                 return Opened(None, not_runnable=why)
+            try:  # a program or key this worker lacks: held, as `assay serve` holds it
+                await asyncio.to_thread(
+                    admit,
+                    ledger=self.ledger,
+                    task=task,
+                    contract=contract,
+                    repo=self.repo,
+                    home=self.home,
+                    now=self.clock(),
+                    env=self.env,
+                )
+            except Unrunnable as held:
+                return Opened(None, not_runnable=f"task {task.id} is held: {held}")
+            except LedgerConflict as exc:  # another worker claimed (or held) it first
+                return Opened(None, not_runnable=str(exc))
             fx = self.effects_for(task, contract)
             try:
                 handle = await _faults(fx.open(call))
