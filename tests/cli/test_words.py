@@ -304,8 +304,8 @@ def test_what_representative_runs_print_is_in_the_readme_words(
     code, text = run("run", "Fix it", *coder, "--coder-command", "mkdir -p .github && touch "
                      ".github/x.yml", "--validator", "true")  # fmt: skip
     assert code == 3 and "held for a human" in text and "✗ scope:" in text
-    (repo.root / "tests" / "test_slug.py").write_text("# dirty\n")
-    note = "echo note > notes.txt"
+    # The checkout gets dirty while the run goes on (the preflight refuses one dirty before).
+    note = f"echo note > notes.txt && echo '# dirty' > {repo.root / 'tests' / 'test_slug.py'}"
     code, text = run(
         "run", "Note it", *coder, "--coder-command", note, "--validator", "true", "--land", "merge"
     )
