@@ -108,7 +108,7 @@ def test_an_empty_list_reads_as_an_existing_empty_ledger_does(
 def test_queueing_a_task_creates_the_home_and_hides_it(
     repo: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, _, err = assay(capsys, "task", "add", "do it", "--coder", "claude")
+    code, _, err = assay(capsys, "task", "add", "do it", "--coder", "claude", "--no-check")
     assert code == 0, err
     assert (repo / ".assay" / "assay.db").is_file()
     assert status(repo) == ""
@@ -121,7 +121,7 @@ def test_where_git_info_does_not_exist(repo: Path, capsys: pytest.CaptureFixture
     for leftover in (repo / ".git" / "info").iterdir():
         leftover.unlink()
     (repo / ".git" / "info").rmdir()
-    assert assay(capsys, "task", "add", "do it", "--coder", "claude")[0] == 0
+    assert assay(capsys, "task", "add", "do it", "--coder", "claude", "--no-check")[0] == 0
     assert status(repo) == ""
     assert (repo / ".git" / "info" / "exclude").read_text() == ".assay/\n"
 
@@ -134,7 +134,7 @@ def test_in_a_linked_worktree_and_from_a_subfolder(
     assert (linked / ".git").is_file()  # a worktree's .git is a file naming the real one
     (linked / "deep" / "er").mkdir(parents=True)
     monkeypatch.chdir(linked / "deep" / "er")
-    assert assay(capsys, "task", "add", "do it", "--coder", "claude")[0] == 0
+    assert assay(capsys, "task", "add", "do it", "--coder", "claude", "--no-check")[0] == 0
     assert (linked / ".assay" / "assay.db").is_file()
     assert status(linked) == "" and status(repo) == ""
     # the exclude is the common one, shared by every worktree
@@ -145,7 +145,7 @@ def test_a_home_moved_inside_the_repository_is_hidden_by_its_own_path(
     repo: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("ASSAY_HOME", str(repo / "var" / "a*home"))
-    assert assay(capsys, "task", "add", "do it", "--coder", "claude")[0] == 0
+    assert assay(capsys, "task", "add", "do it", "--coder", "claude", "--no-check")[0] == 0
     assert (repo / "var" / "a*home" / "assay.db").is_file()
     assert status(repo) == ""
     (repo / "var" / "other").write_text("mine\n")  # only the home is hidden

@@ -168,7 +168,7 @@ def test_prune_removes_only_finished_tasks_older_than_asked(
 ) -> None:
     held = held_with_a_kept_candidate(capsys)
     done = done_with_a_branch_for_you(capsys)
-    queued = assay(capsys, "task", "add", "later", "--coder", "claude", "--json")
+    queued = assay(capsys, "task", "add", "later", "--coder", "claude", "--no-check", "--json")
     queued_id = json.loads(queued[1])["id"]
 
     code, out, _ = assay(capsys, "task", "prune", "--older-than", "1h")
