@@ -264,7 +264,8 @@ def test_operator_moves_and_rearms_are_the_task_actions(world_copy: World) -> No
 @pytest.mark.slow
 def test_a_quota_refunded_run_counts_in_the_refund_streak(world_copy: World) -> None:
     search = os.pathsep.join([str(STANDINS), str(Path(sys.executable).parent), "/usr/bin:/bin"])
-    env = json.dumps({"PATH": search, "STANDIN_SCENARIO": "rate_limit"})
+    standin = {"PATH": search, "STANDIN_SCENARIO": "rate_limit", "ANTHROPIC_API_KEY": "k"}
+    env = json.dumps(standin)  # the stand-in calls no provider; claude never starts keyless
     contract = world_copy.repo.contract(
         "quota.yaml", f"task: x\ncoder: {{kind: claude}}\nland: merge\nenv: {env}\n"
     )
