@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from assay.adapters.preflight import check, program_problem
+from assay.adapters.preflight import advisory_problems, check, program_problem
 from assay.adapters.sandbox_spec import SandboxSpec
 from assay.core.contract import Contract, parse_contract
 
@@ -365,3 +365,20 @@ def test_a_validators_script_left_uncommitted_is_named(
     program(repo, "check.sh")  # here, but a validator runs on a fresh checkout of the change
     found = without_bwrap_line(problems(repo, text, env))
     assert len(found) == 1 and found[0].startswith("validator tests: ./check.sh is not committed")
+
+
+def test_a_warn_only_validator_that_cannot_run_is_advice_never_a_refusal(
+    tmp_path: Path, repo: Path, bin_dir: Path
+) -> None:
+    text = (
+        "coder: claude\nvalidators:\n"
+        "  - {id: tests, run: 'true'}\n"
+        "  - {id: lint, run: 'nosuchlint .', on_fail: warn}\n"
+        "  - {id: review, kind: judge, model: m, api_key_env: REVIEW_KEY, on_fail: warn}\n"
+    )
+    env = environ(tmp_path, bin_dir, **KEYS)
+    assert without_bwrap_line(problems(repo, text, env)) == []
+    advice = advisory_problems(contract(text), repo=repo, home=repo / ".assay", env=env)
+    assert advice[0] == "validator lint: nosuchlint not found on PATH: install it (or fix `run`)"
+    assert advice[1].startswith("validator review: the judge reads its API key from $REVIEW_KEY")
+    assert len(advice) == 2

@@ -34,7 +34,7 @@ from assay.adapters.repo_tools import repo_tool_roots
 from assay.adapters.sandbox import bwrap_problem, confines, hidden_by
 from assay.adapters.sandbox_paths import declared_paths, hidden_paths
 from assay.adapters.sandbox_spec import SandboxSpec
-from assay.core.contract import CoderSpec, Contract, JudgeSpec
+from assay.core.contract import CoderSpec, Contract, JudgeSpec, ValidatorSpec
 from assay.core.preflight import (
     PROGRAMS,
     dirty_problem,
@@ -43,9 +43,17 @@ from assay.core.preflight import (
     missing_program,
     program_words,
 )
-from assay.core.vocab import CoderKind, JudgeKind, LandMode, NetworkMode, SandboxMode, ValidatorKind
+from assay.core.vocab import (
+    CoderKind,
+    JudgeKind,
+    LandMode,
+    NetworkMode,
+    OnFail,
+    SandboxMode,
+    ValidatorKind,
+)
 
-__all__ = ["check", "command_problem", "program_problem"]
+__all__ = ["advisory_problems", "check", "command_problem", "program_problem"]
 
 _NO_SANDBOX = "run without the sandbox (--sandbox none, or `sandbox: none` in the contract)"
 # A line that changes folder first runs a relative path from somewhere this check cannot see.
@@ -75,20 +83,8 @@ def check(
     for who, judge in _judges(contract):
         problems += view.judge(who, judge)
     for validator in contract.validators:
-        who = f"validator {validator.id}"
-        if validator.kind is ValidatorKind.COMMAND and validator.run:
-            env_of = validator_environment(operator_env, contract.env, repo=repo)
-            sandbox = view.sandbox(contract.network.validators, tools=True)
-            problems += command_problem(
-                who, validator.run, env_of, sandbox, fix="`run`", repo=repo, written=True
-            )
-        elif validator.kind is ValidatorKind.JUDGE:
-            settings = validator.model_dump(mode="json")
-            environ = {
-                **model_environment(operator_env, "llm", settings),
-                **validator_environment(operator_env, contract.env),
-            }
-            problems += _endpoint_problem(who, settings, environ, role="judge")
+        if validator.on_fail is OnFail.BLOCK:
+            problems += _validator_problems(view, validator)
     if contract.land is LandMode.PR:
         base = git.current_branch(repo) if landing else "-"  # the base is the run's to find
         try:
@@ -187,6 +183,39 @@ def command_problem(
         if problem is not None:
             problems.append(problem)
     return problems
+
+
+def advisory_problems(
+    contract: Contract, *, repo: Path, home: Path, env: Mapping[str, str] | None = None
+) -> list[str]:
+    """What keeps a warn-only validator (``on_fail: warn``) from running here, one line each:
+    never a refusal (such a check only warns, and says so in the run), only a heads-up."""
+    view = _View(contract, repo, home, os.environ if env is None else env)
+    found: list[str] = []
+    for validator in contract.validators:
+        if validator.on_fail is OnFail.WARN:
+            found += _validator_problems(view, validator)
+    return list(dict.fromkeys(found))
+
+
+def _validator_problems(view: _View, validator: ValidatorSpec) -> list[str]:
+    """What keeps one validator from running here: a command's programs, a judge's key."""
+    contract, operator_env, repo = view.contract, view.operator_env, view.repo
+    who = f"validator {validator.id}"
+    if validator.kind is ValidatorKind.COMMAND and validator.run:
+        env_of = validator_environment(operator_env, contract.env, repo=repo)
+        sandbox = view.sandbox(contract.network.validators, tools=True)
+        return command_problem(
+            who, validator.run, env_of, sandbox, fix="`run`", repo=repo, written=True
+        )
+    if validator.kind is ValidatorKind.JUDGE:
+        settings = validator.model_dump(mode="json")
+        environ = {
+            **model_environment(operator_env, "llm", settings),
+            **validator_environment(operator_env, contract.env),
+        }
+        return _endpoint_problem(who, settings, environ, role="judge")
+    return []
 
 
 class _View:

@@ -71,11 +71,18 @@ def refuse_unrunnable(contract: Contract, *, landing: bool = True) -> None:
     hidden by the sandbox, an API key not set, a validator's program missing; with
     ``landing``, a ``land: merge`` into a checkout with uncommitted changes) is refused, exit 2,
     one line per problem, before anything is written: no task, no run."""
-    from assay.adapters.preflight import check
+    from assay.adapters.preflight import advisory_problems, check
     from assay.core.text import printable
 
     workspace = Workspace.find(require_commit=True)
     problems = check(contract, repo=workspace.repo, home=workspace.home, landing=landing)
+    if not problems:  # a warn-only check that cannot run only warns, in the run as here
+        for advice in advisory_problems(contract, repo=workspace.repo, home=workspace.home):
+            typer.echo(
+                f"assay: warning: {printable(advice)} (on_fail: warn: the run goes on, this "
+                "check only warns)",
+                err=True,
+            )
     for problem in problems:
         typer.echo(f"assay: {printable(problem)}", err=True)
     if problems:
