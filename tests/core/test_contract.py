@@ -663,6 +663,52 @@ def test_a_boolean_is_not_a_number(text: str, key: str, line: int) -> None:
     assert "expected a number, got the boolean" in str(error)
 
 
+@pytest.mark.parametrize(
+    ("text", "key", "line", "said"),
+    [
+        # An unquoted yes/no/on/off/true/false is a YAML boolean: said in YAML's words, with
+        # the way out, never as Python's True / False.
+        ("task: x\nsandbox: off\n", "sandbox", 2, "(got the YAML boolean false"),
+        ("task: x\nland: yes\n", "land", 2, "(got the YAML boolean true"),
+        ("task: true\n", "task", 1, "(got the YAML boolean true"),
+        ("task: x\nnetwork: {mode: off}\n", "network.mode", 2, "(got the YAML boolean false"),
+        (
+            "task: x\nvalidators: [{id: t, kind: command, run: true}]\n",
+            "validators[0].run",
+            2,
+            "(got the YAML boolean true",
+        ),
+        # A union member's name (str, list[str], CoderSpec) is not a key of the contract.
+        (
+            "task: x\ncoder: {kind: command, command: true}\n",
+            "coder.command",
+            2,
+            "(got the YAML boolean true",
+        ),
+        ("task: x\ncoder: {kind: command, command: 123}\n", "coder.command", 2, "(got 123)"),
+        ("task: x\ncoder: {kind: command, command: [ls, 1]}\n", "coder.command[1]", 2, "(got 1)"),
+        ("task: x\ncoder: 5\n", "coder", 2, "(got 5)"),
+        # Where text would not do either, quoting is not suggested.
+        (
+            "task: x\nscope: yes\n",
+            "scope",
+            2,
+            "should be a mapping (key: value) (got the YAML boolean true)",
+        ),
+    ],
+)
+def test_what_a_wrong_value_was_is_said_in_yaml_words(
+    text: str, key: str, line: int, said: str
+) -> None:
+    error = refused(text)
+    assert_names(error, key, line)
+    message = str(error)
+    assert said in message
+    assert ("quote it" in message) is ("YAML boolean" in said and "mapping" not in said)
+    for internal in ("True", "False", ".str", "CoderSpec", "instance of", "list[str]"):
+        assert internal not in message, message
+
+
 def test_an_integer_timeout_is_still_a_number() -> None:
     contract = parse_contract("task: x\ncoder: {kind: claude, timeout_seconds: 60}\n", "c.yaml")
     assert contract.coder_for_seat(1).timeout_seconds == 60.0
