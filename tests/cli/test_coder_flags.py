@@ -54,6 +54,9 @@ def invoke(repo: Path, monkeypatch: pytest.MonkeyPatch, *args: str) -> Result:
             "--api-key-env ASSAY_DATABASE_URL holds assay's own secret",
         ),
         (["--coder", "replay"], "the replay coder needs steps: give it in a contract file"),
+        # A validator flag without a command: said as the flag, not as a contract's key path.
+        (["--coder-command", "x", "--validator", ""], "--validator '' gives no command to run"),
+        (["--coder-command", "x", "--validator", "t= "], "--validator 't= ' gives no command"),
     ],
 )
 def test_a_flag_the_coder_cannot_use_is_refused_by_name(

@@ -170,6 +170,23 @@ def test_a_flag_beside_a_contract_names_the_key_it_would_set(
         assert f"change {key} in the file" in err and "max_recovery" not in err.replace(key, "")
 
 
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (["run", "Fix it", "--land", "nope"], "'--land': 'nope' is not one of 'merge', 'branch'"),
+        (["usage", "--by", "week"], "'--by': 'week' is not one of 'task', 'coder'"),
+        (["completion", "tcsh"], "'shell': 'tcsh' is not one of 'bash', 'zsh', 'fish'"),
+    ],
+)
+def test_a_choice_not_offered_is_said_without_the_validators_words(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    argv: list[str], words: str,
+) -> None:  # fmt: skip
+    monkeypatch.chdir(tmp_path)
+    code, text = said(argv, capsys)
+    assert code == 2 and words in text and "Value error" not in text, text
+
+
 def test_an_instruction_beside_a_contract_says_it_replaces_the_task(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -509,6 +509,7 @@ def contract_to_yaml(contract: Contract) -> str:
 
 # An ``id=`` prefix names a validator; lower case only, so ``FOO=1 make test`` stays a command.
 _NAMED_VALIDATOR = re.compile(r"^([a-z][a-z0-9_.-]*)=(.+)$", re.DOTALL)
+_UNNAMED_COMMAND = re.compile(r"^[a-z][a-z0-9_.-]*=\s*$")  # ``tests=``: a name, no command
 
 
 def contract_from_flags(
@@ -555,6 +556,11 @@ def contract_from_flags(
     for position, text in enumerate(validators or (), start=1):
         named = _NAMED_VALIDATOR.match(text.strip())
         vid, run = (named.group(1), named.group(2)) if named else (f"v{position}", text)
+        if not run.strip() or _UNNAMED_COMMAND.match(text.strip()):
+            raise ValueError(
+                f'--validator {text!r} gives no command to run: e.g. --validator "pytest -q",'
+                ' or named, --validator tests="pytest -q"'
+            )
         specs.append({"id": vid, "kind": ValidatorKind.COMMAND.value, "run": run.strip()})
     data: dict[str, Any] = {
         "task": instruction,
