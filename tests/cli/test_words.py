@@ -344,3 +344,16 @@ def test_what_representative_runs_print_is_in_the_readme_words(
     assert code == 2 and "it is held already" in text
     for text in texts:
         unexplained(text)
+
+
+def test_serve_says_the_attempts_of_the_budget_as_run_does(
+    repo: Repo, capsys: pytest.CaptureFixture[str]
+) -> None:
+    wrong = repo.put("wrong.py", "src/slug.py")
+    queued = ["--coder", "command", "--sandbox", "none", "--coder-command", wrong]
+    said(["task", "add", "Fix it", *queued, "--validator", PYTEST, "--max-attempts", "2"], capsys)
+    code, text = said(["serve", "--once", "--no-web", "--poll", "0.1"], capsys)
+    assert code == 0, text
+    assert "; the task is failed, runnable again (attempts: 1 of 2 used)" in text
+    assert "; the task is held for a human (attempts: 2 of 2 used)" in text
+    unexplained(text)

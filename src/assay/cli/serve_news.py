@@ -92,7 +92,11 @@ def news(display: Progress, summary: ServeSummary) -> QueueEvents[RunReport]:
 
             summary.closed[task_id] = result.settlement.new_status.value
             ran = run_said(result.payload.status.value, result.payload.reason)
-            settled = task_said(result.task, spent=result.settlement.attempt_spent)
+            settled = task_said(
+                result.task,
+                spent=result.settlement.attempt_spent,
+                max_attempts=result.max_attempts,
+            )
             display.say(f"task {task_id}: {ran}; the task is {settled}")
 
         def interrupted(self, task_id: str, stop: RunInterrupted) -> None:
