@@ -706,3 +706,13 @@ def test_a_stopped_run_passes_through_unrecorded_for_the_executor_to_close() -> 
     with pytest.raises(RunStopped):
         asyncio.run(run_whole(OpenRequest("t1", "r1"), fx))
     assert fx.recorded == []
+
+
+def test_a_coder_that_timed_out_is_said_to_have_met_its_time_limit() -> None:
+    timed_out = DispatchResult(exit_code=None, timed_out=True)
+    fx, out = run(Script(dispatches=[[timed_out]], verdicts=[[]]), budgets=Budgets(max_recovery=0))
+    assert isinstance(out, RunResult) and out.status is RunStatus.BLOCKED
+    (seat,) = [e.data for e in fx.events if e.kind == "seat.finished"]
+    assert seat["error"] == (
+        "timed out: stopped at the coder's `timeout_seconds` before it changed anything"
+    )

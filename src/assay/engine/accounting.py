@@ -100,8 +100,8 @@ def seat_error(seat: Candidate) -> str:
         return f"lost to quota: {result.quota.detail}"
     if result.fault and not result.quota:
         return f"lost to a provider fault: {result.fault}"
-    if result.timed_out:
-        return "timed out"
+    if result.timed_out:  # the seat's whole process group was stopped at its time limit
+        return "timed out: stopped at the coder's `timeout_seconds` before it changed anything"
     if result.error:
         return result.error
     return no_change_claim(seat) or "the coder left the tree unchanged"
