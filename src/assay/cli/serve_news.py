@@ -101,7 +101,10 @@ def news(display: Progress, summary: ServeSummary) -> QueueEvents[RunReport]:
 
         def interrupted(self, task_id: str, stop: RunInterrupted) -> None:
             summary.interrupted.append(task_id)
-            display.say(f"{task_id}: {shown(str(stop))}; closed as interrupted, runnable again")
+            display.say(  # as run's line says it; the queue stopped, not its task
+                f"task {task_id}: {shown(str(stop))}; the run closed as interrupted (refunded, "
+                "this run does not count) and the task is failed, runnable again"
+            )
 
         def stopping(self) -> None:
             display.say("stopping: waiting for the runs in progress to close")
