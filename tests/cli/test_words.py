@@ -314,6 +314,7 @@ def test_what_representative_runs_print_is_in_the_readme_words(
     assert code == 1 and "✗ v1: `" in text and "exited 1" in text  # what failed, off a tty
     code, text = run("run", "Fix it", *coder, "--coder-command", fix, "--land", "merge")
     assert code == 0 and "the merge will leave the change on a branch" in text
+    assert "to merge, give a validator that can block (--validator, or the contract's" in text
     code, text = run(
         "run", "Fix it", *coder, "--coder-command", fix, "--validator", PYTEST, "--land", "merge"
     )
