@@ -709,6 +709,41 @@ def test_what_a_wrong_value_was_is_said_in_yaml_words(
         assert internal not in message, message
 
 
+@pytest.mark.parametrize(
+    ("text", "key", "line"),
+    [
+        (
+            "task: x\ncoder: {kind: llm, model: m, base_url: 'http://h:port/v1'}\n",
+            "coder.base_url",
+            2,
+        ),
+        ("task: x\ncoder: {kind: claude, base_url: 'http:///v1'}\n", "coder.base_url", 2),
+        ("task: x\ncoder: {kind: llm, model: m, base_url: localhost:8000}\n", "coder.base_url", 2),
+        (
+            "task: x\njudges: 1\njudge: {kind: llm, model: m, base_url: 'ftp://h'}\n",
+            "judge.base_url",
+            3,
+        ),
+        (
+            "task: x\nvalidators: [{id: r, kind: judge, model: m, base_url: 'http://h:0/v1'}]\n",
+            "validators[0].base_url",
+            2,
+        ),
+    ],
+)
+def test_an_endpoint_url_no_client_can_read_is_refused_at_its_key(
+    text: str, key: str, line: int
+) -> None:
+    error = refused(text)
+    assert_names(error, key, line)
+    assert "e.g. http://localhost:8000/v1 (got '" in str(error)
+
+
+def test_an_endpoint_url_hides_its_password_when_refused() -> None:
+    error = refused("task: x\ncoder: {kind: llm, model: m, base_url: 'http://u:pw@h:x/v1'}\n")
+    assert "pw" not in str(error) and "(got 'http://***@h:x/v1')" in str(error)
+
+
 def test_an_integer_timeout_is_still_a_number() -> None:
     contract = parse_contract("task: x\ncoder: {kind: claude, timeout_seconds: 60}\n", "c.yaml")
     assert contract.coder_for_seat(1).timeout_seconds == 60.0

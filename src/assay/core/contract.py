@@ -28,6 +28,7 @@ from pydantic import (
 
 from assay.core.contract_rules import (
     allow_problem,
+    base_url_problem,
     coder_problem,
     env_problem,
     key_variable_problem,
@@ -96,6 +97,15 @@ def _key_variable(name: str | None) -> str | None:
 KeyVariable = Annotated[str | None, AfterValidator(_key_variable)]
 
 
+def _endpoint_url(url: str | None) -> str | None:
+    _refuse(base_url_problem(url))
+    return url
+
+
+# A model endpoint: an http(s) URL with a host (and a port that is one).
+EndpointUrl = Annotated[str | None, AfterValidator(_endpoint_url)]
+
+
 class _Input(BaseModel):
     # Numbers are strict (``judges: true`` is an error, not 1); text must be storable.
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -161,7 +171,7 @@ class CoderSpec(_Input):
     # replay: one step per attempt (the last repeats): {diff: path} or {script: command}
     steps: list[dict[str, str]] = Field(default_factory=list)
     # llm / judges: an OpenAI-compatible endpoint
-    base_url: str | None = None
+    base_url: EndpointUrl = None
     api_key_env: KeyVariable = None
     args: list[str] = Field(default_factory=list)  # extra arguments for CLI coders
 
@@ -179,7 +189,7 @@ class ValidatorSpec(_Input):
     timeout_seconds: float = Field(default=600.0, strict=True, gt=0)
     model: str | None = None
     criteria: list[str] = Field(default_factory=list)
-    base_url: str | None = None
+    base_url: EndpointUrl = None
     api_key_env: KeyVariable = None
     max_turns: int = Field(default=3, strict=True, ge=1)
 
@@ -202,7 +212,7 @@ class JudgeSpec(_Input):
 
     kind: JudgeKind = JudgeKind.LLM
     model: str | None = None
-    base_url: str | None = None
+    base_url: EndpointUrl = None
     api_key_env: KeyVariable = None
     max_turns: int | None = Field(default=None, strict=True, ge=1)
     timeout_seconds: float = Field(default=600.0, strict=True, gt=0)
