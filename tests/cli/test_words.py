@@ -167,7 +167,9 @@ def test_a_flag_beside_a_contract_names_the_key_it_would_set(
         err = capsys.readouterr().err
         assert done.value.code == 2
         assert f"{flags[0]} cannot be combined with --contract" in err
-        assert f"change {key} in the file" in err and "max_recovery" not in err.replace(key, "")
+        # The file sets none of them: it decides them by default, and says no more than that.
+        assert "the contract file decides it, written or by default" in err
+        assert f"set {key} in the file" in err and "max_recovery" not in err.replace(key, "")
 
 
 @pytest.mark.parametrize(
@@ -331,7 +333,7 @@ def test_what_representative_runs_print_is_in_the_readme_words(
     assert "the change is left on branch assay/" in text
     git(repo.root, "checkout", "-q", "--", "tests")
     code, text = run("run", "--contract", str(replay_contract(repo, "wrong")), "--land", "none")
-    assert code == 2 and "change `land:` in the file" in text
+    assert code == 2 and "set `land:` in the file" in text
     code, listed = run("task", "list")
     ids = [line.split()[0] for line in listed.splitlines()[1:]]
     assert len(ids) == 5

@@ -441,8 +441,8 @@ def refuse_flags_beside_a_contract(ctx: typer.Context) -> None:
         keys = ", ".join(f"`{_CONTRACT_FLAGS[name]}`" for _, name in given)
         which = "it" if len(given) == 1 else "them"
         fail(
-            f"{flags} cannot be combined with --contract: the contract file sets {which} "
-            f"(change {keys} in the file instead)"
+            f"{flags} cannot be combined with --contract: the contract file decides {which}, "
+            f"written or by default (set {keys} in the file instead)"
         )
 
 
