@@ -663,6 +663,13 @@ def test_a_boolean_is_not_a_number(text: str, key: str, line: int) -> None:
     assert "expected a number, got the boolean" in str(error)
 
 
+def test_only_a_number_yaml_took_for_text_is_said_to_be_one() -> None:
+    assert "write it as 1.0e+308)" in str(refused("task: x\nthreshold: 1e308\n"))
+    assert "write it as 0.5)" in str(refused("task: x\nthreshold: 5e-1\n"))
+    quoted = str(refused('task: x\nseats: "2"\n'))  # the user's own quotes: no such hint
+    assert "(got '2')" in quoted and "YAML reads" not in quoted
+
+
 @pytest.mark.parametrize(
     ("text", "key", "line", "said"),
     [
@@ -688,6 +695,13 @@ def test_a_boolean_is_not_a_number(text: str, key: str, line: int) -> None:
         ("task: x\ncoder: {kind: command, command: 123}\n", "coder.command", 2, "(got 123)"),
         ("task: x\ncoder: {kind: command, command: [ls, 1]}\n", "coder.command[1]", 2, "(got 1)"),
         ("task: x\ncoder: 5\n", "coder", 2, "(got 5)"),
+        # YAML 1.1 reads an exponent without a dot as text: said so, with the spelling it reads.
+        (
+            "task: x\ncoder: {kind: claude, timeout_seconds: 1e3}\n",
+            "coder.timeout_seconds",
+            2,
+            "(got '1e3', which YAML reads as text: write it as 1000)",
+        ),
         # Where text would not do either, quoting is not suggested.
         (
             "task: x\nscope: yes\n",

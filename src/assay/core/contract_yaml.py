@@ -276,12 +276,31 @@ def _describe(error: Any, path: list[int | str], model: type[BaseModel]) -> str:
         # Quoting helps where text was wanted (a string, one of some words), nowhere else.
         quote = f": {_BOOLEAN_WORDS}" if kind in ("string_type", "enum", "literal_error") else ""
         message += f" (got the YAML boolean {str(value).lower()}{quote})"
+    elif isinstance(value, str) and kind in _NUMBER_KINDS and (number := _yaml_number(value)):
+        # YAML 1.1 reads 1e3 (no dot) as text: a number the user wrote, refused as text.
+        message += f" (got {value!r}, which YAML reads as text: write it as {number})"
     elif isinstance(value, str | int | float) and kind not in (
         "value_error",
         "assertion_error",
     ):
         message += f" (got {value!r})"
     return message
+
+
+_NUMBER_KINDS = ("int_type", "int_parsing", "float_type", "float_parsing")
+
+
+_EXPONENT = re.compile(r"([+-]?\d+)[eE]([+-]?)(\d{1,4})")
+
+
+def _yaml_number(text: str) -> str | None:
+    """``1e3`` as YAML reads it as a number (``1000``, else ``1.0e+3``); None when ``text`` is
+    not a number YAML took for text."""
+    found = _EXPONENT.fullmatch(text)
+    if found is None:
+        return None
+    plain = f"{float(text):g}"
+    return plain if "e" not in plain else f"{found[1]}.0e{found[2] or '+'}{found[3]}"
 
 
 _PYTHON_MAPPING = re.compile(r"a valid dictionary( or instance of \w+)?")
