@@ -200,6 +200,11 @@ class Progress:
         display it goes above the footer instead of through it."""
         self.console.print(text, markup=False, highlight=False)
 
+    def notice(self, text: str) -> None:
+        """A line a signal handler says (``assay: SIGINT: stopping …``): written at once, as
+        it was said, since a handler may not wait for the console's lock."""
+        _write_stderr(text)
+
     def view(self, label: str) -> Sink:
         """The sink of one run among several (``serve --concurrency N``), named ``label``."""
         return lambda event: self.show(event, label=label)

@@ -264,7 +264,7 @@ def run(
     from assay.cli.run_jobs import run_jobs
 
     display = progress_for(progress, streaming=stream is not None)
-    with graceful_stop(), display:
+    with graceful_stop(notice=display.notice), display:
         if stream is None:
             code, results = run_jobs(workspace, ledger, jobs, keep_worktrees, display, json_output)
         else:
