@@ -171,6 +171,8 @@ def test_a_failing_command_is_an_error_with_its_output(tmp_path: Path, worktree:
     result = _dispatch(tmp_path, worktree, command="echo boom >&2; exit 3")
     assert result.exit_code == 3
     assert result.error is not None and "exited with code 3" in result.error
+    # what it printed follows on lines of its own, for the progress to quote under the error
+    assert result.error.endswith("exited with code 3; output tail:\nboom")
     assert "boom" in result.error
     assert result.environment_error is None and not result.timed_out
 

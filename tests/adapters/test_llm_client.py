@@ -81,6 +81,17 @@ def test_resolve_endpoint() -> None:
     assert "OPENAI_API_KEY" in caught.value.detail
 
 
+@pytest.mark.parametrize("url", ["http://localhost:notaport/v1", "http:///v1", " http://h/v1"])
+def test_an_endpoint_no_client_can_reach_is_a_setting_to_fix(url: str) -> None:
+    """A bad URL (from the environment: the contract's is checked when it is read) is the
+    operator's setting, said with where it came from; never an error inside the HTTP client."""
+    env = {"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": url}
+    with pytest.raises(LlmError) as caught:
+        resolve_endpoint({"model": "m"}, env, timeout=5, role="llm coder")
+    assert caught.value.kind is FailureKind.CONFIG
+    assert caught.value.detail.startswith("the llm coder's endpoint $OPENAI_BASE_URL ")
+
+
 # -- provider faults are retried; rate limits are not ---------------------------------------
 
 

@@ -169,5 +169,5 @@ def test_only_warns_makes_any_outcome_advisory_and_says_why_it_could_not_run(
     said = could_not_run(warned.result)
     assert said == (
         "validator tests could not run; on_fail: warn, so it only warns: "
-        "`sleep 30` did not finish in time and was killed"
+        "`sleep 30` did not finish in 0.3 s (its `timeout_seconds`) and was killed"
     )

@@ -48,12 +48,20 @@ def invoke(repo: Path, monkeypatch: pytest.MonkeyPatch, *args: str) -> Result:
         (["--coder", "aider", "--api-key-env", "K"], "the aider coder does not use it"),
         (["--coder", "claude", "--coder-command", "x"], "--coder-command is for --coder command"),
         (["--coder", "llm:m", "--base-url", "localhost:8000"], "--base-url needs an http://"),
+        # A URL the HTTP client cannot read: refused here, never an internal error mid-run.
+        (["--coder", "llm:m", "--base-url", "http://h:port/v1"], "--base-url needs a port from"),
+        (["--coder", "llm:m", "--base-url", "http://h:99999/v1"], "--base-url needs a port from"),
+        (["--coder", "llm:m", "--base-url", "http:///v1"], "--base-url names no host"),
+        (["--coder", "llm:m", "--base-url", "http://h/v1 "], "--base-url needs the URL alone"),
         (["--coder", "llm:m", "--api-key-env", "MY KEY"], "--api-key-env names the environment"),
         (
             ["--coder", "llm:m", "--api-key-env", "ASSAY_DATABASE_URL"],
             "--api-key-env ASSAY_DATABASE_URL holds assay's own secret",
         ),
         (["--coder", "replay"], "the replay coder needs steps: give it in a contract file"),
+        # A validator flag without a command: said as the flag, not as a contract's key path.
+        (["--coder-command", "x", "--validator", ""], "--validator '' gives no command to run"),
+        (["--coder-command", "x", "--validator", "t= "], "--validator 't= ' gives no command"),
     ],
 )
 def test_a_flag_the_coder_cannot_use_is_refused_by_name(

@@ -105,7 +105,8 @@ def test_a_run_nothing_verifies_is_not_merged_unless_the_contract_says_so(
     assert payload["status"] == "ready"
     assert payload["reason"] == (
         "no validator verified the change (only scope and secret checks); "
-        f"branch {branch} left instead of merging; set land_unverified: true to merge anyway"
+        f"branch {branch} left instead of merging; to merge, give a validator that can block "
+        "(--validator, or the contract's validators:) or land_unverified: true"
     )
     assert git(repo.root, "rev-parse", "main") == base
     assert git(repo.root, "show", f"{branch}:a.py") == "garbage"

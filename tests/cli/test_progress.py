@@ -125,13 +125,16 @@ def test_a_hostile_name_cannot_forge_a_progress_line() -> None:
     )
     progress(RunEvent("run.warning", {"message": f"ignored: {BIDI_NAME}\n  decision: land"}))
     lines = out.getvalue().splitlines()
-    # the seat, the decision, its failure (a line after its first is quoted output), the warning
-    assert len(lines) == 5, lines
-    assert [line.split()[0] for line in lines] == ["seat", "decision:", "✗", "│", "warning:"]
+    # the seat and its error's output (quoted, as a failed check's), the decision, its
+    # failure (a line after its first is quoted output), the warning
+    assert len(lines) == 6, lines
+    assert [line.split()[0] for line in lines] == [
+        "seat", "│", "decision:", "✗", "│", "warning:"
+    ]  # fmt: skip
     assert not any(line.lstrip().startswith(("FAKE", "decision: land")) for line in lines)
     assert '"evil\\nFAKE  decision: land (seat 9)"' in lines[0]
     assert '"report<U+202E>exe.txt"' in lines[0] and "\u202e" not in out.getvalue()
-    assert '"boom\\n  decision: land (seat 9)"' in lines[0]
+    assert lines[0].endswith(" · boom") and lines[1] == "      │   decision: land (seat 9)"
 
 
 def test_off_a_terminal_a_hostile_error_stays_on_its_line(
@@ -142,7 +145,8 @@ def test_off_a_terminal_a_hostile_error_stays_on_its_line(
     quiet(RunEvent(kind="seat.finished", data={"seat": 1, "coder": "c", "error": error}))
     quiet(RunEvent(kind="run.warning", data={"message": FORGED_NAME}))
     assert capsys.readouterr().err.splitlines() == [
-        '  error: seat 1 [c]: "cannot write report<U+202E>exe.txt\\n  decision: land (seat 9)"',
+        '  error: seat 1 [c]: "cannot write report<U+202E>exe.txt"',
+        "      │   decision: land (seat 9)",  # its output, quoted under it
         '  warning: "evil\\nFAKE  decision: land (seat 9)"',
     ]
 
@@ -163,3 +167,17 @@ def test_a_check_that_could_not_run_is_an_error_only_when_it_may_block(
     }  # fmt: skip
     progress(RunEvent("validator.finished", data))
     assert out.getvalue().strip() == said
+
+
+def test_off_a_terminal_a_coder_error_quotes_the_last_lines_it_printed(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Not one escaped string of its whole output: its first line on the seat's, the last
+    lines of the output under it, quoted as a failed validator's are."""
+    printed = "\n".join(f"usage line {n}" for n in range(1, 9))
+    error = f"`sed -x` exited with code 1; output tail:\n{printed}"
+    WarningsOnly()(RunEvent(kind="seat.finished", data={"seat": 1, "coder": "c", "error": error}))
+    assert capsys.readouterr().err.splitlines() == [
+        "  error: seat 1 [c]: `sed -x` exited with code 1; output tail:",
+        *[f"      │ usage line {n}" for n in range(4, 9)],
+    ]

@@ -10,14 +10,19 @@ import os
 import pty
 import re
 import select
+import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
+import pytest
 from rich.console import Console
 from support.repo import ASSAY, Repo, make_repo, replay_contract
 
+from assay.adapters import process
 from assay.cli.progress_live import LiveProgress, clock_text
+from assay.cli.signals import graceful_stop
 from assay.engine.effects import RunEvent
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
@@ -212,3 +217,32 @@ def test_elapsed_time_reads_as_clock_time() -> None:
     assert [clock_text(s) for s in (0, 7.9, 65, 3599, 3723)] == [
         "0:00", "0:07", "1:05", "59:59", "1:02:03",
     ]  # fmt: skip
+
+
+def test_a_stop_is_said_on_a_line_of_its_own_never_through_the_footer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Ctrl-C while the footer is drawn: the signal's line is printed above the footer by the
+    display's next line, not written into the footer's last line (which glued the two, and
+    left a stale footer line behind when the footer was redrawn)."""
+    terminal = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", terminal)  # the same terminal, as stderr and console
+    monkeypatch.setattr(process, "_stop", [])
+    progress = LiveProgress(console=Console(file=terminal, force_terminal=True, width=100))
+    with graceful_stop(notice=progress.notice), progress:
+        progress(RunEvent("run.started", {"run_id": "r1", "seats": 1}))
+        progress(RunEvent("dispatch.started", {"attempt": 1, "seat": 1, "coder": "command"}))
+        time.sleep(0.3)  # the footer is drawn
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.3)  # redrawn meanwhile
+        progress(RunEvent("seat.finished", {"attempt": 1, "seat": 1, "coder": "command",
+                                            "files": [], "viable": False}))  # fmt: skip
+        progress.ended()
+    assert process.stop_requested() == signal.SIGINT
+    shown = [line for line in screen(terminal.getvalue()) if line.strip()]
+    assert shown == [
+        "run r1 · 1 seat(s)",
+        "assay: SIGINT: stopping the coders and closing the run",
+        "  seat 1 [command]: no change",
+        "run r1 took 0:00",
+    ], shown

@@ -242,3 +242,19 @@ def test_a_run_that_died_keeps_its_recovery(repo: Path, open_run: Ledger) -> Non
     assert (task.status, task.attempts, task.hold_reason) == (TaskStatus.FAILED, 0, None)
     assert task.runnable(START)
     assert EventKind.TASK_SAVED not in [e.kind for e in open_run.events(run_id="r1")]
+
+
+def test_a_stopped_serve_says_its_tasks_run_again_in_the_words_run_uses(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    flags = ["--coder", "command", "--coder-command", KILL.format(sig="INT"), "--sandbox", "none"]
+    added = assay(capsys, "task", "add", "do it", *flags, "--validator", "true")
+    assert added[0] == 0, added[2]
+    code, _, err = assay(capsys, "serve", "--once", "--no-web", "--poll", "0.1")
+    assert code == 130, err
+    task = only_task(repo)
+    assert (task.status, task.attempts) == (TaskStatus.FAILED, 0)  # the queue stopped, not it
+    assert (
+        f"task {task.id}: interrupted by SIGINT; the run closed as interrupted (refunded, this "
+        "run does not count) and the task is failed, runnable again\n"
+    ) in err

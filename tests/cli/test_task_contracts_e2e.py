@@ -78,7 +78,7 @@ def test_a_task_an_older_assay_queued_still_runs_from_its_file(tmp_path: Path) -
     served = repo.assay("serve", "--once", "--poll", "0.2")
     assert served.returncode == 0, served.stderr
     assert f"task {task_id}: ready: the change is left on branch" in served.stderr
-    assert "; the task is done (attempts: 1 used)" in served.stderr
+    assert "; the task is done (attempts: 1 of 3 used)" in served.stderr
     with sqlite3.connect(db) as conn:  # adopted: the ledger holds it now, the file is left
         (kept,) = conn.execute("SELECT contract FROM tasks WHERE id = ?", (task_id,)).fetchone()
     assert json.loads(kept) == json.loads(document)

@@ -153,11 +153,18 @@ def test_refused_all_or_nothing(repo: Path, capsys: pytest.CaptureFixture[str]) 
     code, out, err = assay(capsys, "task", "delete", failed["task_id"], "t-running", "t-nope")
     assert code == 2 and out == ""
     assert err.startswith("assay: nothing deleted: t-running: it is running (run r-open is open)")
-    assert "stop it first (`assay task cancel t-running`)" in err
+    # The way to stop it is the run's process: `task cancel` refuses a running task too.
+    assert "stop its run first: Ctrl-C the `assay run` or `assay serve` that runs it" in err
+    assert "a run whose process is gone is closed by `assay run --resume`" in err
     assert "t-nope: no such task (see `assay task list`)" in err
     with ledger_of(repo) as ledger:
         assert len(ledger.list_tasks()) == 2
     assert mentions(repo, failed["run_id"])
+    for move in ("cancel", "hold", "release"):  # each says the same way, never each other
+        code, out, err = assay(capsys, "task", move, "t-running")
+        assert code == 2 and out == "", move
+        assert "it is running" in err and "(its run settles it; stop the run first: " in err
+        assert "Ctrl-C the `assay run` or `assay serve` that runs it" in err, move
 
 
 # -- prune ----------------------------------------------------------------------------------

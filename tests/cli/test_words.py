@@ -167,7 +167,26 @@ def test_a_flag_beside_a_contract_names_the_key_it_would_set(
         err = capsys.readouterr().err
         assert done.value.code == 2
         assert f"{flags[0]} cannot be combined with --contract" in err
-        assert f"change {key} in the file" in err and "max_recovery" not in err.replace(key, "")
+        # The file sets none of them: it decides them by default, and says no more than that.
+        assert "the contract file decides it, written or by default" in err
+        assert f"set {key} in the file" in err and "max_recovery" not in err.replace(key, "")
+
+
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (["run", "Fix it", "--land", "nope"], "'--land': 'nope' is not one of 'merge', 'branch'"),
+        (["usage", "--by", "week"], "'--by': 'week' is not one of 'task', 'coder'"),
+        (["completion", "tcsh"], "'shell': 'tcsh' is not one of 'bash', 'zsh', 'fish'"),
+    ],
+)
+def test_a_choice_not_offered_is_said_without_the_validators_words(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    argv: list[str], words: str,
+) -> None:  # fmt: skip
+    monkeypatch.chdir(tmp_path)
+    code, text = said(argv, capsys)
+    assert code == 2 and words in text and "Value error" not in text, text
 
 
 def test_an_instruction_beside_a_contract_says_it_replaces_the_task(
@@ -297,6 +316,7 @@ def test_what_representative_runs_print_is_in_the_readme_words(
     assert code == 1 and "✗ v1: `" in text and "exited 1" in text  # what failed, off a tty
     code, text = run("run", "Fix it", *coder, "--coder-command", fix, "--land", "merge")
     assert code == 0 and "the merge will leave the change on a branch" in text
+    assert "to merge, give a validator that can block (--validator, or the contract's" in text
     code, text = run(
         "run", "Fix it", *coder, "--coder-command", fix, "--validator", PYTEST, "--land", "merge"
     )
@@ -313,7 +333,7 @@ def test_what_representative_runs_print_is_in_the_readme_words(
     assert "the change is left on branch assay/" in text
     git(repo.root, "checkout", "-q", "--", "tests")
     code, text = run("run", "--contract", str(replay_contract(repo, "wrong")), "--land", "none")
-    assert code == 2 and "change `land:` in the file" in text
+    assert code == 2 and "set `land:` in the file" in text
     code, listed = run("task", "list")
     ids = [line.split()[0] for line in listed.splitlines()[1:]]
     assert len(ids) == 5
@@ -327,3 +347,16 @@ def test_what_representative_runs_print_is_in_the_readme_words(
     assert code == 2 and "it is held already" in text
     for text in texts:
         unexplained(text)
+
+
+def test_serve_says_the_attempts_of_the_budget_as_run_does(
+    repo: Repo, capsys: pytest.CaptureFixture[str]
+) -> None:
+    wrong = repo.put("wrong.py", "src/slug.py")
+    queued = ["--coder", "command", "--sandbox", "none", "--coder-command", wrong]
+    said(["task", "add", "Fix it", *queued, "--validator", PYTEST, "--max-attempts", "2"], capsys)
+    code, text = said(["serve", "--once", "--no-web", "--poll", "0.1"], capsys)
+    assert code == 0, text
+    assert "; the task is failed, runnable again (attempts: 1 of 2 used)" in text
+    assert "; the task is held for a human (attempts: 2 of 2 used)" in text
+    unexplained(text)

@@ -663,6 +663,101 @@ def test_a_boolean_is_not_a_number(text: str, key: str, line: int) -> None:
     assert "expected a number, got the boolean" in str(error)
 
 
+def test_only_a_number_yaml_took_for_text_is_said_to_be_one() -> None:
+    assert "write it as 1.0e+308)" in str(refused("task: x\nthreshold: 1e308\n"))
+    assert "write it as 0.5)" in str(refused("task: x\nthreshold: 5e-1\n"))
+    quoted = str(refused('task: x\nseats: "2"\n'))  # the user's own quotes: no such hint
+    assert "(got '2')" in quoted and "YAML reads" not in quoted
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "line", "said"),
+    [
+        # An unquoted yes/no/on/off/true/false is a YAML boolean: said in YAML's words, with
+        # the way out, never as Python's True / False.
+        ("task: x\nsandbox: off\n", "sandbox", 2, "(got the YAML boolean false"),
+        ("task: x\nland: yes\n", "land", 2, "(got the YAML boolean true"),
+        ("task: true\n", "task", 1, "(got the YAML boolean true"),
+        ("task: x\nnetwork: {mode: off}\n", "network.mode", 2, "(got the YAML boolean false"),
+        (
+            "task: x\nvalidators: [{id: t, kind: command, run: true}]\n",
+            "validators[0].run",
+            2,
+            "(got the YAML boolean true",
+        ),
+        # A union member's name (str, list[str], CoderSpec) is not a key of the contract.
+        (
+            "task: x\ncoder: {kind: command, command: true}\n",
+            "coder.command",
+            2,
+            "(got the YAML boolean true",
+        ),
+        ("task: x\ncoder: {kind: command, command: 123}\n", "coder.command", 2, "(got 123)"),
+        ("task: x\ncoder: {kind: command, command: [ls, 1]}\n", "coder.command[1]", 2, "(got 1)"),
+        ("task: x\ncoder: 5\n", "coder", 2, "(got 5)"),
+        # YAML 1.1 reads an exponent without a dot as text: said so, with the spelling it reads.
+        (
+            "task: x\ncoder: {kind: claude, timeout_seconds: 1e3}\n",
+            "coder.timeout_seconds",
+            2,
+            "(got '1e3', which YAML reads as text: write it as 1000)",
+        ),
+        # Where text would not do either, quoting is not suggested.
+        (
+            "task: x\nscope: yes\n",
+            "scope",
+            2,
+            "should be a mapping (key: value) (got the YAML boolean true)",
+        ),
+    ],
+)
+def test_what_a_wrong_value_was_is_said_in_yaml_words(
+    text: str, key: str, line: int, said: str
+) -> None:
+    error = refused(text)
+    assert_names(error, key, line)
+    message = str(error)
+    assert said in message
+    assert ("quote it" in message) is ("YAML boolean" in said and "mapping" not in said)
+    for internal in ("True", "False", ".str", "CoderSpec", "instance of", "list[str]"):
+        assert internal not in message, message
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "line"),
+    [
+        (
+            "task: x\ncoder: {kind: llm, model: m, base_url: 'http://h:port/v1'}\n",
+            "coder.base_url",
+            2,
+        ),
+        ("task: x\ncoder: {kind: claude, base_url: 'http:///v1'}\n", "coder.base_url", 2),
+        ("task: x\ncoder: {kind: llm, model: m, base_url: localhost:8000}\n", "coder.base_url", 2),
+        (
+            "task: x\njudges: 1\njudge: {kind: llm, model: m, base_url: 'ftp://h'}\n",
+            "judge.base_url",
+            3,
+        ),
+        (
+            "task: x\nvalidators: [{id: r, kind: judge, model: m, base_url: 'http://h:0/v1'}]\n",
+            "validators[0].base_url",
+            2,
+        ),
+    ],
+)
+def test_an_endpoint_url_no_client_can_read_is_refused_at_its_key(
+    text: str, key: str, line: int
+) -> None:
+    error = refused(text)
+    assert_names(error, key, line)
+    assert "e.g. http://localhost:8000/v1 (got '" in str(error)
+
+
+def test_an_endpoint_url_hides_its_password_when_refused() -> None:
+    error = refused("task: x\ncoder: {kind: llm, model: m, base_url: 'http://u:pw@h:x/v1'}\n")
+    assert "pw" not in str(error) and "(got 'http://***@h:x/v1')" in str(error)
+
+
 def test_an_integer_timeout_is_still_a_number() -> None:
     contract = parse_contract("task: x\ncoder: {kind: claude, timeout_seconds: 60}\n", "c.yaml")
     assert contract.coder_for_seat(1).timeout_seconds == 60.0

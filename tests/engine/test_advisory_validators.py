@@ -21,7 +21,7 @@ from assay.engine.runner import RunReport, run_task
 UNRUNNABLE = {
     "not installed": {"run": "no-such-linter-anywhere check .", "why": "exit 127"},
     "not executable": {"run": "./src/slug.py", "why": "exit 126"},
-    "timed out": {"run": "sleep 30", "timeout_seconds": 0.5, "why": "did not finish in time"},
+    "timed out": {"run": "sleep 30", "timeout_seconds": 0.5, "why": "did not finish in 0.5 s"},
     # a kill is an exit code (137), a verdict: it warns, as any failure of a warn-only check
     "killed": {"run": "kill -9 $$", "why": "exited 137", "verdict": True},
 }

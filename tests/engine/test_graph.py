@@ -348,6 +348,25 @@ def test_a_no_change_claim_the_validators_refute_is_not_a_noop() -> None:
     assert out.status is RunStatus.BLOCKED
 
 
+def test_a_refuted_claim_says_which_validators_refuted_it() -> None:
+    """The validators ran on the unchanged tree and failed it: the attempt's decision names
+    them (the progress and the quiet output show it), the next attempt's spec quotes them,
+    and the claimant's seat is no error of its own: its claim is what was checked."""
+    claim = _noop_seat("NO CHANGE NEEDED: looks fine to me")
+    refuting = result(Severity.BLOCK, "FAILED test_digits")
+    fx = NoopEffects(Script(dispatches=[[claim]], verdicts=[[refuting]]))
+    out = asyncio.run(run_graph(plan(budgets=Budgets(max_recovery=1)), fx))
+    assert isinstance(out, RunResult) and out.status is RunStatus.BLOCKED
+    assert out.reason == "stuck: attempt 2 failed exactly as attempt 1 did"
+    decided = [e.data for e in fx.events if e.kind == "attempt.decided"]
+    assert [(d["attempt"], d["next"]) for d in decided] == [(1, "recover"), (2, "end")]
+    assert decided[-1]["why"] == out.reason
+    assert decided[0]["failures"] == ["tests: FAILED test_digits"]
+    assert "FAILED test_digits" in fx.prompts[1]  # the claim's refutation, in the next spec
+    assert "the coder says no change is needed: looks fine to me" in fx.prompts[1]
+    assert [e.data["error"] for e in fx.events if e.kind == "seat.finished"] == [None, None]
+
+
 def test_a_claim_without_evidence_is_not_a_noop() -> None:
     fx = NoopEffects(
         Script(dispatches=[[_noop_seat("NO CHANGE NEEDED:")]], verdicts=[[result(Severity.PASS)]])
@@ -763,3 +782,13 @@ def test_a_stopped_run_passes_through_unrecorded_for_the_executor_to_close() -> 
     with pytest.raises(RunStopped):
         asyncio.run(run_whole(OpenRequest("t1", "r1"), fx))
     assert fx.recorded == []
+
+
+def test_a_coder_that_timed_out_is_said_to_have_met_its_time_limit() -> None:
+    timed_out = DispatchResult(exit_code=None, timed_out=True)
+    fx, out = run(Script(dispatches=[[timed_out]], verdicts=[[]]), budgets=Budgets(max_recovery=0))
+    assert isinstance(out, RunResult) and out.status is RunStatus.BLOCKED
+    (seat,) = [e.data for e in fx.events if e.kind == "seat.finished"]
+    assert seat["error"] == (
+        "timed out: stopped at the coder's `timeout_seconds` before it changed anything"
+    )

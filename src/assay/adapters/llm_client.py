@@ -25,6 +25,7 @@ from typing import Any
 
 from assay.adapters.coders.base import QuotaSignal
 from assay.adapters.envpolicy import BASE_URL_ENV, DEFAULT_API_KEY_ENV
+from assay.core.contract_rules import base_url_problem
 from assay.core.text import address_shown
 from assay.core.usage import FIRST_CALL, UsageFigures, with_call
 
@@ -156,6 +157,9 @@ def resolve_endpoint(
             "non-empty value for a local server) or name another variable with `api_key_env:`",
         )
     base_url = settings.get("base_url") or environ.get(BASE_URL_ENV) or None
+    if (problem := base_url_problem(base_url)) is not None:  # the variable was never checked
+        where = "`base_url:`" if settings.get("base_url") else f"${BASE_URL_ENV}"
+        raise LlmError(FailureKind.CONFIG, f"the {role}'s endpoint {where} {problem}")
     return Endpoint(model=model, base_url=base_url, api_key=api_key, timeout=timeout)
 
 

@@ -72,9 +72,11 @@ def checked_coder(flags: CoderFlags) -> tuple[CoderKind, str | None]:
         fail('--coder command needs --coder-command "the command line to run"')
     if kind is CoderKind.LLM and model is None:
         fail(f"--coder llm needs --model NAME (the model its endpoint serves), e.g. {LLM_EXAMPLE}")
-    if flags.base_url is not None and not re.match(r"https?://\S+$", flags.base_url.strip()):
-        fail(f"--base-url needs an http:// or https:// URL, e.g. http://localhost:8000/v1 "
-             f"(got {flags.base_url!r})")  # fmt: skip
+    if flags.base_url is not None:
+        from assay.core.contract_rules import base_url_problem
+
+        if (problem := base_url_problem(flags.base_url)) is not None:
+            fail(f"--base-url {problem}")
     if flags.api_key_env is not None:
         _check_key_variable(flags.api_key_env)
     return kind, model

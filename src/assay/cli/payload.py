@@ -32,7 +32,8 @@ def show(
     """Print a run's payload (from the ledger's record of where it was written)."""
     from assay.adapters.store.sql import RunNotFound
 
-    ledger = Workspace.find().existing_ledger()  # none yet: no run either, none created
+    workspace = Workspace.find()
+    ledger = workspace.existing_ledger()  # none yet: no run either, none created
     try:
         if ledger is None:
             raise RunNotFound(run_id)
@@ -42,7 +43,10 @@ def show(
     if record.payload_path is None and not record.open:
         fail(f"run {run_id} closed ({record.status.value}) but its payload could not be written")
     if record.payload_path is None:
-        fail(f"run {run_id} has no payload yet (it is {record.status.value})")
+        from assay.cli.task_views import gone_runs, run_line
+
+        said = run_line(record, gone_runs([record], workspace.home))
+        fail(f"run {run_id} has no payload yet: it is {said}")
     try:
         print_json(json.loads(Path(record.payload_path).read_text(encoding="utf-8")))
     except (OSError, ValueError) as exc:

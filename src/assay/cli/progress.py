@@ -97,13 +97,14 @@ def describe(event: RunEvent) -> list[str]:
         shown = ", ".join(files[:5]) + (" …" if len(files) > 5 else "")
         what = f"{len(files)} file(s) changed ({shown})" if files else "no change"
         what += _type_changes(_items(data.get("type_changes")))
-        err = f" · [red]{_escape(str(data['error']))}[/red]" if data.get("error") else ""
+        head, quoted = error_lines(event.data.get("error"))  # split before shown
+        err = f" · [red]{head}[/red]" if head else ""
         stop = _stopped(data.get("stop_reason"))
         spent = spent_text(data.get("tokens_used"), data.get("cost_usd"))
         spent = f" · {spent}" if spent else ""
         coder = _escape(f"[{data['coder']}]")
         # Never wrapped by us: a path cut in two cannot be searched for in a log.
-        return [f"  seat {data['seat']} {coder}: {_escape(what)}{spent}{stop}{err}"]
+        return [f"  seat {data['seat']} {coder}: {_escape(what)}{spent}{stop}{err}", *quoted]
     if event.kind == EventKind.VALIDATOR_FINISHED:
         # An advisory validator that could not run only warns (a run warning says why).
         severity = "error" if data.get("error") and not data.get("advisory") else data["severity"]
@@ -142,6 +143,21 @@ def failure_lines(failures: object, *, markup: bool = True) -> list[str]:
         lines.append(f"    {cross} {escape(shown(head))}")
         lines += [f"      {bar} {escape(shown(line))}" for line in output]
     return lines
+
+
+def error_lines(error: object, *, markup: bool = True) -> tuple[str, list[str]]:
+    """A seat's error: its first line (said on the seat's line), and the last lines of the
+    output it quotes, each under it (``│ …``) as a failed validator's are, so a coder's
+    output never reads as a line of ours nor as one escaped string. ("", []) for none."""
+    from assay.engine.accounting import SUMMARY_LINES
+
+    if not error:
+        return "", []
+    bar = "[dim]│[/dim]" if markup else "│"
+    escape = _escape if markup else str
+    head, *output = str(error).split("\n")
+    tail = [line for line in output if line.strip()][-SUMMARY_LINES:]
+    return escape(shown(head)), [f"      {bar} {escape(shown(line))}" for line in tail]
 
 
 def stderr_console() -> Console:
@@ -184,6 +200,11 @@ class Progress:
         display it goes above the footer instead of through it."""
         self.console.print(text, markup=False, highlight=False)
 
+    def notice(self, text: str) -> None:
+        """A line a signal handler says (``assay: SIGINT: stopping …``): written at once, as
+        it was said, since a handler may not wait for the console's lock."""
+        _write_stderr(text)
+
     def view(self, label: str) -> Sink:
         """The sink of one run among several (``serve --concurrency N``), named ``label``."""
         return lambda event: self.show(event, label=label)
@@ -219,7 +240,10 @@ class WarningsOnly(Progress):
             seat = (
                 f"seat {_one_line(event.data.get('seat'))} [{_one_line(event.data.get('coder'))}]"
             )
-            _write_stderr(f"  error: {where}{seat}: {_one_line(event.data.get('error'))}")
+            head, quoted = error_lines(event.data.get("error"), markup=False)
+            _write_stderr(f"  error: {where}{seat}: {head}")
+            for line in quoted:
+                _write_stderr(f"{label}: {line.lstrip()}" if label else line)
         elif event.kind == EventKind.ATTEMPT_DECIDED and event.data.get("next") == AttemptNext.END:
             for line in failure_lines(event.data.get("failures"), markup=False):
                 _write_stderr(f"{label}: {line.lstrip()}" if label else line)

@@ -69,6 +69,7 @@ class LiveProgress(Progress):
         self.runs: dict[str | None, _Run] = {}
         self._lock = threading.RLock()
         self._live: Live | None = None
+        self._notice: str | None = None  # a signal handler's line, printed by the next call
 
     def __enter__(self) -> LiveProgress:
         from rich.live import Live
@@ -88,12 +89,26 @@ class LiveProgress(Progress):
         if self._live is not None:
             self._live.stop()
             self._live = None
+        self._print_notice()
+
+    def notice(self, text: str) -> None:
+        # Called in a signal handler: no lock and no write here. A line written through the
+        # footer would share its line and leave a copy of it behind when it is redrawn; the
+        # next line the display prints (the stopped seat's, the result's) prints it first.
+        self._notice = text
+
+    def _print_notice(self) -> None:
+        with self._lock:
+            text, self._notice = self._notice, None
+        if text:
+            self.console.print(text, markup=False, highlight=False)
 
     @contextmanager
     def paused(self) -> Iterator[None]:
         """The footer goes (its lines erased, the cursor where its first line was) while the
         caller writes, to whichever stream, and comes back under what was written."""
         # Not under self._lock: the footer's refresh takes Live's lock, then ours.
+        self._print_notice()
         live = self._live
         if live is None or not live.is_started:
             yield
@@ -108,11 +123,17 @@ class LiveProgress(Progress):
             live.start(refresh=True)
 
     def show(self, event: RunEvent, *, label: str | None) -> None:
+        self._print_notice()
         with self._lock:
             self._track(event, label)
         super().show(event, label=label)
 
+    def say(self, text: str) -> None:
+        self._print_notice()
+        super().say(text)
+
     def ended(self, label: str | None = None) -> None:
+        self._print_notice()
         with self._lock:
             run = self.runs.pop(label, None)
         if run is not None and run.run_id:

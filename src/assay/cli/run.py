@@ -273,7 +273,7 @@ def run(
     from assay.cli.run_jobs import run_jobs
 
     display = progress_for(progress, streaming=stream is not None)
-    with graceful_stop(), display:
+    with graceful_stop(notice=display.notice), display:
         if stream is None:
             code, results = run_jobs(workspace, ledger, jobs, keep_worktrees, display, json_output)
         else:
@@ -450,8 +450,8 @@ def refuse_flags_beside_a_contract(ctx: typer.Context) -> None:
         keys = ", ".join(f"`{_CONTRACT_FLAGS[name]}`" for _, name in given)
         which = "it" if len(given) == 1 else "them"
         fail(
-            f"{flags} cannot be combined with --contract: the contract file sets {which} "
-            f"(change {keys} in the file instead)"
+            f"{flags} cannot be combined with --contract: the contract file decides {which}, "
+            f"written or by default (set {keys} in the file instead)"
         )
 
 

@@ -246,7 +246,11 @@ def serve(
         every=[Cadence(lambda: _collect(workspace, ledger, retention, display, said), every)],
         events=news(display, summary),
     )
-    with graceful_stop(), dashboard(web, ledger, workspace.home / "halt-state"), display:
+    with (
+        graceful_stop(notice=display.notice),
+        dashboard(web, ledger, workspace.home / "halt-state"),
+        display,
+    ):
         if stream is None:
             closed = worker.run()
         else:

@@ -93,7 +93,11 @@ def news(display: Progress, summary: ServeSummary) -> QueueEvents[RunReport]:
 
             summary.closed[task_id] = result.settlement.new_status.value
             ran = run_said(result.payload.status.value, result.payload.reason)
-            settled = task_said(result.task, spent=result.settlement.attempt_spent)
+            settled = task_said(
+                result.task,
+                spent=result.settlement.attempt_spent,
+                max_attempts=result.max_attempts,
+            )
             display.say(f"task {task_id}: {ran}; the task is {settled}")
 
         def unrunnable(self, task_id: str, held: Unrunnable) -> None:
@@ -102,7 +106,10 @@ def news(display: Progress, summary: ServeSummary) -> QueueEvents[RunReport]:
 
         def interrupted(self, task_id: str, stop: RunInterrupted) -> None:
             summary.interrupted.append(task_id)
-            display.say(f"{task_id}: {shown(str(stop))}; closed as interrupted, runnable again")
+            display.say(  # as run's line says it; the queue stopped, not its task
+                f"task {task_id}: {shown(str(stop))}; the run closed as interrupted (refunded, "
+                "this run does not count) and the task is failed, runnable again"
+            )
 
         def stopping(self) -> None:
             display.say("stopping: waiting for the runs in progress to close")

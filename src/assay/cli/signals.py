@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import signal
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import FrameType
 
 from assay.adapters.process import request_stop, stop_requested
@@ -32,15 +32,22 @@ def interrupted_exit() -> int | None:
 
 
 @contextlib.contextmanager
-def graceful_stop(said: str = "stopping the coders and closing the run") -> Iterator[None]:
+def graceful_stop(
+    said: str = "stopping the coders and closing the run",
+    notice: Callable[[str], None] | None = None,
+) -> Iterator[None]:
     """Handle SIGINT/SIGTERM by a graceful stop while the block runs (main thread only);
-    ``said`` is what the first signal prints after its name."""
+    ``said`` is what the first signal prints after its name, through ``notice`` when given
+    (a live display: its footer must not take the line) or straight to stderr."""
 
     def handler(signum: int, _frame: FrameType | None) -> None:
         if stop_requested() is None:
-            name = signal.Signals(signum).name
-            with contextlib.suppress(OSError, ValueError):
-                sys.stderr.write(f"assay: {name}: {said}\n")
+            line = f"assay: {signal.Signals(signum).name}: {said}"
+            if notice is not None:
+                notice(line)
+            else:
+                with contextlib.suppress(OSError, ValueError):
+                    sys.stderr.write(line + "\n")
         request_stop(signum)
 
     previous = {sig: signal.signal(sig, handler) for sig in STOP_SIGNALS}

@@ -96,22 +96,62 @@ def show_document(
     state_dir = home / "halt-state"
     halts = explain_halts.fired_halts(runs, state_dir) if task.hold_source else []
     ways = explain_halts.ways_back(task, halts, state_dir)
+    next_step = explain.next_step(task, now)
+    open_runs = {r.id for r in runs if not r.status.terminal}
+    if open_runs and open_runs <= gone_runs(runs, home):
+        next_step = GONE_NEXT
     return {
         **task_json,
         "held_by": (task.hold_source.value if task.hold_source else None),
         "waiting": task.waiting(now),
         **explain_halts.as_json(halts, ways),
-        "next": explain.next_step(task, now),
+        "next": next_step,
         "runs": runs_json,
         "usage": usage.as_json(),
     }
 
 
+GONE_NEXT = (
+    "its run's process is gone: `assay run --resume` (or `assay serve`) closes the run and "
+    "runs the task again"
+)
+_OPEN = "in progress"
+_GONE = "open, but its process is gone: `assay run --resume` closes it"
+
+
+def gone_runs(runs: list[RunRecord], home: Path) -> frozenset[str]:
+    """The open runs whose process is gone: their folder here has a lock nobody holds. A run
+    with no folder on this machine (a Temporal worker's elsewhere) is never said gone."""
+    from assay.engine.run_lock import run_is_alive
+
+    folders = {r.id: home / "runs" / r.id for r in runs if not r.status.terminal}
+    return frozenset(
+        run_id
+        for run_id, folder in folders.items()
+        if (folder / "lock").is_file() and not run_is_alive(folder)
+    )
+
+
+def run_line(record: RunRecord, gone: frozenset[str]) -> str:
+    """A run as ``task show`` says it: its status and reason once closed; while open, whether
+    it is in progress or its process is gone (the ledger's step names are not the user's)."""
+    from assay.cli.outcome import run_said
+
+    if record.status.terminal:
+        return run_said(record.status.value, record.reason)
+    return _GONE if record.id in gone else _OPEN
+
+
 def show_text(
-    task: Task, runs: list[RunRecord], document: dict[str, Any], now: datetime, usage: TaskUsage
+    task: Task,
+    runs: list[RunRecord],
+    document: dict[str, Any],
+    now: datetime,
+    usage: TaskUsage,
+    gone: frozenset[str] = frozenset(),
 ) -> str:
-    """``task show``'s lines, from the task, its runs, what they spent and its
-    :func:`show_document`."""
+    """``task show``'s lines, from the task, its runs (``gone``: the open ones whose process
+    is gone, :func:`gone_runs`), what they spent and its :func:`show_document`."""
     from assay.cli import explain
 
     lines = [
@@ -125,10 +165,8 @@ def show_text(
         lines.append(f"{note} for {cause} (that run was refunded: no attempt spent)")
     if (error := explain.error_note(task)) is not None:
         lines.append(error)
-    from assay.cli.outcome import run_said
-
     for record in runs:
-        lines.append(f"  run {shown(record.id)}: {run_said(record.status.value, record.reason)}")
+        lines.append(f"  run {shown(record.id)}: {shown(run_line(record, gone))}")
         if record.payload_path:
             lines.append(f"    payload: {shown(record.payload_path)}")
         if (spent := usage.run_line(record.id)) is not None:

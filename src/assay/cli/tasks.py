@@ -204,7 +204,8 @@ def show(task_id: TaskId, json_output: JsonFlag = False) -> None:
     if json_output:
         print_json(document)
     else:
-        sys.stdout.write(views.show_text(task, records, document, now, usage))
+        gone = views.gone_runs(records, workspace.home)
+        sys.stdout.write(views.show_text(task, records, document, now, usage, gone))
 
 
 def _usage(ledger: Ledger, task_id: str) -> TaskUsage:
@@ -313,10 +314,10 @@ def delete(
 
     Their runs, events, usage and contract go from the ledger in one transaction, then their
     run folders, halt state, seats and the branches of candidates kept for a look. All or
-    none: an unknown id or a running task (stop it first: `assay task cancel ID`) is refused,
-    exit 2, and nothing is deleted. Never removed: a branch a run left for you (land: branch,
-    a pull request's) or one checked out somewhere. Exit 1 when a file could not be removed
-    (listed).
+    none: an unknown id or a running task (stop its run first: Ctrl-C the `assay run` or
+    `assay serve` running it) is refused, exit 2, and nothing is deleted. Never removed: a
+    branch a run left for you (land: branch, a pull request's) or one checked out somewhere.
+    Exit 1 when a file could not be removed (listed).
     """
     from assay.cli.task_removal import delete as delete_them
 

@@ -193,6 +193,15 @@ class WholeSummaries(TyperGroup):
     """A group whose help lists each subcommand with the whole first paragraph of its help,
     wrapped, as ``assay --help`` does (click cuts it to the width left, ending in "...")."""
 
+    def invoke(self, ctx: Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except typer.BadParameter as exc:
+            # typer checks a choice with pydantic, whose message begins "Value error, ":
+            # the user reads only what is wrong ("'nope' is not one of 'merge', ...").
+            exc.message = exc.message.removeprefix("Value error, ")
+            raise
+
     def format_commands(self, ctx: Context, formatter: HelpFormatter) -> None:
         rows = []
         for name in self.list_commands(ctx):

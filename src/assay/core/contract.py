@@ -28,6 +28,7 @@ from pydantic import (
 
 from assay.core.contract_rules import (
     allow_problem,
+    base_url_problem,
     coder_problem,
     env_problem,
     key_variable_problem,
@@ -96,6 +97,15 @@ def _key_variable(name: str | None) -> str | None:
 KeyVariable = Annotated[str | None, AfterValidator(_key_variable)]
 
 
+def _endpoint_url(url: str | None) -> str | None:
+    _refuse(base_url_problem(url))
+    return url
+
+
+# A model endpoint: an http(s) URL with a host (and a port that is one).
+EndpointUrl = Annotated[str | None, AfterValidator(_endpoint_url)]
+
+
 class _Input(BaseModel):
     # Numbers are strict (``judges: true`` is an error, not 1); text must be storable.
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -161,7 +171,7 @@ class CoderSpec(_Input):
     # replay: one step per attempt (the last repeats): {diff: path} or {script: command}
     steps: list[dict[str, str]] = Field(default_factory=list)
     # llm / judges: an OpenAI-compatible endpoint
-    base_url: str | None = None
+    base_url: EndpointUrl = None
     api_key_env: KeyVariable = None
     args: list[str] = Field(default_factory=list)  # extra arguments for CLI coders
 
@@ -179,7 +189,7 @@ class ValidatorSpec(_Input):
     timeout_seconds: float = Field(default=600.0, strict=True, gt=0)
     model: str | None = None
     criteria: list[str] = Field(default_factory=list)
-    base_url: str | None = None
+    base_url: EndpointUrl = None
     api_key_env: KeyVariable = None
     max_turns: int = Field(default=3, strict=True, ge=1)
 
@@ -202,7 +212,7 @@ class JudgeSpec(_Input):
 
     kind: JudgeKind = JudgeKind.LLM
     model: str | None = None
-    base_url: str | None = None
+    base_url: EndpointUrl = None
     api_key_env: KeyVariable = None
     max_turns: int | None = Field(default=None, strict=True, ge=1)
     timeout_seconds: float = Field(default=600.0, strict=True, gt=0)
@@ -509,6 +519,7 @@ def contract_to_yaml(contract: Contract) -> str:
 
 # An ``id=`` prefix names a validator; lower case only, so ``FOO=1 make test`` stays a command.
 _NAMED_VALIDATOR = re.compile(r"^([a-z][a-z0-9_.-]*)=(.+)$", re.DOTALL)
+_UNNAMED_COMMAND = re.compile(r"^[a-z][a-z0-9_.-]*=\s*$")  # ``tests=``: a name, no command
 
 
 def contract_from_flags(
@@ -555,6 +566,11 @@ def contract_from_flags(
     for position, text in enumerate(validators or (), start=1):
         named = _NAMED_VALIDATOR.match(text.strip())
         vid, run = (named.group(1), named.group(2)) if named else (f"v{position}", text)
+        if not run.strip() or _UNNAMED_COMMAND.match(text.strip()):
+            raise ValueError(
+                f'--validator {text!r} gives no command to run: e.g. --validator "pytest -q",'
+                ' or named, --validator tests="pytest -q"'
+            )
         specs.append({"id": vid, "kind": ValidatorKind.COMMAND.value, "run": run.strip()})
     data: dict[str, Any] = {
         "task": instruction,

@@ -8,16 +8,19 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable, Mapping, Sequence
+from urllib.parse import urlsplit
 
 import pathspec
 
 from assay.core.egress import parse_rule
+from assay.core.text import address_shown
 from assay.core.vocab import CanonicalHalt, CoderKind
 
 __all__ = [
     "REPLAY_STEP_KEYS",
     "SECRET_VARIABLES",
     "allow_problem",
+    "base_url_problem",
     "coder_problem",
     "env_problem",
     "key_variable_problem",
@@ -90,6 +93,33 @@ def key_variable_problem(name: str | None) -> str | None:
     an API key (sent to the model's endpoint, or handed to the coder)."""
     if name in SECRET_VARIABLES:
         return f"{name} holds assay's own secret; {_NEVER_HANDED}"
+    return None
+
+
+_URL_EXAMPLE = "e.g. http://localhost:8000/v1"
+
+
+def base_url_problem(url: str | None) -> str | None:
+    """Why ``url`` is no model endpoint (``base_url``, ``--base-url``, ``$OPENAI_BASE_URL``):
+    not an http(s) URL, no host, a port that is none, a space in it. Caught here, it is the
+    user's input to fix, never a run that fails inside the HTTP client."""
+    if url is None:
+        return None
+    got = f"(got {(address_shown(url) if '@' in url else url)!r})"  # never its password
+    scheme, sep, _ = url.partition("://")
+    if not sep or scheme.lower() not in ("http", "https"):
+        return f"needs an http:// or https:// URL, {_URL_EXAMPLE} {got}"
+    if any(ch.isspace() or not ch.isprintable() for ch in url):
+        return f"needs the URL alone, without a space or control character, {_URL_EXAMPLE} {got}"
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:  # a port that is no number or out of range, a bracket left open
+        return f"needs a port from 1 to 65535 after the host, if any, {_URL_EXAMPLE} {got}"
+    if not parts.hostname:
+        return f"names no host, {_URL_EXAMPLE} {got}"
+    if port == 0:
+        return f"needs a port from 1 to 65535 after the host, if any, {_URL_EXAMPLE} {got}"
     return None
 
 

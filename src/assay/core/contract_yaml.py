@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import functools
+import re
 from dataclasses import dataclass
 from typing import Any, get_args, get_origin
 
@@ -171,10 +172,21 @@ def validation_problems(
     return sorted(unique, key=lambda p: p.line or 0)
 
 
+# The union members pydantic names by their type alone (``str | list[str]``: "str").
+_SCALAR_TAGS = frozenset({"str", "int", "float", "bool"})
+
+
 def _is_union_tag(part: int | str) -> bool:
-    # pydantic names the union member it tried ("CoderSpec", "list[CoderSpec]"); field
-    # names are lower case and never contain brackets.
-    return isinstance(part, str) and ("[" in part or part[:1].isupper())
+    # pydantic names the union member it tried ("CoderSpec", "list[CoderSpec]", "str"); field
+    # names are lower case, never contain brackets and are never a bare type's name.
+    return isinstance(part, str) and ("[" in part or part[:1].isupper() or part in _SCALAR_TAGS)
+
+
+def _tag_shape(part: int | str) -> type[Node]:
+    """The YAML node a union member ``part`` reads: a sequence, a scalar or a mapping."""
+    if str(part).startswith("list["):
+        return SequenceNode
+    return ScalarNode if part in _SCALAR_TAGS else MappingNode
 
 
 def _locate(loc: Loc, root: Node | None) -> tuple[list[int | str], int | None, bool]:
@@ -199,8 +211,7 @@ def _locate(loc: Loc, root: Node | None) -> tuple[list[int | str], int | None, b
             line = child.start_mark.line + 1
         if child is None and _is_union_tag(part):
             if node is not None:
-                wants_list = str(part).startswith("list[")
-                consistent &= isinstance(node, SequenceNode if wants_list else MappingNode)
+                consistent &= isinstance(node, _tag_shape(part))
             continue
         path.append(part)
         if child is None:
@@ -217,8 +228,11 @@ def _shape_matches(loc: Loc, data: Any) -> bool:
     for part in loc:
         if _is_union_tag(part):
             if value is not None:
-                wants_list = str(part).startswith("list[")
-                if not isinstance(value, list if wants_list else dict):
+                shape = _tag_shape(part)
+                if shape is ScalarNode and isinstance(value, list | dict):
+                    return False
+                wanted = list if shape is SequenceNode else dict
+                if shape is not ScalarNode and not isinstance(value, wanted):
                     return False
             continue
         if isinstance(value, dict):
@@ -251,17 +265,46 @@ def _describe(error: Any, path: list[int | str], model: type[BaseModel]) -> str:
     if kind == "missing":
         return f"the required key `{path[-1]}` is missing" if path else "a required key is missing"
     message = str(error["msg"]).removeprefix("Value error, ")
+    # pydantic's Python words for a YAML mapping ("a valid dictionary or instance of CoderSpec")
+    message = _PYTHON_MAPPING.sub("a mapping (key: value)", message)
     value = error.get("input")
     if isinstance(value, bool) and kind in ("int_type", "float_type"):
         return (
             f"expected a number, got the boolean `{str(value).lower()}` (booleans are not numbers)"
         )
-    if isinstance(value, str | int | float | bool) and kind not in (
+    if isinstance(value, bool) and kind not in ("value_error", "assertion_error"):
+        # Quoting helps where text was wanted (a string, one of some words), nowhere else.
+        quote = f": {_BOOLEAN_WORDS}" if kind in ("string_type", "enum", "literal_error") else ""
+        message += f" (got the YAML boolean {str(value).lower()}{quote})"
+    elif isinstance(value, str) and kind in _NUMBER_KINDS and (number := _yaml_number(value)):
+        # YAML 1.1 reads 1e3 (no dot) as text: a number the user wrote, refused as text.
+        message += f" (got {value!r}, which YAML reads as text: write it as {number})"
+    elif isinstance(value, str | int | float) and kind not in (
         "value_error",
         "assertion_error",
     ):
         message += f" (got {value!r})"
     return message
+
+
+_NUMBER_KINDS = ("int_type", "int_parsing", "float_type", "float_parsing")
+
+
+_EXPONENT = re.compile(r"([+-]?\d+)[eE]([+-]?)(\d{1,4})")
+
+
+def _yaml_number(text: str) -> str | None:
+    """``1e3`` as YAML reads it as a number (``1000``, else ``1.0e+3``); None when ``text`` is
+    not a number YAML took for text."""
+    found = _EXPONENT.fullmatch(text)
+    if found is None:
+        return None
+    plain = f"{float(text):g}"
+    return plain if "e" not in plain else f"{found[1]}.0e{found[2] or '+'}{found[3]}"
+
+
+_PYTHON_MAPPING = re.compile(r"a valid dictionary( or instance of \w+)?")
+_BOOLEAN_WORDS = "an unquoted yes, no, on, off, true or false is one; quote it to give it as text"
 
 
 def _allowed_keys(model: type[BaseModel], path: list[int | str]) -> list[str]:

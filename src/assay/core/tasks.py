@@ -254,3 +254,13 @@ def check_max_attempts(max_attempts: int) -> None:
     """Reject a budget that could never allow a run: ``ValueError`` below 1."""
     if max_attempts < 1:
         raise ValueError(f"max_attempts must be at least 1, got {max_attempts}")
+
+
+def how_to_stop(task_id: str) -> str:
+    """How a running task's run is stopped, said wherever a move waits for that: no ledger
+    move stops a local run (its process settles the task), so the way is the process's own."""
+    return (
+        "Ctrl-C the `assay run` or `assay serve` that runs it (a run on Temporal: "
+        f"`ASSAY_TEMPORAL=HOST:PORT assay task cancel {task_id}`); a run whose process is gone "
+        "is closed by `assay run --resume`"
+    )

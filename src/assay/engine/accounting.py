@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import JsonValue
 
 from assay.core.attempts import AttemptRecord, attempt_outcome
+from assay.core.brief import NO_CHANGE_MARK
 from assay.core.results import ValidatorResult
 from assay.core.text import shown
 from assay.core.vocab import STOPPED_SAID, StopReason
@@ -101,15 +102,35 @@ def seat_error(seat: Candidate) -> str:
         return f"lost to quota: {result.quota.detail}"
     if result.fault and not result.quota:
         return f"lost to a provider fault: {result.fault}"
-    if result.timed_out:
-        return "timed out"
+    if result.timed_out:  # the seat's whole process group was stopped at its time limit
+        return "timed out: stopped at the coder's `timeout_seconds` before it changed anything"
     if result.error:
         return result.error
-    return "the coder left the tree unchanged"
+    return no_change_claim(seat) or "the coder left the tree unchanged"
+
+
+def no_change_claim(seat: Candidate) -> str | None:
+    """What a seat that left the tree unchanged says of it (``NO CHANGE NEEDED:`` and its
+    evidence): a claim the validators check, not a failure of its own; None without one."""
+    summary = (seat.report.summary or "").strip() if seat.report is not None else ""
+    evidence = summary.removeprefix(NO_CHANGE_MARK).strip()
+    if not (seat.empty and summary.startswith(NO_CHANGE_MARK) and evidence):
+        return None
+    return f"the coder says no change is needed: {evidence}"
 
 
 def seat_errors(seats: list[Candidate]) -> list[str]:
     return [f"seat {s.seat}: {seat_error(s)}" for s in seats if not s.viable]
+
+
+def _seat_event_error(seat: Candidate) -> str | None:
+    """A seat's error as its event says it: none for a candidate, nor for a claim that no
+    change is needed (the validators check that, and the attempt's decision says what they
+    found)."""
+    if seat.viable:
+        return None
+    error = seat_error(seat)
+    return None if error == no_change_claim(seat) else error
 
 
 def seat_event(seat: Candidate) -> dict[str, JsonValue]:
@@ -121,7 +142,7 @@ def seat_event(seat: Candidate) -> dict[str, JsonValue]:
         "type_changes": [c.model_dump(mode="json") for c in seat.type_changes],
         "viable": seat.viable,
         "stop_reason": seat.dispatch.stop_reason.value if seat.dispatch.stop_reason else None,
-        "error": seat_error(seat) if not seat.viable else None,
+        "error": _seat_event_error(seat),
         "tokens_used": seat.dispatch.tokens_used,
         "cost_usd": seat.dispatch.cost_usd,
         "wall_time_ms": seat.dispatch.wall_time_ms,

@@ -8,13 +8,29 @@ feed the next recovery wave.
 
 from __future__ import annotations
 
-from assay.core.brief import NO_CHANGE_MARK
+from pydantic import JsonValue
+
 from assay.core.ledger import finding_signatures
 from assay.core.policy import decide
 from assay.core.recovery import PriorFailure
 from assay.core.results import ValidatorResult
-from assay.core.vocab import HaltType, PolicyAction, RunStatus, Severity
-from assay.engine.accounting import record_attempt, seat_error, seat_errors
+from assay.core.vocab import (
+    AttemptNext,
+    AttemptOutcome,
+    HaltType,
+    PolicyAction,
+    RunStatus,
+    Severity,
+)
+from assay.engine.accounting import (
+    blocking_findings,
+    failure_detail,
+    failure_summary,
+    no_change_claim,
+    record_attempt,
+    seat_error,
+    seat_errors,
+)
 from assay.engine.effects import CandidateCall, Effects, RunPlan
 from assay.engine.outcomes import Candidate
 from assay.engine.result import RunResult, end_run
@@ -25,20 +41,15 @@ NO_CHANGE_CHECK = "assay.change"
 def claims_no_change(seats: list[Candidate]) -> bool:
     """Every seat that ran left the tree unchanged and says why, with evidence after the mark."""
     ran = [s for s in seats if not s.lost_to_machine]
-    return bool(ran) and all(
-        s.empty
-        and s.report is not None
-        and (s.report.summary or "").strip().startswith(NO_CHANGE_MARK)
-        and len((s.report.summary or "").strip()) > len(NO_CHANGE_MARK)
-        for s in ran
-    )
+    return bool(ran) and all(no_change_claim(s) is not None for s in ran)
 
 
 async def verify_noop(
     plan: RunPlan, fx: Effects, run: RunResult, attempt: int, seats: list[Candidate]
-) -> RunResult | None:
+) -> RunResult | list[ValidatorResult]:
     """A unanimous "nothing to change" is checked, not believed: the validators must pass on the
-    unchanged tree. Then the run is verified_noop and settle holds the task for a human."""
+    unchanged tree. Then the run is verified_noop and settle holds the task for a human;
+    otherwise the validators that refuted the claim (what the attempt says failed)."""
     claimant = next(s for s in seats if not s.lost_to_machine)
     outcomes = await fx.validate(CandidateCall(plan, claimant))
     results = [o.result for o in outcomes]
@@ -48,7 +59,7 @@ async def verify_noop(
     run.validator_results = results
     run.policy_decision = decision
     if decision.action is not PolicyAction.PROCEED or any(o.fire for o in outcomes):
-        return None
+        return [r for r in results if r.blocks or r.halts]
     run.attempts.append(record_attempt(attempt, seats, results, fault=False, failures=[]))
     evidence = (claimant.report.summary or "").strip() if claimant.report else ""
     return end_run(
@@ -60,14 +71,21 @@ async def verify_noop(
 
 
 def no_candidate(
-    run: RunResult, attempt: int, seats: list[Candidate], failures: list[PriorFailure]
+    run: RunResult,
+    attempt: int,
+    seats: list[Candidate],
+    failures: list[PriorFailure],
+    refuted: list[ValidatorResult] | None = None,
 ) -> RunResult | None:
     """A wave with no viable candidate: end the run on a machine fact, or note it and recover.
 
     When every seat was lost to a machine fact (quota, a provider fault, the environment) the
     run ends refunded. Otherwise the seats that ran and changed nothing feed the recovery spec;
     a seat lost to a machine fact never does (a provider's 529 is not the agent's to fix).
+    ``refuted``: the validators that failed the unchanged tree a "no change needed" claim was
+    checked on; they are the attempt's failures too, and in the spec.
     """
+    refuted = refuted or []
     lost = [s for s in seats if s.lost_to_quota]
     faulted = [s for s in seats if s.lost_to_provider_fault]
     broken = [s for s in seats if s.environment_error and not s.lost_to_provider_fault]
@@ -100,10 +118,10 @@ def no_candidate(
             record_attempt(
                 attempt,
                 seats,
-                [result],
+                [result, *refuted],
                 fault=crashed,
-                failures=errors,
-                signatures=finding_signatures(errors),
+                failures=errors + [f"{r.validator_id}: {failure_detail(r)}" for r in refuted],
+                signatures=finding_signatures(errors + blocking_findings(refuted)),
             )
         )
     failures.extend(
@@ -111,7 +129,27 @@ def no_candidate(
         for s in seats
         if not (s.lost_to_quota or s.lost_to_provider_fault)
     )
+    failures.extend(
+        PriorFailure(attempt=attempt, source=r.validator_id, detail=failure_detail(r))
+        for r in refuted
+    )
     return None
+
+
+def refuted_decision(
+    attempt: int, seat: int, refuted: list[ValidatorResult], going: AttemptNext, why: str
+) -> dict[str, JsonValue]:
+    """The ``attempt.decided`` event of a wave whose "no change needed" claim the validators
+    refuted: what they said, as any attempt's decision says its failed validators."""
+    return {
+        "attempt": attempt,
+        "outcome": AttemptOutcome.BLOCKED.value,
+        "action": PolicyAction.RECOVER.value,
+        "next": going.value,
+        "why": why,
+        "seat": seat,
+        "failures": [failure_summary(r) for r in refuted],
+    }
 
 
 def empty_wave_signatures(run: RunResult, attempt: int) -> list[str] | None:

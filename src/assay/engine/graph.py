@@ -16,7 +16,9 @@ from pydantic import JsonValue
 from assay.core.ledger import finding_signatures
 from assay.core.policy import decide
 from assay.core.recovery import PriorFailure, recovery_spec
+from assay.core.results import ValidatorResult
 from assay.core.vocab import (
+    AttemptNext,
     BudgetAction,
     CanonicalHalt,
     EventKind,
@@ -54,6 +56,7 @@ from assay.engine.empty_wave import (
     claims_no_change,
     empty_wave_signatures,
     no_candidate,
+    refuted_decision,
     verify_noop,
 )
 from assay.engine.endings import cannot_run, judge_validator_lost, landed, next_step
@@ -184,27 +187,34 @@ async def run_attempts(plan: RunPlan, fx: Effects) -> RunResult:
             return cannot_run(run, attempt, seats, problems)
 
         viable = [s for s in seats if s.viable]
+        refuted: list[ValidatorResult] = []
         if not viable and claims_no_change(seats):
-            noop = await verify_noop(plan, fx, run, attempt, seats)
-            if noop is not None:
-                return noop
+            checked = await verify_noop(plan, fx, run, attempt, seats)
+            if isinstance(checked, RunResult):
+                return checked
+            refuted = checked
         if not viable:
-            ended = no_candidate(run, attempt, seats, failures)
+            ended = no_candidate(run, attempt, seats, failures, refuted)
             if ended is not None:
                 return ended
             empty = empty_wave_signatures(run, attempt)
-            if empty is not None and empty == previous:
-                return await _end_blocked(
-                    plan,
-                    fx,
-                    run,
-                    f"stuck: attempt {attempt} failed exactly as attempt {attempt - 1} did",
+            stuck = empty is not None and empty == previous
+            going, why = AttemptNext.RECOVER, f"attempt {attempt + 1} of {waves} follows"
+            if stuck:
+                going, why = (
+                    AttemptNext.END,
+                    (f"stuck: attempt {attempt} failed exactly as attempt {attempt - 1} did"),
                 )
+            elif attempt == waves:
+                going, why = AttemptNext.END, "no attempt produced a change"
+            if refuted and run.winner is not None:  # the validators decided: say what failed
+                decided = refuted_decision(attempt, run.winner.seat, refuted, going, why)
+                await _emit(fx, plan, EventKind.ATTEMPT_DECIDED, decided)
+            if stuck:
+                return await _end_blocked(plan, fx, run, why)
             previous = empty
-            if attempt == waves:
-                return end_run(
-                    run, RunStatus.BLOCKED, HaltType.BLOCKER, "no attempt produced a change"
-                )
+            if going is AttemptNext.END:
+                return end_run(run, RunStatus.BLOCKED, HaltType.BLOCKER, why)
             continue
 
         if len(viable) > 1 and contract.judges > 0:

@@ -70,8 +70,8 @@ def land_candidate(
         if not plan.contract.verified and not plan.contract.land_unverified:
             reason = (
                 "no validator verified the change (only scope and secret checks); "
-                f"branch {branch} left instead of merging; "
-                "set land_unverified: true to merge anyway"
+                f"branch {branch} left instead of merging; to merge, give a validator that "
+                "can block (--validator, or the contract's validators:) or land_unverified: true"
             )
             fx.warn(reason)
             return LandOutcome(RunStatus.READY, reason, branch)

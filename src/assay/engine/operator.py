@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from assay.adapters.actor import Actor
 from assay.adapters.store import halt_files, halt_ops
 from assay.adapters.store.errors import LedgerConflict
-from assay.core.tasks import Task, TaskTransitionError
+from assay.core.tasks import Task, TaskTransitionError, how_to_stop
 from assay.core.vocab import ActorVia, EventKind, OperatorMove, TaskStatus
 
 if TYPE_CHECKING:
@@ -108,7 +108,7 @@ def refusal(move: OperatorMove, exc: TaskTransitionError) -> str:
     if exc.status is TaskStatus.HELD:
         said += f" (it is held already: `assay task release {exc.task_id}` lets it run again)"
     elif exc.status is TaskStatus.RUNNING:
-        said += " (its run settles it: stop the run first)"
+        said += f" (its run settles it; stop the run first: {how_to_stop(exc.task_id)})"
     return said
 
 

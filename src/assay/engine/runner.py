@@ -62,6 +62,7 @@ class RunReport:
     payload: Payload
     payload_path: Path | None  # None when it could not be written (a warning says why)
     warnings: list[str]
+    max_attempts: int | None = None  # the contract's budget the task's attempts count against
 
 
 def run_task(
@@ -112,6 +113,7 @@ def run_task(
         payload=recorded.payload,
         payload_path=Path(recorded.payload_path) if recorded.payload_path else None,
         warnings=recorded.warnings,
+        max_attempts=contract.budgets.max_attempts,
     )
 
 

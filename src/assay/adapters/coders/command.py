@@ -172,7 +172,10 @@ def result_from_process(ran: ProcessResult, argv: Sequence[str], *, shell: bool)
             f"{ran.tail(400) or shown}; install the tool or fix `coder.command`"
         )
         return result
-    result.error = f"`{shown}` exited with code {ran.exit_code}: {ran.tail(ERROR_TAIL_CHARS)}"
+    tail = ran.tail(ERROR_TAIL_CHARS)  # on lines of its own: shown quoted, under the error
+    result.error = f"`{shown}` exited with code {ran.exit_code}" + (
+        f"; output tail:\n{tail}" if tail else ""
+    )
     return result
 
 

@@ -32,6 +32,7 @@ from assay.adapters.store.schema import (
     tasks,
     usage,
 )
+from assay.core.tasks import how_to_stop
 from assay.core.vocab import TaskStatus
 
 IDS_PER_STATEMENT = 500
@@ -86,7 +87,7 @@ def running(state: TaskState) -> str | None:
     """The rule every deletion obeys: a running task, or one with a run open, stays."""
     if state.status == TaskStatus.RUNNING.value or state.open_run is not None:
         run = f" (run {state.open_run} is open)" if state.open_run else ""
-        return f"it is running{run}: stop it first (`assay task cancel {state.id}`)"
+        return f"it is running{run}: stop its run first: {how_to_stop(state.id)}"
     return None
 
 

@@ -78,14 +78,23 @@ class CommandValidator:
         except OSError as exc:
             return _errored(validator_id, f"`{run}` could not be started: {exc}", advisory)
         return ValidationOutcome(
-            result=judge_process(ran, validator_id, str(run), context.worktree, advisory)
+            result=judge_process(
+                ran, validator_id, str(run), context.worktree, advisory, timeout=timeout
+            )
         )
 
 
 def judge_process(
-    ran: ProcessResult, validator_id: str, run: str, worktree: Path, advisory: bool
+    ran: ProcessResult,
+    validator_id: str,
+    run: str,
+    worktree: Path,
+    advisory: bool,
+    *,
+    timeout: float = DEFAULT_TIMEOUT,
 ) -> ValidatorResult:
-    """The verdict of one finished (or timed-out) validator process."""
+    """The verdict of one finished (or timed-out: killed at ``timeout`` seconds) validator
+    process."""
     tail = normalise_paths(ran.tail(JUSTIFICATION_TAIL_CHARS), worktree)
     failed = Severity.WARN if advisory else Severity.BLOCK
     if ran.timed_out:
@@ -93,7 +102,10 @@ def judge_process(
             validator_id=validator_id,
             severity=failed,
             error=True,
-            justification=f"`{run}` did not finish in time and was killed; output tail:\n{tail}",
+            justification=(
+                f"`{run}` did not finish in {timeout:g} s (its `timeout_seconds`) and was "
+                f"killed; output tail:\n{tail}"
+            ),
             findings=["timed out"],
             advisory=advisory,
         )
