@@ -120,7 +120,16 @@ def test_task_add_stores_an_llm_coder_built_from_flags(
     repo = make_repo(tmp_path).root
     args = ["--coder", "llm", "--model", "gpt-x", "--base-url", URL, "--api-key-env", "MY_KEY"]
     result = invoke(
-        repo, monkeypatch, "task", "add", "Fix it.", *args, "--sandbox", "none", "--json"
+        repo,
+        monkeypatch,
+        "task",
+        "add",
+        "Fix it.",
+        *args,
+        "--sandbox",
+        "none",
+        "--no-check",
+        "--json",
     )
     spec = stored_coder(repo, result)
     assert (spec.kind, spec.model, spec.base_url, spec.api_key_env) == (  # type: ignore[attr-defined]
@@ -149,7 +158,16 @@ def test_the_model_shorthand_and_the_flag_name_the_same_model(
 ) -> None:
     repo = make_repo(tmp_path).root
     result = invoke(
-        repo, monkeypatch, "task", "add", "Fix it.", *flags, "--sandbox", "none", "--json"
+        repo,
+        monkeypatch,
+        "task",
+        "add",
+        "Fix it.",
+        *flags,
+        "--sandbox",
+        "none",
+        "--no-check",
+        "--json",
     )
     spec = stored_coder(repo, result)
     assert (spec.kind, spec.model) == (kind, model)  # type: ignore[attr-defined]

@@ -309,9 +309,9 @@ def test_task_hold_release_cancel_print_the_move(site: Site) -> None:
 
 
 def test_task_delete_and_prune_print_what_they_removed(site: Site) -> None:
-    task_id = json_out(site.repo.assay("task", "add", "to delete", "--coder", "claude", "--json"))[
-        "id"
-    ]
+    task_id = json_out(
+        site.repo.assay("task", "add", "to delete", "--coder", "claude", "--no-check", "--json")
+    )["id"]
     deleted = site.repo.assay("task", "delete", task_id, "--json")
     assert deleted.returncode == 0, deleted.stderr
     valid("task_delete", json_out(deleted))
