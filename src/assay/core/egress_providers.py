@@ -11,6 +11,7 @@ itself (llm) or that call none (command, replay) need nothing.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import NamedTuple
 
 from assay.core.egress import AllowRule, parse_rule, rule_for_url
 
@@ -24,19 +25,29 @@ ENDPOINT_VARIABLES = (
 )
 ANTHROPIC = "api.anthropic.com"
 OPENAI = "api.openai.com"
-# litellm's provider prefixes (``provider/model``) and the host each calls.
-LITELLM_PROVIDERS: Mapping[str, str] = {
-    "anthropic": ANTHROPIC,
-    "openai": OPENAI,
-    "openrouter": "openrouter.ai",
-    "gemini": "generativelanguage.googleapis.com",
-    "deepseek": "api.deepseek.com",
-    "groq": "api.groq.com",
-    "mistral": "api.mistral.ai",
-    "xai": "api.x.ai",
-    "together_ai": "api.together.xyz",
-    "fireworks_ai": "api.fireworks.ai",
-    "cohere": "api.cohere.ai",
+
+
+class LitellmProvider(NamedTuple):
+    """A provider litellm (aider, mini) routes ``provider/model`` names to: the host it calls
+    and the variable it reads the key from."""
+
+    host: str
+    key: str
+
+
+# litellm's provider prefixes (``provider/model``), each with its host and key variable.
+LITELLM_PROVIDERS: Mapping[str, LitellmProvider] = {
+    "anthropic": LitellmProvider(ANTHROPIC, "ANTHROPIC_API_KEY"),
+    "openai": LitellmProvider(OPENAI, "OPENAI_API_KEY"),
+    "openrouter": LitellmProvider("openrouter.ai", "OPENROUTER_API_KEY"),
+    "gemini": LitellmProvider("generativelanguage.googleapis.com", "GEMINI_API_KEY"),
+    "deepseek": LitellmProvider("api.deepseek.com", "DEEPSEEK_API_KEY"),
+    "groq": LitellmProvider("api.groq.com", "GROQ_API_KEY"),
+    "mistral": LitellmProvider("api.mistral.ai", "MISTRAL_API_KEY"),
+    "xai": LitellmProvider("api.x.ai", "XAI_API_KEY"),
+    "together_ai": LitellmProvider("api.together.xyz", "TOGETHERAI_API_KEY"),
+    "fireworks_ai": LitellmProvider("api.fireworks.ai", "FIREWORKS_AI_API_KEY"),
+    "cohere": LitellmProvider("api.cohere.ai", "COHERE_API_KEY"),
 }
 _AGENT_DEFAULTS: Mapping[str, tuple[str, ...]] = {"claude": (ANTHROPIC,), "codex": (OPENAI,)}
 _LITELLM_KINDS = frozenset({"aider", "mini"})
@@ -94,7 +105,7 @@ def _litellm_hosts(model: object) -> list[str]:
     """litellm routes ``provider/model`` to the provider; a bare name by its family."""
     provider = litellm_provider(model)
     if provider is not None:
-        return [LITELLM_PROVIDERS[provider]]
+        return [LITELLM_PROVIDERS[provider].host]
     return [ANTHROPIC, OPENAI]  # aider's and mini's defaults
 
 

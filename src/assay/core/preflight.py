@@ -16,7 +16,7 @@ import re
 import shlex
 from collections.abc import Collection, Mapping, Sequence
 
-from assay.core.egress_providers import litellm_provider
+from assay.core.egress_providers import LITELLM_PROVIDERS, litellm_provider
 
 # The coder kinds that run a program of their own: kind -> (program, how to install it).
 PROGRAMS: Mapping[str, tuple[str, str]] = {
@@ -32,20 +32,6 @@ CLAUDE_KEYS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_T
 CLAUDE_CLOUDS = ("CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX")
 OPENAI_KEY = "OPENAI_API_KEY"
 ANTHROPIC_KEY = "ANTHROPIC_API_KEY"
-# The key litellm (aider, mini) reads for each provider it routes a model to.
-LITELLM_KEYS: Mapping[str, str] = {
-    "anthropic": ANTHROPIC_KEY,
-    "openai": OPENAI_KEY,
-    "openrouter": "OPENROUTER_API_KEY",
-    "gemini": "GEMINI_API_KEY",
-    "deepseek": "DEEPSEEK_API_KEY",
-    "groq": "GROQ_API_KEY",
-    "mistral": "MISTRAL_API_KEY",
-    "xai": "XAI_API_KEY",
-    "together_ai": "TOGETHERAI_API_KEY",
-    "fireworks_ai": "FIREWORKS_AI_API_KEY",
-    "cohere": "COHERE_API_KEY",
-}
 # The variable each litellm-based kind also reads its model name from.
 _MODEL_VARIABLES: Mapping[str, str] = {"aider": "AIDER_MODEL", "mini": "MSWEA_MODEL_NAME"}
 _FALSE = frozenset({"", "0", "false", "no", "off"})
@@ -96,7 +82,7 @@ def needed_keys(kind: str, settings: Mapping[str, object], env: Mapping[str, str
         if not model:
             return [ANTHROPIC_KEY, OPENAI_KEY]  # aider and mini choose by the key they find
         provider = litellm_provider(model)
-        return [LITELLM_KEYS[provider]] if provider is not None else []
+        return [LITELLM_PROVIDERS[provider].key] if provider is not None else []
     return []
 
 
