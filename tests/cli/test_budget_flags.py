@@ -10,7 +10,7 @@ from support.repo import git
 from typer.testing import CliRunner
 
 from assay.cli.app import build_app
-from assay.cli.run import build_contract, spending_flags
+from assay.cli.new_task import build_contract, spending_flags
 
 
 def test_each_flag_sets_its_budget_and_beats_the_contract_file(tmp_path: Path) -> None:

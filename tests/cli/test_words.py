@@ -18,9 +18,9 @@ from support.repo import PYTEST, Repo, git, make_repo, replay_contract
 
 from assay.cli.explain import span, wait_note, waits_message
 from assay.cli.main import main
+from assay.cli.new_task import build_contract, unverified_warning
 from assay.cli.outcome import run_said, state_said, task_said
 from assay.cli.progress import WarningsOnly, failure_lines
-from assay.cli.run import build_contract, unverified_warning
 from assay.cli.task_views import ledger_text
 from assay.cli.usage_views import TaskUsage
 from assay.core.results import ValidatorResult

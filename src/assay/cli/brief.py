@@ -25,7 +25,7 @@ def brief(
 ) -> None:
     """Print the brief a coder is given: the task, the scope, every armed halt with the exact
     command that fires it, the report file and the NO CHANGE NEEDED protocol."""
-    from assay.cli.run import load_contract_file
+    from assay.cli.new_task import load_contract_file
     from assay.core.brief import brief_document, render_brief
 
     parsed = load_contract_file(contract)  # exit 2 with the key and line of a bad contract

@@ -134,7 +134,7 @@ def add(
     is set, every command validator's programs are found. A problem is refused, exit 2, one
     line each, and nothing is queued (--no-check skips this; `assay serve` still checks, and
     holds a task it cannot run)."""
-    from assay.cli.run import (
+    from assay.cli.new_task import (
         build_contract,
         queue_task,
         refuse_flags_beside_a_contract,
