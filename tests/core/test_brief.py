@@ -217,3 +217,23 @@ def test_the_brief_forbids_replacing_a_symlink_unless_type_changes_are_allowed()
     allowing = Contract.model_validate({"task": "t", "scope": {"allow_type_changes": True}})
     assert rule not in render_brief(allowing, CoderKind.COMMAND)
     assert brief_document(allowing, CoderKind.COMMAND)["scope"]["allow_type_changes"] is True
+
+
+def test_a_warn_only_validator_is_briefed_as_one_that_only_warns() -> None:
+    contract = Contract(
+        task="t",
+        validators=[
+            {"id": "tests", "kind": "command", "run": "pytest -q"},
+            {"id": "lint", "kind": "command", "run": "ruff check .", "on_fail": "warn"},
+        ],
+    )
+    doc = brief_document(contract, CoderKind.CLAUDE)
+    assert doc["validators"] == {"tests": "pytest -q"}
+    assert doc["advisory"] == {"lint": "ruff check ."}
+    text = render_brief(contract, CoderKind.CLAUDE)
+    decide, warn = text.index("These commands decide"), text.index("These only warn")
+    assert decide < text.index("- tests: `pytest -q`") < warn < text.index("- lint: `ruff check .`")
+    only_lint = Contract(
+        task="t", validators=[{"id": "lint", "run": "ruff check .", "on_fail": "warn"}]
+    )
+    assert "These commands decide" not in render_brief(only_lint, CoderKind.CLAUDE)

@@ -21,6 +21,7 @@ from assay.core.vocab import (
     CoderKind,
     FileChangeKind,
     HaltSeverity,
+    OnFail,
     StopReason,
     ValidatorKind,
 )
@@ -169,7 +170,14 @@ def brief_document(contract: Contract, kind: CoderKind | str) -> dict[str, Any]:
             "allow_type_changes": contract.scope.allow_type_changes,
         },
         "validators": {
-            v.id: v.run for v in contract.validators if v.run and v.kind is ValidatorKind.COMMAND
+            v.id: v.run
+            for v in contract.validators
+            if v.run and v.kind is ValidatorKind.COMMAND and v.on_fail is OnFail.BLOCK
+        },
+        "advisory": {
+            v.id: v.run
+            for v in contract.validators
+            if v.run and v.kind is ValidatorKind.COMMAND and v.on_fail is OnFail.WARN
         },
         "halts": halts,
         "report": {
@@ -241,10 +249,18 @@ def _scope(doc: dict[str, Any]) -> str:
 
 def _validators(doc: dict[str, Any]) -> str:
     commands: dict[str, str] = doc["validators"]
-    if not commands:
+    advisory: dict[str, str] = doc["advisory"]
+    if not commands and not advisory:
         return ""
-    lines = ["## How your work is checked", "", "These commands decide, after you stop:"]
-    lines += [f"- {vid}: `{command}`" for vid, command in sorted(commands.items())]
+    lines = ["## How your work is checked", ""]
+    if commands:
+        lines.append("These commands decide, after you stop:")
+        lines += [f"- {vid}: `{command}`" for vid, command in sorted(commands.items())]
+    if advisory:
+        if commands:
+            lines.append("")
+        lines.append("These only warn (on_fail: warn); they never stop your change:")
+        lines += [f"- {vid}: `{command}`" for vid, command in sorted(advisory.items())]
     return "\n".join(lines)
 
 
