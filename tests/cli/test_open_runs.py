@@ -11,25 +11,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from support.repo import git
+from support.in_process import fresh_repo, run_main
 
 from assay.adapters.store.sql import Ledger
-from assay.cli.main import main
 from assay.core.tasks import Task
 from assay.engine.run_lock import hold_run_lock
 
 
 @pytest.fixture
 def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    root = tmp_path / "repo"
-    root.mkdir()
-    git(root, "init", "-q", "-b", "main")
-    (root / "a.txt").write_text("a\n")
-    git(root, "add", ".")
-    git(root, "commit", "-q", "-m", "init")
-    for name in ("ASSAY_HOME", "ASSAY_DATABASE_URL", "ASSAY_TEMPORAL", "ASSAY_DEBUG"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.chdir(root)
+    root = fresh_repo(tmp_path, monkeypatch)
     (root / ".assay").mkdir()
     with Ledger.open(f"sqlite:///{root / '.assay' / 'assay.db'}") as ledger:
         now = datetime.now(UTC)
@@ -40,12 +31,7 @@ def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return root
 
 
-def assay(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[object, str, str]:
-    capsys.readouterr()
-    with pytest.raises(SystemExit) as done:
-        main(list(args))
-    out, err = capsys.readouterr()
-    return done.value.code, out, err
+assay = run_main
 
 
 def shown(capsys: pytest.CaptureFixture[str]) -> tuple[str, str, str]:

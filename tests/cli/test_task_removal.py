@@ -13,11 +13,11 @@ from typing import Any
 
 import jsonschema
 import pytest
+from support.in_process import fresh_repo, ledger_of, run_main
 from support.repo import git
 
 from assay.adapters.store.records import RunClose
 from assay.adapters.store.sql import Ledger
-from assay.cli.main import main
 from assay.core.settle import Verdict, settle
 from assay.core.tasks import Task
 from assay.core.vocab import RunStatus, TaskStatus
@@ -35,28 +35,11 @@ def valid(name: str, document: object) -> None:
 
 @pytest.fixture
 def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    root = tmp_path / "repo"
-    root.mkdir()
-    git(root, "init", "-q", "-b", "main")
-    (root / "a.txt").write_text("a\n")
-    git(root, "add", ".")
-    git(root, "commit", "-q", "-m", "init")
-    for name in ("ASSAY_HOME", "ASSAY_DATABASE_URL", "ASSAY_TEMPORAL", "ASSAY_DEBUG"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.chdir(root)
+    root = fresh_repo(tmp_path, monkeypatch)
     return root
 
 
-def assay(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[object, str, str]:
-    capsys.readouterr()
-    with pytest.raises(SystemExit) as done:
-        main(list(args))
-    out, err = capsys.readouterr()
-    return done.value.code, out, err
-
-
-def ledger_of(repo: Path) -> Ledger:
-    return Ledger.open(f"sqlite:///{repo / '.assay' / 'assay.db'}")
+assay = run_main
 
 
 def run(capsys: pytest.CaptureFixture[str], title: str, *flags: str) -> dict[str, Any]:
