@@ -136,7 +136,7 @@ BREAKDOWN = {
     ),
     "import_run_path": (
         "import what run needs to start",
-        "import typer._adapters, assay.cli.run, assay.engine.runner, assay.cli.progress",
+        "import typer._adapters, assay.cli.run, assay.engine.local.runner, assay.cli.progress",
     ),
 }
 

@@ -41,7 +41,7 @@ def child_time_in_process(work: Path) -> tuple[float, float]:
     from assay.adapters.store.sql import Ledger
     from assay.core.contract import parse_contract
     from assay.core.tasks import Task
-    from assay.engine.runner import run_task
+    from assay.engine.local.runner import run_task
 
     repo = make_repo(work / "inproc")
     spent = [0.0]

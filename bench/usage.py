@@ -28,7 +28,7 @@ from assay.core.tasks import Task
 from assay.core.usage import BudgetLimits, UsageFigures
 from assay.core.usage_report import Spent, summarise
 from assay.core.vocab import UsageGrouping
-from assay.engine.metering import RunMeter, coder_key
+from assay.engine.local.metering import RunMeter, coder_key
 
 NOW = datetime(2026, 12, 4, tzinfo=UTC)
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from assay.adapters.store.halt_relay_client import RELAY_ENV
-from assay.engine.halt_relay import HaltRelay
+from assay.engine.local.halt_relay import HaltRelay
 
 if TYPE_CHECKING:
     from conftest import Armed, Assay, Ran

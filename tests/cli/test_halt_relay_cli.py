@@ -16,7 +16,7 @@ import pytest
 from assay.adapters.store import halt_ops
 from assay.adapters.store.halt_relay_client import RELAY_ENV
 from assay.core.payload import HaltNotice
-from assay.engine.halt_relay import HaltRelay
+from assay.engine.local.halt_relay import HaltRelay
 
 if TYPE_CHECKING:
     from conftest import Armed, Assay, Ran

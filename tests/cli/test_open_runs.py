@@ -15,7 +15,7 @@ from support.in_process import fresh_repo, run_main
 
 from assay.adapters.store.sql import Ledger
 from assay.core.tasks import Task
-from assay.engine.run_lock import hold_run_lock
+from assay.engine.local.run_lock import hold_run_lock
 
 
 @pytest.fixture

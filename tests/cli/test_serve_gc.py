@@ -11,8 +11,8 @@ import pytest
 from assay.cli import serve
 from assay.core.gc import GcPlan, Leftover
 from assay.core.vocab import LeftoverKind
-from assay.engine import gc
-from assay.engine.gc import GcReport
+from assay.engine.operations import gc
+from assay.engine.operations.gc import GcReport
 
 
 class Said:

@@ -24,8 +24,8 @@ from assay.adapters.store.sql import Ledger
 from assay.core.contract import Contract
 from assay.core.tasks import Task
 from assay.core.vocab import EventKind, HoldSource, RunStatus, TaskStatus
-from assay.engine.interrupt import UserStop
-from assay.engine.recover import close_unfinished
+from assay.engine.local.interrupt import UserStop
+from assay.engine.recovery.close import close_unfinished
 
 CTRL_C = "stopped by the user (Ctrl-C)"
 
@@ -134,7 +134,7 @@ def test_a_run_that_ends_runnable_as_the_stop_comes_is_held_too(
 ) -> None:
     """The stop came after the run's last boundary (while it closed): the run ends as it
     would have (failed, runnable), and its task is held all the same."""
-    from assay.engine import runner
+    from assay.engine.local import runner
 
     real = runner.run_task
 
@@ -156,7 +156,7 @@ def test_a_run_that_ends_runnable_as_the_stop_comes_is_held_too(
 def test_a_run_that_landed_as_the_stop_came_stays_done(
     repo: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from assay.engine import runner
+    from assay.engine.local import runner
 
     real = runner.run_task
 

@@ -21,7 +21,7 @@ from assay.adapters.store.sql import Ledger
 from assay.core.settle import Verdict, settle
 from assay.core.tasks import Task
 from assay.core.vocab import RunStatus, TaskStatus
-from assay.engine.task_removal import prune_tasks
+from assay.engine.operations.task_removal import prune_tasks
 from assay.engine.worker import QueueWorker
 
 SCHEMA = json.loads(
@@ -254,6 +254,6 @@ def test_a_task_deleted_under_a_queue_worker_is_skipped_not_fatal(tmp_path: Path
 
 def test_the_statuses_prune_offers_are_the_ones_it_removes() -> None:
     from assay.cli import tasks
-    from assay.engine import task_removal
+    from assay.engine.operations import task_removal
 
     assert [s.value for s in task_removal.PRUNABLE] == tasks.PRUNABLE

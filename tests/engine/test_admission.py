@@ -16,7 +16,7 @@ from assay.core.contract import parse_contract
 from assay.core.tasks import Task
 from assay.core.vocab import EventKind, HoldSource, SettleRow, TaskStatus
 from assay.engine.admission import Unrunnable, admit
-from assay.engine.runner import run_task
+from assay.engine.local.runner import run_task
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 GONE = "assay-no-such-agent"

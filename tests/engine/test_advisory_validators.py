@@ -15,7 +15,7 @@ from assay.adapters.store.sql import Ledger
 from assay.core.contract import parse_contract
 from assay.core.tasks import Task
 from assay.core.vocab import EventKind
-from assay.engine.runner import RunReport, run_task
+from assay.engine.local.runner import RunReport, run_task
 
 # Each way a warn-only check can fail to reach a verdict.
 UNRUNNABLE = {

@@ -23,8 +23,8 @@ from assay.core.vocab import (
     SettleRow,
     TaskStatus,
 )
-from assay.engine.closing import CloseFacts, close_run
-from assay.engine.metering import coder_key
+from assay.engine.close import CloseFacts, close_run
+from assay.engine.local.metering import coder_key
 from assay.engine.outcomes import Candidate, DispatchSummary, LandOutcome, Quota
 from assay.engine.result import RunResult
 

@@ -20,10 +20,10 @@ from assay.core.contract import parse_contract
 from assay.core.gc import Leftover
 from assay.core.tasks import Task
 from assay.core.vocab import EventKind, LeftoverKind
-from assay.engine import halt_relay
-from assay.engine.gc import collect_garbage
-from assay.engine.recover import recover_interrupted
-from assay.engine.runner import run_task
+from assay.engine.local import halt_relay
+from assay.engine.local.runner import run_task
+from assay.engine.operations.gc import collect_garbage
+from assay.engine.recovery.close import recover_interrupted
 
 WEEK = 7 * 86400
 

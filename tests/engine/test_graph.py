@@ -51,10 +51,10 @@ from assay.engine.effects import (
     SeatCall,
     Validation,
 )
-from assay.engine.graph import run_attempts as run_graph
-from assay.engine.graph import run_graph as run_whole
+from assay.engine.graph.run import run_attempts as run_graph
+from assay.engine.graph.run import run_graph as run_whole
+from assay.engine.local.seat_results import candidate_of, validation_of
 from assay.engine.result import RunResult
-from assay.engine.seat_results import candidate_of, validation_of
 
 
 def change(*paths: str) -> ChangeSet:

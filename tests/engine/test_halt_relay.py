@@ -32,7 +32,7 @@ from assay.adapters.store.halt_relay_client import (
 from assay.core.halts import CANONICAL_HALTS
 from assay.core.payload import HaltNotice
 from assay.core.vocab import HaltSeverity, NetworkMode
-from assay.engine.halt_relay import MAX_SOCKET_PATH, HaltRelay, remove_relay_folders
+from assay.engine.local.halt_relay import MAX_SOCKET_PATH, HaltRelay, remove_relay_folders
 
 DISPATCH = "r20260101-000000-abcdef"
 OTHER = "r20260101-000000-other0"

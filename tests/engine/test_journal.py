@@ -17,9 +17,9 @@ from assay.adapters.store.sql import Ledger
 from assay.core.contract import parse_contract
 from assay.core.tasks import Task
 from assay.core.vocab import AttemptOutcome, Stage
-from assay.engine import local
-from assay.engine.journal import read_journal
-from assay.engine.runner import run_task
+from assay.engine.local import executor as local
+from assay.engine.local.journal import read_journal
+from assay.engine.local.runner import run_task
 
 AT = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -13,7 +13,7 @@ from assay.adapters.store.sql import Ledger
 from assay.core.contract import parse_contract
 from assay.core.tasks import Task, TaskStatus
 from assay.core.vocab import RunStatus
-from assay.engine.runner import RunReport, run_task
+from assay.engine.local.runner import RunReport, run_task
 
 BIG = Usage(9000, 1000)
 BUDGET = "budgets: {max_tokens: 1000}\n"

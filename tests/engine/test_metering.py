@@ -16,7 +16,7 @@ from assay.adapters.store.sql import Ledger
 from assay.core.tasks import Task
 from assay.core.usage import MAX_COUNT, BudgetLimits, Spend, UsageFigures, with_call
 from assay.core.vocab import BudgetAction, EventKind
-from assay.engine.metering import RunMeter, coder_key, metered
+from assay.engine.local.metering import RunMeter, coder_key, metered
 
 NOW = datetime(2026, 12, 4, 12, 0, tzinfo=UTC)
 

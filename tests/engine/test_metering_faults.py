@@ -14,7 +14,7 @@ from assay.adapters.coders.replay import ReplayCoder
 from assay.adapters.store.sql import Ledger
 from assay.core.contract import parse_contract
 from assay.core.tasks import Task
-from assay.engine.runner import run_task
+from assay.engine.local.runner import run_task
 
 
 def test_a_dispatch_that_raises_is_journaled_as_unknown(
@@ -44,7 +44,7 @@ def test_a_seat_its_spent_task_budget_never_starts_spends_a_known_zero(tmp_path:
 
     from assay.adapters.store.schema import runs
     from assay.core.usage import BudgetLimits, UsageFigures
-    from assay.engine.metering import RunMeter, coder_key
+    from assay.engine.local.metering import RunMeter, coder_key
 
     repo = make_repo(tmp_path)
     text = replay_contract(repo, "fixed").read_text() + "budgets: {task_max_tokens: 1000}\n"

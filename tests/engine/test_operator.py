@@ -20,7 +20,7 @@ from assay.adapters.store.sql import Ledger
 from assay.core.halts import CANONICAL_HALTS
 from assay.core.tasks import Task
 from assay.core.vocab import ActorVia, EventKind, HoldSource, OperatorMove, TaskStatus
-from assay.engine.operator import (
+from assay.engine.operations.moves import (
     Actor,
     MoveRefused,
     RearmRefused,

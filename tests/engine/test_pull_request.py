@@ -14,7 +14,7 @@ from support.repo import git, make_repo
 from assay.core.contract import Contract
 from assay.core.vocab import RunStatus
 from assay.engine.effects import RunPlan
-from assay.engine.pull_request import land_pull_request, push_failed_on_the_network
+from assay.engine.local.pull_request import land_pull_request, push_failed_on_the_network
 
 TOKEN = "ghp_unit_token"
 BRANCH = "assay/r1/seat-1"

@@ -22,8 +22,8 @@ from assay.adapters.store.sql import Ledger
 from assay.core.contract import Contract
 from assay.core.tasks import Task
 from assay.core.vocab import RunStatus, TaskStatus
-from assay.engine.journal import read_journal
-from assay.engine.recover import close_unfinished
+from assay.engine.local.journal import read_journal
+from assay.engine.recovery.close import close_unfinished
 
 START = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 TOKEN = "ghp_recover"

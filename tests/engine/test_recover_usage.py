@@ -16,8 +16,8 @@ from assay.adapters.store.sql import Ledger
 from assay.core.contract import parse_contract
 from assay.core.tasks import Task
 from assay.core.usage import BudgetLimits, Spend, UsageFigures
-from assay.engine.metering import RunMeter, coder_key, judge_key, validator_key
-from assay.engine.recover_usage import account_left_logs, account_unanswered_judges
+from assay.engine.local.metering import RunMeter, coder_key, judge_key, validator_key
+from assay.engine.recovery.usage import account_left_logs, account_unanswered_judges
 
 NOW = datetime(2026, 12, 4, 12, 0, tzinfo=UTC)
 SAMPLES = Path(__file__).parents[1] / "adapters" / "usage_samples"

@@ -13,8 +13,8 @@ from assay.adapters.store.sql import Ledger
 from assay.core.contract import Contract
 from assay.core.tasks import Task
 from assay.core.vocab import HoldSource, SettleRow, TaskStatus
-from assay.engine.refunds import refund_streak
-from assay.engine.runner import recover_interrupted
+from assay.engine.local.runner import recover_interrupted
+from assay.engine.recovery.refunds import refund_streak
 
 START = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 

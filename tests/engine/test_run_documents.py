@@ -16,7 +16,7 @@ from assay.adapters.store.sql import Ledger
 from assay.core.contract import parse_contract
 from assay.core.tasks import Task
 from assay.core.vocab import EventKind
-from assay.engine.runner import RunReport, run_task
+from assay.engine.local.runner import RunReport, run_task
 
 
 def _run(repo: Repo, contract_file: Path) -> tuple[Ledger, RunReport]:

@@ -14,7 +14,7 @@ from assay.core.contract import Contract
 from assay.core.results import ValidatorResult
 from assay.core.vocab import NetworkMode, SandboxMode, Severity
 from assay.engine.effects import RunPlan
-from assay.engine.seating import Seating
+from assay.engine.local.seating import Seating
 
 
 def plan_for(root: Path, **contract: Any) -> RunPlan:

@@ -17,7 +17,7 @@ from assay.adapters.sandbox import bwrap_available
 from assay.adapters.store.sql import Ledger
 from assay.core.contract import parse_contract
 from assay.core.tasks import Task
-from assay.engine.runner import RunReport, run_task
+from assay.engine.local.runner import RunReport, run_task
 
 ASSAY_BIN = Path(sys.prefix) / "bin"  # the virtualenv these tests (and so assay) run from
 

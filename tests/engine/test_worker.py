@@ -17,7 +17,7 @@ from assay.core.settle import Verdict, settle
 from assay.core.tasks import Task
 from assay.core.vocab import RunStatus, TaskStatus
 from assay.engine.admission import Unrunnable, hold_unrunnable
-from assay.engine.interrupt import RunInterrupted
+from assay.engine.local.interrupt import RunInterrupted
 from assay.engine.worker import Cadence, QueueEvents, QueueWorker
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)

@@ -18,7 +18,7 @@ from support.repo import FIXED, git
 
 from assay.adapters.store.sql import Ledger
 from assay.core.vocab import EventKind
-from assay.engine.refunds import refund_streak
+from assay.engine.recovery.refunds import refund_streak
 from assay.web import views
 from assay.web.views import AttemptState, SeatState
 

@@ -2,7 +2,7 @@
 
 Its own small module (standard library and the vocabulary only) because ``assay halt rearm``
 names the person who re-armed a halt and must not import the ledger or the task models to do
-it; :mod:`assay.engine.operator` re-exports both names.
+it; :mod:`assay.engine.operations.moves` re-exports both names.
 """
 
 from __future__ import annotations

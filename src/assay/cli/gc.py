@@ -9,7 +9,7 @@ import typer
 from assay.cli.workspace import EXIT_FAILED, Workspace, fail, print_json
 
 if TYPE_CHECKING:
-    from assay.engine.gc import GcReport
+    from assay.engine.operations.gc import GcReport
 
 
 def gc(
@@ -37,7 +37,7 @@ def gc(
     something could not be removed (listed), 2 for a bad DURATION.
     """
     from assay.core.gc import DurationError, parse_duration
-    from assay.engine.gc import collect_garbage
+    from assay.engine.operations.gc import collect_garbage
 
     try:
         seconds = parse_duration(older_than)
@@ -47,7 +47,7 @@ def gc(
     ledger = workspace.existing_ledger()
     if ledger is None:  # nothing ever ran here: nothing was left, and nothing is created
         from assay.core.gc import GcPlan
-        from assay.engine.gc import GcReport
+        from assay.engine.operations.gc import GcReport
 
         report = GcReport(GcPlan(remove=[], skip=[]), older_than=seconds, dry_run=dry_run)
     else:

@@ -166,7 +166,7 @@ def run(
     last line, and the human summary goes to stderr.
     """
     from assay.cli.resume import stored_ledger
-    from assay.engine.runner import recover_interrupted
+    from assay.engine.local.runner import recover_interrupted
 
     refuse_conflicting_flags(instruction, contract, task_id, ignore_wait, resume)
     spending = spending_flags(max_cost, max_tokens, task_max_cost, task_max_tokens)

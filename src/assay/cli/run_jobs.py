@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from assay.core.contract import Contract
     from assay.core.tasks import Task
     from assay.engine.effects import RunEvent
-    from assay.engine.runner import RunReport
+    from assay.engine.local.runner import RunReport
 
 
 def event_stream(ledger: Ledger, ours: set[str]) -> EventStream:
@@ -56,8 +56,8 @@ def run_jobs(
     to be printed compact after the stream's last event.
     """
     from assay.adapters.actor import cli_actor
-    from assay.engine.interrupt import RunInterrupted
-    from assay.engine.runner import run_task
+    from assay.engine.local.interrupt import RunInterrupted
+    from assay.engine.local.runner import run_task
 
     results: list[object] = []
     actor = cli_actor()  # who stops these runs, if anyone does: their tasks stay stopped

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from assay.cli.serve_news import ServeSummary
     from assay.core.tasks import Task
     from assay.engine.effects import RunEvent
-    from assay.engine.runner import RunReport
+    from assay.engine.local.runner import RunReport
 
 
 def serve(
@@ -174,7 +174,7 @@ def serve(
     from assay.cli.serve_news import ServeSummary, news
     from assay.core.gc import DurationError, parse_duration
     from assay.engine.admission import admit
-    from assay.engine.runner import recover_interrupted, run_task
+    from assay.engine.local.runner import recover_interrupted, run_task
     from assay.engine.worker import Cadence, QueueWorker
 
     durations = []
@@ -349,7 +349,7 @@ def _collect(
     something (a leftover it cannot remove, once: ``said`` holds what was told); its own
     error is a warning, never the end of serve."""
     from assay.cli.gc import describe
-    from assay.engine.gc import collect_garbage
+    from assay.engine.operations.gc import collect_garbage
 
     try:
         report = collect_garbage(

@@ -21,8 +21,8 @@ if TYPE_CHECKING:
     from assay.cli.progress import Progress
     from assay.core.tasks import Task
     from assay.engine.admission import Unrunnable
-    from assay.engine.interrupt import RunInterrupted
-    from assay.engine.runner import RunReport
+    from assay.engine.local.interrupt import RunInterrupted
+    from assay.engine.local.runner import RunReport
     from assay.engine.worker import QueueEvents
 
 

@@ -1,7 +1,7 @@
 """What ``assay run`` does with its tasks when its user stops it (SIGINT / SIGTERM).
 
 The run in progress is closed as interrupted and its task held (manual) in the same
-transaction (:func:`assay.engine.runner.run_task`'s ``stopped_by``); every other task the
+transaction (:func:`assay.engine.local.runner.run_task`'s ``stopped_by``); every other task the
 command was to run and had not finished — one a stop reached before its run opened or after
 its last boundary (the run ended, runnable, as the stop came), the ones after it — is held
 here the same way, so none of them is picked up by ``assay serve`` or another ``assay run
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from assay.adapters.actor import Actor
     from assay.adapters.store.sql import Ledger
     from assay.core.tasks import Task
-    from assay.engine.interrupt import RunInterrupted
+    from assay.engine.local.interrupt import RunInterrupted
 
 
 def hold_stopped(
@@ -36,8 +36,8 @@ def hold_stopped(
     """Hold each of ``task_ids`` that would run again, and say what became of each
     (``interrupted``: the task whose run the stop ended, and the stop; ``ended``: those whose
     run ended by itself as the stop came)."""
-    from assay.engine.interrupt import stop_reason
-    from assay.engine.operator import MoveRefused, move_task
+    from assay.engine.local.interrupt import stop_reason
+    from assay.engine.operations.moves import MoveRefused, move_task
 
     reason = stop_reason(signum)
     for task_id in task_ids:

@@ -12,7 +12,7 @@ from assay.cli.workspace import EXIT_FAILED, EXIT_USAGE, Workspace, fail, print_
 from assay.core.text import shown
 
 if TYPE_CHECKING:
-    from assay.engine.task_removal import Removal
+    from assay.engine.operations.task_removal import Removal
 
 NOT_PRUNED = "queued or running"
 
@@ -20,7 +20,7 @@ NOT_PRUNED = "queued or running"
 def delete(task_ids: list[str], *, dry_run: bool, json_output: bool) -> None:
     """Delete the tasks (all of them, or none: exit 2 saying which cannot go and why)."""
     from assay.adapters.store.deletes import DeleteRefused
-    from assay.engine.task_removal import delete_tasks
+    from assay.engine.operations.task_removal import delete_tasks
 
     workspace = Workspace.find()
     ledger = workspace.existing_ledger()  # none yet: no task either, and none is created
@@ -49,7 +49,12 @@ def prune(older_than: str, statuses: list[str], *, dry_run: bool, json_output: b
     from assay.adapters.store.deletes import Deletion
     from assay.core.gc import DurationError, format_duration, parse_duration
     from assay.core.vocab import TaskStatus
-    from assay.engine.task_removal import PRUNABLE, PRUNED_BY_DEFAULT, Removal, prune_tasks
+    from assay.engine.operations.task_removal import (
+        PRUNABLE,
+        PRUNED_BY_DEFAULT,
+        Removal,
+        prune_tasks,
+    )
 
     try:
         seconds = parse_duration(older_than)

@@ -122,7 +122,7 @@ _GONE = "open, but its process is gone: `assay run --resume` closes it"
 def gone_runs(runs: list[RunRecord], home: Path) -> frozenset[str]:
     """The open runs whose process is gone: their folder here has a lock nobody holds. A run
     with no folder on this machine (a Temporal worker's elsewhere) is never said gone."""
-    from assay.engine.run_lock import run_is_alive
+    from assay.engine.local.run_lock import run_is_alive
 
     folders = {r.id: home / "runs" / r.id for r in runs if not r.status.terminal}
     return frozenset(

@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from assay.adapters.store.sql import Ledger
     from assay.cli.usage_views import TaskUsage
     from assay.core.tasks import Task
-    from assay.engine.operator import Actor
+    from assay.engine.operations.moves import Actor
 
 app = command_group()
 
@@ -58,7 +58,7 @@ _STOP_REASONS = {OperatorMove.HOLD: HOLD_REASON, OperatorMove.CANCEL: "cancelled
 JsonFlag = Annotated[bool, typer.Option("--json", help="Machine-readable JSON output.")]
 STATUSES = [s.value for s in TaskStatus]
 PRUNABLE = [s.value for s in (TaskStatus.DONE, TaskStatus.HELD, TaskStatus.FAILED)]
-"""What ``task prune --status`` may name (``assay.engine.task_removal.PRUNABLE``, which a test
+"""What ``task prune --status`` may name (``operations.task_removal.PRUNABLE``, which a test
 checks this against: the engine is not imported to build the options)."""
 
 
@@ -228,7 +228,7 @@ def _move(
     import contextlib
 
     from assay.adapters.actor import cli_actor
-    from assay.engine.operator import MoveRefused, move_task
+    from assay.engine.operations.moves import MoveRefused, move_task
 
     workspace = Workspace.find()
     ledger, task = _find(workspace, task_id)  # its not-found and unreadable messages

@@ -153,7 +153,7 @@ def _activities(
     workspace: Workspace, ledger: Ledger, queue: str, max_dispatches: int
 ) -> Activities:
     from assay.adapters.store.contracts import load_task_contract
-    from assay.engine.local import LocalEffects
+    from assay.engine.local.executor import LocalEffects
     from assay.engine.temporal.activities import Activities
 
     def effects_for(task: Task, contract: Contract) -> LocalEffects:

@@ -37,7 +37,7 @@ __all__ = [
 ]
 
 NO_CHANGE_MARK = "NO CHANGE NEEDED:"
-"""The prefix of a verified no-op's summary (``assay.engine.empty_wave`` checks the same)."""
+"""The prefix of a verified no-op's summary (``assay.engine.graph.empty_wave`` checks the same)."""
 
 EVIDENCE_PLACEHOLDER = "<evidence: what you found, with file and line>"
 

@@ -1,6 +1,6 @@
 """The Effects interface: every side effect of a run, as the graph sees it.
 
-The graph (:mod:`assay.engine.graph`) decides; effects act. The local executor performs each
+The graph (:mod:`assay.engine.graph.run`) decides; effects act. The local executor performs each
 call in-process; the Temporal executor performs each as an activity. Keeping every step behind
 this interface is what lets the graph be deterministic and tested without git or a model.
 

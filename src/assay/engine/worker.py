@@ -26,7 +26,7 @@ from assay.adapters.process import stop_requested
 from assay.adapters.store.sql import Ledger, LedgerConflict, TaskNotFound
 from assay.core.tasks import Task
 from assay.engine.admission import Unrunnable
-from assay.engine.interrupt import RunInterrupted
+from assay.engine.local.interrupt import RunInterrupted
 
 R = TypeVar("R")
 

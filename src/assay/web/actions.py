@@ -1,6 +1,6 @@
 """The operator's moves from the dashboard: hold, release and cancel a task, re-arm a fired halt.
 
-Each goes through :mod:`assay.engine.operator`, the same path as the CLI, recorded as done
+Each goes through :mod:`assay.engine.operations.moves`, the same path as the CLI, recorded as done
 ``via`` web ``by`` the name of the credential the request carries (a ``by`` field, if posted,
 is ignored: who acts is never what a form says). The security middleware has checked the
 credential, the CSRF field and the origin before any of this runs.
@@ -21,7 +21,7 @@ from fastapi.responses import RedirectResponse, Response
 
 from assay.adapters.store.errors import RunNotFound, TaskNotFound, UnreadableTask
 from assay.core.vocab import ActorVia, OperatorMove
-from assay.engine.operator import (
+from assay.engine.operations.moves import (
     RELEASED_NOTE,
     Actor,
     MoveRefused,

@@ -173,7 +173,7 @@ def _refund_streaks(
     conn: sa.Connection, ids: list[str], histories: dict[str, list[RunBrief]]
 ) -> dict[str, int]:
     """The refunded runs in a row since each task's last release, counted as
-    :func:`assay.engine.refunds.refund_streak` counts them (its runs in the order their
+    :func:`assay.engine.recovery.refunds.refund_streak` counts them (its runs in the order their
     ``run.opened`` events were appended, a release starting over)."""
     if not ids:
         return {}

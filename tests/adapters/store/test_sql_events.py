@@ -17,7 +17,7 @@ from assay.adapters.store.records import EventIn
 from assay.adapters.store.sql import HEAD_REVISION, MIGRATIONS, Ledger
 from assay.core.settle import Verdict
 from assay.core.vocab import EventKind, RunStatus, SettleRow
-from assay.engine.refunds import refund_streak
+from assay.engine.recovery.refunds import refund_streak
 
 AT = {"at": "2026-01-01 00:00:00"}
 

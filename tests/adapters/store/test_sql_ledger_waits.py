@@ -14,7 +14,7 @@ from assay.adapters.store.sql import HEAD_REVISION, MIGRATIONS, Ledger
 from assay.core.backoff import quota_wait
 from assay.core.settle import Verdict
 from assay.core.vocab import RunStatus, SettleRow, TaskStatus
-from assay.engine.refunds import closed_quota_streak
+from assay.engine.recovery.refunds import closed_quota_streak
 
 QUOTA = Verdict(status=RunStatus.STALLED, quota_hit=True)
 

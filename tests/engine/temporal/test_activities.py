@@ -18,7 +18,7 @@ from assay.adapters.store.sql import Ledger
 from assay.core.contract import Contract
 from assay.core.tasks import Task
 from assay.engine.effects import OpenRequest
-from assay.engine.local import LocalEffects
+from assay.engine.local.executor import LocalEffects
 from assay.engine.temporal.activities import Activities
 from assay.engine.temporal.calls import CloseIn
 

@@ -1,7 +1,7 @@
 """Halt firings journaled in the ledger, where a later rewrite of a state file cannot reach.
 
 Inside a run, ``assay halt check`` never touches the state file: it asks the engine's halt
-relay (:mod:`assay.engine.halt_relay`, through :mod:`assay.adapters.store.halt_relay_client`),
+relay (:mod:`assay.engine.local.halt_relay`, through :mod:`assay.adapters.store.halt_relay_client`),
 and the engine performs the move on its own file and journals a firing as a ``halt.fired``
 event before it answers. Used on its own (no relay), the command journals a firing it made in
 the ledger of the assay home the state folder belongs to (:func:`journal_fired`). The engine

@@ -5,7 +5,7 @@ its state file. ``assay halt check`` (a query or a fire) therefore sends what it
 one JSON line (:func:`check_request`), to the relay socket ``$ASSAY_HALT_RELAY`` names, and the
 engine performs the transition on its own state file for the dispatch that socket serves,
 journals a firing, and answers with the document and exit code seed 002 prescribes
-(:mod:`assay.engine.halt_relay`). The dispatch id the command claims is checked by the engine,
+(:mod:`assay.engine.local.halt_relay`). The dispatch id the command claims is checked by the engine,
 never believed. Standard library only: this runs at every ``assay halt check`` of a coder.
 """
 

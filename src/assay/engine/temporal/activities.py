@@ -7,7 +7,7 @@ queue and is performed by those same effects. Each activity heartbeats while it 
 dispatch says its seat and how long it has run), so a worker that dies is noticed within the
 heartbeat timeout; a cancelled dispatch stops its coders' process groups (the seat is reset by
 the next dispatch). ``close`` closes a run its graph never recorded, once, from the ledger's
-journal (:func:`assay.engine.recover.close_unfinished`: the one close recovery uses).
+journal (:func:`assay.engine.recovery.close.close_unfinished`: the one close recovery uses).
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ from assay.engine.effects import (
     RunStopped,
 )
 from assay.engine.outcomes import JudgeRound, LandOutcome, Validation
-from assay.engine.recover import close_unfinished
+from assay.engine.recovery.close import close_unfinished
 from assay.engine.temporal.calls import (
     CandidateIn,
     Closed,

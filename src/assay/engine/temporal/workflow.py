@@ -21,7 +21,7 @@ from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
     from assay.engine.effects import OpenRequest, RunRecorded, RunStopped
-    from assay.engine.graph import run_graph
+    from assay.engine.graph.run import run_graph
     from assay.engine.temporal.calls import (
         Closed,
         CloseIn,

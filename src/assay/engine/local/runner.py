@@ -2,8 +2,8 @@
 
 The graph opens the run (the task claims an attempt in the ledger), runs its attempts and
 records its close: attest the halts, settle the task, write the payload, and record it all in
-the ledger in one transaction (:mod:`assay.engine.local_close`, building the close with the
-one pure :func:`assay.engine.closing.close_run`).
+the ledger in one transaction (:mod:`assay.engine.local.close`, building the close with the
+one pure :func:`assay.engine.close.close_run`).
 A run lost to a provider's quota is refunded by settle and the task then waits (the
 provider's reset time, or a backoff on the streak of such runs) before it is runnable again.
 A run that ended on a fired block halt is not attested: the halt stays FIRED, sticky, until an
@@ -12,7 +12,8 @@ otherwise forbid.
 A run holds an exclusive lock on its run folder while it lives, so a later process can tell
 an interrupted run (lock free, run still open) from one still running.
 Every event is journaled in the ledger as it happens; a run stopped by a signal
-(:class:`RunInterrupted`) or killed is closed from that journal (:mod:`assay.engine.recover`),
+(:class:`RunInterrupted`) or killed is closed from that journal
+(:mod:`assay.engine.recovery.close`),
 and a graph that raised is closed as an internal error with the counts the journal holds.
 """
 
@@ -33,11 +34,11 @@ from assay.core.payload import Payload
 from assay.core.settle import Settlement
 from assay.core.tasks import Task
 from assay.engine.effects import OpenRequest
-from assay.engine.graph import run_graph
-from assay.engine.interrupt import RunInterrupted, UserStop
-from assay.engine.local import EventSink, LocalEffects
-from assay.engine.recover import recover_interrupted as recover_runs
-from assay.engine.run_lock import run_is_alive
+from assay.engine.graph.run import run_graph
+from assay.engine.local.executor import EventSink, LocalEffects
+from assay.engine.local.interrupt import RunInterrupted, UserStop
+from assay.engine.local.run_lock import run_is_alive
+from assay.engine.recovery.close import recover_interrupted as recover_runs
 
 __all__ = ["RunReport", "new_run_id", "recover_interrupted", "run_is_alive", "run_task"]
 
@@ -126,7 +127,7 @@ def recover_interrupted(
     clock: Clock = utc_now,
     warn: Callable[[str], None] | None = None,
 ) -> list[str]:
-    """Close every open run whose process died (see :mod:`assay.engine.recover`): once, as
+    """Close every open run whose process died (see :mod:`assay.engine.recovery.close`): once, as
     landed when its commit is on the base branch, else as interrupted and refunded. A seat or
     branch that cannot be removed is said to ``warn`` and stays; recovery goes on."""
     return recover_runs(

@@ -1,5 +1,5 @@
 """The local executor's halts: the watch over the run's state file and the journal, and the
-relays the coders' ``assay halt check`` acts through (:mod:`assay.engine.halt_relay`): one per
+relays the coders' ``assay halt check`` acts through (:mod:`assay.engine.local.halt_relay`): one per
 seat dispatch, each bound read-only into that seat's sandbox only. All live on the worker that
 holds the run's seats."""
 
@@ -15,11 +15,11 @@ from assay.core.halt_watch import HaltWatch
 from assay.core.payload import HaltNotice
 from assay.core.statefile import HaltStateFile
 from assay.core.vocab import CanonicalHalt, EventKind
-from assay.engine.halt_relay import HaltRelay
+from assay.engine.local.halt_relay import HaltRelay
 from assay.engine.outcomes import RunEvent, RunPlan
 
 if TYPE_CHECKING:
-    from assay.engine.local import LocalEffects
+    from assay.engine.local.executor import LocalEffects
 
 
 class HaltKeeper:

@@ -30,7 +30,7 @@ from assay.adapters.store.records import RunRecord
 from assay.adapters.store.sql import Ledger
 from assay.core.gc import RunFacts, format_duration, plan_gc
 from assay.core.vocab import TaskFileKind, TaskStatus
-from assay.engine.gc import find_leftovers, remove_leftover, run_facts
+from assay.engine.operations.gc import find_leftovers, remove_leftover, run_facts
 
 PRUNABLE = (TaskStatus.DONE, TaskStatus.HELD, TaskStatus.FAILED)
 """The statuses prune may remove: a task that is settled. Queued and running never."""
@@ -129,7 +129,7 @@ def _remove_files(
     """After the ledger's commit: what the deleted runs left, as ``assay gc`` would remove it
     at once, then their own folders and halt state, then an older assay's contract files."""
     if is_alive is None:
-        from assay.engine.runner import run_is_alive
+        from assay.engine.local.runner import run_is_alive
 
         is_alive = run_is_alive
     removal = Removal(dry_run=dry_run, deletion=deletion)

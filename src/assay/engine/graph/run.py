@@ -28,16 +28,6 @@ from assay.core.vocab import (
     PolicyAction,
     RunStatus,
 )
-from assay.engine.accounting import (
-    blocking_findings,
-    budget_detail,
-    failure_detail,
-    failure_summary,
-    hit_budget,
-    record_attempt,
-    seat_event,
-    spending_exhausted,
-)
 from assay.engine.effects import (
     CandidateCall,
     EffectFault,
@@ -52,14 +42,24 @@ from assay.engine.effects import (
     RunStopped,
     SeatCall,
 )
-from assay.engine.empty_wave import (
+from assay.engine.graph.accounting import (
+    blocking_findings,
+    budget_detail,
+    failure_detail,
+    failure_summary,
+    hit_budget,
+    record_attempt,
+    seat_event,
+    spending_exhausted,
+)
+from assay.engine.graph.empty_wave import (
     claims_no_change,
     empty_wave_signatures,
     no_candidate,
     refuted_decision,
     verify_noop,
 )
-from assay.engine.endings import cannot_run, judge_validator_lost, landed, next_step
+from assay.engine.graph.endings import cannot_run, judge_validator_lost, landed, next_step
 from assay.engine.outcomes import Candidate, RunEvent, RunPlan, Validation
 from assay.engine.result import RunResult, end_run
 

@@ -3,7 +3,8 @@ candidate.
 
 What crosses the boundary is the :class:`~assay.engine.outcomes.Candidate`; what stays here,
 on the worker, is the :class:`SeatWork` (the coder's full result, the diff, the candidate's
-commit in the seat's candidate store), kept by :class:`~assay.engine.local.LocalEffects` for
+commit in the seat's candidate store), kept by
+:class:`~assay.engine.local.executor.LocalEffects` for
 the judges and the lander. The candidate is what the collector captured inside the seat's
 sandbox; every check looks at exactly that tree (a command validator in a fresh checkout of it
 with a fresh home), never at the coder's seat.
@@ -49,21 +50,21 @@ from assay.core.vocab import (
     SandboxMode,
     ValidatorKind,
 )
-from assay.engine.accounting import validator_event
-from assay.engine.closing import IGNORED_SHOWN
+from assay.engine.close import IGNORED_SHOWN
 from assay.engine.effects import FireCall, SeatCall
-from assay.engine.interrupt import boundary, raise_if_stopping
-from assay.engine.metering import coder_key, metered, validator_key
-from assay.engine.outcomes import Candidate, RunEvent, RunPlan
-from assay.engine.seat_results import (
+from assay.engine.graph.accounting import validator_event
+from assay.engine.local.interrupt import boundary, raise_if_stopping
+from assay.engine.local.metering import coder_key, metered, validator_key
+from assay.engine.local.seat_results import (
     candidate_of,
     captured_output,
     environment_failed,
     with_final_answer,
 )
+from assay.engine.outcomes import Candidate, RunEvent, RunPlan
 
 if TYPE_CHECKING:
-    from assay.engine.local import LocalEffects
+    from assay.engine.local.executor import LocalEffects
 
 
 @dataclass(frozen=True)

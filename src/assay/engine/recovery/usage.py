@@ -26,8 +26,8 @@ from assay.adapters.validators.judge import safe_name
 from assay.core.contract import Contract
 from assay.core.usage import BudgetLimits, Spend, UsageFigures, exhaustion
 from assay.core.vocab import BudgetAction, ValidatorKind
-from assay.engine.metering import DispatchMeter, RunMeter, coder_key, judge_key, validator_key
-from assay.engine.panel import judge_name
+from assay.engine.local.metering import DispatchMeter, RunMeter, coder_key, judge_key, validator_key
+from assay.engine.local.panel import judge_name
 
 __all__ = ["account_left_logs", "account_unanswered_judges", "budget_spent"]
 

@@ -1,6 +1,6 @@
 """Closing a run that never reached its own close: killed, or stopped by a signal.
 
-Its counts come from its event log (:mod:`assay.engine.journal`), so the payload and the
+Its counts come from its event log (:mod:`assay.engine.local.journal`), so the payload and the
 ledger say how many coders really ran. A run whose commit is already on the base branch
 (found by its ``Assay-Run`` trailer) is closed as landed and never landed again; so is a run
 whose journal says its pull request opened (``land.pr_opened``), or, when it died after its
@@ -40,18 +40,18 @@ from assay.core.vocab import (
     HaltType,
     RunStatus,
 )
-from assay.engine.closing import CloseFacts, close_run
-from assay.engine.halt_relay import remove_relay_folders
-from assay.engine.interrupt import UserStop
-from assay.engine.journal import JournaledLanding, interrupted_last, read_journal
+from assay.engine.close import CloseFacts, close_run
+from assay.engine.local.halt_relay import remove_relay_folders
+from assay.engine.local.interrupt import UserStop
+from assay.engine.local.journal import JournaledLanding, interrupted_last, read_journal
+from assay.engine.local.pull_request import delete_remote_branch, find_open_pull_request
 from assay.engine.outcomes import LandOutcome
-from assay.engine.pull_request import delete_remote_branch, find_open_pull_request
-from assay.engine.recover_usage import (
+from assay.engine.recovery.refunds import closed_quota_streak, refund_streak
+from assay.engine.recovery.usage import (
     account_left_logs,
     account_unanswered_judges,
     budget_spent,
 )
-from assay.engine.refunds import closed_quota_streak, refund_streak
 from assay.engine.result import RunResult
 
 Clock = Callable[[], datetime]

@@ -2,9 +2,9 @@
 
 Open: the task claims an attempt in the ledger and the run folder's lock is taken (before
 the run's row: a starting run never looks dead). Record: attest the halts, build the close
-(:func:`assay.engine.closing.close_run`, pure), write the payload, then the ledger's close in
+(:func:`assay.engine.close.close_run`, pure), write the payload, then the ledger's close in
 one transaction; a run that did not land keeps its candidates' branches for a look, and its
-seats go. A run stopped by a signal is closed from its journal (:mod:`assay.engine.recover`).
+seats go. A run stopped by a signal is closed from its journal (:mod:`assay.engine.recovery.close`).
 """
 
 from __future__ import annotations
@@ -26,26 +26,26 @@ from assay.adapters.store import halt_files
 from assay.core.contract import Contract
 from assay.core.payload import HaltNotice
 from assay.core.vocab import CoderKind, CrashPoint, RunStatus, ValidatorKind
-from assay.engine.attestation import attest_at_close
-from assay.engine.closing import CloseFacts, close_run
+from assay.engine.close import CloseFacts, close_run
 from assay.engine.crashpoints import crash_point
 from assay.engine.effects import OpenRequest, RunHandle, RunRecorded
-from assay.engine.interrupt import RunInterrupted, UserStop
-from assay.engine.journal import read_journal
+from assay.engine.local.attestation import attest_at_close
+from assay.engine.local.interrupt import RunInterrupted, UserStop
+from assay.engine.local.journal import read_journal
+from assay.engine.local.run_lock import hold_run_lock
 from assay.engine.outcomes import RunPlan
-from assay.engine.recover import (
+from assay.engine.recovery.close import (
     KEEP_MARKER,
     KEEPS_CANDIDATES,
     close_document,
     close_unfinished,
     remove_unrecorded_run_folder,
 )
-from assay.engine.refunds import closed_quota_streak, refund_streak
+from assay.engine.recovery.refunds import closed_quota_streak, refund_streak
 from assay.engine.result import RunResult
-from assay.engine.run_lock import hold_run_lock
 
 if TYPE_CHECKING:
-    from assay.engine.local import LocalEffects
+    from assay.engine.local.executor import LocalEffects
 
 
 def open_run(fx: LocalEffects, call: OpenRequest) -> tuple[RunPlan, datetime]:

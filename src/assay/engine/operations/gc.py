@@ -23,7 +23,7 @@ from assay.adapters.store.records import RunRecord
 from assay.adapters.store.sql import Ledger, RunNotFound
 from assay.core.gc import GcPlan, Leftover, RunFacts, format_duration, plan_gc
 from assay.core.vocab import EventKind, LeftoverKind, RunStatus
-from assay.engine import halt_relay
+from assay.engine.local import halt_relay
 
 
 @dataclass
@@ -75,7 +75,7 @@ def collect_garbage(
 ) -> GcReport:
     """Find, plan and (unless ``dry_run``) remove; never raises for one leftover's failure."""
     if is_alive is None:
-        from assay.engine.runner import run_is_alive
+        from assay.engine.local.runner import run_is_alive
 
         is_alive = run_is_alive
     moment = now or datetime.now(UTC)

@@ -1,7 +1,7 @@
 """The local executor: every Effects call performed in-process, on this machine.
 
 Coders run in threads (each one a child process in its seat's own repository and sandbox,
-see :mod:`assay.engine.seating`), so the seats of an attempt run in parallel while the graph
+see :mod:`assay.engine.local.seating`), so the seats of an attempt run in parallel while the graph
 itself stays single-threaded and deterministic. One :class:`LocalEffects` holds one run: it
 opens it (claims the task, creates the run, takes the run folder's lock), keeps what stays on
 the worker (the seats, each candidate's diff, the halt watch, the secrets found) and records
@@ -65,16 +65,16 @@ from assay.engine.effects import (
     SeatCall,
     Validation,
 )
-from assay.engine.interrupt import RunInterrupted, UserStop, boundary
-from assay.engine.journal import journaled
-from assay.engine.local_close import close_interrupted, open_run, record_run
-from assay.engine.local_halts import HaltKeeper
-from assay.engine.local_seats import SeatWork, dispatch_seat, validate_seat
-from assay.engine.merge import land_candidate
-from assay.engine.metering import RunMeter
-from assay.engine.panel import judge_blind
-from assay.engine.seat_results import validation_of
-from assay.engine.seating import Seating
+from assay.engine.local.close import close_interrupted, open_run, record_run
+from assay.engine.local.halts import HaltKeeper
+from assay.engine.local.interrupt import RunInterrupted, UserStop, boundary
+from assay.engine.local.journal import journaled
+from assay.engine.local.merge import land_candidate
+from assay.engine.local.metering import RunMeter
+from assay.engine.local.panel import judge_blind
+from assay.engine.local.seat_results import validation_of
+from assay.engine.local.seating import Seating
+from assay.engine.local.seats import SeatWork, dispatch_seat, validate_seat
 
 EventSink = Callable[[RunEvent], None]
 Clock = Callable[[], datetime]

@@ -1,8 +1,9 @@
 """The close of a run, built without I/O: settlement, payload and the ledger's close rows.
 
 One function for every way a run ends: the graph's result recorded by the executor that ran
-it (:meth:`assay.engine.local.LocalEffects.record`), a run whose process died or was stopped
-(:func:`assay.engine.recover.close_unfinished`), and a run whose Temporal worker was lost.
+it (:meth:`~assay.engine.local.executor.LocalEffects.record`),
+a run whose process died or was stopped
+(:func:`assay.engine.recovery.close.close_unfinished`), and a run whose Temporal worker was lost.
 Whoever calls it reads what it needs first (the refund streak, the journal's counts, the
 halts attestation left unattested) and writes what it returns afterwards (the payload file,
 then the ledger's close in one transaction).
@@ -37,7 +38,7 @@ from assay.core.vocab import (
     UsageRole,
     ValidatorKind,
 )
-from assay.engine.accounting import seat_error
+from assay.engine.graph.accounting import seat_error
 from assay.engine.result import RunResult
 
 IGNORED_SHOWN = 50  # ignored entries a payload names per candidate (with the count of all)

@@ -22,7 +22,8 @@ from assay.core.vocab import (
     RunStatus,
     Severity,
 )
-from assay.engine.accounting import (
+from assay.engine.effects import CandidateCall, Effects, RunPlan
+from assay.engine.graph.accounting import (
     blocking_findings,
     failure_detail,
     failure_summary,
@@ -31,7 +32,6 @@ from assay.engine.accounting import (
     seat_error,
     seat_errors,
 )
-from assay.engine.effects import CandidateCall, Effects, RunPlan
 from assay.engine.outcomes import Candidate
 from assay.engine.result import RunResult, end_run
 

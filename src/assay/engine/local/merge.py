@@ -21,12 +21,12 @@ from assay.core.attempts import AttemptRecord
 from assay.core.policy import decide
 from assay.core.results import ValidatorResult
 from assay.core.vocab import AttemptOutcome, LandMode, PolicyAction, RunStatus
-from assay.engine.accounting import failure_detail
+from assay.engine.graph.accounting import failure_detail
+from assay.engine.local.pull_request import land_pull_request
 from assay.engine.outcomes import Candidate, LandOutcome, RunPlan
-from assay.engine.pull_request import land_pull_request
 
 if TYPE_CHECKING:
-    from assay.engine.local import LocalEffects
+    from assay.engine.local.executor import LocalEffects
 
 
 def land_candidate(

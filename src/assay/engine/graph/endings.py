@@ -9,7 +9,7 @@ from assay.core.policy import PolicyDecision
 from assay.core.preflight import unrunnable_reason
 from assay.core.results import ValidatorResult
 from assay.core.vocab import AttemptNext, HaltType, PolicyAction, RunStatus
-from assay.engine.accounting import record_attempt
+from assay.engine.graph.accounting import record_attempt
 from assay.engine.outcomes import Candidate, Validation
 from assay.engine.result import RunResult, end_run
 

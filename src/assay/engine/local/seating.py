@@ -289,7 +289,7 @@ class Seating:
     def judge_sandbox(self, plan: RunPlan) -> SandboxSpec:
         """Where a CLI judge runs: it sees no seat and writes nothing of the run's (its diffs are
         bound read-only, its home is a fresh folder under ``home`` per judge and round: see
-        :mod:`assay.engine.panel`); an agent, it reaches its model's hosts through its proxy
+        :mod:`assay.engine.local.panel`); an agent, it reaches its model's hosts through its proxy
         (the machine's network under ``network: host``), nothing else."""
         home = seats.seats_root(self.home, plan.run_id) / "judges.home"
         home.mkdir(parents=True, exist_ok=True)

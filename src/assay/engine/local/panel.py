@@ -21,7 +21,7 @@ from assay.core.changes import ChangeSet
 from assay.core.contract import JudgeSpec
 from assay.core.usage import UsageFigures
 from assay.core.vocab import JudgeKind
-from assay.engine.metering import RunMeter, judge_key
+from assay.engine.local.metering import RunMeter, judge_key
 from assay.engine.outcomes import JudgeRound, RunPlan
 
 if TYPE_CHECKING:

@@ -1,0 +1,1 @@
+"""An operator's work outside a run: hold, release, cancel, re-arm; delete and prune tasks; gc."""
