@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-dev
 
-.PHONY: demo test lint typecheck imports unit agents bench clean
+.PHONY: demo test lint typecheck imports unit e2e agents bench clean
 
 # Some environments set PYTHONDONTWRITEBYTECODE: every one of the suite's thousands of `assay`
 # processes would then compile assay's sources again. Let the first one write the bytecode.
@@ -37,10 +37,15 @@ imports: $(STAMP)
 agents:
 	@AGENTS_PYTHON="$(PYTHON)" tools/install-agents.sh
 
-unit: $(STAMP) agents
-	$(VENV)/bin/pytest -n 2 -q --durations=15
+# Two tiers: tests/unit runs in-process (no assay or server process; tests/unit/conftest.py
+# refuses them), tests/e2e what only a real process proves.
+unit: $(STAMP)
+	$(VENV)/bin/pytest -n 2 -q --durations=10 tests/unit
 
-test: lint typecheck imports unit
+e2e: $(STAMP) agents
+	$(VENV)/bin/pytest -n 2 -q --durations=15 tests/e2e
+
+test: lint typecheck imports unit e2e
 
 bench: $(STAMP)
 	$(PY) bench/cli.py --no-fail

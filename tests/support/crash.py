@@ -1,6 +1,6 @@
 """Crash a real `assay run`, recover it, and check what must hold after any crash.
 
-Shared by ``tests/faults`` (a kill at every named boundary) and ``bench/crash_soak.py`` (kills
+Shared by ``tests/e2e/faults`` (a kill at every named boundary) and ``bench/crash_soak.py`` (kills
 at random moments). The run appends one line to ``src/notes.txt`` per seat, so a second
 landing of the same task would show as a second line on the base branch.
 """

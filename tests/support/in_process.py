@@ -1,8 +1,18 @@
-"""Driving the CLI in-process on a fresh repository: ``main(argv)`` with captured output, and
-the repository's ledger, for the CLI tests that need no ``assay`` process."""
+"""Driving the CLI in-process: ``main(argv)`` with captured output, for the unit tier.
+
+:func:`run_assay` is what an ``assay`` process would do, without the process: the same
+argument list, working folder and environment, its exit code and both streams captured.
+:func:`run_main` and :func:`fresh_repo` serve the tests written against pytest's ``capsys``.
+"""
 
 from __future__ import annotations
 
+import io
+import os
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import pytest
@@ -12,6 +22,37 @@ from assay.cli.main import main
 from support.repo import git
 
 _ASSAY_SETTINGS = ("ASSAY_HOME", "ASSAY_DATABASE_URL", "ASSAY_TEMPORAL", "ASSAY_DEBUG")
+
+
+def run_assay(
+    args: Sequence[str], *, cwd: Path, env: Mapping[str, str], stdin: str = ""
+) -> subprocess.CompletedProcess[str]:
+    """``assay ARGS`` run in this process in ``cwd`` with exactly ``env`` as its environment;
+    everything it changed (environment, working folder, streams) is put back afterwards."""
+    saved_env, saved_cwd, saved_stdin = dict(os.environ), os.getcwd(), sys.stdin
+    out, err = io.StringIO(), io.StringIO()
+    code: object = 0
+    os.environ.clear()
+    os.environ.update(env)
+    os.chdir(cwd)
+    sys.stdin = io.StringIO(stdin)
+    try:
+        with redirect_stdout(out), redirect_stderr(err):
+            try:
+                main(list(args))
+            except SystemExit as done:
+                code = done.code
+    finally:
+        sys.stdin = saved_stdin
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+    if code is None:
+        code = 0
+    elif not isinstance(code, int):
+        err.write(f"{code}\n")
+        code = 1
+    return subprocess.CompletedProcess(["assay", *args], code, out.getvalue(), err.getvalue())
 
 
 def fresh_repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:

@@ -45,17 +45,30 @@ class Repo:
     def assay(
         self, *args: str, timeout: float = 120, **env: str
     ) -> subprocess.CompletedProcess[str]:
-        environ = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
-        environ.update(env)
+        """``assay ARGS`` as a real process (the end-to-end tier)."""
         return subprocess.run(
             [str(ASSAY), *args],
             cwd=self.root,
             capture_output=True,
             text=True,
-            env=environ,
+            env=self.environment(**env),
             timeout=timeout,
             check=False,
         )
+
+    def main(
+        self, *args: str, stdin: str = "", timeout: float = 120, **env: str
+    ) -> subprocess.CompletedProcess[str]:
+        """``assay ARGS`` in this process, as :meth:`assay` would run it (the unit tier)."""
+        from support.in_process import run_assay
+
+        return run_assay(args, cwd=self.root, env=self.environment(**env), stdin=stdin)
+
+    def environment(self, **env: str) -> dict[str, str]:
+        """This process's environment without assay's settings, plus ``env``."""
+        environ = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
+        environ.update(env)
+        return environ
 
     def put(self, name: str, dest: str) -> str:
         """A shell command that writes the fixture ``name`` to ``dest`` in the seat. The content

@@ -1,6 +1,6 @@
 """Every closed vocabulary of assay.
 
-Each set of tokens is a ``StrEnum``; ``tests/core/vocab_baseline.json`` pins them, so widening
+Each set of tokens is a ``StrEnum``; ``tests/unit/core/vocab_baseline.json`` pins them, so widening
 one means editing that baseline on purpose.
 """
 

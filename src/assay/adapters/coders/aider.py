@@ -16,7 +16,7 @@ Format sources:
   provider's servers are down or overloaded.", ...): Aider-AI/aider ``aider/exceptions.py``;
   a context overflow prints ``Model X has hit a token limit!`` (``show_exhausted_error``).
 
-Checked against the real aider 0.86.2 (tests/interop): it still exits 0 after giving up on a
+Checked against the real aider 0.86.2 (tests/e2e/interop): it still exits 0 after giving up on a
 rate limit, which it retries for about a minute first (0.25 s doubling to 32 s, each try with
 the client's own retries); a reply naming a file not yet in the chat makes it add the file and
 ask the model again before any edit is applied; it leaves ``.aider.tags.cache.v4`` in the

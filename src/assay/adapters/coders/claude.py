@@ -15,7 +15,7 @@ Format sources:
   apis/messages.md. A failed API call still ends in ``subtype: success`` with ``is_error: true``
   and the message in ``result`` (https://docs.rs/claude-code-agent/0.6.0/claude_code_agent/
   protocol/struct.ResultMessage.html).
-- Checked against the real ``claude`` 2.1.332 (tests/interop): the prompt is read from stdin
+- Checked against the real ``claude`` 2.1.332 (tests/e2e/interop): the prompt is read from stdin
   with no prompt argument; ``--max-turns N`` ends with exit code 1 and a result of
   ``subtype: error_max_turns``, ``is_error: true``, ``terminal_reason: max_turns``,
   ``num_turns: N + 1``; a failed API call (after ``CLAUDE_CODE_MAX_RETRIES`` retries, 10 by

@@ -1,7 +1,7 @@
 """claude's usage as its ``stream-json`` reports it, read as it arrives (pure: text in, figures
 out; see :mod:`assay.adapters.coders.usage_read`).
 
-What claude 2.1.332 prints (checked against the real program, tests/interop):
+What claude 2.1.332 prints (checked against the real program, tests/e2e/interop):
 
 - Every ``assistant`` event carries its API message's ``usage``; one message can come as
   several events (one per content block) with the same ``id``. Its ``output_tokens`` is the

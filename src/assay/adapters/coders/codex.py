@@ -22,7 +22,7 @@ Format sources:
   ``docs/config.md`` ("model_providers"); its key is read from ``env_key`` (``api_key_env``,
   else ``OPENAI_API_KEY``). ``wire_api = "chat"`` is refused by 0.171 ("no longer
   supported"), so the endpoint must speak the Responses API. Checked against the real
-  codex-cli 0.171.0 (tests/interop).
+  codex-cli 0.171.0 (tests/e2e/interop).
 
 Codex has no turn limit of its own, so ``max_turns`` is not honoured; ``turns_used`` counts
 codex's own turns (one per prompt), and no cost is reported. It has no spending cap either

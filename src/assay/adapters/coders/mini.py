@@ -22,7 +22,7 @@ Format sources (SWE-agent/mini-swe-agent):
 - The final answer: the submission (what the submit command printed after its first line),
   else the text of the model's last message (the one that submitted), so ``NO CHANGE
   NEEDED:`` works either way.
-- Checked against the real mini-swe-agent 2.4.6 (tests/interop): the model calls one ``bash``
+- Checked against the real mini-swe-agent 2.4.6 (tests/e2e/interop): the model calls one ``bash``
   tool; ``-c mini.yaml -c agent.step_limit=N -c model.model_kwargs.api_base=URL`` work as
   written here (``run/mini.py``, ``config/__init__.py``); with stdin not a terminal a step limit
   ends the run with ``exit_status: LimitsExceeded`` (``agents/interactive.py``); an uncaught

@@ -1,0 +1,3 @@
+"""The cli tests' fixtures (shared by both tiers)."""
+
+from support.cli_fixtures import *  # noqa: F403

@@ -1,0 +1,416 @@
+"""The dashboard in a real browser: headless chromium against a real ``assay serve --web-only``
+over a ledger real ``assay run``s filled (a private copy of the shared world).
+
+One browser for the module, a fresh context (cookies) per test; each dashboard keeps its tokens
+in a config folder of the test's own, and the tests log in with the URL ``assay serve``
+printed. A screenshot of each page goes to ``$ASSAY_TEST_ARTIFACTS/screenshots`` (default
+``test-artifacts/screenshots``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.server
+import os
+import queue
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from support.repo import ASSAY, PYTEST, Repo
+from support.services import service_missing
+
+from assay.adapters.store.sql import Ledger
+from assay.core.tasks import Task
+from assay.core.vocab import EventKind
+
+if TYPE_CHECKING:
+    from conftest import World
+    from playwright.sync_api import Browser, Dialog, Page
+
+
+CHROMIUM = Path("/usr/bin/chromium")
+TOKEN = "browser-test-token-0123456789"
+READY = 30.0
+SHOTS = Path(os.environ.get("ASSAY_TEST_ARTIFACTS") or "test-artifacts") / "screenshots"
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def environ() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
+
+
+class Dashboard:
+    """``assay serve --web-only`` in the repository, its tokens in ``config``, until stopped."""
+
+    def __init__(self, repo: Repo, config: Path, *args: str) -> None:
+        self.port = free_port()
+        self.login_url = ""
+        self.proc = subprocess.Popen(
+            [str(ASSAY), "serve", "--web-only", "--web-port", str(self.port), *args],
+            cwd=repo.root,
+            env={**environ(), "ASSAY_CONFIG_DIR": str(config)},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        self.lines: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def _read(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self.lines.put(line.rstrip("\n"))
+
+    def ready(self) -> None:
+        deadline = time.monotonic() + READY
+        said: list[str] = []
+        while time.monotonic() < deadline:
+            try:
+                said.append(self.lines.get(timeout=0.1))
+            except queue.Empty:
+                assert self.proc.poll() is None, said
+                continue
+            login = re.search(r"(http://\S+/login\?token=\S+)", said[-1])
+            if login:
+                self.login_url = login.group(1)
+            if said[-1].startswith("dashboard login: "):
+                return
+        raise AssertionError(f"the dashboard never started: {said}")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+
+
+@dataclass
+class Site:
+    world: World
+    open: Dashboard
+    guarded: Dashboard
+
+    def ledger(self) -> Ledger:
+        return Ledger(self.world.url)
+
+
+@pytest.fixture(scope="module")
+def site(sqlite_world: World, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
+    target = tmp_path_factory.mktemp("browser") / "copy"
+    shutil.copytree(sqlite_world.repo.root.parent, target, symlinks=True)
+    repo = Repo(root=target / "repo", fixes=target / "fixes")
+    world = replace(
+        sqlite_world,
+        repo=repo,
+        url=f"sqlite:///{repo.root / '.assay' / 'assay.db'}",
+        state_dir=repo.root / ".assay" / "halt-state",
+    )
+    # Started together: each takes a few seconds to come up on a loaded machine.
+    dashboards = [
+        Dashboard(repo, target / "config-open"),
+        Dashboard(repo, target / "config-guarded", "--web-host", "0.0.0.0", "--web-token", TOKEN),
+    ]
+    try:
+        for one in dashboards:
+            one.ready()
+        yield Site(world, *dashboards)
+    finally:
+        for one in dashboards:
+            one.stop()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    if not CHROMIUM.exists():
+        service_missing(f"no chromium at {CHROMIUM} (.ci/run installs it)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        launched = p.chromium.launch(
+            executable_path=str(CHROMIUM),
+            headless=True,
+            args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
+        )
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def page(browser: Browser) -> Iterator[Page]:
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context.set_default_timeout(15_000)
+    yield context.new_page()
+    context.close()
+
+
+def shot(page: Page, name: str) -> None:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+
+
+def events(ledger: Ledger, task_id: str) -> list[Any]:
+    return [e for e in ledger.events(task_id) if e.kind == EventKind.TASK_SAVED]
+
+
+def log_in(page: Page, dashboard: Dashboard) -> None:
+    """Open the login URL ``assay serve`` printed: it lands on the queue, the token gone."""
+    assert dashboard.login_url, "serve printed no login URL"
+    page.goto(dashboard.login_url)
+    assert page.url == dashboard.url + "/"
+
+
+def test_the_queue_lists_every_task(site: Site, page: Page) -> None:
+    log_in(page, site.open)
+    rows = page.locator("table.queue tbody tr")
+    w = site.world
+    for task in (w.done_task, w.held_task, w.halted_task, w.queued_task):
+        assert rows.filter(has_text=task).count() == 1, task
+    assert "held" in rows.filter(has_text=w.held_task).inner_text()
+    page.wait_for_selector("#live-status.live-on")  # live.js connected to /events
+    shot(page, "queue")
+
+
+def test_a_held_task_is_released_from_its_page(site: Site, page: Page) -> None:
+    w = site.world
+    log_in(page, site.open)
+    page.goto(f"{site.open.url}/tasks/{w.held_task}")
+    shot(page, "task")
+    release = page.locator(f'form[action="/tasks/{w.held_task}/release"]')
+    assert release.locator('input[name="by"]').count() == 0  # who acts is the login
+    release.locator('button[type="submit"]').click()
+    page.wait_for_url(f"**/tasks/{w.held_task}?notice=released")
+    assert "Task released" in page.locator(".notice").inner_text()
+    with site.ledger() as ledger:
+        assert ledger.get_task(w.held_task).status == "queued"
+        move = events(ledger, w.held_task)[-1].data
+    assert move["action"] == "release" and move["by"] == "operator"  # the token's name
+    assert move["via"] == "web"
+
+
+def test_a_run_timeline_shows_the_blocked_attempt_then_the_pass(site: Site, page: Page) -> None:
+    log_in(page, site.open)
+    page.goto(f"{site.open.url}/runs/{site.world.pass_run}")
+    attempts = page.locator("article.attempt")
+    assert attempts.count() == 2
+    first, second = attempts.nth(0), attempts.nth(1)
+    assert "Attempt 1" in first.inner_text() and "blocked" in first.inner_text().lower()
+    assert "Attempt 2" in second.inner_text() and "pass" in second.inner_text().lower()
+    assert page.locator("pre.diff").count() == 1
+    shot(page, "run")
+
+
+def test_the_halts_page_lists_the_fired_halt(site: Site, page: Page) -> None:
+    log_in(page, site.open)
+    page.goto(f"{site.open.url}/halts")
+    body = page.locator("main").inner_text()
+    assert site.world.halted_task in body and "halt-scope-breach" in body
+    assert "assay halt rearm" in body
+    shot(page, "halts")
+
+
+def test_a_live_run_page_changes_while_the_run_goes_on(site: Site, page: Page) -> None:
+    repo = site.world.repo
+    # main already has the fix (the world's first run merged it): attempt 1 breaks it after a
+    # pause (blocked by the tests), attempt 2 writes the fix with a comment (passes).
+    wrong, fixed = repo.put("wrong.py", "src/slug.py"), repo.put("fixed.py", "src/slug.py")
+    contract = repo.contract(
+        "live.yaml",
+        f"""task: Note what slugify keeps.
+scope: {{allow: ["src/**"]}}
+coder: {{kind: replay, steps: [{{script: "sleep 4; {wrong}"}},
+  {{script: "{fixed}; echo '# keeps letters and digits' >> src/slug.py"}}]}}
+validators: [{{id: tests, kind: command, run: "{PYTEST}"}}]
+land: none
+""",
+    )
+    run = subprocess.Popen(
+        [str(ASSAY), "run", "--contract", str(contract)],
+        cwd=repo.root,
+        env=environ(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        run_id = _open_run(site, before=time.monotonic())
+        log_in(page, site.open)
+        page.goto(f"{site.open.url}/runs/{run_id}")
+        page.wait_for_selector("#live-status.live-on")
+        page.evaluate("window.__notReloaded = true")
+        assert page.locator("#attempt-2").count() == 0  # attempt 1 still sleeps: nothing yet
+        page.wait_for_selector("#attempt-2", timeout=60_000)  # appeared without a reload
+        assert page.evaluate("window.__notReloaded === true")
+        # A locator's wait (wait_for_function evaluates a string: the page's CSP forbids that).
+        page.locator("#run .live-badge").wait_for(state="detached", timeout=60_000)
+        assert page.evaluate("window.__notReloaded === true")
+        assert "pass" in page.locator("#attempt-2").inner_text().lower()
+        shot(page, "run-live")
+    finally:
+        _, err = run.communicate(timeout=90)
+    assert run.returncode == 0, err
+
+
+def _open_run(site: Site, before: float) -> str:
+    """The id of the run the test just started, once the ledger has it open (the copied
+    world has no other open run but the hostile one a test below opens)."""
+    with site.ledger() as ledger:
+        while time.monotonic() - before < READY:
+            found = [r for r in ledger.open_runs() if r.id != HOSTILE_RUN]
+            if found:
+                return found[0].id
+            time.sleep(0.1)
+    raise AssertionError("the run never opened")
+
+
+def test_without_the_token_nothing_is_shown_or_done(site: Site, page: Page) -> None:
+    w = site.world
+    guarded = f"http://127.0.0.1:{site.guarded.port}"
+    page.goto(f"{guarded}/tasks/{w.queued_task}")
+    assert page.locator("h1").inner_text() == "Token required"
+    assert w.queued_task not in page.locator("main").inner_text()
+    shot(page, "login")
+    with site.ledger() as ledger:
+        before = len(ledger.events())
+        csrf = next(c["value"] for c in page.context.cookies() if c["name"] == "assay_csrf")
+        refused = page.request.post(
+            f"{guarded}/tasks/{w.queued_task}/hold",
+            form={"csrf": csrf, "reason": "no token"},
+            headers={"Origin": guarded},
+        )
+        assert refused.status == 401
+        assert ledger.get_task(w.queued_task).status == "queued"
+        assert len(ledger.events()) == before
+    page.fill('input[name="token"]', TOKEN)
+    page.click('button[type="submit"]')
+    page.wait_for_url(f"**/tasks/{w.queued_task}")
+    assert w.queued_task in page.locator("main").inner_text()
+
+
+def test_a_form_on_another_site_is_refused(site: Site, page: Page) -> None:
+    w = site.world
+    log_in(page, site.open)  # the victim is logged in and has the dashboard's cookies
+    csrf = next(c["value"] for c in page.context.cookies() if c["name"] == "assay_csrf")
+    # Even knowing the token, a page of another origin gets nothing done.
+    attack = (
+        f'<form method="post" action="{site.open.url}/tasks/{w.queued_task}/hold">'
+        f'<input name="csrf" value="{csrf}"><input name="reason" value="forged">'
+        '<button type="submit">win a prize</button></form>'
+    )
+    page.route(
+        "http://evil.example/**", lambda route: route.fulfill(body=attack, content_type="text/html")
+    )
+    with site.ledger() as ledger:
+        before = len(ledger.events())
+        page.goto("http://evil.example/")
+        with page.expect_navigation():
+            page.click("button")
+        assert page.url.startswith(site.open.url)
+        # The session cookie is SameSite=Strict: a cross-site POST arrives logged out (401);
+        # and were it not, its Sec-Fetch-Site would be refused (403).
+        assert page.locator("h1").inner_text() in ("Token required", "Refused")
+        shot(page, "refusal")
+        assert ledger.get_task(w.queued_task).status == "queued"
+        assert len(ledger.events()) == before
+
+
+HOSTILE_RUN = "r-hostile-pr"
+HOSTILE_URL = "javascript:alert(document.domain)//"
+
+
+@contextlib.contextmanager
+def another_port(html: str) -> Iterator[str]:
+    """A page served on another local port: another origin, but the same site as the
+    dashboard (so its SameSite=Strict cookies would go along into a frame)."""
+
+    class Page(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = html.encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Page)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_page_on_another_port_cannot_frame_the_dashboard(site: Site, page: Page) -> None:
+    w = site.world
+    log_in(page, site.open)  # the victim is logged in: a framed page would act as them
+    framing = (
+        f'<p>win a prize</p><iframe id="victim" src="{site.open.url}/tasks/{w.queued_task}" '
+        'width="1200" height="800"></iframe>'
+    )
+    with another_port(framing) as url, site.ledger() as ledger:
+        before = len(ledger.events())
+        page.goto(url)
+        page.wait_for_load_state("load")
+        frame = page.locator("#victim").content_frame
+        # Blocked by X-Frame-Options / frame-ancestors: an error page, none of the dashboard.
+        assert frame.locator("form").count() == 0 and frame.locator("button").count() == 0
+        box = page.locator("#victim").bounding_box()
+        assert box is not None
+        for fx in (0.1, 0.3, 0.5, 0.7, 0.9):  # click all over where its buttons would be
+            for fy in (0.1, 0.3, 0.5, 0.7, 0.9):
+                page.mouse.click(box["x"] + box["width"] * fx, box["y"] + box["height"] * fy)
+        shot(page, "framed")
+        assert ledger.get_task(w.queued_task).status == "queued"
+        assert len(ledger.events()) == before
+
+
+def test_a_javascript_pull_request_url_is_text_not_a_link(site: Site, page: Page) -> None:
+    now = datetime.now(UTC)
+    with site.ledger() as ledger:
+        task = Task.new(id="t-hostile-pr", title="A forged pull request", instruction="x", now=now)
+        ledger.add_task(task)
+        task.start(now, run_id=HOSTILE_RUN)
+        ledger.start_run(task, HOSTILE_RUN, started_at=now)  # open: its land events are read
+        ledger.append_event(
+            EventKind.LAND_PR_OPENED, {"url": HOSTILE_URL}, at=now, run_id=HOSTILE_RUN
+        )
+    dialogs: list[str] = []
+
+    def dismissed(dialog: Dialog) -> None:
+        dialogs.append(dialog.message)
+        dialog.dismiss()
+
+    page.on("dialog", dismissed)
+    log_in(page, site.open)
+    page.goto(f"{site.open.url}/runs/{HOSTILE_RUN}")
+    assert page.locator('a[href^="javascript:" i]').count() == 0
+    shown = page.locator("code.url", has_text=HOSTILE_URL)
+    assert shown.count() == 1
+    shown.click()
+    page.get_by_text("pull request").first.click()
+    page.wait_for_timeout(300)
+    assert dialogs == [] and page.url == f"{site.open.url}/runs/{HOSTILE_RUN}"
+    shot(page, "hostile-url")

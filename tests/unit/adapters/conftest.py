@@ -1,0 +1,3 @@
+"""The adapters tests' fixtures (shared by both tiers)."""
+
+from support.adapter_fixtures import *  # noqa: F403
