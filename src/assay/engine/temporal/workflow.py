@@ -13,10 +13,8 @@ its worker (or, lost, anywhere) and the task is held.
 from __future__ import annotations
 
 import asyncio
-from datetime import timedelta
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
@@ -30,11 +28,8 @@ with workflow.unsafe.imports_passed_through():
         StopRequest,
     )
     from assay.engine.temporal.config import STOP_SIGNAL, WORKFLOW_NAME, close_queue
-    from assay.engine.temporal.effects import (
-        INFRASTRUCTURE_RETRY,
-        NotRunnable,
-        TemporalEffects,
-    )
+    from assay.engine.temporal.effects import NotRunnable, TemporalEffects, execute
+    from assay.engine.temporal.table import CLOSE
 
 LOST = "environment error: {lost}; the run starts again on another worker"
 
@@ -124,37 +119,14 @@ class RunWorkflow:
         hold = stop.reason if stop is not None and stop.hold else None
         contract = fx.handle.plan.contract if fx is not None and fx.handle else None
         call = CloseIn(run.task_id, run_id, why, hold=hold, contract=contract)
-        t = run.timeouts
         worker = fx.worker if fx is not None else None
         if worker is not None and not lost:
             try:
-                closed: Closed = await workflow.execute_activity(
-                    "assay.close",
-                    call,
-                    result_type=Closed,
-                    task_queue=worker,
-                    start_to_close_timeout=timedelta(seconds=t.short),
-                    schedule_to_start_timeout=timedelta(seconds=t.schedule_to_start),
-                    heartbeat_timeout=timedelta(seconds=t.heartbeat),
-                    retry_policy=INFRASTRUCTURE_RETRY,
-                )
-                return closed
+                return await execute(CLOSE, call, queue=worker, timeouts=run.timeouts)
             except ActivityError:
                 pass  # its worker is gone too: any worker closes it from the journal
-        closed = await workflow.execute_activity(
-            "assay.close",
-            call,
-            result_type=Closed,
-            task_queue=close_queue(run.task_queue),
-            start_to_close_timeout=timedelta(seconds=t.short),
-            heartbeat_timeout=timedelta(seconds=t.heartbeat),
-            retry_policy=RetryPolicy(
-                initial_interval=timedelta(seconds=1),
-                maximum_interval=timedelta(seconds=30),
-                maximum_attempts=0,  # until a worker closes it: the run must not stay open
-            ),
-        )
-        return closed
+        anywhere = close_queue(run.task_queue)
+        return await execute(CLOSE, call, queue=anywhere, timeouts=run.timeouts, until_done=True)
 
 
 def _stopped(outcome: RunOutcome, closed: Closed, stop: StopRequest) -> RunOutcome:
