@@ -31,6 +31,7 @@ with workflow.unsafe.imports_passed_through():
     from assay.engine.temporal.effects import NotRunnable, TemporalEffects, execute
     from assay.engine.temporal.table import CLOSE
 
+CANCELLED = "the workflow was cancelled"
 LOST = "environment error: {lost}; the run starts again on another worker"
 
 
@@ -67,13 +68,13 @@ class RunWorkflow:
             request = OpenRequest(run.task_id, self._run_id, run.keep_worktrees)
             self._graph = asyncio.create_task(run_graph(request, fx))
             try:
-                recorded = await self._graph
+                recorded = await self._ended(self._graph)
             except NotRunnable as why:
                 outcome.runs.pop()
                 outcome.note = str(why)
                 return outcome
-            except asyncio.CancelledError:  # the stop signal, or the workflow cancelled
-                stop = self._stop or StopRequest("the workflow was cancelled")
+            except asyncio.CancelledError:  # stopped before its first activity
+                stop = self._stop or StopRequest(CANCELLED)
                 self._stop = stop
                 closed = await self._close(run, fx, self._run_id, stop, lost=False)
                 return _stopped(outcome, closed, stop)
@@ -98,6 +99,18 @@ class RunWorkflow:
             return outcome
         outcome.note = f"stopped after {run.max_runs} lost worker(s) in a row"
         return outcome
+
+    async def _ended(self, graph: asyncio.Task[RunRecorded]) -> RunRecorded:
+        """The graph's end. A cancellation of the workflow stops it as the stop signal does:
+        an activity cancelled under the graph reaches it as a stopped run (never as a lost
+        worker, which would open the run again)."""
+        try:
+            return await asyncio.shield(graph)
+        except asyncio.CancelledError:
+            if graph.done():  # the graph itself was cancelled (by the stop signal)
+                raise
+            self.stop(StopRequest(CANCELLED))
+            return await graph
 
     def _new_run_id(self) -> str:
         now = workflow.now()
