@@ -14,14 +14,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from temporalio import activity
 from temporalio.client import Client
+from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from assay.adapters.coders.base import DispatchResult
@@ -64,6 +65,7 @@ from assay.engine.temporal.table import Queue
 from assay.engine.temporal.worker import workflow_runner
 from assay.engine.temporal.workflow import RunWorkflow
 
+T = TypeVar("T")
 NOW = datetime(2026, 12, 4, 12, 0, tzinfo=UTC)
 WARN_HALTS = (CanonicalHalt.BUDGET_EXHAUSTED, CanonicalHalt.VERIFICATION_GAP)
 
@@ -275,6 +277,17 @@ async def temporal_workers(client: Client, worker: RunsHeld, shared: str) -> Asy
     ]
     async with polls[0], polls[1], polls[2]:
         yield
+
+
+@dataclass(frozen=True)
+class TemporalEnv:
+    """A session's test environment and the event loop its client lives on."""
+
+    env: WorkflowEnvironment
+    loop: asyncio.AbstractEventLoop
+
+    def run(self, scenario: Callable[[Client], Awaitable[T]]) -> T:
+        return self.loop.run_until_complete(scenario(self.env.client))
 
 
 def queue_name(prefix: str) -> str:

@@ -4,28 +4,13 @@ environment: the dev server binary this project installs (no download, no networ
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Iterator
-from dataclasses import dataclass
-from typing import TypeVar
+from collections.abc import Iterator
 
 import pytest
+from support.scripted_effects import TemporalEnv
 from support.temporal import require_binary
-from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
-
-T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class TemporalEnv:
-    """The session's environment and the event loop its client lives on."""
-
-    env: WorkflowEnvironment
-    loop: asyncio.AbstractEventLoop
-
-    def run(self, scenario: Callable[[Client], Awaitable[T]]) -> T:
-        return self.loop.run_until_complete(scenario(self.env.client))
 
 
 @pytest.fixture(scope="session")

@@ -25,6 +25,7 @@ from support.scripted_effects import (
     Script,
     ScriptedEffects,
     ScriptedWorker,
+    TemporalEnv,
     queue_name,
     run_input,
     temporal_workers,
@@ -36,8 +37,6 @@ from assay.engine.effects import OpenRequest, RecordCall, RunRecorded
 from assay.engine.graph import run_graph
 from assay.engine.temporal.calls import RunOutcome
 from assay.engine.temporal.workflow import RunWorkflow
-
-from .conftest import TemporalEnv
 
 SCENARIOS = {
     "passes": Script(),

@@ -14,6 +14,7 @@ import pytest
 from support.scripted_effects import (
     Script,
     ScriptedWorker,
+    TemporalEnv,
     queue_name,
     run_input,
     temporal_workers,
@@ -26,19 +27,19 @@ from assay.engine.temporal.calls import RunInput, RunOutcome, StopRequest
 from assay.engine.temporal.config import STOP_SIGNAL, close_queue
 from assay.engine.temporal.workflow import RunWorkflow
 
-from .conftest import TemporalEnv
-
 TASK = "t1"
 ENDS_WITHIN = 60.0  # seconds: a workflow that loops or hangs fails its test
 
 
-async def _run(client: Client, run: RunInput, **start: object) -> RunOutcome:
+async def _run(client: Client, run: RunInput, stop: StopRequest | None = None) -> RunOutcome:
+    """The workflow's outcome; ``stop``: signalled with its start (before it opens a run)."""
     handle = await client.start_workflow(
         RunWorkflow.run,
         run,
         id=f"assay-test-{uuid.uuid4().hex[:10]}",
         task_queue=run.task_queue,
-        **start,  # type: ignore[arg-type]
+        start_signal=STOP_SIGNAL if stop is not None else None,
+        start_signal_args=[stop] if stop is not None else [],
     )
     return await _result(handle)
 
@@ -126,10 +127,7 @@ def test_a_stop_before_any_run_opened_only_holds_the_task(
 
     async def scenario(client: Client) -> RunOutcome:
         async with temporal_workers(client, worker, shared):
-            stop = StopRequest("not now")
-            return await _run(
-                client, run_input(TASK, shared), start_signal=STOP_SIGNAL, start_signal_args=[stop]
-            )
+            return await _run(client, run_input(TASK, shared), StopRequest("not now"))
 
     outcome = temporal_env.run(scenario)
     assert outcome.stopped and outcome.runs == [] and outcome.task_status == "held"
