@@ -4,7 +4,9 @@
 queue that holds the run's seats; every later call goes there, with explicit timeouts: a
 heartbeat for each (the worker side beats while it works) and a schedule-to-start, so a worker
 that died is noticed within those and the run stops as :class:`WorkerLost`. Events cost no
-round trip: they ride with the next call (see :class:`Pending`).
+round trip: they ride with the next call (see :class:`Pending`). Each call's activity, its
+types, its timeout and its queue are the effect table's (:mod:`.table`): a method here exists
+only where the workflow does more than pass the call on.
 
 Retries are for infrastructure faults only (a connection dropped, a process restarted): an
 effect's own fault (:class:`EffectFault`) and a stop are never retried; settle stays the one
