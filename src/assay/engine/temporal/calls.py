@@ -8,24 +8,16 @@ concurrent call never writes one twice (each has its number in the run).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Generic, TypeVar
 
 from assay.core.contract import Contract
 from assay.core.payload import HaltNotice
 from assay.core.tasks import Task
-from assay.engine.effects import (
-    CandidateCall,
-    FireCall,
-    JudgeCall,
-    LandCall,
-    OpenRequest,
-    RecordCall,
-    RunEvent,
-    RunHandle,
-    RunPlan,
-    SeatCall,
-)
+from assay.engine.effects import OpenRequest, RunEvent, RunHandle
 from assay.engine.outcomes import Candidate
 from assay.engine.temporal.config import Timeouts
+
+C = TypeVar("C")
 
 
 @dataclass(frozen=True)
@@ -37,44 +29,10 @@ class Pending:
 
 
 @dataclass(frozen=True)
-class PlanIn:
-    plan: RunPlan
-    pending: Pending = field(default_factory=Pending)
+class Sent(Generic[C]):
+    """A call to the run's worker, with the events it writes before performing it."""
 
-
-@dataclass(frozen=True)
-class SeatIn:
-    call: SeatCall
-    pending: Pending = field(default_factory=Pending)
-
-
-@dataclass(frozen=True)
-class CandidateIn:
-    call: CandidateCall
-    pending: Pending = field(default_factory=Pending)
-
-
-@dataclass(frozen=True)
-class JudgeIn:
-    call: JudgeCall
-    pending: Pending = field(default_factory=Pending)
-
-
-@dataclass(frozen=True)
-class FireIn:
-    call: FireCall
-    pending: Pending = field(default_factory=Pending)
-
-
-@dataclass(frozen=True)
-class LandIn:
-    call: LandCall
-    pending: Pending = field(default_factory=Pending)
-
-
-@dataclass(frozen=True)
-class RecordIn:
-    call: RecordCall
+    call: C
     pending: Pending = field(default_factory=Pending)
 
 
@@ -158,20 +116,14 @@ class RunOutcome:
 
 
 __all__ = [
-    "CandidateIn",
     "CloseIn",
     "Closed",
     "Dispatched",
-    "FireIn",
-    "JudgeIn",
-    "LandIn",
     "OpenRequest",
     "Opened",
     "Pending",
-    "PlanIn",
-    "RecordIn",
     "RunInput",
     "RunOutcome",
-    "SeatIn",
+    "Sent",
     "StopRequest",
 ]

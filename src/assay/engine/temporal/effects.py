@@ -4,7 +4,9 @@
 queue that holds the run's seats; every later call goes there, with explicit timeouts: a
 heartbeat for each (the worker side beats while it works) and a schedule-to-start, so a worker
 that died is noticed within those and the run stops as :class:`WorkerLost`. Events cost no
-round trip: they ride with the next call (see :class:`Pending`).
+round trip: they ride with the next call (see :class:`Pending`). Each call's activity, its
+types, its timeout and its queue are the effect table's (:mod:`.table`): a method here exists
+only where the workflow does more than pass the call on.
 
 Retries are for infrastructure faults only (a connection dropped, a process restarted): an
 effect's own fault (:class:`EffectFault`) and a stop are never retried; settle stays the one
@@ -13,8 +15,9 @@ retry policy for the task.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Coroutine
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
@@ -29,35 +32,36 @@ from temporalio.workflow import ActivityCancellationType
 with workflow.unsafe.imports_passed_through():
     from assay.core.payload import HaltNotice
     from assay.engine.effects import (
-        CandidateCall,
         EffectFault,
         FaultKind,
         FireCall,
-        JudgeCall,
-        LandCall,
         OpenRequest,
-        RecordCall,
         RunEvent,
         RunHandle,
         RunPlan,
-        RunRecorded,
         RunStopped,
         SeatCall,
     )
-    from assay.engine.outcomes import Candidate, JudgeRound, LandOutcome, Validation
-    from assay.engine.temporal.calls import (
-        CandidateIn,
-        Dispatched,
-        FireIn,
-        JudgeIn,
-        LandIn,
-        Opened,
-        Pending,
-        PlanIn,
-        RecordIn,
-        RunInput,
-        SeatIn,
+    from assay.engine.outcomes import Candidate
+    from assay.engine.temporal.calls import Dispatched, Opened, Pending, RunInput, Sent
+    from assay.engine.temporal.config import Timeouts
+    from assay.engine.temporal.table import (
+        ARM,
+        DISPATCH,
+        FIRE,
+        FIRED_HALTS,
+        JUDGE,
+        LAND,
+        OPEN,
+        PREFLIGHT,
+        RECORD,
+        VALIDATE,
+        Effect,
+        Queue,
     )
+
+C = TypeVar("C")
+R = TypeVar("R")
 
 # ApplicationError types the activities raise (never retried).
 EFFECT_FAULT = "EffectFault"
@@ -75,6 +79,49 @@ INFRASTRUCTURE_RETRY = RetryPolicy(
     maximum_attempts=3,
     non_retryable_error_types=NOT_RETRIED,
 )
+UNTIL_DONE = RetryPolicy(  # a lost run's close: the run must not stay open
+    initial_interval=timedelta(seconds=1),
+    maximum_interval=timedelta(seconds=30),
+    maximum_attempts=0,
+)
+
+
+async def execute(
+    effect: Effect[C, R],
+    call: C,
+    *,
+    queue: str,
+    timeouts: Timeouts,
+    pending: Pending | None = None,
+    until_done: bool = False,
+) -> R:
+    """Perform ``effect`` as its activity on ``queue``, with the table's timeout for it. On a
+    run's worker queue a schedule-to-start bounds the wait (a live worker takes its own calls
+    at once); ``until_done``: retried on any worker until one performs it."""
+    own = effect.queue is Queue.RUN and not until_done
+    arg = Sent(call, pending or Pending()) if effect.events else call
+    result: R = await workflow.execute_activity(
+        effect.activity,
+        arg,
+        result_type=effect.result,
+        task_queue=queue,
+        start_to_close_timeout=timedelta(seconds=effect.timeout(timeouts, call)),
+        schedule_to_start_timeout=timedelta(seconds=timeouts.schedule_to_start) if own else None,
+        heartbeat_timeout=timedelta(seconds=timeouts.heartbeat),
+        retry_policy=UNTIL_DONE if until_done else INFRASTRUCTURE_RETRY,
+        cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+    )
+    return result
+
+
+def _performed(effect: Effect[C, R]) -> Callable[[TemporalEffects, C], Coroutine[Any, Any, R]]:
+    """An effect the workflow only passes on: its activity on the run's worker."""
+
+    async def method(self: TemporalEffects, call: C) -> R:
+        return await self._call(effect, call)
+
+    method.__name__ = effect.name
+    return method
 
 
 class WorkerLost(RunStopped):
@@ -108,21 +155,17 @@ class TemporalEffects:
 
     # -- the effects ---------------------------------------------------------------------------
 
+    validate = _performed(VALIDATE)
+    judge = _performed(JUDGE)
+    land = _performed(LAND)
+    record = _performed(RECORD)
+
     async def open(self, call: OpenRequest) -> RunHandle:
-        t = self.run.timeouts
+        queue = self.run.task_queue
         try:
-            opened: Opened = await workflow.execute_activity(
-                "assay.open",
-                call,
-                result_type=Opened,
-                task_queue=self.run.task_queue,
-                start_to_close_timeout=timedelta(seconds=t.short),
-                heartbeat_timeout=timedelta(seconds=t.heartbeat),
-                retry_policy=INFRASTRUCTURE_RETRY,
-                cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-            )
+            opened = await execute(OPEN, call, queue=queue, timeouts=self.run.timeouts)
         except ActivityError as err:
-            raise _translated(err, self.run.task_queue) from err
+            raise _translated(err, queue) from err
         if opened.handle is None:
             raise NotRunnable(opened.not_runnable or "the task is not runnable")
         self.opened, self.handle = opened, opened.handle
@@ -131,80 +174,36 @@ class TemporalEffects:
     async def preflight(self, plan: RunPlan) -> list[str]:
         if self.opened is not None and self.opened.prepared:
             return list(self.opened.unresolved)  # the worker did it while opening
-        result: list[str] = await self._call("assay.preflight", PlanIn(plan, self._pending()))
-        return result
+        return await self._call(PREFLIGHT, plan)
 
     async def arm(self, plan: RunPlan) -> None:
         if self.opened is not None and self.opened.prepared:
             return
-        await self._call("assay.arm", PlanIn(plan, self._pending()), result_type=type(None))
+        await self._call(ARM, plan)
 
     async def dispatch(self, call: SeatCall) -> Candidate:
-        coder = call.plan.contract.coder_for_seat(call.seat)
-        seconds = float(coder.timeout_seconds or 0) + self.run.timeouts.dispatch_margin
         self.dispatching += 1
         try:
-            done: Dispatched = await self._call(
-                "assay.dispatch",
-                SeatIn(call, self._pending()),
-                result_type=Dispatched,
-                timeout=seconds,
-            )
+            done = await self._call(DISPATCH, call)
         finally:
             self.dispatching -= 1
         if self.seen is None or done.seen > self.seen.seen:
             self.seen = done
         return done.candidate
 
-    async def validate(self, call: CandidateCall) -> list[Validation]:
-        result: list[Validation] = await self._call(
-            "assay.validate",
-            CandidateIn(call, self._pending()),
-            result_type=list[Validation],
-            timeout=self.run.timeouts.validate,
-        )
-        return result
-
-    async def judge(self, call: JudgeCall) -> JudgeRound:
-        result: JudgeRound = await self._call(
-            "assay.judge",
-            JudgeIn(call, self._pending()),
-            result_type=JudgeRound,
-            timeout=self.run.timeouts.judge,
-        )
-        return result
-
     async def fire(self, call: FireCall) -> None:
         self.seen = None  # what fired changes now
-        await self._call("assay.fire", FireIn(call, self._pending()), result_type=type(None))
+        await self._call(FIRE, call)
 
     async def fired_halts(self, plan: RunPlan) -> list[HaltNotice]:
         seen, self.seen = self.seen, None
         if seen is not None and self.dispatching == 0:
             return list(seen.halts)  # looked at after the wave's last coder ended
-        result: list[HaltNotice] = await self._call(
-            "assay.fired_halts", PlanIn(plan, self._pending()), result_type=list[HaltNotice]
-        )
-        return result
-
-    async def land(self, call: LandCall) -> LandOutcome:
-        result: LandOutcome = await self._call(
-            "assay.land",
-            LandIn(call, self._pending()),
-            result_type=LandOutcome,
-            timeout=self.run.timeouts.land,
-        )
-        return result
+        return await self._call(FIRED_HALTS, plan)
 
     async def emit(self, event: RunEvent) -> None:
         """Kept for the next call: the worker writes it before that call's own effect."""
         self.pending.append(event)
-
-    async def record(self, call: RecordCall) -> RunRecorded:
-        recorded: RunRecorded = await self._call(
-            "assay.record", RecordIn(call, self._pending()), result_type=RunRecorded
-        )
-        return recorded
 
     # -- calls -------------------------------------------------------------------------------
 
@@ -219,32 +218,18 @@ class TemporalEffects:
         del self.pending[:drop]
         self.first += drop
 
-    async def _call(
-        self,
-        name: str,
-        arg: Any,
-        *,
-        result_type: type | Any = list[str],
-        timeout: float | None = None,
-    ) -> Any:
+    async def _call(self, effect: Effect[C, R], call: C) -> R:
+        """``effect`` on the run's worker, with the events not yet written."""
         worker = self.worker
         assert worker is not None, "the run is not open"
-        t = self.run.timeouts
+        pending = self._pending()
         try:
-            result = await workflow.execute_activity(
-                name,
-                arg,
-                result_type=result_type,
-                task_queue=worker,
-                start_to_close_timeout=timedelta(seconds=timeout or t.short),
-                schedule_to_start_timeout=timedelta(seconds=t.schedule_to_start),
-                heartbeat_timeout=timedelta(seconds=t.heartbeat),
-                retry_policy=INFRASTRUCTURE_RETRY,
-                cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+            result = await execute(
+                effect, call, queue=worker, timeouts=self.run.timeouts, pending=pending
             )
         except ActivityError as err:
             raise _translated(err, worker) from err
-        self._acknowledge(arg.pending)
+        self._acknowledge(pending)
         return result
 
 

@@ -31,6 +31,7 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 
 from assay.engine.temporal.activities import Activities
 from assay.engine.temporal.config import close_queue
+from assay.engine.temporal.table import Queue
 from assay.engine.temporal.workflow import RunWorkflow
 
 SWEEP_SECONDS = 30.0  # how often runs closed elsewhere are let go
@@ -115,7 +116,7 @@ async def run_worker(
     own = Worker(
         client,
         task_queue=activities.queue,
-        activities=activities.on_own_queue(),
+        activities=activities.on(Queue.RUN),
         max_concurrent_activities=1000,
         graceful_shutdown_timeout=SHUTDOWN_GRACE,
     )
@@ -124,14 +125,14 @@ async def run_worker(
         task_queue=task_queue,
         workflows=[RunWorkflow],
         workflow_runner=workflow_runner(),
-        activities=activities.on_shared_queue(),
+        activities=activities.on(Queue.SHARED),
         tuner=tuner,
         graceful_shutdown_timeout=SHUTDOWN_GRACE,
     )
     closer = Worker(
         client,
         task_queue=close_queue(task_queue),
-        activities=[activities.close],
+        activities=[activities.closing()],
         graceful_shutdown_timeout=SHUTDOWN_GRACE,
     )
     # Its own queue first: an open this worker takes is always followed by someone polling.

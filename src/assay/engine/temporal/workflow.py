@@ -13,10 +13,8 @@ its worker (or, lost, anywhere) and the task is held.
 from __future__ import annotations
 
 import asyncio
-from datetime import timedelta
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
@@ -30,12 +28,10 @@ with workflow.unsafe.imports_passed_through():
         StopRequest,
     )
     from assay.engine.temporal.config import STOP_SIGNAL, WORKFLOW_NAME, close_queue
-    from assay.engine.temporal.effects import (
-        INFRASTRUCTURE_RETRY,
-        NotRunnable,
-        TemporalEffects,
-    )
+    from assay.engine.temporal.effects import NotRunnable, TemporalEffects, execute
+    from assay.engine.temporal.table import CLOSE
 
+CANCELLED = "the workflow was cancelled"
 LOST = "environment error: {lost}; the run starts again on another worker"
 
 
@@ -72,13 +68,13 @@ class RunWorkflow:
             request = OpenRequest(run.task_id, self._run_id, run.keep_worktrees)
             self._graph = asyncio.create_task(run_graph(request, fx))
             try:
-                recorded = await self._graph
+                recorded = await self._ended(self._graph)
             except NotRunnable as why:
                 outcome.runs.pop()
                 outcome.note = str(why)
                 return outcome
-            except asyncio.CancelledError:  # the stop signal, or the workflow cancelled
-                stop = self._stop or StopRequest("the workflow was cancelled")
+            except asyncio.CancelledError:  # stopped before its first activity
+                stop = self._stop or StopRequest(CANCELLED)
                 self._stop = stop
                 closed = await self._close(run, fx, self._run_id, stop, lost=False)
                 return _stopped(outcome, closed, stop)
@@ -104,6 +100,18 @@ class RunWorkflow:
         outcome.note = f"stopped after {run.max_runs} lost worker(s) in a row"
         return outcome
 
+    async def _ended(self, graph: asyncio.Task[RunRecorded]) -> RunRecorded:
+        """The graph's end. A cancellation of the workflow stops it as the stop signal does:
+        an activity cancelled under the graph reaches it as a stopped run (never as a lost
+        worker, which would open the run again)."""
+        try:
+            return await asyncio.shield(graph)
+        except asyncio.CancelledError:
+            if graph.done():  # the graph itself was cancelled (by the stop signal)
+                raise
+            self.stop(StopRequest(CANCELLED))
+            return await graph
+
     def _new_run_id(self) -> str:
         now = workflow.now()
         return f"r{now:%Y%m%d-%H%M%S}-{workflow.random().getrandbits(24):06x}"
@@ -124,37 +132,14 @@ class RunWorkflow:
         hold = stop.reason if stop is not None and stop.hold else None
         contract = fx.handle.plan.contract if fx is not None and fx.handle else None
         call = CloseIn(run.task_id, run_id, why, hold=hold, contract=contract)
-        t = run.timeouts
         worker = fx.worker if fx is not None else None
         if worker is not None and not lost:
             try:
-                closed: Closed = await workflow.execute_activity(
-                    "assay.close",
-                    call,
-                    result_type=Closed,
-                    task_queue=worker,
-                    start_to_close_timeout=timedelta(seconds=t.short),
-                    schedule_to_start_timeout=timedelta(seconds=t.schedule_to_start),
-                    heartbeat_timeout=timedelta(seconds=t.heartbeat),
-                    retry_policy=INFRASTRUCTURE_RETRY,
-                )
-                return closed
+                return await execute(CLOSE, call, queue=worker, timeouts=run.timeouts)
             except ActivityError:
                 pass  # its worker is gone too: any worker closes it from the journal
-        closed = await workflow.execute_activity(
-            "assay.close",
-            call,
-            result_type=Closed,
-            task_queue=close_queue(run.task_queue),
-            start_to_close_timeout=timedelta(seconds=t.short),
-            heartbeat_timeout=timedelta(seconds=t.heartbeat),
-            retry_policy=RetryPolicy(
-                initial_interval=timedelta(seconds=1),
-                maximum_interval=timedelta(seconds=30),
-                maximum_attempts=0,  # until a worker closes it: the run must not stay open
-            ),
-        )
-        return closed
+        anywhere = close_queue(run.task_queue)
+        return await execute(CLOSE, call, queue=anywhere, timeouts=run.timeouts, until_done=True)
 
 
 def _stopped(outcome: RunOutcome, closed: Closed, stop: StopRequest) -> RunOutcome:
