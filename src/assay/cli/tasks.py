@@ -242,8 +242,8 @@ def _move(
             stopped = stop_running(task, reason or _STOP_REASONS[move])
         if stopped:  # its workflow stops the run and holds the task
             if json_output:
-                recorded = reason or _STOP_REASONS[move]
-                _print_move(workspace, ledger, _get(ledger, task_id), move, actor, recorded)
+                said_why = reason or _STOP_REASONS[move]
+                _print_move(workspace, ledger, _get(ledger, task_id), move, actor, said_why)
             return
     try:
         moved = move_task(ledger, task_id, move, actor=actor, now=datetime.now(UTC), reason=reason)

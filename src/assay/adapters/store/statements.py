@@ -178,9 +178,10 @@ def upsert(dialect: str) -> Callable[[sa.Table], Any]:
 def _set_task_stage(dialect: str) -> sa.Insert:
     # Set, not add: the count is what the caller decided; the verdict is left alone.
     stmt = upsert(dialect)(stage_records)
-    return stmt.on_conflict_do_update(
+    set_attempts: sa.Insert = stmt.on_conflict_do_update(
         index_elements=["task_id", "stage"], set_={"attempts": stmt.excluded.attempts}
     )
+    return set_attempts
 
 
 def set_task_attempts(conn: sa.Connection, task_id: str, value: int) -> None:

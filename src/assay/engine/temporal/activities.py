@@ -184,8 +184,8 @@ class Activities:
                     now=self.clock(),
                     env=self.env,
                 )
-            except Unrunnable as held:
-                return Opened(None, not_runnable=f"task {task.id} is held: {held}")
+            except Unrunnable as unrunnable:
+                return Opened(None, not_runnable=f"task {task.id} is held: {unrunnable}")
             except LedgerConflict as exc:  # another worker claimed (or held) it first
                 return Opened(None, not_runnable=str(exc))
             fx = self.effects_for(task, contract)
