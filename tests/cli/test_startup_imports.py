@@ -126,6 +126,14 @@ def test_the_table_matches_the_typer_apps_commands() -> None:
         assert entry.summary == _first_paragraph(commands[entry.name].help), entry.name
 
 
+@pytest.mark.parametrize("only", [None, "gc"])
+def test_the_typer_roots_help_is_the_tables(only: str | None) -> None:
+    # One renderer: typer's root prints the same help the fast path does, whatever it built.
+    root = typer.main.get_command(build_app(only))
+    with root.make_context("assay", ["gc"]) as ctx:
+        assert ctx.get_help() + "\n" == top_level_help()
+
+
 def test_the_halt_summary_is_the_halt_commands_own_help() -> None:
     assert BY_NAME["halt"].summary == HALT_HELP
 

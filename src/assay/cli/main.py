@@ -1,11 +1,13 @@
-"""Entry point of the ``assay`` command.
+"""Entry point of the ``assay`` command: choose the command from the table, run only it.
 
-What must answer at once is answered before typer is imported (typer builds every parameter
-with pydantic): ``assay --version`` / ``-V`` (``--json`` too), ``assay --help`` / ``-h`` and
-bare ``assay`` from the table in :mod:`assay.cli.commands`; ``assay halt …``, which runs
-inside a coder's turn (see :mod:`assay.cli.halt`); and ``assay task list``, when
-:mod:`assay.cli.task_quick` can answer it on the standard library. Every other command goes
-through the typer app in :mod:`assay.cli.app`, which imports only the invoked command's module.
+The table in :mod:`assay.cli.commands` names every command and the module it lives in. What
+must answer at once is answered from it before typer is imported (typer builds every
+parameter with pydantic): ``assay --version`` / ``-V`` (``--json`` too), ``assay --help`` /
+``-h`` and bare ``assay``. A command on its own argparse parser (``assay halt …``, which runs
+inside a coder's turn) is run directly; ``assay task list`` is offered to
+:mod:`assay.cli.task_quick` when it can answer on the standard library. Every other command
+goes through the typer app in :mod:`assay.cli.app`, which imports only the chosen command's
+module.
 """
 
 from __future__ import annotations
@@ -55,10 +57,11 @@ def _main(argv: Sequence[str] | None) -> None:
     completing = bool(os.environ.get(COMPLETE_ENV))
     if not completing:
         _answer_at_once(args)
-    if args and args[0] == "halt":
-        from assay.cli import halt
+    from assay.cli.commands import BY_NAME, Kind
 
-        sys.exit(halt.run(args[1:]))
+    chosen = BY_NAME.get(args[0]) if args else None
+    if chosen is not None and chosen.kind is Kind.ARGPARSE:
+        sys.exit(chosen.load()(args[1:]))
     try:
         if not completing and tuple(args[:2]) in QUICK_COMMANDS:
             code = _quick(args)
@@ -109,26 +112,18 @@ def _answer_at_once(args: list[str]) -> None:
     """Print the version or the top-level help and exit, if that is all ``args`` ask for."""
     if len(args) > 2:
         return
-    if not args:  # like click's no_args_is_help: the help on stderr, exit 2
-        from assay.cli.commands import top_level_help
+    from assay.cli.commands import HELP_FLAGS, JSON_FLAG, VERSION_FLAGS, top_level_help
 
+    if not args:  # like click's no_args_is_help: the help on stderr, exit 2
         sys.stderr.write(top_level_help())
         sys.exit(2)
-    from assay.cli.commands import HELP_FLAGS, JSON_FLAG, VERSION_FLAGS
-
     rest = [a for a in args if a != JSON_FLAG]
-    as_json = len(rest) < len(args)
     if len(rest) == 1 and rest[0] in VERSION_FLAGS:
-        from assay import __version__
+        from assay.cli.commands import version_text
 
-        if as_json:
-            sys.stdout.write(f'{{"version": "{__version__}"}}\n')
-        else:
-            sys.stdout.write(f"assay {__version__}\n")
+        sys.stdout.write(version_text(as_json=len(rest) < len(args)))
         sys.exit(0)
     if args == rest and len(args) == 1 and args[0] in HELP_FLAGS:
-        from assay.cli.commands import top_level_help
-
         sys.stdout.write(top_level_help())
         sys.exit(0)
 
