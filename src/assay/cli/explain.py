@@ -11,13 +11,34 @@ from __future__ import annotations
 
 import math
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from assay.core.text import shown
 from assay.core.vocab import HoldSource, TaskStatus
 
 if TYPE_CHECKING:  # the models are pydantic's: the commands that print these already hold them
     from assay.core.tasks import Task
+
+
+class ListedTask(Protocol):
+    """What ``task list``'s sentences read of a task: a ``Task``, or a row of the SQLite
+    reader (:class:`assay.adapters.store.quick_rows.TaskRow`)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def title(self) -> str: ...
+    @property
+    def status(self) -> TaskStatus: ...
+    @property
+    def attempts(self) -> int: ...
+    @property
+    def last_error(self) -> str | None: ...
+    @property
+    def hold_reason(self) -> str | None: ...
+    @property
+    def not_before(self) -> datetime | None: ...
+    def waiting(self, now: datetime) -> bool: ...
 
 
 def when(moment: datetime) -> str:
@@ -39,7 +60,7 @@ def span(later: datetime, now: datetime) -> str:
     return f"{minutes}m" if minutes else f"{secs}s"
 
 
-def wait_note(task: Task, now: datetime) -> str | None:
+def wait_note(task: ListedTask, now: datetime) -> str | None:
     """``waits until <time> (in 4m)`` while the task waits, else None."""
     if task.not_before is None or not task.waiting(now):
         return None
@@ -72,7 +93,7 @@ def shorten(text: str, limit: int) -> str:
     return (head if space and len(head) >= limit // 2 else cut).rstrip(" ,;:([{") + "…"
 
 
-def error_note(task: Task) -> str | None:
+def error_note(task: ListedTask) -> str | None:
     """The task's last error, labelled for what it is now (a done task's error belongs to an
     earlier run: the run that succeeded had none), as it may be shown."""
     if not task.last_error:

@@ -14,10 +14,10 @@ Standard library and light assay modules only.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from datetime import UTC, datetime
-from json.encoder import encode_basestring_ascii
 from typing import TYPE_CHECKING
 
 from assay.cli import task_views as views
@@ -25,7 +25,6 @@ from assay.core.vocab import TaskStatus
 
 if TYPE_CHECKING:
     from assay.adapters.store.quick_read import QuickLedger
-    from assay.adapters.store.quick_rows import TaskRow
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -40,7 +39,7 @@ def main(args: list[str]) -> int | None:
     found = views.quick_ledger()
     if found is None:
         return None
-    from assay.adapters.store.quick_read import NotQuick
+    from assay.adapters.store.quick_rows import NotQuick
 
     try:
         answer = _answer(found[0], status, as_json)
@@ -68,7 +67,9 @@ _STATUSES = frozenset(s.value for s in TaskStatus)
 
 def _answer(quick: QuickLedger, status: str | None, as_json: bool) -> str:
     rows = quick.tasks(None if status is None else TaskStatus(status))
-    return _task_list_json(rows) if as_json else views.list_text(rows, [], datetime.now(UTC))
+    if as_json:  # as assay.cli.workspace.print_json writes the Ledger's tasks
+        return json.dumps([row.as_json() for row in rows], indent=2) + "\n"
+    return views.list_text(rows, [], datetime.now(UTC))
 
 
 def _write(text: str) -> int:
@@ -79,62 +80,3 @@ def _write(text: str) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_FAILED
     return EXIT_OK
-
-
-def _task_list_json(rows: list[TaskRow]) -> str:
-    """``json.dumps([row.as_json() for row in rows], indent=2) + "\\n"``, as
-    ``assay.cli.workspace.print_json`` writes it, from a template per task (its keys are
-    known): the standard library's indented encoder is pure Python, and walking 10,000
-    dictionaries there takes longer than the rest of the command. A test compares the two."""
-    from assay.adapters.store.quick_rows import json_stored_time, json_time
-
-    if not rows:
-        return "[]\n"
-    encode = encode_basestring_ascii
-    blocks = []
-    for row in rows:
-        run_ids = (
-            "[\n" + ",\n".join("      " + encode(r) for r in row.run_ids) + "\n    ]"
-            if row.run_ids
-            else "[]"
-        )
-        blocks.append(
-            _TASK_TEMPLATE
-            % (
-                encode(row.id),
-                encode(row.title),
-                encode(row.instruction),
-                encode(row.status),
-                row.attempts,
-                "null" if row.last_error is None else encode(row.last_error),
-                "null" if row.hold_reason is None else encode(row.hold_reason),
-                "null" if row.hold_source is None else encode(row.hold_source),
-                "null" if row.diagnostic is None else encode(row.diagnostic),
-                run_ids,
-                "null" if row.not_before is None else encode(json_time(row.not_before)),
-                encode(json_stored_time(row.stored_created_at)),
-                encode(json_stored_time(row.stored_updated_at)),
-            )
-        )
-    return "[\n" + ",\n".join(blocks) + "\n]\n"
-
-
-_TASK_TEMPLATE = "\n".join(
-    [
-        "  {",
-        '    "id": %s,',
-        '    "title": %s,',
-        '    "instruction": %s,',
-        '    "status": %s,',
-        '    "attempts": %d,',
-        '    "last_error": %s,',
-        '    "hold_reason": %s,',
-        '    "hold_source": %s,',
-        '    "diagnostic": %s,',
-        '    "run_ids": %s,',
-        '    "not_before": %s,',
-        '    "created_at": %s,',
-        '    "updated_at": %s',
-        "  }",
-    ]
-)
