@@ -2,7 +2,7 @@
 with every kind of task; piped tables keep whole ids. ``task show`` and ``ledger show`` (which
 sum the usage journal) are left to the Ledger.
 
-The quick path is :func:`assay.cli.task_quick.main` (the entry point offers it ``task list``
+The quick path is :func:`assay.cli.task_list.main` (the entry point offers it ``task list``
 before typer); ``ASSAY_QUICK_READ=0`` makes the real command answer through the Ledger only.
 """
 
@@ -32,7 +32,7 @@ HEAVY_ENV = "QUICK_TEST_HEAVY"
 # the modules named in $QUICK_TEST_HEAVY it imported, on stderr's last line.
 QUICK = """
 import os, sys
-from assay.cli.task_quick import main
+from assay.cli.task_list import main
 code = main(sys.argv[1:])
 named = set(os.environ.get("QUICK_TEST_HEAVY", "").split(","))
 heavy = sorted({m.split(".")[0] for m in sys.modules} & named)

@@ -33,14 +33,25 @@ class Command:
     """One command: where it lives and its one-line summary. (A plain class: a dataclass
     would import ``inspect`` and the tokenizer on every start.)"""
 
-    __slots__ = ("attribute", "kind", "module", "name", "summary")
+    __slots__ = ("attribute", "early", "kind", "module", "name", "summary")
 
-    def __init__(self, name: str, module: str, attribute: str, kind: Kind, summary: str) -> None:
+    def __init__(
+        self,
+        name: str,
+        module: str,
+        attribute: str,
+        kind: Kind,
+        summary: str,
+        early: str | None = None,
+    ) -> None:
         self.name = name
         self.module = module
         self.attribute = attribute
         self.kind = kind
         self.summary = summary  # the first paragraph of the command's help, on one line
+        # A module whose ``main(argv) -> exit code | None`` is offered the command before
+        # typer is built, for what it can answer on the standard library (None: typer's).
+        self.early = early
 
     def __repr__(self) -> str:
         return f"Command({self.name!r}, {self.module!r}, {self.attribute!r}, {self.kind!r})"
@@ -133,6 +144,7 @@ COMMANDS: tuple[Command, ...] = (
         "app",
         Kind.GROUP,
         "Queue tasks, list them, show, hold, release, cancel, delete, prune.",
+        early="assay.cli.task_list",
     ),
     Command(
         "ledger",

@@ -4,10 +4,10 @@ The table in :mod:`assay.cli.commands` names every command and the module it liv
 must answer at once is answered from it before typer is imported (typer builds every
 parameter with pydantic): ``assay --version`` / ``-V`` (``--json`` too), ``assay --help`` /
 ``-h`` and bare ``assay``. A command on its own argparse parser (``assay halt …``, which runs
-inside a coder's turn) is run directly; ``assay task list`` is offered to
-:mod:`assay.cli.task_quick` when it can answer on the standard library. Every other command
-goes through the typer app in :mod:`assay.cli.app`, which imports only the chosen command's
-module.
+inside a coder's turn) is run directly; a command with an ``early`` module (``assay task
+list``: :mod:`assay.cli.task_list`) is offered to it first, for what it can answer on the
+standard library. Every other command goes through the typer app in :mod:`assay.cli.app`,
+which imports only the chosen command's module.
 """
 
 from __future__ import annotations
@@ -19,8 +19,6 @@ from collections.abc import Sequence
 
 # Set by the shell's completion script when it asks for completions (assay.cli.completion).
 COMPLETE_ENV = "_ASSAY_COMPLETE"
-# Answered by assay.cli.task_quick without typer when it can (else it returns None).
-QUICK_COMMANDS = frozenset({("task", "list")})
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -63,8 +61,10 @@ def _main(argv: Sequence[str] | None) -> None:
     if chosen is not None and chosen.kind is Kind.ARGPARSE:
         sys.exit(chosen.load()(args[1:]))
     try:
-        if not completing and tuple(args[:2]) in QUICK_COMMANDS:
-            code = _quick(args)
+        if chosen is not None and chosen.early is not None and not completing:
+            from importlib import import_module
+
+            code = import_module(chosen.early).main(args)
             if code is not None:
                 sys.exit(code)
         _typer(args, completing)
@@ -99,13 +99,6 @@ def _typer(args: list[str], completing: bool) -> None:
 
         register_shells()
     app(args=args, prog_name="assay", standalone_mode=True)
-
-
-def _quick(args: list[str]) -> int | None:
-    """The exit code of the quick read of ``args``, or None when typer's command must answer."""
-    from assay.cli import task_quick
-
-    return task_quick.main(args)
 
 
 def _answer_at_once(args: list[str]) -> None:

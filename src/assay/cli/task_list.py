@@ -1,13 +1,13 @@
-"""``assay task list`` answered without typer.
+"""``assay task list`` answered on the standard library from a SQLite ledger.
 
-:mod:`assay.cli.main` offers this command here before it builds the typer app (typer builds
-every parameter with pydantic, which alone costs more than the whole answer may). This reads a
-SQLite ledger through :mod:`assay.adapters.store.quick_read` and prints exactly what the typer
-command in :mod:`assay.cli.tasks` prints through the Ledger. :func:`main` returns None — and
-typer's command answers — for anything else: ``--help``, an option spelt another way, a bad
-status, no SQLite ledger at the head revision, a row the models would judge (see
-:mod:`~assay.adapters.store.quick_read`). ``task show`` and ``ledger show`` are the Ledger's:
-they sum the usage journal, which is not read twice.
+Both of its parsers answer through :func:`quick_answer`: typer's command
+(:func:`assay.cli.tasks.list_tasks`), and :func:`main`, which the command table
+(:mod:`assay.cli.commands`) has :mod:`assay.cli.main` offer the plain spellings to before typer
+is imported: typer builds every parameter with pydantic, which alone costs more than the whole
+answer may. The rows come from :mod:`assay.adapters.store.quick_read` (the Ledger's own SQL
+text, on ``sqlite3``); where it is not sure (no SQLite ledger at the head revision, a locked
+file, a row the models would judge) :func:`quick_answer` returns None and typer's command asks
+the Ledger. ``task show`` and ``ledger show`` are the Ledger's: they sum the usage journal.
 
 Standard library and light assay modules only.
 """
@@ -18,13 +18,9 @@ import json
 import os
 import sys
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
 
 from assay.cli import task_views as views
 from assay.core.vocab import TaskStatus
-
-if TYPE_CHECKING:
-    from assay.adapters.store.quick_read import QuickLedger
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -36,16 +32,24 @@ def main(args: list[str]) -> int | None:
     if parsed is None:
         return None
     status, as_json = parsed
+    answer = quick_answer(None if status is None else TaskStatus(status), as_json)
+    return None if answer is None else _write(answer)
+
+
+def quick_answer(status: TaskStatus | None, as_json: bool) -> str | None:
+    """What ``task list`` prints, read here; None when the Ledger must answer."""
     found = views.quick_ledger()
     if found is None:
         return None
     from assay.adapters.store.quick_rows import NotQuick
 
     try:
-        answer = _answer(found[0], status, as_json)
+        rows = found[0].tasks(status)
     except NotQuick:
         return None
-    return _write(answer)
+    if as_json:  # as assay.cli.workspace.print_json writes the Ledger's tasks
+        return json.dumps([row.as_json() for row in rows], indent=2) + "\n"
+    return views.list_text(rows, [], datetime.now(UTC))
 
 
 def _parse(args: list[str]) -> tuple[str | None, bool] | None:
@@ -63,13 +67,6 @@ def _parse(args: list[str]) -> tuple[str | None, bool] | None:
 
 
 _STATUSES = frozenset(s.value for s in TaskStatus)
-
-
-def _answer(quick: QuickLedger, status: str | None, as_json: bool) -> str:
-    rows = quick.tasks(None if status is None else TaskStatus(status))
-    if as_json:  # as assay.cli.workspace.print_json writes the Ledger's tasks
-        return json.dumps([row.as_json() for row in rows], indent=2) + "\n"
-    return views.list_text(rows, [], datetime.now(UTC))
 
 
 def _write(text: str) -> int:
