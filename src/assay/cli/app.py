@@ -76,7 +76,7 @@ def _add_argparse(
     app: typer.Typer, name: str, summary: str, run: Callable[[list[str]], int]
 ) -> None:
     # The command's own argparse parser reads its arguments; typer only passes them on (and
-    # lists it in the help and completes its words).
+    # lists it in the help). `halt` is the one such command: HaltCommand completes its words.
     from assay.cli.completion import HaltCommand
 
     @app.command(
