@@ -11,34 +11,16 @@ from __future__ import annotations
 
 import math
 from datetime import datetime
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from assay.core.text import shown
 from assay.core.vocab import HoldSource, TaskStatus
 
 if TYPE_CHECKING:  # the models are pydantic's: the commands that print these already hold them
+    from assay.adapters.store.quick_rows import TaskRow
     from assay.core.tasks import Task
 
-
-class ListedTask(Protocol):
-    """What ``task list``'s sentences read of a task: a ``Task``, or a row of the SQLite
-    reader (:class:`assay.adapters.store.quick_rows.TaskRow`)."""
-
-    @property
-    def id(self) -> str: ...
-    @property
-    def title(self) -> str: ...
-    @property
-    def status(self) -> TaskStatus: ...
-    @property
-    def attempts(self) -> int: ...
-    @property
-    def last_error(self) -> str | None: ...
-    @property
-    def hold_reason(self) -> str | None: ...
-    @property
-    def not_before(self) -> datetime | None: ...
-    def waiting(self, now: datetime) -> bool: ...
+    ListedTask = Task | TaskRow  # what task list's sentences read: either reader's task
 
 
 def when(moment: datetime) -> str:

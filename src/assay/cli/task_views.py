@@ -2,8 +2,7 @@
 
 ``task list`` reads from either path: a task comes from the quick path
 (:mod:`assay.adapters.store.quick_read`: a :class:`~assay.adapters.store.quick_rows.TaskRow`)
-or from the Ledger (a pydantic ``Task``); both are the :class:`~assay.cli.explain.ListedTask`
-the sentences here read,
+or from the Ledger (a pydantic ``Task``); both carry the attributes the sentences here read,
 and each is turned into JSON by its own code (``as_json`` / ``model_dump``), so a test
 comparing the two paths' output compares two implementations, not one with itself. ``task
 show`` and ``ledger show`` read through the Ledger only (they show the usage journal's sums).
