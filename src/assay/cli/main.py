@@ -67,7 +67,8 @@ def _main(argv: Sequence[str] | None) -> None:
             code = import_module(chosen.early).main(args)
             if code is not None:
                 sys.exit(code)
-        _typer(args, completing)
+        # A completion call builds the whole tree: the word being completed may be any command.
+        _typer(args, None if chosen is None or completing else chosen.name, completing)
     except Exception as exc:  # a bug or a broken environment: one line, exit 4, never a traceback
         if os.environ.get("ASSAY_DEBUG"):
             raise
@@ -86,13 +87,9 @@ def _main(argv: Sequence[str] | None) -> None:
         sys.exit(4)
 
 
-def _typer(args: list[str], completing: bool) -> None:
+def _typer(args: list[str], only: str | None, completing: bool) -> None:
     from assay.cli.app import build_app
-    from assay.cli.commands import BY_NAME
 
-    first = args[0] if args else None
-    # A completion call builds the whole tree: the word being completed may be any command.
-    only = first if first in BY_NAME and not completing else None
     app = build_app(only)
     if completing:
         from assay.cli.completion import register_shells
