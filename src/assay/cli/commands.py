@@ -58,9 +58,17 @@ class Command:
 
     def load(self) -> Any:
         """What ``attribute`` names in ``module``: importing the module is the command's cost."""
-        from importlib import import_module
+        return getattr(module(self.module), self.attribute)
 
-        return getattr(import_module(self.module), self.attribute)
+
+def module(name: str) -> Any:
+    """The module ``name``, imported. ``__import__`` rather than ``importlib.import_module``:
+    ``importlib`` (and ``warnings``, which it imports) would be two more imports on every
+    start, ``assay halt check``'s included."""
+    import sys
+
+    __import__(name)
+    return sys.modules[name]
 
 
 COMMANDS: tuple[Command, ...] = (

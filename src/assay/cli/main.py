@@ -62,9 +62,9 @@ def _main(argv: Sequence[str] | None) -> None:
         sys.exit(chosen.load()(args[1:]))
     try:
         if chosen is not None and chosen.early is not None and not completing:
-            from importlib import import_module
+            from assay.cli.commands import module
 
-            code = import_module(chosen.early).main(args)
+            code = module(chosen.early).main(args)
             if code is not None:
                 sys.exit(code)
         # A completion call builds the whole tree: the word being completed may be any command.
