@@ -3,7 +3,8 @@ with every kind of task; piped tables keep whole ids. ``task show`` and ``ledger
 sum the usage journal) are left to the Ledger.
 
 The quick path is :func:`assay.cli.task_list.main` (the entry point offers it ``task list``
-before typer); ``ASSAY_QUICK_READ=0`` makes the real command answer through the Ledger only.
+before typer); a configured database URL (``ASSAY_DATABASE_URL``, here the same SQLite file)
+makes the real command answer through the Ledger only.
 """
 
 from __future__ import annotations
@@ -90,13 +91,15 @@ def quick(repo: Repo, *args: str, heavy: str = "") -> subprocess.CompletedProces
 
 
 def through_ledger(repo: Repo, *args: str) -> subprocess.CompletedProcess[str]:
+    db = repo.root / ".assay" / "assay.db"  # a configured URL is read by the Ledger only
+    url = {"ASSAY_DATABASE_URL": f"sqlite:///{db}"} if db.is_file() else {}
     return subprocess.run(
         [str(ASSAY), *args],
         cwd=repo.root,
         capture_output=True,
         text=True,
         check=False,
-        env={**_env(), "ASSAY_QUICK_READ": "0"},
+        env={**_env(), **url},
     )
 
 

@@ -32,8 +32,6 @@ if TYPE_CHECKING:
     from assay.cli.usage_views import TaskUsage
     from assay.core.tasks import Task
 
-QUICK_ENV = "ASSAY_QUICK_READ"
-"""``0`` makes the task commands read through the Ledger only (the tests' reference path)."""
 LIST_HEADERS = ("id", "status", "attempts", "title", "note")
 _SHRINK = (3, 4)  # title, note: on a narrow terminal these give way, never the id
 
@@ -42,7 +40,7 @@ def quick_ledger() -> tuple[QuickLedger, Path] | None:
     """The workspace's SQLite ledger opened for the quick path, with the workspace's home;
     None when the Ledger must answer (a configured database URL, no repository here, no
     ledger file yet, another revision: see :mod:`~assay.adapters.store.quick_read`)."""
-    if os.environ.get(DATABASE_URL_ENV) or os.environ.get(QUICK_ENV) == "0":
+    if os.environ.get(DATABASE_URL_ENV):
         return None
     root = _repo_root()
     if root is None:
