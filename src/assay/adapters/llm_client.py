@@ -81,7 +81,7 @@ class RetryPolicy:
         """Seconds to wait after failed call number ``call`` (1-based)."""
         if retry_after is not None:
             return max(0.0, min(retry_after, self.cap_seconds))
-        return min(self.cap_seconds, self.base_seconds * 2 ** min(call - 1, 32))
+        return min(self.cap_seconds, self.base_seconds * 2.0 ** min(call - 1, 32))
 
 
 DEFAULT_RETRY = RetryPolicy()

@@ -6,18 +6,38 @@ for the shell's tab-time completion call.
 
 from __future__ import annotations
 
-from importlib import import_module
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import typer
 
-from assay.cli.commands import COMMANDS, HELP_FLAGS, OPTIONS, SUMMARY, VERSION_FLAGS, Kind
+from assay.cli.commands import (
+    COMMANDS,
+    HELP_FLAGS,
+    OPTIONS,
+    SUMMARY,
+    VERSION_FLAGS,
+    Kind,
+    top_level_help,
+    version_text,
+)
 from assay.cli.workspace import WholeSummaries
+
+if TYPE_CHECKING:
+    from typer._click import Context
+
+
+class _Root(WholeSummaries):
+    """The root's help is the table's (:func:`top_level_help`), whichever path prints it."""
+
+    def get_help(self, ctx: Context) -> str:
+        return top_level_help().removesuffix("\n")  # click's echo adds the newline
 
 
 def build_app(only: str | None = None) -> typer.Typer:
     """The whole command tree, or only command ``only`` (to skip importing the others)."""
     app = typer.Typer(
-        cls=WholeSummaries,
+        cls=_Root,
         name="assay",
         help=SUMMARY,
         context_settings={"help_option_names": list(HELP_FLAGS)},
@@ -30,13 +50,11 @@ def build_app(only: str | None = None) -> typer.Typer:
         if only is not None and entry.name != only:
             continue
         if entry.kind is Kind.GROUP:
-            sub = getattr(import_module(entry.module), entry.attribute)
-            app.add_typer(sub, name=entry.name, help=entry.summary)
+            app.add_typer(entry.load(), name=entry.name, help=entry.summary)
         elif entry.kind is Kind.COMMAND:
-            function = getattr(import_module(entry.module), entry.attribute)
-            app.command(name=entry.name)(function)
+            app.command(name=entry.name)(entry.load())
         else:
-            _add_halt(app)
+            _add_argparse(app, entry.name, entry.summary, entry.load())
 
     @app.callback(invoke_without_command=True)
     def _root(
@@ -45,9 +63,7 @@ def build_app(only: str | None = None) -> typer.Typer:
     ) -> None:
         """Run AI coding agents on real repositories and tell the truth about what happened."""
         if version:
-            from assay import __version__
-
-            typer.echo(f"assay {__version__}")
+            typer.echo(version_text(), nl=False)
             raise typer.Exit(0)
         if ctx.invoked_subcommand is None:
             typer.echo(ctx.get_help())
@@ -56,17 +72,19 @@ def build_app(only: str | None = None) -> typer.Typer:
     return app
 
 
-def _add_halt(app: typer.Typer) -> None:
-    # argparse parses ``halt``'s own arguments (see assay.cli.halt); typer only passes them on.
-    from assay.cli import halt
+def _add_argparse(
+    app: typer.Typer, name: str, summary: str, run: Callable[[list[str]], int]
+) -> None:
+    # The command's own argparse parser reads its arguments; typer only passes them on (and
+    # lists it in the help). `halt` is the one such command: HaltCommand completes its words.
     from assay.cli.completion import HaltCommand
 
     @app.command(
-        name="halt",
+        name=name,
         cls=HaltCommand,
-        help=halt.HELP,
+        help=summary,
         context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
         add_help_option=False,
     )
-    def _halt(ctx: typer.Context) -> None:
-        raise typer.Exit(halt.run(ctx.args))
+    def _passed_on(ctx: typer.Context) -> None:
+        raise typer.Exit(run(list(ctx.args)))

@@ -1,9 +1,12 @@
-"""The table of ``assay``'s commands, and the top-level help printed from it without typer.
+"""The table of ``assay``'s commands: the one place a command is named, summarised and found.
 
-``assay --help`` and bare ``assay`` are answered by :mod:`assay.cli.main` from this table
-before typer (and pydantic, which typer builds its parameters with) is imported; the typer app
-in :mod:`assay.cli.app` is built from the same table, and a test checks each summary here
-against the first paragraph of that command's own help, so the two never drift.
+:mod:`assay.cli.main` reads it to choose the command (and imports only that command's module):
+``halt`` is parsed by its own argparse parser, every other command by the typer app
+:mod:`assay.cli.app` builds from this table. The top-level help and the version are rendered
+here, once, for both: :mod:`assay.cli.main` prints them before typer (which builds every
+parameter with pydantic) is imported, and the typer root renders its own help and version
+with the same functions. A test checks each summary here against the first paragraph of that
+command's own help, so the two never drift.
 
 Standard library only: this module is imported on every start.
 """
@@ -12,6 +15,10 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+TYPE_CHECKING = False  # typing itself is an import the fast answers do without
+if TYPE_CHECKING:
+    from typing import Any
+
 SUMMARY = "Run AI coding agents on real repositories and tell the truth about what happened."
 WIDTH = 78
 
@@ -19,24 +26,49 @@ WIDTH = 78
 class Kind(StrEnum):
     COMMAND = "command"  # a single typer command: ``attribute`` is its function
     GROUP = "group"  # a typer sub-app: ``attribute`` is the ``typer.Typer``
-    HALT = "halt"  # the argparse fast path of :mod:`assay.cli.halt`
+    ARGPARSE = "argparse"  # ``attribute`` is ``run(argv) -> exit code`` on its own parser
 
 
 class Command:
     """One command: where it lives and its one-line summary. (A plain class: a dataclass
     would import ``inspect`` and the tokenizer on every start.)"""
 
-    __slots__ = ("attribute", "kind", "module", "name", "summary")
+    __slots__ = ("attribute", "early", "kind", "module", "name", "summary")
 
-    def __init__(self, name: str, module: str, attribute: str, kind: Kind, summary: str) -> None:
+    def __init__(
+        self,
+        name: str,
+        module: str,
+        attribute: str,
+        kind: Kind,
+        summary: str,
+        early: str | None = None,
+    ) -> None:
         self.name = name
         self.module = module
         self.attribute = attribute
         self.kind = kind
         self.summary = summary  # the first paragraph of the command's help, on one line
+        # A module whose ``main(argv) -> exit code | None`` is offered the command before
+        # typer is built, for what it can answer on the standard library (None: typer's).
+        self.early = early
 
     def __repr__(self) -> str:
         return f"Command({self.name!r}, {self.module!r}, {self.attribute!r}, {self.kind!r})"
+
+    def load(self) -> Any:
+        """What ``attribute`` names in ``module``: importing the module is the command's cost."""
+        return getattr(module(self.module), self.attribute)
+
+
+def module(name: str) -> Any:
+    """The module ``name``, imported. ``__import__`` rather than ``importlib.import_module``:
+    ``importlib`` (and ``warnings``, which it imports) would be two more imports on every
+    start, ``assay halt check``'s included."""
+    import sys
+
+    __import__(name)
+    return sys.modules[name]
 
 
 COMMANDS: tuple[Command, ...] = (
@@ -102,7 +134,7 @@ COMMANDS: tuple[Command, ...] = (
         "halt",
         "assay.cli.halt",
         "run",
-        Kind.HALT,
+        Kind.ARGPARSE,
         "Arm, check, fire, attest and re-arm a dispatch's halts (exit 0 ok, 1 halt/failure, "
         "2 usage).",
     ),
@@ -120,6 +152,7 @@ COMMANDS: tuple[Command, ...] = (
         "app",
         Kind.GROUP,
         "Queue tasks, list them, show, hold, release, cancel, delete, prune.",
+        early="assay.cli.task_list",
     ),
     Command(
         "ledger",
@@ -152,7 +185,7 @@ COMMANDS: tuple[Command, ...] = (
 )
 BY_NAME: dict[str, Command] = {c.name: c for c in COMMANDS}
 
-# The root's own options: (flags, help), shown by the fast help and declared on the typer root.
+# The root's own options: (flags, help), shown by the help and declared on the typer root.
 VERSION_FLAGS = ("-V", "--version")
 HELP_FLAGS = ("-h", "--help")
 JSON_FLAG = "--json"  # beside --version: {"version": "…"}
@@ -160,6 +193,17 @@ OPTIONS: tuple[tuple[tuple[str, ...], str], ...] = (
     (VERSION_FLAGS, "Print the version and exit (with --json: as JSON)."),
     (HELP_FLAGS, "Show this message and exit."),
 )
+
+
+def version_text(*, as_json: bool = False) -> str:
+    """What ``assay --version`` prints (``{"version": …}`` with ``--json``)."""
+    from assay import __version__
+
+    if as_json:
+        import json
+
+        return json.dumps({"version": __version__}) + "\n"
+    return f"assay {__version__}\n"
 
 
 def top_level_help() -> str:

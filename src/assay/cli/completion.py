@@ -134,7 +134,7 @@ def register_shells() -> None:
 
 
 def script(shell: Shell) -> str:
-    from typer.completion import get_completion_script
+    from typer._completion_shared import get_completion_script
 
     return get_completion_script(prog_name=PROG, complete_var=COMPLETE_ENV, shell=shell.value)
 

@@ -17,7 +17,10 @@ from assay.core.text import shown
 from assay.core.vocab import HoldSource, TaskStatus
 
 if TYPE_CHECKING:  # the models are pydantic's: the commands that print these already hold them
+    from assay.adapters.store.quick_rows import TaskRow
     from assay.core.tasks import Task
+
+    ListedTask = Task | TaskRow  # what task list's sentences read: either reader's task
 
 
 def when(moment: datetime) -> str:
@@ -39,7 +42,7 @@ def span(later: datetime, now: datetime) -> str:
     return f"{minutes}m" if minutes else f"{secs}s"
 
 
-def wait_note(task: Task, now: datetime) -> str | None:
+def wait_note(task: ListedTask, now: datetime) -> str | None:
     """``waits until <time> (in 4m)`` while the task waits, else None."""
     if task.not_before is None or not task.waiting(now):
         return None
@@ -72,7 +75,7 @@ def shorten(text: str, limit: int) -> str:
     return (head if space and len(head) >= limit // 2 else cut).rstrip(" ,;:([{") + "…"
 
 
-def error_note(task: Task) -> str | None:
+def error_note(task: ListedTask) -> str | None:
     """The task's last error, labelled for what it is now (a done task's error belongs to an
     earlier run: the run that succeeded had none), as it may be shown."""
     if not task.last_error:

@@ -1,11 +1,13 @@
-"""Entry point of the ``assay`` command.
+"""Entry point of the ``assay`` command: choose the command from the table, run only it.
 
-What must answer at once is answered before typer is imported (typer builds every parameter
-with pydantic): ``assay --version`` / ``-V`` (``--json`` too), ``assay --help`` / ``-h`` and
-bare ``assay`` from the table in :mod:`assay.cli.commands`; ``assay halt …``, which runs
-inside a coder's turn (see :mod:`assay.cli.halt`); and ``assay task list``, when
-:mod:`assay.cli.task_quick` can answer it on the standard library. Every other command goes
-through the typer app in :mod:`assay.cli.app`, which imports only the invoked command's module.
+The table in :mod:`assay.cli.commands` names every command and the module it lives in. What
+must answer at once is answered from it before typer is imported (typer builds every
+parameter with pydantic): ``assay --version`` / ``-V`` (``--json`` too), ``assay --help`` /
+``-h`` and bare ``assay``. A command on its own argparse parser (``assay halt …``, which runs
+inside a coder's turn) is run directly; a command with an ``early`` module (``assay task
+list``: :mod:`assay.cli.task_list`) is offered to it first, for what it can answer on the
+standard library. Every other command goes through the typer app in :mod:`assay.cli.app`,
+which imports only the chosen command's module.
 """
 
 from __future__ import annotations
@@ -17,8 +19,6 @@ from collections.abc import Sequence
 
 # Set by the shell's completion script when it asks for completions (assay.cli.completion).
 COMPLETE_ENV = "_ASSAY_COMPLETE"
-# Answered by assay.cli.task_quick without typer when it can (else it returns None).
-QUICK_COMMANDS = frozenset({("task", "list")})
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -55,16 +55,20 @@ def _main(argv: Sequence[str] | None) -> None:
     completing = bool(os.environ.get(COMPLETE_ENV))
     if not completing:
         _answer_at_once(args)
-    if args and args[0] == "halt":
-        from assay.cli import halt
+    from assay.cli.commands import BY_NAME, Kind
 
-        sys.exit(halt.run(args[1:]))
+    chosen = BY_NAME.get(args[0]) if args else None
+    if chosen is not None and chosen.kind is Kind.ARGPARSE:
+        sys.exit(chosen.load()(args[1:]))
     try:
-        if not completing and tuple(args[:2]) in QUICK_COMMANDS:
-            code = _quick(args)
+        if chosen is not None and chosen.early is not None and not completing:
+            from assay.cli.commands import module
+
+            code = module(chosen.early).main(args)
             if code is not None:
                 sys.exit(code)
-        _typer(args, completing)
+        # A completion call builds the whole tree: the word being completed may be any command.
+        _typer(args, None if chosen is None or completing else chosen.name, completing)
     except Exception as exc:  # a bug or a broken environment: one line, exit 4, never a traceback
         if os.environ.get("ASSAY_DEBUG"):
             raise
@@ -83,13 +87,9 @@ def _main(argv: Sequence[str] | None) -> None:
         sys.exit(4)
 
 
-def _typer(args: list[str], completing: bool) -> None:
+def _typer(args: list[str], only: str | None, completing: bool) -> None:
     from assay.cli.app import build_app
-    from assay.cli.commands import BY_NAME
 
-    first = args[0] if args else None
-    # A completion call builds the whole tree: the word being completed may be any command.
-    only = first if first in BY_NAME and not completing else None
     app = build_app(only)
     if completing:
         from assay.cli.completion import register_shells
@@ -98,37 +98,22 @@ def _typer(args: list[str], completing: bool) -> None:
     app(args=args, prog_name="assay", standalone_mode=True)
 
 
-def _quick(args: list[str]) -> int | None:
-    """The exit code of the quick read of ``args``, or None when typer's command must answer."""
-    from assay.cli import task_quick
-
-    return task_quick.main(args)
-
-
 def _answer_at_once(args: list[str]) -> None:
     """Print the version or the top-level help and exit, if that is all ``args`` ask for."""
     if len(args) > 2:
         return
-    if not args:  # like click's no_args_is_help: the help on stderr, exit 2
-        from assay.cli.commands import top_level_help
+    from assay.cli.commands import HELP_FLAGS, JSON_FLAG, VERSION_FLAGS, top_level_help
 
+    if not args:  # like click's no_args_is_help: the help on stderr, exit 2
         sys.stderr.write(top_level_help())
         sys.exit(2)
-    from assay.cli.commands import HELP_FLAGS, JSON_FLAG, VERSION_FLAGS
-
     rest = [a for a in args if a != JSON_FLAG]
-    as_json = len(rest) < len(args)
     if len(rest) == 1 and rest[0] in VERSION_FLAGS:
-        from assay import __version__
+        from assay.cli.commands import version_text
 
-        if as_json:
-            sys.stdout.write(f'{{"version": "{__version__}"}}\n')
-        else:
-            sys.stdout.write(f"assay {__version__}\n")
+        sys.stdout.write(version_text(as_json=len(rest) < len(args)))
         sys.exit(0)
     if args == rest and len(args) == 1 and args[0] in HELP_FLAGS:
-        from assay.cli.commands import top_level_help
-
         sys.stdout.write(top_level_help())
         sys.exit(0)
 

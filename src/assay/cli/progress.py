@@ -71,7 +71,11 @@ def _stopped(reason: object) -> str:
     news (not a coder that finished); a reason this version does not know, as given."""
     if not reason or reason == StopReason.COMPLETED:
         return ""
-    known = STOPPED_SAID.get(StopReason(reason)) if reason in set(StopReason) else None
+    known = (
+        STOPPED_SAID.get(StopReason(reason))
+        if isinstance(reason, str) and reason in set(StopReason)
+        else None
+    )
     return f" · {known or f'stopped: {reason}'}"
 
 

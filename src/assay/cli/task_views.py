@@ -1,7 +1,7 @@
 """What ``assay task list|show`` and ``assay ledger show`` print.
 
 ``task list`` reads from either path: a task comes from the quick path
-(:mod:`assay.adapters.store.quick_read`: a :class:`~assay.adapters.store.quick_read.TaskRow`)
+(:mod:`assay.adapters.store.quick_read`: a :class:`~assay.adapters.store.quick_rows.TaskRow`)
 or from the Ledger (a pydantic ``Task``); both carry the attributes the sentences here read,
 and each is turned into JSON by its own code (``as_json`` / ``model_dump``), so a test
 comparing the two paths' output compares two implementations, not one with itself. ``task
@@ -24,16 +24,14 @@ from assay.cli.table import render, terminal_width
 from assay.core.text import printable, shown
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from assay.adapters.store.quick_read import QuickLedger
-    from assay.adapters.store.quick_rows import TaskRow
     from assay.adapters.store.records import RunRecord
+    from assay.cli.explain import ListedTask
     from assay.cli.usage_views import TaskUsage
     from assay.core.tasks import Task
 
-    AnyTask = Task | TaskRow
-
-QUICK_ENV = "ASSAY_QUICK_READ"
-"""``0`` makes the task commands read through the Ledger only (the tests' reference path)."""
 LIST_HEADERS = ("id", "status", "attempts", "title", "note")
 _SHRINK = (3, 4)  # title, note: on a narrow terminal these give way, never the id
 
@@ -42,12 +40,13 @@ def quick_ledger() -> tuple[QuickLedger, Path] | None:
     """The workspace's SQLite ledger opened for the quick path, with the workspace's home;
     None when the Ledger must answer (a configured database URL, no repository here, no
     ledger file yet, another revision: see :mod:`~assay.adapters.store.quick_read`)."""
-    if os.environ.get(DATABASE_URL_ENV) or os.environ.get(QUICK_ENV) == "0":
+    if os.environ.get(DATABASE_URL_ENV):
         return None
     root = _repo_root()
     if root is None:
         return None  # the Workspace says why, in its words
-    from assay.adapters.store.quick_read import NotQuick, QuickLedger
+    from assay.adapters.store.quick_read import QuickLedger
+    from assay.adapters.store.quick_rows import NotQuick
 
     configured = os.environ.get(HOME_ENV)
     home = Path(configured).absolute() if configured else root / ".assay"
@@ -57,7 +56,7 @@ def quick_ledger() -> tuple[QuickLedger, Path] | None:
         return None
 
 
-def list_text(tasks: list[AnyTask], unreadable: list[tuple[str, str]], now: datetime) -> str:
+def list_text(tasks: Sequence[ListedTask], unreadable: list[tuple[str, str]], now: datetime) -> str:
     """``task list``'s table: a row per task, then a row per unreadable one."""
     from assay.cli.explain import error_note, shorten, wait_note
 
@@ -76,7 +75,7 @@ def list_text(tasks: list[AnyTask], unreadable: list[tuple[str, str]], now: date
     return render(LIST_HEADERS, rows, shrink=_SHRINK, width=terminal_width())
 
 
-def _reason(task: AnyTask) -> str | None:
+def _reason(task: ListedTask) -> str | None:
     return shown(task.hold_reason) if task.hold_reason else None
 
 

@@ -178,8 +178,14 @@ def list_tasks(
     """List tasks, oldest first, with status, attempts and why a task waits or is held."""
     if status is not None and status not in STATUSES:  # one line, like every refusal here
         fail(f"unknown status {status!r}: use one of {', '.join(STATUSES)}")
-    now = datetime.now(UTC)
+    from assay.cli.task_list import quick_answer
+
     chosen = None if status is None else TaskStatus(status)
+    answer = quick_answer(chosen, json_output)  # what the entry point answers before typer
+    if answer is not None:
+        sys.stdout.write(answer)
+        return
+    now = datetime.now(UTC)
     ledger = Workspace.find().existing_ledger()  # none yet: no task, and none is created
     tasks, unreadable = ledger.scan_tasks(chosen) if ledger is not None else ([], [])
     if json_output:
@@ -242,8 +248,8 @@ def _move(
             stopped = stop_running(task, reason or _STOP_REASONS[move])
         if stopped:  # its workflow stops the run and holds the task
             if json_output:
-                recorded = reason or _STOP_REASONS[move]
-                _print_move(workspace, ledger, _get(ledger, task_id), move, actor, recorded)
+                said_why = reason or _STOP_REASONS[move]
+                _print_move(workspace, ledger, _get(ledger, task_id), move, actor, said_why)
             return
     try:
         moved = move_task(ledger, task_id, move, actor=actor, now=datetime.now(UTC), reason=reason)

@@ -126,6 +126,14 @@ def test_the_table_matches_the_typer_apps_commands() -> None:
         assert entry.summary == _first_paragraph(commands[entry.name].help), entry.name
 
 
+@pytest.mark.parametrize("only", [None, "gc"])
+def test_the_typer_roots_help_is_the_tables(only: str | None) -> None:
+    # One renderer: typer's root prints the same help the fast path does, whatever it built.
+    root = typer.main.get_command(build_app(only))
+    with root.make_context("assay", ["gc"]) as ctx:
+        assert ctx.get_help() + "\n" == top_level_help()
+
+
 def test_the_halt_summary_is_the_halt_commands_own_help() -> None:
     assert BY_NAME["halt"].summary == HALT_HELP
 
@@ -154,9 +162,9 @@ def test_the_quick_task_commands_are_answered_before_typer(
 
     def answer(args: list[str]) -> int | None:
         seen.append(args)
-        return None if "--help" in args else 0
+        return None if "--help" in args or args[1] != "list" else 0
 
-    monkeypatch.setattr("assay.cli.task_quick.main", answer)
+    monkeypatch.setattr("assay.cli.task_list.main", answer)
     built: list[tuple[str | None, list[str]]] = []
 
     def build_app(only: str | None = None) -> Callable[..., None]:
@@ -169,7 +177,16 @@ def test_the_quick_task_commands_are_answered_before_typer(
     # None means "not mine": typer's command answers instead.
     main_module.main(["task", "list", "--help"])
     assert built == [("task", ["task", "list", "--help"])]
-    # `task show` and `ledger show` (which sum the usage journal) are never offered to it.
+    # Only the table's `early` module of the command is offered it: `ledger show` never is.
     main_module.main(["task", "show", "t-1"])
     main_module.main(["ledger", "show", "t-1"])
-    assert len(seen) == 2 and [only for only, _ in built] == ["task", "task", "ledger"]
+    assert [args[:2] for args in seen[2:]] == [["task", "show"]]
+    assert [only for only, _ in built] == ["task", "task", "ledger"]
+
+
+def test_task_list_declines_what_it_does_not_answer() -> None:
+    # The real early module: anything but a plain `task list` is typer's (None).
+    from assay.cli.task_list import main as early
+
+    for args in (["task", "show", "t-1"], ["task", "list", "--help"], ["task", "list", "-x"]):
+        assert early(args) is None, args

@@ -2,8 +2,9 @@
 with every kind of task; piped tables keep whole ids. ``task show`` and ``ledger show`` (which
 sum the usage journal) are left to the Ledger.
 
-The quick path is :func:`assay.cli.task_quick.main` (the entry point offers it ``task list``
-before typer); ``ASSAY_QUICK_READ=0`` makes the real command answer through the Ledger only.
+The quick path is :func:`assay.cli.task_list.main` (the entry point offers it ``task list``
+before typer); a configured database URL (``ASSAY_DATABASE_URL``, here the same SQLite file)
+makes the real command answer through the Ledger only.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ HEAVY_ENV = "QUICK_TEST_HEAVY"
 # the modules named in $QUICK_TEST_HEAVY it imported, on stderr's last line.
 QUICK = """
 import os, sys
-from assay.cli.task_quick import main
+from assay.cli.task_list import main
 code = main(sys.argv[1:])
 named = set(os.environ.get("QUICK_TEST_HEAVY", "").split(","))
 heavy = sorted({m.split(".")[0] for m in sys.modules} & named)
@@ -90,13 +91,15 @@ def quick(repo: Repo, *args: str, heavy: str = "") -> subprocess.CompletedProces
 
 
 def through_ledger(repo: Repo, *args: str) -> subprocess.CompletedProcess[str]:
+    db = repo.root / ".assay" / "assay.db"  # a configured URL is read by the Ledger only
+    url = {"ASSAY_DATABASE_URL": f"sqlite:///{db}"} if db.is_file() else {}
     return subprocess.run(
         [str(ASSAY), *args],
         cwd=repo.root,
         capture_output=True,
         text=True,
         check=False,
-        env={**_env(), "ASSAY_QUICK_READ": "0"},
+        env={**_env(), **url},
     )
 
 

@@ -39,7 +39,7 @@ def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     root = tmp_path / "repo"
     root.mkdir()
     git(root, "init", "-q", "-b", "main")
-    for name in ("ASSAY_HOME", "ASSAY_DATABASE_URL", "ASSAY_QUICK_READ"):
+    for name in ("ASSAY_HOME", "ASSAY_DATABASE_URL"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.chdir(root)
     return root

@@ -9,8 +9,9 @@ from typing import Any
 import sqlalchemy as sa
 
 from assay.adapters.store import statements as st
+from assay.adapters.store import task_sql
 from assay.adapters.store.errors import LedgerConflict, UnreadableTask
-from assay.adapters.store.schema import runs, tasks
+from assay.adapters.store.schema import runs
 from assay.core.tasks import Task
 from assay.core.vocab import EventKind
 
@@ -27,7 +28,7 @@ def change_task(
     """Lock, read, ``move`` and write the task in one transaction (see ``Ledger.change_task``)."""
     _status, stored = st.locked_task(conn, task_id)
     unreadable: list[tuple[str, str]] = []
-    found = st.load_tasks(conn, tasks.c.id == task_id, unreadable)
+    found = st.load_tasks(conn, task_sql.with_id(task_id), unreadable)
     if unreadable:
         raise UnreadableTask(*unreadable[0])
     task = found[0]

@@ -2,7 +2,8 @@
 
 Importing SQLAlchemy and pydantic takes longer than that command may take in all, so on a
 SQLite ledger at :data:`REVISION` it reads here, through a read-only connection, and builds
-the same documents the models would. Whatever this module is not sure of raises
+the same documents the models would, with the Ledger's own SQL text
+(:mod:`.task_sql`). Whatever this module is not sure of raises
 :class:`NotQuick` and the caller asks the :class:`~assay.adapters.store.sql.Ledger`, whose
 answer is the reference: no ledger file yet (the Ledger creates it), another revision or
 backend, a locked file, or a row the models might judge differently (a hand-edited value, a
@@ -19,6 +20,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from assay.adapters.store import task_sql
 from assay.adapters.store.quick_rows import NotQuick, TaskRow, checked_time, parse_time
 from assay.core.vocab import HoldSource, TaskStatus
 
@@ -31,22 +33,6 @@ Ledger, which waits ``$ASSAY_DB_TIMEOUT`` and names the lock."""
 _TASK_STATUS = {s.value: s for s in TaskStatus}
 _HOLD_SOURCE = {s.value: s for s in HoldSource}
 _OPTIONAL_TEXT = (str, type(None))
-
-# The Ledger's own statements (statements.load_tasks) in SQL, so rows come back in the same
-# order.
-_TASKS = (
-    "SELECT tasks.id, tasks.title, tasks.instruction, tasks.status, tasks.last_error,"
-    " tasks.hold_reason, tasks.hold_source, tasks.diagnostic, tasks.created_at,"
-    " tasks.updated_at, tasks.not_before, coalesce(stage_records.attempts, 0)"
-    " FROM tasks LEFT OUTER JOIN stage_records"
-    " ON stage_records.task_id = tasks.id AND stage_records.stage = 'task'"
-    " WHERE {where} ORDER BY tasks.created_at, tasks.id"
-)
-_RUN_IDS = (
-    "SELECT runs.task_id, runs.id FROM runs"
-    " WHERE runs.task_id IN (SELECT tasks.id FROM tasks WHERE {where})"
-    " ORDER BY runs.started_at, runs.id"
-)
 
 
 class Names(StrEnum):
@@ -76,9 +62,9 @@ class QuickLedger:
 
     def tasks(self, status: TaskStatus | None = None) -> list[TaskRow]:
         """Every task (or those with ``status``) oldest first, as ``Ledger.scan_tasks``."""
-        where, params = ("1 = 1", ()) if status is None else ("tasks.status = ?", (status.value,))
+        chosen = task_sql.EVERY_TASK if status is None else task_sql.with_status(status.value)
         with self._read() as conn:
-            return _task_rows(conn, where, params)
+            return _task_rows(conn, chosen)
 
     def names(self, table: Names) -> list[tuple[str, str]]:
         """Every task's (or run's) id with a few words on it, newest first: what a shell offers
@@ -108,15 +94,17 @@ class QuickLedger:
             conn.close()
 
 
-def _task_rows(conn: sqlite3.Connection, where: str, params: tuple[str, ...]) -> list[TaskRow]:
+def _task_rows(conn: sqlite3.Connection, chosen: task_sql.Chosen) -> list[TaskRow]:
     run_ids: dict[str, list[str]] = {}
-    for task_id, run_id in conn.execute(_RUN_IDS.format(where=where), params):
+    for task_id, run_id in conn.execute(task_sql.run_ids_sql(chosen), chosen[1]):
         run_ids.setdefault(task_id, []).append(_text(run_id))
-    return [_task_row(row, run_ids) for row in conn.execute(_TASKS.format(where=where), params)]
+    rows = conn.execute(task_sql.tasks_sql(chosen), chosen[1])
+    return [_task_row(row, run_ids) for row in rows]
 
 
 def _task_row(row: tuple[Any, ...], run_ids: dict[str, list[str]]) -> TaskRow:
     # Checked inline, not through the helpers below: this runs once per task of a list.
+    # The row holds task_sql.TASK_FIELDS, in that order.
     task_id, title, instruction, status, last_error, hold_reason, hold_source = row[:7]
     diagnostic, created_at, updated_at, not_before, attempts = row[7:]
     if not (

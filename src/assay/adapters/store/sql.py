@@ -24,7 +24,7 @@ from typing import Any, Self
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
-from assay.adapters.store import deletes, moves, run_writes, usage_log
+from assay.adapters.store import deletes, moves, run_writes, task_sql, usage_log
 from assay.adapters.store import statements as st
 from assay.adapters.store.connect import WRITE_OPTION, default_url, make_engine
 from assay.adapters.store.convergence import convergence_ledger
@@ -142,7 +142,7 @@ class Ledger:
     def get_task(self, task_id: str) -> Task:
         unreadable: list[tuple[str, str]] = []
         with self._read() as conn:
-            found = st.load_tasks(conn, tasks.c.id == task_id, unreadable)
+            found = st.load_tasks(conn, task_sql.with_id(task_id), unreadable)
         if unreadable:
             raise UnreadableTask(*unreadable[0])
         if not found:
@@ -187,10 +187,10 @@ class Ledger:
     ) -> tuple[list[Task], list[tuple[str, str]]]:
         """Tasks oldest first, and the rows that are not valid tasks as (id, what is wrong),
         so one corrupt row never hides or blocks the others."""
-        where = sa.true() if status is None else tasks.c.status == status.value
+        chosen = task_sql.EVERY_TASK if status is None else task_sql.with_status(status.value)
         unreadable: list[tuple[str, str]] = []
         with self._read() as conn:
-            return st.load_tasks(conn, where, unreadable), unreadable
+            return st.load_tasks(conn, chosen, unreadable), unreadable
 
     def save_task(self, task: Task) -> None:
         """Write an operator's move (hold, release, a diagnostic) outside any run.

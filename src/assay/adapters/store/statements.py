@@ -18,6 +18,7 @@ import sqlalchemy as sa
 from pydantic import ValidationError
 from sqlalchemy.dialects import postgresql, sqlite
 
+from assay.adapters.store import task_sql
 from assay.adapters.store.errors import TaskNotFound
 from assay.adapters.store.records import DispatchRecord, RunRecord
 from assay.adapters.store.schema import events, runs, stage_records, tasks
@@ -43,6 +44,11 @@ _LOCK_RUN = (
 )
 TASK_COLUMNS = tuple(c for c in tasks.c if c.name != "contract")
 """What a task is read from: not its contract, read alone when a run needs it."""
+# task_sql's columns typed as the table declares them (its times are UTCDateTime).
+_TASK_FIELD_TYPES = tuple(
+    tasks.c[name] if name in tasks.c else sa.column(name, sa.Integer)
+    for name in task_sql.TASK_FIELDS
+)
 _UPDATE_TASK = sa.update(tasks).where(tasks.c.id == sa.bindparam("key"))
 
 
@@ -68,24 +74,19 @@ def update_task(conn: sa.Connection, task: Task) -> None:
 
 def load_tasks(
     conn: sa.Connection,
-    where: sa.ColumnElement[bool],
+    chosen: task_sql.Chosen,
     unreadable: list[tuple[str, str]] | None = None,
 ) -> list[Task]:
-    """Tasks matching ``where``, oldest first, with attempts from their ``task`` stage record
+    """The ``chosen`` tasks, oldest first, with attempts from their ``task`` stage record
     and run ids from their runs. A row that is not a valid task (edited by hand, written by a
     newer version) is left out, never raised, and noted in ``unreadable`` as (id, what is
     wrong) when a list is given."""
+    params = chosen[1]
     rows = conn.execute(
-        sa.select(*TASK_COLUMNS, sa.func.coalesce(stage_records.c.attempts, 0).label("attempts"))
-        .select_from(tasks.outerjoin(stage_records, _TASK_STAGE))
-        .where(where)
-        .order_by(tasks.c.created_at, tasks.c.id)
+        sa.text(task_sql.tasks_sql(chosen)).columns(*_TASK_FIELD_TYPES), params
     ).all()
     run_ids: dict[str, list[str]] = {}
-    chosen = sa.select(tasks.c.id).where(where)
-    for task_id, run_id in conn.execute(
-        sa.select(runs.c.task_id, runs.c.id).where(runs.c.task_id.in_(chosen)).order_by(*RUN_ORDER)
-    ):
+    for task_id, run_id in conn.execute(sa.text(task_sql.run_ids_sql(chosen)), params):
         run_ids.setdefault(task_id, []).append(run_id)
     found: list[Task] = []
     for row in rows:
@@ -178,9 +179,10 @@ def upsert(dialect: str) -> Callable[[sa.Table], Any]:
 def _set_task_stage(dialect: str) -> sa.Insert:
     # Set, not add: the count is what the caller decided; the verdict is left alone.
     stmt = upsert(dialect)(stage_records)
-    return stmt.on_conflict_do_update(
+    set_attempts: sa.Insert = stmt.on_conflict_do_update(
         index_elements=["task_id", "stage"], set_={"attempts": stmt.excluded.attempts}
     )
+    return set_attempts
 
 
 def set_task_attempts(conn: sa.Connection, task_id: str, value: int) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from pathlib import Path
 
@@ -12,7 +11,6 @@ from ledger_driver import Driver, Wave
 from assay.adapters.store import quick_read
 from assay.adapters.store.quick_read import NotQuick, QuickLedger
 from assay.adapters.store.sql import HEAD_REVISION, Ledger
-from assay.cli.task_quick import _task_list_json
 from assay.core.vocab import AttemptOutcome, RunStatus, TaskStatus
 
 
@@ -80,10 +78,3 @@ def test_it_reads_a_wal_ledger_while_a_writer_holds_its_lock(
         writer.execute("ROLLBACK")
         writer.close()
     assert "changing" not in titles and len(titles) == 3
-
-
-def test_the_json_writer_writes_what_json_dumps_writes(ledger: Ledger, tmp_path: Path) -> None:
-    rows = QuickLedger(tmp_path / "assay.db").tasks()
-    documents = [r.as_json() for r in rows]
-    assert _task_list_json(rows) == json.dumps(documents, indent=2, default=str) + "\n"
-    assert _task_list_json([]) == "[]\n"

@@ -23,7 +23,7 @@ branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
 
-def _document(*, none_as_null: bool) -> sa.types.TypeEngine[object]:
+def _document(*, none_as_null: bool) -> sa.JSON:
     return sa.JSON(none_as_null=none_as_null).with_variant(
         postgresql.JSONB(none_as_null=none_as_null), "postgresql"
     )

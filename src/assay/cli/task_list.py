@@ -1,0 +1,79 @@
+"""``assay task list`` answered on the standard library from a SQLite ledger.
+
+Both of its parsers answer through :func:`quick_answer`: typer's command
+(:func:`assay.cli.tasks.list_tasks`), and :func:`main`, which the command table
+(:mod:`assay.cli.commands`) has :mod:`assay.cli.main` offer the plain spellings to before typer
+is imported: typer builds every parameter with pydantic, which alone costs more than the whole
+answer may. The rows come from :mod:`assay.adapters.store.quick_read` (the Ledger's own SQL
+text, on ``sqlite3``); where it is not sure (no SQLite ledger at the head revision, a locked
+file, a row the models would judge) :func:`quick_answer` returns None and typer's command asks
+the Ledger. ``task show`` and ``ledger show`` are the Ledger's: they sum the usage journal.
+
+Standard library and light assay modules only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from datetime import UTC, datetime
+
+from assay.cli import task_views as views
+from assay.core.vocab import TaskStatus
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+
+
+def main(args: list[str]) -> int | None:
+    """The exit code, once the answer is printed; None when typer's command must answer."""
+    parsed = _parse(args)
+    if parsed is None:
+        return None
+    status, as_json = parsed
+    answer = quick_answer(None if status is None else TaskStatus(status), as_json)
+    return None if answer is None else _write(answer)
+
+
+def quick_answer(status: TaskStatus | None, as_json: bool) -> str | None:
+    """What ``task list`` prints, read here; None when the Ledger must answer."""
+    found = views.quick_ledger()
+    if found is None:
+        return None
+    from assay.adapters.store.quick_rows import NotQuick
+
+    try:
+        rows = found[0].tasks(status)
+    except NotQuick:
+        return None
+    if as_json:  # as assay.cli.workspace.print_json writes the Ledger's tasks
+        return json.dumps([row.as_json() for row in rows], indent=2) + "\n"
+    return views.list_text(rows, [], datetime.now(UTC))
+
+
+def _parse(args: list[str]) -> tuple[str | None, bool] | None:
+    """``(status, --json)`` for the plain spellings of ``task list``; None for the rest."""
+    head, rest = tuple(args[:2]), args[2:]
+    as_json = "--json" in rest
+    rest = [a for a in rest if a != "--json"]
+    if head != ("task", "list"):
+        return None
+    if not rest:
+        return None, as_json
+    if len(rest) == 2 and rest[0] == "--status" and rest[1] in _STATUSES:
+        return rest[1], as_json
+    return None
+
+
+_STATUSES = frozenset(s.value for s in TaskStatus)
+
+
+def _write(text: str) -> int:
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:  # `assay task list | head`: the reader has all it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_FAILED
+    return EXIT_OK
