@@ -136,15 +136,15 @@ def identity(repo: Path) -> tuple[str, str]:
     """(name, email) the repository's config gives, as git resolves it there (local, global,
     system); assay's own only for what is not configured. assay's git calls force
     ``user.name=assay``, so the config is read here without that override."""
-    return (
-        _config(repo, "user.name") or ASSAY_NAME,
-        _config(repo, "user.email") or ASSAY_EMAIL,
-    )
+    found = _config(repo, r"^user\.(name|email)$")
+    return (found.get("user.name") or ASSAY_NAME, found.get("user.email") or ASSAY_EMAIL)
 
 
-def _config(repo: Path, key: str) -> str | None:
+def _config(repo: Path, pattern: str) -> dict[str, str]:
+    """The keys matching ``pattern``, each with its last value (as ``--get`` would give it),
+    in one git call; a key set without a value, or to blanks, is left out."""
     done = subprocess.run(
-        ["git", "-C", str(repo), "config", "--get", key],
+        ["git", "-C", str(repo), "config", "-z", "--get-regexp", pattern],
         capture_output=True,
         stdin=subprocess.DEVNULL,
         env=config_env(),  # the operator's global config: their identity is theirs to give
@@ -152,7 +152,14 @@ def _config(repo: Path, key: str) -> str | None:
         check=False,
         start_new_session=True,  # a terminal's Ctrl-C reaches assay, never its own git
     )
-    return _text(done.stdout).strip() or None if done.returncode == 0 else None
+    if done.returncode != 0:
+        return {}
+    found: dict[str, str] = {}
+    for entry in _text(done.stdout).split("\0"):
+        key, _, value = entry.partition("\n")
+        if key:
+            found[key] = value.strip()
+    return {key: value for key, value in found.items() if value}
 
 
 def _commit_tree(repo: Path, tree: str, parent: str, message: str) -> str:
