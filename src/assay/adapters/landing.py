@@ -254,7 +254,6 @@ def land_squash(
         written = _written(repo, old, commit)
         _refuse_assay_home(written, assay_homes)
         if checkout is not None:  # checked again: revalidation may have taken minutes
-            _refuse_dirty(checkout, into_branch)
             _ready_to_update(checkout, into_branch, written)
         moved = _run(
             repo, "update-ref", "-m", f"assay: land {branch}", target, commit, old, ok=(0, 1, 128)
@@ -297,9 +296,10 @@ def _combine(repo: Path, base_commit: str, tip: str, candidate: str) -> str:
     return combined
 
 
-def _refuse_dirty(checkout: Path, into_branch: str) -> None:
-    """A checkout of the base branch with uncommitted changes is never touched."""
-    tracked = uncommitted(checkout)
+def _refuse_dirty(checkout: Path, into_branch: str, tracked: list[str] | None = None) -> None:
+    """A checkout of the base branch with uncommitted changes is never touched (``tracked``:
+    its changed paths when its status was just read)."""
+    tracked = uncommitted(checkout) if tracked is None else tracked
     if tracked:
         raise LandRefused(
             f"{into_branch} is checked out at {checkout} with uncommitted changes to "
@@ -327,11 +327,12 @@ def _refuse_assay_home(written: set[str], homes: Collection[str]) -> None:
 
 
 def _ready_to_update(checkout: Path, into_branch: str, written: set[str]) -> None:
-    """The checkout of the base branch may be updated: still on it, no untracked file in the
-    way of what the new commit writes."""
+    """The checkout of the base branch may be updated: no uncommitted change, still on it, no
+    untracked file in the way of what the new commit writes (one status read for both)."""
+    tracked, untracked = _status(checkout)
+    _refuse_dirty(checkout, into_branch, tracked)
     if current_branch(checkout) != into_branch:
         raise LandRefused(f"{checkout} no longer has {into_branch} checked out")
-    _, untracked = _status(checkout)
     collisions = sorted(written.intersection(untracked))
     if collisions:
         raise LandRefused(
