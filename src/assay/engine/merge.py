@@ -23,7 +23,6 @@ from assay.core.results import ValidatorResult
 from assay.core.vocab import AttemptOutcome, LandMode, PolicyAction, RunStatus
 from assay.engine.accounting import failure_detail
 from assay.engine.outcomes import Candidate, LandOutcome, RunPlan
-from assay.engine.pull_request import land_pull_request
 
 if TYPE_CHECKING:
     from assay.engine.local import LocalEffects
@@ -52,6 +51,8 @@ def land_candidate(
             "it did not pass the scope and secret checks",
         )
     if mode is LandMode.PR:
+        from assay.engine.pull_request import land_pull_request  # its GitHub client: only here
+
         # Push and open the PR; any failure leaves the branch and says why (never raises).
         landing = land_pull_request(
             plan,
