@@ -61,7 +61,7 @@ def seat_home(path: Path) -> Path:
 def object_stores(repo: Path) -> tuple[Path, ...]:
     """The user's object store and those it borrows in turn (its own alternates): what a seat
     reads, read-only. The first is the one a seat's alternates name."""
-    common = Path(_out(repo, "rev-parse", "--git-common-dir"))
+    common = Path(_layout(repo)[0])
     store = (common if common.is_absolute() else repo / common).resolve() / "objects"
     found = [store]
     for raw in _read(store / "info" / "alternates").decode(errors="replace").splitlines():
@@ -73,10 +73,17 @@ def object_stores(repo: Path) -> tuple[Path, ...]:
     return tuple(found)
 
 
-@functools.cache
 def object_format(repo: Path) -> str:
     """The user's repository's object format (``sha1``, ``sha256``): it never changes."""
-    return _out(repo, "rev-parse", "--show-object-format")
+    return _layout(repo)[1]
+
+
+@functools.cache
+def _layout(repo: Path) -> tuple[str, str]:
+    """(its common git directory as git names it, its object format), asked of git once per
+    process: neither changes while the repository lives."""
+    common, fmt = _out(repo, "rev-parse", "--git-common-dir", "--show-object-format").split("\n")
+    return common, fmt
 
 
 def create_seat(
