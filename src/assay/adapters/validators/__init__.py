@@ -1,7 +1,8 @@
 """Validator adapters, found by kind.
 
-Modules are imported only when their kind is asked for: a run with command validators only
-never imports detect-secrets' plugins or an HTTP client.
+Modules are imported only when their kind is asked for: a command that validates nothing never
+imports detect-secrets' plugins or an HTTP client. A run scans every candidate for secrets, so
+it loads that check in a thread while its coder works (:func:`load_secret_scan`).
 """
 
 from __future__ import annotations
