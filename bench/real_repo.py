@@ -13,7 +13,8 @@
    removes and how long it takes.
 
 Usage: ``.venv/bin/python bench/real_repo.py [--files 5000] [--runs 5] [--blocked 20]
-[--changed 1500] [--json]``.
+[--changed 1500] [--json] [--instant-only]``; ``--instant-only`` measures part 1 alone (with
+the ratio of the run to the git floor), for iterating on a run's cost.
 """
 
 from __future__ import annotations
@@ -173,6 +174,7 @@ def main() -> None:
     parser.add_argument("--blocked", type=int, default=20)
     parser.add_argument("--changed", type=int, default=1500)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--instant-only", action="store_true", help="part 1 only")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="assay-bench-real-") as tmp:
         root = generated_repo(Path(tmp), args.files)
@@ -180,6 +182,16 @@ def main() -> None:
         repo.fixes.mkdir()
         floor = statistics.median(git_floor(root, args.runs))
         run = statistics.median(instant_runs(repo, args.runs))
+        if args.instant_only:
+            instant = {
+                "files": args.files,
+                "runs": args.runs,
+                "instant_run_median_s": round(run, 3),
+                "git_floor_median_s": round(floor, 3),
+                "ratio": round(run / floor, 2),
+            }
+            print(json.dumps(instant) if args.json else instant)
+            return
         scan, scanned, verdict = secret_scan(root, args.changed)
         blocked = blocked_runs(repo, args.blocked)
     figures = {

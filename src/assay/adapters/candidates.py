@@ -31,8 +31,7 @@ from assay.adapters.git import (
     GIT_TIMEOUT_SECONDS,
     GitError,
     _env,
-    _parse_numstat,
-    _parse_raw,
+    _parse_raw_numstat,
     _run,
     _text,
 )
@@ -83,6 +82,10 @@ class CandidateStore:
     ) -> None:
         self.path = path
         self.borrows = tuple(borrows)
+        # The last whole patch read (by its base and tree, both immutable ids), as git's
+        # pieces: the secret scan reads the patch the change was just made of, without a
+        # second git.
+        self._last_patch: tuple[tuple[str, str], tuple[str, ...]] | None = None
         if not (path / "objects").is_dir():
             self._create(object_format or self._format_of_borrowed())
 
@@ -280,11 +283,10 @@ class CandidateStore:
         """What ``tree`` changes over ``base`` (a commit or tree), as ``git.read_changes``
         reports it: renames found, modes and line counts per path. The diff text is read as
         it streams and cut at ``max_diff_chars`` with a line saying so (:data:`DIFF_CUT`)."""
-        raw = _text(self._git("diff-tree", *_DIFF_OPTIONS, "--raw", "-z", base, tree).stdout)
-        numstat = self._git("diff-tree", *_DIFF_OPTIONS, "--numstat", "-z", base, tree).stdout
-        counts = _parse_numstat(_text(numstat))
+        both = self._git("diff-tree", *_DIFF_OPTIONS, "--raw", "--numstat", "-z", base, tree)
+        entries, counts = _parse_raw_numstat(_text(both.stdout))  # one git, not two
         files: list[FileDelta] = []
-        for old_mode, new_mode, status, paths in _parse_raw(raw):
+        for old_mode, new_mode, status, paths in entries:
             added, removed, binary = counts.get(paths[-1], (0, 0, False))
             before = None if old_mode == _NO_MODE else old_mode
             after = None if new_mode == _NO_MODE else new_mode
@@ -327,12 +329,19 @@ class CandidateStore:
                 break
             kept.append(piece)
             size += len(piece)
+        else:
+            if _object_id(base) and _object_id(tree):  # a name could move; an id never
+                self._last_patch = ((base, tree), tuple(kept))
         return "".join(kept)
 
     def iter_diff(self, base: str, tree: str) -> Generator[str, None, None]:
         """The whole patch of ``tree`` over ``base``, line by line as git writes it (a line
         longer than a mebibyte comes in pieces of that size); never held whole in memory.
         Stopping early ends git."""
+        last = self._last_patch
+        if last is not None and last[0] == (base, tree):
+            yield from last[1]
+            return
         argv = ["git", *_CONFIG, "diff-tree", "-p", *_DIFF_OPTIONS, base, tree]
         with tempfile.TemporaryFile() as errors:
             child = subprocess.Popen(
@@ -380,3 +389,8 @@ class CandidateStore:
         if landed != commit:
             raise GitError(("fetch", branch), repo, 1, f"{branch} is at {landed}, not {commit}")
         return branch
+
+
+def _object_id(name: str) -> bool:
+    """A full object id (sha1 or sha256), not a name that could point elsewhere later."""
+    return len(name) in (40, 64) and all(c in "0123456789abcdef" for c in name)

@@ -260,8 +260,11 @@ def ensure_excluded(repo: Path, pattern: str = ".assay/") -> bool:
     """Add ``pattern`` to the repository's ``info/exclude`` once; True when it was added.
 
     ``--git-path`` resolves to the common directory, so this works from a linked worktree too.
+    Its path is asked of git once per repository and process (a run asks twice otherwise).
     """
-    exclude = _git_path(repo, "info/exclude")
+    exclude = _EXCLUDE_FILES.get(repo) or _EXCLUDE_FILES.setdefault(
+        repo, _git_path(repo, "info/exclude")
+    )
     existing = exclude.read_text(encoding="utf-8") if exclude.exists() else ""
     if pattern in (line.strip() for line in existing.splitlines()):
         return False
@@ -270,6 +273,9 @@ def ensure_excluded(repo: Path, pattern: str = ".assay/") -> bool:
     with exclude.open("a", encoding="utf-8") as handle:
         handle.write(f"{separator}{pattern}\n")
     return True
+
+
+_EXCLUDE_FILES: dict[Path, Path] = {}  # repository -> its info/exclude (where it never moves)
 
 
 # --- seat branches, and the worktrees of older versions --------------------------------------
@@ -320,10 +326,14 @@ def remove_worktree(repo: Path, path: Path, branch: str | None = None) -> None:
 # --- diff output, parsed --------------------------------------------------------------------
 
 
-def _parse_raw(raw: str) -> list[tuple[str, str, str, tuple[str, ...]]]:
-    """``:old new osha nsha STATUS\\0path\\0[path\\0]`` entries of ``diff --raw -z``."""
+def _parse_raw_numstat(
+    out: str,
+) -> tuple[list[tuple[str, str, str, tuple[str, ...]]], dict[str, tuple[int, int, bool]]]:
+    """The entries (``:old new osha nsha STATUS\\0path\\0[path\\0]``) and the counts of one
+    ``diff --raw --numstat -z``: git writes every raw entry (each opens with ``:``), then the
+    numstat ones (each opens with a count or ``-``)."""
     entries: list[tuple[str, str, str, tuple[str, ...]]] = []
-    fields = raw.split("\0")
+    fields = out.split("\0")
     index = 0
     while index < len(fields) and fields[index].startswith(":"):
         old_mode, new_mode, _old, _new, status = fields[index][1:].split(" ")
@@ -332,7 +342,7 @@ def _parse_raw(raw: str) -> list[tuple[str, str, str, tuple[str, ...]]]:
         paths = tuple(fields[index + 1 : index + 1 + count])
         entries.append((old_mode, new_mode, letter, paths))
         index += 1 + count
-    return entries
+    return entries, _parse_numstat("\0".join(fields[index:]))
 
 
 def _parse_numstat(numstat: str) -> dict[str, tuple[int, int, bool]]:

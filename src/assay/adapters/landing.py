@@ -136,15 +136,15 @@ def identity(repo: Path) -> tuple[str, str]:
     """(name, email) the repository's config gives, as git resolves it there (local, global,
     system); assay's own only for what is not configured. assay's git calls force
     ``user.name=assay``, so the config is read here without that override."""
-    return (
-        _config(repo, "user.name") or ASSAY_NAME,
-        _config(repo, "user.email") or ASSAY_EMAIL,
-    )
+    found = _config(repo, r"^user\.(name|email)$")
+    return (found.get("user.name") or ASSAY_NAME, found.get("user.email") or ASSAY_EMAIL)
 
 
-def _config(repo: Path, key: str) -> str | None:
+def _config(repo: Path, pattern: str) -> dict[str, str]:
+    """The keys matching ``pattern``, each with its last value (as ``--get`` would give it),
+    in one git call; a key set without a value, or to blanks, is left out."""
     done = subprocess.run(
-        ["git", "-C", str(repo), "config", "--get", key],
+        ["git", "-C", str(repo), "config", "-z", "--get-regexp", pattern],
         capture_output=True,
         stdin=subprocess.DEVNULL,
         env=config_env(),  # the operator's global config: their identity is theirs to give
@@ -152,7 +152,14 @@ def _config(repo: Path, key: str) -> str | None:
         check=False,
         start_new_session=True,  # a terminal's Ctrl-C reaches assay, never its own git
     )
-    return _text(done.stdout).strip() or None if done.returncode == 0 else None
+    if done.returncode != 0:
+        return {}
+    found: dict[str, str] = {}
+    for entry in _text(done.stdout).split("\0"):
+        key, _, value = entry.partition("\n")
+        if key:
+            found[key] = value.strip()
+    return {key: value for key, value in found.items() if value}
 
 
 def _commit_tree(repo: Path, tree: str, parent: str, message: str) -> str:
@@ -247,7 +254,6 @@ def land_squash(
         written = _written(repo, old, commit)
         _refuse_assay_home(written, assay_homes)
         if checkout is not None:  # checked again: revalidation may have taken minutes
-            _refuse_dirty(checkout, into_branch)
             _ready_to_update(checkout, into_branch, written)
         moved = _run(
             repo, "update-ref", "-m", f"assay: land {branch}", target, commit, old, ok=(0, 1, 128)
@@ -290,9 +296,10 @@ def _combine(repo: Path, base_commit: str, tip: str, candidate: str) -> str:
     return combined
 
 
-def _refuse_dirty(checkout: Path, into_branch: str) -> None:
-    """A checkout of the base branch with uncommitted changes is never touched."""
-    tracked = uncommitted(checkout)
+def _refuse_dirty(checkout: Path, into_branch: str, tracked: list[str] | None = None) -> None:
+    """A checkout of the base branch with uncommitted changes is never touched (``tracked``:
+    its changed paths when its status was just read)."""
+    tracked = uncommitted(checkout) if tracked is None else tracked
     if tracked:
         raise LandRefused(
             f"{into_branch} is checked out at {checkout} with uncommitted changes to "
@@ -320,11 +327,12 @@ def _refuse_assay_home(written: set[str], homes: Collection[str]) -> None:
 
 
 def _ready_to_update(checkout: Path, into_branch: str, written: set[str]) -> None:
-    """The checkout of the base branch may be updated: still on it, no untracked file in the
-    way of what the new commit writes."""
+    """The checkout of the base branch may be updated: no uncommitted change, still on it, no
+    untracked file in the way of what the new commit writes (one status read for both)."""
+    tracked, untracked = _status(checkout)
+    _refuse_dirty(checkout, into_branch, tracked)
     if current_branch(checkout) != into_branch:
         raise LandRefused(f"{checkout} no longer has {into_branch} checked out")
-    _, untracked = _status(checkout)
     collisions = sorted(written.intersection(untracked))
     if collisions:
         raise LandRefused(

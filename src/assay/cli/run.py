@@ -181,6 +181,7 @@ def run(
     if contract is not None:
         refuse_flags_beside_a_contract(ctx)
     built: Contract | None = None
+    found: Workspace | None = None  # looked up once: each lookup is two git calls
     if task_id is None and (instruction is not None or contract is not None):
         # A bad contract or option is refused before anything is created.
         built = build_contract(
@@ -190,10 +191,11 @@ def run(
         )  # fmt: skip
         refuse_unconfinable(built)  # before the task is created
         refuse_secret_env(built)
-        refuse_unrunnable(built)
+        found = Workspace.find(require_commit=True)
+        refuse_unrunnable(built, workspace=found)
     if built is None and task_id is None and not resume:
         fail("give an instruction, --contract FILE, --task ID or --resume (see assay run -h)")
-    workspace = Workspace.find(require_commit=True)
+    workspace = found or Workspace.find(require_commit=True)
     ledger = workspace.ledger() if built is not None else stored_ledger(workspace, task_id)
     # Taken before anything is written, so the stream starts with this command's first event.
     ours: set[str] = set()  # the tasks this command recovers or runs: the stream's events

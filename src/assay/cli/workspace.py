@@ -66,7 +66,9 @@ def refuse_secret_env(contract: Contract) -> None:
         fail(f"the contract cannot run: {problem}")
 
 
-def refuse_unrunnable(contract: Contract, *, landing: bool = True) -> None:
+def refuse_unrunnable(
+    contract: Contract, *, landing: bool = True, workspace: Workspace | None = None
+) -> None:
     """A contract this machine cannot run as set (a coder's or judge's program not installed or
     hidden by the sandbox, an API key not set, a validator's program missing; with
     ``landing``, a ``land: merge`` into a checkout with uncommitted changes) is refused, exit 2,
@@ -74,7 +76,7 @@ def refuse_unrunnable(contract: Contract, *, landing: bool = True) -> None:
     from assay.adapters.preflight import advisory_problems, check
     from assay.core.text import printable
 
-    workspace = Workspace.find(require_commit=True)
+    workspace = workspace or Workspace.find(require_commit=True)
     problems = check(contract, repo=workspace.repo, home=workspace.home, landing=landing)
     if not problems:  # a warn-only check that cannot run only warns, in the run as here
         for advice in advisory_problems(contract, repo=workspace.repo, home=workspace.home):

@@ -397,3 +397,26 @@ def test_recovery_removes_the_relay_folders_a_killed_run_left(
     finally:
         for relay in (seat_1, seat_2, other):
             relay.close()
+
+
+def test_arming_from_the_engine_s_json_copy_arms_what_the_yaml_contract_arms(
+    tmp_path: Path,
+) -> None:
+    """The engine arms from the JSON it wrote of the contract (read by the JSON parser): the
+    same halts as from the YAML; a JSON file that is no object is still read as YAML."""
+    (tmp_path / "yaml").mkdir()
+    yaml_state = json.loads(arm(tmp_path / "yaml" / "halt-state").read_text())
+    copy = tmp_path / "contract.json"
+    halts = [{"name": n, "severity": s.value} for n, s in ARMED.items()]
+    copy.write_text(json.dumps({"task": "fix it", "halt_classes": halts}))
+    document, code = halt_ops.arm(copy, DISPATCH, tmp_path / "json" / "halt-state")
+    assert code == 0, document
+    json_state = json.loads((tmp_path / "json" / "halt-state" / f"{DISPATCH}.json").read_text())
+
+    def armed(state: dict[str, Any]) -> list[tuple[str, str, str]]:
+        return [(h["name"], h["severity"], h["lifecycle"]) for h in state["halts"]]
+
+    assert armed(json_state) == armed(yaml_state) and len(armed(json_state)) == len(ARMED)
+    copy.write_text("[1, 2]")
+    refused, code = halt_ops.arm(copy, OTHER, tmp_path / "json" / "halt-state")
+    assert code == 1 and "not a mapping" in refused["violations"][0]["detail"]

@@ -240,6 +240,34 @@ def test_a_big_diff_is_cut_and_iter_diff_streams_it(
     assert total > 5_000_000
 
 
+def test_the_patch_a_change_was_made_of_is_streamed_again_without_git(
+    repo: Path, store: CandidateStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The secret scan streams the patch the change was just read from: the same pieces as
+    git's, and no second git; a name (which could move) is always asked of git."""
+    seat = make_seat(repo)
+    edit(seat.path)
+    tree = store.import_pack(
+        captured(repo, store, seat.path, tmp_path / "out"), max_objects=100, max_bytes=10**6
+    )
+    base = base_of(repo)
+    from_git = list(CandidateStore(store.path, store.borrows).iter_diff(base, tree))
+    change = store.changes(base, tree)
+    assert change.diff == "".join(from_git)
+
+    def no_git(*args: object, **kwargs: object) -> None:
+        raise AssertionError("git was started again")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(subprocess, "Popen", no_git)
+        assert list(store.iter_diff(base, tree)) == from_git
+    store.changes(base[:12], tree)  # an abbreviated id is a name
+    with monkeypatch.context() as patched:
+        patched.setattr(subprocess, "Popen", no_git)
+        with pytest.raises(AssertionError, match="started again"):
+            list(store.iter_diff(base[:12], tree))
+
+
 def test_publish_fetches_the_commit_into_the_user_s_repository(
     repo: Path, store: CandidateStore, tmp_path: Path
 ) -> None:

@@ -136,6 +136,19 @@ def test_the_author_may_come_from_the_operator_s_global_config(
     assert sh(repo, "log", "-1", "--format=%an <%ae>", commit) == "Grace Hopper <grace@example.org>"
 
 
+def test_each_part_of_the_identity_comes_from_where_git_finds_it(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The repository's name over the operator's, the operator's email where the repository
+    sets none; a key set twice gives its last value, as ``git config --get`` does."""
+    config = tmp_path / "operator.gitconfig"
+    config.write_text("[user]\n\tname = Grace Hopper\n\temail = grace@example.org\n")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(config))
+    sh(repo, "config", "--add", "user.name", "First Name")
+    sh(repo, "config", "--add", "user.name", "Ada Lovelace")
+    assert landing.identity(repo) == ("Ada Lovelace", "grace@example.org")
+
+
 def test_assay_is_the_author_only_where_none_is_configured(repo: Path) -> None:
     commit = land(repo, candidate(repo, {"feature.txt": "f\n"}))
     assert sh(repo, "log", "-1", "--format=%an <%ae>", commit) == "assay <assay@localhost>"

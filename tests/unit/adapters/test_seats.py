@@ -43,6 +43,21 @@ def user_state(repo: Path) -> tuple[bytes, list[str], str]:
     return (repo / ".git" / "config").read_bytes(), hooks, sh(repo, "show-ref")
 
 
+def test_a_seat_s_branch_is_written_as_git_writes_it_and_git_reads_it_back(repo: Path) -> None:
+    """The seat's branch is a loose ref written without a git process: git agrees it is a
+    valid branch at the base, and a coder's commit on it moves it as usual."""
+    seat = make_seat(repo, "run-7", 1)
+    ref = "refs/heads/assay/run-7/seat-1"
+    assert sh(seat.path, "show-ref", "--verify", ref).split() == [git.head_commit(repo), ref]
+    assert sh(seat.path, "fsck", "--no-dangling", "--connectivity-only") == ""
+    assert not (seat.git_dir / "logs").exists()  # no reflog folders to make and remove
+    (seat.path / "src" / "b.py").write_text("b = 2\n")
+    sh(seat.path, "add", "-A")
+    sh(seat.path, "commit", "-q", "-m", "coder")
+    assert git.head_commit(seat.path) != git.head_commit(repo)
+    assert sh(seat.path, "rev-parse", ref) == git.head_commit(seat.path)
+
+
 def test_a_seat_is_its_own_repository_on_its_branch_with_borrowed_objects(repo: Path) -> None:
     before = user_state(repo)
     seat = make_seat(repo, "run-7", 2)

@@ -287,3 +287,20 @@ def test_every_line_a_detector_finds_something_on_holds_its_needle_and_its_shape
                 if shapes:
                     assert any(shape.search(line) for shape in shapes), (name, line)
             assert found, f"the corpus no longer exercises {name}"
+
+
+def test_the_scan_loaded_in_a_thread_is_loaded_once_and_leaves_warnings_alone() -> None:
+    """The engine loads the scan while a coder works: one thread per process, and detect-secrets'
+    import does not leave Python's warnings going to logging."""
+    import warnings
+
+    from assay.adapters import validators
+
+    shown_before = warnings.showwarning
+    validators.load_secret_scan()
+    validators.load_secret_scan()
+    assert len(validators._SECRET_SCAN_LOAD) == 1
+    validators._SECRET_SCAN_LOAD[0].join(timeout=60)
+    assert secret_scan._LOADED
+    assert warnings.showwarning is shown_before
+    assert scan([ScanSource("x.py", [(1, "print('hello')")])]) == []

@@ -1,12 +1,15 @@
 """Validator adapters, found by kind.
 
-Modules are imported only when their kind is asked for: a run with command validators only
-never imports detect-secrets' plugins or an HTTP client.
+Modules are imported only when their kind is asked for: a command that validates nothing never
+imports detect-secrets' plugins or an HTTP client. A run scans every candidate for secrets, so
+it loads that check in a thread while its coder works (:func:`load_secret_scan`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import threading
 
 from assay.adapters.validators.base import Validator
 
@@ -34,3 +37,29 @@ def get_validator(kind: str) -> Validator:
     module = importlib.import_module(f"{__name__}.{module_name}")
     validator: Validator = getattr(module, class_name)()
     return validator
+
+
+_LOCK = threading.Lock()
+_SECRET_SCAN_LOAD: list[threading.Thread] = []
+
+
+def load_secret_scan() -> None:
+    """Import the secrets check and detect-secrets in a thread, once per process: every
+    candidate is scanned, and these imports (detect-secrets, requests) would cost a cold run
+    tens of milliseconds that can pass while the coder's and the collector's processes run.
+    Not a daemon: an exit waits for an import under way instead of stopping it half-done."""
+    with _LOCK:
+        if _SECRET_SCAN_LOAD:
+            return
+        thread = threading.Thread(target=_load_secret_scan, name="assay-secret-scan-load")
+        _SECRET_SCAN_LOAD.append(thread)
+    thread.start()
+
+
+def _load_secret_scan() -> None:
+    # A failed import is the scan's to report: it imports again, and raises there.
+    with contextlib.suppress(Exception):
+        importlib.import_module(f"{__name__}.secrets")
+        from assay.adapters.validators import secret_scan
+
+        secret_scan.load()

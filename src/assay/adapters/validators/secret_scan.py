@@ -257,15 +257,27 @@ class _DetectSecrets:
 _LOADED: list[_DetectSecrets] = []
 
 
-@contextlib.contextmanager
-def _imported() -> Iterator[_DetectSecrets]:
-    if not _LOADED:
+_LOAD_LOCK = threading.Lock()
+
+
+def load() -> None:
+    """Import detect-secrets' parts once (every scan needs them); a second caller waits for
+    the first (:func:`assay.adapters.validators.load_secret_scan` runs it in a thread while
+    a coder works)."""
+    with _LOAD_LOCK:
+        if _LOADED:
+            return
         before = warnings.showwarning
         loaded = _DetectSecrets()
         if warnings.showwarning is not before:
             # Importing detect-secrets turns on logging.captureWarnings for the whole process.
             logging.captureWarnings(False)
         _LOADED.append(loaded)
+
+
+@contextlib.contextmanager
+def _imported() -> Iterator[_DetectSecrets]:
+    load()
     yield _LOADED[0]
 
 

@@ -22,7 +22,6 @@ from assay.core.policy import decide
 from assay.core.results import ValidatorResult
 from assay.core.vocab import AttemptOutcome, LandMode, PolicyAction, RunStatus
 from assay.engine.graph.accounting import failure_detail
-from assay.engine.local.pull_request import land_pull_request
 from assay.engine.outcomes import Candidate, LandOutcome, RunPlan
 
 if TYPE_CHECKING:
@@ -52,6 +51,10 @@ def land_candidate(
             "it did not pass the scope and secret checks",
         )
     if mode is LandMode.PR:
+        from assay.engine.local.pull_request import (
+            land_pull_request,  # its GitHub client: only here
+        )
+
         # Push and open the PR; any failure leaves the branch and says why (never raises).
         landing = land_pull_request(
             plan,

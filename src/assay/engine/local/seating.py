@@ -93,7 +93,9 @@ class Seating:
         candidates), engine-owned, borrowing the user's objects."""
         if seat not in self._candidate_stores:
             path = seats.seats_root(self.home, plan.run_id) / f"seat-{seat}.candidates.git"
-            self._candidate_stores[seat] = CandidateStore(path, self.stores(plan))
+            self._candidate_stores[seat] = CandidateStore(
+                path, self.stores(plan), object_format=seats.object_format(plan.repo_root)
+            )  # the format asked once (the seats ask it too), not of each store
         return self._candidate_stores[seat]
 
     def assay_homes(self, plan: RunPlan) -> list[str]:

@@ -29,7 +29,7 @@ from assay.adapters.process import EnvironmentFault
 from assay.adapters.redact import Redactor, redactions
 from assay.adapters.run_files import fault_of, fresh_folder, make_folder, seat_log_dir
 from assay.adapters.seats import Seat, remove_tree
-from assay.adapters.validators import get_validator
+from assay.adapters.validators import get_validator, load_secret_scan
 from assay.adapters.validators.base import (
     ValidationContext,
     ValidationOutcome,
@@ -84,6 +84,7 @@ async def dispatch_seat(fx: LocalEffects, call: SeatCall) -> Candidate:
     repo = await asyncio.to_thread(fx.seating.prepare, plan, seat, attempt)
     worktree = repo.path
     boundary(CrashPoint.DISPATCH_STARTED)
+    load_secret_scan()  # its imports, while the coder works: every candidate is scanned
     seat_dir = seat_log_dir(fx.run_dir(plan), attempt, seat)
     # The coder writes its report (and what its program saves) in a folder of its own, new
     # for each dispatch: the seat's log folder is the engine's, never the coder's to write.

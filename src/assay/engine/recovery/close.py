@@ -21,7 +21,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from assay.adapters import folders, git, github, seats
+from assay.adapters import folders, git, seats
 from assay.adapters.landing import landed_commit
 from assay.adapters.process_groups import GROUPS_FILE, stop_recorded_groups
 from assay.adapters.redact import Redactor
@@ -44,14 +44,8 @@ from assay.engine.close import CloseFacts, close_run
 from assay.engine.local.halt_relay import remove_relay_folders
 from assay.engine.local.interrupt import UserStop
 from assay.engine.local.journal import JournaledLanding, interrupted_last, read_journal
-from assay.engine.local.pull_request import delete_remote_branch, find_open_pull_request
 from assay.engine.outcomes import LandOutcome
 from assay.engine.recovery.refunds import closed_quota_streak, refund_streak
-from assay.engine.recovery.usage import (
-    account_left_logs,
-    account_unanswered_judges,
-    budget_spent,
-)
 from assay.engine.result import RunResult
 
 Clock = Callable[[], datetime]
@@ -82,6 +76,14 @@ def close_unfinished(
     a seat or branch that cannot be removed is said to ``warn`` and stays (never a fault).
     ``stopped``: its own user stopped it, so a task it would leave runnable is held instead,
     in the same transaction (with a ``task.saved`` event saying who held it and why)."""
+    # Here, not at the top: a run that closes normally never needs them (nor their judge and
+    # model client), and every run imports this module.
+    from assay.engine.recovery.usage import (
+        account_left_logs,
+        account_unanswered_judges,
+        budget_spent,
+    )
+
     dispatch_id = record.dispatch_id or record.id
     # Coders of a run whose assay died live on in their own groups: end them before closing.
     stop_recorded_groups(home / "runs" / record.id / GROUPS_FILE)
@@ -431,6 +433,9 @@ def _pull_request_opened(
     None when none is open (its pushed branch is then deleted: the run is refunded) or when
     the API cannot tell (the branch stays, for a human to see).
     """
+    from assay.adapters import github
+    from assay.engine.local.pull_request import delete_remote_branch, find_open_pull_request
+
     try:
         found = find_open_pull_request(contract, repo, landing.branch, env)
     except (github.GitHubError, git.GitError):
