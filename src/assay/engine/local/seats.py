@@ -4,7 +4,7 @@ candidate.
 What crosses the boundary is the :class:`~assay.engine.outcomes.Candidate`; what stays here,
 on the worker, is the :class:`SeatWork` (the coder's full result, the diff, the candidate's
 commit in the seat's candidate store), kept by
-:class:`~assay.engine.local.executor.LocalEffects` for
+:class:`~assay.engine.local.site.RunSite` for
 the judges and the lander. The candidate is what the collector captured inside the seat's
 sandbox; every check looks at exactly that tree (a command validator in a fresh checkout of it
 with a fresh home), never at the coder's seat.
@@ -15,9 +15,8 @@ from __future__ import annotations
 import asyncio
 import functools
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from assay.adapters import seats
 from assay.adapters.candidates import CaptureRejected
@@ -61,24 +60,11 @@ from assay.engine.local.seat_results import (
     environment_failed,
     with_final_answer,
 )
+from assay.engine.local.site import RunSite, SeatWork
 from assay.engine.outcomes import Candidate, RunEvent, RunPlan
 
-if TYPE_CHECKING:
-    from assay.engine.local.executor import LocalEffects
 
-
-@dataclass(frozen=True)
-class SeatWork:
-    """What one dispatch left on this worker: the coder's result (its log too), the change
-    with its diff, and the candidate's commit in the seat's candidate store (None: the seat
-    left no candidate)."""
-
-    result: DispatchResult
-    change: ChangeSet
-    commit: str | None
-
-
-async def dispatch_seat(fx: LocalEffects, call: SeatCall) -> Candidate:
+async def dispatch_seat(fx: RunSite, call: SeatCall) -> Candidate:
     plan, attempt, seat = call.plan, call.attempt, call.seat
     spec = plan.contract.coder_for_seat(seat)
     repo = await asyncio.to_thread(fx.seating.prepare, plan, seat, attempt)
@@ -207,7 +193,7 @@ def run_coder(coder: Coder, request: DispatchRequest, seat_dir: Path) -> Dispatc
 
 
 async def capture_candidate(
-    fx: LocalEffects, plan: RunPlan, attempt: int, seat: int, result: DispatchResult
+    fx: RunSite, plan: RunPlan, attempt: int, seat: int, result: DispatchResult
 ) -> tuple[ChangeSet, Capture | None]:
     """The seat's candidate, captured inside its sandbox and imported into its candidate store:
     its change read from the base's and the candidate's trees. A candidate over its budgets,
@@ -266,7 +252,7 @@ def ignored_line(capture: Capture) -> str:
 
 
 async def validate_seat(
-    fx: LocalEffects,
+    fx: RunSite,
     plan: RunPlan,
     attempt: int,
     seat: int,
@@ -376,7 +362,7 @@ def _passed(outcomes: Sequence[ValidationOutcome]) -> bool:
     return all(not o.result.halts and not o.result.blocks and o.fire is None for o in outcomes)
 
 
-def warn_unconfined_network(fx: LocalEffects, plan: RunPlan) -> None:
+def warn_unconfined_network(fx: RunSite, plan: RunPlan) -> None:
     """``network: host`` (or no sandbox at all) gives the seat this machine's network, loopback
     included: said once per run, when its first seat starts."""
     contract = plan.contract
