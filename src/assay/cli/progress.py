@@ -149,7 +149,7 @@ def error_lines(error: object, *, markup: bool = True) -> tuple[str, list[str]]:
     """A seat's error: its first line (said on the seat's line), and the last lines of the
     output it quotes, each under it (``│ …``) as a failed validator's are, so a coder's
     output never reads as a line of ours nor as one escaped string. ("", []) for none."""
-    from assay.engine.graph.accounting import SUMMARY_LINES
+    from assay.engine.graph.records import SUMMARY_LINES
 
     if not error:
         return "", []

@@ -25,8 +25,8 @@ from assay.core.vocab import (
 )
 from assay.engine.close import CloseFacts, close_run
 from assay.engine.local.metering import coder_key
-from assay.engine.outcomes import Candidate, DispatchSummary, LandOutcome, Quota
-from assay.engine.result import RunResult
+from assay.engine.run_result import RunResult
+from assay.engine.values import Candidate, DispatchSummary, LandOutcome, Quota
 
 NOW = datetime(2026, 12, 2, 2, 0, tzinfo=UTC)
 

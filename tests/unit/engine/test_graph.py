@@ -53,8 +53,8 @@ from assay.engine.effects import (
 )
 from assay.engine.graph.run import run_attempts as run_graph
 from assay.engine.graph.run import run_graph as run_whole
-from assay.engine.local.seat_results import candidate_of, validation_of
-from assay.engine.result import RunResult
+from assay.engine.local.to_values import candidate_of, validation_of
+from assay.engine.run_result import RunResult
 
 
 def change(*paths: str) -> ChangeSet:

@@ -23,7 +23,7 @@ from assay.core.vocab import (
     Severity,
 )
 from assay.engine.effects import CandidateCall, Effects, RunPlan
-from assay.engine.graph.accounting import (
+from assay.engine.graph.records import (
     blocking_findings,
     failure_detail,
     failure_summary,
@@ -32,8 +32,8 @@ from assay.engine.graph.accounting import (
     seat_error,
     seat_errors,
 )
-from assay.engine.outcomes import Candidate
-from assay.engine.result import RunResult, end_run
+from assay.engine.run_result import RunResult, end_run
+from assay.engine.values import Candidate
 
 NO_CHANGE_CHECK = "assay.change"
 

@@ -9,9 +9,9 @@ from assay.core.policy import PolicyDecision
 from assay.core.preflight import unrunnable_reason
 from assay.core.results import ValidatorResult
 from assay.core.vocab import AttemptNext, HaltType, PolicyAction, RunStatus
-from assay.engine.graph.accounting import record_attempt
-from assay.engine.outcomes import Candidate, Validation
-from assay.engine.result import RunResult, end_run
+from assay.engine.graph.records import record_attempt
+from assay.engine.run_result import RunResult, end_run
+from assay.engine.values import Candidate, Validation
 
 
 def next_step(

@@ -42,7 +42,15 @@ from assay.engine.effects import (
     RunStopped,
     SeatCall,
 )
-from assay.engine.graph.accounting import (
+from assay.engine.graph.empty_wave import (
+    claims_no_change,
+    empty_wave_signatures,
+    no_candidate,
+    refuted_decision,
+    verify_noop,
+)
+from assay.engine.graph.endings import cannot_run, judge_validator_lost, landed, next_step
+from assay.engine.graph.records import (
     blocking_findings,
     budget_detail,
     failure_detail,
@@ -52,16 +60,8 @@ from assay.engine.graph.accounting import (
     seat_event,
     spending_exhausted,
 )
-from assay.engine.graph.empty_wave import (
-    claims_no_change,
-    empty_wave_signatures,
-    no_candidate,
-    refuted_decision,
-    verify_noop,
-)
-from assay.engine.graph.endings import cannot_run, judge_validator_lost, landed, next_step
-from assay.engine.outcomes import Candidate, RunEvent, RunPlan, Validation
-from assay.engine.result import RunResult, end_run
+from assay.engine.run_result import RunResult, end_run
+from assay.engine.values import Candidate, RunEvent, RunPlan, Validation
 
 __all__ = ["broken_result", "run_attempts", "run_graph"]
 

@@ -33,7 +33,6 @@ from assay.engine.local.interrupt import RunInterrupted, UserStop
 from assay.engine.local.journal import read_journal
 from assay.engine.local.run_lock import hold_run_lock
 from assay.engine.local.site import RunSite
-from assay.engine.outcomes import RunPlan
 from assay.engine.recovery.close import (
     KEEP_MARKER,
     KEEPS_CANDIDATES,
@@ -42,7 +41,8 @@ from assay.engine.recovery.close import (
     remove_unrecorded_run_folder,
 )
 from assay.engine.recovery.refunds import closed_quota_streak, refund_streak
-from assay.engine.result import RunResult
+from assay.engine.run_result import RunResult
+from assay.engine.values import RunPlan
 
 
 def open_run(fx: RunSite, call: OpenRequest) -> tuple[RunPlan, datetime]:

@@ -72,10 +72,10 @@ from assay.engine.local.journal import journaled
 from assay.engine.local.merge import land_candidate
 from assay.engine.local.metering import RunMeter
 from assay.engine.local.panel import judge_blind
-from assay.engine.local.seat_results import validation_of
 from assay.engine.local.seating import Seating
 from assay.engine.local.seats import dispatch_seat, validate_seat
 from assay.engine.local.site import Clock, SeatWork
+from assay.engine.local.to_values import validation_of
 
 EventSink = Callable[[RunEvent], None]
 BUDGET_SPENT = CanonicalHalt.BUDGET_EXHAUSTED

@@ -18,7 +18,7 @@ from assay.core.payload import HaltNotice
 from assay.core.statefile import HaltStateFile
 from assay.core.vocab import CanonicalHalt, EventKind
 from assay.engine.local.halt_relay import HaltRelay
-from assay.engine.outcomes import RunEvent, RunPlan
+from assay.engine.values import RunEvent, RunPlan
 
 
 class HaltKeeper:

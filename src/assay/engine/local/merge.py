@@ -20,10 +20,10 @@ from assay.core.attempts import AttemptRecord
 from assay.core.policy import decide
 from assay.core.results import ValidatorResult
 from assay.core.vocab import AttemptOutcome, LandMode, PolicyAction, RunStatus
-from assay.engine.graph.accounting import failure_detail
+from assay.engine.graph.records import failure_detail
 from assay.engine.local.pull_request import land_pull_request
 from assay.engine.local.site import RunSite
-from assay.engine.outcomes import Candidate, LandOutcome, RunPlan
+from assay.engine.values import Candidate, LandOutcome, RunPlan
 
 
 def land_candidate(

@@ -1,7 +1,7 @@
 """The local executor's seat work: one coder's dispatch, its capture, and the checks of its
 candidate.
 
-What crosses the boundary is the :class:`~assay.engine.outcomes.Candidate`; what stays here,
+What crosses the boundary is the :class:`~assay.engine.values.Candidate`; what stays here,
 on the worker, is the :class:`SeatWork` (the coder's full result, the diff, the candidate's
 commit in the seat's candidate store), kept by
 :class:`~assay.engine.local.site.RunSite` for
@@ -51,17 +51,17 @@ from assay.core.vocab import (
 )
 from assay.engine.close import IGNORED_SHOWN
 from assay.engine.effects import FireCall, SeatCall
-from assay.engine.graph.accounting import validator_event
+from assay.engine.graph.records import validator_event
 from assay.engine.local.interrupt import boundary, raise_if_stopping
 from assay.engine.local.metering import coder_key, metered, validator_key
-from assay.engine.local.seat_results import (
+from assay.engine.local.site import RunSite, SeatWork
+from assay.engine.local.to_values import (
     candidate_of,
     captured_output,
     environment_failed,
     with_final_answer,
 )
-from assay.engine.local.site import RunSite, SeatWork
-from assay.engine.outcomes import Candidate, RunEvent, RunPlan
+from assay.engine.values import Candidate, RunEvent, RunPlan
 
 
 async def dispatch_seat(fx: RunSite, call: SeatCall) -> Candidate:

@@ -28,7 +28,7 @@ from assay.engine.effects import FireCall
 from assay.engine.local.halts import HaltKeeper
 from assay.engine.local.metering import RunMeter
 from assay.engine.local.seating import Seating
-from assay.engine.outcomes import Candidate, RunEvent, RunPlan
+from assay.engine.values import Candidate, RunEvent, RunPlan
 
 Clock = Callable[[], datetime]
 

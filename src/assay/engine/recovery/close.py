@@ -45,14 +45,14 @@ from assay.engine.local.halt_relay import remove_relay_folders
 from assay.engine.local.interrupt import UserStop
 from assay.engine.local.journal import JournaledLanding, interrupted_last, read_journal
 from assay.engine.local.pull_request import delete_remote_branch, find_open_pull_request
-from assay.engine.outcomes import LandOutcome
 from assay.engine.recovery.refunds import closed_quota_streak, refund_streak
 from assay.engine.recovery.usage import (
     account_left_logs,
     account_unanswered_judges,
     budget_spent,
 )
-from assay.engine.result import RunResult
+from assay.engine.run_result import RunResult
+from assay.engine.values import LandOutcome
 
 Clock = Callable[[], datetime]
 Warn = Callable[[str], None]  # what could not be removed, one line each

@@ -42,7 +42,6 @@ from assay.engine.effects import (
     RunRecorded,
     RunStopped,
 )
-from assay.engine.outcomes import JudgeRound, LandOutcome, Validation
 from assay.engine.recovery.close import close_unfinished
 from assay.engine.temporal.calls import (
     CandidateIn,
@@ -59,6 +58,7 @@ from assay.engine.temporal.calls import (
     SeatIn,
 )
 from assay.engine.temporal.effects import EFFECT_FAULT, RUN_NOT_HELD, RUN_STOPPED
+from assay.engine.values import JudgeRound, LandOutcome, Validation
 
 T = TypeVar("T")
 Clock = Callable[[], datetime]

@@ -24,8 +24,8 @@ from assay.engine.effects import (
     RunPlan,
     SeatCall,
 )
-from assay.engine.outcomes import Candidate
 from assay.engine.temporal.config import Timeouts
+from assay.engine.values import Candidate
 
 
 @dataclass(frozen=True)

@@ -44,7 +44,6 @@ with workflow.unsafe.imports_passed_through():
         RunStopped,
         SeatCall,
     )
-    from assay.engine.outcomes import Candidate, JudgeRound, LandOutcome, Validation
     from assay.engine.temporal.calls import (
         CandidateIn,
         Dispatched,
@@ -58,6 +57,7 @@ with workflow.unsafe.imports_passed_through():
         RunInput,
         SeatIn,
     )
+    from assay.engine.values import Candidate, JudgeRound, LandOutcome, Validation
 
 # ApplicationError types the activities raise (never retried).
 EFFECT_FAULT = "EffectFault"

@@ -1,6 +1,7 @@
-"""What one seat's dispatch and validation produce besides the coder's own result: a seat the
-machine failed, the report that counts, and the coder's captured output the secret scan
-reads."""
+"""A seat's adapter results turned into the boundary's values (:mod:`assay.engine.values`):
+its dispatch as a candidate, a validator's outcome as a validation. Also what a dispatch
+produces besides the coder's own result: a seat the machine failed, the report that counts,
+and the coder's captured output the secret scan reads."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from assay.adapters.process import EnvironmentFault
 from assay.adapters.validators.base import ValidationOutcome
 from assay.core.changes import ChangeSet
 from assay.core.report import CoderReport, DiffComparison
-from assay.engine.outcomes import Candidate, DispatchSummary, Quota, Validation
+from assay.engine.values import Candidate, DispatchSummary, Quota, Validation
 
 # The tail of a coder's log the secret scan reads.
 CAPTURED_OUTPUT_CHARS = 200_000

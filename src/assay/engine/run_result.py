@@ -12,7 +12,7 @@ from assay.core.results import ValidatorResult
 from assay.core.settle import Verdict
 from assay.core.tally import Tally
 from assay.core.vocab import HaltType, RunStatus
-from assay.engine.outcomes import Candidate, LandOutcome
+from assay.engine.values import Candidate, LandOutcome
 
 
 @dataclass

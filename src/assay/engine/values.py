@@ -1,4 +1,5 @@
-"""What a seat, a validation, a judging and a landing came to, as it crosses the effect boundary.
+"""The values that cross the effect boundary: the run's plan, its events, and what a seat, a
+validation, a judging and a landing came to.
 
 These are small serialisable values (frozen dataclasses of core types): a Temporal workflow's
 history holds them, so none carries a diff, a path of the worker's disk or an adapter's type.
