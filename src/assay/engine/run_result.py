@@ -74,12 +74,3 @@ class RunResult:
         """The dispatches' wall time, summed."""
         return sum(d.dispatch.wall_time_ms for d in self.dispatches)
 
-
-def end_run(
-    run: RunResult, status: RunStatus, halt_type: HaltType, reason: str, *, halted: bool = False
-) -> RunResult:
-    run.status = status
-    run.halt_type = halt_type
-    run.reason = reason
-    run.halted = run.halted or halted
-    return run
