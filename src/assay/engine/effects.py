@@ -19,6 +19,7 @@ from typing import Protocol
 
 from assay.core.attempts import AttemptRecord
 from assay.core.payload import HaltNotice, Payload
+from assay.core.quota import Quota
 from assay.core.settle import Settlement
 from assay.core.tasks import Task
 from assay.core.vocab import CanonicalHalt, RunStatus
@@ -28,7 +29,6 @@ from assay.engine.values import (
     DispatchSummary,
     JudgeRound,
     LandOutcome,
-    Quota,
     RunEvent,
     RunPlan,
     Validation,

@@ -73,4 +73,3 @@ class RunResult:
     def wall_time_ms(self) -> int:
         """The dispatches' wall time, summed."""
         return sum(d.dispatch.wall_time_ms for d in self.dispatches)
-

@@ -17,6 +17,7 @@ from pydantic import JsonValue
 
 from assay.core.changes import TypeChange
 from assay.core.contract import Contract
+from assay.core.quota import Quota
 from assay.core.report import CoderReport, DiffComparison
 from assay.core.results import ValidatorResult
 from assay.core.tally import Tally
@@ -37,15 +38,6 @@ class RunPlan:
     repo_root: Path
     base_commit: str
     base_branch: str | None
-
-
-@dataclass(frozen=True)
-class Quota:
-    """A provider said "not now": a rate or usage limit, with its reset time when it gave one."""
-
-    kind: str  # "rate_limit" | "usage_limit"
-    detail: str
-    reset_at: datetime | None = None
 
 
 @dataclass(frozen=True)
