@@ -57,7 +57,7 @@ from assay.engine.effects import (
     SeatCall,
     Validation,
 )
-from assay.engine.local.seat_results import candidate_of
+from assay.engine.local.to_values import candidate_of
 from assay.engine.temporal.calls import Closed, CloseIn, Opened, RunInput
 from assay.engine.temporal.config import Timeouts, close_queue
 from assay.engine.temporal.holding import RunsHeld

@@ -23,9 +23,9 @@ from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
 from typing import Any
 
-from assay.adapters.coders.base import QuotaSignal
 from assay.adapters.envpolicy import BASE_URL_ENV, DEFAULT_API_KEY_ENV
 from assay.core.contract_rules import base_url_problem
+from assay.core.quota import Quota
 from assay.core.text import address_shown
 from assay.core.usage import FIRST_CALL, UsageFigures, with_call
 
@@ -52,7 +52,7 @@ class LlmError(Exception):
         detail: str,
         *,
         status: int | None = None,
-        quota: QuotaSignal | None = None,
+        quota: Quota | None = None,
         retry_after: float | None = None,
     ) -> None:
         super().__init__(detail)
@@ -388,7 +388,7 @@ def classify_status(
     if status == 429:
         limit = "usage_limit" if code == "insufficient_quota" else "rate_limit"
         reset_at = reset_time(headers, now=now)
-        quota = QuotaSignal(kind=limit, detail=detail, reset_at=reset_at)
+        quota = Quota(kind=limit, detail=detail, reset_at=reset_at)
         return LlmError(FailureKind.QUOTA, detail, status=status, quota=quota)
     lowered = f"{code} {message}".lower()
     if status == 413 or (status == 400 and any(m in lowered for m in _CONTEXT_MARKERS)):

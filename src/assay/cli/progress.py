@@ -1,6 +1,7 @@
 """The human progress of a run on stderr (stdout stays for ``--json`` and ``--events``).
 
-Three displays, chosen by ``--progress`` and whether stderr is a terminal (:func:`progress_for`):
+Three displays, chosen by ``--progress`` and whether stderr is a terminal
+(:func:`assay.cli.progress_choice.progress_for`):
 a live one on a terminal (the lines below kept in the scrollback, under them a redrawn footer
 with the elapsed time and one line per running seat, :mod:`assay.cli.progress_live`), plain
 lines (``--progress always`` when stderr is a file or a pipe: no ANSI), and a quiet one that
@@ -17,7 +18,6 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any
 
-from assay.cli.output_options import ProgressMode, live_terminal
 from assay.core.text import shown
 from assay.core.vocab import STOPPED_SAID, AttemptNext, EventKind, StopReason
 
@@ -153,7 +153,7 @@ def error_lines(error: object, *, markup: bool = True) -> tuple[str, list[str]]:
     """A seat's error: its first line (said on the seat's line), and the last lines of the
     output it quotes, each under it (``│ …``) as a failed validator's are, so a coder's
     output never reads as a line of ours nor as one escaped string. ("", []) for none."""
-    from assay.engine.graph.accounting import SUMMARY_LINES
+    from assay.engine.graph.records import SUMMARY_LINES
 
     if not error:
         return "", []
@@ -263,24 +263,3 @@ def _write_stderr(line: str) -> None:
         sys.stderr.flush()
     except (OSError, ValueError):  # stderr went away: the payload and the ledger still have it
         pass
-
-
-def progress_for(
-    mode: ProgressMode, *, many: bool = False, idle: str = "", streaming: bool = False
-) -> Progress:
-    """The display ``mode`` asks for here: live on a terminal (``auto``, ``always``), plain
-    lines off one only with ``always`` (and one run at a time: lines of several runs at once
-    would interleave), else warnings only. ``idle``: the live footer's word when no run is in
-    progress (serve's "waiting for work"). ``streaming``: ``--events`` writes to stdout, so a
-    stdout on the same terminal would be drawn over by the footer: plain lines then."""
-    if mode is ProgressMode.NEVER:
-        return WarningsOnly()
-    if live_terminal() and streaming and live_terminal(sys.stdout):
-        return Progress() if not many else WarningsOnly()
-    if live_terminal():
-        from assay.cli.progress_live import LiveProgress
-
-        return LiveProgress(idle=idle)
-    if mode is ProgressMode.ALWAYS and not many:
-        return Progress()
-    return WarningsOnly()

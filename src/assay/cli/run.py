@@ -48,8 +48,6 @@ from assay.cli.output_options import EventsFlag, ProgressFlag, ProgressMode
 from assay.cli.signals import graceful_stop, interrupted_exit
 from assay.cli.workspace import (
     EXIT_DONE,
-    EXIT_FAILED,
-    EXIT_HELD,
     EXIT_INTERNAL,
     Workspace,
     fail,
@@ -57,22 +55,12 @@ from assay.cli.workspace import (
     refuse_unconfinable,
     refuse_unrunnable,
 )
-from assay.core.vocab import HaltType, LandMode, TaskStatus
+from assay.core.vocab import LandMode
 
 if TYPE_CHECKING:
     from assay.cli.event_stream import EventStream
     from assay.core.contract import Contract
     from assay.core.tasks import Task
-
-
-def exit_code_for(status: TaskStatus, halt_type: HaltType) -> int:
-    if halt_type is HaltType.INTERNAL_ERROR:
-        return EXIT_INTERNAL
-    if status is TaskStatus.DONE:
-        return EXIT_DONE
-    if status is TaskStatus.HELD:
-        return EXIT_HELD
-    return EXIT_FAILED
 
 
 def refuse_conflicting_flags(
@@ -263,7 +251,7 @@ def run(
             refuse_unrunnable(chosen)
     ours.update(task.id for task, _ in jobs)
 
-    from assay.cli.progress import progress_for
+    from assay.cli.progress_choice import progress_for
     from assay.cli.run_jobs import run_jobs
 
     display = progress_for(progress, streaming=stream is not None)

@@ -15,9 +15,16 @@ import typer
 
 from assay.adapters.process import stop_requested
 from assay.cli.event_stream import EventStream, newest_event_id
-from assay.cli.run import exit_code_for
 from assay.cli.signals import interrupted_exit
-from assay.cli.workspace import EXIT_DONE, Workspace, print_json
+from assay.cli.workspace import (
+    EXIT_DONE,
+    EXIT_FAILED,
+    EXIT_HELD,
+    EXIT_INTERNAL,
+    Workspace,
+    print_json,
+)
+from assay.core.vocab import HaltType, TaskStatus
 
 if TYPE_CHECKING:
     from assay.adapters.store.records import Event
@@ -27,6 +34,17 @@ if TYPE_CHECKING:
     from assay.core.tasks import Task
     from assay.engine.effects import RunEvent
     from assay.engine.local.runner import RunReport
+
+
+def exit_code_for(status: TaskStatus, halt_type: HaltType) -> int:
+    """The exit code a task's run says: done, held, failed, or assay's own error."""
+    if halt_type is HaltType.INTERNAL_ERROR:
+        return EXIT_INTERNAL
+    if status is TaskStatus.DONE:
+        return EXIT_DONE
+    if status is TaskStatus.HELD:
+        return EXIT_HELD
+    return EXIT_FAILED
 
 
 def event_stream(ledger: Ledger, ours: set[str]) -> EventStream:

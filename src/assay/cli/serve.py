@@ -170,7 +170,7 @@ def serve(
         return
     from datetime import UTC, datetime
 
-    from assay.cli.progress import progress_for
+    from assay.cli.progress_choice import progress_for
     from assay.cli.serve_news import ServeSummary, news
     from assay.core.gc import DurationError, parse_duration
     from assay.engine.admission import admit

@@ -38,8 +38,8 @@ from assay.core.vocab import (
     UsageRole,
     ValidatorKind,
 )
-from assay.engine.graph.accounting import seat_error
-from assay.engine.result import RunResult
+from assay.engine.graph.records import seat_error
+from assay.engine.run_result import RunResult
 
 IGNORED_SHOWN = 50  # ignored entries a payload names per candidate (with the count of all)
 

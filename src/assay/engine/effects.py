@@ -5,7 +5,7 @@ call in-process; the Temporal executor performs each as an activity. Keeping eve
 this interface is what lets the graph be deterministic and tested without git or a model.
 
 Every method takes one small serialisable value and returns one (see
-:mod:`assay.engine.outcomes`): a workflow's history holds them. A run's seats live on the
+:mod:`assay.engine.values`): a workflow's history holds them. A run's seats live on the
 worker that opened it (:attr:`RunHandle.worker`); every later call of the run is performed
 there, so dispatch, validate, judge, fire, fired_halts, land and record must reach that worker.
 """
@@ -19,20 +19,20 @@ from typing import Protocol
 
 from assay.core.attempts import AttemptRecord
 from assay.core.payload import HaltNotice, Payload
+from assay.core.quota import Quota
 from assay.core.settle import Settlement
 from assay.core.tasks import Task
 from assay.core.vocab import CanonicalHalt, RunStatus
-from assay.engine.outcomes import (
+from assay.engine.run_result import RunResult
+from assay.engine.values import (
     Candidate,
     DispatchSummary,
     JudgeRound,
     LandOutcome,
-    Quota,
     RunEvent,
     RunPlan,
     Validation,
 )
-from assay.engine.result import RunResult
 
 __all__ = [
     "Candidate",

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 
 from assay.web.tokens import TokenStore, check_name, check_secret, digest
 
+SESSION_COOKIE = "assay_session"  # the login session's cookie
+
 EXTRA_NAME = "web-token"
 SESSION_IDLE_SECONDS = 24 * 3600
 SESSION_MAX_SECONDS = 7 * 24 * 3600

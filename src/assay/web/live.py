@@ -32,7 +32,7 @@ from assay.adapters.store.records import Event
 from assay.adapters.store.sql import Ledger
 from assay.web.auth import Credential
 from assay.web.config import WebConfig
-from assay.web.security import page
+from assay.web.message_page import page
 
 router = APIRouter()
 

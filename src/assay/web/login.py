@@ -12,9 +12,9 @@ from urllib.parse import urlsplit
 from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from assay.web.auth import Sessions
+from assay.web.auth import SESSION_COOKIE, Sessions
 from assay.web.config import WebConfig
-from assay.web.security import SESSION_COOKIE, page
+from assay.web.message_page import page
 
 router = APIRouter()
 

@@ -32,13 +32,12 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from fastapi import FastAPI
-from fastapi.responses import HTMLResponse
 
-from assay.web.auth import Credential, Sessions
+from assay.web.auth import SESSION_COOKIE, Credential, Sessions
 from assay.web.config import LOOPBACK_HOSTS, WebConfig
+from assay.web.message_page import page
 from assay.web.tokens import TokenError
 
-SESSION_COOKIE = "assay_session"
 CSRF_COOKIE = "assay_csrf"
 CSRF_FIELD = "csrf"
 # Every other method (POST, and any a later route might take) passes the CSRF and origin rules.
@@ -243,18 +242,6 @@ def _with_csrf_cookie(send: Send, fresh: str | None) -> Send:
         await send(message)
 
     return sending
-
-
-def page(status: int, title: str, body_html: str) -> HTMLResponse:
-    """A self-contained page (the middleware answers before any template is in reach)."""
-    html = (
-        "<!doctype html><html lang=en><head><meta charset=utf-8>"
-        f"<title>{escape(title)} · assay</title>"
-        '<link rel=stylesheet href="/static/app.css"></head>'
-        f"<body><main class=message><h1>{escape(title)}</h1>{body_html}"
-        '<p><a href="/">Back to the queue</a></p></main></body></html>'
-    )
-    return HTMLResponse(html, status_code=status)
 
 
 def _headers(scope: Scope) -> dict[str, str]:

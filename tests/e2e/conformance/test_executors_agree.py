@@ -32,7 +32,7 @@ from support.workers import Worker, add_task, serve_once, service_env, show
 
 ROOT = Path(__file__).resolve().parents[3]
 SCHEMA = json.loads((ROOT / "schemas" / "payload.schema.json").read_text())
-STANDINS = ROOT / "tests" / "standins"
+STANDINS = ROOT / "tests" / "support" / "standins"
 SEARCH_PATH = os.pathsep.join([str(STANDINS), str(Path(sys.executable).parent), "/usr/bin:/bin"])
 KEY = {"OPENAI_API_KEY": "local-test-key"}
 CANDIDATE = re.compile(

@@ -30,7 +30,7 @@ def test_a_coder_printing_hundreds_of_megabytes_does_not_grow_the_host(world: Wo
     gigabytes within its timeout). Everything the coder wrote is hostile input the host must
     read with a limit (principle 9): its output is kept as a bounded tail, never read whole.
     Today the host reads the whole `.out` log back (`process._read_back`), builds the combined
-    log text in memory, and `seat_results.captured_output` reads it all again: the `assay`
+    log text in memory, and `to_values.captured_output` reads it all again: the `assay`
     process peaks above 600 MiB for 200 MiB of output (so gigabytes for gigabytes), and the
     run folder keeps ~400 MiB. A command validator running the candidate's code goes through
     the same `run_process`."""

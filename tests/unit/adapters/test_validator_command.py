@@ -155,13 +155,13 @@ def test_on_fail_warn_a_command_that_cannot_run_is_an_error_of_severity_warn(
 def test_only_warns_makes_any_outcome_advisory_and_says_why_it_could_not_run(
     tmp_path: Path,
 ) -> None:
-    from assay.adapters.coders.base import QuotaSignal
     from assay.adapters.validators.base import could_not_run, only_warns
+    from assay.core.quota import Quota
 
     timed_out = _validate(tmp_path / "wt", run="sleep 30", timeout_seconds=0.3)
     # as a judge lost to its provider would come back: a fault the engine refunds the run for
     lost = ValidationOutcome(
-        result=timed_out.result, quota=QuotaSignal(kind="usage_limit", detail="q"), fault="down"
+        result=timed_out.result, quota=Quota(kind="usage_limit", detail="q"), fault="down"
     )
     warned = only_warns(lost)
     assert warned.quota is None and warned.fault is None

@@ -27,7 +27,7 @@ from assay.core.results import ValidatorResult
 from assay.core.tasks import Task
 from assay.core.vocab import RunStatus, SettleRow, Severity, StageVerdict, TaskStatus
 from assay.engine.effects import RunEvent
-from assay.engine.graph.accounting import failure_summary
+from assay.engine.graph.records import failure_summary
 
 README = (Path(__file__).resolve().parents[3] / "README.md").read_text()
 NOW = datetime(2026, 1, 1, tzinfo=UTC)

@@ -26,7 +26,7 @@ from assay.core.contract import Contract, HaltClass, Scope, canonical_halt_class
 from assay.core.halt_skill import SKILL_NAME, render_halt_skill
 from assay.core.report import CoderReport, parse_coder_report
 from assay.core.vocab import CanonicalHalt, CoderKind, HaltSeverity
-from assay.engine.graph.accounting import NO_CHANGE_MARK as ENGINE_MARK
+from assay.engine.graph.records import NO_CHANGE_MARK as ENGINE_MARK
 
 SHELL_KINDS = [k for k in CoderKind if k is not CoderKind.LLM]
 FIRE_LINE = re.compile(r"^    (assay halt check .* --fire --evidence .*)$", re.MULTILINE)

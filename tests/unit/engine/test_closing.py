@@ -11,6 +11,7 @@ from assay.core.attempts import AttemptRecord
 from assay.core.backoff import quota_wait
 from assay.core.contract import Contract, ValidatorSpec
 from assay.core.payload import HaltNotice
+from assay.core.quota import Quota
 from assay.core.settle import RefundStreak
 from assay.core.tasks import Task
 from assay.core.usage import UsageFigures
@@ -25,8 +26,8 @@ from assay.core.vocab import (
 )
 from assay.engine.close import CloseFacts, close_run
 from assay.engine.local.metering import coder_key
-from assay.engine.outcomes import Candidate, DispatchSummary, LandOutcome, Quota
-from assay.engine.result import RunResult
+from assay.engine.run_result import RunResult
+from assay.engine.values import Candidate, DispatchSummary, LandOutcome
 
 NOW = datetime(2026, 12, 2, 2, 0, tzinfo=UTC)
 

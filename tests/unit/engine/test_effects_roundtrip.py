@@ -49,7 +49,7 @@ from assay.engine.effects import (
     SeatCall,
     Validation,
 )
-from assay.engine.result import RunResult
+from assay.engine.run_result import RunResult
 
 temporal_pydantic = pytest.importorskip("temporalio.contrib.pydantic")
 converter = temporal_pydantic.pydantic_data_converter.payload_converter

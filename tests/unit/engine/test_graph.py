@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from assay.adapters.coders.base import DispatchResult, ProviderFault, QuotaSignal
+from assay.adapters.coders.base import DispatchResult, ProviderFault
 from assay.adapters.validators.base import ValidationOutcome
 from assay.core.changes import ChangeSet, FileDelta
 from assay.core.contract import Budgets, Contract, ValidatorSpec
 from assay.core.payload import HaltNotice
+from assay.core.quota import Quota
 from assay.core.results import ValidatorResult
 from assay.core.settle import Settlement, settle_row
 from assay.core.tally import tally
@@ -53,8 +54,8 @@ from assay.engine.effects import (
 )
 from assay.engine.graph.run import run_attempts as run_graph
 from assay.engine.graph.run import run_graph as run_whole
-from assay.engine.local.seat_results import candidate_of, validation_of
-from assay.engine.result import RunResult
+from assay.engine.local.to_values import candidate_of, validation_of
+from assay.engine.run_result import RunResult
 
 
 def change(*paths: str) -> ChangeSet:
@@ -239,7 +240,7 @@ def test_every_seat_lost_to_quota_refunds() -> None:
     quota = DispatchResult(
         exit_code=1,
         stop_reason=StopReason.PROVIDER_FAULT,
-        quota=QuotaSignal(kind="rate_limit", detail="429"),
+        quota=Quota(kind="rate_limit", detail="429"),
     )
     _, out = run(Script(dispatches=[[quota, quota]]), seats=2)
     assert out.status is RunStatus.FAILED
@@ -540,7 +541,7 @@ def test_a_seat_lost_to_quota_beside_a_missing_program_is_held_not_waited_for() 
     quota = DispatchResult(
         exit_code=1,
         stop_reason=StopReason.PROVIDER_FAULT,
-        quota=QuotaSignal(kind="rate_limit", detail="429 slow down"),
+        quota=Quota(kind="rate_limit", detail="429 slow down"),
     )
     broken = DispatchResult(exit_code=None, setting_error="no API key: set OPENAI_API_KEY")
     _, out = run(Script(dispatches=[[quota, broken]]), seats=2)
@@ -570,7 +571,7 @@ def test_quota_and_a_provider_fault_together_wait_for_the_quota() -> None:
     quota = DispatchResult(
         exit_code=1,
         stop_reason=StopReason.PROVIDER_FAULT,
-        quota=QuotaSignal(kind="rate_limit", detail="429 slow down"),
+        quota=Quota(kind="rate_limit", detail="429 slow down"),
     )
     _, out = run(Script(dispatches=[[quota, _overloaded()]]), seats=2)
     assert settle_row(out.verdict) is SettleRow.FAILED_QUOTA_NO_VIABLE

@@ -24,7 +24,6 @@ from assay.adapters.coders.base import (
     DispatchRequest,
     DispatchResult,
     ProviderFault,
-    QuotaSignal,
 )
 from assay.adapters.coders.usage_watch import UsageSources, UsageWatch
 from assay.adapters.preflight import program_problem
@@ -32,6 +31,7 @@ from assay.adapters.process import ProcessResult, run_process
 from assay.adapters.process_watch import OutputWatch
 from assay.adapters.sandbox_spec import SandboxSpec
 from assay.core.preflight import login_asked
+from assay.core.quota import Quota
 from assay.core.report import CoderReport
 from assay.core.usage import UsageFigures
 from assay.core.vocab import StopReason
@@ -54,7 +54,7 @@ class ParsedRun:
     usage: UsageFigures | None = None  # what the tool reported, in and out apart
     summary: str | None = None
     error: str | None = None
-    quota: QuotaSignal | None = None
+    quota: Quota | None = None
     environment_error: str | None = None
     setting_error: str | None = None  # the credentials were refused or missing: held
     warnings: list[str] = field(default_factory=list)
@@ -262,7 +262,7 @@ def apply_fault(
         when = reset_at or parse_reset_at(text, now)
         if when is None and context:
             when = parse_reset_at(context, now)
-        parsed.quota = QuotaSignal(kind=kind, detail=detail, reset_at=when)
+        parsed.quota = Quota(kind=kind, detail=detail, reset_at=when)
     elif kind == "server":
         parsed.stop_reason = StopReason.PROVIDER_FAULT
     elif kind == "auth":

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
 from assay.adapters.sandbox_spec import SandboxSpec
+from assay.core.quota import Quota
 from assay.core.report import CoderReport
 from assay.core.usage import UsageFigures
 from assay.core.vocab import StopReason
@@ -45,15 +45,6 @@ class UsageMeter(Protocol):
 
 class CoderEnvironmentError(Exception):
     """The coder cannot run here (binary missing, bad setting); the message says how to fix it."""
-
-
-@dataclass(frozen=True)
-class QuotaSignal:
-    """A provider said "not now": a rate limit or a usage limit, with its reset time if given."""
-
-    kind: str  # "rate_limit" | "usage_limit"
-    detail: str
-    reset_at: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -122,7 +113,7 @@ class DispatchResult:
     turns_used: int | None = None
     wall_time_ms: int = 0
     timed_out: bool = False
-    quota: QuotaSignal | None = None
+    quota: Quota | None = None
     fault: ProviderFault | None = None  # the seat was lost to a provider fault (not quota)
     environment_error: str | None = None
     # A setting the operator controls keeps the program from running here (it is not installed

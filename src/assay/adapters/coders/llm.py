@@ -19,7 +19,7 @@ from typing import Any
 
 from assay.adapters import folders
 from assay.adapters.coders.agentcli import turn_limit
-from assay.adapters.coders.base import DispatchRequest, DispatchResult, ProviderFault, QuotaSignal
+from assay.adapters.coders.base import DispatchRequest, DispatchResult, ProviderFault
 from assay.adapters.envpolicy import model_environment
 from assay.adapters.llm_client import (
     ChatClient,
@@ -33,6 +33,7 @@ from assay.adapters.process import SHELL, run_process, stop_requested
 from assay.adapters.run_files import writing
 from assay.adapters.safe_files import append_file, write_file
 from assay.adapters.store import halt_ops
+from assay.core.quota import Quota
 from assay.core.report import CoderReport, FileChange
 from assay.core.vocab import FileChangeKind, StopReason
 
@@ -183,7 +184,7 @@ class _Session:
         turns = tokens = 0
         stop: StopReason | None = None
         summary: str | None = None
-        quota: QuotaSignal | None = None
+        quota: Quota | None = None
         error: str | None = None
         setting_error: str | None = None
         stopped: str | None = None

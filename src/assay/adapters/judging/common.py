@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from assay.adapters.coders.base import QuotaSignal
 from assay.adapters.validators.judge import MAX_DIFF_CHARS, fence, new_nonce
 from assay.core.blind import BlindCandidate
 from assay.core.changes import type_change_note
+from assay.core.quota import Quota
 from assay.core.tally import is_usable
 from assay.core.usage import UsageFigures
 
@@ -41,7 +41,7 @@ class RankingResult:
 
     ranking: list[str] | None
     reasons: str = ""
-    quota: QuotaSignal | None = None
+    quota: Quota | None = None
     fault: str | None = None
     error: str | None = None
     # A setting the operator controls kept the judge from running (its program, its key).

@@ -13,9 +13,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from assay.adapters.coders.base import QuotaSignal, UsageMeter
+from assay.adapters.coders.base import UsageMeter
 from assay.adapters.sandbox_spec import SandboxSpec
 from assay.core.changes import ChangeSet
+from assay.core.quota import Quota
 from assay.core.results import ValidatorResult
 from assay.core.vocab import CanonicalHalt
 
@@ -56,7 +57,7 @@ class ValidationOutcome:
     result: ValidatorResult
     fire: CanonicalHalt | None = None  # a canonical halt the engine must fire
     evidence: str | None = None  # the evidence to fire it with (never a secret's value)
-    quota: QuotaSignal | None = None  # a model judge lost to a rate or usage limit
+    quota: Quota | None = None  # a model judge lost to a rate or usage limit
     fault: str | None = None  # a model judge lost to a provider fault (5xx, 529, connection)
     # A model judge kept from running by a setting the operator controls (no key, a key
     # refused, an unknown model): the task is held with it, never retried.

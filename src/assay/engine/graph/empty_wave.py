@@ -23,7 +23,8 @@ from assay.core.vocab import (
     Severity,
 )
 from assay.engine.effects import CandidateCall, Effects, RunPlan
-from assay.engine.graph.accounting import (
+from assay.engine.graph.endings import end_run
+from assay.engine.graph.records import (
     blocking_findings,
     failure_detail,
     failure_summary,
@@ -32,8 +33,8 @@ from assay.engine.graph.accounting import (
     seat_error,
     seat_errors,
 )
-from assay.engine.outcomes import Candidate
-from assay.engine.result import RunResult, end_run
+from assay.engine.run_result import RunResult
+from assay.engine.values import Candidate
 
 NO_CHANGE_CHECK = "assay.change"
 
@@ -94,17 +95,18 @@ def no_candidate(
             record_attempt(attempt, seats, [], fault=True, failures=seat_errors(seats))
         )
     if all(s.lost_to_machine for s in seats):
-        run.no_viable_candidates = True
-        run.machine_fault = bool(faulted or broken)
-        if lost:
-            run.quota_hit = True
-            resets = [
-                s.dispatch.quota.reset_at
-                for s in lost
-                if s.dispatch.quota and s.dispatch.quota.reset_at
-            ]
-            run.quota_reset_at = max(resets) if resets else None
-        return end_run(run, RunStatus.FAILED, HaltType.ENVIRONMENT_ERROR, lost_reason(seats))
+        quotas = [s.dispatch.quota for s in lost if s.dispatch.quota]
+        resets = [q.reset_at for q in quotas if q.reset_at]
+        return end_run(
+            run,
+            RunStatus.FAILED,
+            HaltType.ENVIRONMENT_ERROR,
+            lost_reason(seats),
+            no_viable_candidates=True,
+            machine_fault=bool(faulted or broken),
+            quota_hit=bool(lost),
+            quota_reset_at=max(resets) if resets else None,
+        )
     if not (lost or faulted or broken):
         crashed = any(s.dispatch.error or s.dispatch.timed_out for s in seats)
         errors = seat_errors(seats) or ["the coder left the tree unchanged"]

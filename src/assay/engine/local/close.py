@@ -17,7 +17,6 @@ import signal
 import threading
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from assay.adapters import git
 from assay.adapters.home import make_home
@@ -33,7 +32,7 @@ from assay.engine.local.attestation import attest_at_close
 from assay.engine.local.interrupt import RunInterrupted, UserStop
 from assay.engine.local.journal import read_journal
 from assay.engine.local.run_lock import hold_run_lock
-from assay.engine.outcomes import RunPlan
+from assay.engine.local.site import RunSite
 from assay.engine.recovery.close import (
     KEEP_MARKER,
     KEEPS_CANDIDATES,
@@ -42,13 +41,11 @@ from assay.engine.recovery.close import (
     remove_unrecorded_run_folder,
 )
 from assay.engine.recovery.refunds import closed_quota_streak, refund_streak
-from assay.engine.result import RunResult
-
-if TYPE_CHECKING:
-    from assay.engine.local.executor import LocalEffects
+from assay.engine.run_result import RunResult
+from assay.engine.values import RunPlan
 
 
-def open_run(fx: LocalEffects, call: OpenRequest) -> tuple[RunPlan, datetime]:
+def open_run(fx: RunSite, call: OpenRequest) -> tuple[RunPlan, datetime]:
     """Claim the task's attempt and create the run; the plan and when the run started."""
     task, repo = fx.task, fx.repo
     if call.task_id != task.id:
@@ -93,7 +90,7 @@ def warm_up_model_client(contract: Contract) -> None:
         threading.Thread(target=importlib.import_module, args=("httpx",), daemon=True).start()
 
 
-def record_run(fx: LocalEffects, handle: RunHandle, result: RunResult) -> RunRecorded:
+def record_run(fx: RunSite, handle: RunHandle, result: RunResult) -> RunRecorded:
     """Close a run the graph finished (or broke: then its counts come from its journal)."""
     plan, ledger = handle.plan, fx.ledger
     run_dir = fx.run_dir(plan)
@@ -171,14 +168,14 @@ def record_run(fx: LocalEffects, handle: RunHandle, result: RunResult) -> RunRec
     )
 
 
-def _chosen_diff(fx: LocalEffects, result: RunResult) -> str | None:
+def _chosen_diff(fx: RunSite, result: RunResult) -> str | None:
     """The diff of the candidate the run chose (read on this worker when it was dispatched)."""
     winner = result.winner
     work = fx.work.get((winner.attempt, winner.seat)) if winner is not None else None
     return work.change.diff if work is not None else None
 
 
-def _branches_kept(fx: LocalEffects, result: RunResult, status: RunStatus) -> set[int]:
+def _branches_kept(fx: RunSite, result: RunResult, status: RunStatus) -> set[int]:
     """The seats whose branch stays once the seats are gone: every candidate a run that did
     not land brought into the repository (its one commit, for a look); of a landed run, only
     the branch ``land: branch`` leaves (a merged run's is on the base branch now)."""
@@ -189,9 +186,7 @@ def _branches_kept(fx: LocalEffects, result: RunResult, status: RunStatus) -> se
     return set()
 
 
-def close_interrupted(
-    fx: LocalEffects, stop: RunInterrupted, stopped: UserStop | None = None
-) -> None:
+def close_interrupted(fx: RunSite, stop: RunInterrupted, stopped: UserStop | None = None) -> None:
     """Close the run a stop request ended, from what its journal says (counts exact);
     ``stopped``: its own user stopped it, and the task it leaves runnable is held."""
     plan = fx.plan

@@ -72,12 +72,12 @@ from assay.engine.local.journal import journaled
 from assay.engine.local.merge import land_candidate
 from assay.engine.local.metering import RunMeter
 from assay.engine.local.panel import judge_blind
-from assay.engine.local.seat_results import validation_of
 from assay.engine.local.seating import Seating
-from assay.engine.local.seats import SeatWork, dispatch_seat, validate_seat
+from assay.engine.local.seats import dispatch_seat, validate_seat
+from assay.engine.local.site import Clock, SeatWork
+from assay.engine.local.to_values import validation_of
 
 EventSink = Callable[[RunEvent], None]
-Clock = Callable[[], datetime]
 BUDGET_SPENT = CanonicalHalt.BUDGET_EXHAUSTED
 _P = ParamSpec("_P")
 _T = TypeVar("_T")
@@ -144,7 +144,13 @@ class LocalEffects:
         self.redaction = SecretRedaction()
         # Events come from the graph's thread, the threads it hands work to, and the relay's.
         self._lock = threading.RLock()
-        self.halts = HaltKeeper(self)
+        self.halts = HaltKeeper(
+            self.state_dir(),
+            lock=self._lock,
+            record=self._record,
+            journaled=self.journaled_firings,
+            warn=self._warn,
+        )
         self.plan: RunPlan | None = None
         self.keep_worktrees = False
         self.run_lock: int | None = None  # the run folder's lock, held while the run lives

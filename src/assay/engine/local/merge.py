@@ -13,7 +13,6 @@ import asyncio
 import contextlib
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from assay.adapters import landing
 from assay.adapters.store import halt_files
@@ -21,15 +20,13 @@ from assay.core.attempts import AttemptRecord
 from assay.core.policy import decide
 from assay.core.results import ValidatorResult
 from assay.core.vocab import AttemptOutcome, LandMode, PolicyAction, RunStatus
-from assay.engine.graph.accounting import failure_detail
-from assay.engine.outcomes import Candidate, LandOutcome, RunPlan
-
-if TYPE_CHECKING:
-    from assay.engine.local.executor import LocalEffects
+from assay.engine.graph.records import failure_detail
+from assay.engine.local.site import RunSite
+from assay.engine.values import Candidate, LandOutcome, RunPlan
 
 
 def land_candidate(
-    fx: LocalEffects,
+    fx: RunSite,
     plan: RunPlan,
     seat: Candidate,
     blocked: bool = False,
@@ -85,7 +82,7 @@ def land_candidate(
 
 
 def merge_squashed(
-    fx: LocalEffects,
+    fx: RunSite,
     plan: RunPlan,
     seat: Candidate,
     branch: str,
@@ -152,9 +149,7 @@ def validator_verdicts(plan: RunPlan, results: Sequence[ValidatorResult]) -> lis
     return verdicts
 
 
-def _revalidate(
-    fx: LocalEffects, plan: RunPlan, seat: Candidate, combined: str, tip: str
-) -> str | None:
+def _revalidate(fx: RunSite, plan: RunPlan, seat: Candidate, combined: str, tip: str) -> str | None:
     """Run the validators on ``combined`` (the change applied to the moved base's ``tip``),
     each command validator in a fresh checkout of it. None: they pass."""
     store = fx.seating.store(plan, seat.seat)

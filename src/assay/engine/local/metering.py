@@ -24,7 +24,7 @@ from assay.adapters.store.sql import Ledger
 from assay.adapters.store.usage_log import DispatchKey, spend_of
 from assay.core.usage import BudgetLimits, Exhaustion, Spend, UsageFigures, exhaustion
 from assay.core.vocab import BudgetAction, EventKind, UsageRole
-from assay.engine.outcomes import RunEvent
+from assay.engine.values import RunEvent
 
 __all__ = [
     "DispatchMeter",

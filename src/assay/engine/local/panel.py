@@ -22,7 +22,7 @@ from assay.core.contract import JudgeSpec
 from assay.core.usage import UsageFigures
 from assay.core.vocab import JudgeKind
 from assay.engine.local.metering import RunMeter, judge_key
-from assay.engine.outcomes import JudgeRound, RunPlan
+from assay.engine.values import JudgeRound, RunPlan
 
 if TYPE_CHECKING:
     from assay.adapters.judging import RankingResult

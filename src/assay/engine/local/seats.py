@@ -1,10 +1,10 @@
 """The local executor's seat work: one coder's dispatch, its capture, and the checks of its
 candidate.
 
-What crosses the boundary is the :class:`~assay.engine.outcomes.Candidate`; what stays here,
+What crosses the boundary is the :class:`~assay.engine.values.Candidate`; what stays here,
 on the worker, is the :class:`SeatWork` (the coder's full result, the diff, the candidate's
 commit in the seat's candidate store), kept by
-:class:`~assay.engine.local.executor.LocalEffects` for
+:class:`~assay.engine.local.site.RunSite` for
 the judges and the lander. The candidate is what the collector captured inside the seat's
 sandbox; every check looks at exactly that tree (a command validator in a fresh checkout of it
 with a fresh home), never at the coder's seat.
@@ -15,9 +15,8 @@ from __future__ import annotations
 import asyncio
 import functools
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from assay.adapters import seats
 from assay.adapters.candidates import CaptureRejected
@@ -52,33 +51,20 @@ from assay.core.vocab import (
 )
 from assay.engine.close import IGNORED_SHOWN
 from assay.engine.effects import FireCall, SeatCall
-from assay.engine.graph.accounting import validator_event
+from assay.engine.graph.records import validator_event
 from assay.engine.local.interrupt import boundary, raise_if_stopping
 from assay.engine.local.metering import coder_key, metered, validator_key
-from assay.engine.local.seat_results import (
+from assay.engine.local.site import RunSite, SeatWork
+from assay.engine.local.to_values import (
     candidate_of,
     captured_output,
     environment_failed,
     with_final_answer,
 )
-from assay.engine.outcomes import Candidate, RunEvent, RunPlan
-
-if TYPE_CHECKING:
-    from assay.engine.local.executor import LocalEffects
+from assay.engine.values import Candidate, RunEvent, RunPlan
 
 
-@dataclass(frozen=True)
-class SeatWork:
-    """What one dispatch left on this worker: the coder's result (its log too), the change
-    with its diff, and the candidate's commit in the seat's candidate store (None: the seat
-    left no candidate)."""
-
-    result: DispatchResult
-    change: ChangeSet
-    commit: str | None
-
-
-async def dispatch_seat(fx: LocalEffects, call: SeatCall) -> Candidate:
+async def dispatch_seat(fx: RunSite, call: SeatCall) -> Candidate:
     plan, attempt, seat = call.plan, call.attempt, call.seat
     spec = plan.contract.coder_for_seat(seat)
     repo = await asyncio.to_thread(fx.seating.prepare, plan, seat, attempt)
@@ -208,7 +194,7 @@ def run_coder(coder: Coder, request: DispatchRequest, seat_dir: Path) -> Dispatc
 
 
 async def capture_candidate(
-    fx: LocalEffects, plan: RunPlan, attempt: int, seat: int, result: DispatchResult
+    fx: RunSite, plan: RunPlan, attempt: int, seat: int, result: DispatchResult
 ) -> tuple[ChangeSet, Capture | None]:
     """The seat's candidate, captured inside its sandbox and imported into its candidate store:
     its change read from the base's and the candidate's trees. A candidate over its budgets,
@@ -267,7 +253,7 @@ def ignored_line(capture: Capture) -> str:
 
 
 async def validate_seat(
-    fx: LocalEffects,
+    fx: RunSite,
     plan: RunPlan,
     attempt: int,
     seat: int,
@@ -377,7 +363,7 @@ def _passed(outcomes: Sequence[ValidationOutcome]) -> bool:
     return all(not o.result.halts and not o.result.blocks and o.fire is None for o in outcomes)
 
 
-def warn_unconfined_network(fx: LocalEffects, plan: RunPlan) -> None:
+def warn_unconfined_network(fx: RunSite, plan: RunPlan) -> None:
     """``network: host`` (or no sandbox at all) gives the seat this machine's network, loopback
     included: said once per run, when its first seat starts."""
     contract = plan.contract

@@ -44,9 +44,9 @@ from assay.engine.close import CloseFacts, close_run
 from assay.engine.local.halt_relay import remove_relay_folders
 from assay.engine.local.interrupt import UserStop
 from assay.engine.local.journal import JournaledLanding, interrupted_last, read_journal
-from assay.engine.outcomes import LandOutcome
 from assay.engine.recovery.refunds import closed_quota_streak, refund_streak
-from assay.engine.result import RunResult
+from assay.engine.run_result import RunResult
+from assay.engine.values import LandOutcome
 
 Clock = Callable[[], datetime]
 Warn = Callable[[str], None]  # what could not be removed, one line each

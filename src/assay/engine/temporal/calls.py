@@ -14,8 +14,8 @@ from assay.core.contract import Contract
 from assay.core.payload import HaltNotice
 from assay.core.tasks import Task
 from assay.engine.effects import OpenRequest, RunEvent, RunHandle
-from assay.engine.outcomes import Candidate
 from assay.engine.temporal.config import Timeouts
+from assay.engine.values import Candidate
 
 C = TypeVar("C")
 

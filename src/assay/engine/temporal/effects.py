@@ -42,7 +42,6 @@ with workflow.unsafe.imports_passed_through():
         RunStopped,
         SeatCall,
     )
-    from assay.engine.outcomes import Candidate
     from assay.engine.temporal.calls import Dispatched, Opened, Pending, RunInput, Sent
     from assay.engine.temporal.config import Timeouts
     from assay.engine.temporal.table import (
@@ -59,6 +58,7 @@ with workflow.unsafe.imports_passed_through():
         Effect,
         Queue,
     )
+    from assay.engine.values import Candidate
 
 C = TypeVar("C")
 R = TypeVar("R")

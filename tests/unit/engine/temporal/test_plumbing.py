@@ -20,7 +20,6 @@ from temporalio.exceptions import (
 
 from assay.core.contract import Contract
 from assay.engine.effects import EffectFault, FaultKind, RunEvent, RunHandle, RunPlan
-from assay.engine.outcomes import Candidate, DispatchSummary
 from assay.engine.temporal.calls import (
     CloseIn,
     Dispatched,
@@ -40,6 +39,7 @@ from assay.engine.temporal.effects import (
     _translated,
 )
 from assay.engine.temporal.worker import RunGate
+from assay.engine.values import Candidate, DispatchSummary
 
 
 def _plan() -> RunPlan:

@@ -1,4 +1,5 @@
-"""What a seat, a validation, a judging and a landing came to, as it crosses the effect boundary.
+"""The values that cross the effect boundary: the run's plan, its events, and what a seat, a
+validation, a judging and a landing came to.
 
 These are small serialisable values (frozen dataclasses of core types): a Temporal workflow's
 history holds them, so none carries a diff, a path of the worker's disk or an adapter's type.
@@ -16,6 +17,7 @@ from pydantic import JsonValue
 
 from assay.core.changes import TypeChange
 from assay.core.contract import Contract
+from assay.core.quota import Quota
 from assay.core.report import CoderReport, DiffComparison
 from assay.core.results import ValidatorResult
 from assay.core.tally import Tally
@@ -36,15 +38,6 @@ class RunPlan:
     repo_root: Path
     base_commit: str
     base_branch: str | None
-
-
-@dataclass(frozen=True)
-class Quota:
-    """A provider said "not now": a rate or usage limit, with its reset time when it gave one."""
-
-    kind: str  # "rate_limit" | "usage_limit"
-    detail: str
-    reset_at: datetime | None = None
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
-"""What one seat's dispatch and validation produce besides the coder's own result: a seat the
-machine failed, the report that counts, and the coder's captured output the secret scan
-reads."""
+"""A seat's adapter results turned into the boundary's values (:mod:`assay.engine.values`):
+its dispatch as a candidate, a validator's outcome as a validation. Also what a dispatch
+produces besides the coder's own result: a seat the machine failed, the report that counts,
+and the coder's captured output the secret scan reads."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from assay.adapters.process import EnvironmentFault
 from assay.adapters.validators.base import ValidationOutcome
 from assay.core.changes import ChangeSet
 from assay.core.report import CoderReport, DiffComparison
-from assay.engine.outcomes import Candidate, DispatchSummary, Quota, Validation
+from assay.engine.values import Candidate, DispatchSummary, Validation
 
 # The tail of a coder's log the secret scan reads.
 CAPTURED_OUTPUT_CHARS = 200_000
@@ -46,7 +47,6 @@ def captured_output(result: DispatchResult) -> str:
 def summary_of(result: DispatchResult) -> DispatchSummary:
     """The part of an adapter's dispatch result that crosses the effect boundary (its log
     and its report stay on the worker; the report crosses in the candidate)."""
-    quota = result.quota
     return DispatchSummary(
         exit_code=result.exit_code,
         stop_reason=result.stop_reason,
@@ -55,7 +55,7 @@ def summary_of(result: DispatchResult) -> DispatchSummary:
         turns_used=result.turns_used,
         wall_time_ms=result.wall_time_ms,
         timed_out=result.timed_out,
-        quota=Quota(quota.kind, quota.detail, quota.reset_at) if quota else None,
+        quota=result.quota,
         fault=result.fault.detail if result.fault else None,
         environment_error=result.environment_error,
         setting_error=result.setting_error,
@@ -93,12 +93,11 @@ def candidate_of(
 
 def validation_of(outcome: ValidationOutcome) -> Validation:
     """A validator's outcome without what the secret scan found (that stays for redaction)."""
-    quota = outcome.quota
     return Validation(
         result=outcome.result,
         fire=outcome.fire,
         evidence=outcome.evidence,
-        quota=Quota(quota.kind, quota.detail, quota.reset_at) if quota else None,
+        quota=outcome.quota,
         fault=outcome.fault,
         setting_error=outcome.setting_error,
     )

@@ -1,4 +1,4 @@
-"""How attempts and seats are written down: attempt records, findings, seat errors, events."""
+"""How a run is written down: attempt records, findings, seat errors, and its events."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from assay.core.brief import NO_CHANGE_MARK
 from assay.core.results import ValidatorResult
 from assay.core.text import shown
 from assay.core.vocab import STOPPED_SAID, StopReason
-from assay.engine.outcomes import Candidate
+from assay.engine.values import Candidate
 
 
 def record_attempt(

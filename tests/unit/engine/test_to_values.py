@@ -12,7 +12,7 @@ from assay.adapters.coders.command import CommandCoder
 from assay.adapters.coders.replay import ReplayCoder
 from assay.core.report import CoderReport, FileChange
 from assay.core.vocab import FileChangeKind, StopReason
-from assay.engine.local.seat_results import captured_output, with_final_answer
+from assay.engine.local.to_values import captured_output, with_final_answer
 
 ANSWER = CoderReport(
     summary="NO CHANGE NEEDED: test_digits passes", stop_reason=StopReason.COMPLETED

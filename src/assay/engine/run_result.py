@@ -12,7 +12,7 @@ from assay.core.results import ValidatorResult
 from assay.core.settle import Verdict
 from assay.core.tally import Tally
 from assay.core.vocab import HaltType, RunStatus
-from assay.engine.outcomes import Candidate, LandOutcome
+from assay.engine.values import Candidate, LandOutcome
 
 
 @dataclass
@@ -73,13 +73,3 @@ class RunResult:
     def wall_time_ms(self) -> int:
         """The dispatches' wall time, summed."""
         return sum(d.dispatch.wall_time_ms for d in self.dispatches)
-
-
-def end_run(
-    run: RunResult, status: RunStatus, halt_type: HaltType, reason: str, *, halted: bool = False
-) -> RunResult:
-    run.status = status
-    run.halt_type = halt_type
-    run.reason = reason
-    run.halted = run.halted or halted
-    return run
