@@ -1,4 +1,5 @@
-"""Helpers to drive the real ``assay halt`` command in a subprocess."""
+"""Helpers to drive the ``assay halt`` command: as a real process (``assay``, the end-to-end
+tier) or in this process (``assay_main``, the unit tier), with the same arguments and results."""
 
 from __future__ import annotations
 
@@ -83,9 +84,36 @@ class Assay:
         )
 
 
+class InProcessAssay(Assay):
+    """:class:`Assay` that runs ``main(args)`` in this process instead of starting ``assay``."""
+
+    def __call__(
+        self,
+        *args: str,
+        cwd: Path | None = None,
+        env: Mapping[str, str] | None = None,
+        preexec_fn: Callable[[], None] | None = None,
+    ) -> Ran:
+        if preexec_fn is not None:  # a process limit would bind the test run itself
+            raise TypeError("preexec_fn needs a real process: use the `assay` fixture (e2e)")
+        from support.in_process import run_assay
+
+        done = run_assay(args, cwd=cwd or self.cwd, env=clean_env(env))
+        return Ran(tuple(args), done.returncode, done.stdout, done.stderr)
+
+    def popen(self, *args: str, cwd: Path | None = None) -> subprocess.Popen[str]:
+        raise TypeError("popen starts a process: use the `assay` fixture (e2e)")
+
+
 @pytest.fixture
 def assay(tmp_path: Path) -> Assay:
     return Assay(tmp_path)
+
+
+@pytest.fixture
+def assay_main(tmp_path: Path) -> InProcessAssay:
+    """``assay_main(*args)``: ``assay <args>`` run in this process, in ``tmp_path``."""
+    return InProcessAssay(tmp_path)
 
 
 def _write_contract(path: Path, halts: Iterable[tuple[str, Any]], **fields: Any) -> Path:

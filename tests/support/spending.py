@@ -85,8 +85,9 @@ def payloads(repo: Path) -> dict[str, dict[str, Any]]:
 
 
 def usage_report(repo: Repo, *args: str) -> dict[str, Any]:
-    """What ``assay usage --json`` says (``args``: ``--by coder``, ``--since 1h``)."""
-    done = repo.assay("usage", "--json", *args)
+    """What ``assay usage --json`` says (``args``: ``--by coder``, ``--since 1h``), run in-process:
+    a report of the ledger, which no process of its own changes (either tier may ask for it)."""
+    done = repo.main("usage", "--json", *args)
     assert done.returncode == 0, done.stderr
     loaded: dict[str, Any] = json.loads(done.stdout)
     return loaded

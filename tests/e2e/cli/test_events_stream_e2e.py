@@ -1,12 +1,12 @@
-"""``assay run|serve --events jsonl``: the ledger's events on stdout as they are written, each
-exactly the object the dashboard's ``/events`` serves, and the command's result as the last
-line with ``--json``; ``serve --json`` says what serve did."""
+"""``assay run|serve --events jsonl`` as a process: each line leaves while the run goes on, a
+reader that leaves does not stop the run, ``serve --json`` names the signal that stopped it,
+and ``run --resume`` streams what recovery wrote after a crash. The rest is
+tests/unit/cli/test_events_stream.py."""
 
 from __future__ import annotations
 
 import json
 import signal
-import sqlite3
 import subprocess
 import time
 from pathlib import Path
@@ -14,37 +14,8 @@ from typing import Any
 
 from support.repo import ASSAY, Repo, make_repo, replay_contract
 
-from assay.adapters.store.sql import Ledger
 from assay.core.vocab import EventKind
-from assay.web.live import message
-
-EVENT_KEYS = {"id", "at", "kind", "task_id", "run_id", "data"}
-
-
-def lines(stdout: str) -> list[dict[str, Any]]:
-    assert stdout.endswith("\n"), stdout
-    return [json.loads(line) for line in stdout.splitlines()]
-
-
-def served_objects(repo: Repo, task_id: str) -> list[dict[str, Any]]:
-    """The task's events as the dashboard's ``/events`` serves them (its SSE ``data:``)."""
-    with Ledger.open(f"sqlite:///{repo.root / '.assay' / 'assay.db'}") as ledger:
-        events = ledger.events(task_id)
-    found = []
-    for event in events:
-        sse = message(event, named=False).splitlines()
-        [data] = [line for line in sse if line.startswith("data: ")]
-        found.append(json.loads(data.removeprefix("data: ")))
-    return found
-
-
-def check_events(events: list[dict[str, Any]]) -> None:
-    ids = [e["id"] for e in events]
-    assert ids == sorted(set(ids)), ids  # each once, in the ledger's order
-    for event in events:
-        assert set(event) == EVENT_KEYS, event
-        assert event["kind"] in {k.value for k in EventKind}, event
-        assert event["at"].endswith("+00:00"), event
+from tests.unit.cli.test_events_stream import check_events, lines, served_objects
 
 
 def waiting_coder(repo: Repo, go: Path) -> str:
@@ -96,16 +67,6 @@ def test_run_streams_each_event_as_it_is_written_and_prints_the_payload_last(
     assert f"task {task_id}: done" in stderr and "\x1b" not in stderr
 
 
-def test_run_events_without_json_prints_nothing_but_events(tmp_path: Path) -> None:
-    repo = make_repo(tmp_path)
-    done = repo.assay("run", "--contract", str(replay_contract(repo, "fixed")), "--events", "jsonl")
-    assert done.returncode == 0, done.stderr
-    events = lines(done.stdout)
-    check_events(events)
-    assert events[-1]["kind"] == "run.closed"
-    assert "payload: " in done.stderr and "merged into main" in done.stderr
-
-
 def test_a_reader_that_leaves_does_not_stop_the_run(tmp_path: Path) -> None:
     repo = make_repo(tmp_path)
     proc = subprocess.Popen(
@@ -120,35 +81,6 @@ def test_a_reader_that_leaves_does_not_stop_the_run(tmp_path: Path) -> None:
     assert proc.wait(timeout=120) == 0, stderr
     assert "Traceback" not in stderr and "BrokenPipe" not in stderr, stderr
     assert [p["task_status"] for p in repo.payloads()] == ["done"]
-
-
-def test_serve_streams_every_event_and_ends_with_its_summary(tmp_path: Path) -> None:
-    repo = make_repo(tmp_path)
-    contract = str(replay_contract(repo, "fixed", land="branch"))
-    added = [repo.assay("task", "add", "--contract", contract, "--json") for _ in range(2)]
-    assert all(a.returncode == 0 for a in added), [a.stderr for a in added]
-    done = repo.assay(
-        "serve", "--once", "--no-web", "--concurrency", "2", "--events", "jsonl", "--json"
-    )
-    assert done.returncode == 0, done.stderr
-    *events, summary = lines(done.stdout)
-    check_events(events)
-    tasks = {e["task_id"] for e in events}
-    assert len(tasks) == 2
-    # Only what was written while serve ran: the tasks were added before it.
-    assert "task.added" not in {e["kind"] for e in events}
-    assert [e["kind"] for e in events].count("run.closed") == 2
-    assert summary == {
-        "runs": 2,
-        "closed": {task: "done" for task in tasks},
-        "interrupted": [],
-        "skipped": [],
-        "recovered": [],
-        "stopped_by": None,
-    }
-    for task in tasks:
-        served = [e for e in served_objects(repo, task) if e["kind"] != "task.added"]
-        assert [e for e in events if e["task_id"] == task] == served
 
 
 def test_serve_json_alone_prints_the_summary_and_names_the_signal_that_stopped_it(
@@ -176,15 +108,6 @@ def test_serve_json_alone_prints_the_summary_and_names_the_signal_that_stopped_i
     }
 
 
-def test_events_are_refused_where_there_is_nothing_to_stream(tmp_path: Path) -> None:
-    repo = make_repo(tmp_path)
-    done = repo.assay("serve", "--web-only", "--events", "jsonl")
-    assert done.returncode == 2 and "--web-only works no queue" in done.stderr, done.stderr
-    done = repo.assay("run", "x", "--events", "xml")
-    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
-    assert not (repo.root / ".assay").exists()
-
-
 def test_resume_streams_what_recovery_wrote_then_the_run_again(tmp_path: Path) -> None:
     repo = make_repo(tmp_path)
     contract = str(replay_contract(repo, "fixed", land="branch"))
@@ -198,23 +121,3 @@ def test_resume_streams_what_recovery_wrote_then_the_run_again(tmp_path: Path) -
     assert kinds[:3] == ["run.interrupted", "run.closed", "run.opened"], kinds
     assert kinds[-1] == "run.closed" and payload["status"] == "ready"
     assert "recovered r" in done.stderr
-
-
-def test_serve_json_lists_a_task_it_skipped_and_why(tmp_path: Path) -> None:
-    repo = make_repo(tmp_path)
-    contract = str(replay_contract(repo, "fixed", land="branch"))
-    ids = []
-    for _ in range(2):
-        added = repo.assay("task", "add", "--contract", contract, "--json")
-        assert added.returncode == 0, added.stderr
-        ids.append(json.loads(added.stdout)["id"])
-    zombie, good = ids
-    with sqlite3.connect(repo.root / ".assay" / "assay.db") as db:
-        db.execute("UPDATE tasks SET status = 'zombie' WHERE id = ?", (zombie,))
-    done = repo.assay("serve", "--once", "--no-web", "--json")
-    assert done.returncode == 0, done.stderr
-    summary = json.loads(done.stdout)
-    assert summary["closed"] == {good: "done"} and summary["runs"] == 1, summary
-    [skipped] = summary["skipped"]
-    assert skipped["task_id"] == zombie and skipped["why"].startswith("unreadable: "), skipped
-    assert f"skipping task {zombie}: unreadable" in done.stderr  # said as it happened too

@@ -1,6 +1,6 @@
 """What `contract check` accepts, `run` can run; the command line refuses nonsense in one line.
 
-Each case drives the real `assay` in a real repository and checks the exit code, the one line
+Each case drives `assay` (in-process) in a real repository and checks the exit code, the one line
 on stderr and that nothing was created.
 """
 
@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
-from support.repo import ASSAY, git, make_repo
+from support.repo import git, make_repo
 
-from tests.e2e.cli.test_bad_input_e2e import COMMAND_CODER, created, one_line
+from tests.unit.cli.test_bad_input import COMMAND_CODER, created, one_line
 
 RUNNABLE_CODER = "coder: {kind: command, command: 'true'}\nvalidators: [{id: t, run: 'true'}]\n"
 
@@ -42,8 +41,8 @@ def test_contract_check_and_run_agree_on_what_cannot_run(
 ) -> None:
     repo = make_repo(tmp_path)
     contract = repo.contract("c.yaml", "task: fix it\n" + body)
-    checked = repo.assay("contract", "check", str(contract))
-    ran = repo.assay("run", "--contract", str(contract))
+    checked = repo.main("contract", "check", str(contract))
+    ran = repo.main("run", "--contract", str(contract))
     assert checked.returncode == ran.returncode == 2, (checked.stderr, ran.stderr)
     for done in (checked, ran):
         line = one_line(done.stderr)
@@ -69,7 +68,7 @@ def test_bad_flags_are_one_line_and_exit_2(tmp_path: Path, args: list[str], said
     for command in (["run", "fix it"], ["task", "add", "fix it"]):
         if command[0] == "task" and args[-1] in ("--ignore-wait", "--resume"):
             continue  # run's own flags
-        done = repo.assay(*command, *args)
+        done = repo.main(*command, *args)
         assert done.returncode == 2, done.stderr
         assert said in done.stderr, done.stderr
         assert "Traceback" not in done.stderr
@@ -80,17 +79,16 @@ def test_bad_flags_are_one_line_and_exit_2(tmp_path: Path, args: list[str], said
 
 def test_a_task_id_that_is_not_text_is_no_task(tmp_path: Path) -> None:
     repo = make_repo(tmp_path)
-    for args in ([b"run", b"--task", b"t\xff"], [b"task", b"show", b"t\xff"]):
-        done = subprocess.run(
-            [str(ASSAY).encode(), *args], cwd=repo.root, capture_output=True, text=True, check=False
-        )
+    task_id = os.fsdecode(b"t\xff")  # as Python decodes a process's arguments: escaped
+    for args in (["run", "--task", task_id], ["task", "show", task_id]):
+        done = repo.main(*args)
         assert done.returncode == 2, done.stderr
         assert "no task 't\\udcff'" in one_line(done.stderr)
 
 
 def test_contract_init_into_a_missing_folder_says_so(tmp_path: Path) -> None:
     repo = make_repo(tmp_path)
-    done = repo.assay("contract", "init", str(tmp_path / "nowhere" / "x.yaml"))
+    done = repo.main("contract", "init", str(tmp_path / "nowhere" / "x.yaml"))
     assert done.returncode == 2
     assert "cannot write" in one_line(done.stderr) and "No such file" in done.stderr
 
@@ -111,7 +109,7 @@ def test_contract_files_are_read_bounded_and_strictly(tmp_path: Path) -> None:
     }
     for path, said in cases.items():
         for args in (["contract", "check", path], ["run", "--contract", path]):
-            done = repo.assay(*args, timeout=20)
+            done = repo.main(*args, timeout=20)
             assert done.returncode == 2, (args, done.stderr)
             assert said in one_line(done.stderr), done.stderr
     assert created(repo) == []
@@ -119,7 +117,7 @@ def test_contract_files_are_read_bounded_and_strictly(tmp_path: Path) -> None:
 
 def test_a_coder_that_changes_nothing_is_stuck_after_two_attempts(tmp_path: Path) -> None:
     repo = make_repo(tmp_path)
-    done = repo.assay("run", "fix it", *COMMAND_CODER, "--max-recovery", "20", "--json")
+    done = repo.main("run", "fix it", *COMMAND_CODER, "--max-recovery", "20", "--json")
     assert done.returncode == 1, done.stderr
     (payload,) = repo.payloads()
     assert payload["reason"] == "stuck: attempt 2 failed exactly as attempt 1 did"
@@ -131,7 +129,7 @@ def test_control_characters_in_an_instruction_reach_neither_the_terminal_nor_mai
 ) -> None:
     repo = make_repo(tmp_path)
     instruction = "\x1b[2J\x1b]0;pwned\x07fix\x1b[31m the\x08 bug\r\nand more"
-    done = repo.assay(
+    done = repo.main(
         "run",
         instruction,
         "--coder",
@@ -147,16 +145,16 @@ def test_control_characters_in_an_instruction_reach_neither_the_terminal_nor_mai
     assert "\x1b" not in done.stderr and "\x1b" not in done.stdout
     subject = git(repo.root, "log", "-1", "--format=%s", "main")
     assert subject == "fix the\\x08 bug"
-    listed = repo.assay("task", "list", "--json")
+    listed = repo.main("task", "list", "--json")
     assert '"title": "fix the\\\\x08 bug"' in listed.stdout
 
 
 def test_a_stored_contract_warns_only_about_settings_the_user_set(tmp_path: Path) -> None:
     repo = make_repo(tmp_path)
-    added = repo.assay("task", "add", "fix it", *COMMAND_CODER, "--json")
+    added = repo.main("task", "add", "fix it", *COMMAND_CODER, "--json")
     assert added.returncode == 0, added.stderr
     task_id = json.loads(added.stdout)["id"]
-    ran = repo.assay("run", "--task", task_id)
+    ran = repo.main("run", "--task", task_id)
     assert ran.returncode == 1, ran.stderr  # the coder changes nothing
     assert "ignores" not in ran.stderr, ran.stderr
 
@@ -165,8 +163,8 @@ def test_a_stored_contract_warns_only_about_settings_the_user_set(tmp_path: Path
         "task: fix it\ncoder: {kind: command, command: 'true', model: gpt-5}\n"
         "validators: [{id: t, run: 'true'}]\n",
     )
-    added = repo.assay("task", "add", "--contract", str(contract), "--json")
+    added = repo.main("task", "add", "--contract", str(contract), "--json")
     task_id = json.loads(added.stdout)["id"]
-    ran = repo.assay("run", "--task", task_id)
+    ran = repo.main("run", "--task", task_id)
     assert "the command coder ignores `model`" in ran.stderr, ran.stderr
     assert ran.stderr.count("ignores") == 1, ran.stderr  # once per run, `model` only

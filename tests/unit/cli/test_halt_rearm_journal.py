@@ -16,7 +16,7 @@ from assay.core.tasks import Task
 from assay.core.vocab import EventKind
 
 if TYPE_CHECKING:
-    from conftest import Assay
+    from support.cli_fixtures import Assay
 
 CANONICAL = [(n.value, s.value) for n, s in CANONICAL_HALTS.items()]
 BLOCK = "halt-scope-breach"
@@ -47,10 +47,10 @@ def _rearm(assay: Assay, state_dir: Path) -> tuple[int, dict[str, object]]:
 
 
 def test_rearm_is_journaled_with_who_and_evidence(
-    assay: Assay, tmp_path: Path, write_contract: Callable[..., Path]
+    assay_main: Assay, tmp_path: Path, write_contract: Callable[..., Path]
 ) -> None:
     state_dir = _home_with_fired_halt(tmp_path / "home", write_contract)
-    code, doc = _rearm(assay, state_dir)
+    code, doc = _rearm(assay_main, state_dir)
     assert code == 0 and doc["rearmed"] is True
     with Ledger(f"sqlite:///{tmp_path / 'home' / 'assay.db'}") as ledger:
         rearmed = [e for e in ledger.events("t1") if e.kind == EventKind.HALT_REARMED]
@@ -67,10 +67,10 @@ def test_rearm_is_journaled_with_who_and_evidence(
 
 
 def test_a_ledger_it_cannot_write_changes_nothing_of_the_command(
-    assay: Assay, tmp_path: Path, write_contract: Callable[..., Path]
+    assay_main: Assay, tmp_path: Path, write_contract: Callable[..., Path]
 ) -> None:
     state_dir = _home_with_fired_halt(tmp_path / "home", write_contract)
     (tmp_path / "home" / "assay.db").write_bytes(b"this is not a database")
-    code, doc = _rearm(assay, state_dir)
+    code, doc = _rearm(assay_main, state_dir)
     assert code == 0 and doc["rearmed"] is True
     assert halt_ops.check("d1", BLOCK, state_dir)[0]["current_state"]["lifecycle"] == "CHECKED"

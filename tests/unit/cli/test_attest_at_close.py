@@ -13,7 +13,7 @@ def test_a_state_file_removed_after_the_coder_is_a_warning_and_the_run_closes(
     tmp_path: Path,
 ) -> None:
     repo = make_repo(tmp_path)
-    done = repo.assay(
+    done = repo.main(
         "run",
         "Make slugify keep digits.",
         "--coder",

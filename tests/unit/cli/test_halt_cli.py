@@ -1,126 +1,51 @@
-"""The real ``assay halt`` command, run as a subprocess: seed 002's flags, shapes and exit codes.
+"""The ``assay halt`` command, run in-process: seed 002's flags, shapes and exit codes.
 
 Setup that is not under test (arming a dispatch before a check, a first fire before a re-fire)
-is done in-process through ``halt_ops`` to keep the suite fast; every assertion is on what the
-command printed, its exit code, and the files it left.
+is done through ``halt_ops``; every assertion is on what the command printed, its exit code,
+and the files it left. What needs a process of its own is end-to-end: a write that fails on a
+file-size limit (tests/e2e/cli/test_halt_write_limits.py) and the commands' imports.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import resource
 from collections.abc import Callable
-from datetime import datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pytest
+from support.halt_shapes import (
+    CHECK_FAILURE_KEYS,
+    HALT_KEYS_1_0,
+    STATE_KEYS_1_0,
+    arm_failure,
+    assert_1_0_file,
+    check_failure,
+    is_utc_timestamp,
+    only_violation,
+    tree,
+)
 
 from assay.core.halts import CANONICAL_HALTS
 
 if TYPE_CHECKING:
-    from conftest import Armed, Assay, Ran
+    from support.cli_fixtures import Armed, Assay
 
 CANONICAL = [(n.value, s.value) for n, s in CANONICAL_HALTS.items()]
-CANONICAL_NAMES = [name for name, _ in CANONICAL]
-ADDED = [("halt-task-warn", "warn"), ("halt-task-log", "log")]  # what the `armed` fixture adds
 BLOCK = "halt-anchor-resolution-failure"
 WARN = "halt-budget-exhausted"
 LOG = "halt-task-log"
-
-STATE_KEYS_1_0 = {
-    "schema_version",
-    "dispatch_id",
-    "contract_path",
-    "armed_at",
-    "halts",
-    "canonical_halt_count",
-    "per_dispatch_addition_count",
-}
-HALT_KEYS_1_0 = {"name", "severity", "lifecycle", "evidence", "armed_at", "fired_at"}
-ARM_FAILURE_KEYS = {"armed", "dispatch_id", "contract_path", "violations"}
-CHECK_FAILURE_KEYS = {
-    "checked",
-    "fired",
-    "dispatch_id",
-    "condition",
-    "state_file",
-    "violations",
-    "warnings",
-}
-
-
-# --- helpers ---------------------------------------------------------------------------------
-
-
-def is_utc_timestamp(value: object) -> bool:
-    if not isinstance(value, str) or not value.endswith("Z"):
-        return False
-    # A bare "Z" suffix on a full date-time with microseconds, e.g. 2026-01-01T00:00:00.000000Z.
-    parsed = datetime.fromisoformat(value.removesuffix("Z") + "+00:00")
-    return parsed.utcoffset() == timedelta(0) and len(value) == len("2026-01-01T00:00:00.000000Z")
-
-
-def assert_1_0_file(doc: dict[str, Any]) -> None:
-    """Files written by arm and check have exactly the 1.0.0 keys of seed 002."""
-    assert set(doc) == STATE_KEYS_1_0
-    assert doc["schema_version"] == "1.0.0"
-    for halt in doc["halts"]:
-        assert set(halt) == HALT_KEYS_1_0, halt
-
-
-def only_violation(ran: Ran, halt_class: str) -> dict[str, Any]:
-    doc = ran.doc
-    assert ran.code == 1, ran
-    assert len(doc["violations"]) == 1, doc
-    violation = doc["violations"][0]
-    assert set(violation) == {"halt_class", "severity", "detail"}
-    assert violation["halt_class"] == halt_class, doc
-    assert violation["severity"] == "block"
-    assert violation["detail"]
-    return violation
-
-
-def check_failure(ran: Ran, armed: Armed, condition: str, halt_class: str) -> dict[str, Any]:
-    """Seed 002's check failure shape; ``current_state`` only when the halt was found."""
-    doc = ran.doc
-    assert set(doc) - {"current_state"} == CHECK_FAILURE_KEYS, doc
-    assert doc["checked"] is False
-    assert doc["fired"] is False
-    assert doc["dispatch_id"] == armed.dispatch_id
-    assert doc["condition"] == condition
-    assert doc["state_file"] == str(armed.state_file)
-    assert doc["warnings"] == []
-    only_violation(ran, halt_class)
-    return doc
-
-
-def arm_failure(ran: Ran, contract: Path, halt_class: str, dispatch_id: str = "d-1") -> str:
-    doc = ran.doc
-    assert set(doc) == ARM_FAILURE_KEYS, doc
-    assert doc["armed"] is False
-    assert doc["dispatch_id"] == dispatch_id
-    assert doc["contract_path"] == str(contract.absolute())
-    return str(only_violation(ran, halt_class)["detail"])
-
-
-def tree(root: Path) -> dict[str, bytes | None]:
-    return {
-        str(p.relative_to(root)): (p.read_bytes() if p.is_file() else None)
-        for p in sorted(root.rglob("*"))
-    }
-
 
 # --- arm -------------------------------------------------------------------------------------
 
 
 def test_arm_success_shape_and_file(
-    assay: Assay, tmp_path: Path, write_contract: Callable[..., Path]
+    assay_main: Assay, tmp_path: Path, write_contract: Callable[..., Path]
 ) -> None:
     halts = [("halt-task-first", "log"), *CANONICAL, ("halt-task-last", "block")]
     write_contract(tmp_path / "contract.yaml", halts, task="do it")
-    ran = assay("halt", "arm", "--contract", "contract.yaml", "--dispatch-id", "d-1", "--json")
+    ran = assay_main("halt", "arm", "--contract", "contract.yaml", "--dispatch-id", "d-1", "--json")
     assert ran.code == 0, ran
     assert "\n" not in ran.stdout.rstrip("\n"), "default output is one line"
     doc = ran.doc
@@ -162,10 +87,10 @@ def test_arm_success_shape_and_file(
 
 
 def test_arm_pretty_is_indent_2(
-    assay: Assay, tmp_path: Path, write_contract: Callable[..., Path]
+    assay_main: Assay, tmp_path: Path, write_contract: Callable[..., Path]
 ) -> None:
     write_contract(tmp_path / "c.yaml", CANONICAL)
-    ran = assay("halt", "arm", "--contract", "c.yaml", "--dispatch-id", "p", "--pretty")
+    ran = assay_main("halt", "arm", "--contract", "c.yaml", "--dispatch-id", "p", "--pretty")
     assert ran.code == 0, ran
     assert ran.stdout == json.dumps(ran.doc, indent=2) + "\n"
     assert '\n  "armed": true,\n' in ran.stdout
@@ -183,30 +108,30 @@ def test_arm_pretty_is_indent_2(
     ],
 )
 def test_arm_contract_yaml_malformed(
-    assay: Assay, tmp_path: Path, content: bytes, needle: str
+    assay_main: Assay, tmp_path: Path, content: bytes, needle: str
 ) -> None:
     contract = tmp_path / "c.yaml"
     contract.write_bytes(content)
-    ran = assay("halt", "arm", "--contract", str(contract), "--dispatch-id", "d-1")
+    ran = assay_main("halt", "arm", "--contract", str(contract), "--dispatch-id", "d-1")
     detail = arm_failure(ran, contract, "halt-contract-yaml-malformed")
     assert needle in detail
     assert "\n" not in detail
     assert not (tmp_path / ".assay").exists(), "nothing is written for a bad contract"
 
 
-def test_arm_contract_missing_names_the_os_error(assay: Assay, tmp_path: Path) -> None:
-    ran = assay("halt", "arm", "--contract", "absent.yaml", "--dispatch-id", "d-1")
+def test_arm_contract_missing_names_the_os_error(assay_main: Assay, tmp_path: Path) -> None:
+    ran = assay_main("halt", "arm", "--contract", "absent.yaml", "--dispatch-id", "d-1")
     detail = arm_failure(ran, tmp_path / "absent.yaml", "halt-contract-yaml-malformed")
     assert "No such file or directory" in detail
     assert "absent.yaml" in detail
     assert not (tmp_path / ".assay").exists()
 
 
-def test_arm_contract_unreadable_names_the_os_error(assay: Assay, tmp_path: Path) -> None:
+def test_arm_contract_unreadable_names_the_os_error(assay_main: Assay, tmp_path: Path) -> None:
     # Tests run as root, where chmod 000 does not stop a read; a directory is unreadable as a
     # file for everyone.
     (tmp_path / "contract.yaml").mkdir()
-    ran = assay("halt", "arm", "--contract", "contract.yaml", "--dispatch-id", "d-1")
+    ran = assay_main("halt", "arm", "--contract", "contract.yaml", "--dispatch-id", "d-1")
     detail = arm_failure(ran, tmp_path / "contract.yaml", "halt-contract-yaml-malformed")
     assert "Is a directory" in detail
     assert not (tmp_path / ".assay").exists()
@@ -214,11 +139,11 @@ def test_arm_contract_unreadable_names_the_os_error(assay: Assay, tmp_path: Path
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root reads a chmod-000 file anyway")
 def test_arm_contract_chmod_000_names_the_os_error(
-    assay: Assay, tmp_path: Path, write_contract: Callable[..., Path]
+    assay_main: Assay, tmp_path: Path, write_contract: Callable[..., Path]
 ) -> None:
     contract = write_contract(tmp_path / "c.yaml", CANONICAL)
     contract.chmod(0)
-    ran = assay("halt", "arm", "--contract", "c.yaml", "--dispatch-id", "d-1")
+    ran = assay_main("halt", "arm", "--contract", "c.yaml", "--dispatch-id", "d-1")
     assert "Permission denied" in arm_failure(ran, contract, "halt-contract-yaml-malformed")
 
 
@@ -226,30 +151,30 @@ def test_arm_contract_chmod_000_names_the_os_error(
     "text",
     ["task: no halts here\n", "task: x\nhalt_classes: halt-scope-breach\n", "halt_classes:\n"],
 )
-def test_arm_halt_classes_missing(assay: Assay, tmp_path: Path, text: str) -> None:
+def test_arm_halt_classes_missing(assay_main: Assay, tmp_path: Path, text: str) -> None:
     contract = tmp_path / "c.yaml"
     contract.write_text(text)
-    ran = assay("halt", "arm", "--contract", "c.yaml", "--dispatch-id", "d-1")
+    ran = assay_main("halt", "arm", "--contract", "c.yaml", "--dispatch-id", "d-1")
     detail = arm_failure(ran, contract, "halt-halt-classes-missing")
     assert detail == "contract has no `halt_classes:` field (or non-list value)"
     assert not (tmp_path / ".assay").exists()
 
 
 def test_arm_canonical_halt_missing(
-    assay: Assay, tmp_path: Path, write_contract: Callable[..., Path]
+    assay_main: Assay, tmp_path: Path, write_contract: Callable[..., Path]
 ) -> None:
     contract = write_contract(tmp_path / "c.yaml", [h for h in CANONICAL if h[0] != WARN])
-    ran = assay("halt", "arm", "--contract", "c.yaml", "--dispatch-id", "d-1")
+    ran = assay_main("halt", "arm", "--contract", "c.yaml", "--dispatch-id", "d-1")
     assert WARN in arm_failure(ran, contract, "halt-canonical-halt-incomplete")
     assert not (tmp_path / ".assay").exists()
 
 
 def test_arm_canonical_halt_lowered(
-    assay: Assay, tmp_path: Path, write_contract: Callable[..., Path]
+    assay_main: Assay, tmp_path: Path, write_contract: Callable[..., Path]
 ) -> None:
     halts = [(n, "warn" if n == "halt-secret-exposure" else s) for n, s in CANONICAL]
     contract = write_contract(tmp_path / "c.yaml", halts)
-    ran = assay("halt", "arm", "--contract", "c.yaml", "--dispatch-id", "d-1")
+    ran = assay_main("halt", "arm", "--contract", "c.yaml", "--dispatch-id", "d-1")
     detail = arm_failure(ran, contract, "halt-canonical-halt-incomplete")
     assert "halt-secret-exposure" in detail
     assert "lowered" in detail
@@ -263,14 +188,14 @@ def test_arm_canonical_halt_lowered(
     ],
 )
 def test_arm_state_construction_failure(
-    assay: Assay,
+    assay_main: Assay,
     tmp_path: Path,
     write_contract: Callable[..., Path],
     extra: tuple[str, str],
     needle: str,
 ) -> None:
     contract = write_contract(tmp_path / "c.yaml", [*CANONICAL, extra])
-    ran = assay("halt", "arm", "--contract", "c.yaml", "--dispatch-id", "d-1")
+    ran = assay_main("halt", "arm", "--contract", "c.yaml", "--dispatch-id", "d-1")
     detail = arm_failure(ran, contract, "halt-state-construction-failure")
     assert needle in detail
     assert extra[0] in detail
@@ -278,12 +203,12 @@ def test_arm_state_construction_failure(
 
 
 def test_arm_state_file_write_failure_under_a_regular_file(
-    assay: Assay, tmp_path: Path, write_contract: Callable[..., Path]
+    assay_main: Assay, tmp_path: Path, write_contract: Callable[..., Path]
 ) -> None:
     contract = write_contract(tmp_path / "c.yaml", CANONICAL)
     (tmp_path / "plain").write_text("I am a file\n")
     state_dir = tmp_path / "plain" / "states"
-    ran = assay(
+    ran = assay_main(
         "halt", "arm", "--contract", "c.yaml", "--dispatch-id", "d-1", "--state-dir", str(state_dir)
     )
     detail = arm_failure(ran, contract, "halt-state-file-write-failure")
@@ -292,37 +217,10 @@ def test_arm_state_file_write_failure_under_a_regular_file(
     assert (tmp_path / "plain").read_text() == "I am a file\n"
 
 
-def _limit_file_size() -> None:
-    # Python ignores SIGXFSZ, so writing past the limit fails with EFBIG ("File too large"):
-    # a filesystem error that root cannot override.
-    resource.setrlimit(resource.RLIMIT_FSIZE, (256, 256))
-
-
-def test_arm_state_file_write_failure_leaves_nothing_half_written(
-    assay: Assay, tmp_path: Path, write_contract: Callable[..., Path]
-) -> None:
-    write_contract(tmp_path / "c.yaml", CANONICAL)
-    ran = assay(
-        "halt",
-        "arm",
-        "--contract",
-        "c.yaml",
-        "--dispatch-id",
-        "d-1",
-        "--state-dir",
-        "states",
-        preexec_fn=_limit_file_size,
-    )
-    assert "File too large" in arm_failure(
-        ran, tmp_path / "c.yaml", "halt-state-file-write-failure"
-    )
-    assert [p.name for p in (tmp_path / "states").iterdir() if not p.name.endswith(".lock")] == []
-
-
-def test_arm_refuses_an_armed_dispatch_and_keeps_its_file(assay: Assay, armed: Armed) -> None:
+def test_arm_refuses_an_armed_dispatch_and_keeps_its_file(assay_main: Assay, armed: Armed) -> None:
     armed.fire(BLOCK, "found a problem")
     before = armed.state_file.read_bytes()
-    ran = assay("halt", "arm", "--contract", str(armed.contract), *armed.flags())
+    ran = assay_main("halt", "arm", "--contract", str(armed.contract), *armed.flags())
     detail = arm_failure(ran, armed.contract, "halt-state-already-armed")
     assert str(armed.state_file) in detail
     assert armed.state_file.read_bytes() == before
@@ -332,9 +230,9 @@ def test_arm_refuses_an_armed_dispatch_and_keeps_its_file(assay: Assay, armed: A
 # --- check: success shapes -------------------------------------------------------------------
 
 
-def test_query_then_repeat_query_then_fire_block(assay: Assay, armed: Armed) -> None:
+def test_query_then_repeat_query_then_fire_block(assay_main: Assay, armed: Armed) -> None:
     armed_at = armed.load()["armed_at"]
-    first = assay("halt", "check", *armed.flags(), "--condition", BLOCK, "--json")
+    first = assay_main("halt", "check", *armed.flags(), "--condition", BLOCK, "--json")
     assert first.code == 0, first
     checked_state = {
         "name": BLOCK,
@@ -358,11 +256,11 @@ def test_query_then_repeat_query_then_fire_block(assay: Assay, armed: Armed) -> 
     assert_1_0_file(armed.load())
     assert armed.halt(BLOCK) == checked_state
 
-    second = assay("halt", "check", *armed.flags(), "--condition", BLOCK)
+    second = assay_main("halt", "check", *armed.flags(), "--condition", BLOCK)
     assert second.code == 0, second
     assert second.doc == {**expected_query, "transition_applied": False}
 
-    fire = assay(
+    fire = assay_main(
         "halt", "check", *armed.flags(), "--condition", BLOCK,
         "--fire", "--evidence", "stale anchor at L42",
     )  # fmt: skip
@@ -400,7 +298,7 @@ def test_query_then_repeat_query_then_fire_block(assay: Assay, armed: Armed) -> 
     others = [h for h in on_disk["halts"] if h["name"] != BLOCK]
     assert {h["lifecycle"] for h in others} == {"ARMED"}
 
-    read = assay("halt", "check", *armed.flags(), "--condition", BLOCK)
+    read = assay_main("halt", "check", *armed.flags(), "--condition", BLOCK)
     assert read.code == 0, read
     assert read.doc["current_state"] == fired_state
     assert read.doc["transition_applied"] is False
@@ -408,9 +306,9 @@ def test_query_then_repeat_query_then_fire_block(assay: Assay, armed: Armed) -> 
 
 @pytest.mark.parametrize(("condition", "severity"), [(WARN, "warn"), (LOG, "log")])
 def test_fire_warn_or_log_exits_0_with_warnings(
-    assay: Assay, armed: Armed, condition: str, severity: str
+    assay_main: Assay, armed: Armed, condition: str, severity: str
 ) -> None:
-    ran = assay(
+    ran = assay_main(
         "halt", "check", *armed.flags(), "--condition", condition,
         "--fire", "--evidence", "ran out of turns", "--pretty",
     )  # fmt: skip
@@ -443,8 +341,8 @@ def test_fire_warn_or_log_exits_0_with_warnings(
 # --- check: every failure --------------------------------------------------------------------
 
 
-def test_check_state_file_missing_without_a_state_dir(assay: Assay, tmp_path: Path) -> None:
-    ran = assay(
+def test_check_state_file_missing_without_a_state_dir(assay_main: Assay, tmp_path: Path) -> None:
+    ran = assay_main(
         "halt", "check", "--dispatch-id", "ghost", "--condition", BLOCK,
         "--state-dir", "nowhere",
     )  # fmt: skip
@@ -455,8 +353,8 @@ def test_check_state_file_missing_without_a_state_dir(assay: Assay, tmp_path: Pa
     assert list(tmp_path.iterdir()) == [], "a failed check creates nothing"
 
 
-def test_check_state_file_missing_for_another_dispatch(assay: Assay, armed: Armed) -> None:
-    ran = assay(
+def test_check_state_file_missing_for_another_dispatch(assay_main: Assay, armed: Armed) -> None:
+    ran = assay_main(
         "halt", "check", "--dispatch-id", "other", "--state-dir", str(armed.state_dir),
         "--condition", BLOCK, "--fire", "--evidence", "x",
     )  # fmt: skip
@@ -475,23 +373,25 @@ def test_check_state_file_missing_for_another_dispatch(assay: Assay, armed: Arme
     ],
 )
 def test_check_state_file_malformed_is_left_untouched(
-    assay: Assay, armed: Armed, content: bytes | None, needle: str
+    assay_main: Assay, armed: Armed, content: bytes | None, needle: str
 ) -> None:
     if content is None:
         doc = armed.load()
         doc["schema_version"] = "2.0.0"
         content = json.dumps(doc).encode()
     armed.state_file.write_bytes(content)
-    ran = assay("halt", "check", *armed.flags(), "--condition", BLOCK, "--fire", "--evidence", "x")
+    ran = assay_main(
+        "halt", "check", *armed.flags(), "--condition", BLOCK, "--fire", "--evidence", "x"
+    )
     doc = check_failure(ran, armed, BLOCK, "halt-check-state-file-malformed")
     assert needle in doc["violations"][0]["detail"]
     assert "current_state" not in doc
     assert armed.state_file.read_bytes() == content
 
 
-def test_check_condition_not_found(assay: Assay, armed: Armed) -> None:
+def test_check_condition_not_found(assay_main: Assay, armed: Armed) -> None:
     before = armed.state_file.read_bytes()
-    ran = assay("halt", "check", *armed.flags(), "--condition", "halt-scope-breech")
+    ran = assay_main("halt", "check", *armed.flags(), "--condition", "halt-scope-breech")
     doc = check_failure(ran, armed, "halt-scope-breech", "halt-check-condition-not-found")
     detail = doc["violations"][0]["detail"]
     assert "halt-scope-breech" in detail
@@ -500,21 +400,21 @@ def test_check_condition_not_found(assay: Assay, armed: Armed) -> None:
     assert armed.state_file.read_bytes() == before
 
 
-def test_check_state_construction_failure(assay: Assay, armed: Armed) -> None:
+def test_check_state_construction_failure(assay_main: Assay, armed: Armed) -> None:
     doc = armed.load()
     doc["halts"][3]["severity"] = "catastrophic"
     armed.state_file.write_text(json.dumps(doc))
     before = armed.state_file.read_bytes()
-    ran = assay("halt", "check", *armed.flags(), "--condition", BLOCK)
+    ran = assay_main("halt", "check", *armed.flags(), "--condition", BLOCK)
     out = check_failure(ran, armed, BLOCK, "halt-check-state-construction-failure")
     assert out["violations"][0]["detail"].startswith("halts[3].severity")
     assert armed.state_file.read_bytes() == before
 
 
-def test_check_sticky_rejection(assay: Assay, armed: Armed) -> None:
+def test_check_sticky_rejection(assay_main: Assay, armed: Armed) -> None:
     armed.fire(BLOCK, "first cause")
     before = armed.state_file.read_bytes()
-    ran = assay(
+    ran = assay_main(
         "halt", "check", *armed.flags(), "--condition", BLOCK, "--fire", "--evidence", "second"
     )
     doc = check_failure(ran, armed, BLOCK, "halt-check-sticky-rejection")
@@ -525,10 +425,12 @@ def test_check_sticky_rejection(assay: Assay, armed: Armed) -> None:
     assert armed.state_file.read_bytes() == before
 
 
-def test_check_transition_rejected_on_refire_of_a_warn_halt(assay: Assay, armed: Armed) -> None:
+def test_check_transition_rejected_on_refire_of_a_warn_halt(
+    assay_main: Assay, armed: Armed
+) -> None:
     armed.fire(WARN, "first")
     before = armed.state_file.read_bytes()
-    ran = assay(
+    ran = assay_main(
         "halt", "check", *armed.flags(), "--condition", WARN, "--fire", "--evidence", "again"
     )
     doc = check_failure(ran, armed, WARN, "halt-check-transition-rejected")
@@ -537,36 +439,21 @@ def test_check_transition_rejected_on_refire_of_a_warn_halt(assay: Assay, armed:
 
 
 def test_check_transition_rejected_on_an_unknown_lifecycle_in_the_file(
-    assay: Assay, armed: Armed
+    assay_main: Assay, armed: Armed
 ) -> None:
     doc = armed.load()
     doc["halts"][0]["lifecycle"] = "DECLARED"  # a valid token, but never armed
     armed.state_file.write_text(json.dumps(doc))
-    ran = assay("halt", "check", *armed.flags(), "--condition", BLOCK)
+    ran = assay_main("halt", "check", *armed.flags(), "--condition", BLOCK)
     out = check_failure(ran, armed, BLOCK, "halt-check-transition-rejected")
     assert out["current_state"]["lifecycle"] == "DECLARED"
 
 
-def test_check_state_file_write_failure(assay: Assay, armed: Armed) -> None:
-    # Read-only directories do not stop root; a file-size limit does.
-    before = armed.state_file.read_bytes()
-    assert len(before) > 256
-    ran = assay(
-        "halt", "check", *armed.flags(), "--condition", BLOCK, "--fire", "--evidence", "x",
-        preexec_fn=_limit_file_size,
-    )  # fmt: skip
-    doc = check_failure(ran, armed, BLOCK, "halt-check-state-file-write-failure")
-    assert "File too large" in doc["violations"][0]["detail"]
-    assert doc["current_state"]["lifecycle"] == "ARMED"
-    assert armed.state_file.read_bytes() == before
-    assert sorted(p.name for p in armed.state_dir.iterdir()) == [".d-1.json.lock", "d-1.json"]
-
-
 @pytest.mark.parametrize("evidence", [None, "", "   "])
-def test_check_fire_evidence_missing(assay: Assay, armed: Armed, evidence: str | None) -> None:
+def test_check_fire_evidence_missing(assay_main: Assay, armed: Armed, evidence: str | None) -> None:
     before = armed.state_file.read_bytes()
     extra = [] if evidence is None else ["--evidence", evidence]
-    ran = assay("halt", "check", *armed.flags(), "--condition", BLOCK, "--fire", *extra)
+    ran = assay_main("halt", "check", *armed.flags(), "--condition", BLOCK, "--fire", *extra)
     doc = check_failure(ran, armed, BLOCK, "halt-check-fire-evidence-missing")
     assert doc["current_state"]["lifecycle"] == "ARMED"
     assert armed.state_file.read_bytes() == before
@@ -589,8 +476,8 @@ SEED_FLAGS = ["--dispatch-id", "--state-dir", "--json", "--pretty", "-h, --help"
         (["halt", "rearm"], ["--condition", "--evidence", *SEED_FLAGS]),
     ],
 )
-def test_help(assay: Assay, tmp_path: Path, command: list[str], flags: list[str]) -> None:
-    ran = assay(*command, "-h")
+def test_help(assay_main: Assay, tmp_path: Path, command: list[str], flags: list[str]) -> None:
+    ran = assay_main(*command, "-h")
     assert ran.code == 0, ran
     assert ran.stdout.lower().startswith(" ".join(["usage: assay", *command]))
     for flag in flags:
@@ -598,8 +485,8 @@ def test_help(assay: Assay, tmp_path: Path, command: list[str], flags: list[str]
     assert list(tmp_path.iterdir()) == []
 
 
-def test_long_help_is_the_same(assay: Assay) -> None:
-    assert assay("halt", "check", "--help").stdout == assay("halt", "check", "-h").stdout
+def test_long_help_is_the_same(assay_main: Assay) -> None:
+    assert assay_main("halt", "check", "--help").stdout == assay_main("halt", "check", "-h").stdout
 
 
 BAD_IDS = ["../evil", "a/b", "", "-x", "a" * 129]
@@ -607,13 +494,13 @@ BAD_IDS = ["../evil", "a/b", "", "-x", "a" * 129]
 
 @pytest.mark.parametrize("bad", BAD_IDS)
 def test_arm_rejects_a_bad_dispatch_id_and_creates_nothing(
-    assay: Assay, tmp_path: Path, write_contract: Callable[..., Path], bad: str
+    assay_main: Assay, tmp_path: Path, write_contract: Callable[..., Path], bad: str
 ) -> None:
     work = tmp_path / "work"
     work.mkdir()
     write_contract(work / "c.yaml", CANONICAL)
     before = tree(tmp_path)
-    ran = assay("halt", "arm", "--contract", "c.yaml", "--dispatch-id", bad, cwd=work)
+    ran = assay_main("halt", "arm", "--contract", "c.yaml", "--dispatch-id", bad, cwd=work)
     assert ran.code == 2, ran
     assert ran.stdout == ""
     assert "dispatch" in ran.stderr
@@ -625,23 +512,23 @@ def test_arm_rejects_a_bad_dispatch_id_and_creates_nothing(
     [("check", "../evil"), ("check", "a/b"), ("attest", "../d-1"), ("rearm", "x" * 129)],
 )
 def test_other_commands_reject_a_bad_dispatch_id(
-    assay: Assay, tmp_path: Path, armed: Armed, sub: str, bad: str
+    assay_main: Assay, tmp_path: Path, armed: Armed, sub: str, bad: str
 ) -> None:
     before = tree(tmp_path)
     args = ["--dispatch-id", bad, "--state-dir", str(armed.state_dir)]
     if sub != "attest":
         args += ["--condition", BLOCK, "--evidence", "x"]
-    ran = assay("halt", sub, *args)
+    ran = assay_main("halt", sub, *args)
     assert ran.code == 2, ran
     assert ran.stdout == ""
     assert tree(tmp_path) == before
 
 
-def test_missing_required_flag_is_an_invocation_error(assay: Assay, armed: Armed) -> None:
-    ran = assay("halt", "check", *armed.flags())
+def test_missing_required_flag_is_an_invocation_error(assay_main: Assay, armed: Armed) -> None:
+    ran = assay_main("halt", "check", *armed.flags())
     assert ran.code == 2, ran
     assert "--condition" in ran.stderr
-    unknown = assay("halt", "check", *armed.flags(), "--condition", BLOCK, "--frobnicate")
+    unknown = assay_main("halt", "check", *armed.flags(), "--condition", BLOCK, "--frobnicate")
     assert unknown.code == 2, unknown
     assert armed.halt(BLOCK)["lifecycle"] == "ARMED"
 
@@ -649,12 +536,12 @@ def test_missing_required_flag_is_an_invocation_error(assay: Assay, armed: Armed
 @pytest.mark.parametrize("evidence", ["stale anchor at L42", "", "   "])
 @pytest.mark.parametrize("start", ["ARMED", "CHECKED"])
 def test_evidence_without_fire_is_refused_and_nothing_moves(
-    assay: Assay, tmp_path: Path, armed: Armed, evidence: str, start: str
+    assay_main: Assay, tmp_path: Path, armed: Armed, evidence: str, start: str
 ) -> None:
     if start == "CHECKED":
-        assert assay("halt", "check", *armed.flags(), "--condition", BLOCK).code == 0
+        assert assay_main("halt", "check", *armed.flags(), "--condition", BLOCK).code == 0
     before = tree(tmp_path)
-    ran = assay("halt", "check", *armed.flags(), "--condition", BLOCK, "--evidence", evidence)
+    ran = assay_main("halt", "check", *armed.flags(), "--condition", BLOCK, "--evidence", evidence)
     assert ran.code == 2, ran
     assert ran.stdout == ""
     error = [line for line in ran.stderr.splitlines() if "error:" in line]
@@ -666,8 +553,10 @@ def test_evidence_without_fire_is_refused_and_nothing_moves(
     assert armed.halt(BLOCK)["lifecycle"] == start
 
 
-def test_evidence_with_fire_in_either_order_still_fires(assay: Assay, armed: Armed) -> None:
-    ran = assay("halt", "check", *armed.flags(), "--evidence", "why", "--condition", WARN, "--fire")
+def test_evidence_with_fire_in_either_order_still_fires(assay_main: Assay, armed: Armed) -> None:
+    ran = assay_main(
+        "halt", "check", *armed.flags(), "--evidence", "why", "--condition", WARN, "--fire"
+    )
     assert ran.code == 0, ran
     assert ran.doc["fired"] is True
     assert armed.halt(WARN)["evidence"] == {"detail": "why"}
@@ -677,12 +566,12 @@ def test_evidence_with_fire_in_either_order_still_fires(assay: Assay, armed: Arm
 
 
 def test_state_dir_precedence(
-    assay: Assay, tmp_path: Path, write_contract: Callable[..., Path]
+    assay_main: Assay, tmp_path: Path, write_contract: Callable[..., Path]
 ) -> None:
     write_contract(tmp_path / "c.yaml", CANONICAL)
     env = {"ASSAY_HALT_STATE_DIR": str(tmp_path / "from-env")}
 
-    by_flag = assay(
+    by_flag = assay_main(
         "halt", "arm", "--contract", "c.yaml", "--dispatch-id", "one",
         "--state-dir", "from-flag", env=env,
     )  # fmt: skip
@@ -691,14 +580,14 @@ def test_state_dir_precedence(
     assert (tmp_path / "from-flag" / "one.json").is_file()
     assert not (tmp_path / "from-env").exists()
 
-    by_env = assay("halt", "arm", "--contract", "c.yaml", "--dispatch-id", "two", env=env)
+    by_env = assay_main("halt", "arm", "--contract", "c.yaml", "--dispatch-id", "two", env=env)
     assert by_env.code == 0, by_env
     assert by_env.doc["state_file"] == str(tmp_path / "from-env" / "two.json")
     assert (tmp_path / "from-env" / "two.json").is_file()
 
     sub = tmp_path / "sub"
     sub.mkdir()
-    by_default = assay(
+    by_default = assay_main(
         "halt", "arm", "--contract", str(tmp_path / "c.yaml"), "--dispatch-id", "three", cwd=sub
     )
     assert by_default.code == 0, by_default
@@ -708,7 +597,7 @@ def test_state_dir_precedence(
     assert not (tmp_path / ".assay").exists()
 
     # check reads the same place arm wrote to.
-    queried = assay("halt", "check", "--dispatch-id", "two", "--condition", BLOCK, env=env)
+    queried = assay_main("halt", "check", "--dispatch-id", "two", "--condition", BLOCK, env=env)
     assert queried.code == 0, queried
     assert queried.doc["state_file"] == str(tmp_path / "from-env" / "two.json")
 
@@ -717,11 +606,11 @@ def test_state_dir_precedence(
 
 
 def test_attest_after_a_block_fire_exits_1_and_freezes_everything(
-    assay: Assay, armed: Armed
+    assay_main: Assay, armed: Armed
 ) -> None:
     armed.fire(BLOCK, "secret in diff")
     armed.fire(WARN, "out of turns")
-    ran = assay("halt", "attest", *armed.flags())
+    ran = assay_main("halt", "attest", *armed.flags())
     assert ran.code == 1, ran
     doc = ran.doc
     attested_at = doc["attested_at"]
@@ -748,26 +637,28 @@ def test_attest_after_a_block_fire_exits_1_and_freezes_everything(
     assert armed.halt("halt-scope-breach")["fired_at"] is None
 
     frozen = armed.state_file.read_bytes()
-    refire = assay(
+    refire = assay_main(
         "halt", "check", *armed.flags(), "--condition", "halt-scope-breach",
         "--fire", "--evidence", "too late",
     )  # fmt: skip
     out = check_failure(refire, armed, "halt-scope-breach", "halt-check-transition-rejected")
     assert out["current_state"]["lifecycle"] == "ATTESTED"
-    rearm = assay("halt", "rearm", *armed.flags(), "--condition", BLOCK, "--evidence", "fixed")
+    rearm = assay_main("halt", "rearm", *armed.flags(), "--condition", BLOCK, "--evidence", "fixed")
     assert rearm.code == 1, rearm
     assert rearm.doc["violations"][0]["halt_class"] == "halt-check-transition-rejected"
-    again = assay("halt", "attest", *armed.flags())
+    again = assay_main("halt", "attest", *armed.flags())
     assert again.code == 1, again
     assert again.doc["attested_at"] == attested_at
     assert armed.state_file.read_bytes() == frozen
 
 
 @pytest.mark.parametrize("fire", [None, WARN, LOG])
-def test_attest_without_a_block_fire_exits_0(assay: Assay, armed: Armed, fire: str | None) -> None:
+def test_attest_without_a_block_fire_exits_0(
+    assay_main: Assay, armed: Armed, fire: str | None
+) -> None:
     if fire:
         armed.fire(fire, "noted")
-    ran = assay("halt", "attest", *armed.flags(), "--pretty")
+    ran = assay_main("halt", "attest", *armed.flags(), "--pretty")
     assert ran.code == 0, ran
     assert ran.stdout == json.dumps(ran.doc, indent=2) + "\n"
     doc = ran.doc
@@ -780,8 +671,8 @@ def test_attest_without_a_block_fire_exits_0(assay: Assay, armed: Armed, fire: s
     assert {h["lifecycle"] for h in on_disk["halts"]} == {"ATTESTED"}
 
 
-def test_attest_a_missing_dispatch(assay: Assay, armed: Armed) -> None:
-    ran = assay("halt", "attest", "--dispatch-id", "nope", "--state-dir", str(armed.state_dir))
+def test_attest_a_missing_dispatch(assay_main: Assay, armed: Armed) -> None:
+    ran = assay_main("halt", "attest", "--dispatch-id", "nope", "--state-dir", str(armed.state_dir))
     assert ran.code == 1, ran
     assert ran.doc["attested"] is False
     only_violation(ran, "halt-check-state-file-missing")
@@ -790,10 +681,12 @@ def test_attest_a_missing_dispatch(assay: Assay, armed: Armed) -> None:
 # --- rearm -----------------------------------------------------------------------------------
 
 
-def test_rearm_a_fired_block_halt_then_fire_again(assay: Assay, armed: Armed) -> None:
+def test_rearm_a_fired_block_halt_then_fire_again(assay_main: Assay, armed: Armed) -> None:
     armed.fire(BLOCK, "stale anchor")
     fired = armed.halt(BLOCK)
-    ran = assay("halt", "rearm", *armed.flags(), "--condition", BLOCK, "--evidence", "anchor fixed")
+    ran = assay_main(
+        "halt", "rearm", *armed.flags(), "--condition", BLOCK, "--evidence", "anchor fixed"
+    )
     assert ran.code == 0, ran
     doc = ran.doc
     rearmed_at = doc["transition"]["rearmed_at"]
@@ -836,7 +729,7 @@ def test_rearm_a_fired_block_halt_then_fire_again(assay: Assay, armed: Armed) ->
     assert on_disk["armed_at"] == fired["armed_at"]
     assert armed.halt(BLOCK) == expected_state
 
-    again = assay(
+    again = assay_main(
         "halt", "check", *armed.flags(), "--condition", BLOCK, "--fire", "--evidence", "stale again"
     )
     assert again.code == 1, again
@@ -850,11 +743,13 @@ def test_rearm_a_fired_block_halt_then_fire_again(assay: Assay, armed: Armed) ->
 
 
 @pytest.mark.parametrize("evidence", [None, " "])
-def test_rearm_without_evidence_fails(assay: Assay, armed: Armed, evidence: str | None) -> None:
+def test_rearm_without_evidence_fails(
+    assay_main: Assay, armed: Armed, evidence: str | None
+) -> None:
     armed.fire(BLOCK, "cause")
     before = armed.state_file.read_bytes()
     extra = [] if evidence is None else ["--evidence", evidence]
-    ran = assay("halt", "rearm", *armed.flags(), "--condition", BLOCK, *extra)
+    ran = assay_main("halt", "rearm", *armed.flags(), "--condition", BLOCK, *extra)
     assert ran.code == 1, ran
     doc = ran.doc
     assert doc["rearmed"] is False
@@ -865,9 +760,9 @@ def test_rearm_without_evidence_fails(assay: Assay, armed: Armed, evidence: str 
     assert armed.state_file.read_bytes() == before
 
 
-def test_rearm_an_armed_halt_is_rejected(assay: Assay, armed: Armed) -> None:
+def test_rearm_an_armed_halt_is_rejected(assay_main: Assay, armed: Armed) -> None:
     before = armed.state_file.read_bytes()
-    ran = assay("halt", "rearm", *armed.flags(), "--condition", BLOCK, "--evidence", "why")
+    ran = assay_main("halt", "rearm", *armed.flags(), "--condition", BLOCK, "--evidence", "why")
     assert ran.code == 1, ran
     only_violation(ran, "halt-check-transition-rejected")
     assert armed.state_file.read_bytes() == before

@@ -19,7 +19,7 @@ from assay.core.payload import HaltNotice
 from assay.engine.local.halt_relay import HaltRelay
 
 if TYPE_CHECKING:
-    from conftest import Armed, Assay, Ran
+    from support.cli_fixtures import Armed, Assay, Ran
 
 BLOCK = "halt-irreversible-action"
 WARN = "halt-budget-exhausted"
@@ -64,12 +64,12 @@ def engine(tmp_path: Path, armed: Armed) -> Iterator[Engine]:
     started.relay.close()
 
 
-def in_sandbox(assay: Assay, engine: Engine, *args: str) -> Ran:
-    return assay("halt", *args, env={RELAY_ENV: engine.socket})
+def in_sandbox(assay_main: Assay, engine: Engine, *args: str) -> Ran:
+    return assay_main("halt", *args, env={RELAY_ENV: engine.socket})
 
 
 def test_through_the_relay_the_command_prints_what_it_prints_on_the_file(
-    assay: Assay, armed: Armed, engine: Engine
+    assay_main: Assay, armed: Armed, engine: Engine
 ) -> None:
     """The same moves on two identical files, one by the command itself, one by the relay:
     byte-for-byte the same output and exit code, but for the file's path and the clock."""
@@ -83,8 +83,8 @@ def test_through_the_relay_the_command_prints_what_it_prints_on_the_file(
         ["--condition", "halt-scope-breach", "--fire"],  # no evidence
     ]
     for move in moves:
-        local = assay("halt", "check", *armed.flags(), *move)
-        relayed = in_sandbox(assay, engine, "check", "--dispatch-id", armed.dispatch_id, *move)
+        local = assay_main("halt", "check", *armed.flags(), *move)
+        relayed = in_sandbox(assay_main, engine, "check", "--dispatch-id", armed.dispatch_id, *move)
         assert relayed.code == local.code, (move, relayed)
         assert relayed.stderr == local.stderr == ""
         same = local.stdout.replace(str(armed.state_dir), str(engine.state_dir))
@@ -96,11 +96,19 @@ def test_through_the_relay_the_command_prints_what_it_prints_on_the_file(
 
 
 def test_a_state_dir_of_the_coders_own_does_not_get_around_the_relay(
-    assay: Assay, armed: Armed, engine: Engine
+    assay_main: Assay, armed: Armed, engine: Engine
 ) -> None:
     mine = armed.state_file.read_bytes()  # the coder's own copy, writable
     fired = in_sandbox(
-        assay, engine, "check", *armed.flags(), "--condition", BLOCK, "--fire", "--evidence", "x"
+        assay_main,
+        engine,
+        "check",
+        *armed.flags(),
+        "--condition",
+        BLOCK,
+        "--fire",
+        "--evidence",
+        "x",
     )
     assert fired.code == 1 and fired.doc["fired"] is True
     assert fired.doc["state_file"] == str(engine.state_file)
@@ -112,14 +120,14 @@ def test_a_state_dir_of_the_coders_own_does_not_get_around_the_relay(
 
 
 def test_another_dispatch_is_refused_and_nothing_changes(
-    assay: Assay, armed: Armed, engine: Engine
+    assay_main: Assay, armed: Armed, engine: Engine
 ) -> None:
     other = "r-other-run"
     contract = armed.contract
     assert halt_ops.arm(contract, other, engine.state_dir)[1] == 0
     before = engine.files()
     ran = in_sandbox(
-        assay, engine, "check", "--dispatch-id", other, "--state-dir", str(engine.state_dir),
+        assay_main, engine, "check", "--dispatch-id", other, "--state-dir", str(engine.state_dir),
         "--condition", BLOCK, "--fire", "--evidence", "not mine",
     )  # fmt: skip
     assert ran.code == 1, ran
@@ -131,12 +139,20 @@ def test_another_dispatch_is_refused_and_nothing_changes(
 
 
 def test_a_relay_that_does_not_answer_is_a_failure_and_nothing_is_written(
-    assay: Assay, armed: Armed, engine: Engine
+    assay_main: Assay, armed: Armed, engine: Engine
 ) -> None:
     engine.relay.close()
     before = armed.state_file.read_bytes()
     ran = in_sandbox(
-        assay, engine, "check", *armed.flags(), "--condition", BLOCK, "--fire", "--evidence", "x"
+        assay_main,
+        engine,
+        "check",
+        *armed.flags(),
+        "--condition",
+        BLOCK,
+        "--fire",
+        "--evidence",
+        "x",
     )
     assert ran.code == 1 and "Traceback" not in ran.stderr
     assert (ran.doc["checked"], ran.doc["fired"]) == (False, False)
@@ -147,11 +163,19 @@ def test_a_relay_that_does_not_answer_is_a_failure_and_nothing_is_written(
 
 
 def test_a_journal_that_fails_is_a_warning_and_the_exit_code_stays(
-    assay: Assay, armed: Armed, engine: Engine
+    assay_main: Assay, armed: Armed, engine: Engine
 ) -> None:
     engine.fail = True
     ran = in_sandbox(
-        assay, engine, "check", *armed.flags(), "--condition", BLOCK, "--fire", "--evidence", "x"
+        assay_main,
+        engine,
+        "check",
+        *armed.flags(),
+        "--condition",
+        BLOCK,
+        "--fire",
+        "--evidence",
+        "x",
     )
     assert ran.code == 1 and ran.doc["fired"] is True  # a fired block halt: seed 002's 1
     assert ran.stderr.startswith("assay halt: warning: the engine could not journal")
@@ -159,7 +183,7 @@ def test_a_journal_that_fails_is_a_warning_and_the_exit_code_stays(
 
 @pytest.mark.parametrize("command", ["arm", "attest", "rearm"])
 def test_arm_attest_and_rearm_write_nothing_inside_a_sandbox(
-    assay: Assay, armed: Armed, engine: Engine, tmp_path: Path, command: str
+    assay_main: Assay, armed: Armed, engine: Engine, tmp_path: Path, command: str
 ) -> None:
     armed.fire(BLOCK, "leaked")
     shutil.copy(armed.state_file, engine.state_file)
@@ -172,7 +196,7 @@ def test_arm_attest_and_rearm_write_nothing_inside_a_sandbox(
     }[command]
     if command == "arm":
         flags += ["--state-dir", str(fresh)]
-    ran = in_sandbox(assay, engine, command, *flags)
+    ran = in_sandbox(assay_main, engine, command, *flags)
     assert ran.code == 1, ran
     assert ran.doc[{"arm": "armed", "attest": "attested", "rearm": "rearmed"}[command]] is False
     [violation] = ran.doc["violations"]
@@ -183,11 +207,11 @@ def test_arm_attest_and_rearm_write_nothing_inside_a_sandbox(
 
 
 def test_a_coders_halt_check_needs_no_ledger_url(
-    assay: Assay, armed: Armed, engine: Engine
+    assay_main: Assay, armed: Armed, engine: Engine
 ) -> None:
     """Inside a seat the command talks to the relay only: a ledger URL nobody answers at (a
     coder never has one) changes nothing, so none is ever handed to it."""
-    ran = assay(
+    ran = assay_main(
         "halt", "check", *armed.flags(), "--condition", BLOCK, "--fire", "--evidence", "x",
         env={RELAY_ENV: engine.socket, "ASSAY_DATABASE_URL": "postgresql+psycopg://no@127.0.0.1:1/x"},
     )  # fmt: skip

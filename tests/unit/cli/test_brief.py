@@ -1,4 +1,4 @@
-"""``assay brief``, and the brief as a real coder meets it in a real ``assay run``: the file at
+"""``assay brief``, and the brief as a real coder meets it in ``assay run``: the file at
 ``$ASSAY_BRIEF_PATH``, and the running assay on the coder's PATH when the operator's PATH does
 not hold it."""
 
@@ -36,7 +36,7 @@ def test_brief_prints_the_rules_for_the_contract_coder(tmp_path: Path) -> None:
     halts = [{"name": h.value, "severity": "block"} for h in CanonicalHalt]
     halts.append({"name": "halt-db-migration", "severity": "warn"})
     path = contract(repo, {"kind": "command", "command": "true"}, halt_classes=halts)
-    done = repo.assay("brief", "--contract", str(path))
+    done = repo.main("brief", "--contract", str(path))
     assert done.returncode == 0, done.stderr
     text = done.stdout
     assert "Make slugify keep digits." in text
@@ -46,10 +46,10 @@ def test_brief_prints_the_rules_for_the_contract_coder(tmp_path: Path) -> None:
     assert "$ASSAY_REPORT_PATH" in text and "NO CHANGE NEEDED:" in text
     assert "with your Bash tool" not in text  # rendered for the contract's coder: command
 
-    as_claude = repo.assay("brief", "--contract", str(path), "--kind", "claude")
+    as_claude = repo.main("brief", "--contract", str(path), "--kind", "claude")
     assert "with your Bash tool" in as_claude.stdout
 
-    doc = json.loads(repo.assay("brief", "--contract", str(path), "--json").stdout)
+    doc = json.loads(repo.main("brief", "--contract", str(path), "--json").stdout)
     assert doc["kind"] == "command"
     assert [h["name"] for h in doc["halts"]][-1] == "halt-db-migration"
     assert doc["halts"][-1] == {
@@ -67,19 +67,19 @@ def test_brief_prints_the_rules_for_the_contract_coder(tmp_path: Path) -> None:
 def test_brief_refuses_a_bad_contract_with_exit_2(tmp_path: Path) -> None:
     repo = make_repo(tmp_path)
     bad = repo.contract("bad.yaml", "task: x\nseats: many\n")
-    done = repo.assay("brief", "--contract", str(bad))
+    done = repo.main("brief", "--contract", str(bad))
     assert done.returncode == 2
     assert "invalid contract" in done.stderr and "seats" in done.stderr and "line 2" in done.stderr
     assert done.stdout == ""
-    missing = repo.assay("brief", "--contract", str(tmp_path / "nope.yaml"))
+    missing = repo.main("brief", "--contract", str(tmp_path / "nope.yaml"))
     assert missing.returncode == 2 and "cannot read contract" in missing.stderr
-    unknown = repo.assay("brief", "--contract", str(bad), "--kind", "gpt")
+    unknown = repo.main("brief", "--contract", str(bad), "--kind", "gpt")
     assert unknown.returncode == 2
 
 
 def _held_by_the_coder(repo: Repo, path: Path) -> dict[str, object]:
     base = git(repo.root, "rev-parse", "main")
-    done = repo.assay("run", "--contract", str(path), "--json", PATH=BARE_PATH)
+    done = repo.main("run", "--contract", str(path), "--json", PATH=BARE_PATH)
     assert done.returncode == 3, (done.returncode, done.stderr)
     payload: dict[str, object] = json.loads(done.stdout)
     fired = payload["halts"]["fired"]  # type: ignore[index]

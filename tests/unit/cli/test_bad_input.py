@@ -1,16 +1,17 @@
-"""Bad input through the real `assay`: one clear line, a documented exit code, nothing half-made."""
+"""Bad input through `assay` (in-process): one clear line, a documented exit code, nothing
+half-made."""
 
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
-import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from support.repo import ASSAY, Repo, git, make_repo
+from support.repo import Repo, git, make_repo
 
 from assay.adapters.store.sql import Ledger
 
@@ -49,8 +50,8 @@ def test_contract_check_and_run_agree_on_text_that_cannot_be_stored(
     contract = repo.contract(
         "bad.yaml", f"task: {task}\ncoder: {{kind: command, command: 'true'}}\n"
     )
-    checked = repo.assay("contract", "check", str(contract))
-    ran = repo.assay("run", "--contract", str(contract))
+    checked = repo.main("contract", "check", str(contract))
+    ran = repo.main("run", "--contract", str(contract))
     assert checked.returncode == ran.returncode == 2, (checked.stderr, ran.stderr)
     for done in (checked, ran):
         line = one_line(done.stderr)
@@ -60,13 +61,8 @@ def test_contract_check_and_run_agree_on_text_that_cannot_be_stored(
 
 def test_an_instruction_that_cannot_be_stored_is_refused(tmp_path: Path) -> None:
     repo = make_repo(tmp_path)
-    ran = subprocess.run(
-        [str(ASSAY).encode(), b"run", b"fix \xff it", *(a.encode() for a in COMMAND_CODER)],
-        cwd=repo.root,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    # A byte that is not UTF-8 reaches main as Python decodes a process's arguments: escaped.
+    ran = repo.main("run", os.fsdecode(b"fix \xff it"), *COMMAND_CODER)
     assert ran.returncode == 2
     assert "U+DCFF" in one_line(ran.stderr)
     assert created(repo) == []
@@ -77,10 +73,9 @@ def test_a_repository_with_no_commits_is_refused_and_nothing_is_created(tmp_path
     root.mkdir()
     git(root, "init", "-q", "-b", "main")
     (root / "a.py").write_text("x = 1\n")
+    empty = Repo(root=root, fixes=tmp_path)
     for args in (["run", "do it", *COMMAND_CODER], ["task", "add", "do it", *COMMAND_CODER]):
-        done = subprocess.run(
-            [str(ASSAY), *args], cwd=root, capture_output=True, text=True, check=False
-        )
+        done = empty.main(*args)
         assert done.returncode == 2, done.stderr
         assert "has no commits yet" in one_line(done.stderr)
     assert not (root / ".assay").exists()
@@ -107,7 +102,7 @@ def locked_ledger(repo: Repo) -> Iterator[Path]:
 def test_a_locked_ledger_waits_then_names_the_file(tmp_path: Path, args: list[str]) -> None:
     repo = make_repo(tmp_path)
     with locked_ledger(repo) as path:
-        done = repo.assay(*args, ASSAY_DB_TIMEOUT="0.5")
+        done = repo.main(*args, ASSAY_DB_TIMEOUT="0.5")
         assert done.returncode == 4, done.stderr
         line = one_line(done.stderr)
         assert f"the ledger database {path} is locked by another process" in line
@@ -117,17 +112,17 @@ def test_a_locked_ledger_waits_then_names_the_file(tmp_path: Path, args: list[st
 
 def test_ledger_show_displays_a_stage_it_does_not_know(tmp_path: Path) -> None:
     repo = make_repo(tmp_path)
-    added = repo.assay("task", "add", "do it", *COMMAND_CODER, "--json")
+    added = repo.main("task", "add", "do it", *COMMAND_CODER, "--json")
     task_id = json.loads(added.stdout)["id"]
     with sqlite3.connect(repo.root / ".assay" / "assay.db") as db:
         db.execute(
             "INSERT INTO stage_records VALUES (?, 'verify', 2, 'deferred', '[]')", (task_id,)
         )
-    shown = repo.assay("ledger", "show", task_id)
+    shown = repo.main("ledger", "show", task_id)
     assert shown.returncode == 0, shown.stderr
     assert "verify" in shown.stdout and "2 attempt(s)" in shown.stdout
     assert "deferred" in shown.stdout and "not known to this version" in shown.stdout
-    as_json = repo.assay("ledger", "show", task_id, "--json")
+    as_json = repo.main("ledger", "show", task_id, "--json")
     assert as_json.returncode == 0, as_json.stderr
     document = json.loads(as_json.stdout)
     assert document["foreign_stages"]["verify"]["attempts"] == 2

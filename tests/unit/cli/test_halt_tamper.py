@@ -85,7 +85,7 @@ def test_a_sandboxed_coder_cannot_reach_the_state_file_to_erase_its_halt(
 
 
 def _run(repo: Repo, erase: str, *flags: str) -> subprocess.CompletedProcess[str]:
-    return repo.assay(
+    return repo.main(
         "run", "Make slugify keep digits.",
         "--coder", "command",
         "--coder-command", FIRE + erase + repo.put("fixed.py", "src/slug.py"),

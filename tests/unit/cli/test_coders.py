@@ -45,7 +45,7 @@ env: {json.dumps(env)}
 def test_a_standin_agent_edits_and_the_run_merges(tmp_path: Path, kind: str) -> None:
     repo = make_repo(tmp_path)
     contract = repo.contract(f"{kind}.yaml", standin_contract(kind, "edit"))
-    done = repo.assay("run", "--contract", str(contract), "--json")
+    done = repo.main("run", "--contract", str(contract), "--json")
     assert done.returncode == 0, done.stderr
     payload = json.loads(done.stdout)
     jsonschema.validate(payload, SCHEMA)
@@ -58,7 +58,7 @@ def test_a_standin_agent_edits_and_the_run_merges(tmp_path: Path, kind: str) -> 
 def test_claude_turn_limit_is_turn_budget_and_fires_the_warn_halt(tmp_path: Path) -> None:
     repo = make_repo(tmp_path)
     contract = repo.contract("turns.yaml", standin_contract("claude", "max_turns"))
-    done = repo.assay("run", "--contract", str(contract), "--json")
+    done = repo.main("run", "--contract", str(contract), "--json")
     payload = json.loads(done.stdout)
     jsonschema.validate(payload, SCHEMA)
     assert payload["candidates"][0]["stop_reason"] == "turn_budget"
@@ -76,7 +76,7 @@ coder: {{kind: claude}}
 env: {{PATH: "{Path(sys.executable).parent}:/usr/bin:/bin", ANTHROPIC_API_KEY: k}}
 """,
     )
-    done = repo.assay("run", "--contract", str(contract), "--json")
+    done = repo.main("run", "--contract", str(contract), "--json")
     assert done.returncode == 2, done.stderr
     assert done.stdout == ""
     assert done.stderr == (
@@ -111,7 +111,7 @@ land: merge
 """,
         )
         # The key is exported, as an operator would: the coder and the judge read it there.
-        done = repo.assay(
+        done = repo.main(
             "run", "--contract", str(contract), "--json", OPENAI_API_KEY="local-test-key"
         )
         requests = list(server.requests)
@@ -142,7 +142,7 @@ coder: {kind: llm, model: m, base_url: "http://127.0.0.1:9/v1", api_key_env: ASS
 validators: [{id: tests, kind: command, run: "true"}]
 """,
     )
-    done = repo.assay("run", "--contract", str(contract), "--json")
+    done = repo.main("run", "--contract", str(contract), "--json")
     assert done.returncode == 2, done.stderr
     assert done.stdout == ""  # refused before any run: no payload
     missing = "the llm coder reads its API key from $ASSAY_TEST_NO_KEY, which is not set"

@@ -16,7 +16,7 @@ from assay.cli import halt
 from assay.core.statefile import nesting_depth_exceeds, parse_state_document
 
 if TYPE_CHECKING:
-    from conftest import Armed, Assay
+    from support.cli_fixtures import Armed, Assay
 
 MALFORMED = "halt-check-state-file-malformed"
 STATE_KEYS = [
@@ -39,7 +39,7 @@ def _nested(depth: int) -> str:
 @pytest.mark.parametrize("command", COMMANDS, ids=lambda c: " ".join(c[:2]))
 @pytest.mark.parametrize("where", ["top", "evidence", "extra-key"])
 def test_a_state_file_nested_1000_deep_is_malformed_not_a_traceback(
-    assay: Assay, armed: Armed, command: list[str], where: str
+    assay_main: Assay, armed: Armed, command: list[str], where: str
 ) -> None:
     doc = armed.load()
     if where == "top":
@@ -52,17 +52,17 @@ def test_a_state_file_nested_1000_deep_is_malformed_not_a_traceback(
         text = json.dumps(doc).replace('"@@"', _nested(1000))
     armed.state_file.write_text(text)
     before = armed.state_file.read_bytes()
-    ran = assay("halt", *command, *armed.flags())
+    ran = assay_main("halt", *command, *armed.flags())
     assert ran.code == 1, ran
     assert "Traceback" not in ran.stderr and "RecursionError" not in ran.stderr
     assert [v["halt_class"] for v in ran.doc["violations"]] == [MALFORMED]
     assert armed.state_file.read_bytes() == before  # nothing written
 
 
-def test_a_contract_nested_too_deeply_is_refused_at_arm(assay: Assay, tmp_path: Path) -> None:
+def test_a_contract_nested_too_deeply_is_refused_at_arm(assay_main: Assay, tmp_path: Path) -> None:
     contract = tmp_path / "deep.yaml"
     contract.write_text("task: x\nenv: " + _nested(5000) + "\n")
-    ran = assay("halt", "arm", "--contract", str(contract), "--dispatch-id", "d-9")
+    ran = assay_main("halt", "arm", "--contract", str(contract), "--dispatch-id", "d-9")
     assert ran.code == 1, ran
     assert "Traceback" not in ran.stderr
     assert ran.doc["violations"][0]["halt_class"] == "halt-contract-yaml-malformed"

@@ -1,4 +1,4 @@
-"""A spending budget stops a runaway coder, through the real `assay run`.
+"""A spending budget stops a runaway coder, through `assay run` (in-process).
 
 The `llm` coder talks to a scripted server that answers every call with one more tool call,
 forever; each answer reports a known usage. A budget is spent once the spending reaches it, and
@@ -50,7 +50,7 @@ land: merge
 
 
 def run_json(repo: Repo, *args: str, expect: int) -> dict[str, Any]:
-    done = repo.assay("run", *args, "--json", OPENAI_API_KEY="local-test-key")
+    done = repo.main("run", *args, "--json", OPENAI_API_KEY="local-test-key")
     assert done.returncode == expect, done.stderr
     payload: dict[str, Any] = json.loads(done.stdout)
     jsonschema.validate(payload, SCHEMA)
@@ -87,7 +87,7 @@ def test_a_token_budget_stops_a_looping_coder_within_one_call(tmp_path: Path) ->
     assert mismatches(handed, ledger, [payload], usage_report(repo)) == []
     assert ledger.rows == 9  # each answer journaled as it arrived
     assert dispatch_tokens(repo.root, payload["run_id"]) == [1080]
-    shown = json.loads(repo.assay("task", "show", payload["task_id"], "--json").stdout)
+    shown = json.loads(repo.main("task", "show", payload["task_id"], "--json").stdout)
     assert shown["status"] == "held" and figures in shown["hold_reason"]
 
 
@@ -153,7 +153,7 @@ def test_warn_lets_a_spent_run_go_on(tmp_path: Path) -> None:
     with ModelServer(when_exhausted=looping(PER_CALL)) as server:
         budgets = ", max_recovery: 0, max_tokens: 300, on_exhausted: warn"
         contract = llm_contract(repo, server, budgets, max_turns=6)
-        done = repo.assay("run", "--contract", str(contract), "--json", OPENAI_API_KEY="k")
+        done = repo.main("run", "--contract", str(contract), "--json", OPENAI_API_KEY="k")
         handed = server.handed_out
     payload = json.loads(done.stdout)
     assert handed.answers == 6  # its turn limit, not the budget, ended it
@@ -175,7 +175,7 @@ def test_one_answer_without_a_cost_neither_hides_the_others_nor_the_budget(
 
     with ModelServer(when_exhausted=answer) as server:
         contract = llm_contract(repo, server, ", max_recovery: 0, max_cost_usd: 0.05", max_turns=30)
-        done = repo.assay("run", "--contract", str(contract), "--json", OPENAI_API_KEY="k")
+        done = repo.main("run", "--contract", str(contract), "--json", OPENAI_API_KEY="k")
         handed = server.handed_out
     payload = json.loads(done.stdout)
     assert payload["usage"]["cost_usd"] is None  # one answer's cost is unknown
@@ -188,13 +188,13 @@ def test_a_queued_task_keeps_its_flag_budget_under_serve(tmp_path: Path) -> None
     repo = make_repo(tmp_path)
     with ModelServer(when_exhausted=looping(PER_CALL)) as server:
         contract = str(llm_contract(repo, server))
-        added = repo.assay(
+        added = repo.main(
             "task", "add", "--contract", contract, "--max-tokens", "500", "--json",
             OPENAI_API_KEY="k",
         )  # fmt: skip
         assert added.returncode == 0, added.stderr
         task_id = json.loads(added.stdout)["id"]
-        served = repo.assay("serve", "--once", "--poll", "0.1", "--json", OPENAI_API_KEY="k")
+        served = repo.main("serve", "--once", "--poll", "0.1", "--json", OPENAI_API_KEY="k")
         handed = server.handed_out
     assert served.returncode == 0, served.stderr
     assert json.loads(served.stdout)["closed"] == {task_id: "held"}
@@ -224,7 +224,7 @@ budgets: {{max_tokens: 1000}}
 land: merge
 """,
         )
-        done = repo.assay("run", "--contract", str(contract), "--json", OPENAI_API_KEY="k")
+        done = repo.main("run", "--contract", str(contract), "--json", OPENAI_API_KEY="k")
         handed = server.handed_out
     payload = json.loads(done.stdout)
     assert payload["usage"]["tokens"] == handed.tokens == 1629
