@@ -56,7 +56,7 @@ def _names(table: Names, incomplete: str) -> list[tuple[str, str]]:
     """Read-only, on the standard library: a tab never creates ``.assay/`` or a ledger,
     never migrates one, and never waits on a locked one. A ledger on a database server
     (``ASSAY_DATABASE_URL``) is not read at a tab; nothing is offered then."""
-    from assay.adapters.store.quick_rows import NotQuick
+    from assay.adapters.store.quick_read import NotQuick
     from assay.cli.task_views import quick_ledger
     from assay.core.text import printable
 

@@ -17,10 +17,7 @@ from assay.core.text import shown
 from assay.core.vocab import HoldSource, TaskStatus
 
 if TYPE_CHECKING:  # the models are pydantic's: the commands that print these already hold them
-    from assay.adapters.store.quick_rows import TaskRow
     from assay.core.tasks import Task
-
-    ListedTask = Task | TaskRow  # what task list's sentences read: either reader's task
 
 
 def when(moment: datetime) -> str:
@@ -42,11 +39,13 @@ def span(later: datetime, now: datetime) -> str:
     return f"{minutes}m" if minutes else f"{secs}s"
 
 
-def wait_note(task: ListedTask, now: datetime) -> str | None:
-    """``waits until <time> (in 4m)`` while the task waits, else None."""
-    if task.not_before is None or not task.waiting(now):
+def wait_note(not_before: datetime | None, now: datetime) -> str | None:
+    """``waits until <time> (in 4m)`` while a task's wait (its ``not_before``) is ahead of
+    ``now``, else None. (Given the fields, not the task: ``task list`` prints from plain rows,
+    ``task show`` from the model.)"""
+    if not_before is None or now >= not_before:
         return None
-    return f"waits until {when(task.not_before)} (in {span(task.not_before, now)})"
+    return f"waits until {when(not_before)} (in {span(not_before, now)})"
 
 
 def waits_message(task: Task, now: datetime) -> str:
@@ -75,13 +74,13 @@ def shorten(text: str, limit: int) -> str:
     return (head if space and len(head) >= limit // 2 else cut).rstrip(" ,;:([{") + "…"
 
 
-def error_note(task: ListedTask) -> str | None:
-    """The task's last error, labelled for what it is now (a done task's error belongs to an
+def error_note(last_error: str | None, status: TaskStatus) -> str | None:
+    """A task's last error, labelled for what it is now (a done task's error belongs to an
     earlier run: the run that succeeded had none), as it may be shown."""
-    if not task.last_error:
+    if not last_error:
         return None
-    label = "earlier run" if task.status is TaskStatus.DONE else "last error"
-    return f"{label}: {shown(task.last_error)}"
+    label = "earlier run" if status is TaskStatus.DONE else "last error"
+    return f"{label}: {shown(last_error)}"
 
 
 def wait_cause(task: Task) -> str:

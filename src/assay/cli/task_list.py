@@ -1,13 +1,15 @@
-"""``assay task list`` answered on the standard library from a SQLite ledger.
+"""What ``assay task list`` prints (:func:`listing`), from the one row type
+(:class:`~assay.adapters.store.task_rows.TaskRow`) every backend's read gives.
 
-Both of its parsers answer through :func:`quick_answer`: typer's command
+Both of its parsers answer through :func:`quick_answer` first: typer's command
 (:func:`assay.cli.tasks.list_tasks`), and :func:`main`, which the command table
 (:mod:`assay.cli.commands`) has :mod:`assay.cli.main` offer the plain spellings to before typer
 is imported: typer builds every parameter with pydantic, which alone costs more than the whole
-answer may. The rows come from :mod:`assay.adapters.store.quick_read` (the Ledger's own SQL
-text, on ``sqlite3``); where it is not sure (no SQLite ledger at the head revision, a locked
-file, a row the models would judge) :func:`quick_answer` returns None and typer's command asks
-the Ledger. ``task show`` and ``ledger show`` are the Ledger's: they sum the usage journal.
+answer may. There the rows come from :mod:`assay.adapters.store.quick_read` (the Ledger's own
+SQL text and row builder, on ``sqlite3``); where it cannot read (no SQLite ledger at the head
+revision, a locked file, a configured database URL) :func:`quick_answer` returns None and
+typer's command asks the Ledger for the same rows. ``task show`` and ``ledger show`` are the
+Ledger's: they sum the usage journal.
 
 Standard library and light assay modules only.
 """
@@ -17,10 +19,15 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Sequence
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from assay.cli import task_views as views
 from assay.core.vocab import TaskStatus
+
+if TYPE_CHECKING:
+    from assay.adapters.store.task_rows import TaskRow
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -41,15 +48,24 @@ def quick_answer(status: TaskStatus | None, as_json: bool) -> str | None:
     found = views.quick_ledger()
     if found is None:
         return None
-    from assay.adapters.store.quick_rows import NotQuick
+    from assay.adapters.store.quick_read import NotQuick
 
     try:
-        rows = found[0].tasks(status)
+        rows, unreadable = found[0].tasks(status)
     except NotQuick:
         return None
-    if as_json:  # as assay.cli.workspace.print_json writes the Ledger's tasks
-        return json.dumps([row.as_json() for row in rows], indent=2) + "\n"
-    return views.list_text(rows, [], datetime.now(UTC))
+    return listing(rows, unreadable, as_json, datetime.now(UTC))
+
+
+def listing(
+    rows: Sequence[TaskRow], unreadable: list[tuple[str, str]], as_json: bool, now: datetime
+) -> str:
+    """``task list``'s table (or JSON): a row per task, then a row per unreadable one."""
+    if not as_json:
+        return views.list_text(rows, unreadable, now)
+    documents = [row.as_json() for row in rows]
+    documents += [{"id": i, "status": "unreadable", "problem": why} for i, why in unreadable]
+    return json.dumps(documents, indent=2) + "\n"
 
 
 def _parse(args: list[str]) -> tuple[str | None, bool] | None:

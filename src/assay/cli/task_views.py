@@ -1,13 +1,10 @@
 """What ``assay task list|show`` and ``assay ledger show`` print.
 
-``task list`` reads from either path: a task comes from the quick path
-(:mod:`assay.adapters.store.quick_read`: a :class:`~assay.adapters.store.quick_rows.TaskRow`)
-or from the Ledger (a pydantic ``Task``); both carry the attributes the sentences here read,
-and each is turned into JSON by its own code (``as_json`` / ``model_dump``), so a test
-comparing the two paths' output compares two implementations, not one with itself. ``task
-show`` and ``ledger show`` read through the Ledger only (they show the usage journal's sums).
-This module imports only the standard library and light assay modules: the models come with
-the Ledger, when that path is taken.
+``task list`` prints plain rows (:class:`~assay.adapters.store.task_rows.TaskRow`), which
+every backend's read gives (:mod:`assay.adapters.store.quick_read` on a SQLite file before
+SQLAlchemy is imported, else the Ledger). ``task show`` and ``ledger show`` read through the
+Ledger only (they show the usage journal's sums). This module imports only the standard
+library and light assay modules: the models come with the Ledger, when that path is taken.
 """
 
 from __future__ import annotations
@@ -28,7 +25,7 @@ if TYPE_CHECKING:
 
     from assay.adapters.store.quick_read import QuickLedger
     from assay.adapters.store.records import RunRecord
-    from assay.cli.explain import ListedTask
+    from assay.adapters.store.task_rows import TaskRow
     from assay.cli.usage_views import TaskUsage
     from assay.core.tasks import Task
 
@@ -45,8 +42,7 @@ def quick_ledger() -> tuple[QuickLedger, Path] | None:
     root = _repo_root()
     if root is None:
         return None  # the Workspace says why, in its words
-    from assay.adapters.store.quick_read import QuickLedger
-    from assay.adapters.store.quick_rows import NotQuick
+    from assay.adapters.store.quick_read import NotQuick, QuickLedger
 
     configured = os.environ.get(HOME_ENV)
     home = Path(configured).absolute() if configured else root / ".assay"
@@ -56,7 +52,7 @@ def quick_ledger() -> tuple[QuickLedger, Path] | None:
         return None
 
 
-def list_text(tasks: Sequence[ListedTask], unreadable: list[tuple[str, str]], now: datetime) -> str:
+def list_text(tasks: Sequence[TaskRow], unreadable: list[tuple[str, str]], now: datetime) -> str:
     """``task list``'s table: a row per task, then a row per unreadable one."""
     from assay.cli.explain import error_note, shorten, wait_note
 
@@ -66,7 +62,8 @@ def list_text(tasks: Sequence[ListedTask], unreadable: list[tuple[str, str]], no
             str(task.status),  # a StrEnum: its value, without the enum's slow attribute
             str(task.attempts),
             task.title,
-            wait_note(task, now) or shorten(_reason(task) or error_note(task) or "", 60),
+            wait_note(task.not_before, now)
+            or shorten(_reason(task) or error_note(task.last_error, task.status) or "", 60),
         ]
         for task in tasks
     ]
@@ -75,7 +72,7 @@ def list_text(tasks: Sequence[ListedTask], unreadable: list[tuple[str, str]], no
     return render(LIST_HEADERS, rows, shrink=_SHRINK, width=terminal_width())
 
 
-def _reason(task: ListedTask) -> str | None:
+def _reason(task: TaskRow) -> str | None:
     return shown(task.hold_reason) if task.hold_reason else None
 
 
@@ -159,10 +156,10 @@ def show_text(
     ]
     if (who := explain.holder(task)) is not None:
         lines.append(f"held by {who}: {shown(task.hold_reason or '')}")
-    if (note := explain.wait_note(task, now)) is not None:
+    if (note := explain.wait_note(task.not_before, now)) is not None:
         cause = shown(explain.wait_cause(task))
         lines.append(f"{note} for {cause} (that run was refunded: no attempt spent)")
-    if (error := explain.error_note(task)) is not None:
+    if (error := explain.error_note(task.last_error, task.status)) is not None:
         lines.append(error)
     for record in runs:
         lines.append(f"  run {shown(record.id)}: {shown(run_line(record, gone))}")

@@ -178,23 +178,15 @@ def list_tasks(
     """List tasks, oldest first, with status, attempts and why a task waits or is held."""
     if status is not None and status not in STATUSES:  # one line, like every refusal here
         fail(f"unknown status {status!r}: use one of {', '.join(STATUSES)}")
-    from assay.cli.task_list import quick_answer
+    from assay.cli.task_list import listing, quick_answer
 
     chosen = None if status is None else TaskStatus(status)
     answer = quick_answer(chosen, json_output)  # what the entry point answers before typer
-    if answer is not None:
-        sys.stdout.write(answer)
-        return
-    now = datetime.now(UTC)
-    ledger = Workspace.find().existing_ledger()  # none yet: no task, and none is created
-    tasks, unreadable = ledger.scan_tasks(chosen) if ledger is not None else ([], [])
-    if json_output:
-        print_json(
-            [_dump(t) for t in tasks]
-            + [{"id": i, "status": "unreadable", "problem": why} for i, why in unreadable]
-        )
-        return
-    sys.stdout.write(views.list_text(tasks, unreadable, now))
+    if answer is None:
+        ledger = Workspace.find().existing_ledger()  # none yet: no task, and none is created
+        rows, unreadable = ledger.scan_task_rows(chosen) if ledger is not None else ([], [])
+        answer = listing(rows, unreadable, json_output, datetime.now(UTC))
+    sys.stdout.write(answer)
 
 
 @app.command()

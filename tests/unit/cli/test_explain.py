@@ -10,6 +10,8 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
+from assay.adapters.store.task_rows import TaskRow, task_row
+from assay.adapters.store.task_sql import TASK_FIELDS
 from assay.cli.explain import error_note, shorten, wait_cause
 from assay.core.tasks import Task
 from assay.core.vocab import TaskStatus
@@ -52,12 +54,10 @@ def test_wait_cause_does_not_cut_a_token() -> None:
 
 
 def test_a_done_task_shows_its_last_error_as_an_earlier_run() -> None:
-    task = Task.new(id="t1", title="t", instruction="i", now=NOW)
-    assert error_note(task) is None
-    task.last_error = "interrupted: assay was stopped by SIGINT"
-    assert error_note(task) == "last error: interrupted: assay was stopped by SIGINT"
-    task.status = TaskStatus.DONE
-    assert error_note(task) == "earlier run: interrupted: assay was stopped by SIGINT"
+    assert error_note(None, TaskStatus.FAILED) is None
+    error = "interrupted: assay was stopped by SIGINT"
+    assert error_note(error, TaskStatus.FAILED) == f"last error: {error}"
+    assert error_note(error, TaskStatus.DONE) == f"earlier run: {error}"
 
 
 FORGED = "evil\nnext: nothing: it is done"
@@ -91,7 +91,7 @@ def test_task_show_and_list_show_stored_text_escaped_on_its_line(tmp_path: Path)
     document = task_views.show_document(task, {}, [run], [], tmp_path, NOW, usage)
     assert document["fired_halts"][0]["detail"] == f"{FORGED} {BIDI}"  # JSON: as stored
     shown_text = task_views.show_text(task, [run], document, NOW, usage)
-    listed = task_views.list_text([task], [], NOW)
+    listed = task_views.list_text([_row(task)], [], NOW)
     for text in (shown_text, listed):
         assert "\u202e" not in text and "\x1b" not in text
         assert not [
@@ -106,3 +106,9 @@ def test_task_show_and_list_show_stored_text_escaped_on_its_line(tmp_path: Path)
     assert 'last error: "boom\\x1b[2J\\ndone"' in lines
     assert any(line.endswith('it is done report<U+202E>exe.txt"') for line in lines)
     assert len(listed.splitlines()) == 2
+
+
+def _row(task: Task) -> TaskRow:
+    """The task as ``task list`` reads it, from its fields as a row of text."""
+    stored = task.model_dump(mode="json")
+    return task_row(tuple(stored[name] for name in TASK_FIELDS), task.run_ids)

@@ -219,7 +219,7 @@ def test_the_unverified_warning_speaks_of_merge_only_when_merging(tmp_path: Path
 def test_a_wait_never_reads_in_0s_and_one_that_is_over_says_so() -> None:
     waiting = task().model_copy(update={"not_before": NOW + timedelta(milliseconds=300)})
     assert span(NOW + timedelta(milliseconds=300), NOW) == "1s"
-    assert "(in 1s)" in (wait_note(waiting, NOW) or "")
+    assert "(in 1s)" in (wait_note(waiting.not_before, NOW) or "")
     over = waits_message(waiting, NOW + timedelta(seconds=1))
     assert "(in " not in over and "the wait is over: it is runnable now" in over
 

@@ -45,6 +45,7 @@ from assay.adapters.store.records import (
     RunRecord,
 )
 from assay.adapters.store.schema import attempts, dispatches, events, run_documents, runs, tasks
+from assay.adapters.store.task_rows import TaskRow
 from assay.adapters.store.usage_log import DispatchKey, DispatchUsage
 from assay.core.attempts import AttemptRecord
 from assay.core.ledger import ConvergenceLedger
@@ -191,6 +192,15 @@ class Ledger:
         unreadable: list[tuple[str, str]] = []
         with self._read() as conn:
             return st.load_tasks(conn, chosen, unreadable), unreadable
+
+    def scan_task_rows(
+        self, status: TaskStatus | None = None
+    ) -> tuple[list[TaskRow], list[tuple[str, str]]]:
+        """:meth:`scan_tasks` as ``task list`` prints it: plain rows (read as
+        :mod:`.quick_read` reads a SQLite file, by the same function), not models."""
+        chosen = task_sql.EVERY_TASK if status is None else task_sql.with_status(status.value)
+        with self._read() as conn:
+            return st.load_task_rows(conn, chosen)
 
     def save_task(self, task: Task) -> None:
         """Write an operator's move (hold, release, a diagnostic) outside any run.

@@ -22,6 +22,7 @@ from assay.adapters.store import task_sql
 from assay.adapters.store.errors import TaskNotFound
 from assay.adapters.store.records import DispatchRecord, RunRecord
 from assay.adapters.store.schema import events, runs, stage_records, tasks
+from assay.adapters.store.task_rows import TaskRow, read_rows
 from assay.core.ledger import finding_signatures
 from assay.core.tasks import Task
 from assay.core.vocab import EventKind, Stage, StageVerdict, TaskStatus
@@ -96,6 +97,17 @@ def load_tasks(
             if unreadable is not None:
                 unreadable.append((str(row.id), row_problem(exc)))
     return found
+
+
+def load_task_rows(
+    conn: sa.Connection, chosen: task_sql.Chosen
+) -> tuple[list[TaskRow], list[tuple[str, str]]]:
+    """The ``chosen`` tasks as ``task list`` prints them, read as the driver returns them
+    (no column types: :func:`.task_rows.read_rows` reads each driver's values), and the rows
+    that are not valid tasks as (id, what is wrong)."""
+    params = chosen[1]
+    run_ids = conn.execute(sa.text(task_sql.run_ids_sql(chosen)), params).all()
+    return read_rows(conn.execute(sa.text(task_sql.tasks_sql(chosen)), params), run_ids)
 
 
 def row_problem(exc: ValidationError) -> str:

@@ -1,7 +1,8 @@
-"""The one SQL text tasks are read with: by the Ledger (:func:`.statements.load_tasks`, through
-SQLAlchemy on any backend) and by ``assay task list`` on a SQLite ledger
-(:mod:`.quick_read`, through the standard library's ``sqlite3``, which SQLAlchemy's import
-alone would outlast).
+"""The one SQL text tasks are read with: by the Ledger (:func:`.statements.load_tasks` into
+models, :func:`.statements.load_task_rows` into ``task list``'s rows, through SQLAlchemy on any
+backend) and by ``assay task list`` on a SQLite ledger (:mod:`.quick_read`, through the
+standard library's ``sqlite3``, which SQLAlchemy's import alone would outlast); the rows of
+both are built by :func:`.task_rows.read_rows`.
 
 Each query is a ``(where, params)`` pair with named parameters (``:status``), a style both
 ``sqlite3`` and SQLAlchemy's ``text()`` bind on every backend. Standard library only.
