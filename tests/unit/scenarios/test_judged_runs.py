@@ -1,4 +1,4 @@
-"""Competing seats under blind judges, through the real `assay run` and a scripted model server.
+"""Competing seats under blind judges, through `assay run` (in-process) and a scripted model server.
 
 The scripted judges read the blind request the way a model would: they find the candidate
 whose diff keeps digits and rank it first, whatever label the seeded shuffle gave it.

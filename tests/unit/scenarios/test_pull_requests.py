@@ -1,4 +1,4 @@
-"""`land: pr` through the real `assay run`: the remote is a local bare repository and the GitHub
+"""`land: pr` through `assay run` (in-process): the remote is a local bare repository and the GitHub
 API a local recording server, so the push and the API calls are real and checked."""
 
 from __future__ import annotations

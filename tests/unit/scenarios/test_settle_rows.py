@@ -1,4 +1,4 @@
-"""One end-to-end run per settle row, through the real engine and the real `assay` command.
+"""One run per settle row, through the real engine and the `assay` command (in-process).
 
 Each scenario checks what settle made of the task, the ledger's counters and the payload.
 """
