@@ -2,24 +2,32 @@
 
 :func:`run_assay` is what an ``assay`` process would do, without the process: the same
 argument list, working folder and environment, its exit code and both streams captured.
-:func:`run_main` and :func:`fresh_repo` serve the tests written against pytest's ``capsys``.
+:func:`run_main` and :func:`fresh_repo` serve the tests written against pytest's ``capsys``;
+:func:`watch_while` looks at a run from another thread while it runs.
 """
 
 from __future__ import annotations
 
 import io
 import os
+import queue
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
 from assay.adapters.store.sql import Ledger
 from assay.cli.main import main
 from support.repo import git
+
+R = TypeVar("R")
+T = TypeVar("T")
 
 _ASSAY_SETTINGS = ("ASSAY_HOME", "ASSAY_DATABASE_URL", "ASSAY_TEMPORAL", "ASSAY_DEBUG")
 
@@ -80,3 +88,37 @@ def run_main(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[object, st
 
 def ledger_of(repo: Path) -> Ledger:
     return Ledger.open(f"sqlite:///{repo / '.assay' / 'assay.db'}")
+
+
+def watch_while(
+    run: Callable[[], R], look: Callable[[], T | None], *, timeout: float = 30
+) -> tuple[R, T | None]:
+    """``run()`` in this thread (the CLI sets signal handlers, which only the main thread may)
+    while another thread calls ``look()`` until it answers (anything but None), ``run`` ends or
+    ``timeout`` passes: what ``run`` returned and ``look``'s answer (None: it never answered)."""
+    ended, seen = threading.Event(), queue.SimpleQueue[tuple[T | None, BaseException | None]]()
+
+    def keep_looking() -> None:
+        deadline = time.monotonic() + timeout
+        try:
+            while not ended.is_set() and time.monotonic() < deadline:
+                found = look()
+                if found is not None:
+                    seen.put((found, None))
+                    return
+                time.sleep(0.05)
+            seen.put((None, None))
+        except BaseException as failed:  # raised again in the caller's thread
+            seen.put((None, failed))
+
+    looker = threading.Thread(target=keep_looking, daemon=True)
+    looker.start()
+    try:
+        result = run()
+    finally:
+        ended.set()
+        looker.join(timeout)
+    found, failed = seen.get(timeout=1)
+    if failed is not None:
+        raise failed
+    return result, found

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import subprocess
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -16,15 +17,6 @@ import pytest
 
 # Fixtures that start a process of assay's or a server's (a dev server, a worker, a browser).
 PROCESS_FIXTURES = frozenset({"temporal_server", "assay", "workers", "page", "browser"})
-
-
-def pytest_runtest_setup(item: pytest.Item) -> None:
-    used = PROCESS_FIXTURES.intersection(getattr(item, "fixturenames", ()))
-    if used:
-        raise RuntimeError(
-            f"{item.nodeid} uses {sorted(used)}, which start processes: "
-            "a unit test runs in-process (move it to tests/e2e)"
-        )
 
 
 def _starts_assay(args: Any) -> bool:
@@ -40,8 +32,9 @@ def _starts_assay(args: Any) -> bool:
     return module == "assay" or module.startswith("assay.")
 
 
-@pytest.fixture(autouse=True)
-def _no_assay_process(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+@contextmanager
+def _assay_refused() -> Iterator[None]:
+    """Any start of the ``assay`` program in the block raises instead."""
     real_init = subprocess.Popen.__init__
 
     def guarded(self: subprocess.Popen[Any], args: Any, *rest: Any, **kwargs: Any) -> None:
@@ -52,5 +45,35 @@ def _no_assay_process(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
             )
         real_init(self, args, *rest, **kwargs)
 
-    monkeypatch.setattr(subprocess.Popen, "__init__", guarded)
-    yield
+    subprocess.Popen.__init__ = guarded  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        subprocess.Popen.__init__ = real_init  # type: ignore[method-assign]
+
+
+# The guard wraps each phase of every unit item, fixtures included: a session-scoped fixture is
+# set up inside the setup of the first item that needs it (and torn down in the last one's
+# teardown), so a function-scoped autouse fixture would come too late to refuse it.
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
+    used = PROCESS_FIXTURES.intersection(getattr(item, "fixturenames", ()))
+    if used:
+        raise RuntimeError(
+            f"{item.nodeid} uses {sorted(used)}, which start processes: "
+            "a unit test runs in-process (move it to tests/e2e)"
+        )
+    with _assay_refused():
+        yield
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    with _assay_refused():
+        yield
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item) -> Iterator[None]:
+    with _assay_refused():
+        yield

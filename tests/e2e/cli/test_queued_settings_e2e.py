@@ -1,5 +1,6 @@
-"""Queued and resumed tasks warn only about coder settings the user wrote, never about the
-defaults of a stored contract (an older assay stored the whole defaulted model)."""
+"""Resumed tasks (after a crash point, which only a process takes) and tasks run through Temporal
+warn only about coder settings the user wrote, never about the defaults of a stored contract
+(an older assay stored the whole defaulted model). A queued one: tests/unit/cli."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ IGNORES = re.compile(r"coder ignores `([a-z_]+)`")
 
 
 def _queue(repo: Repo, contract: Path) -> str:
-    added = repo.assay("task", "add", "--contract", str(contract), "--json")
+    added = repo.main("task", "add", "--contract", str(contract), "--json")
     assert added.returncode == 0, added.stderr
     return str(json.loads(added.stdout)["id"])
 
@@ -32,20 +33,6 @@ def _store_as_an_older_assay_did(repo: Repo, task_id: str, contract: Path) -> No
         conn.execute("UPDATE tasks SET contract = ? WHERE id = ?", (json.dumps(full), task_id))
 
 
-def test_a_task_queued_by_an_older_assay_runs_without_ignored_setting_warnings(
-    tmp_path: Path,
-) -> None:
-    repo = make_repo(tmp_path)
-    contract = replay_contract(repo, "fixed", land="branch")
-    task_id = _queue(repo, contract)
-    _store_as_an_older_assay_did(repo, task_id, contract)
-    served = repo.assay("serve", "--once", "--no-web", "--poll", "0.2")
-    assert served.returncode == 0, served.stderr
-    assert f"task {task_id}: ready: the change is left on branch" in served.stderr
-    assert "; the task is done (attempts: 1 of 3 used)" in served.stderr
-    assert IGNORES.findall(served.stderr) == [], served.stderr
-
-
 def test_a_resumed_task_warns_only_about_the_setting_the_user_wrote(tmp_path: Path) -> None:
     repo = make_repo(tmp_path)
     contract = replay_contract(repo, "fixed", land="branch")
@@ -55,7 +42,7 @@ def test_a_resumed_task_warns_only_about_the_setting_the_user_wrote(tmp_path: Pa
     _store_as_an_older_assay_did(repo, task_id, contract)
     crashed = repo.assay("run", "--task", task_id, ASSAY_CRASH_AT="task_started")
     assert crashed.returncode == 137, crashed.stderr
-    resumed = repo.assay("run", "--resume")
+    resumed = repo.main("run", "--resume")
     assert resumed.returncode == 0, resumed.stderr
     assert f"task {task_id}" in resumed.stderr
     assert IGNORES.findall(resumed.stderr) == ["model"], resumed.stderr  # written, so named

@@ -21,7 +21,7 @@ def test_a_recovery_that_holds_the_task_exits_3(tmp_path: Path) -> None:
     contract = crash_contract(repo, 1, extra="budgets: {max_refunds: 1}\n")
     killed = repo.assay("run", "--contract", str(contract), ASSAY_CRASH_AT="dispatch_started")
     assert killed.returncode == CRASH_EXIT, killed.stderr
-    resumed = repo.assay("run", "--resume")
+    resumed = repo.main("run", "--resume")  # the crash needs a process; the recovery not
     assert resumed.returncode == 3, resumed.stderr
     [line] = [line for line in resumed.stderr.splitlines() if line.startswith("recovered ")]
     assert re.fullmatch(
@@ -36,7 +36,7 @@ def test_a_recovered_landing_says_merged_and_exits_0(tmp_path: Path) -> None:
     contract = crash_contract(repo, 1)
     killed = repo.assay("run", "--contract", str(contract), ASSAY_CRASH_AT="ref_moved")
     assert killed.returncode == CRASH_EXIT, killed.stderr
-    resumed = repo.assay("run", "--resume")
+    resumed = repo.main("run", "--resume")  # the crash needs a process; the recovery not
     assert resumed.returncode == 0, resumed.stderr
     lines = [line for line in resumed.stderr.splitlines() if line.startswith("recovered ")]
     assert len(lines) == 1 and re.fullmatch(
@@ -49,7 +49,7 @@ def test_an_interrupted_run_is_refunded_and_runs_again(tmp_path: Path) -> None:
     contract = crash_contract(repo, 1)
     killed = repo.assay("run", "--contract", str(contract), ASSAY_CRASH_AT="dispatch_ended")
     assert killed.returncode == CRASH_EXIT, killed.stderr
-    resumed = repo.assay("run", "--resume")
+    resumed = repo.main("run", "--resume")  # the crash needs a process; the recovery not
     assert resumed.returncode == 0, resumed.stderr  # run again, and merged
     lines = [line for line in resumed.stderr.splitlines() if line.startswith("recovered ")]
     assert len(lines) == 1
@@ -58,6 +58,6 @@ def test_an_interrupted_run_is_refunded_and_runs_again(tmp_path: Path) -> None:
     )
     # Done now: the interruption is an earlier run's, not the task's last word.
     task_id = re.search(TASK, lines[0]).group(0)  # type: ignore[union-attr]
-    shown = repo.assay("task", "show", task_id).stdout
+    shown = repo.main("task", "show", task_id).stdout
     assert "status: done" in shown and "last error" not in shown
     assert "earlier run: interrupted" in shown

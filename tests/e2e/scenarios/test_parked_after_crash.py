@@ -51,8 +51,9 @@ env: {{CRASH_STATE: "{state}"}}
     victim.wait()
     # The sandboxed coder ends with assay (bwrap's --die-with-parent); no orphan to kill.
     (state / "second-time").touch()
+    # The kill needs a process; the recovery and what it left are read in-process.
 
-    resumed = repo.assay("run", "--resume", "--json")
+    resumed = repo.main("run", "--resume", "--json")
     assert resumed.returncode == 0, resumed.stderr
     assert (
         "interrupted, refunded (task " in resumed.stderr and "failed, runnable)" in resumed.stderr
@@ -60,19 +61,19 @@ env: {{CRASH_STATE: "{state}"}}
     final = json.loads(resumed.stdout)
     assert final["status"] == "merged" and final["task_status"] == "done"
 
-    shown = json.loads(repo.assay("task", "list", "--json").stdout)
+    shown = json.loads(repo.main("task", "list", "--json").stdout)
     assert len(shown) == 1
     task = shown[0]
     assert task["attempts"] == 1  # the interrupted attempt was refunded, the second spent
-    runs = json.loads(repo.assay("task", "show", task["id"], "--json").stdout)["runs"]
+    runs = json.loads(repo.main("task", "show", task["id"], "--json").stdout)["runs"]
     assert [r["status"] for r in runs] == ["failed", "merged"]
     interrupted = json.loads(Path(runs[0]["payload_path"]).read_text())
     assert interrupted["halt_type"] == "environment_error"
     history = [{"attempt": 1, "outcome": "error", "interrupted": True}]
     assert interrupted["attempts"]["history"] == history
 
-    again = repo.assay("run", "--resume")
+    again = repo.main("run", "--resume")
     assert again.returncode == 0
     assert "no interrupted run" in again.stderr
-    ledger = json.loads(repo.assay("ledger", "show", task["id"], "--json").stdout)
+    ledger = json.loads(repo.main("ledger", "show", task["id"], "--json").stdout)
     assert ledger["stage_state"]["task"]["attempts"] == 1

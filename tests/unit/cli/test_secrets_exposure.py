@@ -1,4 +1,4 @@
-"""The secret check judges exposure, not fixtures, through the real ``assay run``.
+"""The secret check judges exposure, not fixtures, through ``assay run`` (in-process).
 
 The three false alarms found on real repositories are reproduced in fixture repositories built
 like them (requests' URL test vectors, ansible's no_log fixtures, requests' committed test
@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.repo import ASSAY, git
+from support.in_process import run_assay
+from support.repo import git
 
-RUN_TIMEOUT = 120.0
 KEY_HEADER = "-----BEGIN " + "PRIVATE KEY-----"
 KEY_FOOTER = "-----END " + "PRIVATE KEY-----"
 
@@ -122,7 +122,7 @@ def make_project(tmp_path: Path, files: dict[str, str]) -> Path:
 def run(
     root: Path, script: list[str], *, extra: str = "", task: str = "Edit the project."
 ) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
-    """The real ``assay run --contract … --json`` with a ``command`` coder running ``script``
+    """``assay run --contract … --json`` with a ``command`` coder running ``script``
     (one shell line each), a passing validator and ``land: merge``; its exit and payload."""
     body = "".join(f"    {line}\n" for line in script)
     contract = root.parent / "contract.yaml"
@@ -139,15 +139,7 @@ def run(
         f"{extra}"
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
-    done = subprocess.run(
-        [str(ASSAY), "run", "--contract", str(contract), "--json"],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=RUN_TIMEOUT,
-        check=False,
-    )
+    done = run_assay(["run", "--contract", str(contract), "--json"], cwd=root, env=env)
     try:
         payload = json.loads(done.stdout)
     except json.JSONDecodeError:

@@ -28,7 +28,7 @@ def _run_command_coder(
         "validators: [{id: ok, kind: command, run: 'true'}]\n"
         "land: merge\n"
     )
-    done = repo.assay("run", "--contract", str(repo.contract("c.yaml", text)), "--json")
+    done = repo.main("run", "--contract", str(repo.contract("c.yaml", text)), "--json")
     payload = json.loads(done.stdout) if done.stdout.strip() else {}
     return done.returncode, payload, git(repo.root, "rev-parse", "main") == base
 
@@ -89,7 +89,7 @@ def test_protect_can_be_emptied_explicitly(tmp_path: Path) -> None:
 def test_a_run_without_a_contract_protects_github_too(tmp_path: Path) -> None:
     repo = make_repo(tmp_path)
     base = git(repo.root, "rev-parse", "main")
-    done = repo.assay(
+    done = repo.main(
         "run",
         "Add CI.",
         "--coder-command",

@@ -10,7 +10,7 @@ from support.repo import make_repo, replay_contract
 def test_a_block_with_no_recovery_left_says_end_not_recover(tmp_path: Path) -> None:
     repo = make_repo(tmp_path)
     contract = replay_contract(repo, "wrong", extra="budgets: {max_recovery: 0}")
-    done = repo.assay("run", "--contract", str(contract), "--progress", "always")
+    done = repo.main("run", "--contract", str(contract), "--progress", "always")
     shown = done.stdout + done.stderr
     assert done.returncode == 1, shown
     assert "decision: recover" not in shown
@@ -19,7 +19,7 @@ def test_a_block_with_no_recovery_left_says_end_not_recover(tmp_path: Path) -> N
 
 def test_a_wrong_fix_then_the_right_one_says_recover_then_land(tmp_path: Path) -> None:
     repo = make_repo(tmp_path)
-    done = repo.assay(
+    done = repo.main(
         "run", "--contract", str(replay_contract(repo, "wrong", "fixed")), "--progress", "always"
     )
     shown = done.stdout + done.stderr
@@ -32,7 +32,7 @@ def test_a_fired_block_halt_says_end_with_the_halt(tmp_path: Path) -> None:
     repo = make_repo(tmp_path)
     (repo.fixes / "leak.py").write_text('KEY = "AKIA' + 'Z7QX4MB2LPWV9KDT"\n')
     command = repo.put("leak.py", "src/config.py")
-    done = repo.assay(
+    done = repo.main(
         "run", "Add the config", "--coder", "command", "--coder-command", command,
         "--validator", "true", "--progress", "always",
     )  # fmt: skip
@@ -46,11 +46,11 @@ def test_a_flag_the_contract_sets_is_refused_beside_it_never_ignored(tmp_path: P
     repo = make_repo(tmp_path)
     contract = str(replay_contract(repo, "fixed"))
     for command in ("run", "task add"):
-        done = repo.assay(*command.split(), "--contract", contract, "--max-recovery", "0")
+        done = repo.main(*command.split(), "--contract", contract, "--max-recovery", "0")
         assert done.returncode == 2, done.stderr
         assert "--max-recovery cannot be combined with --contract" in done.stderr
         assert "Traceback" not in done.stderr
     assert not (repo.root / ".assay").exists()  # nothing was created
     # --sandbox is the one documented override of a contract file.
-    done = repo.assay("run", "--contract", contract, "--sandbox", "bwrap")
+    done = repo.main("run", "--contract", contract, "--sandbox", "bwrap")
     assert done.returncode == 0, done.stdout + done.stderr

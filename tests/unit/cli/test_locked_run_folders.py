@@ -52,7 +52,7 @@ def run_folders(repo: Repo) -> list[str]:
 @pytest.fixture
 def queued(tmp_path: Path) -> tuple[Repo, str]:
     repo = make_repo(tmp_path)
-    added = repo.assay("task", "add", "do it", *COMMAND_CODER, "--json")
+    added = repo.main("task", "add", "do it", *COMMAND_CODER, "--json")
     assert added.returncode == 0, added.stderr
     return repo, json.loads(added.stdout)["id"]
 
@@ -64,13 +64,13 @@ def test_a_run_the_locked_ledger_refused_leaves_no_folder(
     repo, task_id = queued
     argv = [*args, task_id] if args[0] == "run" else args
     with ledger_locked_by_another_process(repo):
-        done = repo.assay(*argv, ASSAY_DB_TIMEOUT="0.5")
+        done = repo.main(*argv, ASSAY_DB_TIMEOUT="0.5")
     assert done.returncode == 4, done.stderr
     assert "is locked by another process" in done.stderr
     assert "Traceback" not in done.stderr
     assert run_folders(repo) == []
     # The task never started: it runs as soon as the lock is gone.
-    again = repo.assay("run", "--task", task_id)
+    again = repo.main("run", "--task", task_id)
     assert again.returncode in (0, 1), again.stderr  # its coder changes nothing: failed
     (folder,) = run_folders(repo)
     assert (repo.root / ".assay" / "runs" / folder / "payload.json").is_file()
@@ -103,7 +103,7 @@ def test_recovery_removes_a_dead_run_folder_with_no_ledger_row(
     )
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
-        resumed = repo.assay("run", "--resume")
+        resumed = repo.main("run", "--resume")
     finally:
         assert holder.stdin is not None
         holder.stdin.close()

@@ -52,7 +52,7 @@ land: merge
 
 def run(repo: Repo, path: Path) -> tuple[int, dict[str, Any], str]:
     # The seat line is progress: plain lines on a pipe only when asked for.
-    done = repo.assay("run", "--contract", str(path), "--json", "--progress", "always")
+    done = repo.main("run", "--contract", str(path), "--json", "--progress", "always")
     payload = json.loads(done.stdout)
     jsonschema.validate(payload, SCHEMA)
     return done.returncode, payload, done.stderr
@@ -152,7 +152,7 @@ budgets: {{max_attempts: 1, max_recovery: 0}}
 land: merge
 """,
         )
-        done = repo.assay("run", "--contract", str(path), "--json", OPENAI_API_KEY="k")
+        done = repo.main("run", "--contract", str(path), "--json", OPENAI_API_KEY="k")
     assert done.returncode == 0, done.stderr
     payload = json.loads(done.stdout)
     jsonschema.validate(payload, SCHEMA)

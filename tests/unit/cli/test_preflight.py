@@ -21,7 +21,7 @@ def test_a_missing_program_and_key_are_refused_and_nothing_is_queued(tmp_path: P
     clouds = ("CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX")
     env = {name: "" for name in (*unset, *clouds)}  # empty is unset, whatever the machine has
     env["PATH"] = f"{empty}:/usr/bin:/bin"
-    no_claude = repo.assay("run", "Fix add() so tests pass", "--coder", "claude", **env)
+    no_claude = repo.main("run", "Fix add() so tests pass", "--coder", "claude", **env)
     assert no_claude.returncode == 2, no_claude.stderr
     assert no_claude.stdout == ""
     lines = no_claude.stderr.splitlines()
@@ -32,11 +32,11 @@ def test_a_missing_program_and_key_are_refused_and_nothing_is_queued(tmp_path: P
     )
     assert lines[1].startswith("assay: coder claude: no API key: set ANTHROPIC_API_KEY")
     assert "/login" not in no_claude.stderr
-    hidden = repo.assay("run", "Fix add()", "--coder-command", str(script), **env)
+    hidden = repo.main("run", "Fix add()", "--coder-command", str(script), **env)
     assert hidden.returncode == 2, hidden.stderr
     [line] = hidden.stderr.splitlines()
     assert "cannot be seen inside the sandbox: the sandbox has a private /tmp" in line
     assert "--sandbox none" in line
     assert not (repo.root / ".assay").exists()  # nothing written at all
-    listed = repo.assay("task", "list", "--json")
+    listed = repo.main("task", "list", "--json")
     assert listed.returncode == 0 and json.loads(listed.stdout) == []

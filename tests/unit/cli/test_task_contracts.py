@@ -41,7 +41,7 @@ def shared_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
 
 def _queue(repo: Repo, **env: str) -> str:
     contract = replay_contract(repo, "fixed", land="branch")
-    added = repo.assay("task", "add", "--contract", str(contract), "--json", **env)
+    added = repo.main("task", "add", "--contract", str(contract), "--json", **env)
     assert added.returncode == 0, added.stderr
     return str(json.loads(added.stdout)["id"])
 
@@ -57,7 +57,7 @@ def test_a_worker_elsewhere_runs_a_task_from_the_ledger_alone(
     # Another machine: its own clone and its own home, only the ledger in common.
     clone = Repo(root=tmp_path / "elsewhere", fixes=repo.fixes)
     git(tmp_path, "clone", "-q", str(repo.root), str(clone.root))
-    done = clone.assay("run", "--task", task_id, "--json", ASSAY_DATABASE_URL=url)
+    done = clone.main("run", "--task", task_id, "--json", ASSAY_DATABASE_URL=url)
     assert done.returncode == 0, done.stderr
     payload = json.loads(done.stdout)
     assert (payload["task_id"], payload["status"]) == (task_id, "ready")
@@ -75,7 +75,7 @@ def test_a_task_an_older_assay_queued_still_runs_from_its_file(tmp_path: Path) -
     stored = repo.root / ".assay" / "tasks" / f"{task_id}.contract.json"
     stored.parent.mkdir()
     stored.write_text(document)  # ...and the contract in its file
-    served = repo.assay("serve", "--once", "--poll", "0.2")
+    served = repo.main("serve", "--once", "--poll", "0.2")
     assert served.returncode == 0, served.stderr
     assert f"task {task_id}: ready: the change is left on branch" in served.stderr
     assert "; the task is done (attempts: 1 of 3 used)" in served.stderr
@@ -90,12 +90,12 @@ def test_a_contract_corrupted_in_the_ledger_is_one_line_and_exit_4(tmp_path: Pat
     task_id = _queue(repo)
     with sqlite3.connect(repo.root / ".assay" / "assay.db") as conn:
         conn.execute("UPDATE tasks SET contract = '{\"task\": 7}' WHERE id = ?", (task_id,))
-    done = repo.assay("run", "--task", task_id)
+    done = repo.main("run", "--task", task_id)
     assert done.returncode == 4
     assert done.stderr.startswith(f"assay: task {task_id}: its stored contract in the ledger ")
     assert "is unreadable: task:" in done.stderr and "Traceback" not in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
-    listed = json.loads(repo.assay("task", "list", "--json").stdout)
+    listed = json.loads(repo.main("task", "list", "--json").stdout)
     assert [t["status"] for t in listed] == ["queued"]  # untouched
 
 
@@ -104,7 +104,7 @@ def test_a_task_with_no_contract_anywhere_is_one_line_and_exit_4(tmp_path: Path)
     task_id = _queue(repo)
     with sqlite3.connect(repo.root / ".assay" / "assay.db") as conn:
         conn.execute("UPDATE tasks SET contract = NULL WHERE id = ?", (task_id,))
-    done = repo.assay("run", "--task", task_id)
+    done = repo.main("run", "--task", task_id)
     assert done.returncode == 4
     assert done.stderr.strip() == (
         f"assay: task {task_id} has no stored contract (none in the ledger, nor at "

@@ -1,14 +1,12 @@
-"""The dashboard's pages over a ledger filled by real `assay` runs (the shared world of
-``conftest.py``): each page renders and says the right facts, unknown things are 404 pages,
-hostile text is escaped, and an unreadable task row does not take the queue down."""
+"""The dashboard's pages, through its ASGI app in this process, over a ledger filled by real
+`assay` runs (the shared world of ``conftest.py``): each page renders and says the right facts,
+unknown things are 404 pages, hostile text is escaped, and an unreadable task row does not take
+the queue down."""
 
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,7 +16,7 @@ import pytest
 import sqlalchemy as sa
 from fastapi.testclient import TestClient
 from support.dashboard import BASE, OPERATOR, credentials, log_in
-from support.repo import ASSAY
+from support.in_process import watch_while
 
 from assay.core.tasks import Task
 from assay.core.vocab import EventKind
@@ -393,40 +391,30 @@ def test_an_open_run_reads_as_running_and_live(world_copy: World) -> None:
         "slow.yaml",
         f"""task: Make slugify keep digits, slowly.
 scope: {{allow: ["src/**"]}}
-coder: {{kind: replay, steps: [{{script: "sleep 4 && {repo.put("fixed.py", "src/slug.py")}"}}]}}
+coder: {{kind: replay, steps: [{{script: "sleep 3 && echo '# kept' >> src/slug.py"}}]}}
 validators: [{{id: tests, kind: command, run: "{world_copy.check_command}"}}]
 land: branch
 """,
     )
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
-    run = subprocess.Popen(
-        [str(ASSAY), "run", "--contract", str(slow)],
-        cwd=repo.root,
-        env=environ,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        ledger = world_copy.ledger()
-        deadline = time.monotonic() + 20
-        while not (open_runs := ledger.open_runs()) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert open_runs, "the run did not start"
-        run_id = open_runs[0].id
+    ledger = world_copy.ledger()
+
+    def running_page() -> str | None:
+        """The open run's page once it shows its first attempt (None until then)."""
+        open_runs = ledger.open_runs()
+        if not open_runs:
+            return None
         with client_for(world_copy) as c:
-            while time.monotonic() < deadline:
-                html = c.get(f"/runs/{run_id}").text
-                if 'id="attempt-1"' in html:
-                    break
-                time.sleep(0.1)
-        text = _text(html)
-        assert '<span class="live-badge">live</span>' in html
-        assert "Running for" in text and "Settle running" in text
-        assert 'class="attempt attempt-running" id="attempt-1"' in html
-        assert "Shown when the run closes." in text
-    finally:
-        run.terminate()  # seen what was wanted; the copy's ledger is thrown away with it
-        run.wait(30)
+            html = c.get(f"/runs/{open_runs[0].id}").text
+        return html if 'id="attempt-1"' in html else None
+
+    done, html = watch_while(lambda: repo.main("run", "--contract", str(slow)), running_page)
+    assert done.returncode == 0, done.stderr
+    assert html is not None, f"no open run with an attempt was seen: {done.stderr}"
+    text = _text(html)
+    assert '<span class="live-badge">live</span>' in html
+    assert "Running for" in text and "Settle running" in text
+    assert 'class="attempt attempt-running" id="attempt-1"' in html
+    assert "Shown when the run closes." in text
 
 
 REPORT = (
@@ -454,7 +442,7 @@ validators: [{{id: tests, kind: command, run: "{world_copy.check_command}"}}]
 land: branch
 """,
     )
-    done = repo.assay("run", "--contract", str(contract), "--json")
+    done = repo.main("run", "--contract", str(contract), "--json")
     assert done.returncode == 0, done.stderr
     run_id = json.loads(done.stdout)["run_id"]
     with client_for(world_copy) as c:

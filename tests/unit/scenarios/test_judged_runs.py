@@ -1,4 +1,4 @@
-"""Competing seats under blind judges, through the real `assay run` and a scripted model server.
+"""Competing seats under blind judges, through `assay run` (in-process) and a scripted model server.
 
 The scripted judges read the blind request the way a model would: they find the candidate
 whose diff keeps digits and rank it first, whatever label the seeded shuffle gave it.
@@ -63,7 +63,7 @@ def run(repo: Repo, contract: Path, expect: int, **env: str) -> dict[str, Any]:
 def run_showing(repo: Repo, contract: Path, expect: int, **env: str) -> tuple[dict[str, Any], str]:
     """The payload and stderr of ``assay run``, with the judges' key exported as an operator
     would (``OPENAI_API_KEY``), and ``env`` too."""
-    done = repo.assay("run", "--contract", str(contract), "--json", **{**KEY, **env})
+    done = repo.main("run", "--contract", str(contract), "--json", **{**KEY, **env})
     assert done.returncode == expect, done.stderr
     payload: dict[str, Any] = json.loads(done.stdout)
     jsonschema.validate(payload, SCHEMA)
@@ -101,7 +101,7 @@ def test_judges_lost_to_quota_stall_the_run_and_refund_it(tmp_path: Path) -> Non
         payload = run(repo, three_seat_contract(repo, server), 1)
     assert payload["status"] == "stalled" and not payload["attempt_spent"]
     assert payload["halt_type"] == "environment_error"
-    shown = json.loads(repo.assay("task", "show", payload["task_id"], "--json").stdout)
+    shown = json.loads(repo.main("task", "show", payload["task_id"], "--json").stdout)
     assert shown["runs"][-1]["settle_row"] == "stalled_quota"
     assert shown["attempts"] == 0
 
@@ -114,7 +114,7 @@ def test_judges_that_give_no_usable_ranking_stall_and_spend(tmp_path: Path) -> N
         payload = run(repo, three_seat_contract(repo, server), 1)
     assert payload["status"] == "stalled" and payload["attempt_spent"]
     assert payload["halt_type"] == "validator_error"
-    shown = json.loads(repo.assay("task", "show", payload["task_id"], "--json").stdout)
+    shown = json.loads(repo.main("task", "show", payload["task_id"], "--json").stdout)
     assert shown["runs"][-1]["settle_row"] == "stalled_or_failed"
 
 
@@ -182,7 +182,7 @@ def test_a_judge_without_its_key_is_refused_before_any_seat_runs(tmp_path: Path)
     judge = ", api_key_env: ASSAY_TEST_UNSET_KEY"
     with ModelServer() as server:
         contract = three_seat_contract(repo, server, judges=2, judge=judge)
-        done = repo.assay("run", "--contract", str(contract), "--json", **KEY)
+        done = repo.main("run", "--contract", str(contract), "--json", **KEY)
         assert not server.requests
     assert done.returncode == 2 and done.stdout == ""
     missing = "reads its API key from $ASSAY_TEST_UNSET_KEY, which is not set"
@@ -205,7 +205,7 @@ def test_judges_lost_to_a_provider_outage_refund_the_run_and_wait(tmp_path: Path
         "judge 1 (llm judge-model): HTTP 503"
     )
     assert "judge 2 (llm judge-model): HTTP 503" in reason and reason.endswith("3 of 3 calls")
-    shown = json.loads(repo.assay("task", "show", payload["task_id"], "--json").stdout)
+    shown = json.loads(repo.main("task", "show", payload["task_id"], "--json").stdout)
     assert shown["runs"][-1]["settle_row"] == "failed_machine_fault"
     assert shown["attempts"] == 0 and shown["waiting"] is True
-    assert "lost to a provider fault" in repo.assay("task", "show", payload["task_id"]).stdout
+    assert "lost to a provider fault" in repo.main("task", "show", payload["task_id"]).stdout

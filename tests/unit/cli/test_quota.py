@@ -1,4 +1,4 @@
-"""Rate limits and held tasks through the real `assay` command and the stand-in `claude`.
+"""Rate limits and held tasks through the `assay` command (in-process) and the stand-in `claude`.
 
 A run lost to a provider's quota is refunded and the task waits for the reset; a storm of
 them never spends an attempt (it holds the task only after ``budgets.max_refunds`` in a row,
@@ -48,14 +48,14 @@ def env(scenario: str, reset_epoch: int | None = None) -> dict[str, str]:
 
 
 def tasks(repo: Repo) -> list[dict[str, Any]]:
-    listed = repo.assay("task", "list", "--json")
+    listed = repo.main("task", "list", "--json")
     assert listed.returncode == 0, listed.stderr
     loaded: list[dict[str, Any]] = json.loads(listed.stdout)
     return loaded
 
 
 def show(repo: Repo, task_id: str) -> dict[str, Any]:
-    shown = repo.assay("task", "show", task_id, "--json")
+    shown = repo.main("task", "show", task_id, "--json")
     assert shown.returncode == 0, shown.stderr
     loaded: dict[str, Any] = json.loads(shown.stdout)
     return loaded
@@ -72,7 +72,7 @@ def test_a_rate_limited_run_is_refunded_and_the_task_waits_for_the_reset(
 ) -> None:
     repo = make_repo(tmp_path)
     reset = int(time.time()) + 600
-    ran = repo.assay("run", "--contract", str(claude_task(repo)), **env("rate_limit", reset))
+    ran = repo.main("run", "--contract", str(claude_task(repo)), **env("rate_limit", reset))
     assert ran.returncode == 1, ran.stderr
     assert "(refunded, this run does not count; attempts: 0 of 3 used)" in ran.stdout
     assert "waits for its provider quota until" in ran.stdout
@@ -81,18 +81,18 @@ def test_a_rate_limited_run_is_refunded_and_the_task_waits_for_the_reset(
     assert task["status"] == "failed" and task["attempts"] == 0
     assert task["not_before"] == at(reset)
     assert show(repo, task["id"])["runs"][0]["settle_row"] == "failed_quota_no_viable"
-    table = repo.assay("task", "list", COLUMNS="200")
+    table = repo.main("task", "list", COLUMNS="200")
     assert re.search(r"waits until \S+ \S+ UTC \(in (9|10)m\)", table.stdout), table.stdout
 
-    refused = repo.assay("run", "--task", task["id"], **env("rate_limit", reset))
+    refused = repo.main("run", "--task", task["id"], **env("rate_limit", reset))
     assert refused.returncode == 2
     assert f"task {task['id']} waits for its provider quota until" in refused.stderr
     assert f"`assay task release {task['id']}` to run it now" in refused.stderr
-    served = repo.assay("serve", "--once", "--poll", "0.1", **env("rate_limit", reset))
+    served = repo.main("serve", "--once", "--poll", "0.1", **env("rate_limit", reset))
     assert served.returncode == 0, served.stderr
     assert "skipping: task" in served.stderr and "served 0 run(s)" in served.stderr
 
-    released = repo.assay("task", "release", task["id"])
+    released = repo.main("task", "release", task["id"])
     assert released.returncode == 0, released.stderr
     assert "wait is cleared; attempts kept: 0" in released.stdout
     [after] = tasks(repo)
@@ -104,14 +104,14 @@ def test_a_rate_limit_storm_never_spends_an_attempt_but_real_failures_hold_the_t
 ) -> None:
     repo = make_repo(tmp_path)
     reset = int(time.time()) + 900
-    first = repo.assay(
+    first = repo.main(
         "run", "--contract", str(claude_task(repo)), "--json", **env("rate_limit", reset)
     )
     assert first.returncode == 1, first.stderr
     task_id = json.loads(first.stdout)["task_id"]
     for storm in range(9):  # ten rate-limited runs in all, alternating the two limit kinds
         scenario = "usage_limit" if storm % 2 else "rate_limit"
-        again = repo.assay(
+        again = repo.main(
             "run", "--task", task_id, "--ignore-wait", "--json", **env(scenario, reset + storm)
         )
         assert again.returncode == 1, again.stderr
@@ -124,7 +124,7 @@ def test_a_rate_limit_storm_never_spends_an_attempt_but_real_failures_hold_the_t
     assert [r["settle_row"] for r in shown["runs"]] == ["failed_quota_no_viable"] * 10
 
     codes = [
-        repo.assay("run", "--task", task_id, "--ignore-wait", **env("crash")).returncode
+        repo.main("run", "--task", task_id, "--ignore-wait", **env("crash")).returncode
         for _ in range(MAX_ATTEMPTS)
     ]
     assert codes == [1, 1, 3]  # failed, failed, held: the storm left the whole budget
@@ -147,11 +147,11 @@ coder: {kind: replay, steps: [{script: "echo x > README.md"}]}
 land: merge
 """,
     )
-    ran = repo.assay("run", "--contract", str(breach), "--json")
+    ran = repo.main("run", "--contract", str(breach), "--json")
     assert ran.returncode == 3, ran.stderr
     task_id, run_id = json.loads(ran.stdout)["task_id"], json.loads(ran.stdout)["run_id"]
 
-    shown = repo.assay("task", "show", task_id)
+    shown = repo.main("task", "show", task_id)
     assert shown.returncode == 0, shown.stderr
     text = shown.stdout
     assert "held by the machine: block halt fired: halt-scope-breach" in text
@@ -171,14 +171,14 @@ land: merge
 
     words = shlex.split(rearm.replace("<what you changed to remedy it>", "README is restored"))
     assert words[:3] == ["assay", "halt", "rearm"]
-    rearmed = repo.assay(*words[1:])
+    rearmed = repo.main(*words[1:])
     assert rearmed.returncode == 0, rearmed.stdout + rearmed.stderr
     assert json.loads(rearmed.stdout)["rearmed"] is True
     after_rearm = show(repo, task_id)
     assert after_rearm["fired_halts"][0]["lifecycle"] == "ARMED"
     assert [w["commands"] for w in after_rearm["ways_back"]] == [[release]]
 
-    released = repo.assay(*shlex.split(release)[1:])
+    released = repo.main(*shlex.split(release)[1:])
     assert released.returncode == 0, released.stderr
     assert "attempts reset to 0; run history kept" in released.stdout
     final = show(repo, task_id)
@@ -190,12 +190,12 @@ land: merge
 
 def test_a_manual_hold_has_one_way_back(tmp_path: Path) -> None:
     repo = make_repo(tmp_path)
-    added = repo.assay(
+    added = repo.main(
         "task", "add", "Make slugify keep digits.", "--coder", "claude", "--no-check", "--json"
     )
     assert added.returncode == 0, added.stderr
     task_id = json.loads(added.stdout)["id"]
-    assert repo.assay("task", "hold", task_id, "--reason", "API freeze").returncode == 0
+    assert repo.main("task", "hold", task_id, "--reason", "API freeze").returncode == 0
     document = show(repo, task_id)
     assert document["held_by"] == "manual" and document["hold_reason"] == "API freeze"
     assert document["fired_halts"] == []
@@ -205,7 +205,7 @@ def test_a_manual_hold_has_one_way_back(tmp_path: Path) -> None:
 def test_a_reset_time_already_past_falls_back_to_the_backoff(tmp_path: Path) -> None:
     repo = make_repo(tmp_path)
     past = int((datetime.now(UTC) - timedelta(hours=2)).timestamp())
-    first = repo.assay("run", "--contract", str(claude_task(repo)), **env("rate_limit", past))
+    first = repo.main("run", "--contract", str(claude_task(repo)), **env("rate_limit", past))
     assert first.returncode == 1, first.stderr
     [task] = tasks(repo)
     # One minute: the first backoff step (this run is the first of its streak).

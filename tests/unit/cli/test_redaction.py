@@ -64,7 +64,7 @@ land: merge
 """,
     )
     # The sources hold the values, not anything assay keeps; take them away before grepping.
-    done = repo.assay("run", "--contract", str(contract), "--json")
+    done = repo.main("run", "--contract", str(contract), "--json")
     script.unlink()
     (repo.fixes / "key.pem").unlink()
     assert done.returncode == 3, done.stderr

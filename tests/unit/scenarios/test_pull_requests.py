@@ -1,4 +1,4 @@
-"""`land: pr` through the real `assay run`: the remote is a local bare repository and the GitHub
+"""`land: pr` through `assay run` (in-process): the remote is a local bare repository and the GitHub
 API a local recording server, so the push and the API calls are real and checked."""
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ def run_pr(
     repo: Repo, github: GitHubServer, *steps: str, token: str = TOKEN, extra: str = PR_SETTINGS
 ) -> subprocess.CompletedProcess[str]:
     contract = replay_contract(repo, *steps, land="pr", extra=extra)
-    return repo.assay(
+    return repo.main(
         "run", "--contract", str(contract), ASSAY_GITHUB_API=github.api_base, GITHUB_TOKEN=token
     )
 
@@ -177,7 +177,7 @@ def test_a_server_error_refunds_the_run_and_the_task_lands_again_later(
 
     # The API is back: the next run of the same task opens the pull request and is done.
     task_id = str(first["task_id"])
-    again = repo.assay(
+    again = repo.main(
         "run",
         "--task",
         task_id,

@@ -1,24 +1,25 @@
-"""``assay schema``: the CLI schema ships with assay, whole or one output's entry at a time."""
+"""``assay schema`` (in-process): the CLI schema ships with assay, whole or one output's entry at
+a time."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
 import jsonschema
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
-from support.repo import ASSAY
+from support.in_process import run_assay
 
 ROOT = Path(__file__).resolve().parents[3]
 PAYLOAD = json.loads((ROOT / "schemas" / "payload.schema.json").read_text(encoding="utf-8"))
 
 
 def assay(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(ASSAY), *args], cwd=cwd, capture_output=True, text=True, check=False, timeout=60
-    )
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
+    return run_assay(args, cwd=cwd, env=environ)
 
 
 def test_the_whole_schema_is_the_repository_s(tmp_path: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import jsonschema
@@ -21,7 +22,7 @@ def test_wrong_fix_then_right_fix_recovers_and_merges(tmp_path: Path) -> None:
     git(repo.root, "config", "user.name", "Ada Lovelace")
     git(repo.root, "config", "user.email", "ada@example.org")
     base = git(repo.root, "rev-parse", "main")
-    done = repo.assay("run", "--contract", str(replay_contract(repo, "wrong", "fixed")), "--json")
+    done = repo.main("run", "--contract", str(replay_contract(repo, "wrong", "fixed")), "--json")
     assert done.returncode == 0, done.stderr
     payload = json.loads(done.stdout)
     jsonschema.validate(payload, SCHEMA)
@@ -66,7 +67,7 @@ def test_wrong_fix_then_right_fix_recovers_and_merges(tmp_path: Path) -> None:
 
 def test_land_branch_leaves_a_ready_branch_and_main_untouched(tmp_path: Path) -> None:
     repo = make_repo(tmp_path)
-    done = repo.assay(
+    done = repo.main(
         "run", "--contract", str(replay_contract(repo, "fixed", land="branch")), "--json"
     )
     assert done.returncode == 0, done.stderr
@@ -79,7 +80,7 @@ def test_land_branch_leaves_a_ready_branch_and_main_untouched(tmp_path: Path) ->
 
 def test_land_none_lands_nothing(tmp_path: Path) -> None:
     repo = make_repo(tmp_path)
-    done = repo.assay(
+    done = repo.main(
         "run", "--contract", str(replay_contract(repo, "fixed", land="none")), "--json"
     )
     assert done.returncode == 0, done.stderr
@@ -97,7 +98,7 @@ def test_a_coder_that_reports_no_cost_leaves_the_cost_unknown(tmp_path: Path) ->
         "command.yaml",
         "task: Add a note.\ncoder: {kind: command, command: 'echo note > NOTE.md'}\nland: none\n",
     )
-    done = repo.assay("run", "--contract", str(contract), "--json")
+    done = repo.main("run", "--contract", str(contract), "--json")
     assert done.returncode == 0, done.stderr
     usage = json.loads(done.stdout)["usage"]
     jsonschema.validate(json.loads(done.stdout), SCHEMA)
@@ -112,7 +113,7 @@ def test_a_dirty_checkout_is_never_touched(tmp_path: Path) -> None:
     (repo.root / "NOTES").write_text("untracked: not in the way\n")
     contract = str(replay_contract(repo, "fixed"))
     # `assay run` says so before any coder runs: nothing is queued, nothing lands
-    refused = repo.assay("run", "--contract", contract, "--json")
+    refused = repo.main("run", "--contract", contract, "--json")
     assert refused.returncode == 2, refused.stderr
     assert refused.stderr == (
         "assay: land: merge lands on main, whose checkout has uncommitted changes to "
@@ -120,12 +121,12 @@ def test_a_dirty_checkout_is_never_touched(tmp_path: Path) -> None:
     )
     assert refused.stdout == "" and not (repo.root / ".assay").exists()
     # a queued task met by a worker: the landing leaves the branch instead
-    assert repo.assay("task", "add", "--contract", contract).returncode == 0
-    served = repo.assay("serve", "--once", "--json")
+    assert repo.main("task", "add", "--contract", contract).returncode == 0
+    served = repo.main("serve", "--once", "--json")
     assert served.returncode == 0, served.stderr
     assert list(json.loads(served.stdout)["closed"].values()) == ["done"]
-    [task] = json.loads(repo.assay("task", "list", "--json").stdout)
-    [run] = json.loads(repo.assay("task", "show", task["id"], "--json").stdout)["runs"]
+    [task] = json.loads(repo.main("task", "list", "--json").stdout)
+    [run] = json.loads(repo.main("task", "show", task["id"], "--json").stdout)["runs"]
     assert run["status"] == "ready"  # merge refused, the branch is left instead
     assert (repo.root / "src" / "slug.py").read_text() == BUGGY + "# my local edit\n"
 
@@ -133,7 +134,7 @@ def test_a_dirty_checkout_is_never_touched(tmp_path: Path) -> None:
 def test_validators_that_keep_blocking_exhaust_recovery_and_fail(tmp_path: Path) -> None:
     repo = make_repo(tmp_path)
     contract = replay_contract(repo, "wrong", extra="budgets: {max_attempts: 2, max_recovery: 3}")
-    done = repo.assay("run", "--contract", str(contract), "--json")
+    done = repo.main("run", "--contract", str(contract), "--json")
     assert done.returncode == 1, done.stderr
     payload = json.loads(done.stdout)
     jsonschema.validate(payload, SCHEMA)
@@ -152,7 +153,7 @@ coder: {kind: replay, steps: [{script: "echo x > README.md"}]}
 land: merge
 """,
     )
-    done = repo.assay("run", "--contract", str(contract), "--json")
+    done = repo.main("run", "--contract", str(contract), "--json")
     assert done.returncode == 3, done.stderr
     payload = json.loads(done.stdout)
     assert payload["halt_type"] == "escalate" and payload["task_status"] == "held"
@@ -171,18 +172,15 @@ def test_a_bad_contract_exits_2_with_key_and_line(
     tmp_path: Path, contract: str, message: str
 ) -> None:
     repo = make_repo(tmp_path)
-    done = repo.assay("run", "--contract", str(repo.contract("bad.yaml", contract)))
+    done = repo.main("run", "--contract", str(repo.contract("bad.yaml", contract)))
     assert done.returncode == 2
     assert message in done.stderr and "Traceback" not in done.stderr
 
 
 def test_outside_a_repository_is_a_clear_error(tmp_path: Path) -> None:
-    import subprocess
+    from support.in_process import run_assay
 
-    from support.repo import ASSAY
-
-    done = subprocess.run(
-        [str(ASSAY), "run", "x"], cwd=tmp_path, capture_output=True, text=True, check=False
-    )
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
+    done = run_assay(["run", "x"], cwd=tmp_path, env=environ)
     assert done.returncode == 2
     assert "not inside a git repository" in done.stderr

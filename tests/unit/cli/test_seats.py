@@ -68,9 +68,7 @@ def test_a_coder_rewriting_its_git_config_and_hooks_leaves_the_users_unchanged(
     script = repo.fixes / "hostile.sh"
     script.write_text(HOSTILE.format(marks=marks, fixes=repo.fixes))
     before = _snapshot(repo.root / ".git")
-    done = repo.assay(
-        "run", "--contract", str(_contract(repo, "hostile", f"sh {script}")), "--json"
-    )
+    done = repo.main("run", "--contract", str(_contract(repo, "hostile", f"sh {script}")), "--json")
     assert done.returncode == 0, done.stderr
     payload = json.loads(done.stdout)
     assert payload["status"] == "merged"
@@ -100,7 +98,7 @@ def test_a_seat_whose_git_was_replaced_is_never_followed(tmp_path: Path, replace
     repo = make_repo(tmp_path)
     before = _snapshot(repo.root / ".git")
     command = f"cp {repo.fixes}/fixed.py src/slug.py && " + replace.format(root=repo.root)
-    done = repo.assay("run", "--contract", str(_contract(repo, "swap", command)), "--json")
+    done = repo.main("run", "--contract", str(_contract(repo, "swap", command)), "--json")
     payload = json.loads(done.stdout)
     assert payload["status"] == "merged", payload
     assert payload["candidates"][0]["files_changed"] == ["src/slug.py"]
@@ -126,7 +124,7 @@ def test_a_validator_replacing_its_checkouts_git_touches_nothing_of_the_users(
         f"git.write_text('gitdir: {repo.root}/.git\\n')\n"
     )
     command = f"cp {repo.fixes}/fixed.py src/slug.py && cp {conftest} tests/conftest.py"
-    done = repo.assay("run", "--contract", str(_contract(repo, "conftest", command)), "--json")
+    done = repo.main("run", "--contract", str(_contract(repo, "conftest", command)), "--json")
     payload = json.loads(done.stdout)
     assert payload["status"] == "merged", payload
     assert git(repo.root, "show", "main:src/slug.py", strip=False) == FIXED
@@ -140,7 +138,7 @@ def test_a_commondir_the_coder_wrote_is_removed_before_assay_runs_git(tmp_path: 
     command = f"cp {repo.fixes}/fixed.py src/slug.py && echo {repo.root}/.git > .git/commondir"
     base = git(repo.root, "rev-parse", "main")
     contract = _contract(repo, "common", command, land="branch")
-    done = repo.assay("run", "--contract", str(contract), "--json")
+    done = repo.main("run", "--contract", str(contract), "--json")
     assert done.returncode == 0, done.stderr
     payload = json.loads(done.stdout)
     assert payload["status"] == "ready"
@@ -165,7 +163,7 @@ def test_a_candidate_blocked_for_a_secret_never_enters_the_users_repository(
     (repo.fixes / "leak.py").write_text(leaked)
     command = f"cp {repo.fixes}/fixed.py src/slug.py && cp {repo.fixes}/leak.py src/config.py"
     contract = str(_contract(repo, "leak", command, land=land))
-    done = repo.assay("run", "--contract", contract, "--keep-worktrees")
+    done = repo.main("run", "--contract", contract, "--keep-worktrees")
     assert done.returncode != 0, done.stderr
     payload = repo.payloads()[-1]
     assert payload["status"] == "blocked"
@@ -184,7 +182,7 @@ def test_a_blocked_candidate_that_passed_scope_and_secrets_is_kept_as_a_branch(
     repo = make_repo(tmp_path)
     command = f"cp {repo.fixes}/wrong.py src/slug.py"
     contract = str(_contract(repo, "wrong", command))
-    done = repo.assay("run", "--contract", contract, "--keep-worktrees")
+    done = repo.main("run", "--contract", contract, "--keep-worktrees")
     assert done.returncode != 0
     payload = repo.payloads()[-1]
     assert payload["status"] == "blocked"

@@ -47,7 +47,7 @@ sandbox: none
 """,
     )
     base = git(repo.root, "rev-parse", "main")
-    done = repo.assay("run", "--contract", str(contract), "--json")
+    done = repo.main("run", "--contract", str(contract), "--json")
     payload = json.loads(done.stdout)
     jsonschema.validate(payload, SCHEMA)
     theirs = git(repo.root, "rev-list", "--reverse", f"{base}..main").split()[0]
@@ -84,9 +84,9 @@ def test_a_run_nothing_verifies_is_not_merged_unless_the_contract_says_so(
             'task: make the tests pass\ncoder: {kind: command, command: "echo garbage >> a.py"}\n'
             "land: merge\nland_unverified: true\n",
         )
-        done = repo.assay("run", "--contract", str(contract), "--json")
+        done = repo.main("run", "--contract", str(contract), "--json")
     else:
-        done = repo.assay(
+        done = repo.main(
             "run", "make the tests pass", "--coder-command", "echo garbage >> a.py",
             "--land", "merge", "--json",
         )  # fmt: skip
@@ -122,7 +122,7 @@ validators: [{{id: t, kind: command, run: "false", on_fail: warn}}]
 land: merge
 """,
     )
-    done = repo.assay("run", "--contract", str(contract), "--json")
+    done = repo.main("run", "--contract", str(contract), "--json")
     assert done.returncode == 0, done.stderr
     payload = json.loads(done.stdout)
     assert payload["status"] == "ready"
@@ -143,7 +143,7 @@ validators:
 land: merge
 """,
     )
-    done = repo.assay("run", "--contract", str(contract), "--json")
+    done = repo.main("run", "--contract", str(contract), "--json")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["status"] == "merged"
     body = git(repo.root, "log", "-1", "--format=%B", "main")

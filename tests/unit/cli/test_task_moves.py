@@ -15,12 +15,12 @@ from assay.core.vocab import EventKind
 def test_moves_print_as_before_and_record_who_and_where(tmp_path: Path) -> None:
     repo = make_repo(tmp_path)
     contract = replay_contract(repo, "fixed")
-    added = repo.assay("task", "add", "--contract", str(contract), "--json")
+    added = repo.main("task", "add", "--contract", str(contract), "--json")
     task_id = json.loads(added.stdout)["id"]
     said = [
-        repo.assay("task", "hold", task_id, "--reason", "not yet"),
-        repo.assay("task", "release", task_id),
-        repo.assay("task", "cancel", task_id),
+        repo.main("task", "hold", task_id, "--reason", "not yet"),
+        repo.main("task", "release", task_id),
+        repo.main("task", "cancel", task_id),
     ]
     again = f"`assay task release {task_id}` lets it run again"
     assert [(d.returncode, d.stdout) for d in said] == [
@@ -28,7 +28,7 @@ def test_moves_print_as_before_and_record_who_and_where(tmp_path: Path) -> None:
         (0, f"{task_id}: queued (attempts reset to 0; run history kept)\n"),
         (0, f"{task_id}: held (cancelled: {again})\n"),
     ]
-    refused = repo.assay("task", "hold", task_id)
+    refused = repo.main("task", "hold", task_id)
     assert refused.returncode == 2 and "Traceback" not in refused.stderr
     assert f"cannot hold task '{task_id}': it is held" in refused.stderr
     with Ledger(f"sqlite:///{repo.root / '.assay' / 'assay.db'}") as ledger:

@@ -1,4 +1,4 @@
-"""A provider outage through the real `assay` command: the `llm` coder against a scripted
+"""A provider outage through the `assay` command (in-process): the `llm` coder against a scripted
 server that answers 503 to every call.
 
 The client retries (Retry-After: 0 keeps it fast), the seat is lost to a provider fault, the
@@ -47,7 +47,7 @@ land: merge
 
 
 def run_json(repo: Repo, *args: str, expect: int) -> dict[str, Any]:
-    done = repo.assay("run", *args, "--json", OPENAI_API_KEY="local-test-key")
+    done = repo.main("run", *args, "--json", OPENAI_API_KEY="local-test-key")
     assert done.returncode == expect, done.stderr
     payload: dict[str, Any] = json.loads(done.stdout)
     jsonschema.validate(payload, SCHEMA)
@@ -55,7 +55,7 @@ def run_json(repo: Repo, *args: str, expect: int) -> dict[str, Any]:
 
 
 def show(repo: Repo, task_id: str) -> dict[str, Any]:
-    shown = repo.assay("task", "show", task_id, "--json")
+    shown = repo.main("task", "show", task_id, "--json")
     assert shown.returncode == 0, shown.stderr
     loaded: dict[str, Any] = json.loads(shown.stdout)
     return loaded
@@ -81,7 +81,7 @@ def test_a_provider_outage_is_refunded_until_the_streak_holds_the_task(tmp_path:
         shown = show(repo, task_id)
         assert shown["waiting"] is True and shown["attempts"] == 0
         assert shown["runs"][0]["settle_row"] == "failed_machine_fault"
-        text = repo.assay("task", "show", task_id).stdout
+        text = repo.main("task", "show", task_id).stdout
         assert "every seat lost to a provider fault: llm: HTTP 503" in text
         assert "for a machine fault to clear" in text
         # The agent is never asked to "fix" the provider's fault.
@@ -99,7 +99,7 @@ def test_a_provider_outage_is_refunded_until_the_streak_holds_the_task(tmp_path:
         assert reason.startswith("3 refunded runs in a row (budgets.max_refunds: 3)")
         assert reason.count("every seat lost to a provider fault: llm: HTTP 503") == 3
 
-        released = repo.assay("task", "release", task_id)
+        released = repo.main("task", "release", task_id)
         assert released.returncode == 0, released.stderr
         # After a release the streak starts again: one more outage is refunded, not held.
         fourth = run_json(repo, "--task", task_id, expect=1)

@@ -1,21 +1,19 @@
-"""The dashboard's read models over a ledger filled by real runs, on SQLite and PostgreSQL."""
+"""The dashboard's read models over a ledger filled by real runs (in this process), on SQLite
+and PostgreSQL."""
 
 from __future__ import annotations
 
 import json
 import os
 import sqlite3
-import subprocess
 import sys
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from support.repo import ASSAY as REPO_ASSAY
+from support.in_process import watch_while
 from support.repo import FIXED, git
 
-from assay.adapters.store.sql import Ledger
 from assay.core.vocab import EventKind
 from assay.engine.recovery.refunds import refund_streak
 from assay.web import views
@@ -218,7 +216,7 @@ def test_an_unreadable_task_row_is_shown_not_raised(world_copy: World) -> None:
 
 def test_operator_moves_and_rearms_are_the_task_actions(world_copy: World) -> None:
     repo = world_copy.repo
-    rearmed = repo.assay(
+    rearmed = repo.main(
         "halt",
         "rearm",
         "--dispatch-id",
@@ -229,7 +227,7 @@ def test_operator_moves_and_rearms_are_the_task_actions(world_copy: World) -> No
         "setup.cfg moved into scope",
     )
     assert rearmed.returncode == 0, rearmed.stderr
-    released = repo.assay("task", "release", world_copy.held_task)
+    released = repo.main("task", "release", world_copy.held_task)
     assert released.returncode == 0, released.stderr
     with world_copy.ledger() as ledger:
         halted = views.task_view(ledger, world_copy.halted_task)
@@ -267,7 +265,7 @@ def test_a_quota_refunded_run_counts_in_the_refund_streak(world_copy: World) -> 
     contract = world_copy.repo.contract(
         "quota.yaml", f"task: x\ncoder: {{kind: claude}}\nland: merge\nenv: {env}\n"
     )
-    done = world_copy.repo.assay("run", "--contract", str(contract), "--json")
+    done = world_copy.repo.main("run", "--contract", str(contract), "--json")
     assert done.returncode == 1, done.stderr
     payload = json.loads(done.stdout)
     with world_copy.ledger() as ledger:
@@ -290,42 +288,29 @@ validators: [{{id: tests, kind: command, run: "{world_copy.check_command}"}}]
 land: merge
 """,
     )
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
-    process = subprocess.Popen(
-        [str(REPO_ASSAY), "run", "--contract", str(contract), "--json"],
-        cwd=repo.root,
-        env=environ,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+    ledger = world_copy.ledger()
+
+    def live_run() -> views.RunView | None:
+        """The open run once it has a seat (None until then)."""
+        open_runs = ledger.open_runs()
+        if not open_runs:
+            return None
+        found = views.run_view(ledger, open_runs[0].id, state_dir=world_copy.state_dir)
+        return found if found is not None and found.attempts and found.attempts[0].seats else None
+
+    done, live = watch_while(
+        lambda: repo.main("run", "--contract", str(contract), "--json"), live_run
     )
-    try:
-        live = None
-        deadline = time.monotonic() + 20
-        with world_copy.ledger() as ledger:
-            while time.monotonic() < deadline and live is None:
-                open_runs = ledger.open_runs()
-                if open_runs:
-                    found = views.run_view(ledger, open_runs[0].id, state_dir=world_copy.state_dir)
-                    if found is not None and found.attempts and found.attempts[0].seats:
-                        live = found
-                time.sleep(0.1)
-        assert live is not None, "no open run with a seat appeared"
-        assert live.run.open and live.attempts[0].state == AttemptState.RUNNING
-        assert live.attempts[0].seats[0].state == SeatState.RUNNING
-        assert live.coder_report is None and live.diff is None
-        out, err = process.communicate(timeout=60)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.communicate()
-    assert process.returncode == 0, err
-    with world_copy.ledger() as ledger:
-        closed = views.run_view(ledger, live.run.run_id, state_dir=world_copy.state_dir)
+    assert live is not None, f"no open run with a seat appeared: {done.stderr}"
+    assert live.run.open and live.attempts[0].state == AttemptState.RUNNING
+    assert live.attempts[0].seats[0].state == SeatState.RUNNING
+    assert live.coder_report is None and live.diff is None
+    assert done.returncode == 0, done.stderr
+    closed = views.run_view(ledger, live.run.run_id, state_dir=world_copy.state_dir)
     assert closed is not None and not closed.run.open
     assert [a.state for a in closed.attempts] == [AttemptState.PASS]
     assert (repo.root / "src" / "slug.py").read_text() == FIXED
-    assert json.loads(out)["run_id"] == live.run.run_id
+    assert json.loads(done.stdout)["run_id"] == live.run.run_id
 
 
 def test_a_firing_the_coder_erased_from_its_state_file_still_shows_fired(
@@ -345,35 +330,3 @@ def test_a_firing_the_coder_erased_from_its_state_file_still_shows_fired(
     assert breach.lifecycle == "FIRED" and breach.detail == world_copy.halt_evidence
     assert breach.rearm_command is not None
     assert [r.halt.name for r in halts.rows] == ["halt-scope-breach"]
-
-
-def test_a_temporal_run_reads_as_a_local_one_from_another_machine(
-    tmp_path: Path, temporal_server: Any, postgres_url: str
-) -> None:
-    from support.repo import git, make_repo, replay_contract
-    from support.workers import Workers, add_task, serve_once, show
-
-    repo = make_repo(tmp_path)
-    contract = replay_contract(repo, "wrong", "fixed", land="branch")
-    with Workers(temporal_server.address, repo.root, postgres_url, tmp_path / "machines") as pool:
-        task_id = add_task(repo.root, contract, pool.env)
-        pool.start(max_dispatches=1)
-        served = serve_once(repo.root, pool.address, pool.task_queue, pool.env, poll=0.2)
-        assert served.returncode == 0, served.stderr
-        (shown,) = show(repo.root, "task", "show", task_id, env=pool.env)["runs"]
-    with Ledger(postgres_url) as ledger:  # no state dir: the workers' files are not here
-        run = views.run_view(ledger, shown["id"], state_dir=None)
-        page = views.queue_page(ledger)
-        document = ledger.run_document(shown["id"])
-    # Temporal's record is the local close: the same documents are kept in the ledger.
-    assert document is not None and document.payload["attempts"]["total"] == 2
-    branch = document.payload["land"]["branch"]
-    assert document.diff == git(repo.root, "diff", f"{branch}~1", branch, strip=False)
-    assert document.halt_states is not None
-    assert run is not None and run.run.status == "ready"
-    assert [a.state for a in run.attempts] == [AttemptState.BLOCKED, AttemptState.PASS]
-    assert run.changed_files == ["src/slug.py"] and run.diff and "isalnum" in run.diff
-    assert run.land is not None and run.land["branch"]
-    assert run.halts and {h.lifecycle for h in run.halts} == {"ATTESTED"}
-    assert not any(h.rearmable_here for h in run.halts)
-    assert [r.task_id for r in page.rows] == [task_id] and page.rows[0].status == "done"

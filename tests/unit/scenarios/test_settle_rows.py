@@ -1,4 +1,4 @@
-"""One end-to-end run per settle row, through the real engine and the real `assay` command.
+"""One run per settle row, through the real engine and the `assay` command (in-process).
 
 Each scenario checks what settle made of the task, the ledger's counters and the payload.
 """
@@ -26,7 +26,7 @@ KEY = {"ANTHROPIC_API_KEY": "standin-key"}
 
 
 def run(repo: Repo, contract: Path, expect: int) -> dict[str, Any]:
-    done = repo.assay("run", "--contract", str(contract), "--json")
+    done = repo.main("run", "--contract", str(contract), "--json")
     assert done.returncode == expect, done.stderr
     payload: dict[str, Any] = json.loads(done.stdout)
     jsonschema.validate(payload, SCHEMA)
@@ -34,8 +34,8 @@ def run(repo: Repo, contract: Path, expect: int) -> dict[str, Any]:
 
 
 def task_and_ledger(repo: Repo, task_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    task = json.loads(repo.assay("task", "show", task_id, "--json").stdout)
-    ledger = json.loads(repo.assay("ledger", "show", task_id, "--json").stdout)
+    task = json.loads(repo.main("task", "show", task_id, "--json").stdout)
+    ledger = json.loads(repo.main("ledger", "show", task_id, "--json").stdout)
     return task, ledger
 
 
@@ -166,7 +166,7 @@ land: merge
 env: {env}
 """,
     )
-    done = repo.assay("run", "--contract", str(contract), "--json")
+    done = repo.main("run", "--contract", str(contract), "--json")
     assert done.returncode == 3, done.stderr  # held for a human
     payload: dict[str, Any] = json.loads(done.stdout)
     jsonschema.validate(payload, SCHEMA)

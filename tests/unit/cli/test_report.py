@@ -24,7 +24,7 @@ def test_a_report_that_is_not_a_file_is_one_warning(
 ) -> None:
     repo = make_repo(tmp_path)
     (repo.fixes / "fixed.py").write_text(FIXED)
-    done = repo.assay(
+    done = repo.main(
         "run",
         "Make slugify keep digits.",
         "--coder",
