@@ -21,6 +21,17 @@ TEST = (
     "from slug import slugify\n\n"
     "def test_digits():\n    assert slugify('Python 3 rocks') == 'python-3-rocks'\n"
 )
+# The repository's test as a plain script, the validator of most runs: it answers in
+# milliseconds where starting pytest takes most of a second, and says what pytest would say.
+CHECK = """import pathlib, sys
+sys.path.insert(0, str(pathlib.Path(__file__).parent.parent / "src"))
+from slug import slugify
+got = slugify("Python 3 rocks")
+if got != "python-3-rocks":
+    sys.exit(f"FAILED tests/test_slug.py::test_digits - assert {got!r} == 'python-3-rocks'")
+print("1 passed")
+"""
+CHECK_TESTS = f"{sys.executable} -B tests/check_digits.py"
 PYTEST = f"{sys.executable} -m pytest -q -p no:cacheprovider tests"
 
 
@@ -96,6 +107,7 @@ def make_repo(tmp_path: Path) -> Repo:
     fixes.mkdir()
     (root / "src" / "slug.py").write_text(BUGGY)
     (root / "tests" / "test_slug.py").write_text(TEST)
+    (root / "tests" / "check_digits.py").write_text(CHECK)
     (root / ".gitignore").write_text("__pycache__/\n")
     (fixes / "wrong.py").write_text(WRONG)
     (fixes / "fixed.py").write_text(FIXED)

@@ -21,7 +21,7 @@ import pytest
 
 from assay.adapters.store.sql import Ledger
 from support.postgres import create_database, drop_database
-from support.repo import Repo, git, make_repo
+from support.repo import CHECK_TESTS, Repo, make_repo
 
 ASSAY = Path(sys.executable).with_name("assay")
 HALT_EVIDENCE = "the task needs a change to setup.cfg, outside src/"
@@ -64,17 +64,7 @@ def _ok(done: Any, *expect: int) -> Any:
     return done
 
 
-# The repository's test as a plain script: a validator that answers in milliseconds where
-# pytest takes seconds to start (the world's runs validate three times).
-CHECK = """import pathlib, sys
-sys.path.insert(0, str(pathlib.Path(__file__).parent.parent / "src"))
-from slug import slugify
-got = slugify("Python 3 rocks")
-if got != "python-3-rocks":
-    sys.exit(f"FAILED tests/test_slug.py::test_digits - assert {got!r} == 'python-3-rocks'")
-print("1 passed")
-"""
-CHECK_COMMAND = f"{sys.executable} tests/check_digits.py"
+CHECK_COMMAND = CHECK_TESTS
 
 
 def _contract(repo: Repo, name: str, task: str, steps: list[str], land: str) -> Path:
@@ -100,9 +90,6 @@ def build_world(root: Path, url: str | None = None) -> World:
     in this process;
     ``url``: a PostgreSQL ledger (else SQLite under the repository's ``.assay``)."""
     repo = make_repo(root)
-    (repo.root / "tests" / "check_digits.py").write_text(CHECK)
-    git(repo.root, "add", ".")
-    git(repo.root, "commit", "-q", "-m", "a quick check")
     env: Any = {"ASSAY_DATABASE_URL": url} if url else {}
     put = [repo.put(f"{name}.py", "src/slug.py") for name in ("wrong", "fixed")]
     contract = _contract(repo, "merge.yaml", "Make slugify keep digits.", put, "merge")

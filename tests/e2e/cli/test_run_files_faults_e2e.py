@@ -14,7 +14,7 @@ import subprocess
 from pathlib import Path
 
 from support.model_server import ModelServer, Turn
-from support.repo import ASSAY, PYTEST, make_repo
+from support.repo import ASSAY, CHECK_TESTS, make_repo
 
 LIMIT = 4_000_000  # far above the ledger, payload and git objects; below the model's answer
 
@@ -31,7 +31,7 @@ def test_an_llm_transcript_over_the_file_size_limit_is_refunded(tmp_path: Path) 
             "llm.yaml",
             f"""task: Make slugify keep digits.
 coder: {{kind: llm, model: m, base_url: "{server.base_url}", max_turns: 2}}
-validators: [{{id: tests, kind: command, run: "{PYTEST}"}}]
+validators: [{{id: tests, kind: command, run: "{CHECK_TESTS}"}}]
 land: none
 """,
         )

@@ -24,7 +24,7 @@ import jsonschema
 import pytest
 from support.conformance import differences, normalise
 from support.model_server import ModelServer, RecordedRequest
-from support.repo import PYTEST, WRONG, Repo, git, make_repo, replay_contract
+from support.repo import CHECK_TESTS, WRONG, Repo, git, make_repo, replay_contract
 from support.script import Turn, Usage
 from support.services import require_temporal_executor
 from support.temporal import DevServer, ExternalServer
@@ -61,7 +61,7 @@ def _halt(repo: Repo, _server: ModelServer) -> Path:
         "halt.yaml",
         f"""task: x
 coder: {{kind: command, command: "{fire}"}}
-validators: [{{id: tests, kind: command, run: "{PYTEST}"}}]
+validators: [{{id: tests, kind: command, run: "{CHECK_TESTS}"}}]
 land: merge
 """,
     )
@@ -100,7 +100,7 @@ seats: 3
 judges: 3
 coder: [{", ".join(steps)}]
 judge: {{kind: llm, model: judge-model, base_url: "{server.base_url}"}}
-validators: [{{id: tests, kind: command, run: "{PYTEST}"}}]
+validators: [{{id: tests, kind: command, run: "{CHECK_TESTS}"}}]
 budgets: {{max_attempts: 3, max_recovery: 0}}
 land: merge
 """,
@@ -115,7 +115,7 @@ def _spent(repo: Repo, server: ModelServer) -> Path:
         "spent.yaml",
         f"""task: x
 coder: {{kind: llm, model: m, base_url: "{server.base_url}", max_turns: 40}}
-validators: [{{id: tests, kind: command, run: "{PYTEST}"}}]
+validators: [{{id: tests, kind: command, run: "{CHECK_TESTS}"}}]
 budgets: {{max_tokens: 1000}}
 land: merge
 """,

@@ -17,7 +17,7 @@ import subprocess
 from pathlib import Path
 
 from support.model_server import HttpError, ModelServer, RecordedRequest, Turn, Usage
-from support.repo import ASSAY, PYTEST, Repo, make_repo
+from support.repo import ASSAY, CHECK_TESTS, Repo, make_repo
 from support.spending import journal, mismatches, payloads, usage_report
 
 READ = Turn.call("read_file", {"path": "src/slug.py"}, usage=Usage(300, 12))
@@ -41,7 +41,7 @@ def contract(repo: Repo, server: ModelServer) -> Path:
 scope: {{allow: ["src/**"]}}
 coder: {{kind: llm, model: m, base_url: "{server.base_url}", max_turns: 10}}
 validators:
-  - {{id: tests, kind: command, run: "{PYTEST}"}}
+  - {{id: tests, kind: command, run: "{CHECK_TESTS}"}}
 budgets: {{max_attempts: 2, max_recovery: 0}}
 env: {{OPENAI_API_KEY: local-test-key}}
 land: branch

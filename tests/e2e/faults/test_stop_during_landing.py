@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from support.repo import ASSAY, FIXED, PYTEST, git, make_repo
+from support.repo import ASSAY, CHECK_TESTS, FIXED, git, make_repo
 
 from assay.adapters.store.sql import Ledger
 
@@ -43,7 +43,7 @@ def test_a_signal_to_the_whole_group_while_main_moves_never_breaks_the_landing(
     argv = [
         str(ASSAY), "run", "Make slugify keep digits.",
         "--coder", "command", "--coder-command", repo.put("fixed.py", "src/slug.py"),
-        "--validator", PYTEST, "--land", "merge", "--json",
+        "--validator", CHECK_TESTS, "--land", "merge", "--json",
     ]  # fmt: skip
     proc = subprocess.Popen(
         argv,

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from support.model_server import ModelServer, RecordedRequest, Turn, Usage
-from support.repo import ASSAY, PYTEST, Repo, make_repo
+from support.repo import ASSAY, CHECK_TESTS, Repo, make_repo
 from support.spending import dispatch_tokens, journal, mismatches, payloads, usage_report
 
 from assay.core.vocab import CrashPoint
@@ -59,7 +59,7 @@ def contract(repo: Repo, server: ModelServer, *, judged: bool = False) -> Path:
 scope: {{allow: ["src/**"]}}
 coder: {{kind: llm, model: m, base_url: "{server.base_url}", max_turns: 50}}
 validators:
-  - {{id: tests, kind: command, run: "{PYTEST}"}}
+  - {{id: tests, kind: command, run: "{CHECK_TESTS}"}}
 {judge}budgets: {{max_attempts: 2, max_recovery: 0}}
 env: {{OPENAI_API_KEY: local-test-key}}
 land: merge
@@ -173,7 +173,7 @@ def test_a_run_that_died_after_spending_its_budget_is_not_run_again(tmp_path: Pa
             f"""task: Make slugify keep digits.
 coder: {{kind: llm, model: m, base_url: "{server.base_url}", max_turns: 500}}
 validators:
-  - {{id: tests, kind: command, run: "{PYTEST}"}}
+  - {{id: tests, kind: command, run: "{CHECK_TESTS}"}}
 budgets: {{max_tokens: 1000}}
 env: {{OPENAI_API_KEY: local-test-key}}
 land: merge

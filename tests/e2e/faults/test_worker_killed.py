@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.repo import FIXED, PYTEST, Repo, git, make_repo
+from support.repo import CHECK_TESTS, FIXED, Repo, git, make_repo
 from support.services import require_temporal_executor
 from support.temporal import DevServer, ExternalServer
 from support.workers import Worker, add_task, service_env, show, submit
@@ -41,7 +41,7 @@ def sleepy_contract(repo: Repo) -> Path:
         f"""task: Make slugify keep digits.
 scope: {{allow: ["src/**"]}}
 coder: {{kind: command, command: "{coder}"}}
-validators: [{{id: tests, kind: command, run: "{PYTEST}"}}]
+validators: [{{id: tests, kind: command, run: "{CHECK_TESTS}"}}]
 budgets: {{max_attempts: 2, max_refunds: 3}}
 land: merge
 """,

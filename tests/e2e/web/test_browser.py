@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from support.repo import ASSAY, PYTEST, Repo
+from support.repo import ASSAY, CHECK_TESTS, Repo
 from support.services import service_missing
 
 from assay.adapters.store.sql import Ledger
@@ -239,7 +239,7 @@ def test_a_live_run_page_changes_while_the_run_goes_on(site: Site, page: Page) -
 scope: {{allow: ["src/**"]}}
 coder: {{kind: replay, steps: [{{script: "sleep 4; {wrong}"}},
   {{script: "{fixed}; echo '# keeps letters and digits' >> src/slug.py"}}]}}
-validators: [{{id: tests, kind: command, run: "{PYTEST}"}}]
+validators: [{{id: tests, kind: command, run: "{CHECK_TESTS}"}}]
 land: none
 """,
     )

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from support.repo import PYTEST, make_repo
+from support.repo import CHECK_TESTS, make_repo
 
 
 def test_a_state_file_removed_after_the_coder_is_a_warning_and_the_run_closes(
@@ -23,7 +23,7 @@ def test_a_state_file_removed_after_the_coder_is_a_warning_and_the_run_closes(
         "--validator",
         # Removed after the engine's last read of it (a removal while the coder runs is
         # tampering, a block): only the attestation at close meets the missing file.
-        f"rm {repo.root}/.assay/halt-state/*.json && {PYTEST}",
+        f"rm {repo.root}/.assay/halt-state/*.json && {CHECK_TESTS}",
         "--land",
         "branch",
         # Unconfined on purpose: the validator stands in for whatever removes the state file

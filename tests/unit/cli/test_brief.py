@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 
 import yaml
-from support.repo import BUGGY, PYTEST, Repo, git, make_repo
+from support.repo import BUGGY, CHECK_TESTS, Repo, git, make_repo
 
 from assay.core.brief import fire_command, query_command
 from assay.core.vocab import CanonicalHalt
@@ -23,7 +23,7 @@ def contract(repo: Repo, coder: dict[str, object], **extra: object) -> Path:
         "task": "Make slugify keep digits.",
         "scope": {"allow": ["src/**"], "protect": ["src/vendor/**"]},
         "coder": coder,
-        "validators": [{"id": "tests", "kind": "command", "run": PYTEST}],
+        "validators": [{"id": "tests", "kind": "command", "run": CHECK_TESTS}],
         "budgets": {"max_attempts": 2, "max_recovery": 0},
         "land": "merge",
         **extra,

@@ -18,7 +18,7 @@ from typing import Any
 
 import jsonschema
 from support.model_server import HttpError, ModelServer, RecordedRequest, Turn, Usage
-from support.repo import PYTEST, Repo, make_repo
+from support.repo import CHECK_TESTS, Repo, make_repo
 from support.spending import dispatch_tokens, journal, mismatches, payloads, usage_report
 
 SCHEMA = json.loads(
@@ -42,7 +42,7 @@ def llm_contract(
 coder: {{kind: llm, model: m, base_url: "{server.base_url}", max_turns: {max_turns}}}
 seats: {seats}
 validators:
-  - {{id: tests, kind: command, run: "{PYTEST}"}}
+  - {{id: tests, kind: command, run: "{CHECK_TESTS}"}}
 budgets: {{max_attempts: 1{budgets}}}
 land: merge
 """,
@@ -218,7 +218,7 @@ def test_a_budget_spent_by_a_judge_validator_holds_the_task(tmp_path: Path) -> N
             f"""task: Make slugify keep digits.
 coder: {{kind: llm, model: m, base_url: "{server.base_url}"}}
 validators:
-  - {{id: tests, kind: command, run: "{PYTEST}"}}
+  - {{id: tests, kind: command, run: "{CHECK_TESTS}"}}
   - {{id: review, kind: judge, model: m, base_url: "{server.base_url}", criteria: ["ok"]}}
 budgets: {{max_tokens: 1000}}
 land: merge

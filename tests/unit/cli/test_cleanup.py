@@ -10,7 +10,7 @@ import json
 import subprocess
 from pathlib import Path
 
-from support.repo import PYTEST, Repo, git, make_repo
+from support.repo import CHECK_TESTS, Repo, git, make_repo
 
 
 def _contract(repo: Repo, fixture: str, *, seats: int = 1, land: str = "merge") -> Path:
@@ -19,7 +19,7 @@ def _contract(repo: Repo, fixture: str, *, seats: int = 1, land: str = "merge") 
         f"""task: Make slugify keep digits.
 coder: {{kind: command, command: {json.dumps(repo.put(f"{fixture}.py", "src/slug.py"))}}}
 seats: {seats}
-validators: [{{id: tests, kind: command, run: "{PYTEST}"}}]
+validators: [{{id: tests, kind: command, run: "{CHECK_TESTS}"}}]
 budgets: {{max_recovery: 0}}
 land: {land}
 """,
@@ -94,7 +94,7 @@ def test_a_run_blocked_for_a_secret_leaves_neither_its_seat_nor_a_branch(tmp_pat
         "leak.yaml",
         f"""task: Make slugify keep digits.
 coder: {{kind: command, command: {json.dumps(command)}}}
-validators: [{{id: tests, kind: command, run: "{PYTEST}"}}]
+validators: [{{id: tests, kind: command, run: "{CHECK_TESTS}"}}]
 budgets: {{max_recovery: 0}}
 """,
     )

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from support.model_server import ModelServer, Turn
-from support.repo import PYTEST, make_repo
+from support.repo import CHECK_TESTS, make_repo
 from typer.testing import CliRunner, Result
 
 from assay.adapters.store.contracts import load_task_contract
@@ -186,7 +186,7 @@ def test_run_with_the_llm_flags_alone_fixes_the_bug(
         result = invoke(
             repo, monkeypatch, "run", "Make slugify keep digits.",
             "--coder", "llm", "--model", "scripted-model", "--base-url", server.base_url,
-            "--api-key-env", "MY_KEY", "--validator", PYTEST, "--sandbox", "none",
+            "--api-key-env", "MY_KEY", "--validator", CHECK_TESTS, "--sandbox", "none",
             "--land", "branch", "--json", "--progress", "never",
         )  # fmt: skip
         requests = server.completions

@@ -11,7 +11,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 from support.model_server import ModelServer
-from support.repo import FIXED, PYTEST, git, make_repo
+from support.repo import CHECK_TESTS, FIXED, git, make_repo
 from support.script import Turn
 
 STANDINS = Path(__file__).resolve().parents[2] / "support" / "standins"
@@ -34,7 +34,7 @@ def standin_contract(kind: str, scenario: str, **extra: str) -> str:
     }
     return f"""task: Make slugify keep digits.
 coder: {{kind: {kind}, model: some-model}}
-validators: [{{id: tests, kind: command, run: "{PYTEST}"}}]
+validators: [{{id: tests, kind: command, run: "{CHECK_TESTS}"}}]
 budgets: {{max_attempts: 3, max_recovery: 1}}
 land: merge
 env: {json.dumps(env)}
@@ -104,7 +104,7 @@ def test_llm_coder_and_llm_judge_against_the_model_server(tmp_path: Path) -> Non
             f"""task: Make slugify keep digits.
 coder: {{kind: llm, model: m, base_url: "{server.base_url}", max_turns: 8}}
 validators:
-  - {{id: tests, kind: command, run: "{PYTEST}"}}
+  - {{id: tests, kind: command, run: "{CHECK_TESTS}"}}
   - {{id: review, kind: judge, model: m, base_url: "{server.base_url}",
       criteria: ["public API unchanged"]}}
 land: merge

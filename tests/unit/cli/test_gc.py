@@ -10,7 +10,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from support.repo import PYTEST, Repo, git, make_repo
+from support.repo import CHECK_TESTS, Repo, git, make_repo
 
 
 def _contract(repo: Repo, fixture: str, *, before: str = "") -> Path:
@@ -19,7 +19,7 @@ def _contract(repo: Repo, fixture: str, *, before: str = "") -> Path:
         f"{fixture}.yaml",
         f"""task: Make slugify keep digits.
 coder: {{kind: command, command: {json.dumps(command)}}}
-validators: [{{id: tests, kind: command, run: "{PYTEST}"}}]
+validators: [{{id: tests, kind: command, run: "{CHECK_TESTS}"}}]
 budgets: {{max_recovery: 0}}
 """,
     )

@@ -11,7 +11,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from support.repo import ASSAY, PYTEST, Repo, git, make_repo
+from support.repo import ASSAY, CHECK_TESTS, Repo, git, make_repo
 
 FIRE = (
     f'{ASSAY} halt check --dispatch-id "$ASSAY_DISPATCH_ID" '
@@ -89,7 +89,7 @@ def _run(repo: Repo, erase: str, *flags: str) -> subprocess.CompletedProcess[str
         "run", "Make slugify keep digits.",
         "--coder", "command",
         "--coder-command", FIRE + erase + repo.put("fixed.py", "src/slug.py"),
-        "--validator", PYTEST,
+        "--validator", CHECK_TESTS,
         "--land", "merge",
         "--json",
         *flags,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from support.repo import BUGGY, FIXED, PYTEST, git, make_repo
+from support.repo import BUGGY, CHECK_TESTS, FIXED, PYTEST, git, make_repo
 
 SCHEMA = json.loads(
     (Path(__file__).resolve().parents[3] / "schemas" / "payload.schema.json").read_text()
@@ -138,7 +138,7 @@ def test_the_squashed_commit_names_each_validator_with_its_severity(tmp_path: Pa
         f"""task: Make slugify keep digits.
 coder: {{kind: command, command: "{repo.put("fixed.py", "src/slug.py")}"}}
 validators:
-  - {{id: tests, kind: command, run: "{PYTEST}"}}
+  - {{id: tests, kind: command, run: "{CHECK_TESTS}"}}
   - {{id: lint, kind: command, run: "false", on_fail: warn}}
 land: merge
 """,

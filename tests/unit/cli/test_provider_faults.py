@@ -24,7 +24,7 @@ from support.model_server import (
     Usage,
     json_response,
 )
-from support.repo import PYTEST, Repo, make_repo
+from support.repo import CHECK_TESTS, Repo, make_repo
 from support.spending import journal, mismatches, usage_report
 
 SCHEMA = json.loads(
@@ -39,7 +39,7 @@ def llm_contract(repo: Repo, server: ModelServer) -> Path:
         f"""task: Make slugify keep digits.
 coder: {{kind: llm, model: m, base_url: "{server.base_url}", max_turns: 4}}
 validators:
-  - {{id: tests, kind: command, run: "{PYTEST}"}}
+  - {{id: tests, kind: command, run: "{CHECK_TESTS}"}}
 budgets: {{max_attempts: 2, max_recovery: 1, max_refunds: 3}}
 land: merge
 """,

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from support.repo import FIXED, PYTEST, make_repo
+from support.repo import CHECK_TESTS, FIXED, make_repo
 
 from assay.adapters.store.sql import Ledger
 
@@ -32,7 +32,7 @@ def test_a_report_that_is_not_a_file_is_one_warning(
         "--coder-command",
         f"{repo.put('fixed.py', 'src/slug.py')} && {make_report}",
         "--validator",
-        PYTEST,
+        CHECK_TESTS,
         "--land",
         "branch",
         "--json",

@@ -15,7 +15,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from support.repo import FIXED, PYTEST, Repo, git, make_repo
+from support.repo import CHECK_TESTS, FIXED, Repo, git, make_repo
 
 # Run by the coder in its seat: every way of reaching "the" repository's config and hooks a
 # coder has from inside it, then the fix. The markers prove no hook nor fsmonitor of the
@@ -51,7 +51,7 @@ def _contract(repo: Repo, name: str, command: str, *, land: str = "merge", extra
         f"{name}.yaml",
         f"""task: Make slugify keep digits.
 coder: {{kind: command, command: {json.dumps(command)}}}
-validators: [{{id: tests, kind: command, run: "{PYTEST}"}}]
+validators: [{{id: tests, kind: command, run: "{CHECK_TESTS}"}}]
 budgets: {{max_recovery: 0}}
 sandbox: none
 land: {land}

@@ -13,7 +13,7 @@ from typing import Any
 
 import jsonschema
 from support.model_server import ModelServer, RecordedRequest
-from support.repo import PYTEST, Repo, git, make_repo
+from support.repo import CHECK_TESTS, Repo, git, make_repo
 from support.script import Turn
 
 SCHEMA = json.loads(
@@ -43,7 +43,7 @@ def contract(repo: Repo, command: str, scope: str = '{allow: ["src/**"]}') -> Pa
 scope: {scope}
 coder: {{kind: command, command: "{command}"}}
 validators:
-  - {{id: tests, kind: command, run: "{PYTEST}"}}
+  - {{id: tests, kind: command, run: "{CHECK_TESTS}"}}
 budgets: {{max_attempts: 1, max_recovery: 0}}
 land: merge
 """,
@@ -147,7 +147,7 @@ coder:
   - {{kind: command, command: "{BULK_SED}"}}
   - {{kind: command, command: "sed -i s/isalpha/isalnum/ src/slug.py"}}
 judge: {{kind: llm, model: judge-model, base_url: "{server.base_url}"}}
-validators: [{{id: tests, kind: command, run: "{PYTEST}"}}]
+validators: [{{id: tests, kind: command, run: "{CHECK_TESTS}"}}]
 budgets: {{max_attempts: 1, max_recovery: 0}}
 land: merge
 """,

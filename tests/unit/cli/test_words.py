@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from support.repo import PYTEST, Repo, git, make_repo, replay_contract
+from support.repo import CHECK_TESTS, Repo, git, make_repo, replay_contract
 
 from assay.cli.explain import span, wait_note, waits_message
 from assay.cli.main import main
@@ -312,13 +312,21 @@ def test_what_representative_runs_print_is_in_the_readme_words(
         texts.append(text)
         return code, text
 
-    code, text = run("run", "Fix it", *coder, "--coder-command", wrong, "--validator", PYTEST)
+    code, text = run("run", "Fix it", *coder, "--coder-command", wrong, "--validator", CHECK_TESTS)
     assert code == 1 and "✗ v1: `" in text and "exited 1" in text  # what failed, off a tty
     code, text = run("run", "Fix it", *coder, "--coder-command", fix, "--land", "merge")
     assert code == 0 and "the merge will leave the change on a branch" in text
     assert "to merge, give a validator that can block (--validator, or the contract's" in text
     code, text = run(
-        "run", "Fix it", *coder, "--coder-command", fix, "--validator", PYTEST, "--land", "merge"
+        "run",
+        "Fix it",
+        *coder,
+        "--coder-command",
+        fix,
+        "--validator",
+        CHECK_TESTS,
+        "--land",
+        "merge",
     )
     assert code == 0 and "merged into main as one commit" in text
     code, text = run("run", "Fix it", *coder, "--coder-command", "mkdir -p .github && touch "
@@ -354,7 +362,10 @@ def test_serve_says_the_attempts_of_the_budget_as_run_does(
 ) -> None:
     wrong = repo.put("wrong.py", "src/slug.py")
     queued = ["--coder", "command", "--sandbox", "none", "--coder-command", wrong]
-    said(["task", "add", "Fix it", *queued, "--validator", PYTEST, "--max-attempts", "2"], capsys)
+    said(
+        ["task", "add", "Fix it", *queued, "--validator", CHECK_TESTS, "--max-attempts", "2"],
+        capsys,
+    )
     code, text = said(["serve", "--once", "--no-web", "--poll", "0.1"], capsys)
     assert code == 0, text
     assert "; the task is failed, runnable again (attempts: 1 of 2 used)" in text

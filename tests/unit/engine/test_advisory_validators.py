@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from support.model_server import HttpError, ModelServer, Turn
-from support.repo import PYTEST, Repo, git, make_repo
+from support.repo import CHECK_TESTS, Repo, git, make_repo
 
 from assay.adapters.store.sql import Ledger
 from assay.core.contract import parse_contract
@@ -38,7 +38,7 @@ coder:
     - {{script: "{repo.put("fixed.py", "src/slug.py")}"}}
 seats: {seats}
 validators:
-  - {{id: tests, kind: command, run: "{PYTEST}"}}
+  - {{id: tests, kind: command, run: "{CHECK_TESTS}"}}
 {checks}
 land: merge
 """,

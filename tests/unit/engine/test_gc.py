@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from support.deep import deep_tree, remove_deep
-from support.repo import PYTEST, Repo, git, make_repo
+from support.repo import CHECK_TESTS, Repo, git, make_repo
 
 from assay.adapters import folders
 from assay.adapters.store.sql import Ledger
@@ -32,7 +32,7 @@ def _run(repo: Repo, ledger: Ledger, fixture: str, *, land: str = "merge", keep:
     contract = parse_contract(
         f"""task: Make slugify keep digits.
 coder: {{kind: command, command: {json.dumps(repo.put(f"{fixture}.py", "src/slug.py"))}}}
-validators: [{{id: tests, kind: command, run: "{PYTEST}"}}]
+validators: [{{id: tests, kind: command, run: "{CHECK_TESTS}"}}]
 budgets: {{max_recovery: 0}}
 sandbox: none
 land: {land}

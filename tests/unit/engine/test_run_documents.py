@@ -8,7 +8,7 @@ import json
 from datetime import UTC, datetime
 from pathlib import Path
 
-from support.repo import PYTEST, Repo, git, make_repo, replay_contract
+from support.repo import CHECK_TESTS, Repo, git, make_repo, replay_contract
 
 from assay.adapters.store.records import DIFF_LIMIT
 from assay.adapters.store.sql import Ledger
@@ -74,7 +74,7 @@ coder:
   steps:
     - {{script: "{repo.put("fixed.py", "src/slug.py")} && {big}"}}
 validators:
-  - {{id: tests, kind: command, run: "{PYTEST}"}}
+  - {{id: tests, kind: command, run: "{CHECK_TESTS}"}}
 land: merge
 """,
     )

@@ -13,7 +13,7 @@ from typing import Any
 
 import jsonschema
 from support.model_server import HttpError, ModelServer, RecordedRequest
-from support.repo import FIXED, PYTEST, Repo, make_repo
+from support.repo import CHECK_TESTS, FIXED, Repo, make_repo
 from support.script import Turn
 
 SCHEMA = json.loads(
@@ -48,7 +48,7 @@ seats: 3
 judges: {judges}
 coder: [{", ".join(steps)}]
 judge: {{kind: llm, model: judge-model, base_url: "{server.base_url}"{judge}}}
-validators: [{{id: tests, kind: command, run: "{PYTEST}"}}]
+validators: [{{id: tests, kind: command, run: "{CHECK_TESTS}"}}]
 budgets: {{max_attempts: 3, max_recovery: 0}}
 land: merge
 {env}
@@ -133,7 +133,7 @@ seats: 3
 judges: 3
 coder: [{{kind: claude}}, {fixed}, {{kind: claude}}]
 judge: {{kind: llm, model: judge-model, base_url: "http://127.0.0.1:9"}}
-validators: [{{id: tests, kind: command, run: "{PYTEST}"}}]
+validators: [{{id: tests, kind: command, run: "{CHECK_TESTS}"}}]
 land: merge
 env: {json.dumps({"PATH": search, "STANDIN_SCENARIO": "rate_limit", "ANTHROPIC_API_KEY": "k"})}
 """,

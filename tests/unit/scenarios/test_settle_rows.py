@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
-from support.repo import FIXED, PYTEST, Repo, make_repo, replay_contract
+from support.repo import CHECK_TESTS, FIXED, Repo, make_repo, replay_contract
 
 STANDINS = Path(__file__).resolve().parents[2] / "support" / "standins"
 SEARCH_PATH = os.pathsep.join([str(STANDINS), str(Path(sys.executable).parent), "/usr/bin:/bin"])
@@ -81,7 +81,7 @@ def test_halted_by_a_coder_fired_block_halt(tmp_path: Path) -> None:
         "halt.yaml",
         f"""task: x
 coder: {{kind: command, command: "{fire}"}}
-validators: [{{id: tests, kind: command, run: "{PYTEST}"}}]
+validators: [{{id: tests, kind: command, run: "{CHECK_TESTS}"}}]
 land: merge
 """,
     )
@@ -105,7 +105,7 @@ def test_verified_noop_is_held_never_done(tmp_path: Path) -> None:
         f"""task: Make slugify keep digits.
 seats: 2
 coder: {{kind: replay, steps: [{{report: '{report}'}}]}}
-validators: [{{id: tests, kind: command, run: "{PYTEST}"}}]
+validators: [{{id: tests, kind: command, run: "{CHECK_TESTS}"}}]
 land: merge
 """,
     )
