@@ -1,10 +1,12 @@
 """The scenario suite through both executors: the payloads agree field by field.
 
 Each scenario's repository is made once and copied (so both start from the same commit); the
-local executor runs it with ``assay run`` (SQLite, in-process), the Temporal executor with
-``assay task add`` + a worker process + ``assay serve --temporal --once`` (PostgreSQL, the
-session's dev server). Ids and times aside (``support.conformance``), the payloads must be
-equal, and so must the ledger's counters and what settle made of the task.
+local executor runs it with ``assay run`` (SQLite), the Temporal executor with ``assay task
+add`` + a worker process + ``assay serve --temporal --once`` (PostgreSQL, the session's dev
+server). The worker and the submitter are processes; the local run and the reads of the
+ledgers run in this process (``Repo.main``, ``run_assay``: the same argv, folder and
+environment), a few seconds less each. Ids and times aside (``support.conformance``), the
+payloads must be equal, and so must the ledger's counters and what settle made of the task.
 """
 
 from __future__ import annotations
@@ -23,16 +25,17 @@ from typing import Any
 import jsonschema
 import pytest
 from support.conformance import differences, normalise
+from support.in_process import run_assay
 from support.model_server import ModelServer, RecordedRequest
 from support.repo import PYTEST, WRONG, Repo, git, make_repo, replay_contract
 from support.script import Turn, Usage
 from support.services import require_temporal_executor
 from support.temporal import DevServer, ExternalServer
-from support.workers import Worker, add_task, serve_once, service_env, show
+from support.workers import Worker, serve_once, service_env
 
 ROOT = Path(__file__).resolve().parents[3]
 SCHEMA = json.loads((ROOT / "schemas" / "payload.schema.json").read_text())
-STANDINS = ROOT / "tests" / "standins"
+STANDINS = ROOT / "tests" / "support" / "standins"
 SEARCH_PATH = os.pathsep.join([str(STANDINS), str(Path(sys.executable).parent), "/usr/bin:/bin"])
 KEY = {"OPENAI_API_KEY": "local-test-key"}
 CANDIDATE = re.compile(
@@ -160,8 +163,15 @@ def rank_by_digits(request: RecordedRequest) -> Turn:
     return Turn.call("rank", {"ranking": best, "reasons": "the one that keeps digits is right"})
 
 
+def show(repo: Path, *args: str, env: dict[str, str]) -> Any:
+    """``assay ARGS --json`` in this process: what it printed, parsed."""
+    done = run_assay([*args, "--json"], cwd=repo, env=env)
+    assert done.returncode == 0, f"assay {' '.join(args)}: {done.stderr}"
+    return json.loads(done.stdout)
+
+
 def local_run(repo: Repo, contract: Path, scenario: Scenario) -> dict[str, Any]:
-    done = repo.assay("run", "--contract", str(contract), "--json", **scenario.env)
+    done = repo.main("run", "--contract", str(contract), "--json", **scenario.env)
     assert done.returncode == scenario.exit_code, done.stderr
     payload: dict[str, Any] = json.loads(done.stdout)
     return payload
@@ -175,7 +185,7 @@ def temporal_run(
     worker = Worker(address, repo.root, repo.root.parent / "worker-home", database_url, queue)
     worker.env = dict(scenario.env)
     with worker:
-        task_id = add_task(repo.root, contract, env)
+        task_id: str = show(repo.root, "task", "add", "--contract", str(contract), env=env)["id"]
         served = serve_once(repo.root, address, queue, env)
         assert served.returncode == 0, f"{served.stderr}\nworker:\n{worker.tail()}"
     task = show(repo.root, "task", "show", task_id, env=env)
@@ -212,12 +222,13 @@ def test_both_executors_make_the_same_payload(
     assert not found, "the executors disagree:\n" + "\n".join(found)
 
     env = service_env(postgres_url, **scenario.env)
-    local_task = json.loads(made.assay("task", "show", local["task_id"], "--json").stdout)
+    local_env = made.environment(**scenario.env)
+    local_task = show(made.root, "task", "show", local["task_id"], env=local_env)
     remote_task = show(twin.root, "task", "show", task_id, env=env)
     for key in ("status", "attempts", "hold_source"):
         assert local_task.get(key) == remote_task.get(key), key
     assert local_task["runs"][-1]["settle_row"] == remote_task["runs"][-1]["settle_row"]
-    local_ledger = json.loads(made.assay("ledger", "show", local["task_id"], "--json").stdout)
+    local_ledger = show(made.root, "ledger", "show", local["task_id"], env=local_env)
     remote_ledger = show(twin.root, "ledger", "show", task_id, env=env)
     found = differences(local_ledger["stage_state"], remote_ledger["stage_state"])
     assert not found, "the ledgers' counters disagree:\n" + "\n".join(found)
