@@ -8,12 +8,14 @@ argument list, working folder and environment, its exit code and both streams ca
 from __future__ import annotations
 
 import io
+import json
 import os
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -53,6 +55,15 @@ def run_assay(
         err.write(f"{code}\n")
         code = 1
     return subprocess.CompletedProcess(["assay", *args], code, out.getvalue(), err.getvalue())
+
+
+def show_json(repo: Path, *args: str, env: Mapping[str, str]) -> Any:
+    """``assay ARGS --json`` in this process in ``repo`` with ``env``: what it printed, parsed
+    (the end-to-end tests read the ledger this way, a process less each time)."""
+    done = run_assay([*args, "--json"], cwd=repo, env=env)
+    if done.returncode != 0:
+        raise RuntimeError(f"assay {' '.join(args)} failed: {done.stderr}")
+    return json.loads(done.stdout)
 
 
 def fresh_repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:

@@ -25,7 +25,7 @@ from typing import Any
 import jsonschema
 import pytest
 from support.conformance import differences, normalise
-from support.in_process import run_assay
+from support.in_process import show_json as show
 from support.model_server import ModelServer, RecordedRequest
 from support.repo import PYTEST, WRONG, Repo, git, make_repo, replay_contract
 from support.script import Turn, Usage
@@ -161,13 +161,6 @@ def rank_by_digits(request: RecordedRequest) -> Turn:
     blocks = {label: diff for label, _nonce, diff in CANDIDATE.findall(text)}
     best = sorted(blocks, key=lambda label: [w not in blocks[label] for w in ("isalnum", "upper")])
     return Turn.call("rank", {"ranking": best, "reasons": "the one that keeps digits is right"})
-
-
-def show(repo: Path, *args: str, env: dict[str, str]) -> Any:
-    """``assay ARGS --json`` in this process: what it printed, parsed."""
-    done = run_assay([*args, "--json"], cwd=repo, env=env)
-    assert done.returncode == 0, f"assay {' '.join(args)}: {done.stderr}"
-    return json.loads(done.stdout)
 
 
 def local_run(repo: Repo, contract: Path, scenario: Scenario) -> dict[str, Any]:
