@@ -95,7 +95,8 @@ land: {land}
 
 
 def build_world(root: Path, url: str | None = None) -> World:
-    """Fill a ledger with the four tasks through `assay run` / `task add` / `task hold`;
+    """Fill a ledger with the four tasks through `assay run` / `task add` / `task hold` (run
+    in this process: the web tests read the ledger, they do not test these commands);
     ``url``: a PostgreSQL ledger (else SQLite under the repository's ``.assay``)."""
     repo = make_repo(root)
     (repo.root / "tests" / "check_digits.py").write_text(CHECK)
@@ -104,12 +105,12 @@ def build_world(root: Path, url: str | None = None) -> World:
     env: Any = {"ASSAY_DATABASE_URL": url} if url else {}
     put = [repo.put(f"{name}.py", "src/slug.py") for name in ("wrong", "fixed")]
     contract = _contract(repo, "merge.yaml", "Make slugify keep digits.", put, "merge")
-    passed = json.loads(_ok(repo.assay("run", "--contract", str(contract), "--json", **env)).stdout)
+    passed = json.loads(_ok(repo.main("run", "--contract", str(contract), "--json", **env)).stdout)
 
     later = _contract(repo, "later.yaml", "Make slugify keep digits.", put[1:], "branch")
-    added = _ok(repo.assay("task", "add", "--contract", str(later), "--json", **env))
+    added = _ok(repo.main("task", "add", "--contract", str(later), "--json", **env))
     held = json.loads(added.stdout)["id"]
-    _ok(repo.assay("task", "hold", held, "--reason", "waiting for the API freeze", **env))
+    _ok(repo.main("task", "hold", held, "--reason", "waiting for the API freeze", **env))
 
     fire = (
         f'{ASSAY} halt check --dispatch-id \\"$ASSAY_DISPATCH_ID\\" --condition halt-scope-breach '
@@ -125,10 +126,10 @@ land: merge
 """,
     )
     halted = json.loads(
-        _ok(repo.assay("run", "--contract", str(halting), "--json", **env), 3).stdout
+        _ok(repo.main("run", "--contract", str(halting), "--json", **env), 3).stdout
     )
 
-    queued = _ok(repo.assay("task", "add", "--contract", str(later), "--json", **env))
+    queued = _ok(repo.main("task", "add", "--contract", str(later), "--json", **env))
     return World(
         repo=repo,
         url=url or f"sqlite:///{repo.root / '.assay' / 'assay.db'}",
