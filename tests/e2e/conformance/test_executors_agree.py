@@ -3,8 +3,8 @@
 Each scenario's repository is made once and copied (so both start from the same commit); the
 local executor runs it with ``assay run`` (SQLite), the Temporal executor with ``assay task
 add`` + a worker process + ``assay serve --temporal --once`` (PostgreSQL, the session's dev
-server). The worker and the submitter are processes; the local run and the reads of the
-ledgers run in this process (``Repo.main``, ``run_assay``: the same argv, folder and
+server). The worker is a process; the local run, the submitter and the reads of the ledgers
+run in this process (``Repo.main``, ``run_assay``: the same argv, folder and
 environment), a few seconds less each. Ids and times aside (``support.conformance``), the
 payloads must be equal, and so must the ledger's counters and what settle made of the task.
 """
@@ -25,13 +25,14 @@ from typing import Any
 import jsonschema
 import pytest
 from support.conformance import differences, normalise
+from support.in_process import run_assay
 from support.in_process import show_json as show
 from support.model_server import ModelServer, RecordedRequest
 from support.repo import PYTEST, WRONG, Repo, git, make_repo, replay_contract
 from support.script import Turn, Usage
 from support.services import require_temporal_executor
 from support.temporal import DevServer, ExternalServer
-from support.workers import Worker, serve_once, service_env
+from support.workers import Worker, serve_args, service_env
 
 ROOT = Path(__file__).resolve().parents[3]
 SCHEMA = json.loads((ROOT / "schemas" / "payload.schema.json").read_text())
@@ -179,7 +180,7 @@ def temporal_run(
     worker.env = dict(scenario.env)
     with worker:
         task_id: str = show(repo.root, "task", "add", "--contract", str(contract), env=env)["id"]
-        served = serve_once(repo.root, address, queue, env)
+        served = run_assay(serve_args(address, queue), cwd=repo.root, env=env)
         assert served.returncode == 0, f"{served.stderr}\nworker:\n{worker.tail()}"
     task = show(repo.root, "task", "show", task_id, env=env)
     assert len(task["runs"]) == 1, task  # one run: never submitted twice
