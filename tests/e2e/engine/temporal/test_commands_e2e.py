@@ -1,7 +1,7 @@
 """The Temporal executor through the real commands: assay worker, serve --temporal, task cancel.
 
-The worker, the submitter and the commands that reach a running workflow are processes; adding
-tasks and reading the ledger run in this process (``show_json``), a process less each time.
+The workers and the background submitter are processes; adding tasks, reading the ledger, a
+submitter waited for and the commands that reach a running workflow run in this process.
 """
 
 from __future__ import annotations
@@ -13,10 +13,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support.in_process import run_assay
 from support.in_process import show_json as show
 from support.repo import Repo, make_repo, replay_contract
 from support.temporal import DevServer, ExternalServer
-from support.workers import Workers, assay, serve_once, submit
+from support.workers import Workers, serve_args, submit
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
@@ -57,7 +58,8 @@ def test_serve_submits_and_workers_run_each_task_to_done_on_one_worker(
     ids = [add_task(repo, contract, env) for _ in range(3)]
     for _ in range(2):  # two workers: a run's activities must all stay on the one that opened it
         workers.start(max_dispatches=1)
-    served = serve_once(repo.root, workers.address, workers.task_queue, env, poll=0.2)
+    args = serve_args(workers.address, workers.task_queue, poll=0.2)
+    served = run_assay(args, cwd=repo.root, env=env)  # the submitter, in this process
     assert served.returncode == 0, served.stderr
     assert "submitted as workflow assay-" in served.stderr
     for task_id in ids:
@@ -131,12 +133,9 @@ sandbox: none
                 time.sleep(0.2)
         time.sleep(1.0)  # the coders are sleeping now
         for command, (args, _reason, _sleeper) in cases.items():
-            done = assay(
-                repo.root,
-                "task",
-                command,
-                ids[command],
-                *args,
+            done = run_assay(
+                ["task", command, ids[command], *args],
+                cwd=repo.root,
                 env={**env, "ASSAY_TEMPORAL": workers.address},
             )
             assert done.returncode == 0, done.stderr
