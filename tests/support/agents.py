@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 import yaml
 
+from support.in_process import show_json
 from support.model_server import RecordedRequest
 from support.repo import ASSAY, PYTEST, Repo
 
@@ -134,18 +135,9 @@ class AgentRun:
         seconds = time.monotonic() - started
         assert done.stdout.strip(), f"no payload (exit {done.returncode}): {done.stderr}"
         payload = json.loads(done.stdout)
-        shown = subprocess.run(
-            [str(ASSAY), "task", "show", payload["task_id"], "--json"],
-            cwd=self.repo.root,
-            capture_output=True,
-            text=True,
-            env=environ,
-            timeout=60,
-            check=True,
-        )
-        return Outcome(
-            done.returncode, done.stdout, done.stderr, payload, json.loads(shown.stdout), seconds
-        )
+        # The task as the ledger holds it, read in this process (a process less per test).
+        task = show_json(self.repo.root, "task", "show", payload["task_id"], env=environ)
+        return Outcome(done.returncode, done.stdout, done.stderr, payload, task, seconds)
 
     def seat_log(self, outcome: Outcome, name: str) -> str:
         """A file the coder's seat left in the run folder (its log, its trajectory)."""

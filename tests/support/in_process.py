@@ -9,6 +9,7 @@ argument list, working folder and environment, its exit code and both streams ca
 from __future__ import annotations
 
 import io
+import json
 import os
 import queue
 import subprocess
@@ -18,7 +19,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import pytest
 
@@ -61,6 +62,15 @@ def run_assay(
         err.write(f"{code}\n")
         code = 1
     return subprocess.CompletedProcess(["assay", *args], code, out.getvalue(), err.getvalue())
+
+
+def show_json(repo: Path, *args: str, env: Mapping[str, str]) -> Any:
+    """``assay ARGS --json`` in this process in ``repo`` with ``env``: what it printed, parsed
+    (the end-to-end tests read the ledger this way, a process less each time)."""
+    done = run_assay([*args, "--json"], cwd=repo, env=env)
+    if done.returncode != 0:
+        raise RuntimeError(f"assay {' '.join(args)} failed: {done.stderr}")
+    return json.loads(done.stdout)
 
 
 def fresh_repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:

@@ -86,8 +86,8 @@ land: {land}
 
 
 def build_world(root: Path, url: str | None = None) -> World:
-    """Fill a ledger with the four tasks through `assay run` / `task add` / `task hold`, run
-    in this process;
+    """Fill a ledger with the four tasks through `assay run` / `task add` / `task hold` (run
+    in this process: the web tests read the ledger, they do not test these commands);
     ``url``: a PostgreSQL ledger (else SQLite under the repository's ``.assay``)."""
     repo = make_repo(root)
     env: Any = {"ASSAY_DATABASE_URL": url} if url else {}

@@ -1,10 +1,12 @@
 """The scenario suite through both executors: the payloads agree field by field.
 
 Each scenario's repository is made once and copied (so both start from the same commit); the
-local executor runs it with ``assay run`` (SQLite, in-process), the Temporal executor with
-``assay task add`` + a worker process + ``assay serve --temporal --once`` (PostgreSQL, the
-session's dev server). Ids and times aside (``support.conformance``), the payloads must be
-equal, and so must the ledger's counters and what settle made of the task.
+local executor runs it with ``assay run`` (SQLite), the Temporal executor with ``assay task
+add`` + a worker process + ``assay serve --temporal --once`` (PostgreSQL, the session's dev
+server). The worker is a process; the local run, the submitter and the reads of the ledgers
+run in this process (``Repo.main``, ``run_assay``: the same argv, folder and
+environment), a few seconds less each. Ids and times aside (``support.conformance``), the
+payloads must be equal, and so must the ledger's counters and what settle made of the task.
 """
 
 from __future__ import annotations
@@ -23,12 +25,14 @@ from typing import Any
 import jsonschema
 import pytest
 from support.conformance import differences, normalise
+from support.in_process import run_assay
+from support.in_process import show_json as show
 from support.model_server import ModelServer, RecordedRequest
 from support.repo import CHECK_TESTS, WRONG, Repo, git, make_repo, replay_contract
 from support.script import Turn, Usage
 from support.services import require_temporal_executor
 from support.temporal import DevServer, ExternalServer
-from support.workers import Worker, add_task, serve_once, service_env, show
+from support.workers import Worker, serve_args, service_env
 
 ROOT = Path(__file__).resolve().parents[3]
 SCHEMA = json.loads((ROOT / "schemas" / "payload.schema.json").read_text())
@@ -161,7 +165,7 @@ def rank_by_digits(request: RecordedRequest) -> Turn:
 
 
 def local_run(repo: Repo, contract: Path, scenario: Scenario) -> dict[str, Any]:
-    done = repo.assay("run", "--contract", str(contract), "--json", **scenario.env)
+    done = repo.main("run", "--contract", str(contract), "--json", **scenario.env)
     assert done.returncode == scenario.exit_code, done.stderr
     payload: dict[str, Any] = json.loads(done.stdout)
     return payload
@@ -175,8 +179,8 @@ def temporal_run(
     worker = Worker(address, repo.root, repo.root.parent / "worker-home", database_url, queue)
     worker.env = dict(scenario.env)
     with worker:
-        task_id = add_task(repo.root, contract, env)
-        served = serve_once(repo.root, address, queue, env)
+        task_id: str = show(repo.root, "task", "add", "--contract", str(contract), env=env)["id"]
+        served = run_assay(serve_args(address, queue), cwd=repo.root, env=env)
         assert served.returncode == 0, f"{served.stderr}\nworker:\n{worker.tail()}"
     task = show(repo.root, "task", "show", task_id, env=env)
     assert len(task["runs"]) == 1, task  # one run: never submitted twice
@@ -212,12 +216,13 @@ def test_both_executors_make_the_same_payload(
     assert not found, "the executors disagree:\n" + "\n".join(found)
 
     env = service_env(postgres_url, **scenario.env)
-    local_task = json.loads(made.assay("task", "show", local["task_id"], "--json").stdout)
+    local_env = made.environment(**scenario.env)
+    local_task = show(made.root, "task", "show", local["task_id"], env=local_env)
     remote_task = show(twin.root, "task", "show", task_id, env=env)
     for key in ("status", "attempts", "hold_source"):
         assert local_task.get(key) == remote_task.get(key), key
     assert local_task["runs"][-1]["settle_row"] == remote_task["runs"][-1]["settle_row"]
-    local_ledger = json.loads(made.assay("ledger", "show", local["task_id"], "--json").stdout)
+    local_ledger = show(made.root, "ledger", "show", local["task_id"], env=local_env)
     remote_ledger = show(twin.root, "ledger", "show", task_id, env=env)
     found = differences(local_ledger["stage_state"], remote_ledger["stage_state"])
     assert not found, "the ledgers' counters disagree:\n" + "\n".join(found)

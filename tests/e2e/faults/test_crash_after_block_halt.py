@@ -27,12 +27,12 @@ def test_a_block_halt_fired_before_a_crash_holds_the_task(tmp_path: Path) -> Non
     killed = repo.assay("run", "--contract", str(contract), ASSAY_CRASH_AT="dispatch_ended")
     assert killed.returncode == CRASH_EXIT, killed.stderr
 
-    resumed = repo.assay("run", "--resume")
+    resumed = repo.main("run", "--resume")
     assert resumed.returncode == 3, resumed.stderr  # held: a human decides, nothing re-ran
     assert landings(repo.root) == base
-    tasks = json.loads(repo.assay("task", "list", "--json").stdout)
+    tasks = json.loads(repo.main("task", "list", "--json").stdout)
     assert [t["status"] for t in tasks] == ["held"]
-    runs = json.loads(repo.assay("task", "show", tasks[0]["id"], "--json").stdout)["runs"]
+    runs = json.loads(repo.main("task", "show", tasks[0]["id"], "--json").stdout)["runs"]
     assert [r["status"] for r in runs] == ["blocked"]
     payload = json.loads(Path(runs[0]["payload_path"]).read_text())
     assert payload["halt_type"] == "escalate" and payload["attempt_spent"] is True

@@ -1,7 +1,8 @@
 """A run killed at every named effect boundary, then recovered: exact counts, one landing.
 
-The real `assay run` is ended with ``os._exit`` at a boundary (``ASSAY_CRASH_AT``); the 1-seat
-run is recovered by ``assay run --resume``, the 3-seat run by ``assay serve --once``. After
+The real `assay run` is ended with ``os._exit`` at a boundary (``ASSAY_CRASH_AT``), so it is a
+process; the 1-seat run is recovered by ``assay run --resume``, the 3-seat run by ``assay serve
+--once``, both run in this process (``Repo.main``) as are the reads of the ledger. After
 each: main holds the change once, the ledger's counts are the dispatches that started, no task
 is running, no seat repository or branch is left, and every payload agrees with the ledger.
 ``judged`` is reached only with blind judges: one 3-seat run ranked by a scripted judge.
@@ -33,11 +34,11 @@ def test_one_seat_killed_at_a_boundary_resumes_exact(tmp_path: Path, crash_at: s
     assert killed.returncode == CRASH_EXIT, killed.stderr
     landed_before = landings(repo.root) - base
 
-    resumed = repo.assay("run", "--resume", "--json")
+    resumed = repo.main("run", "--resume", "--json")
     assert resumed.returncode == 0, resumed.stderr
     assert invariant_failures(repo, base_landings=base) == []
     assert landed_before == (1 if CrashPoint(crash_at) in LANDED else 0)
-    again = repo.assay("run", "--resume")  # a second recovery finds nothing to do
+    again = repo.main("run", "--resume")  # a second recovery finds nothing to do
     assert again.returncode == 0 and "no interrupted run" in again.stderr
     assert invariant_failures(repo, base_landings=base) == []
     runs = _runs(repo)
@@ -63,7 +64,7 @@ def test_three_seats_killed_at_a_boundary_serve_recovers_exact(
     killed = repo.assay("run", "--contract", str(crash_contract(repo, 3)), ASSAY_CRASH_AT=crash_at)
     assert killed.returncode == CRASH_EXIT, killed.stderr
 
-    served = repo.assay("serve", "--once", "--poll", "0.1")
+    served = repo.main("serve", "--once", "--poll", "0.1")
     assert served.returncode == 0, served.stderr
     assert invariant_failures(repo, base_landings=base) == []
     runs = _runs(repo)
@@ -86,7 +87,7 @@ def test_three_judged_seats_killed_after_judging_serve_recovers_exact(tmp_path: 
         killed = repo.assay("run", "--contract", str(contract), ASSAY_CRASH_AT="judged")
         assert killed.returncode == CRASH_EXIT, killed.stderr
         assert server.requests, "the judge was never asked"
-        served = repo.assay("serve", "--once", "--poll", "0.1")
+        served = repo.main("serve", "--once", "--poll", "0.1")
         assert served.returncode == 0, served.stderr
     assert invariant_failures(repo, base_landings=base) == []
     runs = _runs(repo)
@@ -96,21 +97,21 @@ def test_three_judged_seats_killed_after_judging_serve_recovers_exact(tmp_path: 
 
 
 def _runs(repo) -> list[dict]:  # type: ignore[no-untyped-def]
-    tasks = json.loads(repo.assay("task", "list", "--json").stdout)
+    tasks = json.loads(repo.main("task", "list", "--json").stdout)
     assert len(tasks) == 1 and tasks[0]["status"] == "done"
-    return json.loads(repo.assay("task", "show", tasks[0]["id"], "--json").stdout)["runs"]
+    return json.loads(repo.main("task", "show", tasks[0]["id"], "--json").stdout)["runs"]
 
 
 def test_recovery_leaves_the_seats_an_operator_asked_to_keep(tmp_path: Path) -> None:
     repo = make_repo(tmp_path)
     contract = str(crash_contract(repo, 1))
-    kept = repo.assay("run", "--contract", contract, "--keep-worktrees")
+    kept = repo.main("run", "--contract", contract, "--keep-worktrees")
     assert kept.returncode == 0, kept.stderr
     seats = repo.root / ".assay" / "seats"
     before = sorted(p.name for p in seats.glob("*/*"))
     assert before == ["seat-1", "seat-1.candidates.git", "seat-1.home", "seat-1.out"]
     branches = git(repo.root, "branch", "--list", "assay/*")
     assert branches  # the candidate passed its scope and secret checks: kept as a branch too
-    assert repo.assay("run", "--resume").returncode == 0
+    assert repo.main("run", "--resume").returncode == 0
     assert sorted(p.name for p in seats.glob("*/*")) == before
     assert git(repo.root, "branch", "--list", "assay/*") == branches

@@ -86,7 +86,7 @@ def test_a_signal_stops_the_coder_and_closes_the_run_as_interrupted(
     if command == "run":
         proc = _start(repo, "run", "do it", *flags)
     else:
-        added = repo.assay("task", "add", "do it", *flags)
+        added = repo.main("task", "add", "do it", *flags)
         assert added.returncode == 0, added.stderr
         proc = _start(repo, "serve", "--poll", "0.1", "--no-web")
     coder = _wait_for_coder(repo, proc)
@@ -102,7 +102,7 @@ def test_a_signal_stops_the_coder_and_closes_the_run_as_interrupted(
         assert "served 1 run(s) (1 interrupted)" in err
     assert _group_gone(coder), "a process of the coder's group outlived assay"
 
-    tasks = json.loads(repo.assay("task", "list", "--json").stdout)
+    tasks = json.loads(repo.main("task", "list", "--json").stdout)
     assert tasks[0]["attempts"] == 0  # refunded: its budget intact
     if command == "run":  # its user stopped it: it stays stopped until released
         how = "Ctrl-C" if sig is signal.SIGINT else "SIGTERM"

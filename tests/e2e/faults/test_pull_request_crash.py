@@ -46,6 +46,13 @@ def assay(
     return repo.assay(*args, ASSAY_GITHUB_API=github.api_base, GITHUB_TOKEN=TOKEN, **env)
 
 
+def main(
+    repo: Repo, github: GitHubServer, *args: str, **env: str
+) -> subprocess.CompletedProcess[str]:
+    """:func:`assay` in this process: the recovery and the reads need no process of their own."""
+    return repo.main(*args, ASSAY_GITHUB_API=github.api_base, GITHUB_TOKEN=TOKEN, **env)
+
+
 def origin_branches(repo: Repo) -> list[str]:
     origin = repo.root.parent / "origin.git"
     listed = git(origin, "for-each-ref", "--format=%(refname:short)", "refs/heads/assay/")
@@ -60,7 +67,7 @@ def test_a_pr_run_killed_around_its_landing_opens_one_pull_request(
     killed = assay(repo, github, "run", "--contract", str(contract), ASSAY_CRASH_AT=crash_at)
     assert killed.returncode == CRASH_EXIT, killed.stderr
 
-    resumed = assay(repo, github, "run", "--resume")
+    resumed = main(repo, github, "run", "--resume")
     assert resumed.returncode == 0, resumed.stderr
     assert len(github.posts()) == 1
     assert [p["number"] for p in github.pulls["octo/slug"]] == [1]
@@ -70,7 +77,7 @@ def test_a_pr_run_killed_around_its_landing_opens_one_pull_request(
     assert landed[0]["task_status"] == "done"
     # The one branch on origin is the pull request's.
     assert origin_branches(repo) == [landed[0]["land"]["branch"]]
-    shown = json.loads(assay(repo, github, "task", "list", "--json").stdout)
+    shown = json.loads(main(repo, github, "task", "list", "--json").stdout)
     assert [t["status"] for t in shown] == ["done"]
 
 
@@ -82,7 +89,7 @@ def test_a_blocked_pr_run_killed_after_opening_its_draft_is_held_with_one_draft(
     killed = assay(repo, github, "run", "--contract", str(contract), ASSAY_CRASH_AT="ref_moved")
     assert killed.returncode == CRASH_EXIT, killed.stderr
 
-    resumed = assay(repo, github, "run", "--resume")
+    resumed = main(repo, github, "run", "--resume")
     assert resumed.returncode == 3, resumed.stderr  # held for the human reviewing the draft
     assert len(github.posts()) == 1 and github.pulls["octo/slug"][0]["draft"] is True
     (payload,) = repo.payloads()

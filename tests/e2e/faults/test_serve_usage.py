@@ -62,7 +62,7 @@ def test_a_killed_serve_and_a_flaky_provider_lose_no_token(tmp_path: Path) -> No
         llm = str(contract(repo, server))
         ids = []
         for _ in range(TASKS):
-            added = repo.assay("task", "add", "--contract", llm, "--json")
+            added = repo.main("task", "add", "--contract", llm, "--json")
             assert added.returncode == 0, added.stderr
             ids.append(json.loads(added.stdout)["id"])
         held = server.hold(HELD)
@@ -81,12 +81,12 @@ def test_a_killed_serve_and_a_flaky_provider_lose_no_token(tmp_path: Path) -> No
             serve.wait(timeout=30)
         held.open()
         before = server.handed_out
-        again = repo.assay("serve", "--once", "--poll", "0.1", "--json", timeout=180)
+        again = repo.main("serve", "--once", "--poll", "0.1", "--json", timeout=180)
         handed = server.handed_out
     assert again.returncode == 0, again.stderr
     assert (before.answers, before.tokens) == (5, 1201 + 312 + 430)
     assert (len(server.completions), handed.answers, server.dropped) == (15, 11, 1)
-    tasks = {t["id"]: t for t in json.loads(repo.assay("task", "list", "--json").stdout)}
+    tasks = {t["id"]: t for t in json.loads(repo.main("task", "list", "--json").stdout)}
     assert [tasks[i]["status"] for i in ids] == ["done"] * TASKS
 
     runs = payloads(repo.root)

@@ -100,7 +100,7 @@ def test_a_run_killed_mid_call_counts_what_its_coder_was_handed(
         held.open()  # nobody is left to read it: not handed out
         before = server.handed_out
         phase["fixing"] = True
-        resumed = repo.assay("run", "--resume", "--json")
+        resumed = repo.main("run", "--resume", "--json")
         handed = server.handed_out
     assert resumed.returncode == 0, resumed.stderr
     assert server.dropped == 1
@@ -150,7 +150,7 @@ def test_killed_at_a_boundary_the_ledger_counts_what_the_server_handed_out(
         killed = repo.assay("run", "--contract", llm, ASSAY_CRASH_AT=crash_at)
         assert killed.returncode == CRASH_EXIT, killed.stderr
         first = server.handed_out
-        resumed = repo.assay("run", "--resume", "--json")
+        resumed = repo.main("run", "--resume", "--json")
         handed = server.handed_out
     assert resumed.returncode == 0, resumed.stderr
     point = CrashPoint(crash_at)
@@ -183,7 +183,7 @@ land: merge
         killed = repo.assay("run", "--contract", str(looping), ASSAY_CRASH_AT="dispatch_ended")
         assert killed.returncode == CRASH_EXIT, killed.stderr
         assert server.handed_out.tokens == 1080
-        resumed = repo.assay("run", "--resume", "--json")
+        resumed = repo.main("run", "--resume", "--json")
         handed = server.handed_out
     assert (
         mismatches(handed, journal(repo.root), payloads(repo.root).values(), usage_report(repo))

@@ -20,10 +20,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.in_process import show_json as show
 from support.repo import CHECK_TESTS, FIXED, Repo, git, make_repo
 from support.services import require_temporal_executor
 from support.temporal import DevServer, ExternalServer
-from support.workers import Worker, add_task, service_env, show, submit
+from support.workers import Worker, service_env, submit
 
 from assay.adapters.store.sql import Ledger
 from assay.core.vocab import EventKind
@@ -65,6 +66,12 @@ def holder(workers: list[Worker], database_url: str, task_id: str, timeout: floa
         ledger.close()
     tails = "\n".join(w.tail() for w in workers)
     raise AssertionError(f"no worker started the dispatch:\n{tails}")
+
+
+def add_task(repo: Path, contract: Path, env: dict[str, str]) -> str:
+    """``assay task add`` in this process (the workers and the submitter are the processes)."""
+    task_id: str = show(repo, "task", "add", "--contract", str(contract), env=env)["id"]
+    return task_id
 
 
 def wait_settled(repo: Repo, task_id: str, env: dict[str, str]) -> dict[str, Any]:

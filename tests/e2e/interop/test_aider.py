@@ -4,7 +4,9 @@ The model's edits are the reply text in aider's own edit formats (a whole file, 
 SEARCH/REPLACE blocks), which aider applies. A ``--model-metadata-file`` prices the scripted
 model, so aider prints a cost; ``LITELLM_LOCAL_MODEL_COST_MAP`` keeps litellm off the network.
 Aider has no turn limit, so there is no turn-budget case; it retries a rate limit for about a
-minute (0.25 s doubling to 32 s) before it gives up, which the rate-limit case waits out.
+minute (0.125 s doubling to 32 s) before it gives up, a ceiling no setting changes: the
+rate-limit case lowers it to 2 s with a ``sitecustomize`` on aider's ``PYTHONPATH``
+(``support/aider_retry``), so aider still retries and gives up, in seconds.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from support.repo import FIXED, make_repo
 
 pytestmark = pytest.mark.interop
 MODEL = "openai/scripted-model"
+RETRY_CEILING = Path(__file__).resolve().parents[2] / "support" / "aider_retry"
 PRICES = {"input_cost_per_token": 3e-06, "output_cost_per_token": 1.5e-05}
 
 
@@ -106,7 +109,9 @@ def test_aider_retries_a_passing_rate_limit_and_applies_search_replace_blocks(
 def test_aider_rate_limited_is_lost_to_quota_and_refunded(tmp_path: Path) -> None:
     require("aider")
     with ModelServer(when_exhausted=Turn.rate_limited(retry_after=0.01)) as server:
-        outcome = aider_run(tmp_path, server).run()
+        run = aider_run(tmp_path, server)
+        run.env["PYTHONPATH"] = str(RETRY_CEILING)
+        outcome = run.run()
     assert_refunded_quota(outcome)
     assert "rate limit" in outcome.payload["reason"].lower()
     assert len(server.completions) > 9  # aider's own retries, each with the client's

@@ -162,7 +162,7 @@ class World:
 
     def stored_payload(self, run_id: str) -> dict[str, Any]:
         """The run's payload as assay keeps it: ``assay payload show RUN --json``."""
-        shown = self.repo.assay("payload", "show", run_id, "--json", HOME=str(self.home))
+        shown = self.repo.main("payload", "show", run_id, "--json", HOME=str(self.home))
         assert shown.returncode == 0, shown.stderr
         return self.payload(shown)
 

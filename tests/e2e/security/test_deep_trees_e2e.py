@@ -49,20 +49,20 @@ def test_a_seat_1100_folders_deep_closes_normally_and_the_queue_goes_on(world: W
 
         # A task queued afterwards is served: nothing the deep seat left stops the queue.
         later = world.contract("later.yaml", ["echo more > MORE.md"], land="branch")
-        added = world.repo.assay("task", "add", "--contract", str(later), "--json", **home)
+        added = world.repo.main("task", "add", "--contract", str(later), "--json", **home)
         assert added.returncode == 0, added.stderr
         task_id = json.loads(added.stdout)["id"]
-        served = world.repo.assay("serve", "--once", "--no-web", "--poll", "0.2", **home)
+        served = world.repo.main("serve", "--once", "--no-web", "--poll", "0.2", **home)
         assert served.returncode == 0, served.stderr[-3000:]
         assert (
             f"task {task_id}: ready: " in served.stderr and "; the task is done" in served.stderr
         ), served.stderr
 
-        collected = world.repo.assay("gc", "--older-than", "0", "--json", **home)
+        collected = world.repo.main("gc", "--older-than", "0", "--json", **home)
         assert collected.returncode == 0, collected.stderr[-3000:]
         assert json.loads(collected.stdout)["failed"] == []
 
-        resumed = world.repo.assay("run", "--resume", **home)
+        resumed = world.repo.main("run", "--resume", **home)
         assert resumed.returncode == 0, resumed.stderr[-3000:]
         assert "no interrupted run to resume" in resumed.stderr
     finally:

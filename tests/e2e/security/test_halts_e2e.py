@@ -111,7 +111,7 @@ def _serve(world: World) -> subprocess.Popen[str]:
 
 
 def _add(world: World, contract: Path) -> str:
-    added = world.repo.assay("task", "add", "--contract", str(contract), "--json")
+    added = world.repo.main("task", "add", "--contract", str(contract), "--json")
     assert added.returncode == 0, added.stderr
     return str(json.loads(added.stdout)["id"])
 
@@ -173,7 +173,7 @@ def test_a_coder_cannot_fire_another_runs_halt(world: World) -> None:
     assert payload["status"] == "ready", payload["reason"]
     state = json.loads((world.root / ".assay" / "halt-state" / f"{victim_run}.json").read_text())
     assert [h["name"] for h in state["halts"] if h["fired_at"]] == []
-    shown = json.loads(world.repo.assay("task", "show", victim_task, "--json").stdout)
+    shown = json.loads(world.repo.main("task", "show", victim_task, "--json").stdout)
     assert shown["status"] == "done", shown
     # Both attacks were made and refused, naming the reason.
     assert world.logged("attack 1: 1") and world.logged("attack 2: 1")

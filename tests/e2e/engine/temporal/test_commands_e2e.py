@@ -1,4 +1,8 @@
-"""The Temporal executor through the real commands: assay worker, serve --temporal, task cancel."""
+"""The Temporal executor through the real commands: assay worker, serve --temporal, task cancel.
+
+The workers and the background submitter are processes; adding tasks, reading the ledger, a
+submitter waited for and the commands that reach a running workflow run in this process.
+"""
 
 from __future__ import annotations
 
@@ -9,9 +13,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support.in_process import run_assay
+from support.in_process import show_json as show
 from support.repo import Repo, make_repo, replay_contract
 from support.temporal import DevServer, ExternalServer
-from support.workers import Workers, add_task, assay, serve_once, show, submit
+from support.workers import Workers, serve_args, submit
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
@@ -39,15 +45,21 @@ def workers(
         yield w
 
 
+def add_task(repo: Repo, contract: Path, env: dict[str, str]) -> str:
+    task_id: str = show(repo.root, "task", "add", "--contract", str(contract), env=env)["id"]
+    return task_id
+
+
 def test_serve_submits_and_workers_run_each_task_to_done_on_one_worker(
     repo: Repo, workers: Workers
 ) -> None:
     env = workers.env
     contract = replay_contract(repo, "wrong", "fixed", land="branch")
-    ids = [add_task(repo.root, contract, env) for _ in range(3)]
+    ids = [add_task(repo, contract, env) for _ in range(3)]
     for _ in range(2):  # two workers: a run's activities must all stay on the one that opened it
         workers.start(max_dispatches=1)
-    served = serve_once(repo.root, workers.address, workers.task_queue, env, poll=0.2)
+    args = serve_args(workers.address, workers.task_queue, poll=0.2)
+    served = run_assay(args, cwd=repo.root, env=env)  # the submitter, in this process
     assert served.returncode == 0, served.stderr
     assert "submitted as workflow assay-" in served.stderr
     for task_id in ids:
@@ -89,21 +101,19 @@ def test_temporal_needs_postgresql(repo: Repo, temporal_server: DevServer | Exte
         assert "Traceback" not in done.stderr
 
 
-@pytest.mark.parametrize(
-    ("command", "reason"),
-    [(("cancel",), "cancelled"), (("hold", "--reason", "not now"), "not now")],
-    ids=["cancel", "hold"],
-)
-def test_cancel_and_hold_reach_the_running_workflow(
-    repo: Repo, workers: Workers, command: tuple[str, ...], reason: str
-) -> None:
+def test_cancel_and_hold_reach_the_running_workflows(repo: Repo, workers: Workers) -> None:
+    # Both on one worker and one submitter: each task's coder sleeps its own time, so the
+    # check that a coder is gone cannot see the other's (or another test's).
     env = workers.env
-    # Each case sleeps its own time, so the check that its coder is gone cannot see the
-    # other case's coder when both run at once on two test workers.
-    sleeper = "sleep 127" if command[0] == "cancel" else "sleep 131"
-    contract = repo.contract(
-        "sleep.yaml",
-        f"""task: Sleep for a long time.
+    cases = {
+        "cancel": ((), "cancelled", "sleep 127"),
+        "hold": (("--reason", "not now"), "not now", "sleep 131"),
+    }
+    ids = {}
+    for command, (_args, _reason, sleeper) in cases.items():
+        contract = repo.contract(
+            f"{command}.yaml",
+            f"""task: Sleep for a long time.
 scope: {{allow: ["src/**"]}}
 coder: {{kind: command, command: "{sleeper}", timeout_seconds: 300}}
 validators:
@@ -111,38 +121,40 @@ validators:
 land: none
 sandbox: none
 """,
-    )
-    task_id = add_task(repo.root, contract, env)
+        )
+        ids[command] = add_task(repo, contract, env)
     workers.start()
     serve = submit(repo.root, workers.address, workers.task_queue, env, poll=0.2)
     try:
         deadline = time.monotonic() + 60
-        while show(repo.root, "task", "show", task_id, env=env)["status"] != "running":
-            assert time.monotonic() < deadline, "the run never started"
-            time.sleep(0.2)
-        time.sleep(1.0)  # the coder is sleeping now
-        cancelled = assay(
-            repo.root,
-            "task",
-            command[0],
-            task_id,
-            *command[1:],
-            env={**env, "ASSAY_TEMPORAL": workers.address},
-        )
-        assert cancelled.returncode == 0, cancelled.stderr
-        assert "held" in cancelled.stdout, (cancelled.stdout, cancelled.stderr)
+        for task_id in ids.values():
+            while show(repo.root, "task", "show", task_id, env=env)["status"] != "running":
+                assert time.monotonic() < deadline, "the run never started"
+                time.sleep(0.2)
+        time.sleep(1.0)  # the coders are sleeping now
+        for command, (args, _reason, _sleeper) in cases.items():
+            done = run_assay(
+                ["task", command, ids[command], *args],
+                cwd=repo.root,
+                env={**env, "ASSAY_TEMPORAL": workers.address},
+            )
+            assert done.returncode == 0, done.stderr
+            assert "held" in done.stdout, (done.stdout, done.stderr)
         _out, err = serve.communicate(timeout=60)
         assert serve.returncode == 0, err
-        assert "; the task is held for a human" in err, err
+        assert err.count("; the task is held for a human") == 2, err
     finally:
         if serve.poll() is None:
             serve.kill()
             serve.wait()
-    shown = show(repo.root, "task", "show", task_id, env=env)
-    assert shown["status"] == "held" and shown["hold_source"] == "manual", shown
-    assert reason in str(shown["hold_reason"])
-    runs = shown["runs"]
-    assert isinstance(runs, list) and len(runs) == 1 and runs[0]["status"] == "failed"
-    # Nothing of the coder lives on: its process group was stopped.
-    alive = subprocess.run(["pgrep", "-f", sleeper], capture_output=True, text=True, check=False)
-    assert alive.stdout.strip() == "", alive.stdout
+    for command, (_args, reason, sleeper) in cases.items():
+        shown = show(repo.root, "task", "show", ids[command], env=env)
+        assert shown["status"] == "held" and shown["hold_source"] == "manual", shown
+        assert reason in str(shown["hold_reason"])
+        runs = shown["runs"]
+        assert isinstance(runs, list) and len(runs) == 1 and runs[0]["status"] == "failed"
+        # Nothing of the coder lives on: its process group was stopped.
+        alive = subprocess.run(
+            ["pgrep", "-f", sleeper], capture_output=True, text=True, check=False
+        )
+        assert alive.stdout.strip() == "", alive.stdout

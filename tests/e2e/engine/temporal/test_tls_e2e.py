@@ -7,10 +7,11 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+from support.in_process import show_json as show
 from support.repo import Repo, make_repo, replay_contract
 from support.temporal import BINARY, DevServer, ExternalServer
 from support.tls_front import TlsFront, make_certs
-from support.workers import Workers, add_task, assay, serve_once, show
+from support.workers import Workers, assay, serve_once
 
 
 def test_only_a_client_with_the_certificate_gets_through(
@@ -38,7 +39,8 @@ def test_only_a_client_with_the_certificate_gets_through(
         assert listed.returncode != 0, listed.stdout
 
         workers.start(max_dispatches=1, args=certs.flags())
-        task_id = add_task(repo.root, replay_contract(repo, "wrong", "fixed", land="branch"), env)
+        contract = replay_contract(repo, "wrong", "fixed", land="branch")
+        task_id = show(repo.root, "task", "add", "--contract", str(contract), env=env)["id"]
         served = serve_once(
             repo.root, front.address, workers.task_queue, {**env, **certs.env()}, poll=0.2
         )
