@@ -1,32 +1,40 @@
-"""Many rows, and many tables' rows, written in one statement: one round trip, not one per row.
+"""Many rows, and many tables' rows, written with one statement per table or one in all.
 
-A run's close writes rows into five tables. Each table's rows go in one multi-row ``INSERT``;
-on PostgreSQL all of the tables' inserts go in one statement, the first ones as data-modifying
-``WITH`` parts and the last as the main insert. Each part runs exactly once and to completion;
-the order of the parts is the server's to choose, but foreign keys are checked at the end of
-the statement (a dispatch may reference an attempt inserted beside it), and the main insert
-draws its ids in the order of its rows (the events' order is kept: they come last).
+A run's close writes rows into five tables; how many rows varies from close to close, so a
+statement whose text grew with them would be parsed (by the driver and the server) and
+planned anew each time. Each dialect has its own way to keep the text fixed:
 
-Written as text because SQLAlchemy compiles a multi-row ``insert().values([…])`` again on every
-execution (it does not cache those), which costs more than the round trips saved; a text
-statement with typed parameters is compiled once per shape, and still serializes JSON and
-times, and casts them on PostgreSQL, as the columns' types say.
+- SQLite: one ``executemany`` per table, its values passed through the columns' own bind
+  processors (the same functions SQLAlchemy would apply, so what is stored is the same). A
+  statement there is no round trip; what costs is SQLAlchemy's per-parameter work, which
+  this skips.
+- PostgreSQL: one statement for every table, each table's rows one ``jsonb`` parameter
+  expanded by ``jsonb_populate_recordset`` (typed by the table's own row type): the first
+  tables as data-modifying ``WITH`` parts, the last as the main insert. One round trip, and
+  a text that depends only on the tables and columns, so psycopg converts it once and the
+  server prepares it once. Each part runs exactly once and to completion; the order of the
+  parts is the server's to choose, but foreign keys are checked at the end of the statement
+  (a dispatch may reference an attempt inserted beside it), and the main insert draws its
+  ids in the order of its rows (the events' order is kept: they come last).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import json
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.engine import Dialect
 
-ROWS_PER_STATEMENT = 200
-"""Rows in one multi-row ``INSERT``: far below SQLite's and PostgreSQL's parameter limits."""
+from assay.adapters.store.schema import UTCDateTime
 
-Shape = tuple[sa.Table, tuple[str, ...], int, str]
-"""A statement's table, columns, number of rows and tail; the key its text is cached under."""
+Shape = tuple[sa.Table, tuple[str, ...], str]
+"""A statement's table, columns and tail; the key its text is cached under."""
+Convert = Callable[[Any], Any] | None
 
 
 @dataclass(frozen=True)
@@ -38,59 +46,82 @@ class Rows:
     tail: str = ""
 
     def shape(self) -> Shape:
-        return (self.table, tuple(self.rows[0]), len(self.rows), self.tail)
+        return (self.table, tuple(self.rows[0]), self.tail)
 
 
 def insert(conn: sa.Connection, parts: Sequence[Rows]) -> None:
-    """Insert every part's rows, the parts' ids drawn in order within each part.
-
-    PostgreSQL: one statement for all of them when each part fits in one; otherwise (and on
-    SQLite, where a statement is no round trip) one statement per part, in the order given.
-    """
+    """Insert every part's rows, in the order given, each part's ids drawn in row order."""
     parts = [p for p in parts if p.rows]
     if not parts:
         return
-    if conn.dialect.name == "postgresql" and all(len(p.rows) <= ROWS_PER_STATEMENT for p in parts):
-        values: dict[str, Any] = {}
-        for k, part in enumerate(parts):
-            values.update(_values(part.rows, f"w{k}"))
-        conn.execute(_combined(tuple(p.shape() for p in parts)), values)
+    if conn.dialect.name == "postgresql":
+        shapes = tuple(p.shape() for p in parts)
+        values = {f"w{k}": _recordset(conn.dialect, p) for k, p in enumerate(parts)}
+        conn.execute(_combined(shapes), values)
         return
     for part in parts:
-        for first in range(0, len(part.rows), ROWS_PER_STATEMENT):
-            chunk = Rows(part.table, part.rows[first : first + ROWS_PER_STATEMENT], part.tail)
-            conn.execute(_single(chunk.shape()), _values(chunk.rows, ""))
+        sql, converters = _many(part.shape(), conn.dialect)
+        columns = part.shape()[1]
+        conn.exec_driver_sql(sql, [_converted(row, columns, converters) for row in part.rows])
 
 
-@lru_cache(maxsize=256)
-def _single(shape: Shape) -> sa.TextClause:
-    sql, typed = _insert_sql(shape, "")
+def _converted(
+    row: Mapping[str, Any], columns: tuple[str, ...], converters: tuple[Convert, ...]
+) -> tuple[Any, ...]:
+    values = (row[c] for c in columns)
+    return tuple(v if f is None else f(v) for f, v in zip(converters, values, strict=True))
+
+
+@lru_cache(maxsize=64)
+def _many(shape: Shape, dialect: Dialect) -> tuple[str, tuple[Convert, ...]]:
+    """SQLite: the insert of one row (``?`` placeholders) and each column's bind processor."""
+    table, columns, tail = shape
+    sql = (
+        f"INSERT INTO {table.name} ({', '.join(columns)}) "
+        f"VALUES ({', '.join('?' for _ in columns)}){tail}"
+    )
+    types = (table.c[c].type.dialect_impl(dialect) for c in columns)
+    return sql, tuple(t.bind_processor(dialect) for t in types)
+
+
+def _recordset(dialect: Dialect, part: Rows) -> str:
+    """PostgreSQL: the part's rows as one JSON array of objects, times as ISO text in UTC
+    (through the column type's own check, which refuses a naive time)."""
+    times = _time_columns(part.table)
+    rows = part.rows
+    if times:
+        rows = [
+            {k: _utc_text(v, dialect) if k in times else v for k, v in row.items()} for row in rows
+        ]
+    return json.dumps(rows)
+
+
+@lru_cache(maxsize=16)
+def _time_columns(table: sa.Table) -> frozenset[str]:
+    return frozenset(c.name for c in table.c if isinstance(c.type, UTCDateTime))
+
+
+def _utc_text(value: datetime | None, dialect: Dialect) -> str | None:
+    utc = UTCDateTime().process_bind_param(value, dialect)
+    return None if utc is None else utc.isoformat()
+
+
+@lru_cache(maxsize=64)
+def _combined(shapes: tuple[Shape, ...]) -> sa.TextClause:
+    *parts, main = [_recordset_sql(shape, f"w{k}") for k, shape in enumerate(shapes)]
+    withs = ", ".join(f"w{k} AS ({sql})" for k, sql in enumerate(parts))
+    sql = f"WITH {withs} {main}" if withs else main
+    typed = [sa.bindparam(f"w{k}", type_=sa.Text()) for k in range(len(shapes))]
     return sa.text(sql).bindparams(*typed)
 
 
-@lru_cache(maxsize=256)
-def _combined(shapes: tuple[Shape, ...]) -> sa.TextClause:
-    built = [_insert_sql(shape, f"w{k}") for k, shape in enumerate(shapes)]
-    *parts, (main, _typed) = built
-    withs = ", ".join(f"w{k} AS ({sql})" for k, (sql, _typed) in enumerate(parts))
-    sql = f"WITH {withs} {main}" if withs else main
-    return sa.text(sql).bindparams(*(b for _sql, typed in built for b in typed))
-
-
-def _insert_sql(shape: Shape, prefix: str) -> tuple[str, list[sa.BindParameter[Any]]]:
-    """``INSERT INTO table (columns) VALUES (…), …`` then the tail, and its typed parameters,
-    named ``<prefix>r<row>_<column>`` (never like SQLAlchemy's own ``<column>_<n>``)."""
-    table, columns, count, tail = shape
-    names = [[f"{prefix}r{i}_{c}" for c in columns] for i in range(count)]
-    values = ", ".join("(" + ", ".join(f":{n}" for n in row) + ")" for row in names)
-    sql = f"INSERT INTO {table.name} ({', '.join(columns)}) VALUES {values}{tail}"
-    typed = [
-        sa.bindparam(name, type_=table.c[c].type)
-        for row in names
-        for name, c in zip(row, columns, strict=True)
-    ]
-    return sql, typed
-
-
-def _values(rows: Sequence[Mapping[str, Any]], prefix: str) -> dict[str, Any]:
-    return {f"{prefix}r{i}_{c}": value for i, row in enumerate(rows) for c, value in row.items()}
+def _recordset_sql(shape: Shape, name: str) -> str:
+    """``INSERT INTO table (columns) SELECT columns FROM jsonb_populate_recordset(…)``, in
+    the array's order, then the tail."""
+    table, columns, tail = shape
+    listed = ", ".join(columns)
+    return (
+        f"INSERT INTO {table.name} ({listed}) SELECT {listed} FROM jsonb_populate_recordset("
+        f"NULL::{table.name}, CAST(:{name} AS jsonb)) WITH ORDINALITY AS r ORDER BY ordinality"
+        f"{tail}"
+    )

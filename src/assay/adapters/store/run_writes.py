@@ -14,7 +14,6 @@ steps 3 to 7 go in one statement, and step 2 takes the event-order lock):
 4. the attempts, 5. the dispatches, 6. the run's documents: one multi-row insert each;
 7. the events, last (their ids are drawn in order; see ``statements.hold_event_order``).
 
-A table's rows past :data:`batch.ROWS_PER_STATEMENT` take one more insert per that many.
 A test counts these statements, so a change that adds a round trip shows.
 """
 
