@@ -30,10 +30,10 @@ ROWS = ["stage_records", "attempts", "dispatches", "run_documents", "events"]
 
 
 def expected(backend: str) -> list[str]:
-    """SQLite: one insert per table (a statement there is no round trip). PostgreSQL: every
-    table's rows in one statement (the run's update took the event-order lock)."""
+    """SQLite: the two updates, then one insert per table (a statement there is no round
+    trip). PostgreSQL: all of it in one statement, named by the tables it writes in order."""
     if backend == "postgresql":
-        return [*CLOSE, "WITH " + " ".join(ROWS)]
+        return [" ".join(["WITH", *CLOSE, *(f"INSERT {table}" for table in ROWS)])]
     return ["BEGIN IMMEDIATE", *CLOSE, *(f"INSERT INTO {table}" for table in ROWS)]
 
 
@@ -56,9 +56,13 @@ def counted(ledger: Ledger) -> Iterator[list[str]]:
 def _head(statement: str) -> str:
     words = statement.replace("(", " ").split()
     if words[0] == "WITH":
-        # Named by the tables it inserts into, in order.
-        inserted = [words[n + 2] for n, word in enumerate(words) if word == "INSERT"]
-        return " ".join(["WITH", *inserted])
+        # Named by the tables it writes, in order (an upsert's DO UPDATE is no table).
+        written = [
+            f"UPDATE {words[n + 1]}" if word == "UPDATE" else f"INSERT {words[n + 2]}"
+            for n, word in enumerate(words)
+            if word == "INSERT" or (word == "UPDATE" and words[n - 1] != "DO")
+        ]
+        return " ".join(["WITH", *written])
     if words[0] == "SELECT":
         # A select is named by what it reads: its first table, or the function it calls.
         table = words[words.index("FROM") + 1] if "FROM" in words else words[1]
@@ -130,5 +134,7 @@ def test_a_refused_close_is_explained_and_writes_nothing(target: LedgerTarget) -
     before = len(ledger.events())
     with counted(ledger) as seen, pytest.raises(LedgerConflict, match="r1' is already closed"):
         ledger.close_run(close)
-    assert seen[-3:] == ["UPDATE tasks", "UPDATE runs", "SELECT runs"]
+    # PostgreSQL: the one statement, its inserts gated on the run's update, wrote no row.
+    refused = expected(target.backend) if target.backend == "postgresql" else CLOSE
+    assert seen[-len(refused) - 1 :] == [*refused, "SELECT runs"]
     assert len(ledger.events()) == before

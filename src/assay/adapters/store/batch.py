@@ -1,21 +1,18 @@
-"""Many rows, and many tables' rows, written with one statement per table or one in all.
+"""Many rows, and many tables' rows, written by statements whose text does not grow with them.
 
 A run's close writes rows into five tables; how many rows varies from close to close, so a
 statement whose text grew with them would be parsed (by the driver and the server) and
 planned anew each time. Each dialect has its own way to keep the text fixed:
 
-- SQLite: one ``executemany`` per table, its values passed through the columns' own bind
-  processors (the same functions SQLAlchemy would apply, so what is stored is the same). A
-  statement there is no round trip; what costs is SQLAlchemy's per-parameter work, which
-  this skips.
-- PostgreSQL: one statement for every table, each table's rows one ``jsonb`` parameter
-  expanded by ``jsonb_populate_recordset`` (typed by the table's own row type): the first
-  tables as data-modifying ``WITH`` parts, the last as the main insert. One round trip, and
-  a text that depends only on the tables and columns, so psycopg converts it once and the
-  server prepares it once. Each part runs exactly once and to completion; the order of the
-  parts is the server's to choose, but foreign keys are checked at the end of the statement
-  (a dispatch may reference an attempt inserted beside it), and the main insert draws its
-  ids in the order of its rows (the events' order is kept: they come last).
+- SQLite (:func:`insert`): one ``executemany`` per table, its values passed through the
+  columns' own bind processors (the functions SQLAlchemy would apply, so what is stored is
+  the same). A statement there is no round trip; what costs is SQLAlchemy's per-parameter
+  work, which this skips.
+- PostgreSQL (:func:`recordset_insert`): each table's rows are one ``jsonb`` parameter
+  expanded by ``jsonb_populate_recordset`` (typed by the table's own row type), so every
+  table fits in one statement (see :mod:`postgres_close`) whose text depends only on the
+  tables and columns: psycopg converts it once and the server prepares it once. The rows are
+  inserted in the array's order, so ids are drawn in that order.
 """
 
 from __future__ import annotations
@@ -50,19 +47,15 @@ class Rows:
 
 
 def insert(conn: sa.Connection, parts: Sequence[Rows]) -> None:
-    """Insert every part's rows, in the order given, each part's ids drawn in row order."""
-    parts = [p for p in parts if p.rows]
-    if not parts:
-        return
-    if conn.dialect.name == "postgresql":
-        shapes = tuple(p.shape() for p in parts)
-        values = {f"w{k}": _recordset(conn.dialect, p) for k, p in enumerate(parts)}
-        conn.execute(_combined(shapes), values)
-        return
+    """SQLite: insert every part's rows, in the order given, each part's ids drawn in row
+    order; one ``executemany`` per part that has rows."""
     for part in parts:
-        sql, converters = _many(part.shape(), conn.dialect)
-        columns = part.shape()[1]
-        conn.exec_driver_sql(sql, [_converted(row, columns, converters) for row in part.rows])
+        if not part.rows:
+            continue
+        shape = part.shape()
+        sql, converters = _many(shape, conn.dialect)
+        rows = [_converted(row, shape[1], converters) for row in part.rows]
+        conn.exec_driver_sql(sql, rows)
 
 
 def _converted(
@@ -74,7 +67,7 @@ def _converted(
 
 @lru_cache(maxsize=64)
 def _many(shape: Shape, dialect: Dialect) -> tuple[str, tuple[Convert, ...]]:
-    """SQLite: the insert of one row (``?`` placeholders) and each column's bind processor."""
+    """The insert of one row (``?`` placeholders) and each column's bind processor."""
     table, columns, tail = shape
     sql = (
         f"INSERT INTO {table.name} ({', '.join(columns)}) "
@@ -84,7 +77,7 @@ def _many(shape: Shape, dialect: Dialect) -> tuple[str, tuple[Convert, ...]]:
     return sql, tuple(t.bind_processor(dialect) for t in types)
 
 
-def _recordset(dialect: Dialect, part: Rows) -> str:
+def recordset(dialect: Dialect, part: Rows) -> str:
     """PostgreSQL: the part's rows as one JSON array of objects, times as ISO text in UTC
     (through the column type's own check, which refuses a naive time)."""
     times = _time_columns(part.table)
@@ -106,22 +99,14 @@ def _utc_text(value: datetime | None, dialect: Dialect) -> str | None:
     return None if utc is None else utc.isoformat()
 
 
-@lru_cache(maxsize=64)
-def _combined(shapes: tuple[Shape, ...]) -> sa.TextClause:
-    *parts, main = [_recordset_sql(shape, f"w{k}") for k, shape in enumerate(shapes)]
-    withs = ", ".join(f"w{k} AS ({sql})" for k, sql in enumerate(parts))
-    sql = f"WITH {withs} {main}" if withs else main
-    typed = [sa.bindparam(f"w{k}", type_=sa.Text()) for k in range(len(shapes))]
-    return sa.text(sql).bindparams(*typed)
-
-
-def _recordset_sql(shape: Shape, name: str) -> str:
-    """``INSERT INTO table (columns) SELECT columns FROM jsonb_populate_recordset(…)``, in
-    the array's order, then the tail."""
+def recordset_insert(shape: Shape, parameter: str, *, gate: str = "true") -> str:
+    """``INSERT INTO table (columns) SELECT columns FROM jsonb_populate_recordset(…)`` of the
+    JSON array bound to ``parameter``, in the array's order, only if ``gate`` holds; then the
+    tail."""
     table, columns, tail = shape
     listed = ", ".join(columns)
     return (
         f"INSERT INTO {table.name} ({listed}) SELECT {listed} FROM jsonb_populate_recordset("
-        f"NULL::{table.name}, CAST(:{name} AS jsonb)) WITH ORDINALITY AS r ORDER BY ordinality"
-        f"{tail}"
+        f"NULL::{table.name}, CAST(:{parameter} AS jsonb)) WITH ORDINALITY AS given"
+        f" WHERE {gate} ORDER BY ordinality{tail}"
     )
