@@ -13,8 +13,10 @@ import pytest
 import sqlalchemy as sa
 from ledger_driver import BENCH_WAVES, Driver, LedgerTarget, Wave
 
-from assay.adapters.store.errors import LedgerConflict
+from assay.adapters.store import run_writes
+from assay.adapters.store.errors import LedgerConflict, LedgerError, RunNotFound, TaskNotFound
 from assay.adapters.store.records import EventIn, RunClose, RunDocument
+from assay.adapters.store.schema import metadata
 from assay.adapters.store.sql import Ledger
 from assay.core.settle import Verdict
 from assay.core.tasks import Task
@@ -138,3 +140,70 @@ def test_a_refused_close_is_explained_and_writes_nothing(target: LedgerTarget) -
     refused = expected(target.backend) if target.backend == "postgresql" else CLOSE
     assert seen[-len(refused) - 1 :] == [*refused, "SELECT runs"]
     assert len(ledger.events()) == before
+
+
+def _every_row(ledger: Ledger) -> dict[str, list[tuple[object, ...]]]:
+    with ledger.read() as conn:
+        return {
+            name: sorted((tuple(r) for r in conn.execute(sa.select(table))), key=repr)
+            for name, table in metadata.tables.items()
+        }
+
+
+def test_every_refused_close_writes_nothing(target: LedgerTarget) -> None:
+    """Each check a close makes refuses it whole, on both backends: on PostgreSQL the task's
+    update and the rows' inserts share one statement with the failed check, and are undone."""
+    ledger = target.open()
+    driver = Driver(ledger)
+    driver.add("t1")
+    driver.add("t2")
+    close = close_with_everything(driver, driver.start("t1", "r1"), "r1", list(BENCH_WAVES))
+    other = close_with_everything(driver, driver.start("t2", "r2"), "r2", list(BENCH_WAVES))
+    ghost = close.task.model_copy(update={"id": "ghost"})
+    miscounted = close.task.model_copy(update={"attempts": 0})
+    refused: list[tuple[RunClose, type[LedgerError], str]] = [
+        (close.model_copy(update={"task": miscounted}), LedgerConflict, "expected 1"),
+        (close.model_copy(update={"run_id": "nope"}), RunNotFound, "no run 'nope'"),
+        (close.model_copy(update={"run_id": "r2"}), LedgerConflict, "belongs to task 't2'"),
+        (close.model_copy(update={"task": ghost}), TaskNotFound, "no task 'ghost'"),
+    ]
+    before = _every_row(ledger)
+    for bad, error, message in refused:
+        with pytest.raises(error, match=message):
+            ledger.close_run(bad)
+        assert _every_row(ledger) == before, message
+    ledger.close_run(other)
+    ledger.close_run(close)
+    after = _every_row(ledger)
+    with pytest.raises(LedgerConflict, match="already closed"):
+        ledger.close_run(close)
+    assert _every_row(ledger) == after
+
+
+def test_sqlite_stores_a_close_as_sqlalchemy_would(target: LedgerTarget) -> None:
+    """The close's inserts skip SQLAlchemy's statement machinery, not its types: every row
+    is stored byte for byte as SQLAlchemy's own insert of the same values stores it."""
+    if target.backend != "sqlite":
+        pytest.skip("PostgreSQL types the values itself (the round-trip tests read them back)")
+    ledger = target.open()
+    driver = Driver(ledger)
+    driver.add("t1")
+    close = close_with_everything(driver, driver.start("t1", "r1"), "r1", list(BENCH_WAVES))
+    ledger.close_run(close)
+    reference = sa.create_engine("sqlite://")
+    metadata.create_all(reference)
+    # The stage counters are left out: the close adds to what the run's start stored.
+    parts = [p for p in run_writes.row_parts(close) if p.rows and p.table.name != "stage_records"]
+    assert [p.table.name for p in parts] == ["attempts", "dispatches", "run_documents", "events"]
+    for part in parts:
+        query = f"SELECT {', '.join(part.rows[0])} FROM {part.table.name}"
+        with ledger.read() as conn:
+            opened = " WHERE kind NOT IN ('task.added', 'run.opened')"  # not the close's
+            where = opened if part.table.name == "events" else ""
+            stored = conn.exec_driver_sql(f"{query}{where} ORDER BY rowid").all()
+        with reference.begin() as conn:
+            conn.execute(sa.insert(part.table), list(part.rows))
+            expected = conn.exec_driver_sql(f"{query} ORDER BY rowid").all()
+        assert stored == expected, part.table.name
+        assert [type(v) for v in stored[0]] == [type(v) for v in expected[0]], part.table.name
+    reference.dispose()
