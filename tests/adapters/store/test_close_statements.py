@@ -1,22 +1,27 @@
 """A run's close costs a fixed, small number of statements, however much it records.
 
-Counted at the driver (SQLAlchemy's ``before_cursor_execute``), on both backends: a change that
-adds a round trip per close, or one per attempt, dispatch or event, fails here by name.
+Counted at the driver on both backends (SQLAlchemy's ``before_cursor_execute``, and each call
+the close makes on the SQLite driver itself): a change that adds a round trip per close, or
+one per attempt, dispatch or event, fails here by name.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
 from ledger_driver import BENCH_WAVES, Driver, LedgerTarget, Wave
 
+from assay.adapters.store import driver as store_driver
 from assay.adapters.store import run_writes
+from assay.adapters.store import statements as st
+from assay.adapters.store.batch import Rows
 from assay.adapters.store.errors import LedgerConflict, LedgerError, RunNotFound, TaskNotFound
 from assay.adapters.store.records import EventIn, RunClose, RunDocument
-from assay.adapters.store.schema import metadata
+from assay.adapters.store.schema import metadata, runs, tasks
 from assay.adapters.store.sql import Ledger
 from assay.core.settle import Verdict
 from assay.core.tasks import Task
@@ -39,6 +44,22 @@ def expected(backend: str) -> list[str]:
     return ["BEGIN IMMEDIATE", *CLOSE, *(f"INSERT INTO {table}" for table in ROWS)]
 
 
+class _NotingDriver:
+    """A DBAPI connection that notes each statement given to it, once per call."""
+
+    def __init__(self, connection: Any, seen: list[str]) -> None:
+        self._connection = connection
+        self._seen = seen
+
+    def execute(self, statement: str, *args: Any) -> Any:
+        self._seen.append(_head(statement))
+        return self._connection.execute(statement, *args)
+
+    def executemany(self, statement: str, *args: Any) -> Any:
+        self._seen.append(_head(statement))
+        return self._connection.executemany(statement, *args)
+
+
 @contextmanager
 def counted(ledger: Ledger) -> Iterator[list[str]]:
     """Each statement the ledger's engine sends while inside, as its first words."""
@@ -49,9 +70,12 @@ def counted(ledger: Ledger) -> Iterator[list[str]]:
 
     engine = ledger._engine
     sa.event.listen(engine, "before_cursor_execute", note)
+    on_driver = store_driver._driver
+    store_driver._driver = lambda conn: _NotingDriver(on_driver(conn), seen)  # type: ignore[assignment]
     try:
         yield seen
     finally:
+        store_driver._driver = on_driver  # type: ignore[assignment]
         sa.event.remove(engine, "before_cursor_execute", note)
 
 
@@ -181,8 +205,8 @@ def test_every_refused_close_writes_nothing(target: LedgerTarget) -> None:
 
 
 def test_sqlite_stores_a_close_as_sqlalchemy_would(target: LedgerTarget) -> None:
-    """The close's inserts skip SQLAlchemy's statement machinery, not its types: every row
-    is stored byte for byte as SQLAlchemy's own insert of the same values stores it."""
+    """The close's statements skip SQLAlchemy's execution machinery, not its types: every row
+    it writes is stored byte for byte as SQLAlchemy's own insert of the same values stores it."""
     if target.backend != "sqlite":
         pytest.skip("PostgreSQL types the values itself (the round-trip tests read them back)")
     ledger = target.open()
@@ -190,11 +214,15 @@ def test_sqlite_stores_a_close_as_sqlalchemy_would(target: LedgerTarget) -> None
     driver.add("t1")
     close = close_with_everything(driver, driver.start("t1", "r1"), "r1", list(BENCH_WAVES))
     ledger.close_run(close)
-    reference = sa.create_engine("sqlite://")
-    metadata.create_all(reference)
+    settled = {"id": "t1", **st.task_values(close.task)}
+    started = ledger.get_run("r1").started_at
+    closed = {"id": "r1", "task_id": "t1", "started_at": started} | run_writes.run_values(close)
     # The stage counters are left out: the close adds to what the run's start stored.
     parts = [p for p in run_writes.row_parts(close) if p.rows and p.table.name != "stage_records"]
     assert [p.table.name for p in parts] == ["attempts", "dispatches", "run_documents", "events"]
+    parts += [Rows(tasks, [settled]), Rows(runs, [closed])]
+    reference = sa.create_engine("sqlite://")
+    metadata.create_all(reference)
     for part in parts:
         query = f"SELECT {', '.join(part.rows[0])} FROM {part.table.name}"
         with ledger.read() as conn:

@@ -4,13 +4,12 @@ A run's close writes rows into five tables; how many rows varies from close to c
 statement whose text grew with them would be parsed (by the driver and the server) and
 planned anew each time. Each dialect has its own way to keep the text fixed:
 
-- SQLite (:func:`insert`): one ``executemany`` per table, its values passed through the
-  columns' own bind processors (the functions SQLAlchemy would apply, so what is stored is
-  the same). A statement there is no round trip; what costs is SQLAlchemy's per-parameter
-  work, which this skips.
+- SQLite (:func:`insert`): one ``executemany`` per table, run on the driver with the columns'
+  own bind processors (:mod:`driver`): a statement there is no round trip, and what costs is
+  SQLAlchemy's work around each one.
 - PostgreSQL (:func:`recordset_insert`): each table's rows are one ``jsonb`` parameter
   expanded by ``jsonb_populate_recordset`` (typed by the table's own row type), so every
-  table fits in one statement (see :mod:`postgres_close`) whose text depends only on the
+  table fits in one statement (see :mod:`close_sql`) whose text depends only on the
   tables and columns: psycopg converts it once and the server prepares it once. The rows are
   inserted in the array's order, so ids are drawn in that order.
 """
@@ -18,7 +17,7 @@ planned anew each time. Each dialect has its own way to keep the text fixed:
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
@@ -27,11 +26,12 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Dialect
 
+from assay.adapters.store import driver
+from assay.adapters.store.driver import DriverStatement
 from assay.adapters.store.schema import UTCDateTime
 
 Shape = tuple[sa.Table, tuple[str, ...], str]
 """A statement's table, columns and tail; the key its text is cached under."""
-Convert = Callable[[Any], Any] | None
 
 
 @dataclass(frozen=True)
@@ -48,33 +48,21 @@ class Rows:
 
 def insert(conn: sa.Connection, parts: Sequence[Rows]) -> None:
     """SQLite: insert every part's rows, in the order given, each part's ids drawn in row
-    order; one ``executemany`` per part that has rows."""
+    order; one ``executemany`` on the driver per part that has rows (see :mod:`driver`)."""
     for part in parts:
-        if not part.rows:
-            continue
-        shape = part.shape()
-        sql, converters = _many(shape, conn.dialect)
-        rows = [_converted(row, shape[1], converters) for row in part.rows]
-        conn.exec_driver_sql(sql, rows)
-
-
-def _converted(
-    row: Mapping[str, Any], columns: tuple[str, ...], converters: tuple[Convert, ...]
-) -> tuple[Any, ...]:
-    values = (row[c] for c in columns)
-    return tuple(v if f is None else f(v) for f, v in zip(converters, values, strict=True))
+        if part.rows:
+            driver.execute_many(conn, _many(part.shape(), conn.dialect), part.rows)
 
 
 @lru_cache(maxsize=64)
-def _many(shape: Shape, dialect: Dialect) -> tuple[str, tuple[Convert, ...]]:
-    """The insert of one row (``?`` placeholders) and each column's bind processor."""
+def _many(shape: Shape, dialect: Dialect) -> DriverStatement:
+    """The insert of one row of ``shape``, ``?`` placeholders typed by its columns."""
     table, columns, tail = shape
     sql = (
         f"INSERT INTO {table.name} ({', '.join(columns)}) "
         f"VALUES ({', '.join('?' for _ in columns)}){tail}"
     )
-    types = (table.c[c].type.dialect_impl(dialect) for c in columns)
-    return sql, tuple(t.bind_processor(dialect) for t in types)
+    return DriverStatement.build(sql, dialect, [table.c[c] for c in columns])
 
 
 def recordset(dialect: Dialect, part: Rows) -> str:

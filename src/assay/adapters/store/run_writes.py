@@ -3,7 +3,8 @@
 Every worker closes a run after each task, so the close is the ledger's hot write. It is one
 transaction (all of it or none) of a fixed number of statements, whatever the run recorded.
 On PostgreSQL, where a statement is a round trip, it is one statement (see
-:mod:`postgres_close`). On SQLite it is six, in this order:
+:mod:`close_sql`). On SQLite it is at most seven, run on the driver (:mod:`driver`), in
+this order:
 
 1. write the settled task: the ``UPDATE`` returns its spent attempts as they stood;
 2. close the run: one ``UPDATE … WHERE`` open and this task's ``… RETURNING`` is the run's
@@ -18,11 +19,13 @@ A test counts these statements, so a change that adds a round trip shows.
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any, NoReturn
 
 import sqlalchemy as sa
+from sqlalchemy.engine import Dialect
 
-from assay.adapters.store import batch, postgres_close
+from assay.adapters.store import batch, close_sql, driver
 from assay.adapters.store import statements as st
 from assay.adapters.store.batch import Rows
 from assay.adapters.store.errors import LedgerConflict, RunNotFound, TaskNotFound
@@ -34,31 +37,11 @@ from assay.adapters.store.schema import (
     run_documents,
     runs,
     stage_records,
-    tasks,
 )
 from assay.core.ledger import finding_signatures, outcome_verdict, task_verdict
 from assay.core.tasks import Task
 from assay.core.vocab import EventKind, Stage, TaskStatus
 
-_CLOSE_RUN = (
-    sa.update(runs)
-    .where(
-        runs.c.id == sa.bindparam("key"),
-        runs.c.task_id == sa.bindparam("task_key"),
-        runs.c.finished_at.is_(None),
-    )
-    .returning(*runs.c)
-)
-_STORED_ATTEMPTS = (
-    sa.select(stage_records.c.attempts)
-    .where(stage_records.c.task_id == tasks.c.id, stage_records.c.stage == Stage.TASK.value)
-    .scalar_subquery()
-)
-_SETTLE_TASK = (
-    sa.update(tasks)
-    .where(tasks.c.id == sa.bindparam("key"))
-    .returning(sa.func.coalesce(_STORED_ATTEMPTS, 0))
-)
 _INSERT_RUN = sa.insert(runs)
 
 
@@ -92,7 +75,7 @@ def close_run(conn: sa.Connection, close: RunClose) -> RunRecord:
 
 def _close_in_one_statement(conn: sa.Connection, close: RunClose) -> RunRecord:
     task = close.task
-    found = postgres_close.close(
+    found = close_sql.close_in_one_statement(
         conn, task.id, close.run_id, st.task_values(task), run_values(close), row_parts(close)
     )
     if found is None:
@@ -117,12 +100,13 @@ def check_settled_attempts(close: RunClose, stored: int) -> None:
 
 
 def settle_task(conn: sa.Connection, task: Task) -> int:
-    """Write the task as settle left it; returns its spent attempts as they stood before this
-    close, for the caller to check. ``TaskNotFound`` for an unknown task."""
-    stored = conn.execute(_SETTLE_TASK, {"key": task.id, **st.task_values(task)}).first()
-    if stored is None:
+    """SQLite: write the task as settle left it; returns its spent attempts as they stood
+    before this close, for the caller to check. ``TaskNotFound`` for an unknown task."""
+    settle, _finish = close_sql.sqlite_statements(conn.dialect)
+    stored = driver.execute(conn, settle, {"id": task.id, **st.task_values(task)})
+    if not stored:
         raise TaskNotFound(f"no task {task.id!r}")
-    return int(stored[0])
+    return int(stored[0][0])
 
 
 def run_values(close: RunClose) -> dict[str, Any]:
@@ -139,13 +123,19 @@ def run_values(close: RunClose) -> dict[str, Any]:
 
 
 def finish_run(conn: sa.Connection, close: RunClose) -> RunRecord:
-    """Mark the run closed with what settle made of it, if it is open and the task's; returns
-    the closed record."""
-    values = {"key": close.run_id, "task_key": close.task_id, **run_values(close)}
-    row = conn.execute(_CLOSE_RUN, values).first()
-    if row is None:
+    """SQLite: mark the run closed with what settle made of it, if it is open and the task's;
+    returns the closed record."""
+    _settle, finish = close_sql.sqlite_statements(conn.dialect)
+    values = {"id": close.run_id, "task_id": close.task_id, **run_values(close)}
+    rows = driver.execute(conn, finish, values)
+    if not rows:
         explain_refused_run(conn, close)
-    return RunRecord.model_validate(row._asdict())
+    return RunRecord.model_validate(_run_reader(conn.dialect)(rows[0]))
+
+
+@cache
+def _run_reader(dialect: Dialect) -> driver.Reader:
+    return driver.reader(dialect, list(runs.c))
 
 
 def explain_refused_run(conn: sa.Connection, close: RunClose) -> NoReturn:
