@@ -1,32 +1,37 @@
-"""Many rows, and many tables' rows, written in one statement: one round trip, not one per row.
+"""Many rows, and many tables' rows, written by statements whose text does not grow with them.
 
-A run's close writes rows into five tables. Each table's rows go in one multi-row ``INSERT``;
-on PostgreSQL all of the tables' inserts go in one statement, the first ones as data-modifying
-``WITH`` parts and the last as the main insert. Each part runs exactly once and to completion;
-the order of the parts is the server's to choose, but foreign keys are checked at the end of
-the statement (a dispatch may reference an attempt inserted beside it), and the main insert
-draws its ids in the order of its rows (the events' order is kept: they come last).
+A run's close writes rows into five tables; how many rows varies from close to close, so a
+statement whose text grew with them would be parsed (by the driver and the server) and
+planned anew each time. Each dialect has its own way to keep the text fixed:
 
-Written as text because SQLAlchemy compiles a multi-row ``insert().values([…])`` again on every
-execution (it does not cache those), which costs more than the round trips saved; a text
-statement with typed parameters is compiled once per shape, and still serializes JSON and
-times, and casts them on PostgreSQL, as the columns' types say.
+- SQLite (:func:`insert`): one ``executemany`` per table, run on the driver with the columns'
+  own bind processors (:mod:`driver`): a statement there is no round trip, and what costs is
+  SQLAlchemy's work around each one.
+- PostgreSQL (:func:`recordset_insert`): each table's rows are one ``jsonb`` parameter
+  expanded by ``jsonb_populate_recordset`` (typed by the table's own row type), so every
+  table fits in one statement (see :mod:`close_sql`) whose text depends only on the
+  tables and columns: psycopg converts it once and the server prepares it once. The rows are
+  inserted in the array's order, so ids are drawn in that order.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.engine import Dialect
 
-ROWS_PER_STATEMENT = 200
-"""Rows in one multi-row ``INSERT``: far below SQLite's and PostgreSQL's parameter limits."""
+from assay.adapters.store import driver
+from assay.adapters.store.driver import DriverStatement
+from assay.adapters.store.schema import UTCDateTime
 
-Shape = tuple[sa.Table, tuple[str, ...], int, str]
-"""A statement's table, columns, number of rows and tail; the key its text is cached under."""
+Shape = tuple[sa.Table, tuple[str, ...], str]
+"""A statement's table, columns and tail; the key its text is cached under."""
 
 
 @dataclass(frozen=True)
@@ -38,59 +43,58 @@ class Rows:
     tail: str = ""
 
     def shape(self) -> Shape:
-        return (self.table, tuple(self.rows[0]), len(self.rows), self.tail)
+        return (self.table, tuple(self.rows[0]), self.tail)
 
 
 def insert(conn: sa.Connection, parts: Sequence[Rows]) -> None:
-    """Insert every part's rows, the parts' ids drawn in order within each part.
-
-    PostgreSQL: one statement for all of them when each part fits in one; otherwise (and on
-    SQLite, where a statement is no round trip) one statement per part, in the order given.
-    """
-    parts = [p for p in parts if p.rows]
-    if not parts:
-        return
-    if conn.dialect.name == "postgresql" and all(len(p.rows) <= ROWS_PER_STATEMENT for p in parts):
-        values: dict[str, Any] = {}
-        for k, part in enumerate(parts):
-            values.update(_values(part.rows, f"w{k}"))
-        conn.execute(_combined(tuple(p.shape() for p in parts)), values)
-        return
+    """SQLite: insert every part's rows, in the order given, each part's ids drawn in row
+    order; one ``executemany`` on the driver per part that has rows (see :mod:`driver`)."""
     for part in parts:
-        for first in range(0, len(part.rows), ROWS_PER_STATEMENT):
-            chunk = Rows(part.table, part.rows[first : first + ROWS_PER_STATEMENT], part.tail)
-            conn.execute(_single(chunk.shape()), _values(chunk.rows, ""))
+        if part.rows:
+            driver.execute_many(conn, _many(part.shape(), conn.dialect), part.rows)
 
 
-@lru_cache(maxsize=256)
-def _single(shape: Shape) -> sa.TextClause:
-    sql, typed = _insert_sql(shape, "")
-    return sa.text(sql).bindparams(*typed)
+@lru_cache(maxsize=64)
+def _many(shape: Shape, dialect: Dialect) -> DriverStatement:
+    """The insert of one row of ``shape``, ``?`` placeholders typed by its columns."""
+    table, columns, tail = shape
+    sql = (
+        f"INSERT INTO {table.name} ({', '.join(columns)}) "
+        f"VALUES ({', '.join('?' for _ in columns)}){tail}"
+    )
+    return DriverStatement.build(sql, dialect, [table.c[c] for c in columns])
 
 
-@lru_cache(maxsize=256)
-def _combined(shapes: tuple[Shape, ...]) -> sa.TextClause:
-    built = [_insert_sql(shape, f"w{k}") for k, shape in enumerate(shapes)]
-    *parts, (main, _typed) = built
-    withs = ", ".join(f"w{k} AS ({sql})" for k, (sql, _typed) in enumerate(parts))
-    sql = f"WITH {withs} {main}" if withs else main
-    return sa.text(sql).bindparams(*(b for _sql, typed in built for b in typed))
+def recordset(dialect: Dialect, part: Rows) -> str:
+    """PostgreSQL: the part's rows as one JSON array of objects, times as ISO text in UTC
+    (through the column type's own check, which refuses a naive time)."""
+    times = _time_columns(part.table)
+    rows = part.rows
+    if times:
+        rows = [
+            {k: _utc_text(v, dialect) if k in times else v for k, v in row.items()} for row in rows
+        ]
+    return json.dumps(rows)
 
 
-def _insert_sql(shape: Shape, prefix: str) -> tuple[str, list[sa.BindParameter[Any]]]:
-    """``INSERT INTO table (columns) VALUES (…), …`` then the tail, and its typed parameters,
-    named ``<prefix>r<row>_<column>`` (never like SQLAlchemy's own ``<column>_<n>``)."""
-    table, columns, count, tail = shape
-    names = [[f"{prefix}r{i}_{c}" for c in columns] for i in range(count)]
-    values = ", ".join("(" + ", ".join(f":{n}" for n in row) + ")" for row in names)
-    sql = f"INSERT INTO {table.name} ({', '.join(columns)}) VALUES {values}{tail}"
-    typed = [
-        sa.bindparam(name, type_=table.c[c].type)
-        for row in names
-        for name, c in zip(row, columns, strict=True)
-    ]
-    return sql, typed
+@lru_cache(maxsize=16)
+def _time_columns(table: sa.Table) -> frozenset[str]:
+    return frozenset(c.name for c in table.c if isinstance(c.type, UTCDateTime))
 
 
-def _values(rows: Sequence[Mapping[str, Any]], prefix: str) -> dict[str, Any]:
-    return {f"{prefix}r{i}_{c}": value for i, row in enumerate(rows) for c, value in row.items()}
+def _utc_text(value: datetime | None, dialect: Dialect) -> str | None:
+    utc = UTCDateTime().process_bind_param(value, dialect)
+    return None if utc is None else utc.isoformat()
+
+
+def recordset_insert(shape: Shape, parameter: str, *, gate: str = "true") -> str:
+    """``INSERT INTO table (columns) SELECT columns FROM jsonb_populate_recordset(…)`` of the
+    JSON array bound to ``parameter``, in the array's order, only if ``gate`` holds; then the
+    tail."""
+    table, columns, tail = shape
+    listed = ", ".join(columns)
+    return (
+        f"INSERT INTO {table.name} ({listed}) SELECT {listed} FROM jsonb_populate_recordset("
+        f"NULL::{table.name}, CAST(:{parameter} AS jsonb)) WITH ORDINALITY AS given"
+        f" WHERE {gate} ORDER BY ordinality{tail}"
+    )

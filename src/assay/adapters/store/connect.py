@@ -91,7 +91,40 @@ def make_engine(url: str | URL, *, schema: str | None = None) -> sa.Engine:
         if not _SCHEMA_NAME.fullmatch(schema):
             raise ValueError(f"invalid schema name {schema!r}")
         connect_args["options"] = f"-csearch_path={schema}"
-    return sa.create_engine(parsed, connect_args=connect_args, pool_pre_ping=True)
+    engine = sa.create_engine(parsed, connect_args=connect_args)
+    _ping_after_idle(engine)
+    return engine
+
+
+PING_AFTER_IDLE_SECONDS = 1.0
+"""A pooled PostgreSQL connection idle this long is pinged before it is used again."""
+
+
+def _ping_after_idle(engine: sa.Engine) -> None:
+    """Ping a pooled connection before use only if it sat idle (SQLAlchemy's ``pool_pre_ping``
+    pings before every use: a round trip more per transaction). Idle is when a server restart,
+    an idle timeout or a dropped link finds a connection; one that failed its ping is replaced,
+    and the pool's older ones discarded, as ``pool_pre_ping`` does."""
+    import sqlalchemy as sa
+    from sqlalchemy import event
+
+    dialect = engine.dialect
+
+    @event.listens_for(engine, "checkin")
+    def _returned(_dbapi_connection: Any, record: Any) -> None:
+        record.info["returned_at"] = time.monotonic()
+
+    @event.listens_for(engine, "checkout")
+    def _taken(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
+        returned = record.info.get("returned_at")  # None: new (its info goes with it)
+        if returned is None or time.monotonic() - returned < PING_AFTER_IDLE_SECONDS:
+            return
+        try:
+            dialect.do_ping(dbapi_connection)
+        except dialect.loaded_dbapi.Error as exc:
+            if not dialect.is_disconnect(exc, dbapi_connection, None):
+                raise
+            raise sa.exc.InvalidatePoolError() from exc
 
 
 def _sqlite_engine(url: URL) -> sa.Engine:

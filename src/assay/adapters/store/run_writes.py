@@ -1,30 +1,31 @@
 """The writes that open and close a run, in as few statements as their guarantees allow.
 
 Every worker closes a run after each task, so the close is the ledger's hot write. It is one
-transaction (all of it or none) of a fixed number of statements, whatever the run recorded:
-seven at most on SQLite, three on PostgreSQL (where a statement is a round trip, the rows of
-steps 3 to 7 go in one statement, and step 2 takes the event-order lock):
+transaction (all of it or none) of a fixed number of statements, whatever the run recorded.
+On PostgreSQL, where a statement is a round trip, it is one statement (see
+:mod:`close_sql`). On SQLite it is at most seven, run on the driver (:mod:`driver`), in
+this order:
 
-1. write the settled task: the ``UPDATE`` takes the task's lock, and ``RETURNING`` reads its
-   spent attempts as they stood;
+1. write the settled task: the ``UPDATE`` returns its spent attempts as they stood;
 2. close the run: one ``UPDATE … WHERE`` open and this task's ``… RETURNING`` is the run's
-   lock, its check and its write (a refused update is explained by a second read, only then);
-   then the settled attempts are checked against the ledger's (a refusal rolls back both);
-3. every stage counter in one multi-row upsert (the ``task`` stage set, the others added);
-4. the attempts, 5. the dispatches, 6. the run's documents: one multi-row insert each;
-7. the events, last (their ids are drawn in order; see ``statements.hold_event_order``).
+   check and its write (a refused update is explained by a second read, only then); then the
+   settled attempts are checked against the ledger's (a refusal rolls back both);
+3. every stage counter in one upsert (the ``task`` stage set, the others added);
+4. the attempts, 5. the dispatches, 6. the run's documents, 7. the events, last: one
+   ``executemany`` each, for the tables that have rows.
 
-A table's rows past :data:`batch.ROWS_PER_STATEMENT` take one more insert per that many.
 A test counts these statements, so a change that adds a round trip shows.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from functools import cache
+from typing import Any, NoReturn
 
 import sqlalchemy as sa
+from sqlalchemy.engine import Dialect
 
-from assay.adapters.store import batch
+from assay.adapters.store import batch, close_sql, driver
 from assay.adapters.store import statements as st
 from assay.adapters.store.batch import Rows
 from assay.adapters.store.errors import LedgerConflict, RunNotFound, TaskNotFound
@@ -36,39 +37,11 @@ from assay.adapters.store.schema import (
     run_documents,
     runs,
     stage_records,
-    tasks,
 )
 from assay.core.ledger import finding_signatures, outcome_verdict, task_verdict
 from assay.core.tasks import Task
 from assay.core.vocab import EventKind, Stage, TaskStatus
 
-_CLOSE_RUN = (
-    sa.update(runs)
-    .where(
-        runs.c.id == sa.bindparam("key"),
-        runs.c.task_id == sa.bindparam("task_key"),
-        runs.c.finished_at.is_(None),
-    )
-    .returning(*runs.c)
-)
-# PostgreSQL: the same update also takes the event-order lock (``hold_event_order``) once it
-# holds the run's row, saving that lock its own round trip. Every later statement of the close
-# locks only rows this transaction already holds, so taking it here rather than just before
-# the events adds no wait that could deadlock, and the time it is held barely changes (the
-# rows' one statement and the commit, as before, and the few Python checks in between).
-_CLOSE_RUN_HOLDING_EVENTS = _CLOSE_RUN.returning(
-    sa.func.pg_advisory_xact_lock(st.EVENT_ORDER_LOCK).label("events_held")
-)
-_STORED_ATTEMPTS = (
-    sa.select(stage_records.c.attempts)
-    .where(stage_records.c.task_id == tasks.c.id, stage_records.c.stage == Stage.TASK.value)
-    .scalar_subquery()
-)
-_SETTLE_TASK = (
-    sa.update(tasks)
-    .where(tasks.c.id == sa.bindparam("key"))
-    .returning(sa.func.coalesce(_STORED_ATTEMPTS, 0))
-)
 _INSERT_RUN = sa.insert(runs)
 
 
@@ -91,36 +64,54 @@ def open_run(conn: sa.Connection, task: Task, record: RunRecord) -> None:
 
 def close_run(conn: sa.Connection, close: RunClose) -> RunRecord:
     """Everything ``close`` records (see ``Ledger.close_run``); returns the closed run."""
-    task = close.task
-    stored = settle_task(conn, task)
+    if conn.dialect.name == "postgresql":
+        return _close_in_one_statement(conn, close)
+    stored = settle_task(conn, close.task)
     closed = finish_run(conn, close)
+    check_settled_attempts(close, stored)
+    write_rows(conn, close)
+    return closed
+
+
+def _close_in_one_statement(conn: sa.Connection, close: RunClose) -> RunRecord:
+    task = close.task
+    found = close_sql.close_in_one_statement(
+        conn, task.id, close.run_id, st.task_values(task), run_values(close), row_parts(close)
+    )
+    if found is None:
+        raise TaskNotFound(f"no task {task.id!r}")
+    stored, closed = found
+    if closed is None:
+        explain_refused_run(conn, close)
+    check_settled_attempts(close, stored)
+    return RunRecord.model_validate(closed)
+
+
+def check_settled_attempts(close: RunClose, stored: int) -> None:
+    """Refuse a close whose settled ``task.attempts`` is not what the ledger's count before
+    it (``stored``) and the settlement imply."""
+    task = close.task
     expected = stored if close.settlement.attempt_spent else max(0, stored - 1)
     if task.attempts != expected:
         raise LedgerConflict(
             f"task {task.id!r}: settled attempts {task.attempts}, expected {expected} "
             f"(ledger {stored}, attempt spent: {close.settlement.attempt_spent})"
         )
-    write_rows(conn, close, closed)
-    return closed
 
 
 def settle_task(conn: sa.Connection, task: Task) -> int:
-    """Write the task as settle left it, which locks its row (PostgreSQL: as the other writers'
-    ``SELECT … FOR UPDATE`` does, so they queue); returns its spent attempts as they stood
+    """SQLite: write the task as settle left it; returns its spent attempts as they stood
     before this close, for the caller to check. ``TaskNotFound`` for an unknown task."""
-    stored = conn.execute(_SETTLE_TASK, {"key": task.id, **st.task_values(task)}).first()
-    if stored is None:
+    settle, _finish = close_sql.sqlite_statements(conn.dialect)
+    stored = driver.execute(conn, settle, {"id": task.id, **st.task_values(task)})
+    if not stored:
         raise TaskNotFound(f"no task {task.id!r}")
-    return int(stored[0])
+    return int(stored[0][0])
 
 
-def finish_run(conn: sa.Connection, close: RunClose) -> RunRecord:
-    """Mark the run closed with what settle made of it, if it is open and the task's; returns
-    the closed record. On PostgreSQL the update waits for a concurrent close of the same run
-    and then finds it closed, so a run is never closed twice."""
-    values = {
-        "key": close.run_id,
-        "task_key": close.task_id,
+def run_values(close: RunClose) -> dict[str, Any]:
+    """What the close writes on the run's row."""
+    return {
         "status": close.status.value,
         "finished_at": close.finished_at,
         "settle_row": close.settlement.row.value,
@@ -129,16 +120,32 @@ def finish_run(conn: sa.Connection, close: RunClose) -> RunRecord:
         "reason": close.reason,
         "payload_path": close.payload_path,
     }
-    postgres = conn.dialect.name == "postgresql"
-    row = conn.execute(_CLOSE_RUN_HOLDING_EVENTS if postgres else _CLOSE_RUN, values).first()
-    if row is None:
-        run = st.lock_run(conn, close.run_id)
-        if run is None:
-            raise RunNotFound(f"no run {close.run_id!r}")
-        if run.task_id != close.task_id:
-            raise LedgerConflict(f"run {close.run_id!r} belongs to task {run.task_id!r}")
-        raise LedgerConflict(f"run {close.run_id!r} is already closed")
-    return RunRecord.model_validate(row._asdict())  # (extra="ignore": not events_held)
+
+
+def finish_run(conn: sa.Connection, close: RunClose) -> RunRecord:
+    """SQLite: mark the run closed with what settle made of it, if it is open and the task's;
+    returns the closed record."""
+    _settle, finish = close_sql.sqlite_statements(conn.dialect)
+    values = {"id": close.run_id, "task_id": close.task_id, **run_values(close)}
+    rows = driver.execute(conn, finish, values)
+    if not rows:
+        explain_refused_run(conn, close)
+    return RunRecord.model_validate(_run_reader(conn.dialect)(rows[0]))
+
+
+@cache
+def _run_reader(dialect: Dialect) -> driver.Reader:
+    return driver.reader(dialect, list(runs.c))
+
+
+def explain_refused_run(conn: sa.Connection, close: RunClose) -> NoReturn:
+    """Why the run's guarded update matched nothing: unknown, another task's, or closed."""
+    run = st.lock_run(conn, close.run_id)
+    if run is None:
+        raise RunNotFound(f"no run {close.run_id!r}")
+    if run.task_id != close.task_id:
+        raise LedgerConflict(f"run {close.run_id!r} belongs to task {run.task_id!r}")
+    raise LedgerConflict(f"run {close.run_id!r} is already closed")
 
 
 _SET, _RECOVER = Stage.TASK.value, Stage.RECOVER.value
@@ -157,13 +164,16 @@ cannot lose an update); only the ``task`` and ``recover`` verdicts are replaced.
 PostgreSQL spell this alike."""
 
 
-def write_rows(conn: sa.Connection, close: RunClose, run: RunRecord) -> None:
-    """The close's rows: stage counters, attempts, dispatches, documents, then its events;
-    one statement on PostgreSQL (see :mod:`batch`), where :func:`finish_run` took the
-    event-order lock, held to the commit, so the events' ids commit in the order drawn."""
+def write_rows(conn: sa.Connection, close: RunClose) -> None:
+    """SQLite: the close's rows, one ``executemany`` per table, the events last."""
+    batch.insert(conn, row_parts(close))
+
+
+def row_parts(close: RunClose) -> list[Rows]:
+    """The close's rows, table by table: stage counters, attempts, dispatches, documents,
+    then its events (last, so their ids follow every other row's)."""
     parts = [stage_rows(close), attempt_rows(close), dispatch_rows(close)]
-    parts += [document_rows(close), event_rows(close, run)]
-    batch.insert(conn, parts)
+    return [*parts, document_rows(close), event_rows(close)]
 
 
 def stage_rows(close: RunClose) -> Rows:
@@ -214,14 +224,14 @@ def document_rows(close: RunClose) -> Rows:
     return Rows(run_documents, [{"run_id": close.run_id, **document.model_dump(mode="json")}])
 
 
-def event_rows(close: RunClose, run: RunRecord) -> Rows:
+def event_rows(close: RunClose) -> Rows:
     """The caller's events, then ``run.closed`` with what settle did (facts, no counters)."""
     summary: dict[str, Any] = {
-        "status": run.status,
-        "settle_row": run.settle_row,
-        "attempt_spent": run.attempt_spent,
-        "task_status": run.task_status,
-        "payload_path": run.payload_path,
+        "status": close.status.value,
+        "settle_row": close.settlement.row.value,
+        "attempt_spent": close.settlement.attempt_spent,
+        "task_status": close.task.status.value,
+        "payload_path": close.payload_path,
     }
     if close.usage is not None:
         summary["usage"] = close.usage

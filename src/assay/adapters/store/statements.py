@@ -236,7 +236,7 @@ def hold_event_order(conn: sa.Connection) -> None:
     ids 5 and 6 and commit 6 first: a reader that saw 6 would never look back for 5. Holding
     this lock from the insert to the commit (every caller appends its events last) makes the
     drawing and committing of ids one queue. SQLite has one writer at a time already. (A run's
-    close takes it in its run update instead: see ``run_writes.finish_run``.)
+    close takes it in its run update instead: see :mod:`close_sql`.)
     """
     if conn.dialect.name == "postgresql":
         conn.execute(sa.select(sa.func.pg_advisory_xact_lock(EVENT_ORDER_LOCK)))

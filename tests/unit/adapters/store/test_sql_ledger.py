@@ -340,13 +340,13 @@ def test_close_is_atomic_when_a_step_raises(
     close = driver.close_for(task, "r1", Verdict(status=RunStatus.MERGED), BENCH_WAVES)
     before = snapshot(ledger)
 
-    write = run_writes.write_rows
+    write = run_writes.close_run
 
     def boom(*args: Any) -> None:
-        write(*args)  # every row of the close sent, then the failure before the commit
+        write(*args)  # every statement of the close sent, then the failure before the commit
         raise RuntimeError("disk on fire")
 
-    monkeypatch.setattr(run_writes, "write_rows", boom)
+    monkeypatch.setattr(run_writes, "close_run", boom)
     with pytest.raises(RuntimeError, match="disk on fire"):
         ledger.close_run(close)
     assert snapshot(ledger) == before

@@ -148,13 +148,13 @@ from assay.adapters.store.records import RunClose
 
 close = RunClose.model_validate_json(open({close!r}).read())
 ledger = sql.Ledger({url!r}, schema={schema!r})
-write = run_writes.write_rows
+write = run_writes.close_run
 
-def die_after_the_rows(conn, close, run):
-    write(conn, close, run)
+def die_before_the_commit(conn, close):
+    write(conn, close)  # every statement of the close sent
     os._exit(3)  # no rollback, no cleanup: as close to pulling the plug as a test gets
 
-run_writes.write_rows = die_after_the_rows
+run_writes.close_run = die_before_the_commit
 ledger.close_run(close)
 """
 
