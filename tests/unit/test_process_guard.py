@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Callable
@@ -106,3 +107,28 @@ def started_before_the_test() -> BaseException | None:
 def test_a_fixture_of_wider_scope(started_before_the_test: BaseException | None) -> None:
     assert started_before_the_test is not None
     assert REFUSED in str(started_before_the_test)
+
+
+def test_inside_the_sandbox() -> None:
+    argv = ["bwrap", "--ro-bind", "/", "/", "--chdir", "/tmp", "--", "/bin/sh", "-c", "assay -V"]
+    refused(lambda: run(argv))
+
+
+# A second line behind the audit hook, for the forms read straight off a test's source: the
+# path of the assay script (support.repo.ASSAY), Repo.assay, and the os-level process starts
+# no unit test needs (a spawn of `assay` through them is refused at run time as well).
+SPAWN_FORMS = re.compile(
+    r"\bos\.(?:system|posix_spawnp?|exec\w*|spawn\w*)\(|\bimport\b.*\bASSAY\b|\.assay\(|\.popen\("
+)
+
+
+def test_no_unit_test_names_a_way_to_start_assay() -> None:
+    unit = Path(__file__).parent
+    hits = [
+        f"{path.relative_to(unit)}:{number}: {line.strip()}"
+        for path in sorted(unit.rglob("*.py"))
+        if path.name != "conftest.py" and path != Path(__file__)
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if SPAWN_FORMS.search(line)
+    ]
+    assert hits == [], "start assay in tests/e2e, not here:\n" + "\n".join(hits)
