@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from support.repo import make_repo
 
 ASSAY = str(Path(sys.executable).parent / "assay")
 REFUSED = "a unit test started the assay program"
@@ -74,6 +75,11 @@ def test_a_link_to_assay_under_another_name(tmp_path: Path) -> None:
     link = tmp_path / "tool"
     link.symlink_to(ASSAY)
     refused(lambda: run([str(link), "--version"]))
+
+
+def test_a_support_helper_that_starts_assay(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    refused(lambda: repo.assay("--version"))  # Repo.assay is the e2e tier's; Repo.main runs here
 
 
 def test_exec_in_a_forked_child_ends_the_child() -> None:
