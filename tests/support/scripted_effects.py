@@ -81,6 +81,7 @@ class Script:
     judges: int = 0
     dispatch_hangs: bool = False  # each dispatch waits until it is cancelled
     forgotten: bool = False  # the worker forgets the run once open (as a restarted one does)
+    arm_fails_once: bool = False  # the first arm raises (the graph's own arm then succeeds)
 
 
 def contract_of(script: Script) -> Contract:
@@ -144,6 +145,8 @@ class ScriptedEffects:
 
     async def arm(self, plan: RunPlan) -> None:
         self._called("arm", plan)
+        if self.script.arm_fails_once and [c.name for c in self.calls].count("arm") == 1:
+            raise RuntimeError("the halt-state folder is not there yet")
 
     async def dispatch(self, call: SeatCall) -> Candidate:
         self._called("dispatch", call)

@@ -13,7 +13,7 @@ ledger's URL may carry no password at all: libpq then reads ``$PGPASSWORD`` or t
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -24,7 +24,7 @@ from assay.adapters.temporal_connection import API_KEY_ENV_ENV, TLS_KEY_ENV
 from assay.core.contract_rules import SECRET_VARIABLES
 
 if TYPE_CHECKING:
-    from assay.core.contract import Contract
+    pass
 
 # A secret this short is matched as a whole value only: "pw" inside any path is no leak.
 MIN_CONTAINED = 6
@@ -110,53 +110,6 @@ def _sqlite_files(url: str) -> list[Path]:
 
 
 _SQLITE_SUFFIXES = ("", "-wal", "-shm", "-journal")
-
-
-def contract_leak(contract: Contract, operator_env: Mapping[str, str]) -> str | None:
-    """Why ``contract`` would hand one of assay's secrets to a child, or None."""
-    secrets = assay_secrets(operator_env)
-    for where, name, text in _handed(contract, operator_env):
-        if name is not None and name in secrets.names:
-            return f"{where} names ${name}, which holds assay's own secret; {_NEVER}"
-        found = secrets.leak(text)
-        if found is not None:
-            return f"{where} holds {found.what}; {_NEVER}"
-    return None
-
-
-_NEVER = "assay never hands its own secrets to a coder, validator or judge"
-
-
-def _handed(
-    contract: Contract, operator_env: Mapping[str, str]
-) -> Iterator[tuple[str, str | None, str]]:
-    """Everything the contract hands a child: (where, the variable it comes from, its text)."""
-    from assay.adapters.envpolicy import credential_variables  # it imports this module
-
-    for key, value in contract.env.items():
-        if value.startswith("$") and len(value) > 1:
-            yield f"env: {key}", value[1:], operator_env.get(value[1:], "")
-        else:
-            yield f"env: {key}", None, value
-    coders = contract.coder if isinstance(contract.coder, list) else [contract.coder]
-    judges = contract.judge if isinstance(contract.judge, list) else [contract.judge]
-    judges = judges if contract.judges > 0 else []
-    specs = [("coder", c.kind.value, c.model_dump(mode="json")) for c in coders]
-    specs += [("judge", j.kind.value, j.model_dump(mode="json")) for j in judges if j]
-    specs += [
-        (f"validator {v.id}", "llm", v.model_dump(mode="json"))
-        for v in contract.validators
-        if v.api_key_env
-    ]
-    for role, kind, settings in specs:
-        for name in sorted(credential_variables(kind, settings)):
-            yield f"the {role}'s credential {name}", name, operator_env.get(name, "")
-    for coder in coders:
-        command = coder.command if isinstance(coder.command, list) else [coder.command or ""]
-        for text in [*command, *coder.args]:
-            yield "the coder's command line", None, str(text)
-    for validator in contract.validators:
-        yield f"validator {validator.id}'s run", None, validator.run or ""
 
 
 def _passwords(url: str) -> list[str]:

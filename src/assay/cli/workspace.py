@@ -59,7 +59,7 @@ def refuse_secret_env(contract: Contract) -> None:
     exit 2, before anything runs."""
     import os
 
-    from assay.adapters.assay_secrets import contract_leak
+    from assay.adapters.envpolicy import contract_leak
 
     problem = contract_leak(contract, os.environ)
     if problem is not None:

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import typer
 
-from assay.adapters.assay_secrets import assay_secrets, contract_leak
-from assay.adapters.envpolicy import agent_environment, child_environment
+from assay.adapters.assay_secrets import assay_secrets
+from assay.adapters.envpolicy import agent_environment, child_environment, contract_leak
 from assay.adapters.process import run_process
 from assay.cli.workspace import refuse_secret_env
 from assay.core.contract import Contract, parse_contract

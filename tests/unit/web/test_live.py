@@ -203,9 +203,9 @@ def test_many_streams_share_one_poller(served: Served) -> None:
 
 
 def test_a_closed_stream_leaves_the_hub(served: Served) -> None:
-    hub: live.Hub = served.app.state.live_hub
     with httpx.stream("GET", f"{served.server.url}events", headers=BEARER, timeout=10) as response:
         next(response.iter_lines())
+        hub: live.Hub = served.app.state.live_hub  # made by the first stream, not before
         during = len(hub.subscribers)
     # The server sees the close at once on a quiet machine; on a loaded one its event loop
     # may take seconds to get to it (never the 15 s keepalive: that would be a missed close).

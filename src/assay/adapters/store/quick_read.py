@@ -1,11 +1,12 @@
 """``assay task list``'s read of a SQLite ledger on the standard library's ``sqlite3``.
 
 Importing SQLAlchemy and pydantic takes longer than that command may take in all, so on a
-SQLite ledger at :data:`REVISION` it reads here, through a read-only connection, the Ledger's
-own SQL text (:mod:`.task_sql`) into the Ledger's own row type (:mod:`.task_rows`, which
-``task list`` prints from on every backend). What this module cannot read raises
-:class:`NotQuick` and the caller asks the :class:`~assay.adapters.store.sql.Ledger`: no ledger
-file yet (the Ledger creates it), another revision or backend, a locked file.
+SQLite ledger at the Ledger's own revision (:data:`~.names.HEAD_REVISION`) it reads here,
+through a read-only connection, the Ledger's own SQL text (:mod:`.task_sql`) into the
+Ledger's own row type (:mod:`.task_rows`, which ``task list`` prints from on every backend).
+What this module cannot read raises :class:`NotQuick` and the caller asks the
+:class:`~assay.adapters.store.sql.Ledger`: no ledger file yet (the Ledger creates it), another
+revision or backend, a locked file.
 """
 
 from __future__ import annotations
@@ -17,11 +18,10 @@ from enum import StrEnum
 from pathlib import Path
 
 from assay.adapters.store import task_sql
+from assay.adapters.store.names import HEAD_REVISION
 from assay.adapters.store.task_rows import TaskRow, read_rows
 from assay.core.vocab import TaskStatus
 
-REVISION = "0008"
-"""The schema revision these queries were written for (a test pins it to the Ledger's head)."""
 BUSY_TIMEOUT_SECONDS = 0.25
 """Reads in WAL mode do not wait for writers; a file locked longer than this goes to the
 Ledger, which waits ``$ASSAY_DB_TIMEOUT`` and names the lock."""
@@ -53,8 +53,8 @@ class QuickLedger:
         self._uri = f"{path.absolute().as_uri()}?mode=ro"
         with self._read() as conn:
             found = conn.execute("SELECT version_num FROM alembic_version").fetchall()
-        if found != [(REVISION,)]:
-            raise NotQuick(f"the ledger is at revision {found!r}, not {REVISION}")
+        if found != [(HEAD_REVISION,)]:
+            raise NotQuick(f"the ledger is at revision {found!r}, not {HEAD_REVISION}")
 
     def tasks(
         self, status: TaskStatus | None = None

@@ -36,6 +36,7 @@ from assay.adapters.store.errors import (
     UnreadableContract,
     UnreadableTask,
 )
+from assay.adapters.store.names import HEAD_REVISION
 from assay.adapters.store.records import (
     DispatchRecord,
     Event,
@@ -54,8 +55,6 @@ from assay.core.usage import UsageFigures
 from assay.core.vocab import EventKind, RunStatus, TaskStatus
 
 MIGRATIONS = "assay.adapters.store:migrations"
-HEAD_REVISION = "0008"
-"""The newest migration; a test checks it against alembic's own head."""
 _MIGRATE_LOCK = 0x61737361  # "assa": a PostgreSQL advisory lock id for concurrent migrates
 
 __all__ = [

@@ -18,7 +18,7 @@ from pathlib import Path
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from assay.adapters.assay_secrets import contract_leak
+from assay.adapters.envpolicy import contract_leak
 from assay.adapters.process_groups import stop_recorded_groups
 from assay.adapters.store.sql import Ledger, LedgerConflict, RunNotFound
 from assay.core.contract import Contract

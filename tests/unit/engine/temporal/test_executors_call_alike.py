@@ -114,3 +114,15 @@ def test_both_executors_make_the_same_calls_of_the_world(
         assert [c.name for c in remote.calls if c.name != "emit"] == [
             c.name for c in local.calls if c.name != "emit"
         ]
+
+
+def test_a_run_the_worker_could_not_prepare_is_preflighted_and_armed_by_the_graph(
+    temporal_env: TemporalEnv, tmp_path: Path
+) -> None:
+    """The worker preflights and arms as it opens a run; when that fails, the workflow's own
+    preflight and arm go to their activities (and then the calls are the local executor's)."""
+    remote = _through_temporal(temporal_env, Script(arm_fails_once=True), tmp_path / "temporal")
+    local = _locally(temporal_env, Script(), tmp_path / "local", remote.calls[0].value.run_id)
+    made = _effects(remote, seats=1)
+    assert [c.name for c in made[:5]] == ["open", "preflight", "arm", "preflight", "arm"]
+    assert made[3:] == _effects(local, seats=1)[1:]
