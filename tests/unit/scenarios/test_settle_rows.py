@@ -70,29 +70,6 @@ def test_blocked_on_the_last_attempt_is_held(tmp_path: Path) -> None:
     assert "attempts exhausted" in task["hold_reason"]
 
 
-def test_halted_by_a_coder_fired_block_halt(tmp_path: Path) -> None:
-    repo = make_repo(tmp_path)
-    fire = (
-        f"{Path(sys.executable).parent / 'assay'} halt check --dispatch-id $ASSAY_DISPATCH_ID "
-        "--condition halt-irreversible-action --fire --evidence 'needs a force-push'; "
-        f"{repo.put('fixed.py', 'src/slug.py')}"
-    )
-    contract = repo.contract(
-        "halt.yaml",
-        f"""task: x
-coder: {{kind: command, command: "{fire}"}}
-validators: [{{id: tests, kind: command, run: "{CHECK_TESTS}"}}]
-land: merge
-""",
-    )
-    payload = run(repo, contract, 3)
-    task, _ = task_and_ledger(repo, payload["task_id"])
-    assert row_of(task) == "halted" and task["status"] == "held"
-    assert payload["halt_type"] == "escalate"
-    assert payload["halts"]["fired"][0]["detail"] == "needs a force-push"
-    assert (repo.root / "src" / "slug.py").read_text() != FIXED  # nothing landed
-
-
 def test_verified_noop_is_held_never_done(tmp_path: Path) -> None:
     repo = make_repo(tmp_path)
     (repo.root / "src" / "slug.py").write_text(FIXED)

@@ -100,9 +100,9 @@ def test_other_programs_still_run() -> None:
     assert os.system("true") == 0
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def started_before_the_test() -> BaseException | None:
-    """A wider-scoped fixture is set up before any function-scoped one, the old guard too."""
+    """A session fixture is set up before any function-scoped one (the old guard too)."""
     try:
         run([ASSAY, "--version"])
     except RuntimeError as refusal:
