@@ -17,6 +17,7 @@ import contextlib
 import dataclasses
 import time
 import traceback
+from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -78,8 +79,9 @@ class Held:
         return self.fx.run_dir(self.handle.plan) / GROUPS_FILE
 
 
-class RunsHeld:
-    """The runs one worker holds; ``queue`` is its own task queue."""
+class RunsHeld(ABC):
+    """The runs one worker holds; ``queue`` is its own task queue. How a run is opened and
+    closed (from a ledger, or scripted) is the subclass's."""
 
     def __init__(self, *, queue: str, max_dispatches: int = 4, heartbeat_every: float = 2.0):
         self.queue = queue
@@ -116,11 +118,13 @@ class RunsHeld:
         )
         return performed
 
+    @abstractmethod
     async def open(self, call: OpenRequest) -> Opened:
-        raise NotImplementedError  # a worker opens runs from its ledger
+        """Open the run ``call`` asks for and hold it here (:meth:`hold`)."""
 
+    @abstractmethod
     async def close(self, call: CloseIn) -> Closed:
-        raise NotImplementedError  # a worker closes runs from its ledger
+        """Close a run, held here or not, and settle its task."""
 
     # -- the run's life ----------------------------------------------------------------------
 

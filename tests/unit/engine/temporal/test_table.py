@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import inspect
+from pathlib import Path
 
+from support.scripted_effects import Script, ScriptedWorker
 from temporalio import activity
 
 from assay.engine.effects import Effects
 from assay.engine.temporal.effects import TemporalEffects
-from assay.engine.temporal.holding import RunsHeld
 from assay.engine.temporal.table import CLOSE, EFFECTS, RIDING, Queue
 
 
@@ -31,7 +32,7 @@ def test_the_workflow_calls_each_effect_and_the_worker_serves_it_where_it_is_sen
     for effect in EFFECTS:
         if effect is not CLOSE:
             assert inspect.iscoroutinefunction(getattr(TemporalEffects, effect.name))
-    worker = RunsHeld(queue="own")
+    worker = ScriptedWorker("own", Path("/nonexistent"), lambda _: Script())
     served = {
         queue: {activity._Definition.must_from_callable(fn).name for fn in worker.on(queue)}
         for queue in Queue
@@ -43,7 +44,7 @@ def test_the_workflow_calls_each_effect_and_the_worker_serves_it_where_it_is_sen
 
 
 def test_an_activity_takes_its_call_with_the_events_and_answers_the_tables_result() -> None:
-    worker = RunsHeld(queue="own")
+    worker = ScriptedWorker("own", Path("/nonexistent"), lambda _: Script())
     for fn in worker.on(Queue.RUN):
         defined = activity._Definition.must_from_callable(fn)
         effect = next(e for e in EFFECTS if e.activity == defined.name)
