@@ -7,13 +7,14 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from assay.adapters import process
 from assay.adapters.store import halt_ops
 from assay.core.halts import CANONICAL_HALTS
 
@@ -188,3 +189,11 @@ def arm_dispatch(tmp_path: Path) -> Callable[..., Armed]:
 def armed(tmp_path: Path) -> Armed:
     """A dispatch armed (in-process, for speed) with the 7 canonical halts plus 2 additions."""
     return _arm_in_process(tmp_path, [*CANONICAL, *ADDITIONS])
+
+
+@pytest.fixture(autouse=True)
+def no_stop_left(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Each CLI test starts, and leaves, with no stop request (a Ctrl-C) recorded in this
+    process: a test driving ``assay`` in-process may stop a run on purpose."""
+    monkeypatch.setattr(process, "_stop", [])
+    yield

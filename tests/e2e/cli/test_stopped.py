@@ -12,39 +12,22 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from support.in_process import fresh_repo, ledger_of, run_main
+from support.stopping import only_task
 
 from assay.adapters import process
-from assay.core.tasks import Task
 from assay.core.vocab import EventKind, HoldSource, RunStatus, TaskStatus
-
-CTRL_C = "stopped by the user (Ctrl-C)"
-
-
-@pytest.fixture(autouse=True)
-def no_stop_left(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Each test starts, and leaves, with no stop request recorded in this process."""
-    monkeypatch.setattr(process, "_stop", [])
-    yield
 
 
 @pytest.fixture
 def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    root = fresh_repo(tmp_path, monkeypatch)
-    return root
+    return fresh_repo(tmp_path, monkeypatch)
 
 
 assay = run_main
-
-
-def only_task(repo: Path) -> Task:
-    with ledger_of(repo) as ledger:
-        (task,) = ledger.list_tasks()
-    return task
 
 
 KILL = f"kill -{{sig}} {os.getpid()}; sleep 30"

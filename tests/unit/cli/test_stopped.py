@@ -10,12 +10,12 @@ tests/e2e/cli/test_stopped.py."""
 from __future__ import annotations
 
 import signal
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 from support.in_process import fresh_repo, ledger_of, run_main
+from support.stopping import CTRL_C, only_task
 
 from assay.adapters import process
 from assay.adapters.store.sql import Ledger
@@ -25,29 +25,13 @@ from assay.core.vocab import EventKind, HoldSource, TaskStatus
 from assay.engine.local.interrupt import UserStop
 from assay.engine.recovery.close import close_unfinished
 
-CTRL_C = "stopped by the user (Ctrl-C)"
-
-
-@pytest.fixture(autouse=True)
-def no_stop_left(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Each test starts, and leaves, with no stop request recorded in this process."""
-    monkeypatch.setattr(process, "_stop", [])
-    yield
-
 
 @pytest.fixture
 def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    root = fresh_repo(tmp_path, monkeypatch)
-    return root
+    return fresh_repo(tmp_path, monkeypatch)
 
 
 assay = run_main
-
-
-def only_task(repo: Path) -> Task:
-    with ledger_of(repo) as ledger:
-        (task,) = ledger.list_tasks()
-    return task
 
 
 def test_a_stop_before_the_run_opens_holds_the_new_task_too(
