@@ -117,6 +117,16 @@ def make_repo(tmp_path: Path) -> Repo:
     return Repo(root=root, fixes=fixes)
 
 
+def make_repo_with_origin(tmp_path: Path) -> Repo:
+    """:func:`make_repo`, with a bare repository as its ``origin`` that has ``main``."""
+    made = make_repo(tmp_path)
+    origin = tmp_path / "origin.git"
+    git(tmp_path, "init", "-q", "--bare", str(origin))
+    git(made.root, "remote", "add", "origin", str(origin))
+    git(made.root, "push", "-q", "origin", "main")
+    return made
+
+
 def replay_contract(repo: Repo, *steps: str, land: str = "merge", extra: str = "") -> Path:
     lines = "\n".join(f'    - {{script: "{repo.put(f"{s}.py", "src/slug.py")}"}}' for s in steps)
     return repo.contract(

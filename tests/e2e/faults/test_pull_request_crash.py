@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from support.github_server import GitHubServer
-from support.repo import Repo, git, make_repo, replay_contract
+from support.repo import Repo, git, make_repo_with_origin, replay_contract
 
 from assay.engine.crashpoints import CRASH_EXIT
 
@@ -32,12 +32,7 @@ def github() -> Iterator[GitHubServer]:
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Repo:
-    made = make_repo(tmp_path)
-    origin = tmp_path / "origin.git"
-    git(tmp_path, "init", "-q", "--bare", str(origin))
-    git(made.root, "remote", "add", "origin", str(origin))
-    git(made.root, "push", "-q", "origin", "main")
-    return made
+    return make_repo_with_origin(tmp_path)
 
 
 def assay(

@@ -11,7 +11,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 from support.github_server import GitHubServer, Reply
-from support.repo import FIXED, WRONG, Repo, git, make_repo, replay_contract
+from support.repo import FIXED, WRONG, Repo, git, make_repo_with_origin, replay_contract
 
 SCHEMA = json.loads(
     (Path(__file__).resolve().parents[3] / "schemas" / "payload.schema.json").read_text()
@@ -28,13 +28,7 @@ def github() -> Iterator[GitHubServer]:
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Repo:
-    """The slugify repository, with a bare repository as its ``origin``."""
-    made = make_repo(tmp_path)
-    origin = tmp_path / "origin.git"
-    git(tmp_path, "init", "-q", "--bare", str(origin))
-    git(made.root, "remote", "add", "origin", str(origin))
-    git(made.root, "push", "-q", "origin", "main")
-    return made
+    return make_repo_with_origin(tmp_path)
 
 
 def origin_has(repo: Repo, branch: str) -> bool:
