@@ -67,9 +67,7 @@ class Repo:
             check=False,
         )
 
-    def main(
-        self, *args: str, stdin: str = "", timeout: float = 120, **env: str
-    ) -> subprocess.CompletedProcess[str]:
+    def main(self, *args: str, stdin: str = "", **env: str) -> subprocess.CompletedProcess[str]:
         """``assay ARGS`` in this process, as :meth:`assay` would run it (the unit tier)."""
         from support.in_process import run_assay
 

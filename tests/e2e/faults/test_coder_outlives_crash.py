@@ -62,7 +62,7 @@ def test_resume_ends_the_coder_of_a_run_whose_assay_was_killed(tmp_path: Path) -
     proc.wait(timeout=10)
     assert _alive(coder), "the coder should outlive a kill -9 of assay (its own session)"
 
-    resumed = repo.main("run", "--resume", "--json", timeout=60)
+    resumed = repo.main("run", "--resume", "--json")
     assert resumed.returncode == 0, resumed.stderr
     deadline = time.monotonic() + 5
     while _alive(coder) and time.monotonic() < deadline:
@@ -134,7 +134,7 @@ env: {{CRASH_STATE: "{state}"}}
     assert not _group_members(coder), "the sandboxed coder outlived a kill -9 of assay"
 
     (state / "resumed").touch()
-    resumed = repo.main("run", "--resume", "--json", timeout=60)
+    resumed = repo.main("run", "--resume", "--json")
     assert resumed.returncode == 0, resumed.stderr
     assert json.loads(resumed.stdout)["status"] == "merged"
     assert (repo.root / "a.txt").read_text() == "x\n"

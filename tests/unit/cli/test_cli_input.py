@@ -109,7 +109,7 @@ def test_contract_files_are_read_bounded_and_strictly(tmp_path: Path) -> None:
     }
     for path, said in cases.items():
         for args in (["contract", "check", path], ["run", "--contract", path]):
-            done = repo.main(*args, timeout=20)
+            done = repo.main(*args)
             assert done.returncode == 2, (args, done.stderr)
             assert said in one_line(done.stderr), done.stderr
     assert created(repo) == []
