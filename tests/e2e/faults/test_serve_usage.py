@@ -81,7 +81,7 @@ def test_a_killed_serve_and_a_flaky_provider_lose_no_token(tmp_path: Path) -> No
             serve.wait(timeout=30)
         held.open()
         before = server.handed_out
-        again = repo.main("serve", "--once", "--poll", "0.1", "--json", timeout=180)
+        again = repo.main("serve", "--once", "--poll", "0.1", "--json")
         handed = server.handed_out
     assert again.returncode == 0, again.stderr
     assert (before.answers, before.tokens) == (5, 1201 + 312 + 430)
