@@ -87,7 +87,7 @@ def _utc_text(value: datetime | None, dialect: Dialect) -> str | None:
     return None if utc is None else utc.isoformat()
 
 
-def recordset_insert(shape: Shape, parameter: str, *, gate: str = "true") -> str:
+def recordset_insert(shape: Shape, parameter: str, *, gate: str) -> str:
     """``INSERT INTO table (columns) SELECT columns FROM jsonb_populate_recordset(…)`` of the
     JSON array bound to ``parameter``, in the array's order, only if ``gate`` holds; then the
     tail."""

@@ -34,7 +34,7 @@ from assay.adapters.store.driver import DriverStatement
 from assay.adapters.store.schema import runs, tasks
 from assay.core.vocab import Stage
 
-TASK_FIELDS = tuple(c.name for c in st.TASK_COLUMNS if c.name != "id")
+WRITTEN_TASK_FIELDS = tuple(c.name for c in st.TASK_COLUMNS if c.name != "id")
 """The task columns a close writes: all but its id (and its contract, never rewritten)."""
 RUN_FIELDS = (
     "status",
@@ -53,7 +53,7 @@ Placeholder = Callable[[str], str]
 
 
 def settle_task_sql(param: Placeholder) -> str:
-    assignments = ", ".join(f"{k} = {param(k)}" for k in TASK_FIELDS)
+    assignments = ", ".join(f"{k} = {param(k)}" for k in WRITTEN_TASK_FIELDS)
     return (
         f"UPDATE tasks SET {assignments} WHERE id = {param('id')} RETURNING COALESCE(("
         "SELECT s.attempts FROM stage_records s"
@@ -75,7 +75,7 @@ def sqlite_statements(dialect: Dialect) -> tuple[DriverStatement, DriverStatemen
     """SQLite: the settle and finish updates, to run on the driver (:mod:`driver`)."""
     settle = settle_task_sql(lambda _k: "?")
     finish = finish_run_sql(lambda _k: "?")
-    task_params = [tasks.c[k] for k in (*TASK_FIELDS, "id")]
+    task_params = [tasks.c[k] for k in (*WRITTEN_TASK_FIELDS, "id")]
     run_params = [runs.c[k] for k in (*RUN_FIELDS, "id", "task_id")]
     return (
         DriverStatement.build(settle, dialect, task_params),
@@ -95,7 +95,7 @@ def close_in_one_statement(
     attempts before this close and the closed run's row (None when the run was refused)."""
     parts = [p for p in parts if p.rows]
     values: dict[str, Any] = {"t_id": task_id, "r_id": run_id, "r_task_id": task_id}
-    values.update({f"t_{k}": task_values[k] for k in TASK_FIELDS})
+    values.update({f"t_{k}": task_values[k] for k in WRITTEN_TASK_FIELDS})
     values.update({f"r_{k}": run_values[k] for k in RUN_FIELDS})
     for k, part in enumerate(parts):
         values[f"w{k}"] = batch.recordset(conn.dialect, part)
@@ -122,7 +122,7 @@ def _one_statement(shapes: tuple[Shape, ...]) -> sa.TextualSelect:
     ]
     chosen = ", ".join(f"r.{c}" for c in RUN_COLUMNS)
     sql = f"WITH {', '.join(withs)} SELECT t.stored, {chosen} FROM t LEFT JOIN r ON true"
-    typed = [sa.bindparam(f"t_{k}", type_=tasks.c[k].type) for k in TASK_FIELDS]
+    typed = [sa.bindparam(f"t_{k}", type_=tasks.c[k].type) for k in WRITTEN_TASK_FIELDS]
     typed += [sa.bindparam(f"r_{k}", type_=runs.c[k].type) for k in RUN_FIELDS]
     typed += [sa.bindparam(f"w{k}", type_=sa.Text()) for k in range(len(shapes))]
     # Typed results: the run's times come back in UTC, as every other read gives them.
