@@ -93,5 +93,4 @@ def _run(repo: Repo, erase: str, *flags: str) -> subprocess.CompletedProcess[str
         "--land", "merge",
         "--json",
         *flags,
-        timeout=60,
     )  # fmt: skip

@@ -31,7 +31,6 @@ def test_a_state_file_removed_after_the_coder_is_a_warning_and_the_run_closes(
         "--sandbox",
         "none",
         "--json",
-        timeout=60,
     )
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr

@@ -36,7 +36,6 @@ def test_a_report_that_is_not_a_file_is_one_warning(
         "--land",
         "branch",
         "--json",
-        timeout=60,
     )
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr
