@@ -41,8 +41,9 @@ def _gc(repo: Repo, *args: str) -> tuple[int, dict]:  # type: ignore[type-arg]
 
 
 def _mine(items: list[dict], runs: list[str]) -> list[tuple[str, str]]:  # type: ignore[type-arg]
-    """(kind, target) of the items of these runs (not another test's relay folder in /tmp)."""
-    return [(i["kind"], i["target"]) for i in items if i["run_id"] in runs]
+    """(kind, target) of the items of these runs (not another test's relay folder in /tmp),
+    sorted: two runs started in the same second have no order between them."""
+    return sorted((i["kind"], i["target"]) for i in items if i["run_id"] in runs)
 
 
 def test_gc_keeps_a_week_then_removes_seats_and_branches_and_never_the_account(
@@ -59,11 +60,13 @@ def test_gc_keeps_a_week_then_removes_seats_and_branches_and_never_the_account(
     # A dry run lists what would go, with sizes, and removes nothing.
     code, dry = _gc(repo, "--older-than", "0", "--dry-run")
     assert code == 0 and dry["dry_run"] is True and dry["older_than"] == "0"
-    assert _mine(dry["removed"], [blocked, kept]) == [
-        ("seats", str(seats / kept)),
-        ("branch", f"assay/{blocked}/seat-1"),
-        ("branch", f"assay/{kept}/seat-1"),
-    ]
+    assert _mine(dry["removed"], [blocked, kept]) == sorted(
+        [
+            ("seats", str(seats / kept)),
+            ("branch", f"assay/{blocked}/seat-1"),
+            ("branch", f"assay/{kept}/seat-1"),
+        ]
+    )
     sizes = {i["target"]: i["bytes"] for i in dry["removed"] if i["run_id"] in (blocked, kept)}
     assert sizes[str(seats / kept)] > 1000  # the seat's working copy and .git
     assert all(sizes[f"assay/{r}/seat-1"] > 0 for r in (blocked, kept))
