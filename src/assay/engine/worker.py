@@ -17,7 +17,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Generic, TypeVar
@@ -139,10 +139,19 @@ class QueueWorker(Generic[R]):
                         future.result()  # a step's own failure ends the worker
                     if self.once and not handed and not futures:
                         break
-                    time.sleep(self.poll if not handed else BUSY_PAUSE_SECONDS)
+                    self._pause(BUSY_PAUSE_SECONDS if handed else self.poll, futures)
             except KeyboardInterrupt:
                 self.events.stopping()
         return self.served
+
+    @staticmethod
+    def _pause(seconds: float, futures: list[Future[None]]) -> None:
+        """Wait ``seconds``, or less when a step returns first: its slot is free and, with
+        ``once``, the queue may be done, so the next scan should not wait out a whole poll."""
+        if futures:
+            wait(futures, timeout=seconds, return_when=FIRST_COMPLETED)
+        else:
+            time.sleep(seconds)
 
     def _hand_out(self, pool: ThreadPoolExecutor, futures: list[Future[None]]) -> list[str]:
         """One scan: tell what is new, and start a step for each runnable task a slot allows."""

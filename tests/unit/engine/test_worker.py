@@ -124,6 +124,22 @@ def test_no_more_than_concurrency_steps_at_once(ledger: Ledger) -> None:
     assert peak[0] == 2
 
 
+def test_a_returning_step_wakes_the_worker_before_its_poll_is_out(ledger: Ledger) -> None:
+    add(ledger, "a", "b")
+    gate = threading.Semaphore(0)
+
+    def step(task: Task) -> TaskStatus:
+        gate.acquire(timeout=5)  # returns only once the worker is waiting on it
+        return run_to(ledger, task)
+
+    done, _ = worker(ledger, step, poll=30.0)
+    threading.Timer(0.2, gate.release).start()
+    threading.Timer(0.4, gate.release).start()
+    start = time.monotonic()
+    assert done.run().runs == 2
+    assert time.monotonic() - start < 5  # never a 30 s poll after a step returned
+
+
 def test_a_claim_another_worker_won_is_silent_and_not_counted(
     ledger: Ledger, tmp_path: Path
 ) -> None:
