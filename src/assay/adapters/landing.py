@@ -344,7 +344,12 @@ def _ready_to_update(checkout: Path, into_branch: str, written: set[str]) -> Non
 def _bring_checkout(repo: Path, checkout: Path, target: str, old: str, commit: str) -> None:
     """Move the checkout's index and files from ``old`` to ``commit`` (its branch already
     points there). If git refuses, the ref is swapped back, so the checkout never holds a
-    branch whose files disagree with it."""
+    branch whose files disagree with it.
+
+    The index's stat data is refreshed first, as ``git status`` and ``git merge`` do: a file
+    only touched or copied is clean, and ``read-tree`` alone would refuse it as "not
+    uptodate". A file whose content changed stays changed, and is refused."""
+    _run(checkout, "update-index", "-q", "--refresh", ok=(0, 1, 128))
     done = _run(checkout, "read-tree", "-m", "-u", old, commit, ok=(0, 128))
     if done.returncode == 0:
         return

@@ -191,6 +191,25 @@ def test_a_dirty_checkout_is_never_touched(repo: Path) -> None:
     assert sh(repo, "rev-parse", "main") == old
 
 
+@pytest.mark.parametrize("how", ["touched", "copied"])
+def test_a_checkout_whose_index_is_only_stale_is_landed_on(
+    repo: Path, tmp_path: Path, how: str
+) -> None:
+    """Files unchanged but with new stat data (touched by a build, copied with ``cp -r`` or
+    restored from a backup) are clean, as ``git status`` says: the landing goes ahead."""
+    if how == "copied":
+        copy = tmp_path / "copy"
+        subprocess.run(["cp", "-r", str(repo), str(copy)], check=True)
+        repo = copy
+    else:
+        os.utime(repo / "edit.txt", (1_000_000_000, 1_000_000_000))
+    branch = candidate(repo, {"edit.txt": "one\ntwo\nthree\n"})
+    commit = land(repo, branch)
+    assert sh(repo, "rev-parse", "main") == commit
+    assert (repo / "edit.txt").read_text() == "one\ntwo\nthree\n"
+    assert not dirty(repo)
+
+
 def test_an_untracked_file_in_the_way_refuses_and_an_unrelated_one_does_not(repo: Path) -> None:
     branch = candidate(repo, {"feature.txt": "feature\n"})
     write(repo / "feature.txt", "the user's own untracked file\n")
