@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import atexit
 import base64
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -98,20 +101,37 @@ class Repo:
         ]
 
 
+_TEMPLATE: list[Path] = []  # this process's first repository, copied for every later one
+
+
+def _template() -> Path:
+    """The repository :func:`make_repo` copies, made once per test process: a copy costs a
+    few milliseconds where ``git init``, ``add`` and ``commit`` cost three processes."""
+    if not _TEMPLATE:
+        root = Path(tempfile.mkdtemp(prefix="assay-test-repo-")) / "repo"
+        (root / "src").mkdir(parents=True)
+        (root / "tests").mkdir()
+        (root / "src" / "slug.py").write_text(BUGGY)
+        (root / "tests" / "test_slug.py").write_text(TEST)
+        (root / "tests" / "check_digits.py").write_text(CHECK)
+        (root / ".gitignore").write_text("__pycache__/\n")
+        git(root, "init", "-q", "-b", "main")
+        git(root, "add", ".")
+        git(root, "commit", "-q", "-m", "slugify with a bug")
+        atexit.register(shutil.rmtree, root.parent, ignore_errors=True)
+        _TEMPLATE.append(root)
+    return _TEMPLATE[0]
+
+
 def make_repo(tmp_path: Path) -> Repo:
+    """A repository on ``main`` with one commit: ``src/slug.py`` with a bug, its failing test
+    (``tests/test_slug.py`` and the plain script ``tests/check_digits.py``), and beside it
+    ``fixes/`` with a wrong and a right fix."""
     root, fixes = tmp_path / "repo", tmp_path / "fixes"
-    (root / "src").mkdir(parents=True)
-    (root / "tests").mkdir()
+    shutil.copytree(_template(), root, symlinks=True)
     fixes.mkdir()
-    (root / "src" / "slug.py").write_text(BUGGY)
-    (root / "tests" / "test_slug.py").write_text(TEST)
-    (root / "tests" / "check_digits.py").write_text(CHECK)
-    (root / ".gitignore").write_text("__pycache__/\n")
     (fixes / "wrong.py").write_text(WRONG)
     (fixes / "fixed.py").write_text(FIXED)
-    git(root, "init", "-q", "-b", "main")
-    git(root, "add", ".")
-    git(root, "commit", "-q", "-m", "slugify with a bug")
     return Repo(root=root, fixes=fixes)
 
 
@@ -125,7 +145,11 @@ def make_repo_with_origin(tmp_path: Path) -> Repo:
     return made
 
 
-def replay_contract(repo: Repo, *steps: str, land: str = "merge", extra: str = "") -> Path:
+def replay_contract(
+    repo: Repo, *steps: str, land: str = "merge", extra: str = "", validator: str = CHECK_TESTS
+) -> Path:
+    """A contract whose replay coder writes the fixtures ``steps`` over ``src/slug.py`` in turn,
+    judged by ``validator`` (the plain-script test unless a test needs pytest itself)."""
     lines = "\n".join(f'    - {{script: "{repo.put(f"{s}.py", "src/slug.py")}"}}' for s in steps)
     return repo.contract(
         f"{land}.yaml",
@@ -137,7 +161,7 @@ coder:
   steps:
 {lines}
 validators:
-  - {{id: tests, kind: command, run: "{PYTEST}"}}
+  - {{id: tests, kind: command, run: "{validator}"}}
 land: {land}
 {extra}""",
     )

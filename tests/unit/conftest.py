@@ -162,3 +162,14 @@ def _guarded() -> Iterator[None]:
         yield
     finally:
         _Guard.on = False
+
+
+@pytest.fixture(autouse=True)
+def quick_provider_retries(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A provider fault is retried on the production count, with waits of milliseconds, not
+    the 1 s and 2 s a real provider is given: the unit tier proves which calls are made and
+    what is counted, and ``test_llm_client`` proves the schedule with an injected sleep. A
+    ``Retry-After`` the scripted server sends is still honoured (up to 20 s)."""
+    from assay.adapters import llm_client
+
+    monkeypatch.setattr(llm_client, "DEFAULT_RETRY", llm_client.RetryPolicy(base_seconds=0.005))
