@@ -7,14 +7,45 @@ the next boundary it reaches, in whatever thread it runs, and is closed as inter
 
 from __future__ import annotations
 
+import asyncio
 import signal
+from collections.abc import Coroutine
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from assay.adapters.process import stop_requested
 from assay.core.vocab import CrashPoint, OperatorMove, TaskStatus
 from assay.engine.crashpoints import crash_point
 from assay.engine.effects import RunStopped
+
+T = TypeVar("T")
+
+SIGNAL_TICK_SECONDS = 0.2
+"""How often the main thread wakes while a run waits on its effects' threads."""
+
+
+def run_awake(work: Coroutine[Any, Any, T]) -> T:
+    """``asyncio.run(work)``, with the main thread woken every :data:`SIGNAL_TICK_SECONDS`.
+
+    Python runs a signal's handler only in the main thread, when it next runs bytecode. The
+    kernel may hand SIGINT or SIGTERM to a thread that waits on a coder or a validator; an
+    event loop asleep until that effect returns would then act on the stop only after the
+    child ended by itself (a ``sleep 30`` ran its 30 s). The tick bounds that wait.
+    """
+
+    async def awake() -> T:
+        ticking = asyncio.ensure_future(_tick())
+        try:
+            return await work
+        finally:
+            ticking.cancel()
+
+    return asyncio.run(awake())
+
+
+async def _tick() -> None:
+    while True:
+        await asyncio.sleep(SIGNAL_TICK_SECONDS)
 
 
 class RunInterrupted(RunStopped):

@@ -19,7 +19,6 @@ and a graph that raised is closed as an internal error with the counts the journ
 
 from __future__ import annotations
 
-import asyncio
 import os
 import secrets
 from collections.abc import Callable, Mapping
@@ -36,7 +35,7 @@ from assay.core.tasks import Task
 from assay.engine.effects import OpenRequest
 from assay.engine.graph.run import run_graph
 from assay.engine.local.executor import EventSink, LocalEffects
-from assay.engine.local.interrupt import RunInterrupted, UserStop
+from assay.engine.local.interrupt import RunInterrupted, UserStop, run_awake
 from assay.engine.local.run_lock import run_is_alive
 from assay.engine.recovery.close import recover_interrupted as recover_runs
 
@@ -100,7 +99,7 @@ def run_task(
         task_id=task.id, run_id=new_run_id(started), keep_worktrees=keep_worktrees
     )
     try:
-        recorded = asyncio.run(run_graph(request, fx))
+        recorded = run_awake(run_graph(request, fx))
     except RunInterrupted as stop:
         by = stopped_by
         fx.interrupted(stop, UserStop(stop.signum, by.by, by.via.value) if by else None)
