@@ -5,6 +5,9 @@
 # project's own). Each program gets a link in .cache/agents/bin, the one folder the tests put
 # on PATH.
 #
+# The programs install side by side, each into its own folder (the two npm ones share a
+# prefix, so they go one after the other): on a fresh clone, 33 s where one at a time took 89.
+#
 # Idempotent: a program already installed at its pinned version is reused, so a second run
 # takes a moment. It never fails the build: what could not be installed, and why, is written
 # to .cache/agents/status.json, and the interop tests of that program skip with that reason.
@@ -22,7 +25,8 @@ bin="$cache/agents/bin"
 status="$cache/agents/status.json"
 python="${AGENTS_PYTHON:-$(command -v python3.11 || command -v python3 || true)}"
 mkdir -p "$bin"
-rows=()  # name|installed|version|source|reason
+rows="$(mktemp -d)"  # one file per program: name|installed|version|source|reason
+trap 'rm -rf "$rows"' EXIT
 
 # One install at a time in this checkout (two `make test` at once share the cache).
 if command -v flock >/dev/null 2>&1; then
@@ -30,7 +34,7 @@ if command -v flock >/dev/null 2>&1; then
   flock 9
 fi
 
-record() { rows+=("$1|$2|$3|$4|$5"); }
+record() { printf '%s\n' "$1|$2|$3|$4|$5" >"$rows/$1"; }
 tail_of_log() {  # the last lines of an install log, on one line, without pip's index noise
   grep -v '^WARNING: Location' "$1" | tail -n 3 | tr '\n|"\\' "    " | cut -c1-400
 }
@@ -96,13 +100,17 @@ pip_program() {  # pip_program NAME DISTRIBUTION VERSION
   done_with "$name" "$version" "$source" "$venv/bin/$name"
 }
 
-npm_program claude @anthropic-ai/claude-code "$CLAUDE_VERSION"
-npm_program codex @openai/codex "$CODEX_VERSION"
-pip_program aider aider-chat "$AIDER_VERSION"
-pip_program mini mini-swe-agent "$MINI_VERSION"
+# The two npm programs share one prefix, so they install one after the other.
+{
+  npm_program claude @anthropic-ai/claude-code "$CLAUDE_VERSION"
+  npm_program codex @openai/codex "$CODEX_VERSION"
+} &
+pip_program aider aider-chat "$AIDER_VERSION" &
+pip_program mini mini-swe-agent "$MINI_VERSION" &
+wait
 
 # status.json, written with whichever Python there is (the rows hold no '|' or newline).
-printf '%s\n' "${rows[@]}" | "${python:-python3}" -c '
+cat "$rows"/claude "$rows"/codex "$rows"/aider "$rows"/mini | "${python:-python3}" -c '
 import json, sys
 programs = {}
 for line in sys.stdin.read().splitlines():
@@ -119,8 +127,8 @@ with open(sys.argv[1], "w") as out:
     out.write("\n")
 ' "$status" || echo "could not write $status" >&2
 
-for row in "${rows[@]}"; do
-  IFS='|' read -r name installed version _ reason <<<"$row"
+for name in claude codex aider mini; do
+  IFS='|' read -r name installed version _ reason <"$rows/$name"
   if [ "$installed" = true ]; then echo "agents: $name $version ready"
   else echo "agents: $name $version NOT installed: $reason" >&2; fi
 done
