@@ -64,12 +64,26 @@ def start_time(pid: int) -> int | None:
 
 
 def _members(pgid: int) -> bool:
-    """Whether any process is still in group ``pgid``."""
+    """Whether any live process is still in group ``pgid``. A zombie is not one: it has ended
+    and waits only to be reaped, by an init that may take seconds to do it, and no signal can
+    end it again."""
     try:
         os.killpg(pgid, 0)
     except (ProcessLookupError, PermissionError):
         return False
-    return True
+    try:
+        entries = os.listdir("/proc")
+    except OSError:  # no /proc: every member counts
+        return True
+    return any(entry.isdigit() and _live_member(int(entry), pgid) for entry in entries)
+
+
+def _live_member(pid: int, pgid: int) -> bool:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return int(fields[2]) == pgid and fields[0] != "Z"
+    except (OSError, IndexError, ValueError):
+        return False  # gone since the listing
 
 
 def _recorded(path: Path) -> list[tuple[int, int]]:
