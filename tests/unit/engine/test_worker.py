@@ -17,7 +17,7 @@ from assay.core.settle import Verdict, settle
 from assay.core.tasks import Task
 from assay.core.vocab import RunStatus, TaskStatus
 from assay.engine.admission import Unrunnable, hold_unrunnable
-from assay.engine.local.interrupt import RunInterrupted
+from assay.engine.local.interrupt import SIGNAL_TICK_SECONDS, RunInterrupted
 from assay.engine.worker import Cadence, QueueEvents, QueueWorker
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
@@ -299,3 +299,27 @@ def test_a_stop_request_ends_the_loop_before_any_work(ledger: Ledger) -> None:
 def test_concurrency_must_be_positive(ledger: Ledger) -> None:
     with pytest.raises(ValueError, match="concurrency"):
         QueueWorker(ledger, lambda task: task.status, concurrency=0)
+
+
+def test_a_signal_the_kernel_gives_a_steps_thread_is_handled_within_a_tick(
+    ledger: Ledger,
+) -> None:
+    """Python runs a signal's handler only in the main thread; a SIGINT the kernel hands to a
+    step's thread must not wait for the worker's poll to run it (``serve`` polls every 2 s)."""
+    add(ledger, "a")
+    heard = threading.Event()
+    previous = signal.signal(signal.SIGUSR1, lambda *_: heard.set())
+
+    def step(task: Task) -> TaskStatus:
+        time.sleep(0.3)  # the worker waits out its poll by now
+        signal.pthread_kill(threading.get_ident(), signal.SIGUSR1)
+        heard.wait(10)  # a coder that ends only when the stop reaches it
+        return run_to(ledger, task)
+
+    try:
+        done, _ = worker(ledger, step, poll=30.0)
+        start = time.monotonic()
+        assert done.run().runs == 1
+        assert time.monotonic() - start < 0.3 + 5 * SIGNAL_TICK_SECONDS
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
