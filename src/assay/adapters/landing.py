@@ -12,6 +12,7 @@ landed run again, so a run recovered after its landing is never landed twice.
 
 from __future__ import annotations
 
+import os
 import subprocess
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
@@ -26,7 +27,6 @@ from assay.adapters.git import (
     _env,
     _out,
     _run,
-    _status,
     _text,
     config_env,
     current_branch,
@@ -254,7 +254,7 @@ def land_squash(
         written = _written(repo, old, commit)
         _refuse_assay_home(written, assay_homes)
         if checkout is not None:  # checked again: revalidation may have taken minutes
-            _ready_to_update(checkout, into_branch, written)
+            _ready_to_update(checkout, into_branch, written, _added(repo, old, commit))
         moved = _run(
             repo, "update-ref", "-m", f"assay: land {branch}", target, commit, old, ok=(0, 1, 128)
         )
@@ -326,19 +326,64 @@ def _refuse_assay_home(written: set[str], homes: Collection[str]) -> None:
         )
 
 
-def _ready_to_update(checkout: Path, into_branch: str, written: set[str]) -> None:
+def _added(repo: Path, old: str, commit: str) -> set[str]:
+    """The paths moving the base branch from ``old`` to ``commit`` creates (not in ``old``)."""
+    listed = _run(repo, "diff", "--no-renames", "--diff-filter=A", "--name-only", "-z", old, commit)
+    return {p for p in _text(listed.stdout).split("\0") if p}
+
+
+def _ready_to_update(checkout: Path, into_branch: str, written: set[str], added: set[str]) -> None:
     """The checkout of the base branch may be updated: no uncommitted change, still on it, no
-    untracked file in the way of what the new commit writes (one status read for both)."""
-    tracked, untracked = _status(checkout)
-    _refuse_dirty(checkout, into_branch, tracked)
+    untracked or ignored file in the way of what the new commit writes."""
+    _refuse_dirty(checkout, into_branch)
     if current_branch(checkout) != into_branch:
         raise LandRefused(f"{checkout} no longer has {into_branch} checked out")
-    collisions = sorted(written.intersection(untracked))
+    collisions = _in_the_way(checkout, written, added)
     if collisions:
         raise LandRefused(
             f"untracked files in {checkout} would be overwritten: {named(collisions)}",
             collisions,
         )
+
+
+def _in_the_way(checkout: Path, written: set[str], added: set[str]) -> list[str]:
+    """What is on disk, not tracked, where the update creates a path: a file or link at it, a
+    folder at it holding anything untracked, or a file or link where it needs a folder.
+
+    Read from the disk, not from ``git status``: git counts ignored files as expendable and
+    ``read-tree -u`` overwrites or deletes them (a local ``.env``, a build); they are the
+    user's all the same."""
+    found: set[str] = set()
+    for path in added:
+        if _occupied(checkout, path):
+            found.add(path)
+        parts = path.split("/")
+        for depth in range(1, len(parts)):
+            folder = "/".join(parts[:depth])
+            # A tracked file there is one the update removes, already checked unchanged.
+            if folder not in written and _not_a_folder(checkout / folder):
+                found.add(folder)
+    return sorted(found)
+
+
+def _not_a_folder(path: Path) -> bool:
+    return os.path.lexists(path) and (path.is_symlink() or not path.is_dir())
+
+
+def _occupied(checkout: Path, path: str) -> bool:
+    full = checkout / path
+    if _not_a_folder(full):
+        return True
+    if not full.is_dir():
+        return False
+    # A folder: in the way when it holds anything untracked, ignored files included.
+    inside = _run(
+        checkout,
+        *("ls-files", "-z", "--others", "--directory", "--no-empty-directory"),
+        "--",
+        f":(literal){path}",
+    )
+    return bool(_text(inside.stdout).strip("\0"))
 
 
 def _bring_checkout(repo: Path, checkout: Path, target: str, old: str, commit: str) -> None:

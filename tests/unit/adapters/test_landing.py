@@ -225,6 +225,30 @@ def test_an_untracked_file_in_the_way_refuses_and_an_unrelated_one_does_not(repo
     assert (repo / "scratch.txt").read_text() == "the user's own untracked file\n"
 
 
+@pytest.mark.parametrize(
+    ("adds", "users", "named"),
+    [
+        ("local.env", "local.env", "local.env"),  # an ignored file where a file comes
+        ("build", "build/out.bin", "build"),  # an ignored folder where a file comes
+        ("cache/index", "cache", "cache"),  # an ignored file where a folder comes
+    ],
+)
+def test_an_ignored_file_in_the_way_refuses_and_is_kept(
+    repo: Path, adds: str, users: str, named: str
+) -> None:
+    """git counts ignored files as expendable and would overwrite or delete them; they are
+    the user's (a local config, a build), so a landing that would is refused."""
+    branch = candidate(repo, {adds: "from the change\n"})
+    with (repo / ".git" / "info" / "exclude").open("a") as exclude:
+        exclude.write(f"/{named}\n")
+    write(repo / users, "the user's ignored file\n")
+    before, old = snapshot(repo), sh(repo, "rev-parse", "main")
+    with pytest.raises(LandRefused) as info:
+        land(repo, branch)
+    assert info.value.paths == (named,)
+    assert snapshot(repo) == before and sh(repo, "rev-parse", "main") == old
+
+
 @pytest.mark.parametrize("checked_out", [True, False])
 @pytest.mark.parametrize("name", [".assay/assay.db-journal", ".ASSAY/assay.db"])
 def test_nothing_lands_in_assays_own_folder(repo: Path, checked_out: bool, name: str) -> None:
