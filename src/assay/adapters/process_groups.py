@@ -113,6 +113,9 @@ def stop_recorded_groups(path: Path, grace: float = STOP_GRACE_SECONDS) -> list[
     for pgid in ours:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pgid, signal.SIGTERM)
+            # A stopped member (SIGSTOP, Ctrl-Z) holds the TERM until it runs again: without
+            # CONT it would live out the whole grace period, and end only by the KILL.
+            os.killpg(pgid, signal.SIGCONT)
     deadline = time.monotonic() + grace
     while any(_members(p) for p in ours) and time.monotonic() < deadline:
         time.sleep(0.05)

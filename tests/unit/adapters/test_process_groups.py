@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -31,3 +32,62 @@ def test_a_group_of_only_zombies_is_not_waited_on(tmp_path: Path) -> None:
         os.killpg(child.pid, 0)  # the zombie is still in its group: only reaping ends it
     finally:
         child.wait()
+
+
+def _member_of(pgid: int) -> int:
+    """A live process of group ``pgid`` other than its leader."""
+    for _ in range(200):
+        for entry in os.listdir("/proc"):
+            if entry.isdigit() and int(entry) != pgid:
+                try:
+                    fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+                except OSError:
+                    continue
+                if int(fields[2]) == pgid and fields[0] != "Z":
+                    return int(entry)
+        time.sleep(0.01)
+    raise AssertionError("the group never had a member besides its leader")
+
+
+def _ended(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return True
+    return state == "Z"
+
+
+def test_a_live_member_behind_a_zombie_leader_is_ended(tmp_path: Path) -> None:
+    """The leader exited (unreaped), a child it left in the group ignores TERM: KILL ends it."""
+    leader = subprocess.Popen(
+        ["sh", "-c", "trap '' TERM; sleep 30 & exit 0"], start_new_session=True
+    )
+    try:
+        member = _member_of(leader.pid)
+        record = tmp_path / GROUPS_FILE
+        record.write_text(f"{leader.pid} {start_time(leader.pid)} /nowhere\n")
+        assert stop_recorded_groups(record, grace=0.3) == [leader.pid]
+        for _ in range(200):
+            if _ended(member):
+                break
+            time.sleep(0.01)
+        assert _ended(member)
+    finally:
+        leader.wait()
+
+
+def test_a_stopped_member_acts_on_the_term_at_once(tmp_path: Path) -> None:
+    """A stopped process (SIGSTOP, Ctrl-Z) holds a TERM until it runs again: it is continued,
+    so it ends by the TERM, not by the KILL after the whole grace period."""
+    leader = subprocess.Popen(["sleep", "30"], start_new_session=True)
+    try:
+        os.kill(leader.pid, signal.SIGSTOP)
+        record = tmp_path / GROUPS_FILE
+        record.write_text(f"{leader.pid} {start_time(leader.pid)} /nowhere\n")
+        start = time.monotonic()
+        assert stop_recorded_groups(record, grace=3) == [leader.pid]
+        assert time.monotonic() - start < 1
+        assert leader.wait(timeout=5) == -signal.SIGTERM
+    finally:
+        leader.kill()
+        leader.wait()
