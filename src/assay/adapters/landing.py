@@ -227,6 +227,7 @@ def land_squash(
     found = landed_commit(repo, into_branch, message.run_id, since=base_commit)
     if found is not None:
         return found
+    _refuse_in_progress(repo, target, into_branch)
     checkout = _checked_out_at(repo, target)
     if checkout is not None:
         _refuse_dirty(checkout, into_branch)
@@ -253,6 +254,7 @@ def land_squash(
             raise LandRefused(f"the tree {tree[:12]} was not the one validated; nothing landed")
         written = _written(repo, old, commit)
         _refuse_assay_home(written, assay_homes)
+        _refuse_in_progress(repo, target, into_branch)  # again: one may have begun since
         if checkout is not None:  # checked again: revalidation may have taken minutes
             _ready_to_update(checkout, into_branch, written, _added(repo, old, commit))
         moved = _run(
@@ -402,6 +404,40 @@ def _bring_checkout(repo: Path, checkout: Path, target: str, old: str, commit: s
     if undone.returncode != 0:
         return  # someone already landed on top of it: it stays, and their update moves the files
     raise LandRefused(f"git refused to update {checkout}: {_text(done.stderr).strip()}")
+
+
+# Where a working tree's git folder says which branch a rebase or a bisect in it works on.
+_IN_PROGRESS = (
+    ("rebase-merge/head-name", "rebased"),
+    ("rebase-apply/head-name", "rebased"),
+    ("BISECT_START", "bisected"),
+)
+
+
+def _refuse_in_progress(repo: Path, ref: str, into_branch: str) -> None:
+    """A branch a rebase or a bisect works on is not moved, though no working tree has it
+    checked out (its HEAD is detached meanwhile): git's ``branch -f`` refuses it as checked
+    out, and a rebase whose branch moved fails at its end, its commits left detached."""
+    common = Path(_out(repo, "rev-parse", "--git-common-dir"))
+    common = common if common.is_absolute() else repo / common
+    linked = common / "worktrees"
+    folders = [common, *(sorted(linked.iterdir()) if linked.is_dir() else [])]
+    for folder in folders:
+        for state, doing in _IN_PROGRESS:
+            try:
+                named_there = (folder / state).read_text(errors="replace").strip()
+            except OSError:
+                continue
+            if named_there in (ref, ref.removeprefix("refs/heads/")):
+                raise LandRefused(f"{into_branch} is being {doing} in {_worktree_of(folder)}")
+
+
+def _worktree_of(folder: Path) -> Path:
+    """The working tree of a git folder: a linked one's ``gitdir`` file names its ``.git``."""
+    try:
+        return Path((folder / "gitdir").read_text(errors="replace").strip()).parent
+    except OSError:
+        return folder.parent
 
 
 def _checked_out_at(repo: Path, ref: str) -> Path | None:

@@ -230,6 +230,30 @@ def test_an_edit_that_keeps_the_stat_data_is_never_overwritten(repo: Path) -> No
     assert (repo / "edit.txt").read_text() == "ONE\nTWO\n"
 
 
+@pytest.mark.parametrize("how", ["rebase", "bisect"])
+def test_a_branch_the_user_is_rebasing_or_bisecting_is_not_moved(repo: Path, how: str) -> None:
+    """Mid-rebase (or bisect) the checkout's HEAD is detached, yet the branch is the user's
+    work in progress, as git's own ``branch -f`` knows: a landing then would make the rebase
+    fail at its end ("cannot lock ref") and leave its commits on a detached HEAD."""
+    write(repo / "keep.txt", "a second commit\n")
+    sh(repo, "commit", "-q", "-am", "second")
+    branch = candidate(repo, {"feature.txt": "feature\n"})
+    old = sh(repo, "rev-parse", "main")
+    if how == "rebase":
+        with pytest.raises(subprocess.CalledProcessError):  # stops after its first commit
+            sh(repo, "rebase", "--exec", "false", "HEAD~1")
+    else:
+        sh(repo, "bisect", "start", "main", "main~1")
+    with pytest.raises(LandRefused) as info:
+        land(repo, branch)
+    doing = {"rebase": "rebased", "bisect": "bisected"}[how]
+    assert str(info.value) == f"main is being {doing} in {repo}"
+    assert sh(repo, "rev-parse", "main") == old
+    if how == "rebase":
+        sh(repo, "rebase", "--continue")  # the user's rebase still ends as they meant
+        assert sh(repo, "symbolic-ref", "--short", "HEAD") == "main"
+
+
 def test_an_untracked_file_in_the_way_refuses_and_an_unrelated_one_does_not(repo: Path) -> None:
     branch = candidate(repo, {"feature.txt": "feature\n"})
     write(repo / "feature.txt", "the user's own untracked file\n")
