@@ -15,15 +15,20 @@ import enum
 import json
 import math
 import re
+import signal
+import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
 from typing import Any
 
 from assay.adapters.envpolicy import BASE_URL_ENV, DEFAULT_API_KEY_ENV
+from assay.adapters.process import stop_requested
 from assay.core.contract_rules import base_url_problem
 from assay.core.quota import Quota
 from assay.core.text import address_shown
@@ -33,6 +38,8 @@ DEFAULT_BASE_URL = "https://api.openai.com/v1"
 _CONTEXT_MARKERS = ("context_length_exceeded", "maximum context length", "context window")
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+STOP_TICK_SECONDS = 0.1
+"""How often a call waiting on the model looks for a stop request."""
 
 
 class FailureKind(enum.Enum):
@@ -61,6 +68,13 @@ class LlmError(Exception):
         self.status = status
         self.quota = quota
         self.retry_after = retry_after  # seconds the provider asked us to wait, if it said
+
+
+class LlmStopped(LlmError):
+    """The process is being stopped (SIGINT or SIGTERM): the call was given up, never retried."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(FailureKind.PROVIDER, detail)
 
 
 @dataclass(frozen=True)
@@ -235,7 +249,7 @@ class ChatClient:
             try:
                 return self._complete_once(messages, tools, tool_choice, wait)
             except LlmError as exc:
-                if exc.kind is not FailureKind.PROVIDER:
+                if exc.kind is not FailureKind.PROVIDER or isinstance(exc, LlmStopped):
                     raise
                 delay = self.retry.delay(call, exc.retry_after)
                 remaining = deadline - time.monotonic()
@@ -249,6 +263,32 @@ class ChatClient:
             self._sleep(delay)
             call += 1
             wait = max(deadline - time.monotonic(), 1.0)
+
+    def _post(self, options: dict[str, Any], wait: float) -> Any:
+        """The request, its answer awaited in ticks so a stop request (SIGINT or SIGTERM) ends
+        the wait at once: a model may take minutes to answer, and a call is no child process
+        the stop could end. The call left behind ends by itself (its timeout, or an answer
+        nobody reads); what it may have cost is counted as for a call that timed out."""
+        answer: Future[Any] = Future()
+
+        def call() -> None:
+            try:
+                answer.set_result(self._http.post("chat/completions", json=options, timeout=wait))
+            except BaseException as exc:  # handed to the waiting thread
+                answer.set_exception(exc)
+
+        threading.Thread(target=call, name="assay-model-call", daemon=True).start()
+        while True:
+            try:
+                return answer.result(timeout=STOP_TICK_SECONDS)
+            except FutureTimeout:
+                signum = stop_requested()
+                if signum is not None:
+                    self._count({})  # the request went out: it may be billed
+                    name = signal.Signals(signum).name
+                    raise LlmStopped(
+                        f"stopped by assay ({name}) before the model answered"
+                    ) from None
 
     def _complete_once(
         self,
@@ -265,7 +305,7 @@ class ChatClient:
         if tool_choice is not None:
             options["tool_choice"] = tool_choice
         try:
-            response = self._http.post("chat/completions", json=options, timeout=wait)
+            response = self._post(options, wait)
         except httpx.HTTPError as exc:
             if isinstance(exc, httpx.ReadTimeout | httpx.ReadError | httpx.RemoteProtocolError):
                 # The request went out whole: the provider may have answered it, and billed it.

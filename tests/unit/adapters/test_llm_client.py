@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import signal
+import threading
+import time
 from datetime import UTC, datetime, timedelta
 
 import httpx
 import pytest
 from support.model_server import HttpError, ModelServer, Turn
 
+from assay.adapters import process
 from assay.adapters.llm_client import (
     ChatClient,
     Endpoint,
@@ -268,3 +272,23 @@ def test_an_unreachable_endpoint_is_named_without_its_credentials() -> None:
     assert "secret" not in detail and "sk-key" not in detail
     default = ChatClient(Endpoint("m", None, "sk-key", 5))
     assert default._http.base_url == httpx.URL("https://api.openai.com/v1/")  # what it names
+
+
+def test_a_stop_request_ends_a_call_the_model_has_not_answered(
+    model_server: ModelServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SIGINT or SIGTERM stops child processes at once; a model call is no process, and a model
+    may take minutes to answer: the call gives up as the stop comes, the answer unawaited."""
+    monkeypatch.setattr(process, "_stop", [])
+    model_server.script(Turn.reply("too late"))
+    gate = model_server.hold(1, timeout=30)
+    threading.Timer(0.3, process.request_stop, args=(signal.SIGTERM,)).start()
+    start = time.monotonic()
+    try:
+        with pytest.raises(LlmError) as caught:
+            _client(model_server, [], RetryPolicy()).complete([{"role": "user", "content": "hi"}])
+    finally:
+        gate.open()
+    assert time.monotonic() - start < 1.5
+    assert caught.value.detail == "stopped by assay (SIGTERM) before the model answered"
+    assert len(model_server.completions) == 1  # never retried
