@@ -77,6 +77,20 @@ class LlmStopped(LlmError):
         super().__init__(FailureKind.PROVIDER, detail)
 
 
+def _raise_if_stopped() -> None:
+    signum = stop_requested()
+    if signum is not None:
+        name = signal.Signals(signum).name
+        raise LlmStopped(f"stopped by assay ({name}) before the model answered")
+
+
+def _sleep_unless_stopped(seconds: float) -> None:
+    """``time.sleep``, cut short by a stop request: a backoff may last 20 s."""
+    deadline = time.monotonic() + seconds
+    while stop_requested() is None and (left := deadline - time.monotonic()) > 0:
+        time.sleep(min(left, STOP_TICK_SECONDS))
+
+
 @dataclass(frozen=True)
 class RetryPolicy:
     """How often and how patiently a provider fault is retried inside one model call.
@@ -210,13 +224,13 @@ class ChatClient:
         endpoint: Endpoint,
         *,
         retry: RetryPolicy | None = None,
-        sleep: Callable[[float], None] = time.sleep,
+        sleep: Callable[[float], None] | None = None,
     ) -> None:
         import httpx
 
         self.endpoint = endpoint
         self.retry = retry or DEFAULT_RETRY
-        self._sleep = sleep
+        self._sleep = sleep or _sleep_unless_stopped
         # Every answer the endpoint sent (and so billed), usable or not, retried or not.
         self.spent = FIRST_CALL
         self.on_spent: Callable[[UsageFigures], None] | None = None
@@ -261,6 +275,7 @@ class ChatClient:
                         retry_after=exc.retry_after,
                     ) from exc
             self._sleep(delay)
+            _raise_if_stopped()  # the wait was cut short by a stop: no retry
             call += 1
             wait = max(deadline - time.monotonic(), 1.0)
 
@@ -282,13 +297,9 @@ class ChatClient:
             try:
                 return answer.result(timeout=STOP_TICK_SECONDS)
             except FutureTimeout:
-                signum = stop_requested()
-                if signum is not None:
+                if stop_requested() is not None:
                     self._count({})  # the request went out: it may be billed
-                    name = signal.Signals(signum).name
-                    raise LlmStopped(
-                        f"stopped by assay ({name}) before the model answered"
-                    ) from None
+                    _raise_if_stopped()
 
     def _complete_once(
         self,

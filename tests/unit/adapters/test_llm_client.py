@@ -292,3 +292,20 @@ def test_a_stop_request_ends_a_call_the_model_has_not_answered(
     assert time.monotonic() - start < 1.5
     assert caught.value.detail == "stopped by assay (SIGTERM) before the model answered"
     assert len(model_server.completions) == 1  # never retried
+
+
+def test_a_stop_request_ends_the_wait_before_a_retry(
+    model_server: ModelServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The wait before a retry may be 20 s; a stop does not wait them out."""
+    monkeypatch.setattr(process, "_stop", [])
+    model_server.script(_fault(503), Turn.reply("too late"))
+    endpoint = Endpoint(model="gpt-test", base_url=model_server.base_url, api_key="k", timeout=60)
+    threading.Timer(0.3, process.request_stop, args=(signal.SIGTERM,)).start()
+    start = time.monotonic()
+    with pytest.raises(LlmError) as caught:
+        client = ChatClient(endpoint, retry=RetryPolicy(base_seconds=20))
+        client.complete([{"role": "user", "content": "hi"}])
+    assert time.monotonic() - start < 1.5
+    assert caught.value.detail == "stopped by assay (SIGTERM) before the model answered"
+    assert len(model_server.completions) == 1  # never retried
