@@ -96,3 +96,29 @@ def test_a_stopped_serve_says_its_tasks_run_again_in_the_words_run_uses(
         f"task {task.id}: interrupted by SIGINT; the run closed as interrupted (refunded, this "
         "run does not count) and the task is failed, runnable again\n"
     ) in err
+
+
+def test_a_stop_while_the_moved_base_is_revalidated_interrupts_the_run(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """main moves during the run, so the landing checks the combined tree again; a SIGTERM
+    then stops its validator, and a check the stop ended blocks nothing: the run is
+    interrupted (refunded), never closed as blocked by its validators, and main is theirs."""
+    theirs = (
+        f"echo b > b.txt; echo theirs > {repo}/theirs.txt; git -C {repo} add theirs.txt; "
+        f"git -C {repo} -c user.name=o -c user.email=o@example.org commit -q -m theirs"
+    )
+    # Only the combined tree has theirs.txt: the first check passes, the second is stopped.
+    check = f"if [ -f theirs.txt ]; then {KILL.format(sig='TERM')}; fi"
+    flags = ["--coder", "command", "--coder-command", theirs, "--validator", check]
+    exit_code, out, err = assay(
+        capsys, "run", "do it", *flags, "--sandbox", "none", "--land", "merge", "--json"
+    )
+    assert exit_code == 143, err
+    task = only_task(repo)
+    assert task.status is TaskStatus.HELD and task.attempts == 0, err
+    with ledger_of(repo) as ledger:
+        (run,) = ledger.runs(task.id)
+        assert not run.open and run.status is RunStatus.FAILED
+    assert json.loads(out)["reason"] == "interrupted: assay was stopped by SIGTERM"
+    assert (repo / "theirs.txt").exists() and not (repo / "b.txt").exists()
