@@ -81,9 +81,28 @@ def _members(pgid: int) -> bool:
 def _live_member(pid: int, pgid: int) -> bool:
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return int(fields[2]) == pgid and fields[0] != "Z"
+        if int(fields[2]) != pgid:
+            return False
     except (OSError, IndexError, ValueError):
         return False  # gone since the listing
+    return fields[0] != "Z" or _live_thread(pid)
+
+
+def _live_thread(pid: int) -> bool:
+    """Whether a process shown as a zombie still has a running thread: when its main thread
+    ends alone (``pthread_exit``) the process is shown "Z", its other threads running on."""
+    try:
+        threads = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return False
+    for tid in threads:
+        try:
+            stat = Path(f"/proc/{pid}/task/{tid}/stat").read_text()
+            if stat.rsplit(")", 1)[1].split()[0] != "Z":
+                return True
+        except (OSError, IndexError):
+            continue  # that thread ended since the listing
+    return False
 
 
 def _recorded(path: Path) -> list[tuple[int, int]]:

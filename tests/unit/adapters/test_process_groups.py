@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -91,3 +92,34 @@ def test_a_stopped_member_acts_on_the_term_at_once(tmp_path: Path) -> None:
     finally:
         leader.kill()
         leader.wait()
+
+
+# The main thread ends (pthread_exit) while another thread of the process runs on: the kernel
+# shows the process as a zombie ("Z") though it is alive.
+MAIN_THREAD_GONE = """
+import ctypes, threading, time
+threading.Thread(target=time.sleep, args=(30,)).start()
+ctypes.CDLL(None).pthread_exit(None)
+"""
+
+
+def test_a_process_whose_main_thread_ended_is_still_a_live_member(tmp_path: Path) -> None:
+    child = subprocess.Popen([sys.executable, "-c", MAIN_THREAD_GONE], start_new_session=True)
+    try:
+        for _ in range(200):
+            if len(os.listdir(f"/proc/{child.pid}/task")) == 2 and _state(child.pid) == "Z":
+                break
+            time.sleep(0.01)
+        else:
+            raise AssertionError("the main thread never ended alone")
+        record = tmp_path / GROUPS_FILE
+        record.write_text(f"{child.pid} {start_time(child.pid)} /nowhere\n")
+        assert stop_recorded_groups(record, grace=3) == [child.pid]
+        assert child.wait(timeout=5) == -signal.SIGTERM
+    finally:
+        child.kill()
+        child.wait()
+
+
+def _state(pid: int) -> str:
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
