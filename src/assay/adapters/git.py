@@ -37,6 +37,11 @@ _CONFIG = (
     *("-c", "core.hooksPath=/dev/null"),
     *("-c", "core.fsmonitor=false"),
     *("-c", "core.untrackedCache=false"),
+    # Every stat field is compared, whatever the repository says: with trustctime off or a
+    # minimal checkStat, an edit that keeps the size and the mtime looks clean, and a landing
+    # would overwrite it. A field that differs only costs git a look at the content.
+    *("-c", "core.trustctime=true"),
+    *("-c", "core.checkStat=default"),
     *("-c", "core.quotePath=false"),
     *("-c", "commit.gpgSign=false"),
     *("-c", "color.ui=false"),
