@@ -25,6 +25,7 @@ from assay.adapters.git import (
     GIT_TIMEOUT_SECONDS,
     GitError,
     _env,
+    _git_path,
     _out,
     _run,
     _text,
@@ -340,6 +341,10 @@ def _ready_to_update(checkout: Path, into_branch: str, written: set[str], added:
     _refuse_dirty(checkout, into_branch)
     if current_branch(checkout) != into_branch:
         raise LandRefused(f"{checkout} no longer has {into_branch} checked out")
+    if _git_path(checkout, "index.lock").exists():
+        # The user's git is writing the index (a commit, an add -p): the branch must not
+        # move under it, or that commit fails ("cannot lock ref") once it is done.
+        raise LandRefused(f"git is at work in {checkout} (its index is locked)")
     collisions = _in_the_way(checkout, written, added)
     if collisions:
         raise LandRefused(

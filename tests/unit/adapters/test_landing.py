@@ -257,6 +257,19 @@ def test_a_branch_the_user_is_rebasing_or_bisecting_is_not_moved(repo: Path, how
         assert sh(repo, "symbolic-ref", "--short", "HEAD") == "main"
 
 
+def test_a_checkout_whose_index_git_is_writing_is_not_touched(repo: Path) -> None:
+    """The user's own git holds the index (a ``git commit`` in progress): the landing is
+    refused before the branch moves, so that commit never finds its branch moved under it."""
+    branch = candidate(repo, {"feature.txt": "feature\n"})
+    (repo / ".git" / "index.lock").write_bytes(b"")
+    moves, old = sh(repo, "reflog", "show", "main"), sh(repo, "rev-parse", "main")
+    with pytest.raises(LandRefused) as info:
+        land(repo, branch)
+    assert str(info.value) == f"git is at work in {repo} (its index is locked)"
+    assert sh(repo, "reflog", "show", "main") == moves and sh(repo, "rev-parse", "main") == old
+    assert not (repo / "feature.txt").exists()
+
+
 def test_an_untracked_file_in_the_way_refuses_and_an_unrelated_one_does_not(repo: Path) -> None:
     branch = candidate(repo, {"feature.txt": "feature\n"})
     write(repo / "feature.txt", "the user's own untracked file\n")
