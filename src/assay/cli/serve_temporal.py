@@ -68,7 +68,15 @@ def serve_temporal(
         def stopping(self) -> None:
             typer.echo("stopping: the workflows go on; the workers finish them", err=True)
 
-    worker = QueueWorker(ledger, step, concurrency=IN_FLIGHT, once=once, poll=poll, events=Said())
+    worker = QueueWorker(
+        ledger,
+        step,
+        concurrency=IN_FLIGHT,
+        once=once,
+        poll=poll,
+        events=Said(),
+        abandon=step.abandon,  # a stop stops waiting: the workflows go on, the workers end them
+    )
     try:
         with graceful_stop(), dashboard(web, ledger, state_dir):
             served = worker.run()

@@ -100,6 +100,7 @@ class QueueWorker(Generic[R]):
         events: QueueEvents[R] | None = None,
         clock: Callable[[], datetime] | None = None,
         stopping: Callable[[], bool] = lambda: stop_requested() is not None,
+        abandon: Callable[[], None] | None = None,
     ) -> None:
         if concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, got {concurrency}")
@@ -113,6 +114,10 @@ class QueueWorker(Generic[R]):
         self.events: QueueEvents[R] = events or QueueEvents()
         self.clock = clock or (lambda: datetime.now(UTC))
         self.stopping = stopping  # SIGINT / SIGTERM by default (see ``assay.cli.signals``)
+        # Tells the steps in flight to stop waiting on work that goes on elsewhere (Temporal's
+        # workflows): a stop must not wait out that work. The local steps need none: the stop
+        # ends their runs itself.
+        self.abandon = abandon
         self.served = Served()
         self._busy: set[str] = set()
         self._announced: dict[str, datetime] = {}  # task -> the wait already told
@@ -142,6 +147,11 @@ class QueueWorker(Generic[R]):
                     self._pause(BUSY_PAUSE_SECONDS if handed else self.poll, futures)
             except KeyboardInterrupt:
                 self.events.stopping()
+                interrupted = True
+            else:
+                interrupted = self.stopping()
+            if interrupted and self.abandon is not None:
+                self.abandon()  # before the pool waits for the steps in flight
         return self.served
 
     def _pause(self, seconds: float, futures: list[Future[None]]) -> None:

@@ -323,3 +323,22 @@ def test_a_signal_the_kernel_gives_a_steps_thread_is_handled_within_a_tick(
         assert time.monotonic() - start < 0.3 + 5 * SIGNAL_TICK_SECONDS
     finally:
         signal.signal(signal.SIGUSR1, previous)
+
+
+def test_a_stop_tells_the_steps_in_flight_to_give_up_and_does_not_wait_them_out(
+    ledger: Ledger,
+) -> None:
+    """A step that waits on work elsewhere (a Temporal workflow, which goes on without this
+    process) is told to stop waiting; the worker never waits out the work itself."""
+    add(ledger, "a")
+    given_up, stop = threading.Event(), threading.Event()
+
+    def step(task: Task) -> TaskStatus:
+        stop.set()  # the operator's Ctrl-C, while the step waits
+        given_up.wait(10)
+        return task.status
+
+    done, _ = worker(ledger, step, once=False, stopping=stop.is_set, abandon=given_up.set)
+    start = time.monotonic()
+    done.run()
+    assert given_up.is_set() and time.monotonic() - start < 5
