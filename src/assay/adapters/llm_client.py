@@ -21,14 +21,13 @@ import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
-from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
 from typing import Any
 
 from assay.adapters.envpolicy import BASE_URL_ENV, DEFAULT_API_KEY_ENV
-from assay.adapters.process import stop_requested
+from assay.adapters.process import sleep_unless_stopped, stop_requested, wait_unless_stopped
 from assay.core.contract_rules import base_url_problem
 from assay.core.quota import Quota
 from assay.core.text import address_shown
@@ -38,8 +37,6 @@ DEFAULT_BASE_URL = "https://api.openai.com/v1"
 _CONTEXT_MARKERS = ("context_length_exceeded", "maximum context length", "context window")
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
-STOP_TICK_SECONDS = 0.1
-"""How often a call waiting on the model looks for a stop request."""
 
 
 class FailureKind(enum.Enum):
@@ -82,13 +79,6 @@ def _raise_if_stopped() -> None:
     if signum is not None:
         name = signal.Signals(signum).name
         raise LlmStopped(f"stopped by assay ({name}) before the model answered")
-
-
-def _sleep_unless_stopped(seconds: float) -> None:
-    """``time.sleep``, cut short by a stop request: a backoff may last 20 s."""
-    deadline = time.monotonic() + seconds
-    while stop_requested() is None and (left := deadline - time.monotonic()) > 0:
-        time.sleep(min(left, STOP_TICK_SECONDS))
 
 
 @dataclass(frozen=True)
@@ -230,7 +220,7 @@ class ChatClient:
 
         self.endpoint = endpoint
         self.retry = retry or DEFAULT_RETRY
-        self._sleep = sleep or _sleep_unless_stopped
+        self._sleep = sleep or sleep_unless_stopped  # a backoff may last 20 s
         # Every answer the endpoint sent (and so billed), usable or not, retried or not.
         self.spent = FIRST_CALL
         self.on_spent: Callable[[UsageFigures], None] | None = None
@@ -293,13 +283,11 @@ class ChatClient:
                 answer.set_exception(exc)
 
         threading.Thread(target=call, name="assay-model-call", daemon=True).start()
-        while True:
-            try:
-                return answer.result(timeout=STOP_TICK_SECONDS)
-            except FutureTimeout:
-                if stop_requested() is not None:
-                    self._count({})  # the request went out: it may be billed
-                    _raise_if_stopped()
+        wait_unless_stopped([answer], math.inf)
+        if not answer.done():  # a stop request ended the wait
+            self._count({})  # the request went out: it may be billed
+            _raise_if_stopped()
+        return answer.result()
 
     def _complete_once(
         self,

@@ -32,10 +32,13 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, BinaryIO
+from typing import IO, TYPE_CHECKING, Any, BinaryIO
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 
 from assay.adapters.process_groups import record_group
 from assay.adapters.process_watch import OutputWatch, Tail, finish_watching, wait_watching
@@ -60,6 +63,10 @@ SHELL = "/bin/sh"  # a command line of the contract runs as [SHELL, "-c", line]
 SHELL_NOT_FOUND = 127
 SHELL_NOT_EXECUTABLE = 126
 STOP_GRACE_SECONDS = 5.0
+STOP_TICK_SECONDS = 0.1
+"""How often a wait a stop request must cut short looks for one. Python runs a signal's handler
+only when the main thread runs bytecode, and the kernel may hand SIGINT or SIGTERM to another
+thread: a main thread asleep in one long wait would act on the stop only when it woke."""
 
 _live_groups: set[int] = set()
 _groups_guard = threading.Lock()
@@ -363,6 +370,36 @@ def request_stop(signum: int, grace: float = STOP_GRACE_SECONDS) -> None:
 def stop_requested() -> int | None:
     """The signal that asked this process to stop, or None."""
     return _stop[0] if _stop else None
+
+
+def _asked_to_stop() -> bool:
+    return stop_requested() is not None
+
+
+def wait_unless_stopped(
+    futures: Collection[Future[Any]],
+    seconds: float,
+    stopping: Callable[[], bool] = _asked_to_stop,
+) -> None:
+    """Wait ``seconds``, in ticks of :data:`STOP_TICK_SECONDS`; return early when one of
+    ``futures`` is done or ``stopping()`` says a stop was asked for."""
+    from concurrent.futures import FIRST_COMPLETED, wait
+
+    deadline = time.monotonic() + seconds
+    while not stopping():
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return
+        tick = min(left, STOP_TICK_SECONDS)
+        if not futures:
+            time.sleep(tick)
+        elif wait(futures, timeout=tick, return_when=FIRST_COMPLETED)[0]:
+            return
+
+
+def sleep_unless_stopped(seconds: float) -> None:
+    """``time.sleep(seconds)``, cut short by a stop request."""
+    wait_unless_stopped((), seconds)
 
 
 def live_groups() -> list[int]:

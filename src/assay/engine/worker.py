@@ -17,16 +17,16 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterable
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Generic, TypeVar
 
-from assay.adapters.process import stop_requested
+from assay.adapters.process import stop_requested, wait_unless_stopped
 from assay.adapters.store.sql import Ledger, LedgerConflict, TaskNotFound
 from assay.core.tasks import Task
 from assay.engine.admission import Unrunnable
-from assay.engine.local.interrupt import SIGNAL_TICK_SECONDS, RunInterrupted
+from assay.engine.local.interrupt import RunInterrupted
 
 R = TypeVar("R")
 
@@ -155,25 +155,10 @@ class QueueWorker(Generic[R]):
         return self.served
 
     def _pause(self, seconds: float, futures: list[Future[None]]) -> None:
-        """Wait ``seconds``, or less when a step returns first: its slot is free and, with
-        ``once``, the queue may be done, so the next scan should not wait out a whole poll.
-
-        The wait is cut in ticks of :data:`SIGNAL_TICK_SECONDS`: Python runs a signal's
-        handler only when the main thread runs bytecode, and the kernel may hand SIGINT to a
-        step's thread; one wait of a whole poll would hold the stop (and the coders it ends)
-        that long."""
-        deadline = time.monotonic() + seconds
-        while not self.stopping():
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return
-            tick = min(left, SIGNAL_TICK_SECONDS)
-            if futures:
-                done, _ = wait(futures, timeout=tick, return_when=FIRST_COMPLETED)
-                if done:
-                    return
-            else:
-                time.sleep(tick)
+        """Wait ``seconds``, or less when a step returns first (its slot is free and, with
+        ``once``, the queue may be done) or a stop is asked for (a SIGINT the kernel gave a
+        step's thread is acted on at the next tick, not after a whole poll)."""
+        wait_unless_stopped(futures, seconds, self.stopping)
 
     def _hand_out(self, pool: ThreadPoolExecutor, futures: list[Future[None]]) -> list[str]:
         """One scan: tell what is new, and start a step for each runnable task a slot allows."""

@@ -10,7 +10,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from assay.engine.local.interrupt import SIGNAL_TICK_SECONDS, run_awake
+from assay.adapters.process import STOP_TICK_SECONDS
+from assay.engine.local.interrupt import run_awake
 
 
 @pytest.fixture
@@ -38,7 +39,7 @@ def test_a_signal_delivered_to_an_effects_thread_is_handled_within_a_tick(
 
     start = time.monotonic()
     assert run_awake(run()) is True
-    assert time.monotonic() - start < 0.3 + 5 * SIGNAL_TICK_SECONDS
+    assert time.monotonic() - start < 0.3 + 5 * STOP_TICK_SECONDS
 
 
 def test_the_result_and_the_failure_of_the_work_come_back() -> None:

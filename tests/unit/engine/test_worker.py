@@ -11,13 +11,14 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
+from assay.adapters.process import STOP_TICK_SECONDS
 from assay.adapters.store.records import RunClose
 from assay.adapters.store.sql import Ledger
 from assay.core.settle import Verdict, settle
 from assay.core.tasks import Task
 from assay.core.vocab import RunStatus, TaskStatus
 from assay.engine.admission import Unrunnable, hold_unrunnable
-from assay.engine.local.interrupt import SIGNAL_TICK_SECONDS, RunInterrupted
+from assay.engine.local.interrupt import RunInterrupted
 from assay.engine.worker import Cadence, QueueEvents, QueueWorker
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
@@ -320,7 +321,7 @@ def test_a_signal_the_kernel_gives_a_steps_thread_is_handled_within_a_tick(
         done, _ = worker(ledger, step, poll=30.0)
         start = time.monotonic()
         assert done.run().runs == 1
-        assert time.monotonic() - start < 0.3 + 5 * SIGNAL_TICK_SECONDS
+        assert time.monotonic() - start < 0.3 + 5 * STOP_TICK_SECONDS
     finally:
         signal.signal(signal.SIGUSR1, previous)
 

@@ -13,19 +13,16 @@ from collections.abc import Coroutine
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from assay.adapters.process import stop_requested
+from assay.adapters.process import STOP_TICK_SECONDS, stop_requested
 from assay.core.vocab import CrashPoint, OperatorMove, TaskStatus
 from assay.engine.crashpoints import crash_point
 from assay.engine.effects import RunStopped
 
 T = TypeVar("T")
 
-SIGNAL_TICK_SECONDS = 0.2
-"""How often the main thread wakes while a run waits on its effects' threads."""
-
 
 def run_awake(work: Coroutine[Any, Any, T]) -> T:
-    """``asyncio.run(work)``, with the main thread woken every :data:`SIGNAL_TICK_SECONDS`.
+    """``asyncio.run(work)``, with the main thread woken every :data:`STOP_TICK_SECONDS`.
 
     Python runs a signal's handler only in the main thread, when it next runs bytecode. The
     kernel may hand SIGINT or SIGTERM to a thread that waits on a coder or a validator; an
@@ -45,7 +42,7 @@ def run_awake(work: Coroutine[Any, Any, T]) -> T:
 
 async def _tick() -> None:
     while True:
-        await asyncio.sleep(SIGNAL_TICK_SECONDS)
+        await asyncio.sleep(STOP_TICK_SECONDS)
 
 
 class RunInterrupted(RunStopped):
