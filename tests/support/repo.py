@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import atexit
 import base64
+import functools
 import json
 import os
 import shutil
@@ -101,26 +102,22 @@ class Repo:
         ]
 
 
-_TEMPLATE: list[Path] = []  # this process's first repository, copied for every later one
-
-
+@functools.cache
 def _template() -> Path:
     """The repository :func:`make_repo` copies, made once per test process: a copy costs a
     few milliseconds where ``git init``, ``add`` and ``commit`` cost three processes."""
-    if not _TEMPLATE:
-        root = Path(tempfile.mkdtemp(prefix="assay-test-repo-")) / "repo"
-        (root / "src").mkdir(parents=True)
-        (root / "tests").mkdir()
-        (root / "src" / "slug.py").write_text(BUGGY)
-        (root / "tests" / "test_slug.py").write_text(TEST)
-        (root / "tests" / "check_digits.py").write_text(CHECK)
-        (root / ".gitignore").write_text("__pycache__/\n")
-        git(root, "init", "-q", "-b", "main")
-        git(root, "add", ".")
-        git(root, "commit", "-q", "-m", "slugify with a bug")
-        atexit.register(shutil.rmtree, root.parent, ignore_errors=True)
-        _TEMPLATE.append(root)
-    return _TEMPLATE[0]
+    root = Path(tempfile.mkdtemp(prefix="assay-test-repo-")) / "repo"
+    (root / "src").mkdir(parents=True)
+    (root / "tests").mkdir()
+    (root / "src" / "slug.py").write_text(BUGGY)
+    (root / "tests" / "test_slug.py").write_text(TEST)
+    (root / "tests" / "check_digits.py").write_text(CHECK)
+    (root / ".gitignore").write_text("__pycache__/\n")
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", ".")
+    git(root, "commit", "-q", "-m", "slugify with a bug")
+    atexit.register(shutil.rmtree, root.parent, ignore_errors=True)
+    return root
 
 
 def make_repo(tmp_path: Path) -> Repo:

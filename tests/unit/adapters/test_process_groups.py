@@ -1,4 +1,5 @@
-"""stop_recorded_groups() waits only on groups with a live member."""
+"""The run's process groups: recorded only while a run records; stop_recorded_groups() ends a
+recorded group only while it is provably the one recorded, and waits only on live members."""
 
 from __future__ import annotations
 
@@ -9,14 +10,20 @@ import sys
 import time
 from pathlib import Path
 
-from assay.adapters.process_groups import GROUPS_FILE, start_time, stop_recorded_groups
+from assay.adapters.process_groups import (
+    GROUPS_FILE,
+    record_group,
+    recording_groups,
+    start_time,
+    stop_recorded_groups,
+)
 
 
 def _zombie() -> subprocess.Popen[bytes]:
     """A child that has exited and is not reaped yet: a zombie, alone in its group."""
     child = subprocess.Popen(["true"], start_new_session=True)
     for _ in range(200):
-        if Path(f"/proc/{child.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
+        if _state(child.pid) == "Z":
             return child
         time.sleep(0.01)
     raise AssertionError("the child never exited")
@@ -123,3 +130,40 @@ def test_a_process_whose_main_thread_ended_is_still_a_live_member(tmp_path: Path
 
 def _state(pid: int) -> str:
     return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+
+
+def test_groups_are_recorded_only_while_a_run_records(tmp_path: Path) -> None:
+    record = tmp_path / GROUPS_FILE
+    other = subprocess.Popen(["sleep", "30"], start_new_session=True)
+    try:
+        record_group(other.pid, tmp_path)
+        assert not record.exists()
+        with recording_groups(record):
+            record_group(other.pid, tmp_path)
+            record_group(other.pid, tmp_path)
+        assert (
+            record.read_text().splitlines()
+            == [f"{other.pid} {start_time(other.pid)} {tmp_path}"] * 2
+        )
+    finally:
+        other.kill()
+        other.wait()
+
+
+def test_a_recorded_group_id_now_someone_elses_is_left_alone(tmp_path: Path) -> None:
+    other = subprocess.Popen(["sleep", "30"], start_new_session=True)
+    try:
+        started = start_time(other.pid)
+        assert started is not None
+        record = tmp_path / GROUPS_FILE
+        # Recorded with another start time: the id was reused, the group is not ours.
+        record.write_text(f"{other.pid} {started + 1} /nowhere\ngarbage line\n")
+        assert stop_recorded_groups(record, grace=0.2) == []
+        assert other.poll() is None
+        # Recorded as it is: ours, ended.
+        record.write_text(f"{other.pid} {started} /nowhere\n")
+        assert stop_recorded_groups(record, grace=2) == [other.pid]
+        assert other.wait(timeout=5) == -signal.SIGTERM
+    finally:
+        other.kill()
+        other.wait()
