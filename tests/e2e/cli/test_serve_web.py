@@ -299,3 +299,30 @@ def test_serve_temporal_serves_the_dashboard_over_the_shared_ledger(
     assert page.status_code == 200 and "Queue" in page.text
     assert one.stop(signal.SIGTERM) == 143
     assert any("workflow(s)" in line for line in one.said), one.said
+
+
+def test_a_stopped_serve_temporal_stops_waiting_on_a_workflow_no_worker_runs(
+    repo: Repo, serving: list[Serving], postgres_url: str, temporal_server: Any, config: str
+) -> None:
+    """No worker listens on its queue, so the workflow it submitted never ends: SIGTERM must
+    end serve at once all the same (the workflow goes on; a worker finishes it later)."""
+    added = repo.main(
+        *("task", "add", "a task no worker runs", "--no-check"),
+        *("--coder", "command", "--coder-command", "true", "--validator", "true"),
+        ASSAY_DATABASE_URL=postgres_url,
+    )
+    assert added.returncode == 0, added.stderr
+    one = Serving(
+        repo,
+        *("--temporal", temporal_server.address, "--task-queue", f"nobody-{free_port()}"),
+        "--no-web",
+        ASSAY_DATABASE_URL=postgres_url,
+        ASSAY_CONFIG_DIR=config,
+    )
+    serving.append(one)
+    one.wait_for("t")  # "<task>: submitted as workflow <id>"
+    assert any("submitted as workflow" in line for line in one.said), one.said
+    start = time.monotonic()
+    assert one.stop(signal.SIGTERM, timeout=10) == 143
+    assert time.monotonic() - start < 5
+    assert any("serve stopped waiting; its workflow goes on" in line for line in one.said), one.said
