@@ -174,6 +174,10 @@ class QueueWorker(Generic[R]):
                 self._announced[task.id] = task.not_before
                 self.events.waiting(task, now)
         with self._guard:
+            # Asked under the guard a step frees its slot with: a step that saw the stop and
+            # returned since the loop looked is seen here, and no task starts after a stop.
+            if self.stopping():
+                return []
             free = self.concurrency - len(self._busy)
             chosen = [t.id for t in tasks if t.runnable(now) and t.id not in self._busy][:free]
             self._busy.update(chosen)

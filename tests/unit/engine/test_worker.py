@@ -221,6 +221,37 @@ def test_an_interrupted_run_counts_and_is_told(ledger: Ledger) -> None:
     assert heard.of("interrupted") == ["a"]
 
 
+def test_a_step_that_saw_the_stop_while_the_loop_scanned_is_not_started_again(
+    ledger: Ledger,
+) -> None:
+    add(ledger, "a")
+    asked = threading.Event()
+    scanning = threading.Event()
+    steps: list[str] = []
+    done: QueueWorker[TaskStatus]
+    scan = ledger.scan_tasks
+
+    def slow_scan():  # type: ignore[no-untyped-def]
+        found = scan()
+        if steps:  # the loop looked before the stop; the step returns while it scans
+            scanning.set()
+            while done._busy:
+                time.sleep(0.005)
+        return found
+
+    def step(task: Task) -> TaskStatus:
+        steps.append(task.id)
+        if len(steps) == 1:
+            scanning.wait(10)
+        asked.set()  # SIGTERM: this run ends interrupted, its task runnable again
+        raise RunInterrupted(signal.SIGTERM)
+
+    ledger.scan_tasks = slow_scan  # type: ignore[method-assign]
+    done, _ = worker(ledger, step, once=False, stopping=asked.is_set)
+    served = done.run()
+    assert steps == ["a"] and (served.runs, served.interrupted) == (1, 1)
+
+
 def test_a_task_this_machine_cannot_run_is_held_told_and_never_run_again(ledger: Ledger) -> None:
     add(ledger, "broken", "good")
     steps: list[str] = []
