@@ -67,10 +67,12 @@ R = TypeVar("R")
 EFFECT_FAULT = "EffectFault"
 RUN_NOT_HELD = "RunNotHeld"  # the worker does not hold the run (it restarted): lost
 RUN_STOPPED = "RunStopped"
+WORKER_STOPPING = "WorkerStopping"  # a worker asked to stop takes no new run: open it elsewhere
 # A worker silent past its heartbeat, or an activity past its start-to-close, is a lost
 # worker: retrying it on that worker's queue would only wait for its schedule-to-start too.
 TIMED_OUT = ["TemporalTimeout:Heartbeat", "TemporalTimeout:StartToClose"]
-NOT_RETRIED = [EFFECT_FAULT, RUN_NOT_HELD, RUN_STOPPED, *TIMED_OUT]
+NOT_RETRIED = [EFFECT_FAULT, RUN_NOT_HELD, RUN_STOPPED, WORKER_STOPPING, *TIMED_OUT]
+REOPEN_AFTER = timedelta(seconds=1)  # a stopping worker refused the open: ask again
 
 INFRASTRUCTURE_RETRY = RetryPolicy(
     initial_interval=timedelta(milliseconds=500),
@@ -162,10 +164,14 @@ class TemporalEffects:
 
     async def open(self, call: OpenRequest) -> RunHandle:
         queue = self.run.task_queue
-        try:
-            opened = await execute(OPEN, call, queue=queue, timeouts=self.run.timeouts)
-        except ActivityError as err:
-            raise _translated(err, queue) from err
+        while True:
+            try:
+                opened = await execute(OPEN, call, queue=queue, timeouts=self.run.timeouts)
+                break
+            except ActivityError as err:
+                if not _refused_by_stopping_worker(err):
+                    raise _translated(err, queue) from err
+            await workflow.sleep(REOPEN_AFTER)  # by then it polls no more; another takes it
         if opened.handle is None:
             raise NotRunnable(opened.not_runnable or "the task is not runnable")
         self.opened, self.handle = opened, opened.handle
@@ -231,6 +237,11 @@ class TemporalEffects:
             raise _translated(err, worker) from err
         self._acknowledge(pending)
         return result
+
+
+def _refused_by_stopping_worker(err: ActivityError) -> bool:
+    cause = err.cause
+    return isinstance(cause, ApplicationError) and cause.type == WORKER_STOPPING
 
 
 def _translated(err: ActivityError, worker: str) -> Exception:

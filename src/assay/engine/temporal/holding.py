@@ -26,6 +26,7 @@ from typing import Any, Protocol, TypeVar
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from assay.adapters.process import stop_requested
 from assay.adapters.process_groups import GROUPS_FILE, recording_groups, stop_recorded_groups
 from assay.adapters.store.errors import LedgerConflict
 from assay.engine.effects import (
@@ -39,7 +40,12 @@ from assay.engine.effects import (
     SeatCall,
 )
 from assay.engine.temporal.calls import Closed, CloseIn, Dispatched, Opened, Pending, Sent
-from assay.engine.temporal.effects import EFFECT_FAULT, RUN_NOT_HELD, RUN_STOPPED
+from assay.engine.temporal.effects import (
+    EFFECT_FAULT,
+    RUN_NOT_HELD,
+    RUN_STOPPED,
+    WORKER_STOPPING,
+)
 from assay.engine.temporal.table import (
     CLOSE,
     DISPATCH,
@@ -89,6 +95,7 @@ class RunsHeld(ABC):
         self.runs: dict[str, Held] = {}
         self.coders = asyncio.Semaphore(max_dispatches)
         self.changed: Callable[[], None] = lambda: None  # told when a run is let go
+        self.stopping: Callable[[], bool] = lambda: stop_requested() is not None
 
     # -- the activities ----------------------------------------------------------------------
 
@@ -109,6 +116,14 @@ class RunsHeld(ABC):
             DISPATCH.name: self.dispatch,
             RECORD.name: self.record,
         }
+        if effect.name == OPEN.name and self.stopping():
+            # Its pollers may still hand it work for a moment; a run it opened now would
+            # have no one to take its next call. Another worker opens it.
+            raise ApplicationError(
+                f"the worker {self.queue} is stopping: another worker opens the run",
+                type=WORKER_STOPPING,
+                non_retryable=True,
+            )
         if effect.name in own:
             return await own[effect.name](arg)
         sent: Sent[Any] = arg

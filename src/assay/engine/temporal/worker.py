@@ -43,17 +43,21 @@ SHUTDOWN_GRACE = timedelta(seconds=15)
 
 class RunGate(CustomSlotSupplier):
     """Activity slots of the shared queue: one is reserved (a poll begins) only while the runs
-    held plus the slots reserved stay under ``capacity``; the poll waits otherwise."""
+    held plus the slots reserved stay under ``capacity`` and the worker is not stopping; the
+    poll waits otherwise."""
 
-    def __init__(self, capacity: int, held: Callable[[], int]) -> None:
+    def __init__(
+        self, capacity: int, held: Callable[[], int], stopping: Callable[[], bool] = lambda: False
+    ) -> None:
         self.capacity = capacity
         self.held = held
+        self.stopping = stopping
         self.reserved = 0
         self._room = asyncio.Event()
         self._room.set()
 
     def _has_room(self) -> bool:
-        return self.held() + self.reserved < self.capacity
+        return not self.stopping() and self.held() + self.reserved < self.capacity
 
     def changed(self) -> None:
         """A run was let go (or a slot released): a waiting poll may start."""
@@ -105,7 +109,7 @@ async def run_worker(
     # Coders, git and the ledger run in threads: never fewer than the coders allowed at once.
     threads = concurrent.futures.ThreadPoolExecutor(max_workers=max(32, 4 * max_runs))
     loop.set_default_executor(threads)
-    gate = RunGate(max_runs, lambda: len(activities.runs))
+    gate = RunGate(max_runs, lambda: len(activities.runs), activities.stopping)
     activities.changed = gate.changed
     tuner = WorkerTuner.create_composite(
         workflow_supplier=FixedSizeSlotSupplier(100),

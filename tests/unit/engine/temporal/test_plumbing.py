@@ -82,6 +82,14 @@ def test_the_gate_lets_a_worker_take_runs_only_while_it_has_room() -> None:
     asyncio.run(scenario())
 
 
+def test_the_gate_of_a_stopping_worker_starts_no_poll() -> None:
+    stopping = [False]
+    gate = RunGate(2, lambda: 0, lambda: stopping[0])
+    assert gate.try_reserve_slot(None) is not None  # type: ignore[arg-type]
+    stopping[0] = True
+    assert gate.try_reserve_slot(None) is None  # type: ignore[arg-type]
+
+
 def test_events_ride_with_calls_and_each_is_acknowledged_once() -> None:
     fx = TemporalEffects(RunInput(task_id="t1", task_queue="q"))
     asyncio.run(fx.emit(RunEvent("attempt.started", {"attempt": 1})))

@@ -136,6 +136,33 @@ def test_a_stop_before_any_run_opened_only_holds_the_task(
     assert queue == close_queue(shared) and close.run_id is None and close.hold == "not now"
 
 
+def test_a_stopping_worker_opens_no_run_another_worker_opens_it(
+    temporal_env: TemporalEnv, tmp_path: Path
+) -> None:
+    shared = queue_name("shared")
+    stopping = ScriptedWorker(queue_name("own"), tmp_path / "a", lambda n: Script())
+    refused: list[bool] = []
+    stopping.stopping = lambda: refused.append(True) or True  # SIGTERM arrived, still polling
+    other = ScriptedWorker(queue_name("own"), tmp_path / "b", lambda n: Script())
+
+    async def scenario(client: Client) -> RunOutcome:
+        async with temporal_workers(client, stopping, shared):
+            handle = await client.start_workflow(
+                RunWorkflow.run,
+                run_input(TASK, shared),
+                id=f"assay-test-{uuid.uuid4().hex[:10]}",
+                task_queue=shared,
+            )
+            await wait_for(lambda: bool(refused))  # it alone polled, and refused the open
+        async with temporal_workers(client, other, shared):
+            return await _result(handle)
+
+    outcome = temporal_env.run(scenario)
+    assert (outcome.lost, outcome.status, len(outcome.runs)) == (0, "merged", 1)
+    assert stopping.effects == [] and stopping.runs == {}  # it opened nothing
+    assert [fx.calls[0].value.run_id for fx in other.effects] == outcome.runs
+
+
 @pytest.mark.parametrize("how", ["restarted", "silent"])
 def test_a_lost_worker_closes_the_run_anywhere_and_the_task_runs_again(
     temporal_env: TemporalEnv, tmp_path: Path, how: str
