@@ -6,10 +6,11 @@ nothing copied), with the commit the dispatch starts on checked out on the branc
 ``assay/<run>/seat-N``, and a private home beside it. Both are made again for every dispatch,
 so nothing one dispatch left (a planted link, a hook, a replace ref) is there for the next.
 
-The host runs git in a seat only here, while making it, before any sandboxed process has
-touched it. What the coder wrote leaves the seat once, as a tree captured inside its sandbox
+The host runs git in a seat only here: while making it, before any sandboxed process has
+touched it, and when resetting it for a command validator (:func:`reset_seat`), once every
+process that wrote it has ended, its ``.git`` removed unread and made anew first. What the
+coder wrote leaves the seat once, as a tree captured inside its sandbox
 (:mod:`assay.adapters.capture`); nothing of the seat's ``.git`` is ever read by the host.
-The same function makes the fresh checkout a command validator runs in.
 """
 
 from __future__ import annotations
@@ -17,12 +18,16 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import shutil
+import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from assay.adapters import folders
-from assay.adapters.git import ASSAY_EMAIL, ASSAY_NAME, ATTRIBUTES, _out, _run
+from assay.adapters.git import ASSAY_EMAIL, ASSAY_NAME, ATTRIBUTES, GitError, _out, _run
+
+_OPEN_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 @dataclass(frozen=True)
@@ -106,15 +111,24 @@ def create_seat(
             remove_tree(old)
     path.parent.mkdir(parents=True, exist_ok=True)
     home.mkdir()
+    seat = Seat(path=path, home=home, branch=branch)
+    _init_git(repo, seat, base_commit, store, borrows)
+    _run(path, "read-tree", "--reset", "-u", "HEAD")
+    return seat
+
+
+def _init_git(repo: Path, seat: Seat, commit: str, store: Path, borrows: Sequence[Path]) -> None:
+    """A new repository at the seat's path (its ``.git`` absent): ``commit`` on its branch,
+    its objects borrowed, its index not yet written."""
     # No template: no sample hooks, nothing assay did not write. The object format follows
     # the user's repository (a sha256 repository's objects are no use to a sha1 one).
     fmt = object_format(repo)
     _run(
-        path.parent,
+        seat.path.parent,
         *("init", "--quiet", "--template=", f"--object-format={fmt}"),
-        *("--initial-branch", branch, str(path)),
+        *("--initial-branch", seat.branch, str(seat.path)),
     )
-    git_dir = path / ".git"
+    git_dir = seat.git_dir
     (git_dir / "hooks").mkdir()
     # A coder's own commits need an identity (its $HOME holds no git config) and no signing.
     with (git_dir / "config").open("a", encoding="utf-8") as config:
@@ -128,10 +142,80 @@ def create_seat(
     shallow = _read(store.parent / "shallow") or None  # a shallow clone's seat is shallow too
     if shallow is not None:
         _write_new(git_dir / "shallow", shallow)
-    seat = Seat(path=path, home=home, branch=branch)
-    _point_branch(path / ".git", branch, base_commit)
-    _run(path, "read-tree", "--reset", "-u", "HEAD")
-    return seat
+    _point_branch(git_dir, seat.branch, commit)
+
+
+def keep_index(seat: Seat, kept: Path) -> None:
+    """Keep the index of a seat just made (or just reset), where no sandbox can write: what
+    :func:`reset_seat` trusts later. Its time is kept too (git's racy-entry check reads it)."""
+    shutil.copy2(seat.git_dir / "index", kept)
+
+
+def reset_seat(
+    repo: Path,
+    seat: Seat,
+    commit: str,
+    kept_index: Path,
+    *,
+    store: Path,
+    borrows: Sequence[Path] = (),
+) -> bool:
+    """Make ``seat``'s work tree hold exactly ``commit``'s tree again, in place, once every
+    process that wrote it has ended: what a fresh checkout holds, at the cost of what changed.
+
+    Its ``.git`` is removed unread and made anew with ``kept_index``, the index kept when
+    the seat was last made or reset (:func:`keep_index`); every entry whose name the tree
+    does not hold is removed (never followed), folders made writable again; then git checks
+    out each file the kept index does not vouch for (stat data and ctime, which no sandboxed
+    process can set back, and git's racy-entry check: ``git reset --hard``'s test). False when
+    any step fails: the caller makes a fresh checkout instead."""
+    try:
+        if seat.path.is_symlink() or not seat.path.is_dir():
+            return False
+        if not remove_tree(seat.git_dir).complete:
+            return False
+        _init_git(repo, seat, commit, store, borrows)
+        shutil.copy2(kept_index, seat.git_dir / "index")
+        listed = _run(seat.path, "ls-tree", "-r", "-z", "--name-only", commit).stdout
+        names = {os.fsdecode(n) for n in listed.split(b"\0") if n}
+        folders_held = {p for name in names for p in _parents(name)}
+        if not _prune(seat.path, "", names, folders_held):
+            return False
+        _run(seat.path, "read-tree", "--reset", "-u", "HEAD")
+        keep_index(seat, kept_index)
+    except (OSError, GitError):
+        return False
+    return True
+
+
+def _parents(name: str) -> list[str]:
+    parts = name.split("/")[:-1]
+    return ["/".join(parts[: n + 1]) for n in range(len(parts))]
+
+
+def _prune(root: Path, rel: str, names: set[str], folders_held: set[str]) -> bool:
+    """Remove under ``root/rel`` every entry the tree does not name; True when all went."""
+    here = root / rel if rel else root
+    fd = os.open(here, _OPEN_DIR)  # never through a link
+    try:
+        if stat.S_IMODE(os.fstat(fd).st_mode) & 0o700 != 0o700:
+            os.fchmod(fd, 0o755)
+        entries = list(os.scandir(fd))
+    finally:
+        os.close(fd)
+    for entry in entries:
+        name = f"{rel}/{entry.name}" if rel else entry.name
+        if name == ".git":
+            continue
+        if entry.is_dir(follow_symlinks=False):
+            if name in folders_held:
+                if not _prune(root, name, names, folders_held):
+                    return False
+            elif not remove_tree(root / name).complete:
+                return False
+        elif name not in names:
+            os.unlink(root / name)
+    return True
 
 
 def _point_branch(git_dir: Path, branch: str, commit: str) -> None:

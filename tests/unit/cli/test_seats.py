@@ -194,6 +194,7 @@ def test_a_blocked_candidate_that_passed_scope_and_secrets_is_kept_as_a_branch(
         "seat-1",
         "seat-1.candidates.git",
         "seat-1.home",
+        "seat-1.index",
         "seat-1.out",
     ]
     # The seat has no remote and no hooks: nothing in it names the user's repository but the

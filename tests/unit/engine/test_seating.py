@@ -4,6 +4,7 @@ user's repository."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -240,11 +241,119 @@ def test_a_checkout_holds_exactly_the_candidates_bytes_whatever_its_attributes_s
     (seat.path / "crlf.txt").write_bytes(b"one\r\ntwo\r\n")
     (seat.path / "lf.txt").write_bytes(b"one\ntwo\n")
     commit = captured(seating, plan, 1, 1)
+    fresh = seating.checkout(plan, 1, commit, in_place=False)
+    assert fresh.path != seat.path
+    reset = seating.checkout(plan, 1, commit)
+    assert reset.path == seat.path and reset.home != seat.home
+    for checkout in (fresh, reset):
+        assert (checkout.path / "crlf.txt").read_bytes() == b"one\r\ntwo\r\n"
+        assert (checkout.path / "lf.txt").read_bytes() == b"one\ntwo\n"
+        assert list(checkout.home.iterdir()) == []
+
+
+def listing(root: Path) -> dict[str, object]:
+    """Every entry under ``root`` but its ``.git``: a folder, a link's target, a file's bytes
+    and whether it is executable; never following a link."""
+    found: dict[str, object] = {}
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root).as_posix()
+        if rel == ".git" or rel.startswith(".git/"):
+            continue
+        if path.is_symlink():
+            found[rel] = ("link", os.readlink(path))
+        elif path.is_dir():
+            found[rel] = "folder"
+        elif path.is_file():
+            found[rel] = (path.read_bytes(), os.access(path, os.X_OK))
+        else:
+            found[rel] = "special"
+    return found
+
+
+def forge(path: Path, text: bytes) -> None:
+    """Change a file's bytes keeping its size and its times (all a process can set back)."""
+    before = path.stat()
+    assert len(text) == before.st_size
+    path.write_bytes(text)
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+
+
+def test_a_seat_reset_for_a_check_holds_what_a_fresh_checkout_holds_whatever_was_left(
+    root: Path, tmp_path: Path
+) -> None:
+    seating = Seating(root / ".assay", {})
+    plan = plan_for(root, sandbox="none")
+    seat = seating.prepare(plan, 1)
+    (seat.path / ".gitignore").write_text("build/\n*.pyc\n")
+    (seat.path / "src" / "new.py").write_text("NEW = 1\n")
+    commit = captured(seating, plan, 1, 1)
+    reference = listing(seating.checkout(plan, 1, commit, in_place=False).path)
+    # What a capture leaves out, and what a process writes after it: ignored and untracked
+    # files, an empty folder, a read-only one, a FIFO, a link where a folder was, a tracked
+    # file changed behind its stat data, an executable bit, and a planted hook and config.
+    (seat.path / "build").mkdir()
+    (seat.path / "build" / "conftest.py").write_text("raise SystemExit(0)\n")
+    (seat.path / "src" / "slug.cpython-311.pyc").write_bytes(b"\0" * 16)
+    (seat.path / "empty").mkdir()
+    locked = seat.path / "locked"
+    locked.mkdir()
+    (locked / "inside.txt").write_text("x")
+    locked.chmod(0o500)
+    os.mkfifo(seat.path / "pipe")
+    tests_folder = seat.path / "tests"
+    for path in sorted(tests_folder.rglob("*"), reverse=True):
+        path.rmdir() if path.is_dir() else path.unlink()
+    tests_folder.rmdir()
+    tests_folder.symlink_to(tmp_path)
+    slug = seat.path / "src" / "slug.py"
+    forge(slug, bytes(reversed(slug.read_bytes())))
+    (seat.path / "src" / "new.py").chmod(0o755)
+    marker = tmp_path / "hook-ran"
+    hook = seat.path / ".git" / "hooks" / "post-checkout"
+    hook.write_text(f"#!/bin/sh\ntouch {marker}\n")
+    hook.chmod(0o755)
+    with (seat.path / ".git" / "config").open("a") as config:
+        config.write(f"[core]\n\tfsmonitor = touch {marker}\n\thooksPath = {hook.parent}\n")
     checkout = seating.checkout(plan, 1, commit)
-    assert (checkout.path / "crlf.txt").read_bytes() == b"one\r\ntwo\r\n"
-    assert (checkout.path / "lf.txt").read_bytes() == b"one\ntwo\n"
-    assert list(checkout.home.iterdir()) == []
-    assert checkout.path != seat.path
+    assert checkout.path == seat.path  # reset in place, not made again
+    assert listing(checkout.path) == reference
+    assert not marker.exists()
+    assert list((checkout.path / ".git" / "hooks").iterdir()) == []
+    assert "fsmonitor" not in (checkout.path / ".git" / "config").read_text()
+    assert git(checkout.path, "status", "--porcelain", "--ignored") == ""
+
+
+def test_each_check_finds_the_tree_again_not_what_the_check_before_left(root: Path) -> None:
+    seating = Seating(root / ".assay", {})
+    plan = plan_for(root, sandbox="none")
+    seating.prepare(plan, 1)
+    commit = captured(seating, plan, 1, 1)
+    reference = listing(seating.checkout(plan, 1, commit, in_place=False).path)
+    first = seating.checkout(plan, 1, commit)
+    slug = first.path / "src" / "slug.py"
+    forge(slug, bytes(reversed(slug.read_bytes())))
+    (first.path / "src" / "__pycache__").mkdir()
+    (first.path / "src" / "__pycache__" / "slug.pyc").write_bytes(b"poison")
+    seating.done_with(first)
+    assert first.path.is_dir() and not first.home.exists()  # the seat stays, for the next
+    second = seating.checkout(plan, 1, commit)
+    assert second.path == first.path and listing(second.path) == reference
+
+
+def test_a_seat_that_cannot_be_reset_is_never_used_a_fresh_checkout_is(
+    root: Path, tmp_path: Path
+) -> None:
+    seating = Seating(root / ".assay", {})
+    plan = plan_for(root, sandbox="none")
+    seat = seating.prepare(plan, 1)
+    commit = captured(seating, plan, 1, 1)
+    elsewhere = tmp_path / "elsewhere"
+    seat.path.rename(elsewhere)
+    seat.path.symlink_to(elsewhere)  # the seat is not the folder it was
+    checkout = seating.checkout(plan, 1, commit)
+    assert checkout.path != seat.path and not checkout.path.is_symlink()
+    assert git(checkout.path, "status", "--porcelain", "--ignored") == ""
+    assert seating.checkout(plan, 1, commit).path != seat.path  # never tried again
 
 
 def test_the_files_holding_assays_own_secrets_are_hidden_wherever_they_are(

@@ -69,7 +69,7 @@ class Seating:
         earlier candidate (else the base), so a retried dispatch never starts on what a lost
         one left behind."""
         path = seats.seat_path(self.home, plan.run_id, f"seat-{seat}")
-        self.seats[seat] = seats.create_seat(
+        made = seats.create_seat(
             plan.repo_root,
             path,
             self.start_of(plan, seat, attempt),
@@ -77,7 +77,13 @@ class Seating:
             store=self.stores(plan)[0],
             borrows=(self.store(plan, seat).objects,),
         )
-        return self.seats[seat]
+        seats.keep_index(made, self._kept_index(plan, seat))  # before any coder runs
+        self.seats[seat] = made
+        return made
+
+    def _kept_index(self, plan: RunPlan, seat: int) -> Path:
+        """Where the seat's index is kept while sandboxes write the seat (none writes here)."""
+        return seats.seats_root(self.home, plan.run_id) / f"seat-{seat}.index"
 
     def start_of(self, plan: RunPlan, seat: int, attempt: int) -> str:
         earlier = [a for (a, s) in self.candidates if s == seat and a < attempt]
@@ -185,9 +191,30 @@ class Seating:
             self.trees[commit] = self.store(plan, seat).tree_of(commit)
         return self.trees[commit]
 
-    def checkout(self, plan: RunPlan, seat: int, commit: str) -> seats.Seat:
-        """A fresh repository holding exactly ``commit``'s tree, with a fresh home: where one
-        command validator runs (never the coder's seat or its home)."""
+    def checkout(
+        self, plan: RunPlan, seat: int, commit: str, *, in_place: bool = True
+    ) -> seats.Seat:
+        """A repository holding exactly ``commit``'s tree, with a fresh home: where one command
+        validator runs (never the coder's home). ``in_place``: the seat's own repository, its
+        processes ended, reset to the tree (:func:`seats.reset_seat`: what changed is written,
+        not every file); else, or when that fails, a fresh one."""
+        made = self.seats.get(seat)
+        kept = self._kept_index(plan, seat)
+        if in_place and made is not None and kept.is_file():
+            home = self.fresh_folder(plan, f"seat-{seat}.check.home")
+            home.mkdir()
+            reset = seats.reset_seat(
+                plan.repo_root,
+                made,
+                commit,
+                kept,
+                store=self.stores(plan)[0],
+                borrows=(self.store(plan, seat).objects,),
+            )
+            if reset:
+                return seats.Seat(path=made.path, home=home, branch=made.branch)
+            seats.remove_tree(home)
+            self.seats.pop(seat, None)  # not what it was: no later check starts from it
         path = self.fresh_folder(plan, f"seat-{seat}.check")
         return seats.create_seat(
             plan.repo_root,
@@ -197,6 +224,13 @@ class Seating:
             store=self.stores(plan)[0],
             borrows=(self.store(plan, seat).objects,),
         )
+
+    def done_with(self, checkout: seats.Seat) -> None:
+        """A validator ended: its home goes, and its checkout unless it is a seat's own
+        (reset again for the next check)."""
+        own = any(made.path == checkout.path for made in self.seats.values())
+        for place in (checkout.home,) if own else (checkout.path, checkout.home):
+            seats.remove_tree(place)
 
     # -- sandboxes ----------------------------------------------------------------------------
 

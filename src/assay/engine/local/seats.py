@@ -27,7 +27,6 @@ from assay.adapters.envpolicy import model_environment, validator_environment
 from assay.adapters.process import EnvironmentFault
 from assay.adapters.redact import Redactor, redactions
 from assay.adapters.run_files import fault_of, fresh_folder, make_folder, seat_log_dir
-from assay.adapters.seats import Seat, remove_tree
 from assay.adapters.validators import get_validator, load_secret_scan
 from assay.adapters.validators.base import (
     ValidationContext,
@@ -262,7 +261,8 @@ async def validate_seat(
 ) -> list[ValidationOutcome]:
     """Every check of the seat's candidate of ``attempt`` (``change`` and ``commit``: another
     tree, a revalidation's), the secrets it found redacted from the run's files. Each command
-    validator runs in a fresh checkout of exactly that commit with a fresh home."""
+    validator runs in a checkout of exactly that commit (the seat's own, reset to it) with a
+    fresh home."""
     work = fx.work[(attempt, seat)]
     change = change if change is not None else work.change
     commit = commit if commit is not None else work.commit
@@ -300,7 +300,9 @@ async def validate_seat(
     for kind, settings in checks:
         checkout = None
         if kind == ValidatorKind.COMMAND:
-            checkout = await asyncio.to_thread(fx.seating.checkout, plan, seat, commit)
+            checkout = await asyncio.to_thread(
+                fx.seating.checkout, plan, seat, commit, in_place=not fx.keep_worktrees
+            )
         spending = None
         if kind == ValidatorKind.JUDGE:
             key = validator_key(plan.task_id, plan.run_id, attempt, seat, str(settings["id"]))
@@ -325,7 +327,7 @@ async def validate_seat(
             outcome = await asyncio.to_thread(validator.validate, context)
         finally:
             if checkout is not None:  # what the validator left goes with its checkout
-                await asyncio.to_thread(remove_checkout, checkout)
+                await asyncio.to_thread(fx.seating.done_with, checkout)
         if settings.get("on_fail") == OnFail.WARN:  # it may warn, never block nor halt
             outcome = only_warns(outcome)
             if outcome.result.error:
@@ -350,11 +352,6 @@ async def validate_seat(
         fx.validated.add(await asyncio.to_thread(fx.seating.tree_of, plan, seat, commit))
     boundary(CrashPoint.VALIDATED)
     return outcomes
-
-
-def remove_checkout(checkout: Seat) -> None:
-    for place in (checkout.path, checkout.home):
-        remove_tree(place)
 
 
 def _passed(outcomes: Sequence[ValidationOutcome]) -> bool:
