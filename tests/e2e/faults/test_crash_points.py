@@ -109,7 +109,13 @@ def test_recovery_leaves_the_seats_an_operator_asked_to_keep(tmp_path: Path) -> 
     assert kept.returncode == 0, kept.stderr
     seats = repo.root / ".assay" / "seats"
     before = sorted(p.name for p in seats.glob("*/*"))
-    assert before == ["seat-1", "seat-1.candidates.git", "seat-1.home", "seat-1.out"]
+    assert before == [
+        "seat-1",
+        "seat-1.candidates.git",
+        "seat-1.home",
+        "seat-1.index",
+        "seat-1.out",
+    ]
     branches = git(repo.root, "branch", "--list", "assay/*")
     assert branches  # the candidate passed its scope and secret checks: kept as a branch too
     assert repo.main("run", "--resume").returncode == 0
