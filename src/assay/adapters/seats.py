@@ -16,10 +16,12 @@ coder wrote leaves the seat once, as a tree captured inside its sandbox
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import os
 import shutil
 import stat
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -165,21 +167,22 @@ def reset_seat(
 
     Its ``.git`` is removed unread and made anew with ``kept_index``, the index kept when
     the seat was last made or reset (:func:`keep_index`); every entry whose name the tree
-    does not hold is removed (never followed), folders made writable again; then git checks
-    out each file the kept index does not vouch for (stat data and ctime, which no sandboxed
-    process can set back, and git's racy-entry check: ``git reset --hard``'s test). False when
-    any step fails: the caller makes a fresh checkout instead."""
+    does not hold is removed (never followed), and every file changed since that index was
+    written (:func:`_prune`); each folder kept is made as a fresh one is; then git checks out
+    each file the kept index does not vouch for (stat data and ctime, which no sandboxed
+    process can set back: ``git reset --hard``'s test). False when any step fails: the caller
+    makes a fresh checkout instead."""
     try:
         if seat.path.is_symlink() or not seat.path.is_dir():
             return False
+        since = os.stat(kept_index).st_mtime_ns  # when git wrote it, kept by keep_index
         if not remove_tree(seat.git_dir).complete:
             return False
         _init_git(repo, seat, commit, store, borrows)
         shutil.copy2(kept_index, seat.git_dir / "index")
         listed = _run(seat.path, "ls-tree", "-r", "-z", "--name-only", commit).stdout
         names = {os.fsdecode(n) for n in listed.split(b"\0") if n}
-        folders_held = {p for name in names for p in _parents(name)}
-        if not _prune(seat.path, "", names, folders_held):
+        if not _prune(seat.path, names, since, _folder_mode(kept_index.parent)):
             return False
         _run(seat.path, "read-tree", "--reset", "-u", "HEAD")
         keep_index(seat, kept_index)
@@ -193,29 +196,64 @@ def _parents(name: str) -> list[str]:
     return ["/".join(parts[: n + 1]) for n in range(len(parts))]
 
 
-def _prune(root: Path, rel: str, names: set[str], folders_held: set[str]) -> bool:
-    """Remove under ``root/rel`` every entry the tree does not name; True when all went."""
-    here = root / rel if rel else root
-    fd = os.open(here, _OPEN_DIR)  # never through a link
-    try:
-        if stat.S_IMODE(os.fstat(fd).st_mode) & 0o700 != 0o700:
-            os.fchmod(fd, 0o755)
-        entries = list(os.scandir(fd))
-    finally:
-        os.close(fd)
-    for entry in entries:
-        name = f"{rel}/{entry.name}" if rel else entry.name
-        if name == ".git":
-            continue
-        if entry.is_dir(follow_symlinks=False):
-            if name in folders_held:
-                if not _prune(root, name, names, folders_held):
-                    return False
-            elif not remove_tree(root / name).complete:
-                return False
-        elif name not in names:
-            os.unlink(root / name)
+def _prune(root: Path, names: set[str], since: int, mode: int) -> bool:
+    """Remove under ``root`` every entry the tree does not name, and every file it names whose
+    ctime (set by any change, of its bytes, bits, links or attributes, and never set back) is
+    not older than ``since``, or that has another name: git writes those again. Git's own check
+    compares whole seconds of ctime (as most builds do), and bytes only within the index's
+    second: a chmod, a hard link, an ACL made the second the seat was made passes it. Each
+    folder kept gets :func:`_fresh_folder`. One folder open at a time, no recursion (a tree may
+    be deeper than Python's limit); True when all went."""
+    held = {p for name in names for p in _parents(name)}
+    pending = [""]
+    while pending:
+        rel = pending.pop()
+        fd = os.open(root / rel if rel else root, _OPEN_DIR)  # never through a link
+        try:
+            _fresh_folder(fd, mode)
+            for entry in list(os.scandir(fd)):
+                name = f"{rel}/{entry.name}" if rel else entry.name
+                if name == ".git":
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    if name in held:
+                        pending.append(name)
+                    elif not remove_tree(root / name).complete:
+                        return False
+                    continue
+                info = os.stat(entry.name, dir_fd=fd, follow_symlinks=False)
+                if name not in names or info.st_ctime_ns >= since or info.st_nlink != 1:
+                    os.unlink(entry.name, dir_fd=fd)
+        finally:
+            os.close(fd)
     return True
+
+
+def _fresh_folder(fd: int, mode: int) -> None:
+    """Make the folder ``fd`` what a fresh one is: no ACL (a default ACL gives the files git
+    writes in it other bits) or user attribute, its permission bits ``mode``."""
+    try:
+        attributes = os.listxattr(fd)
+    except OSError as exc:  # a file system without them: nothing to remove
+        if exc.errno not in (errno.ENOTSUP, errno.EOPNOTSUPP):
+            raise
+        attributes = []
+    for attribute in attributes:
+        if attribute.startswith(("user.", "system.posix_acl_")):
+            os.removexattr(fd, attribute)
+    if stat.S_IMODE(os.fstat(fd).st_mode) != mode:
+        os.fchmod(fd, mode)
+
+
+def _folder_mode(beside: Path) -> int:
+    """The permission bits of a folder made in ``beside`` (the umask's): what a fresh checkout
+    there makes its folders with (writable by their owner, or git could not write them)."""
+    probe = Path(tempfile.mkdtemp(dir=beside))
+    try:
+        (probe / "folder").mkdir()
+        return stat.S_IMODE((probe / "folder").stat().st_mode) | 0o700
+    finally:
+        remove_tree(probe)
 
 
 def _point_branch(git_dir: Path, branch: str, commit: str) -> None:
