@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from support.repo import git, make_repo
+from support.seat_trees import forge, listing
 
 from assay.core.contract import Contract
 from assay.core.results import ValidatorResult
@@ -249,33 +250,6 @@ def test_a_checkout_holds_exactly_the_candidates_bytes_whatever_its_attributes_s
         assert (checkout.path / "crlf.txt").read_bytes() == b"one\r\ntwo\r\n"
         assert (checkout.path / "lf.txt").read_bytes() == b"one\ntwo\n"
         assert list(checkout.home.iterdir()) == []
-
-
-def listing(root: Path) -> dict[str, object]:
-    """Every entry under ``root`` but its ``.git``: a folder, a link's target, a file's bytes
-    and whether it is executable; never following a link."""
-    found: dict[str, object] = {}
-    for path in sorted(root.rglob("*")):
-        rel = path.relative_to(root).as_posix()
-        if rel == ".git" or rel.startswith(".git/"):
-            continue
-        if path.is_symlink():
-            found[rel] = ("link", os.readlink(path))
-        elif path.is_dir():
-            found[rel] = "folder"
-        elif path.is_file():
-            found[rel] = (path.read_bytes(), os.access(path, os.X_OK))
-        else:
-            found[rel] = "special"
-    return found
-
-
-def forge(path: Path, text: bytes) -> None:
-    """Change a file's bytes keeping its size and its times (all a process can set back)."""
-    before = path.stat()
-    assert len(text) == before.st_size
-    path.write_bytes(text)
-    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
 
 
 def test_a_seat_reset_for_a_check_holds_what_a_fresh_checkout_holds_whatever_was_left(
