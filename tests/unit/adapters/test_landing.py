@@ -165,6 +165,48 @@ def test_landing_twice_finds_the_first_commit_by_its_trailer(repo: Path) -> None
     assert landing.landed_commit(repo, "main", "r2", since=base) is None
 
 
+class Died(BaseException):
+    """The lander's process ended here (kill -9): nothing after it ran."""
+
+
+def _dies(*args: object) -> None:
+    raise Died
+
+
+def test_a_landing_that_died_after_its_ref_moved_brings_the_checkout_when_run_again(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    branch = candidate(repo, {"feature.txt": "feature\n", "edit.txt": "one\nthree\n"})
+    base = sh(repo, "rev-parse", "main")
+    with monkeypatch.context() as patched:
+        patched.setattr(landing, "_bring_checkout", _dies)
+        with pytest.raises(Died):
+            land(repo, branch, base=base)
+    landed = sh(repo, "rev-parse", "main")
+    assert landed != base and dirty(repo)  # the ref moved; the files show the change undone
+    assert land(repo, branch, base=base) == landed  # resumed: the same commit, found
+    assert (repo / "feature.txt").read_text() == "feature\n"
+    assert (repo / "edit.txt").read_text() == "one\nthree\n"
+    assert not dirty(repo) and sh(repo, "rev-parse", "main") == landed
+    assert land(repo, branch, base=base) == landed and not dirty(repo)  # and again: a no-op
+
+
+def test_a_died_landing_whose_checkout_was_edited_since_is_swapped_back_not_forced(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    branch = candidate(repo, {"edit.txt": "one\nthree\n"})
+    base = sh(repo, "rev-parse", "main")
+    with monkeypatch.context() as patched:
+        patched.setattr(landing, "_bring_checkout", _dies)
+        with pytest.raises(Died):
+            land(repo, branch, base=base)
+    write(repo / "edit.txt", "the user's edit made after the crash\n")
+    with pytest.raises(LandRefused):
+        land(repo, branch, base=base)
+    assert sh(repo, "rev-parse", "main") == base  # the branch agrees with its files again
+    assert (repo / "edit.txt").read_text() == "the user's edit made after the crash\n"
+
+
 def test_a_branch_that_is_not_checked_out_only_moves_its_ref(repo: Path) -> None:
     branch = candidate(repo, {"feature.txt": "feature\n"})
     sh(repo, "checkout", "-q", "-b", "elsewhere")
@@ -223,8 +265,10 @@ def test_an_edit_that_keeps_the_size_and_mtime_is_never_overwritten(
     branch = candidate(repo, {"edit.txt": "one\ntwo\nthree\n"})
     kept = os.stat(repo / "edit.txt")
     os.utime(repo / ".git" / "index", (kept.st_atime + 5, kept.st_mtime + 5))  # not racy
-    while time.time() < int(kept.st_ctime) + 1:  # a git built without nanoseconds sees
-        time.sleep(0.05)  # whole seconds only: the edit comes a second after the commit
+    # A git built without nanoseconds sees whole seconds only: the edit comes a second after
+    # the commit, by the file system's clock, which may lag the wall clock by a tick or two.
+    while time.time() < int(kept.st_ctime) + 1.05:
+        time.sleep(0.05)
     with (repo / "edit.txt").open("r+") as file:  # in place: same inode, same size
         file.write("ONE\nTWO\n")
     os.utime(repo / "edit.txt", ns=(kept.st_atime_ns, kept.st_mtime_ns))
