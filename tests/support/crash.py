@@ -48,6 +48,7 @@ def invariant_failures(repo: Repo, *, base_landings: int) -> list[str]:
     - no run is open and no task is running;
     - each closed run's dispatch records are exactly the dispatches that started (its
       ``dispatch.started`` events), and the task's ``dispatch`` stage is their sum;
+    - the user's checkout of main holds main's files (a landing never left half-done);
     - no seat repository (nor its home), no worktree and no ``assay/*`` branch is left;
     - every payload file is valid JSON and agrees with the ledger.
     """
@@ -80,6 +81,9 @@ def invariant_failures(repo: Repo, *, base_landings: int) -> list[str]:
             counted = stage.attempts if stage else 0
             if counted != started_in_task:
                 failures.append(f"dispatch stage {counted}, {started_in_task} dispatches started")
+    disagree = git(root, "diff", "--name-only", "HEAD")
+    if disagree:
+        failures.append(f"the checkout disagrees with main: {disagree.split()}")
     worktrees = git(root, "worktree", "list", "--porcelain").count("worktree ")
     if worktrees != 1:
         failures.append(f"{worktrees - 1} worktree(s) left registered")

@@ -211,6 +211,7 @@ def land_squash(
     validated: Collection[str] | None = None,
     assay_homes: Collection[str] = (ASSAY_HOME,),
     tries: int = CAS_TRIES,
+    moved: Callable[[], None] = lambda: None,
 ) -> str:
     """Land the tree of ``branch`` on ``into_branch`` as one squashed commit; that commit.
 
@@ -222,11 +223,14 @@ def land_squash(
     :class:`LandBlocked`. A lost compare-and-swap recomputes, ``tries`` times at most.
     ``validated``: the trees the checks ran on (a revalidation adds its own); the ref never
     moves to a tree outside them (:class:`LandRefused`). ``assay_homes``: where assay's folder
-    lies in the tree; nothing lands there.
+    lies in the tree; nothing lands there. ``moved`` is called once the ref moved, before the
+    checkout is brought along (a process that dies there is finished by
+    :func:`finish_landing`).
     """
     target = f"refs/heads/{into_branch}"
     found = landed_commit(repo, into_branch, message.run_id, since=base_commit)
     if found is not None:
+        finish_landing(repo, into_branch, found)
         return found
     _refuse_in_progress(repo, target, into_branch)
     checkout = _checked_out_at(repo, target)
@@ -258,11 +262,12 @@ def land_squash(
         _refuse_in_progress(repo, target, into_branch)  # again: one may have begun since
         if checkout is not None:  # checked again: revalidation may have taken minutes
             _ready_to_update(checkout, into_branch, written, _added(repo, old, commit))
-        moved = _run(
+        swapped = _run(
             repo, "update-ref", "-m", f"assay: land {branch}", target, commit, old, ok=(0, 1, 128)
         )
-        if moved.returncode != 0:
+        if swapped.returncode != 0:
             continue  # another lander moved it first: recompute on its tip
+        moved()
         if checkout is not None:
             _bring_checkout(repo, checkout, target, old, commit)
         return commit
@@ -409,6 +414,29 @@ def _bring_checkout(repo: Path, checkout: Path, target: str, old: str, commit: s
     if undone.returncode != 0:
         return  # someone already landed on top of it: it stays, and their update moves the files
     raise LandRefused(f"git refused to update {checkout}: {_text(done.stderr).strip()}")
+
+
+def finish_landing(repo: Path, into_branch: str, commit: str) -> None:
+    """Finish the landing of ``commit`` on ``into_branch`` whose process died between moving
+    the ref and bringing the checkout along: a checkout whose index still holds the commit
+    before (its files showing the change undone, the next ``commit -a`` undoing it) is brought
+    now, as the landing would have, or the ref is swapped back and :class:`LandRefused` says
+    why (:func:`_bring_checkout`). A checkout already brought, a branch not checked out, or
+    one landed on since, is left as it is."""
+    target = f"refs/heads/{into_branch}"
+    checkout = _checked_out_at(repo, target)
+    if checkout is None or _rev(repo, f"{target}^{{commit}}") != commit:
+        return  # another landing moved it since (its own update found the files)
+    parents = _out(repo, "rev-list", "--parents", "-n", "1", commit).split()[1:]
+    if len(parents) != 1:
+        return
+    old = parents[0]
+    index_at_old = _run(checkout, "diff-index", "--cached", "--quiet", old, "--", ok=(0, 1, 128))
+    index_at_commit = _run(
+        checkout, "diff-index", "--cached", "--quiet", commit, "--", ok=(0, 1, 128)
+    )
+    if index_at_old.returncode == 0 and index_at_commit.returncode != 0:
+        _bring_checkout(repo, checkout, target, old, commit)
 
 
 # Where a working tree's git folder says which branch a rebase or a bisect in it works on.

@@ -332,6 +332,7 @@ class CrashPoint(StrEnum):
     VALIDATED = "validated"
     JUDGED = "judged"
     LANDING_INTENT = "landing_intent"  # just before the landing effect
+    CHECKOUT_PENDING = "checkout_pending"  # the base branch moved, its checkout not yet
     REF_MOVED = "ref_moved"  # the base branch moved, nothing recorded yet
     PAYLOAD_WRITTEN = "payload_written"
     LEDGER_CLOSED = "ledger_closed"

@@ -23,7 +23,12 @@ from assay.core.vocab import CrashPoint
 from assay.engine.crashpoints import CRASH_EXIT
 
 BOUNDARIES = [p.value for p in CrashPoint if p is not CrashPoint.JUDGED]
-LANDED = {CrashPoint.REF_MOVED, CrashPoint.PAYLOAD_WRITTEN, CrashPoint.LEDGER_CLOSED}
+LANDED = {
+    CrashPoint.CHECKOUT_PENDING,
+    CrashPoint.REF_MOVED,
+    CrashPoint.PAYLOAD_WRITTEN,
+    CrashPoint.LEDGER_CLOSED,
+}
 
 
 @pytest.mark.parametrize("crash_at", BOUNDARIES)

@@ -19,7 +19,8 @@ from assay.adapters.store import halt_files
 from assay.core.attempts import AttemptRecord
 from assay.core.policy import decide
 from assay.core.results import ValidatorResult
-from assay.core.vocab import AttemptOutcome, LandMode, PolicyAction, RunStatus
+from assay.core.vocab import AttemptOutcome, CrashPoint, LandMode, PolicyAction, RunStatus
+from assay.engine.crashpoints import crash_point
 from assay.engine.graph.records import failure_detail
 from assay.engine.local.site import RunSite
 from assay.engine.values import Candidate, LandOutcome, RunPlan
@@ -118,6 +119,7 @@ def merge_squashed(
                 revalidate=revalidate,
                 validated=fx.validated,
                 assay_homes=fx.seating.assay_homes(plan),
+                moved=lambda: crash_point(CrashPoint.CHECKOUT_PENDING),
             )
     except landing.LandBlocked as moved:
         return LandOutcome(RunStatus.BLOCKED, str(moved), branch, validations=len(revalidations))

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.adapters import folders, git, seats
-from assay.adapters.landing import landed_commit
+from assay.adapters.landing import LandRefused, finish_landing, landed_commit
 from assay.adapters.process_groups import GROUPS_FILE, stop_recorded_groups
 from assay.adapters.redact import Redactor
 from assay.adapters.run_files import cause_of
@@ -107,6 +107,11 @@ def close_unfinished(
         if journal.base_branch and journal.base_commit
         else None
     )
+    if commit is not None and journal.base_branch:
+        try:  # its process may have died before the checkout was brought along
+            finish_landing(repo, journal.base_branch, commit)
+        except LandRefused:
+            commit = None  # the ref swapped back: nothing landed
     state_dir = home / "halt-state"
     # A block halt the ledger journaled stays sticky even if the file no longer shows it.
     blocks = _fired_block_halts(
