@@ -29,7 +29,8 @@ def show(
     run_id: RunId,
     json_output: Annotated[bool, typer.Option("--json", help="JSON output (the default).")] = True,
 ) -> None:
-    """Print a run's payload (from the ledger's record of where it was written)."""
+    """Print a run's payload, as the ledger keeps it (on any machine that reads the ledger);
+    a run closed before the ledger kept payloads is read from the file it was written to."""
     from assay.adapters.store.sql import RunNotFound
 
     workspace = Workspace.find()
@@ -38,8 +39,12 @@ def show(
         if ledger is None:
             raise RunNotFound(run_id)
         record = ledger.get_run(run_id)
+        document = ledger.run_document(run_id)
     except RunNotFound:
         fail(f"no run {run_id!r}")
+    if document is not None:
+        print_json(document.payload)
+        return
     if record.payload_path is None and not record.open:
         fail(f"run {run_id} closed ({record.status.value}) but its payload could not be written")
     if record.payload_path is None:

@@ -42,6 +42,13 @@ def test_add_serve_show_ledger_payload(tmp_path: Path) -> None:
 
     payload = json.loads(repo.main("payload", "show", run_id).stdout)
     assert payload["run_id"] == run_id and payload["attempts"]["total"] == 2
+    # Read on another machine, where the run's folder is not: the ledger keeps the payload.
+    written = Path(shown["runs"][0]["payload_path"])
+    assert json.loads(written.read_text()) == payload
+    written.unlink()
+    elsewhere = repo.main("payload", "show", run_id)
+    assert elsewhere.returncode == 0, elsewhere.stderr
+    assert json.loads(elsewhere.stdout) == payload
 
     ledger = json.loads(repo.main("ledger", "show", ids[0], "--json").stdout)
     assert ledger["stage_state"]["task"]["attempts"] == 1
