@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest
 from temporalio.client import (
     Client,
     WorkflowExecutionStatus,
@@ -13,7 +14,7 @@ from temporalio.client import (
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.exceptions import WorkflowAlreadyStartedError
-from temporalio.service import RPCError, TLSConfig
+from temporalio.service import RPCError, RPCStatusCode, TLSConfig
 
 from assay.adapters.temporal_connection import (
     ConnectionSettingsError,
@@ -60,7 +61,7 @@ async def connect(
         raise TemporalUnreachable(str(exc)) from exc
     options = connect_options(credentials, connection.namespace)
     try:
-        return await Client.connect(connection.target, **options)
+        client = await Client.connect(connection.target, **options)
     except RuntimeError as exc:  # the SDK's connection failure
         hint = ""
         if connection.tls_cert is None and connection.api_key_env is None:
@@ -71,6 +72,26 @@ async def connect(
         where = address_shown(connection.target)
         raise TemporalUnreachable(
             f"cannot reach Temporal at {where} ({connection.describe()}): {exc}{hint}"
+        ) from exc
+    await _namespace_exists(client, connection)
+    return client
+
+
+async def _namespace_exists(client: Client, connection: TemporalConnection) -> None:
+    """A namespace the server does not have is named now, not by the first poll after a
+    worker said it was ready. A server that will not say (a key without the right) is
+    trusted: its first call tells."""
+    request = DescribeNamespaceRequest(namespace=connection.namespace)
+    try:
+        await client.workflow_service.describe_namespace(request)
+    except RPCError as exc:
+        if exc.status is not RPCStatusCode.NOT_FOUND:
+            return
+        where = address_shown(connection.target)
+        raise TemporalUnreachable(
+            f"Temporal at {where} has no namespace {connection.namespace!r}: create it "
+            f"(temporal operator namespace create --namespace {connection.namespace}) "
+            "or name one it has (--namespace)"
         ) from exc
 
 

@@ -101,6 +101,18 @@ def test_temporal_needs_postgresql(repo: Repo, temporal_server: DevServer | Exte
         assert "Traceback" not in done.stderr
 
 
+def test_a_worker_for_a_namespace_the_server_lacks_exits_2_before_ready(
+    repo: Repo, temporal_server: DevServer | ExternalServer, postgres_url: str
+) -> None:
+    env = {"ASSAY_DATABASE_URL": postgres_url}
+    done = repo.assay(
+        "worker", "--temporal", temporal_server.address, "--namespace", "nope", "--json", **env
+    )
+    assert done.returncode == 2, done.stderr
+    assert "has no namespace 'nope'" in done.stderr and "Traceback" not in done.stderr
+    assert "ready" not in done.stdout
+
+
 def test_cancel_and_hold_reach_the_running_workflows(repo: Repo, workers: Workers) -> None:
     # Both on one worker and one submitter: each task's coder sleeps its own time, so the
     # check that a coder is gone cannot see the other's (or another test's).

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import typer
+from support.scripted_effects import TemporalEnv
 from temporalio.service import TLSConfig
 
 from assay.adapters.temporal_connection import (
@@ -16,7 +17,7 @@ from assay.adapters.temporal_connection import (
     is_loopback,
 )
 from assay.cli.temporal_options import temporal_connection
-from assay.engine.temporal.client import connect_options
+from assay.engine.temporal.client import TemporalUnreachable, connect, connect_options
 
 KEY = "tk-0123456789abcdef-secret"
 CERT_PEM = b"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
@@ -137,3 +138,19 @@ def test_the_commands_refuse_bad_settings_with_exit_2_and_warn_loudly(
     temporal_connection("10.0.0.1:7233", "default", warn=False)
     temporal_connection("127.0.0.1:7233", "default")
     assert capsys.readouterr().err == ""
+
+
+def test_a_namespace_the_server_lacks_is_named_at_connect_not_after_ready(
+    temporal_env: TemporalEnv,
+) -> None:
+    target = temporal_env.env.client.service_client.config.target_host
+
+    async def reach(namespace: str) -> str:
+        client = await connect(TemporalConnection(target, namespace), environ={})
+        return client.namespace
+
+    assert temporal_env.run(lambda _: reach("default")) == "default"
+    with pytest.raises(TemporalUnreachable) as missing:
+        temporal_env.run(lambda _: reach("nope"))
+    assert "has no namespace 'nope'" in str(missing.value)
+    assert "--namespace" in str(missing.value)
