@@ -80,14 +80,18 @@ def worker(
     never a flag's value). Each flag defaults to its variable (ASSAY_TEMPORAL_TLS_CERT,
     _TLS_KEY, _TLS_CA, _API_KEY_ENV). With neither, a non-loopback address is warned about.
     Exit 2: a certificate without its key (or the reverse), an unreadable or non-PEM file, an
-    API key variable unset, empty or under 16 bytes, or a server that cannot be reached or
-    refuses the credentials.
+    API key variable unset, empty or under 16 bytes, a server that cannot be reached or
+    refuses the credentials, or a namespace it does not have. Every line on stderr (the
+    worker's log) starts with the UTC time; the ready line carries it too.
     """
     import asyncio
 
     from assay.cli.extras import require
 
     require("temporalio", "assay worker")  # before anything is created or imported
+    from assay.cli.timestamped import stamp_stderr, utc_stamp
+
+    stamp_stderr()  # a service's log: each line with its time
     from assay.cli.signals import graceful_stop, interrupted_exit
     from assay.engine.temporal.client import TemporalUnreachable, connect
     from assay.engine.temporal.config import own_queue
@@ -111,10 +115,15 @@ def worker(
 
     def ready() -> None:
         if as_json:
-            line = {"event": "ready", "task_queue": task_queue, "worker_queue": activities.queue}
+            line = {
+                "event": "ready",
+                "at": utc_stamp(),
+                "task_queue": task_queue,
+                "worker_queue": activities.queue,
+            }
             typer.echo(json.dumps(line))
         else:
-            typer.echo(f"worker ready: {task_queue} {activities.queue}")
+            typer.echo(f"{utc_stamp()} worker ready: {task_queue} {activities.queue}")
 
     async def main() -> None:
         try:

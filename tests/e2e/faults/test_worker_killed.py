@@ -12,6 +12,7 @@ dev server itself is killed mid-run and started again on the same state: the run
 
 from __future__ import annotations
 
+import re
 import signal
 import time
 import uuid
@@ -32,6 +33,7 @@ from assay.engine.temporal.config import Timeouts
 
 CODER_SLEEP = 6  # seconds: long enough to be killed mid-dispatch, short enough to finish after
 SETTLE_TIMEOUT = 180.0
+STAMPED = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z ")
 NOTICE_MARGIN = 5.0  # seconds beyond the heartbeat timeout for the lost run to be closed
 
 
@@ -169,6 +171,9 @@ def test_a_worker_killed_mid_dispatch_the_run_completes_on_the_other(
 
     # The survivor left nothing behind for its run.
     assert not any((survivor.home / "seats").glob(f"{second['id']}/*"))
+    if stop is signal.SIGTERM:  # what the stopped worker said, each line with its time
+        said_lines = lost.stderr_path.read_text().splitlines()
+        assert said_lines and all(STAMPED.match(line) for line in said_lines), said_lines
 
 
 def test_the_dev_server_killed_mid_run_and_restarted_the_run_completes(
