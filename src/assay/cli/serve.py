@@ -117,7 +117,9 @@ def serve(
     object a line; --json prints the summary (runs, closed, interrupted, skipped, recovered,
     stopped_by) when serve stops, as the last line with --events.
 
-    --temporal: a Temporal reachable beyond loopback must be locked down: a client
+    --temporal: the workers run the tasks; serve only submits them, so it runs anywhere the
+    ledger (ASSAY_DATABASE_URL) and Temporal are reachable, inside a repository or not.
+    A Temporal reachable beyond loopback must be locked down: a client
     certificate (mTLS: --tls-cert, --tls-key, --tls-ca) or an API key (--api-key-env NAME
     reads it from $NAME; never a flag's value). Each flag defaults to its variable
     (ASSAY_TEMPORAL_TLS_CERT, _TLS_KEY, _TLS_CA, _API_KEY_ENV). With neither, a non-loopback
@@ -292,7 +294,7 @@ def _serve_temporal(
     from assay.cli.worker import temporal_ledger
 
     summary = ServeSummary()
-    stream = _event_stream(temporal_ledger(Workspace.find()), events, summary)
+    stream = _event_stream(temporal_ledger(Workspace.shared()), events, summary)
     assert stream is not None  # a summary always follows the ledger
     try:
         with stream.following():

@@ -36,7 +36,7 @@ def serve_temporal(
     from assay.engine.worker import QueueEvents, QueueWorker
 
     web = web or WebOptions()
-    workspace = Workspace.find()
+    workspace = Workspace.shared()  # it only submits: no repository needed
     ledger = temporal_ledger(workspace)
     state_dir = workspace.home / "halt-state"
     if web.only:

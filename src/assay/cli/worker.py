@@ -81,18 +81,16 @@ def worker(
     _TLS_KEY, _TLS_CA, _API_KEY_ENV). With neither, a non-loopback address is warned about.
     Exit 2: a certificate without its key (or the reverse), an unreadable or non-PEM file, an
     API key variable unset, empty or under 16 bytes, a server that cannot be reached or
-    refuses the credentials, or a namespace it does not have. Every line on stderr (the
-    worker's log) starts with the UTC time; the ready line carries it too.
+    refuses the credentials, or a namespace it does not have. Once it serves, every line on
+    stderr (its log) starts with the UTC time; the ready line carries it too.
     """
     import asyncio
 
     from assay.cli.extras import require
 
     require("temporalio", "assay worker")  # before anything is created or imported
-    from assay.cli.timestamped import stamp_stderr, utc_stamp
-
-    stamp_stderr()  # a service's log: each line with its time
     from assay.cli.signals import graceful_stop, interrupted_exit
+    from assay.cli.timestamped import stamp_stderr, utc_stamp
     from assay.engine.temporal.client import TemporalUnreachable, connect
     from assay.engine.temporal.config import own_queue
     from assay.engine.temporal.worker import run_worker
@@ -130,6 +128,7 @@ def worker(
             client = await connect(connection)
         except TemporalUnreachable as exc:
             fail(str(exc), EXIT_USAGE)
+        stamp_stderr()  # serving from here: its log, each line with its time
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
 

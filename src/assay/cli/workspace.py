@@ -95,6 +95,9 @@ def refuse_unrunnable(
 class Workspace:
     repo: Path
     home: Path
+    # False: a folder outside any repository, for a command that only reads and writes the
+    # shared ledger (``serve --temporal``): nothing is made there.
+    repository: bool = True
     _ledger: Ledger | None = field(default=None, init=False, repr=False, compare=False)
     _home_made: bool = field(default=False, init=False, repr=False, compare=False)
 
@@ -120,6 +123,22 @@ class Workspace:
         home = Path(configured).absolute() if configured else repo / DEFAULT_HOME
         return cls(repo=repo, home=home)
 
+    @classmethod
+    def shared(cls) -> Workspace:
+        """Where a command that only talks to the shared ledger runs: the repository around
+        here, else this folder, outside any repository (its home ``ASSAY_HOME`` or
+        ``./.assay``, never made: a PostgreSQL ledger needs none)."""
+        from assay.adapters import git
+
+        here = Path.cwd().absolute()
+        try:
+            git.repo_root(here)
+        except git.GitError:
+            configured = os.environ.get(HOME_ENV)
+            home = Path(configured).absolute() if configured else here / DEFAULT_HOME
+            return cls(repo=here, home=home, repository=False)
+        return cls.find(here)
+
     def make_home(self) -> Path:
         """Create the home (and hide it from ``git status``): for a command that writes."""
         from assay.adapters.home import make_home
@@ -135,7 +154,7 @@ class Workspace:
         """The workspace's ledger, opened (and migrated) once and shared by every caller; the
         home is created first (a new ledger lives there). For a command that writes: one that
         only reads takes :meth:`existing_ledger`."""
-        if not self._home_made:
+        if not self._home_made and self.repository:
             self.make_home()
         return self._open_ledger()
 
