@@ -9,6 +9,9 @@ import typer
 from assay.cli.workspace import EXIT_FAILED, Workspace, fail, print_json
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from assay.adapters.store.sql import Ledger
     from assay.engine.operations.gc import GcReport
 
 
@@ -103,3 +106,46 @@ def human_bytes(count: int | None) -> str:
             return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
         value /= 1000
     raise AssertionError("unreachable")
+
+
+def collect_between(
+    workspace: Workspace,
+    ledger: Ledger,
+    retention: int,
+    say: Callable[[str], None],
+    said: set[str],
+) -> None:
+    """One `assay gc` between a service's other work (`serve`'s queue checks, a worker's
+    sweeps): said in one line when it removed or failed something (a leftover it cannot
+    remove, once: ``said`` holds what was told); its own error is a warning, never the end of
+    the service."""
+    from assay.engine.operations.gc import collect_garbage
+
+    try:
+        report = collect_garbage(
+            repo=workspace.repo, home=workspace.home, ledger=ledger, older_than=retention
+        )
+    except Exception as exc:  # a git or disk error in gc must not stop the service
+        say(f"gc: failed: {' '.join(str(exc).split())}")
+        return
+    report.failed = [(item, why) for item, why in report.failed if item.target not in said]
+    said.update(item.target for item, _ in report.failed)
+    if report.removed or report.failed:
+        for line in describe(report, verbose=False):
+            say(line)
+    for warning in report.warnings:
+        say(f"gc: warning: {warning}")
+
+
+def gc_durations(gc_every: str, gc_older_than: str) -> tuple[int, int]:
+    """A service's ``--gc-every`` and ``--gc-older-than``, in seconds; exit 2 naming the flag
+    whose value is no duration."""
+    from assay.core.gc import DurationError, parse_duration
+
+    durations = []
+    for flag, text in (("--gc-every", gc_every), ("--gc-older-than", gc_older_than)):
+        try:
+            durations.append(parse_duration(text))
+        except DurationError as exc:
+            fail(f"{flag}: {exc}")
+    return durations[0], durations[1]

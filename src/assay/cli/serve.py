@@ -37,7 +37,6 @@ if TYPE_CHECKING:
     from assay.adapters.store.sql import Ledger
     from assay.adapters.temporal_connection import TemporalConnection
     from assay.cli.event_stream import EventStream
-    from assay.cli.progress import Progress
     from assay.cli.serve_news import ServeSummary
     from assay.core.tasks import Task
     from assay.engine.effects import RunEvent
@@ -172,20 +171,14 @@ def serve(
         return
     from datetime import UTC, datetime
 
+    from assay.cli.gc import collect_between, gc_durations
     from assay.cli.progress_choice import progress_for
     from assay.cli.serve_news import ServeSummary, news
-    from assay.core.gc import DurationError, parse_duration
     from assay.engine.admission import admit
     from assay.engine.local.runner import recover_interrupted, run_task
     from assay.engine.worker import Cadence, QueueWorker
 
-    durations = []
-    for flag, text in (("--gc-every", gc_every), ("--gc-older-than", gc_older_than)):
-        try:
-            durations.append(parse_duration(text))
-        except DurationError as exc:
-            fail(f"{flag}: {exc}")
-    every, retention = durations
+    every, retention = gc_durations(gc_every, gc_older_than)
     workspace = Workspace.find()
     ledger = workspace.ledger()
     stream = _event_stream(ledger, events, None)
@@ -245,7 +238,9 @@ def serve(
         once=once,
         poll=poll,
         recover=recover,
-        every=[Cadence(lambda: _collect(workspace, ledger, retention, display, said), every)],
+        every=[
+            Cadence(lambda: collect_between(workspace, ledger, retention, display.say, said), every)
+        ],
         events=news(display, summary),
     )
     with (
@@ -342,28 +337,3 @@ def _finish(summary: ServeSummary, json_output: bool, *, compact: bool) -> None:
     stopped = interrupted_exit()
     if stopped is not None:
         raise typer.Exit(stopped)
-
-
-def _collect(
-    workspace: Workspace, ledger: Ledger, retention: int, display: Progress, said: set[str]
-) -> None:
-    """One `assay gc` between queue checks: said in one line when it removed or failed
-    something (a leftover it cannot remove, once: ``said`` holds what was told); its own
-    error is a warning, never the end of serve."""
-    from assay.cli.gc import describe
-    from assay.engine.operations.gc import collect_garbage
-
-    try:
-        report = collect_garbage(
-            repo=workspace.repo, home=workspace.home, ledger=ledger, older_than=retention
-        )
-    except Exception as exc:  # a git or disk error in gc must not stop the queue
-        display.say(f"gc: failed: {' '.join(str(exc).split())}")
-        return
-    report.failed = [(item, why) for item, why in report.failed if item.target not in said]
-    said.update(item.target for item, _ in report.failed)
-    if report.removed or report.failed:
-        for line in describe(report, verbose=False):
-            display.say(line)
-    for warning in report.warnings:
-        display.say(f"gc: warning: {warning}")

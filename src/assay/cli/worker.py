@@ -67,6 +67,22 @@ def worker(
     tls_key: TlsKey = None,
     tls_ca: TlsCa = None,
     api_key_env: ApiKeyEnv = None,
+    gc_every: Annotated[
+        str,
+        typer.Option(
+            "--gc-every",
+            metavar="DURATION",
+            help="Run `assay gc` here once ready and then this often (30m, 1h, 1d); 0: once.",
+        ),
+    ] = "1h",
+    gc_older_than: Annotated[
+        str,
+        typer.Option(
+            "--gc-older-than",
+            metavar="DURATION",
+            help="What that gc removes: leftovers of runs closed longer ago than this.",
+        ),
+    ] = "7d",
     as_json: Annotated[bool, typer.Option("--json", help="Say it in JSON lines.")] = False,
 ) -> None:
     """Serve runs from Temporal: open runs from the shared queue, hold their seats here.
@@ -81,7 +97,9 @@ def worker(
     _TLS_KEY, _TLS_CA, _API_KEY_ENV). With neither, a non-loopback address is warned about.
     Exit 2: a certificate without its key (or the reverse), an unreadable or non-PEM file, an
     API key variable unset, empty or under 16 bytes, a server that cannot be reached or
-    refuses the credentials, or a namespace it does not have. Once it serves, every line on
+    refuses the credentials, or a namespace it does not have. What its closed runs left here
+    (seats, run folders) is collected once it is ready and every --gc-every, as `assay serve`
+    does (see `assay gc`). Once it serves, every line on
     stderr (its log) starts with the UTC time; the ready line carries it too.
     """
     import asyncio
@@ -89,12 +107,14 @@ def worker(
     from assay.cli.extras import require
 
     require("temporalio", "assay worker")  # before anything is created or imported
+    from assay.cli.gc import collect_between, gc_durations
     from assay.cli.signals import graceful_stop, interrupted_exit
     from assay.cli.timestamped import stamp_stderr, utc_stamp
     from assay.engine.temporal.client import TemporalUnreachable, connect
     from assay.engine.temporal.config import own_queue
     from assay.engine.temporal.worker import run_worker
 
+    every, retention = gc_durations(gc_every, gc_older_than)
     connection = temporal_connection(
         temporal,
         namespace,
@@ -110,6 +130,10 @@ def worker(
     workspace = Workspace.find(repo, require_commit=True)
     ledger = temporal_ledger(workspace)
     activities = _activities(workspace, ledger, own_queue(task_queue), max_dispatches)
+    said: set[str] = set()  # leftovers gc could not remove: told once
+
+    def tidy() -> None:  # its seats, run folders, branches: no one else collects them
+        collect_between(workspace, ledger, retention, lambda line: typer.echo(line, err=True), said)
 
     def ready() -> None:
         if as_json:
@@ -146,6 +170,8 @@ def worker(
                 max_runs=max_dispatches,
                 stop=stop,
                 ready=ready,
+                tidy=tidy,
+                tidy_every=float(every),
             )
         finally:
             watcher.cancel()

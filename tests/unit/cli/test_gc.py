@@ -127,6 +127,7 @@ def test_a_branch_that_cannot_be_removed_is_listed_and_exits_1(tmp_path: Path) -
         (["gc", "--older-than", "soon"], "--older-than: 'soon' is not a duration"),
         (["serve", "--once", "--gc-every", "5x"], "--gc-every: '5x' is not a duration"),
         (["serve", "--once", "--gc-older-than", "-1d"], "--gc-older-than: '-1d' is not a"),
+        (["worker", "--temporal", "x:1", "--gc-every", "5x"], "--gc-every: '5x' is not a"),
     ],
 )
 def test_a_bad_duration_exits_2_and_says_what_would_be_one(

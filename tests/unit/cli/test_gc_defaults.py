@@ -8,6 +8,7 @@ from pathlib import Path
 
 from assay.cli.gc import gc, human_bytes
 from assay.cli.serve import serve
+from assay.cli.worker import worker
 from assay.core.gc import (
     DEFAULT_GC_EVERY_SECONDS,
     DEFAULT_RETENTION_SECONDS,
@@ -26,6 +27,8 @@ def test_the_flags_defaults_are_the_planners() -> None:
     assert parse_duration(_default(gc, "older_than")) == DEFAULT_RETENTION_SECONDS
     assert parse_duration(_default(serve, "gc_older_than")) == DEFAULT_RETENTION_SECONDS
     assert parse_duration(_default(serve, "gc_every")) == DEFAULT_GC_EVERY_SECONDS
+    assert parse_duration(_default(worker, "gc_older_than")) == DEFAULT_RETENTION_SECONDS
+    assert parse_duration(_default(worker, "gc_every")) == DEFAULT_GC_EVERY_SECONDS
 
 
 def test_the_readme_documents_them() -> None:

@@ -1,5 +1,5 @@
-"""serve's periodic gc (in-process): a leftover it cannot remove is said once, not at every
-collection, and serve goes on."""
+"""A service's periodic gc (serve's, a worker's; in-process): a leftover it cannot remove is
+said once, not at every collection, and the service goes on."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from assay.cli import serve
+from assay.cli.gc import collect_between
 from assay.core.gc import GcPlan, Leftover
 from assay.core.vocab import LeftoverKind
 from assay.engine.operations import gc
@@ -39,7 +39,7 @@ def test_a_leftover_gc_cannot_remove_is_said_once(
     workspace: Any = type("W", (), {"repo": tmp_path, "home": tmp_path})()
     display, said = Said(), set[str]()
     for _ in range(3):
-        serve._collect(workspace, None, 0, display, said)  # type: ignore[arg-type]
+        collect_between(workspace, None, 0, display.say, said)  # type: ignore[arg-type]
     told = [line for line in display.lines if line.startswith("could not remove")]
     assert told == [
         f"could not remove seats {tmp_path / 'r1'}: {tmp_path / 'r1'}/f: Permission denied",

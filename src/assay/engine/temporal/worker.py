@@ -103,8 +103,12 @@ async def run_worker(
     max_runs: int,
     stop: asyncio.Event,
     ready: Callable[[], None] = lambda: None,
+    tidy: Callable[[], None] | None = None,
+    tidy_every: float = 0.0,
 ) -> None:
-    """Serve until ``stop`` is set; then stop polling and let the activities in flight end."""
+    """Serve until ``stop`` is set; then stop polling and let the activities in flight end.
+    ``tidy`` (this machine's ``assay gc``) runs once it is ready and then every
+    ``tidy_every`` seconds (0: once), in a thread: no one else collects a worker's leftovers."""
     loop = asyncio.get_running_loop()
     # Coders, git and the ledger run in threads: never fewer than the coders allowed at once.
     threads = concurrent.futures.ThreadPoolExecutor(max_workers=max(32, 4 * max_runs))
@@ -142,9 +146,19 @@ async def run_worker(
     # Its own queue first: an open this worker takes is always followed by someone polling.
     async with own, shared, closer:
         ready()
+        tidied = loop.create_task(asyncio.to_thread(tidy)) if tidy is not None else None
+        next_tidy = loop.time() + tidy_every
         while not stop.is_set():
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), SWEEP_SECONDS)
             if not stop.is_set():
                 with contextlib.suppress(Exception):  # a ledger blip: the next sweep
                     await activities.sweep()
+            if tidy is None or tidy_every <= 0 or stop.is_set() or loop.time() < next_tidy:
+                continue
+            if tidied is None or tidied.done():
+                tidied = loop.create_task(asyncio.to_thread(tidy))
+                next_tidy = loop.time() + tidy_every
+        if tidied is not None and not tidied.done():
+            with contextlib.suppress(Exception):
+                await tidied  # a removal half-done is finished, not abandoned

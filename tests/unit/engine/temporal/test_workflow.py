@@ -7,6 +7,7 @@ heartbeat), lost workers in a row, and a lost run settle held: no process, no le
 from __future__ import annotations
 
 import asyncio
+import threading
 import uuid
 from pathlib import Path
 
@@ -25,6 +26,7 @@ from temporalio.client import Client, WorkflowHandle
 from assay.core.vocab import Severity
 from assay.engine.temporal.calls import RunInput, RunOutcome, StopRequest
 from assay.engine.temporal.config import STOP_SIGNAL, close_queue
+from assay.engine.temporal.worker import run_worker
 from assay.engine.temporal.workflow import RunWorkflow
 
 TASK = "t1"
@@ -226,3 +228,32 @@ def test_a_lost_run_whose_task_settle_held_is_not_run_again(
     outcome = temporal_env.run(scenario)
     assert outcome.lost == 1 and len(outcome.runs) == 1 and not outcome.stopped
     assert outcome.task_status == "held" and "was lost" in outcome.note
+
+
+def test_a_worker_collects_its_leftovers_once_ready(
+    temporal_env: TemporalEnv, tmp_path: Path
+) -> None:
+    """No one else collects what a worker's runs left on its machine: its gc runs once the
+    worker is ready (then on its cadence), in a thread, and a stop waits for it to end."""
+    worker = ScriptedWorker(queue_name("own"), tmp_path, lambda n: Script())
+    tidied = threading.Event()
+
+    async def scenario(client: Client) -> None:
+        stop = asyncio.Event()
+        serving = asyncio.create_task(
+            run_worker(
+                client,
+                task_queue=queue_name("shared"),
+                activities=worker,  # type: ignore[arg-type]
+                max_runs=1,
+                stop=stop,
+                tidy=tidied.set,
+                tidy_every=3600.0,
+            )
+        )
+        await wait_for(tidied.is_set)
+        stop.set()
+        await asyncio.wait_for(serving, ENDS_WITHIN)
+
+    temporal_env.run(scenario)
+    assert tidied.is_set()
