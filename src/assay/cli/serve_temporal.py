@@ -49,6 +49,7 @@ def serve_temporal(
             on_submit=lambda task_id, workflow: typer.echo(
                 f"{task_id}: submitted as workflow {workflow}", err=True
             ),
+            on_outage=lambda said: typer.echo(f"assay: {said}", err=True),
         )
     except TemporalUnreachable as exc:
         fail(str(exc), EXIT_USAGE)

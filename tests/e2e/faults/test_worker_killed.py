@@ -7,7 +7,9 @@ holds it is killed (its whole process group, coders included) or stopped (SIGTER
 coders itself). The workflow notices within the heartbeat timeout, records the lost run once as
 an environment error (refunded) and runs the task again on the other worker: the task is done,
 landed once, the ledger's counts exact, and the lost run's payload says what happened. Then the
-dev server itself is killed mid-run and started again on the same state: the run completes.
+dev server itself is killed mid-run and started again on the same state 13 s later (longer than
+the heartbeat timeout): serve --temporal says the outage and its end and waits it out, and the
+task completes, landed once.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ CODER_SLEEP = 6  # seconds: long enough to be killed mid-dispatch, short enough 
 SETTLE_TIMEOUT = 180.0
 STAMPED = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z ")
 NOTICE_MARGIN = 5.0  # seconds beyond the heartbeat timeout for the lost run to be closed
+OUTAGE = 13.0  # seconds the dev server is down
 
 
 def sleepy_contract(repo: Repo) -> Path:
@@ -192,10 +195,11 @@ def test_the_dev_server_killed_mid_run_and_restarted_the_run_completes(
         holder([worker], postgres_url, task_id)
         time.sleep(1.0)
         server.kill()  # kill -9 of the server process, mid-dispatch; its state file stays
-        time.sleep(1.0)
+        time.sleep(OUTAGE)  # longer than serve's client and a heartbeat timeout wait
         server.start()  # the same state and port
         _, err = serve.communicate(timeout=SETTLE_TIMEOUT)
         assert serve.returncode == 0, f"{err}\nworker:\n{worker.tail()}"
+        assert "Temporal does not answer" in err and "Temporal answers again" in err, err
         task = wait_settled(repo, task_id, env)
     finally:
         worker.stop()

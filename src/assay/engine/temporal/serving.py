@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
 from temporalio.client import Client
+from temporalio.service import RPCError, RPCStatusCode
 
 from assay.adapters.temporal_connection import TemporalConnection
 from assay.core.tasks import Task
@@ -26,6 +27,9 @@ from assay.engine.temporal.config import Timeouts, workflow_id
 T = TypeVar("T")
 
 IN_FLIGHT = 256  # workflows one serve keeps going at once (the workers bound the real work)
+OUTAGE_SECONDS = 300.0  # how long a Temporal that does not answer is waited for
+_RETRY_SECONDS = (1.0, 2.0, 5.0)  # between tries, the last repeated
+_UNREACHABLE = (RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED)
 
 
 class WorkflowStep:
@@ -39,10 +43,15 @@ class WorkflowStep:
         task_queue: str,
         timeouts: Timeouts | None = None,
         on_submit: Callable[[str, str], None] = lambda _task, _workflow: None,
+        on_outage: Callable[[str], None] = lambda _said: None,
+        outage: float = OUTAGE_SECONDS,
     ) -> None:
         self.task_queue = task_queue
         self.timeouts = timeouts
         self.on_submit = on_submit
+        self.on_outage = on_outage
+        self.outage = outage
+        self._down = False  # said once per outage, not by every waiting task
         self.submitted = 0
         self._waits: set[asyncio.Task[RunOutcome]] = set()
         self._loop = asyncio.new_event_loop()
@@ -76,18 +85,47 @@ class WorkflowStep:
         self._loop.call_soon_threadsafe(cancel)
 
     async def _submit_and_wait(self, task_id: str) -> RunOutcome:
-        handle = await submit(
-            self.client, task_id, task_queue=self.task_queue, timeouts=self.timeouts
+        handle = await self._patiently(
+            lambda: submit(
+                self.client, task_id, task_queue=self.task_queue, timeouts=self.timeouts
+            )
         )
         if handle is not None:
             self.submitted += 1
             self.on_submit(task_id, handle.id)
-            result: RunOutcome = await handle.result()
+            result: RunOutcome = await self._patiently(handle.result)
             return result
-        # Its workflow runs already (another serve submitted it): wait for that one.
+        # Its workflow runs already (another serve submitted it, or a try the outage cut
+        # short did): wait for that one.
         running = self.client.get_workflow_handle(workflow_id(task_id), result_type=RunOutcome)
-        waited: RunOutcome = await running.result()
+        waited: RunOutcome = await self._patiently(running.result)
         return waited
+
+    async def _patiently(self, call: Callable[[], Awaitable[T]]) -> T:
+        """``call()``, tried again while Temporal does not answer (restarted, a network
+        blip), for :attr:`outage` seconds at most; the outage said once, and its end."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.outage
+        tries = 0
+        while True:
+            try:
+                result = await call()
+            except RPCError as exc:
+                if exc.status not in _UNREACHABLE or loop.time() >= deadline:
+                    raise
+                if not self._down:
+                    self._down = True
+                    self.on_outage(
+                        f"Temporal does not answer ({exc.message}): trying again for up to "
+                        f"{self.outage:g} s; the workflows and workers go on"
+                    )
+                await asyncio.sleep(_RETRY_SECONDS[min(tries, len(_RETRY_SECONDS) - 1)])
+                tries += 1
+                continue
+            if self._down:
+                self._down = False
+                self.on_outage("Temporal answers again")
+            return result
 
     def close(self) -> None:
         self._loop.call_soon_threadsafe(self._loop.stop)
