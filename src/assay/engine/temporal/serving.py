@@ -86,9 +86,7 @@ class WorkflowStep:
 
     async def _submit_and_wait(self, task_id: str) -> RunOutcome:
         handle = await self._patiently(
-            lambda: submit(
-                self.client, task_id, task_queue=self.task_queue, timeouts=self.timeouts
-            )
+            lambda: submit(self.client, task_id, task_queue=self.task_queue, timeouts=self.timeouts)
         )
         if handle is not None:
             self.submitted += 1
