@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from assay.adapters.store.names import DATABASE_URL_ENV
-from assay.adapters.temporal_connection import API_KEY_ENV_ENV, TLS_KEY_ENV
+from assay.adapters.temporal_connection import API_KEY_ENV_ENV, CODEC_KEY_ENV, TLS_KEY_ENV
 from assay.core.contract_rules import SECRET_VARIABLES
 
 if TYPE_CHECKING:
@@ -77,6 +77,11 @@ def assay_secrets(operator_env: Mapping[str, str]) -> AssaySecrets:
     key_file = operator_env.get(TLS_KEY_ENV, "").strip()
     if key_file:  # named, its file would be shown to the sandbox as a declared path
         values.append(Secret(f"the Temporal client key's path (${TLS_KEY_ENV})", key_file))
+    codec_key = operator_env.get(CODEC_KEY_ENV, "").strip()
+    if codec_key:
+        values.append(
+            Secret(f"the key that seals Temporal's histories (${CODEC_KEY_ENV})", codec_key)
+        )
     key_env = operator_env.get(API_KEY_ENV_ENV, "").strip()
     if key_env:
         names.add(key_env)

@@ -24,6 +24,8 @@ TLS_CERT_ENV = "ASSAY_TEMPORAL_TLS_CERT"
 TLS_KEY_ENV = "ASSAY_TEMPORAL_TLS_KEY"
 TLS_CA_ENV = "ASSAY_TEMPORAL_TLS_CA"
 API_KEY_ENV_ENV = "ASSAY_TEMPORAL_API_KEY_ENV"
+CODEC_KEY_ENV = "ASSAY_TEMPORAL_CODEC_KEY"  # seals workflow histories (its value, a secret)
+MIN_CODEC_KEY = 32
 MIN_API_KEY_BYTES = 16
 
 _VARIABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -43,6 +45,7 @@ class Credentials:
     client_key: bytes | None = field(default=None, repr=False)
     server_ca: bytes | None = None
     api_key: str | None = field(default=None, repr=False)
+    codec_key: str | None = field(default=None, repr=False)
 
     @property
     def tls(self) -> bool:
@@ -147,7 +150,15 @@ class TemporalConnection:
         cert = _pem(self.tls_cert, "client certificate", "--tls-cert")
         key = _pem(self.tls_key, "client private key", "--tls-key")
         ca = _pem(self.tls_ca, "CA certificate", "--tls-ca")
-        return Credentials(client_cert=cert, client_key=key, server_ca=ca, api_key=api_key)
+        codec_key = env.get(CODEC_KEY_ENV, "").strip() or None
+        if codec_key is not None and len(codec_key) < MIN_CODEC_KEY:
+            raise ConnectionSettingsError(
+                f"${CODEC_KEY_ENV} holds {len(codec_key)} characters: a key that seals the "
+                f"workflow histories needs at least {MIN_CODEC_KEY} (e.g. `openssl rand -hex 32`)"
+            )
+        return Credentials(
+            client_cert=cert, client_key=key, server_ca=ca, api_key=api_key, codec_key=codec_key
+        )
 
     def insecure_warning(self) -> str | None:
         """The warning a worker or serve gives when it reaches a Temporal beyond loopback with

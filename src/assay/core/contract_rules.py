@@ -32,11 +32,17 @@ REPLAY_STEP_KEYS: frozenset[str] = frozenset({"diff", "script", "report", "summa
 """The keys a ``replay`` step may hold (the replay coder plays exactly these)."""
 
 SECRET_VARIABLES: frozenset[str] = frozenset(
-    {"ASSAY_DATABASE_URL", "ASSAY_WEB_TOKEN", "ASSAY_TEMPORAL_TLS_KEY"}
+    {
+        "ASSAY_DATABASE_URL",
+        "ASSAY_WEB_TOKEN",
+        "ASSAY_TEMPORAL_TLS_KEY",
+        "ASSAY_TEMPORAL_CODEC_KEY",
+    }
 )
 """assay's own variables that hold a secret (the ledger's URL, its password with it; the
-dashboard's token) or point at one (the Temporal client's private key): whoever holds one can
-change any task, so no coder, validator or judge is ever handed one."""
+dashboard's token; the key that seals Temporal's histories) or point at one (the Temporal
+client's private key): whoever holds one can change any task or read every run's contract, so
+no coder, validator or judge is ever handed one."""
 
 _NEVER_HANDED = "assay never hands its own secrets to a coder, validator or judge"
 

@@ -38,6 +38,7 @@ SETTLE_TIMEOUT = 180.0
 STAMPED = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z ")
 NOTICE_MARGIN = 5.0  # seconds beyond the heartbeat timeout for the lost run to be closed
 OUTAGE = 13.0  # seconds the dev server is down
+SEALING_KEY = "0123456789abcdef" * 4
 
 
 def sleepy_contract(repo: Repo) -> Path:
@@ -109,11 +110,13 @@ def test_a_worker_killed_mid_dispatch_the_run_completes_on_the_other(
 ) -> None:
     require_temporal_executor()
     repo = make_repo(tmp_path)
-    env = service_env(postgres_url)
+    sealed = {"ASSAY_TEMPORAL_CODEC_KEY": SEALING_KEY}  # its history sealed, as in production
+    env = service_env(postgres_url, **sealed)
     queue = f"faults-{uuid.uuid4().hex[:10]}"
     address = temporal_server.address
     workers = [
-        Worker(address, repo.root, tmp_path / f"machine-{n}", postgres_url, queue) for n in (1, 2)
+        Worker(address, repo.root, tmp_path / f"machine-{n}", postgres_url, queue, env=sealed)
+        for n in (1, 2)
     ]
     try:
         for worker in workers:

@@ -12,7 +12,6 @@ from temporalio.client import (
     WorkflowHandle,
 )
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode, TLSConfig
 
@@ -23,6 +22,7 @@ from assay.adapters.temporal_connection import (
 )
 from assay.core.text import address_shown
 from assay.engine.temporal.calls import RunInput, RunOutcome, StopRequest
+from assay.engine.temporal.codec import data_converter
 from assay.engine.temporal.config import STOP_SIGNAL, Timeouts, workflow_id
 from assay.engine.temporal.workflow import RunWorkflow
 
@@ -44,7 +44,7 @@ def connect_options(credentials: Credentials, namespace: str) -> dict[str, Any]:
         )
     return {
         "namespace": namespace,
-        "data_converter": pydantic_data_converter,
+        "data_converter": data_converter(credentials.codec_key),
         "tls": tls,
         "api_key": credentials.api_key,
     }
