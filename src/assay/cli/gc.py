@@ -8,6 +8,23 @@ import typer
 
 from assay.cli.workspace import EXIT_FAILED, Workspace, fail, print_json
 
+GcEvery = Annotated[
+    str,
+    typer.Option(
+        "--gc-every",
+        metavar="DURATION",
+        help="Run `assay gc` at start and then this often (30m, 1h, 1d); 0: never.",
+    ),
+]
+GcOlderThan = Annotated[
+    str,
+    typer.Option(
+        "--gc-older-than",
+        metavar="DURATION",
+        help="What that gc removes: leftovers of runs closed longer ago than this.",
+    ),
+]
+
 if TYPE_CHECKING:
     from collections.abc import Callable
 

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from assay.cli.gc import GcEvery, GcOlderThan
 from assay.cli.output_options import EventsFlag, EventsFormat, ProgressFlag, ProgressMode
 from assay.cli.signals import graceful_stop, interrupted_exit
 from assay.cli.temporal_options import ApiKeyEnv, TlsCa, TlsCert, TlsKey
@@ -49,22 +50,8 @@ def serve(
         bool, typer.Option("--once", help="Exit when nothing is runnable instead of waiting.")
     ] = False,
     poll: Annotated[float, typer.Option(min=0.1, help="Seconds between queue checks.")] = 2.0,
-    gc_every: Annotated[
-        str,
-        typer.Option(
-            "--gc-every",
-            metavar="DURATION",
-            help="Run `assay gc` at start and then this often (30m, 1h, 1d); 0: never.",
-        ),
-    ] = "1h",
-    gc_older_than: Annotated[
-        str,
-        typer.Option(
-            "--gc-older-than",
-            metavar="DURATION",
-            help="What that gc removes: leftovers of runs closed longer ago than this.",
-        ),
-    ] = "7d",
+    gc_every: GcEvery = "1h",
+    gc_older_than: GcOlderThan = "7d",
     temporal: Annotated[
         str | None,
         typer.Option(

