@@ -118,7 +118,7 @@ class Worker:
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
+            self.proc.send_signal(signal.SIGINT)  # at once (a SIGTERM would drain its runs)
             try:
                 self.proc.wait(timeout=30)
             except subprocess.TimeoutExpired:

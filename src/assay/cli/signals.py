@@ -56,3 +56,32 @@ def graceful_stop(
     finally:
         for sig, old in previous.items():
             signal.signal(sig, old)
+
+
+@contextlib.contextmanager
+def draining_stop(
+    drain: Callable[[int], bool],
+    said: str = "stopping the coders and closing the run",
+    draining_said: str = "draining",
+) -> Iterator[None]:
+    """:func:`graceful_stop`, except that a first SIGTERM is offered to ``drain`` first: when
+    it takes it (True), only ``draining_said`` is printed and nothing is stopped here (the
+    caller stops taking work and ends what it holds). SIGINT, a SIGTERM ``drain`` declines (a
+    second one, or no drain asked for) stop at once, as :func:`graceful_stop` does."""
+
+    def handler(signum: int, _frame: FrameType | None) -> None:
+        if stop_requested() is None and signum == signal.SIGTERM and drain(signum):
+            with contextlib.suppress(OSError, ValueError):
+                sys.stderr.write(f"assay: SIGTERM: {draining_said}\n")
+            return
+        if stop_requested() is None:
+            with contextlib.suppress(OSError, ValueError):
+                sys.stderr.write(f"assay: {signal.Signals(signum).name}: {said}\n")
+        request_stop(signum)
+
+    previous = {sig: signal.signal(sig, handler) for sig in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)

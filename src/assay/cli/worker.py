@@ -70,13 +70,26 @@ def worker(
     api_key_env: ApiKeyEnv = None,
     gc_every: GcEvery = "1h",
     gc_older_than: GcOlderThan = "7d",
+    drain_timeout: Annotated[
+        str,
+        typer.Option(
+            "--drain-timeout",
+            metavar="DURATION",
+            help="On SIGTERM, how long the runs held here may go on to their end (30s, 5m); "
+            "0: hand them over at once.",
+        ),
+    ] = "60s",
     as_json: Annotated[bool, typer.Option("--json", help="Say it in JSON lines.")] = False,
 ) -> None:
     """Serve runs from Temporal: open runs from the shared queue, hold their seats here.
 
     The ledger is ASSAY_DATABASE_URL (PostgreSQL). A run this worker opens stays here: every
-    later activity of it comes to this worker's own queue. SIGINT / SIGTERM stop polling; the
-    runs in progress here start again on another worker.
+    later activity of it comes to this worker's own queue.
+
+    SIGTERM drains: no new run opens here (another worker opens it), the runs held here go on
+    to their end within --drain-timeout (60s), then what is left is stopped and starts again
+    on another worker; exit 143. SIGINT, or a second SIGTERM, stops at once: the runs in
+    progress here are closed as interrupted and start again on another worker.
 
     A Temporal reachable beyond loopback must be locked down: a client certificate (mTLS:
     --tls-cert, --tls-key, --tls-ca) or an API key (--api-key-env NAME reads it from $NAME;
@@ -86,22 +99,24 @@ def worker(
     API key variable unset, empty or under 16 bytes, a server that cannot be reached or
     refuses the credentials, or a namespace it does not have. What its closed runs left here
     (seats, run folders) is collected once it is ready and every --gc-every, as `assay serve`
-    does (see `assay gc`). Once it serves, every line on
-    stderr (its log) starts with the UTC time; the ready line carries it too.
+    does (see `assay gc`). Once it serves, every line on stderr (its log) starts with the
+    UTC time; the ready line carries it too.
     """
     import asyncio
 
     from assay.cli.extras import require
 
     require("temporalio", "assay worker")  # before anything is created or imported
+    from assay.adapters.process import request_stop, stop_requested
     from assay.cli.gc import collect_between, gc_durations
-    from assay.cli.signals import graceful_stop, interrupted_exit
+    from assay.cli.signals import draining_stop, exit_code_for_signal, interrupted_exit
     from assay.cli.timestamped import stamp_stderr, utc_stamp
     from assay.engine.temporal.client import TemporalUnreachable, connect
     from assay.engine.temporal.config import own_queue
     from assay.engine.temporal.worker import run_worker
 
     every, retention = gc_durations(gc_every, gc_older_than)
+    drain = Drain(_drain_seconds(drain_timeout))
     connection = temporal_connection(
         temporal,
         namespace,
@@ -117,6 +132,7 @@ def worker(
     workspace = Workspace.find(repo, require_commit=True)
     ledger = temporal_ledger(workspace)
     activities = _activities(workspace, ledger, own_queue(task_queue), max_dispatches)
+    activities.stopping = lambda: stop_requested() is not None or drain.signum is not None
     said: set[str] = set()  # leftovers gc could not remove: told once
 
     def tidy() -> None:  # its seats, run folders, branches: no one else collects them
@@ -143,9 +159,17 @@ def worker(
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
 
-        async def watch() -> None:  # graceful_stop records the signal; stop polling then
-            while interrupted_exit() is None:
+        async def watch() -> None:
+            """A stop (SIGINT, a second SIGTERM): stop polling now. A drain (SIGTERM): no new
+            run opens here; the runs held go on to their end within the drain's time, then
+            what is left is stopped and handed over, as a stop does."""
+            while interrupted_exit() is None and drain.signum is None:
                 await asyncio.sleep(0.2)
+            deadline = loop.time() + drain.seconds
+            while activities.runs and interrupted_exit() is None and loop.time() < deadline:
+                await asyncio.sleep(0.2)
+            if activities.runs and drain.signum is not None and interrupted_exit() is None:
+                request_stop(drain.signum)  # its time is up: the coders stop, the runs go
             stop.set()
 
         watcher = loop.create_task(watch())
@@ -163,11 +187,37 @@ def worker(
         finally:
             watcher.cancel()
 
-    with graceful_stop(), contextlib.suppress(KeyboardInterrupt):
+    draining = f"draining: no new run here; the runs held end within {drain.seconds:g} s"
+    with draining_stop(drain, draining_said=draining), contextlib.suppress(KeyboardInterrupt):
         asyncio.run(main())
     stopped = interrupted_exit()
+    if stopped is None and drain.signum is not None:
+        stopped = exit_code_for_signal(drain.signum)
     if stopped is not None:
         raise typer.Exit(stopped)
+
+
+class Drain:
+    """A SIGTERM taken as a drain (the first, when the drain has time at all)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.signum: int | None = None
+
+    def __call__(self, signum: int) -> bool:
+        if self.seconds <= 0 or self.signum is not None:
+            return False  # no drain asked for, or a second SIGTERM: stop now
+        self.signum = signum
+        return True
+
+
+def _drain_seconds(text: str) -> float:
+    from assay.core.gc import DurationError, parse_duration
+
+    try:
+        return float(parse_duration(text))
+    except DurationError as exc:
+        fail(f"--drain-timeout: {exc}")
 
 
 def _activities(

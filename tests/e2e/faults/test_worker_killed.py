@@ -115,7 +115,15 @@ def test_a_worker_killed_mid_dispatch_the_run_completes_on_the_other(
     queue = f"faults-{uuid.uuid4().hex[:10]}"
     address = temporal_server.address
     workers = [
-        Worker(address, repo.root, tmp_path / f"machine-{n}", postgres_url, queue, env=sealed)
+        Worker(
+            address,
+            repo.root,
+            tmp_path / f"machine-{n}",
+            postgres_url,
+            queue,
+            env=sealed,
+            args=["--drain-timeout", "0"],  # SIGTERM hands over at once (drained: below)
+        )
         for n in (1, 2)
     ]
     try:
@@ -180,6 +188,39 @@ def test_a_worker_killed_mid_dispatch_the_run_completes_on_the_other(
     if stop is signal.SIGTERM:  # what the stopped worker said, each line with its time
         said_lines = lost.stderr_path.read_text().splitlines()
         assert said_lines and all(STAMPED.match(line) for line in said_lines), said_lines
+
+
+def test_a_worker_sigtermed_mid_dispatch_drains_the_run_completes_where_it_ran(
+    tmp_path: Path, temporal_server: DevServer | ExternalServer, postgres_url: str
+) -> None:
+    require_temporal_executor()
+    repo = make_repo(tmp_path)
+    env = service_env(postgres_url)
+    queue = f"faults-{uuid.uuid4().hex[:10]}"
+    workers = [
+        Worker(temporal_server.address, repo.root, tmp_path / f"m-{n}", postgres_url, queue)
+        for n in (1, 2)
+    ]
+    try:
+        for worker in workers:
+            worker.start()
+        task_id = add_task(repo.root, sleepy_contract(repo), env)
+        serve = submit(repo.root, temporal_server.address, queue, env)
+        draining = holder(workers, postgres_url, task_id)
+        time.sleep(0.5)  # the coder is asleep inside its dispatch
+        draining.terminate()  # SIGTERM: the default drain (60 s) outlasts the coder
+        assert draining.proc is not None
+        assert draining.proc.wait(timeout=SETTLE_TIMEOUT) == 143
+        _, err = serve.communicate(timeout=SETTLE_TIMEOUT)
+        assert serve.returncode == 0, err
+        task = wait_settled(repo, task_id, env)
+    finally:
+        for worker in workers:
+            worker.stop()
+    [run] = task["runs"]  # one run, ended where it started: nothing redone
+    assert task["status"] == "done" and run["status"] == "merged", task
+    assert landings(repo) == [run["id"]]
+    assert "SIGTERM: draining" in draining.tail()
 
 
 def test_the_dev_server_killed_mid_run_and_restarted_the_run_completes(
