@@ -12,8 +12,19 @@ import subprocess
 from pathlib import Path
 
 from assay.adapters.store.sql import Ledger
-from assay.core.vocab import Stage
+from assay.core.vocab import CrashPoint, Stage
 from support.repo import Repo, git
+
+# The boundaries a run reaches once its change is on the base branch: recovery finds it
+# landed and closes the run merged, never landing it again.
+LANDED_POINTS = frozenset(
+    {
+        CrashPoint.CHECKOUT_PENDING,
+        CrashPoint.REF_MOVED,
+        CrashPoint.PAYLOAD_WRITTEN,
+        CrashPoint.LEDGER_CLOSED,
+    }
+)
 
 NOTES = "src/notes.txt"
 LINE = "change"

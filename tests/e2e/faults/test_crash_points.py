@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 
 import pytest
-from support.crash import crash_contract, invariant_failures, landings
+from support.crash import LANDED_POINTS, crash_contract, invariant_failures, landings
 from support.model_server import ModelServer
 from support.repo import git, make_repo
 from support.script import Turn
@@ -23,12 +23,6 @@ from assay.core.vocab import CrashPoint
 from assay.engine.crashpoints import CRASH_EXIT
 
 BOUNDARIES = [p.value for p in CrashPoint if p is not CrashPoint.JUDGED]
-LANDED = {
-    CrashPoint.CHECKOUT_PENDING,
-    CrashPoint.REF_MOVED,
-    CrashPoint.PAYLOAD_WRITTEN,
-    CrashPoint.LEDGER_CLOSED,
-}
 
 
 @pytest.mark.parametrize("crash_at", BOUNDARIES)
@@ -42,12 +36,12 @@ def test_one_seat_killed_at_a_boundary_resumes_exact(tmp_path: Path, crash_at: s
     resumed = repo.main("run", "--resume", "--json")
     assert resumed.returncode == 0, resumed.stderr
     assert invariant_failures(repo, base_landings=base) == []
-    assert landed_before == (1 if CrashPoint(crash_at) in LANDED else 0)
+    assert landed_before == (1 if CrashPoint(crash_at) in LANDED_POINTS else 0)
     again = repo.main("run", "--resume")  # a second recovery finds nothing to do
     assert again.returncode == 0 and "no interrupted run" in again.stderr
     assert invariant_failures(repo, base_landings=base) == []
     runs = _runs(repo)
-    if CrashPoint(crash_at) in LANDED:  # recognised as landed, never landed again
+    if CrashPoint(crash_at) in LANDED_POINTS:  # recognised as landed, never landed again
         assert [r["status"] for r in runs] == ["merged"]
     else:  # closed once as interrupted (refunded), then run again
         assert [r["status"] for r in runs] == ["failed", "merged"]

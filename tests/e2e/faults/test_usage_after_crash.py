@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.crash import LANDED_POINTS
 from support.model_server import ModelServer, RecordedRequest, Turn, Usage
 from support.repo import ASSAY, CHECK_TESTS, Repo, make_repo
 from support.spending import dispatch_tokens, journal, mismatches, payloads, usage_report
@@ -137,7 +138,6 @@ SPENT_BY = {
     CrashPoint.DISPATCH_STARTED: 0,
     CrashPoint.DISPATCH_ENDED: CODER_TOKENS,
 }
-LANDED = {CrashPoint.REF_MOVED, CrashPoint.PAYLOAD_WRITTEN, CrashPoint.LEDGER_CLOSED}
 
 
 @pytest.mark.parametrize("crash_at", BOUNDARIES)
@@ -157,7 +157,7 @@ def test_killed_at_a_boundary_the_ledger_counts_what_the_server_handed_out(
     assert first.tokens == SPENT_BY.get(point, CODER_TOKENS + JUDGE_TOKENS)
     runs = payloads(repo.root)
     statuses = [p["status"] for p in runs.values()]
-    assert statuses == (["merged"] if point in LANDED else ["failed", "merged"])
+    assert statuses == (["merged"] if point in LANDED_POINTS else ["failed", "merged"])
     crashed: dict[str, Any] = next(iter(runs.values()))
     assert crashed["usage"]["tokens"] == first.tokens  # what it was handed before it died
     ledger = journal(repo.root)
