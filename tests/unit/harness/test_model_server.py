@@ -184,6 +184,11 @@ def test_the_server_counts_what_its_sent_answers_reported(model_server: ModelSer
         assert json.loads(raw)["usage"]["cost"] == 0.25
     post(model_server, {**ASK, "stream": True})  # no include_usage: the client saw no usage
     post(model_server, {**ASK, "stream": True, "stream_options": {"include_usage": True}})
+    # An answer is counted once it is sent whole: the server's thread may still be ending the
+    # stream the client has already read.
+    deadline = time.monotonic() + 5
+    while model_server.handed_out.answers < 5 and time.monotonic() < deadline:
+        time.sleep(0.01)
     handed = model_server.handed_out
     assert (handed.answers, handed.tokens_in, handed.tokens_out) == (5, 11 + 4 * 30, 2 + 4 * 7)
     assert handed.tokens == 13 + 4 * 37
