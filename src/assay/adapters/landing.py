@@ -410,19 +410,31 @@ def _bring_checkout(repo: Path, checkout: Path, target: str, old: str, commit: s
     done = _run(checkout, "read-tree", "-m", "-u", old, commit, ok=(0, 128))
     if done.returncode == 0:
         return
+    refused = _text(done.stderr).strip()
+    _swap_back(repo, target, old, commit, f"git refused to update {checkout}: {refused}")
+
+
+def _swap_back(
+    repo: Path, target: str, old: str, commit: str, reason: str, paths: Sequence[str] = ()
+) -> None:
+    """Move ``target`` back from ``commit`` to ``old`` and raise :class:`LandRefused` with
+    ``reason``; nothing when someone already landed on top of it (it stays, and their own
+    update moves the files)."""
     undone = _run(repo, "update-ref", "-m", "assay: undo land", target, old, commit, ok=(0, 1, 128))
     if undone.returncode != 0:
-        return  # someone already landed on top of it: it stays, and their update moves the files
-    raise LandRefused(f"git refused to update {checkout}: {_text(done.stderr).strip()}")
+        return
+    raise LandRefused(reason, paths)
 
 
 def finish_landing(repo: Path, into_branch: str, commit: str) -> None:
     """Finish the landing of ``commit`` on ``into_branch`` whose process died between moving
-    the ref and bringing the checkout along: a checkout whose index still holds the commit
-    before (its files showing the change undone, the next ``commit -a`` undoing it) is brought
-    now, as the landing would have, or the ref is swapped back and :class:`LandRefused` says
-    why (:func:`_bring_checkout`). A checkout already brought, a branch not checked out, or
-    one landed on since, is left as it is."""
+    the ref and bringing the checkout along: a checkout whose index holds none of the paths
+    the commit writes as the commit has them (its files showing the change undone, the next
+    ``commit -a`` undoing it) is brought now, as the landing would have, or the ref is swapped
+    back and :class:`LandRefused` says why: a path the user changed since, staged or not
+    (:func:`_bring_checkout`), a file untracked or ignored in the way (:func:`_in_the_way`).
+    Changes the user staged elsewhere since are kept. A checkout already brought, a branch not
+    checked out, or one landed on since, is left as it is."""
     target = f"refs/heads/{into_branch}"
     checkout = _checked_out_at(repo, target)
     if checkout is None or _rev(repo, f"{target}^{{commit}}") != commit:
@@ -431,12 +443,21 @@ def finish_landing(repo: Path, into_branch: str, commit: str) -> None:
     if len(parents) != 1:
         return
     old = parents[0]
-    index_at_old = _run(checkout, "diff-index", "--cached", "--quiet", old, "--", ok=(0, 1, 128))
-    index_at_commit = _run(
-        checkout, "diff-index", "--cached", "--quiet", commit, "--", ok=(0, 1, 128)
-    )
-    if index_at_old.returncode == 0 and index_at_commit.returncode != 0:
-        _bring_checkout(repo, checkout, target, old, commit)
+    written = _written(repo, old, commit)
+    if not written or written - _staged(checkout, commit):
+        return  # brought: the index holds the commit's version of a path it writes
+    collisions = _in_the_way(checkout, written, _added(repo, old, commit))
+    if collisions:
+        reason = f"untracked files in {checkout} would be overwritten: {named(collisions)}"
+        _swap_back(repo, target, old, commit, reason, collisions)
+        return
+    _bring_checkout(repo, checkout, target, old, commit)
+
+
+def _staged(checkout: Path, commit: str) -> set[str]:
+    """The paths where the checkout's index differs from ``commit``."""
+    listed = _run(checkout, "diff-index", "--cached", "--no-renames", "--name-only", "-z", commit)
+    return {p for p in _text(listed.stdout).split("\0") if p}
 
 
 # Where a working tree's git folder says which branch a rebase or a bisect in it works on.

@@ -21,6 +21,9 @@ from assay.cli.temporal_options import (
 from assay.cli.workspace import EXIT_USAGE, Workspace, fail
 
 if TYPE_CHECKING:
+    import asyncio
+    from collections.abc import Callable
+
     from assay.adapters.store.sql import Ledger
     from assay.core.contract import Contract
     from assay.core.tasks import Task
@@ -107,7 +110,7 @@ def worker(
     from assay.cli.extras import require
 
     require("temporalio", "assay worker")  # before anything is created or imported
-    from assay.adapters.process import request_stop, stop_requested
+    from assay.adapters.process import stop_requested
     from assay.cli.gc import collect_between, gc_durations
     from assay.cli.signals import draining_stop, exit_code_for_signal, interrupted_exit
     from assay.cli.timestamped import stamp_stderr, utc_stamp
@@ -158,21 +161,7 @@ def worker(
         stamp_stderr()  # serving from here: its log, each line with its time
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
-
-        async def watch() -> None:
-            """A stop (SIGINT, a second SIGTERM): stop polling now. A drain (SIGTERM): no new
-            run opens here; the runs held go on to their end within the drain's time, then
-            what is left is stopped and handed over, as a stop does."""
-            while interrupted_exit() is None and drain.signum is None:
-                await asyncio.sleep(0.2)
-            deadline = loop.time() + drain.seconds
-            while activities.runs and interrupted_exit() is None and loop.time() < deadline:
-                await asyncio.sleep(0.2)
-            if activities.runs and drain.signum is not None and interrupted_exit() is None:
-                request_stop(drain.signum)  # its time is up: the coders stop, the runs go
-            stop.set()
-
-        watcher = loop.create_task(watch())
+        watcher = loop.create_task(watch_drain(drain, lambda: activities.busy, stop))
         try:
             await run_worker(
                 client,
@@ -195,6 +184,29 @@ def worker(
         stopped = exit_code_for_signal(drain.signum)
     if stopped is not None:
         raise typer.Exit(stopped)
+
+
+async def watch_drain(
+    drain: Drain, busy: Callable[[], bool], stop: asyncio.Event, tick: float = 0.2
+) -> None:
+    """Set ``stop`` (the worker stops polling) when it should. A stop (SIGINT, a second
+    SIGTERM): now. A drain (SIGTERM): no new run opens here; while ``busy`` (runs held, or an
+    open in flight that may hold one), they go on to their end within the drain's time, then
+    what is left is stopped and handed over, as a stop does."""
+    import asyncio
+
+    from assay.adapters.process import request_stop
+    from assay.cli.signals import interrupted_exit
+
+    loop = asyncio.get_running_loop()
+    while interrupted_exit() is None and drain.signum is None:
+        await asyncio.sleep(tick)
+    deadline = loop.time() + drain.seconds
+    while busy() and interrupted_exit() is None and loop.time() < deadline:
+        await asyncio.sleep(tick)
+    if busy() and drain.signum is not None and interrupted_exit() is None:
+        request_stop(drain.signum)  # its time is up: the coders stop, the runs go
+    stop.set()
 
 
 class Drain:

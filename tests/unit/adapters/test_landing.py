@@ -207,6 +207,82 @@ def test_a_died_landing_whose_checkout_was_edited_since_is_swapped_back_not_forc
     assert (repo / "edit.txt").read_text() == "the user's edit made after the crash\n"
 
 
+def _died_landing(
+    repo: Path, monkeypatch: pytest.MonkeyPatch, files: dict[str, str]
+) -> tuple[str, str]:
+    """(its branch, its base): a landing that died after its ref moved."""
+    branch = candidate(repo, files)
+    base = sh(repo, "rev-parse", "main")
+    with monkeypatch.context() as patched:
+        patched.setattr(landing, "_bring_checkout", _dies)
+        with pytest.raises(Died):
+            land(repo, branch, base=base)
+    return branch, base
+
+
+def test_a_died_landing_is_brought_though_the_user_staged_other_work_since(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The user ``git add``-ed an unrelated file after the crash: the index is no longer the
+    commit before, yet the landing's paths still are; the checkout is brought, their staged
+    work kept, and no next ``commit`` undoes the landing."""
+    branch, base = _died_landing(repo, monkeypatch, {"feature.txt": "feature\n"})
+    landed = sh(repo, "rev-parse", "main")
+    write(repo / "keep.txt", "the user's staged work\n")
+    sh(repo, "add", "keep.txt")
+    assert land(repo, branch, base=base) == landed
+    assert (repo / "feature.txt").read_text() == "feature\n"
+    assert sh(repo, "status", "--porcelain") == "M  keep.txt"  # staged, and nothing else
+
+
+def test_a_died_landing_whose_path_the_user_staged_since_is_swapped_back(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    branch, base = _died_landing(repo, monkeypatch, {"edit.txt": "one\nthree\n"})
+    write(repo / "edit.txt", "the user's staged edit\n")
+    sh(repo, "add", "edit.txt")
+    with pytest.raises(LandRefused):
+        land(repo, branch, base=base)
+    assert sh(repo, "rev-parse", "main") == base
+    assert sh(repo, "show", ":edit.txt") == "the user's staged edit"
+
+
+@pytest.mark.parametrize(
+    ("adds", "users", "named"),
+    [
+        ("local.env", "local.env", "local.env"),  # an ignored file where a file comes
+        ("build", "build/out.bin", "build"),  # an ignored folder where a file comes
+        ("feature.txt", "feature.txt", None),  # an untracked file where a file comes
+    ],
+)
+def test_a_died_landing_with_a_file_now_in_the_way_is_swapped_back_and_the_file_kept(
+    repo: Path, monkeypatch: pytest.MonkeyPatch, adds: str, users: str, named: str | None
+) -> None:
+    """``read-tree -u`` overwrites or deletes ignored files: finishing a landing checks what
+    is in the way as the landing itself does."""
+    branch, base = _died_landing(repo, monkeypatch, {adds: "change\n"})
+    if named is not None:
+        with (repo / ".git" / "info" / "exclude").open("a") as exclude:
+            exclude.write(f"/{named}\n")
+    write(repo / users, "the user's own file\n")
+    with pytest.raises(LandRefused):
+        land(repo, branch, base=base)
+    assert (repo / users).read_text() == "the user's own file\n"
+    assert sh(repo, "rev-parse", "main") == base
+
+
+def test_a_died_landing_is_brought_in_a_linked_worktree(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sh(repo, "checkout", "-q", "-b", "elsewhere")
+    linked = tmp_path / "linked"
+    sh(repo, "worktree", "add", "-q", str(linked), "main")
+    branch, base = _died_landing(repo, monkeypatch, {"feature.txt": "feature\n"})
+    landed = sh(repo, "rev-parse", "main")
+    assert land(repo, branch, base=base) == landed
+    assert (linked / "feature.txt").read_text() == "feature\n" and not dirty(linked)
+
+
 def test_a_branch_that_is_not_checked_out_only_moves_its_ref(repo: Path) -> None:
     branch = candidate(repo, {"feature.txt": "feature\n"})
     sh(repo, "checkout", "-q", "-b", "elsewhere")
@@ -527,7 +603,7 @@ def test_concurrent_landers_never_lose_a_commit(repo: Path, checked_out: bool) -
     # Landers updating one checkout at once may find it mid-update (its index locked, or not
     # yet matching the moved branch): such a lander is refused and lands nothing; every other
     # one is on main, none overwritten. (assay's own landers also take a lock, see engine.merge)
-    said = ("git refused to update", "with uncommitted changes")
+    said = ("git refused to update", "with uncommitted changes", "its index is locked")
     assert all(any(s in str(exc) for s in said) for exc in refused.values()), refused
     assert landed and set(landed) | set(refused) == set(runs)
     assert sh(repo, "rev-list", "--count", f"{base}..main") == str(len(landed))

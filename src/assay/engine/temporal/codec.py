@@ -29,6 +29,7 @@ from temporalio.converter import (
 ENCODING = b"binary/encrypted"
 KEY_ID = "encryption-key-id"
 _NONCE_BYTES = 12
+_TAG_BYTES = 16
 
 
 class SealedCodec(PayloadCodec):
@@ -64,6 +65,8 @@ class SealedCodec(PayloadCodec):
             )
         data = payload.data
         try:
+            if len(data) < _NONCE_BYTES + _TAG_BYTES:  # cut short: no nonce, or no tag
+                raise InvalidTag
             plain = self._aead.decrypt(data[:_NONCE_BYTES], data[_NONCE_BYTES:], key_id.encode())
         except InvalidTag:
             raise ValueError(f"a payload sealed under key {key_id} was altered") from None

@@ -96,6 +96,12 @@ class RunsHeld(ABC):
         self.coders = asyncio.Semaphore(max_dispatches)
         self.changed: Callable[[], None] = lambda: None  # told when a run is let go
         self.stopping: Callable[[], bool] = lambda: stop_requested() is not None
+        self.opening = 0  # opens in flight: each may hold a run once it ends
+
+    @property
+    def busy(self) -> bool:
+        """Runs held here, or an open in flight that may hold one: what a drain waits for."""
+        return bool(self.runs) or self.opening > 0
 
     # -- the activities ----------------------------------------------------------------------
 
@@ -116,14 +122,22 @@ class RunsHeld(ABC):
             DISPATCH.name: self.dispatch,
             RECORD.name: self.record,
         }
-        if effect.name == OPEN.name and self.stopping():
-            # Its pollers may still hand it work for a moment; a run it opened now would
-            # have no one to take its next call. Another worker opens it.
-            raise ApplicationError(
-                f"the worker {self.queue} is stopping: another worker opens the run",
-                type=WORKER_STOPPING,
-                non_retryable=True,
-            )
+        if effect.name == OPEN.name:
+            if self.stopping():
+                # Its pollers may still hand it work for a moment; a run it opened now would
+                # have no one to take its next call. Another worker opens it.
+                raise ApplicationError(
+                    f"the worker {self.queue} is stopping: another worker opens the run",
+                    type=WORKER_STOPPING,
+                    non_retryable=True,
+                )
+            # Counted with no await since the check: a drain that begins from here on waits
+            # for the run this open may hold, never stops polling before it is held.
+            self.opening += 1
+            try:
+                return await self.open(arg)
+            finally:
+                self.opening -= 1
         if effect.name in own:
             return await own[effect.name](arg)
         sent: Sent[Any] = arg

@@ -12,11 +12,14 @@ from support.scripted_effects import TemporalEnv, queue_name
 from temporalio.api.common.v1 import Payload
 from temporalio.client import Client
 
+from assay.adapters.assay_secrets import assay_secrets
+from assay.adapters.envpolicy import child_environment
 from assay.adapters.temporal_connection import (
     CODEC_KEY_ENV,
     ConnectionSettingsError,
     TemporalConnection,
 )
+from assay.core.contract_rules import env_problem, key_variable_problem
 from assay.engine.temporal.calls import RunInput
 from assay.engine.temporal.client import connect
 from assay.engine.temporal.codec import ENCODING, SealedCodec
@@ -67,6 +70,26 @@ def test_an_unsealed_payload_reads_and_an_altered_one_is_refused() -> None:
         asyncio.run(codec.decode([altered]))
 
 
+@pytest.mark.parametrize("kept", [0, 5, 11, 12, 27])
+def test_a_sealed_payload_cut_short_is_refused_as_altered(kept: int) -> None:
+    """Shorter than a nonce and a tag: said as altered, never as the cipher's own complaint
+    about a nonce's length."""
+    codec = SealedCodec(KEY)
+    [sealed] = asyncio.run(codec.encode([Payload(data=b'"x"')]))
+    cut = Payload(metadata=sealed.metadata, data=sealed.data[:kept])
+    with pytest.raises(ValueError, match="was altered"):
+        asyncio.run(codec.decode([cut]))
+
+
 def test_a_short_key_is_refused_before_anything_connects() -> None:
     with pytest.raises(ConnectionSettingsError, match="at least 32"):
         TemporalConnection("127.0.0.1:7233", "default").credentials({CODEC_KEY_ENV: "short"})
+
+
+def test_the_key_is_never_handed_to_a_coder_validator_or_judge() -> None:
+    operator = {CODEC_KEY_ENV: KEY, "PATH": "/usr/bin"}
+    asked = {"X": f"${CODEC_KEY_ENV}"}
+    assert env_problem(asked) is not None and key_variable_problem(CODEC_KEY_ENV) is not None
+    handed = child_environment(operator, credentials=[CODEC_KEY_ENV], declared=asked)
+    assert KEY not in handed.values() and CODEC_KEY_ENV not in handed
+    assert assay_secrets(operator).leak(f"--token={KEY}") is not None  # under another name

@@ -1,0 +1,114 @@
+"""Recovering a run whose landing died after the base branch moved and before the user's
+checkout was brought along: finished now, or swapped back and the run not counted merged.
+
+A real SQLite ledger and a real repository whose ``main`` is checked out; the died landing is
+made as the lander leaves it: the ref moved with ``update-ref``, the index and files not.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from assay.adapters.landing import RUN_TRAILER
+from assay.adapters.store.sql import Ledger
+from assay.core.contract import Contract
+from assay.core.tasks import Task
+from assay.core.vocab import RunStatus, TaskStatus
+from assay.engine.recovery.close import close_unfinished
+
+START = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+
+
+def git(cwd: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", "-C", str(cwd), "-c", "user.name=t", "-c", "user.email=t@t", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    git(tmp_path, "init", "-q", "-b", "main", str(root))
+    (root / "a.txt").write_text("a\n")
+    git(root, "add", "a.txt")
+    git(root, "commit", "-qm", "base")
+    return root
+
+
+@pytest.fixture
+def ledger(tmp_path: Path, repo: Path) -> Ledger:
+    opened = Ledger.open(f"sqlite:///{tmp_path / 'assay.db'}")
+    opened.migrate()
+    task = Task.new(id="t1", title="t", instruction="i", now=START)
+    opened.add_task(task)
+    task.start(START, run_id="r1")
+    opened.start_run(task, "r1", started_at=START)
+    base = {"base_commit": git(repo, "rev-parse", "main"), "base_branch": "main"}
+    events: list[tuple[str, dict[str, Any]]] = [
+        ("run.started", base),
+        ("dispatch.started", {"attempt": 1, "seat": 1, "coder": "command"}),
+        ("seat.finished", {"attempt": 1, "seat": 1, "files": ["a.txt"], "viable": True}),
+    ]
+    for kind, data in events:
+        opened.append_event(kind, data, at=START, task_id="t1", run_id="r1")
+    return opened
+
+
+def died_landing(repo: Path) -> str:
+    """A squashed commit of run r1 on ``main``, its checkout not brought along."""
+    old = git(repo, "rev-parse", "main")
+    blob = subprocess.run(
+        ["git", "-C", str(repo), "hash-object", "-w", "--stdin"],
+        input="landed\n", capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    tree = subprocess.run(
+        ["git", "-C", str(repo), "mktree"],
+        input=f"100644 blob {blob}\ta.txt\n", capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    commit = git(repo, "commit-tree", tree, "-p", old, "-m", f"t\n\n{RUN_TRAILER}: r1")
+    git(repo, "update-ref", "refs/heads/main", commit, old)
+    return commit
+
+
+def recover(repo: Path, ledger: Ledger) -> RunStatus:
+    return close_unfinished(
+        repo=repo,
+        home=repo / ".assay",
+        ledger=ledger,
+        record=ledger.get_run("r1"),
+        contract=Contract(task="i"),
+        reason="interrupted: the process running it died before the run closed",
+        clock=lambda: START,
+    )
+
+
+def test_a_died_landing_is_finished_and_the_run_closes_merged(repo: Path, ledger: Ledger) -> None:
+    commit = died_landing(repo)
+    assert recover(repo, ledger) is RunStatus.MERGED
+    assert git(repo, "rev-parse", "main") == commit
+    assert (repo / "a.txt").read_text() == "landed\n"
+    assert git(repo, "status", "--porcelain", "--untracked-files=no") == ""
+
+
+def test_a_died_landing_that_cannot_be_finished_is_undone_and_the_run_refunded(
+    repo: Path, ledger: Ledger
+) -> None:
+    base = git(repo, "rev-parse", "main")
+    died_landing(repo)
+    (repo / "a.txt").write_text("the user's edit since the crash\n")
+    assert recover(repo, ledger) is RunStatus.FAILED
+    assert git(repo, "rev-parse", "main") == base  # the branch agrees with its files again
+    assert (repo / "a.txt").read_text() == "the user's edit since the crash\n"
+    task = ledger.get_task("t1")
+    assert task.status is TaskStatus.FAILED and task.attempts == 0  # refunded, not merged
+    assert ledger.get_run("r1").status is RunStatus.FAILED
