@@ -82,6 +82,15 @@ def worker(
             "0: hand them over at once.",
         ),
     ] = "60s",
+    metrics: Annotated[
+        str | None,
+        typer.Option(
+            "--metrics",
+            metavar="HOST:PORT",
+            envvar="ASSAY_TEMPORAL_METRICS",
+            help="Serve the SDK's metrics for Prometheus at http://HOST:PORT/metrics.",
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Say it in JSON lines.")] = False,
 ) -> None:
     """Serve runs from Temporal: open runs from the shared queue, hold their seats here.
@@ -103,7 +112,8 @@ def worker(
     refuses the credentials, or a namespace it does not have. What its closed runs left here
     (seats, run folders) is collected once it is ready and every --gc-every, as `assay serve`
     does (see `assay gc`). Once it serves, every line on stderr (its log) starts with the
-    UTC time; the ready line carries it too.
+    UTC time; the ready line carries it too. --metrics serves the Temporal SDK's metrics
+    (task latencies, polls, slots, RPCs) for Prometheus.
     """
     import asyncio
 
@@ -114,7 +124,7 @@ def worker(
     from assay.cli.gc import collect_between, gc_durations
     from assay.cli.signals import draining_stop, exit_code_for_signal, interrupted_exit
     from assay.cli.timestamped import stamp_stderr, utc_stamp
-    from assay.engine.temporal.client import TemporalUnreachable, connect
+    from assay.engine.temporal.client import TemporalUnreachable, connect, metrics_runtime
     from assay.engine.temporal.config import own_queue
     from assay.engine.temporal.worker import run_worker
 
@@ -155,7 +165,8 @@ def worker(
 
     async def main() -> None:
         try:
-            client = await connect(connection)
+            runtime = metrics_runtime(metrics) if metrics else None
+            client = await connect(connection, runtime=runtime)
         except TemporalUnreachable as exc:
             fail(str(exc), EXIT_USAGE)
         stamp_stderr()  # serving from here: its log, each line with its time

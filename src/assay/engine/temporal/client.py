@@ -13,6 +13,7 @@ from temporalio.client import (
 )
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
+from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
 from temporalio.service import RPCError, RPCStatusCode, TLSConfig
 
 from assay.adapters.temporal_connection import (
@@ -50,16 +51,32 @@ def connect_options(credentials: Credentials, namespace: str) -> dict[str, Any]:
     }
 
 
+def metrics_runtime(bind: str) -> Runtime:
+    """A runtime whose SDK metrics (workflow and activity task latencies, polls, slots, RPCs)
+    are served for Prometheus at ``http://BIND/metrics``; :class:`TemporalUnreachable` when
+    ``bind`` is no ``HOST:PORT`` it can listen on."""
+    try:
+        return Runtime(telemetry=TelemetryConfig(metrics=PrometheusConfig(bind_address=bind)))
+    except Exception as exc:  # the SDK's core refuses the address (taken, not HOST:PORT)
+        raise TemporalUnreachable(f"cannot serve metrics on {bind}: {exc}") from exc
+
+
 async def connect(
-    connection: TemporalConnection, environ: Mapping[str, str] | None = None
+    connection: TemporalConnection,
+    environ: Mapping[str, str] | None = None,
+    *,
+    runtime: Runtime | None = None,
 ) -> Client:
-    """A client of ``connection``'s server; :class:`TemporalUnreachable` when its credentials
-    cannot be read, or the server cannot be reached or refuses them."""
+    """A client of ``connection``'s server (its metrics through ``runtime`` when given);
+    :class:`TemporalUnreachable` when its credentials cannot be read, or the server cannot be
+    reached or refuses them."""
     try:
         credentials = connection.credentials(environ)
     except ConnectionSettingsError as exc:  # checked at start; a file may have gone since
         raise TemporalUnreachable(str(exc)) from exc
     options = connect_options(credentials, connection.namespace)
+    if runtime is not None:
+        options["runtime"] = runtime
     try:
         client = await Client.connect(connection.target, **options)
     except RuntimeError as exc:  # the SDK's connection failure

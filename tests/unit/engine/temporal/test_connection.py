@@ -4,6 +4,8 @@ anything connects, with a sentence that never holds the API key; mapped onto the
 
 from __future__ import annotations
 
+import socket
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -17,7 +19,12 @@ from assay.adapters.temporal_connection import (
     is_loopback,
 )
 from assay.cli.temporal_options import temporal_connection
-from assay.engine.temporal.client import TemporalUnreachable, connect, connect_options
+from assay.engine.temporal.client import (
+    TemporalUnreachable,
+    connect,
+    connect_options,
+    metrics_runtime,
+)
 
 KEY = "tk-0123456789abcdef-secret"
 CERT_PEM = b"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
@@ -154,3 +161,24 @@ def test_a_namespace_the_server_lacks_is_named_at_connect_not_after_ready(
         temporal_env.run(lambda _: reach("nope"))
     assert "has no namespace 'nope'" in str(missing.value)
     assert "--namespace" in str(missing.value)
+
+
+def test_the_sdks_metrics_are_served_for_prometheus(temporal_env: TemporalEnv) -> None:
+    target = temporal_env.env.client.service_client.config.target_host
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    runtime = metrics_runtime(f"127.0.0.1:{port}")
+
+    async def reach() -> None:
+        await connect(TemporalConnection(target, "default"), environ={}, runtime=runtime)
+
+    temporal_env.run(lambda _: reach())
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as page:
+        served = page.read().decode()
+    assert "temporal_request" in served, served[:500]
+
+
+def test_metrics_on_an_address_it_cannot_listen_on_are_refused_in_one_sentence() -> None:
+    with pytest.raises(TemporalUnreachable, match="cannot serve metrics on nowhere"):
+        metrics_runtime("nowhere")
