@@ -35,48 +35,30 @@ def interrupted_exit() -> int | None:
 def graceful_stop(
     said: str = "stopping the coders and closing the run",
     notice: Callable[[str], None] | None = None,
+    drain: Callable[[int], str | None] | None = None,
 ) -> Iterator[None]:
     """Handle SIGINT/SIGTERM by a graceful stop while the block runs (main thread only);
     ``said`` is what the first signal prints after its name, through ``notice`` when given
-    (a live display: its footer must not take the line) or straight to stderr."""
+    (a live display: its footer must not take the line) or straight to stderr. ``drain``: a
+    first SIGTERM is offered to it first; when it takes it (it answers what to say), that is
+    printed and nothing is stopped here (the caller stops taking work and ends what it
+    holds); SIGINT, or a SIGTERM it declines (None), stops at once."""
+
+    def say(line: str) -> None:
+        if notice is not None:
+            notice(line)
+        else:
+            with contextlib.suppress(OSError, ValueError):
+                sys.stderr.write(line + "\n")
 
     def handler(signum: int, _frame: FrameType | None) -> None:
+        if stop_requested() is None and signum == signal.SIGTERM and drain is not None:
+            draining = drain(signum)
+            if draining is not None:
+                say(f"assay: SIGTERM: {draining}")
+                return
         if stop_requested() is None:
-            line = f"assay: {signal.Signals(signum).name}: {said}"
-            if notice is not None:
-                notice(line)
-            else:
-                with contextlib.suppress(OSError, ValueError):
-                    sys.stderr.write(line + "\n")
-        request_stop(signum)
-
-    previous = {sig: signal.signal(sig, handler) for sig in STOP_SIGNALS}
-    try:
-        yield
-    finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)
-
-
-@contextlib.contextmanager
-def draining_stop(
-    drain: Callable[[int], bool],
-    said: str = "stopping the coders and closing the run",
-    draining_said: str = "draining",
-) -> Iterator[None]:
-    """:func:`graceful_stop`, except that a first SIGTERM is offered to ``drain`` first: when
-    it takes it (True), only ``draining_said`` is printed and nothing is stopped here (the
-    caller stops taking work and ends what it holds). SIGINT, a SIGTERM ``drain`` declines (a
-    second one, or no drain asked for) stop at once, as :func:`graceful_stop` does."""
-
-    def handler(signum: int, _frame: FrameType | None) -> None:
-        if stop_requested() is None and signum == signal.SIGTERM and drain(signum):
-            with contextlib.suppress(OSError, ValueError):
-                sys.stderr.write(f"assay: SIGTERM: {draining_said}\n")
-            return
-        if stop_requested() is None:
-            with contextlib.suppress(OSError, ValueError):
-                sys.stderr.write(f"assay: {signal.Signals(signum).name}: {said}\n")
+            say(f"assay: {signal.Signals(signum).name}: {said}")
         request_stop(signum)
 
     previous = {sig: signal.signal(sig, handler) for sig in STOP_SIGNALS}

@@ -122,7 +122,7 @@ def worker(
     require("temporalio", "assay worker")  # before anything is created or imported
     from assay.adapters.process import stop_requested
     from assay.cli.gc import collect_between, gc_durations
-    from assay.cli.signals import draining_stop, exit_code_for_signal, interrupted_exit
+    from assay.cli.signals import exit_code_for_signal, graceful_stop, interrupted_exit
     from assay.cli.timestamped import stamp_stderr, utc_stamp
     from assay.engine.temporal.client import TemporalUnreachable, connect, metrics_runtime
     from assay.engine.temporal.config import own_queue
@@ -187,8 +187,7 @@ def worker(
         finally:
             watcher.cancel()
 
-    draining = f"draining: no new run here; the runs held end within {drain.seconds:g} s"
-    with draining_stop(drain, draining_said=draining), contextlib.suppress(KeyboardInterrupt):
+    with graceful_stop(drain=drain), contextlib.suppress(KeyboardInterrupt):
         asyncio.run(main())
     stopped = interrupted_exit()
     if stopped is None and drain.signum is not None:
@@ -227,11 +226,13 @@ class Drain:
         self.seconds = seconds
         self.signum: int | None = None
 
-    def __call__(self, signum: int) -> bool:
+    def __call__(self, signum: int) -> str | None:
+        """What to say when this SIGTERM drains; None: stop now (no drain asked for, or a
+        second SIGTERM)."""
         if self.seconds <= 0 or self.signum is not None:
-            return False  # no drain asked for, or a second SIGTERM: stop now
+            return None
         self.signum = signum
-        return True
+        return f"draining: no new run here; the runs held end within {self.seconds:g} s"
 
 
 def _drain_seconds(text: str) -> float:

@@ -21,7 +21,8 @@ from assay.engine.temporal.table import OPEN
 
 def test_the_first_sigterm_drains_a_second_stops_at_once() -> None:
     drain = Drain(60.0)
-    assert drain(signal.SIGTERM) and drain.signum == signal.SIGTERM
+    said = drain(signal.SIGTERM)
+    assert said is not None and said.startswith("draining") and drain.signum == signal.SIGTERM
     assert not drain(signal.SIGTERM)  # the second: the graceful stop, now
 
 
