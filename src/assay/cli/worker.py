@@ -127,6 +127,7 @@ def worker(
     from assay.engine.temporal.client import TemporalUnreachable, connect, metrics_runtime
     from assay.engine.temporal.config import own_queue
     from assay.engine.temporal.worker import run_worker
+    from assay.engine.worker import Cadence
 
     every, retention = gc_durations(gc_every, gc_older_than)
     drain = Drain(_drain_seconds(drain_timeout))
@@ -181,8 +182,7 @@ def worker(
                 max_runs=max_dispatches,
                 stop=stop,
                 ready=ready,
-                tidy=tidy if every else None,  # --gc-every 0: never
-                tidy_every=float(every),
+                every=[Cadence(tidy, every)],
             )
         finally:
             watcher.cancel()

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 
 from temporalio.client import Client
@@ -33,6 +33,7 @@ from assay.engine.temporal.activities import Activities
 from assay.engine.temporal.config import close_queue
 from assay.engine.temporal.table import Queue
 from assay.engine.temporal.workflow import RunWorkflow
+from assay.engine.worker import Cadence
 
 SWEEP_SECONDS = 30.0  # how often runs closed elsewhere are let go
 # On SIGINT/SIGTERM the coders are stopped at once and each activity in flight reaches its
@@ -103,12 +104,12 @@ async def run_worker(
     max_runs: int,
     stop: asyncio.Event,
     ready: Callable[[], None] = lambda: None,
-    tidy: Callable[[], None] | None = None,
-    tidy_every: float = 0.0,
+    every: Sequence[Cadence] = (),
 ) -> None:
     """Serve until ``stop`` is set; then stop polling and let the activities in flight end.
-    ``tidy`` (this machine's ``assay gc``) runs once it is ready and then every
-    ``tidy_every`` seconds (0: once), in a thread: no one else collects a worker's leftovers."""
+    Each of ``every`` (this machine's ``assay gc``: no one else collects a worker's
+    leftovers) runs as in the queue worker, once it is ready and then on its cadence, in a
+    thread, one at a time; a stop waits for one in progress."""
     loop = asyncio.get_running_loop()
     # Coders, git and the ledger run in threads: never fewer than the coders allowed at once.
     threads = concurrent.futures.ThreadPoolExecutor(max_workers=max(32, 4 * max_runs))
@@ -146,19 +147,21 @@ async def run_worker(
     # Its own queue first: an open this worker takes is always followed by someone polling.
     async with own, shared, closer:
         ready()
-        tidied = loop.create_task(asyncio.to_thread(tidy)) if tidy is not None else None
-        next_tidy = loop.time() + tidy_every
+        cadences = [c for c in every if c.every > 0]
+        due = [loop.time() for _ in cadences]
+        doing: list[asyncio.Task[None] | None] = [None for _ in cadences]
         while not stop.is_set():
+            for n, cadence in enumerate(cadences):
+                running = doing[n]
+                if loop.time() >= due[n] and (running is None or running.done()):
+                    doing[n] = loop.create_task(asyncio.to_thread(cadence.action))
+                    due[n] = loop.time() + cadence.every
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), SWEEP_SECONDS)
             if not stop.is_set():
                 with contextlib.suppress(Exception):  # a ledger blip: the next sweep
                     await activities.sweep()
-            if tidy is None or tidy_every <= 0 or stop.is_set() or loop.time() < next_tidy:
-                continue
-            if tidied is None or tidied.done():
-                tidied = loop.create_task(asyncio.to_thread(tidy))
-                next_tidy = loop.time() + tidy_every
-        if tidied is not None and not tidied.done():
-            with contextlib.suppress(Exception):
-                await tidied  # a removal half-done is finished, not abandoned
+        for task in doing:
+            if task is not None and not task.done():
+                with contextlib.suppress(Exception):
+                    await task  # a removal half-done is finished, not abandoned

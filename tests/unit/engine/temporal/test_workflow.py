@@ -28,6 +28,7 @@ from assay.engine.temporal.calls import RunInput, RunOutcome, StopRequest
 from assay.engine.temporal.config import STOP_SIGNAL, close_queue
 from assay.engine.temporal.worker import run_worker
 from assay.engine.temporal.workflow import RunWorkflow
+from assay.engine.worker import Cadence
 
 TASK = "t1"
 ENDS_WITHIN = 60.0  # seconds: a workflow that loops or hangs fails its test
@@ -236,7 +237,7 @@ def test_a_worker_collects_its_leftovers_once_ready(
     """No one else collects what a worker's runs left on its machine: its gc runs once the
     worker is ready (then on its cadence), in a thread, and a stop waits for it to end."""
     worker = ScriptedWorker(queue_name("own"), tmp_path, lambda n: Script())
-    tidied = threading.Event()
+    tidied, never = threading.Event(), threading.Event()
 
     async def scenario(client: Client) -> None:
         stop = asyncio.Event()
@@ -247,8 +248,7 @@ def test_a_worker_collects_its_leftovers_once_ready(
                 activities=worker,  # type: ignore[arg-type]
                 max_runs=1,
                 stop=stop,
-                tidy=tidied.set,
-                tidy_every=3600.0,
+                every=[Cadence(tidied.set, 3600.0), Cadence(never.set, 0)],
             )
         )
         await wait_for(tidied.is_set)
@@ -256,4 +256,4 @@ def test_a_worker_collects_its_leftovers_once_ready(
         await asyncio.wait_for(serving, ENDS_WITHIN)
 
     temporal_env.run(scenario)
-    assert tidied.is_set()
+    assert tidied.is_set() and not never.is_set()  # a cadence of 0: never, as in serve
