@@ -8,31 +8,17 @@ made as the lander leaves it: the ref moved with ``update-ref``, the index and f
 from __future__ import annotations
 
 import subprocess
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import pytest
+from support.recovery import START, running_ledger
+from support.repo import git
 
 from assay.adapters.landing import RUN_TRAILER
 from assay.adapters.store.sql import Ledger
 from assay.core.contract import Contract
-from assay.core.tasks import Task
 from assay.core.vocab import RunStatus, TaskStatus
 from assay.engine.recovery.close import close_unfinished
-
-START = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
-
-
-def git(cwd: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-C", str(cwd), "-c", "user.name=t", "-c", "user.email=t@t", *args],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout.strip()
 
 
 @pytest.fixture
@@ -47,21 +33,15 @@ def repo(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def ledger(tmp_path: Path, repo: Path) -> Ledger:
-    opened = Ledger.open(f"sqlite:///{tmp_path / 'assay.db'}")
-    opened.migrate()
-    task = Task.new(id="t1", title="t", instruction="i", now=START)
-    opened.add_task(task)
-    task.start(START, run_id="r1")
-    opened.start_run(task, "r1", started_at=START)
     base = {"base_commit": git(repo, "rev-parse", "main"), "base_branch": "main"}
-    events: list[tuple[str, dict[str, Any]]] = [
-        ("run.started", base),
-        ("dispatch.started", {"attempt": 1, "seat": 1, "coder": "command"}),
-        ("seat.finished", {"attempt": 1, "seat": 1, "files": ["a.txt"], "viable": True}),
-    ]
-    for kind, data in events:
-        opened.append_event(kind, data, at=START, task_id="t1", run_id="r1")
-    return opened
+    return running_ledger(
+        tmp_path,
+        [
+            ("run.started", base),
+            ("dispatch.started", {"attempt": 1, "seat": 1, "coder": "command"}),
+            ("seat.finished", {"attempt": 1, "seat": 1, "files": ["a.txt"], "viable": True}),
+        ],
+    )
 
 
 def died_landing(repo: Path) -> str:

@@ -10,22 +10,20 @@ from __future__ import annotations
 import json
 import subprocess
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 from support.github_server import GitHubServer, Reply
+from support.recovery import START, running_ledger
 
 from assay.adapters.store.records import Event
 from assay.adapters.store.sql import Ledger
 from assay.core.contract import Contract
-from assay.core.tasks import Task
 from assay.core.vocab import RunStatus, TaskStatus
 from assay.engine.local.journal import read_journal
 from assay.engine.recovery.close import close_unfinished
 
-START = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 TOKEN = "ghp_recover"
 BRANCH = "assay/r1/seat-1"
 CONTRACT = Contract(task="i", land="pr", pr={"repo": "octo/slug"})  # type: ignore[arg-type]
@@ -62,13 +60,7 @@ def repo(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def ledger(tmp_path: Path) -> Ledger:
-    opened = Ledger.open(f"sqlite:///{tmp_path / 'assay.db'}")
-    opened.migrate()
-    task = Task.new(id="t1", title="t", instruction="i", now=START)
-    opened.add_task(task)
-    task.start(START, run_id="r1")
-    opened.start_run(task, "r1", started_at=START)
-    return opened
+    return running_ledger(tmp_path)
 
 
 def journal(ledger: Ledger, *entries: tuple[str, dict[str, Any]]) -> None:
