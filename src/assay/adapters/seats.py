@@ -245,9 +245,11 @@ def _fresh_folder(fd: int, mode: int) -> None:
         os.fchmod(fd, mode)
 
 
+@functools.cache
 def _folder_mode(beside: Path) -> int:
     """The permission bits of a folder made in ``beside`` (the umask's): what a fresh checkout
-    there makes its folders with (writable by their owner, or git could not write them)."""
+    there makes its folders with (writable by their owner, or git could not write them).
+    Asked once per folder: every check of a run resets its seat."""
     probe = Path(tempfile.mkdtemp(dir=beside))
     try:
         (probe / "folder").mkdir()
