@@ -4,6 +4,7 @@ anything connects, with a sentence that never holds the API key; mapped onto the
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import urllib.request
 from pathlib import Path
@@ -182,3 +183,28 @@ def test_the_sdks_metrics_are_served_for_prometheus(temporal_env: TemporalEnv) -
 def test_metrics_on_an_address_it_cannot_listen_on_are_refused_in_one_sentence() -> None:
     with pytest.raises(TemporalUnreachable, match="cannot serve metrics on nowhere"):
         metrics_runtime("nowhere")
+
+
+def test_a_server_that_will_not_say_whether_it_has_the_namespace_is_trusted() -> None:
+    """A key without the right to describe its namespace (Temporal Cloud's narrow keys) must
+    not keep a worker from starting: only a server that says NOT_FOUND is refused."""
+    from temporalio.service import RPCError, RPCStatusCode
+
+    from assay.engine.temporal import client as client_module
+
+    class Service:
+        def __init__(self, status: RPCStatusCode) -> None:
+            self.status = status
+
+        async def describe_namespace(self, _request: object) -> None:
+            raise RPCError("no", self.status, b"")
+
+    class Client:
+        def __init__(self, status: RPCStatusCode) -> None:
+            self.workflow_service = Service(status)
+
+    connection = TemporalConnection("127.0.0.1:7233", "ns")
+    check = client_module._namespace_exists
+    asyncio.run(check(Client(RPCStatusCode.PERMISSION_DENIED), connection))  # type: ignore[arg-type]
+    with pytest.raises(TemporalUnreachable, match="has no namespace 'ns'"):
+        asyncio.run(check(Client(RPCStatusCode.NOT_FOUND), connection))  # type: ignore[arg-type]
