@@ -7,7 +7,6 @@ submitter waited for and the commands that reach a running workflow run in this 
 from __future__ import annotations
 
 import asyncio
-import os
 import subprocess
 import time
 from collections.abc import Iterator
@@ -16,7 +15,7 @@ from pathlib import Path
 import pytest
 from support.in_process import run_assay
 from support.in_process import show_json as show
-from support.repo import ASSAY, Repo, make_repo, replay_contract
+from support.repo import Repo, make_repo, replay_contract
 from support.temporal import DevServer, ExternalServer
 from support.workers import Workers, serve_args, submit
 from temporalio.contrib.pydantic import pydantic_data_converter
@@ -100,34 +99,6 @@ def test_temporal_needs_postgresql(repo: Repo, temporal_server: DevServer | Exte
         assert done.returncode == 2, done.stderr
         assert "PostgreSQL" in done.stderr and "ASSAY_DATABASE_URL" in done.stderr
         assert "Traceback" not in done.stderr
-
-
-def test_a_worker_for_a_namespace_the_server_lacks_exits_2_before_ready(
-    repo: Repo, temporal_server: DevServer | ExternalServer, postgres_url: str
-) -> None:
-    env = {"ASSAY_DATABASE_URL": postgres_url}
-    done = repo.assay(
-        "worker", "--temporal", temporal_server.address, "--namespace", "nope", "--json", **env
-    )
-    assert done.returncode == 2, done.stderr
-    assert "has no namespace 'nope'" in done.stderr and "Traceback" not in done.stderr
-    assert "ready" not in done.stdout
-
-
-def test_serve_temporal_only_submits_so_it_runs_outside_any_repository(
-    tmp_path: Path, temporal_server: DevServer | ExternalServer, postgres_url: str
-) -> None:
-    elsewhere = tmp_path / "not-a-repository"
-    elsewhere.mkdir()
-    env = {**os.environ, "ASSAY_DATABASE_URL": postgres_url}
-    env.pop("ASSAY_HOME", None)
-    args = [str(ASSAY), "serve", "--temporal", temporal_server.address, "--once", "--no-web"]
-    done = subprocess.run(
-        args, cwd=elsewhere, env=env, capture_output=True, text=True, timeout=60, check=False
-    )
-    assert done.returncode == 0, done.stderr
-    assert "Traceback" not in done.stderr
-    assert list(elsewhere.iterdir()) == []  # nothing made where it ran
 
 
 def test_cancel_and_hold_reach_the_running_workflows(repo: Repo, workers: Workers) -> None:

@@ -5,12 +5,15 @@ anything connects, with a sentence that never holds the API key; mapped onto the
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
 import urllib.request
 from pathlib import Path
 
 import pytest
 import typer
+from support.in_process import run_assay
+from support.repo import make_repo
 from support.scripted_effects import TemporalEnv
 from temporalio.service import TLSConfig
 
@@ -208,3 +211,32 @@ def test_a_server_that_will_not_say_whether_it_has_the_namespace_is_trusted() ->
     asyncio.run(check(Client(RPCStatusCode.PERMISSION_DENIED), connection))  # type: ignore[arg-type]
     with pytest.raises(TemporalUnreachable, match="has no namespace 'ns'"):
         asyncio.run(check(Client(RPCStatusCode.NOT_FOUND), connection))  # type: ignore[arg-type]
+
+
+def test_a_worker_for_a_namespace_the_server_lacks_exits_2_before_ready(
+    temporal_env: TemporalEnv, tmp_path: Path, postgres_url: str
+) -> None:
+    target = temporal_env.env.client.service_client.config.target_host
+    repo = make_repo(tmp_path)
+    done = repo.main(
+        "worker", "--temporal", target, "--namespace", "nope", "--json",
+        ASSAY_DATABASE_URL=postgres_url,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert "has no namespace 'nope'" in done.stderr and "Traceback" not in done.stderr
+    assert "ready" not in done.stdout
+
+
+def test_serve_temporal_only_submits_so_it_runs_outside_any_repository(
+    temporal_env: TemporalEnv, tmp_path: Path, postgres_url: str
+) -> None:
+    target = temporal_env.env.client.service_client.config.target_host
+    elsewhere = tmp_path / "not-a-repository"
+    elsewhere.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
+    env["ASSAY_DATABASE_URL"] = postgres_url
+    args = ["serve", "--temporal", target, "--once", "--no-web"]
+    done = run_assay(args, cwd=elsewhere, env=env)
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    assert list(elsewhere.iterdir()) == []  # nothing made where it ran
