@@ -37,14 +37,23 @@ class WayBack:
     commands: list[str] = field(default_factory=list)
 
 
-def fired_halts(runs: list[RunRecord], state_dir: Path) -> list[FiredHalt]:
-    """The block halts of the newest closed run, when that run's settle row is ``halted``."""
+def newest_closed(runs: list[RunRecord]) -> RunRecord | None:
+    """The run whose payload :func:`fired_halts` reads: the newest closed one."""
     closed = [r for r in runs if not r.open]
-    if not closed or closed[-1].settle_row is not SettleRow.HALTED:
+    return closed[-1] if closed else None
+
+
+def fired_halts(
+    runs: list[RunRecord], state_dir: Path, kept: dict[str, Any] | None = None
+) -> list[FiredHalt]:
+    """The block halts of the newest closed run, when that run's settle row is ``halted``:
+    from its payload as the ledger keeps it (``kept``, read on any machine), else from its
+    payload file when that is here."""
+    run = newest_closed(runs)
+    if run is None or run.settle_row is not SettleRow.HALTED:
         return []
-    run = closed[-1]
     dispatch = run.dispatch_id or run.id
-    halts = _payload(run).get("halts")
+    halts = (kept if isinstance(kept, dict) else _payload(run)).get("halts")
     fired = halts.get("fired") if isinstance(halts, dict) else None
     states = _lifecycles(state_dir, dispatch)
     return [

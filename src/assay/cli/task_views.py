@@ -84,13 +84,15 @@ def show_document(
     home: Path,
     now: datetime,
     usage: TaskUsage,
+    kept_payload: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """``task show --json``: the task, who holds it, its wait, fired halts, the ways back, the
-    next step, its runs and what they spent."""
+    next step, its runs and what they spent. ``kept_payload``: the newest closed run's payload
+    as the ledger keeps it (so a task held on another machine shows what fired there)."""
     from assay.cli import explain, explain_halts
 
     state_dir = home / "halt-state"
-    halts = explain_halts.fired_halts(runs, state_dir) if task.hold_source else []
+    halts = explain_halts.fired_halts(runs, state_dir, kept_payload) if task.hold_source else []
     ways = explain_halts.ways_back(task, halts, state_dir)
     next_step = explain.next_step(task, now)
     open_runs = {r.id for r in runs if not r.status.terminal}

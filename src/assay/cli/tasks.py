@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -198,7 +198,7 @@ def show(task_id: TaskId, json_output: JsonFlag = False) -> None:
     ledger, task = _find(workspace, task_id)
     records = ledger.runs(task_id)
     usage = _usage(ledger, task_id)
-    document = _show_document(task, records, workspace.home, now, usage)
+    document = _show_document(ledger, task, records, workspace.home, now, usage)
     if json_output:
         print_json(document)
     else:
@@ -213,11 +213,28 @@ def _usage(ledger: Ledger, task_id: str) -> TaskUsage:
 
 
 def _show_document(
-    task: Task, runs: list[RunRecord], home: Path, now: datetime, usage: TaskUsage
+    ledger: Ledger,
+    task: Task,
+    runs: list[RunRecord],
+    home: Path,
+    now: datetime,
+    usage: TaskUsage,
 ) -> dict[str, object]:
-    """What ``task show --json`` prints, from the Ledger's models."""
+    """What ``task show --json`` prints, from the Ledger's models (a held task's fired halts
+    from the payload the ledger keeps, so they show on any machine)."""
     runs_json = [r.model_dump(mode="json") for r in runs]
-    return views.show_document(task, _dump(task), runs, runs_json, home, now, usage)
+    kept = _kept_payload(ledger, runs) if task.hold_source else None
+    return views.show_document(task, _dump(task), runs, runs_json, home, now, usage, kept)
+
+
+def _kept_payload(ledger: Ledger, runs: list[RunRecord]) -> dict[str, Any] | None:
+    """The newest closed run's payload as the ledger keeps it; None when it keeps none or its
+    row cannot be read (its payload file, when here, is then read instead)."""
+    from assay.cli.explain_halts import newest_closed
+
+    run = newest_closed(runs)
+    document = ledger.run_document(run.id) if run is not None else None
+    return document.payload if document is not None else None
 
 
 def _move(
@@ -265,7 +282,7 @@ def _print_move(
     """An operator move's JSON: what was done, by whom, from where, why, and the task as
     ``task show --json`` prints it now."""
     runs, usage = ledger.runs(task.id), _usage(ledger, task.id)
-    shown = _show_document(task, runs, workspace.home, datetime.now(UTC), usage)
+    shown = _show_document(ledger, task, runs, workspace.home, datetime.now(UTC), usage)
     via = actor.via.value
     print_json({"action": move.value, "by": actor.by, "via": via, "reason": reason, "task": shown})
 

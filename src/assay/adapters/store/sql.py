@@ -283,16 +283,20 @@ class Ledger:
         return RunRecord.model_validate(row._asdict())
 
     def run_document(self, run_id: str) -> RunDocument | None:
-        """The documents kept with a closed run; None for an open run or one closed before
-        the ledger kept them (its payload file is then the place to look)."""
+        """The documents kept with a closed run; None for an open run, one closed before the
+        ledger kept them, or a row that cannot be read (not JSON, not a document: edited by
+        hand): its payload file is then the place to look."""
         query = sa.select(run_documents).where(run_documents.c.run_id == run_id)
-        with self._read() as conn:
-            row = conn.execute(query).first()
-        if row is None:
+        try:
+            with self._read() as conn:
+                row = conn.execute(query).first()
+            if row is None:
+                return None
+            values = row._asdict()
+            values.pop("run_id")
+            return RunDocument.model_validate(values)
+        except ValueError:  # a JSON decode or validation error of the stored row
             return None
-        values = row._asdict()
-        values.pop("run_id")
-        return RunDocument.model_validate(values)
 
     def open_runs(self) -> list[RunRecord]:
         """Runs started and not closed, oldest first: after a crash, the ones to settle."""

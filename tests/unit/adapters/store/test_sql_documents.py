@@ -3,6 +3,7 @@ read back as written, on both backends; a huge diff is cut at a line's end and f
 
 from __future__ import annotations
 
+import sqlalchemy as sa
 from ledger_driver import Driver
 
 from assay.adapters.store.records import DIFF_LIMIT, RunDocument
@@ -26,6 +27,18 @@ def test_the_documents_are_read_back_as_written(driver: Driver) -> None:
 def test_a_close_without_documents_keeps_none(driver: Driver) -> None:
     driver.add("t1")
     driver.cycle("t1", "r1")
+    assert driver.ledger.run_document("r1") is None
+
+
+def test_a_kept_row_that_cannot_be_read_is_no_document(driver: Driver) -> None:
+    """A row edited by hand (a payload that is no document) reads as none kept: the payload
+    file, where it is, is read instead; never an internal error."""
+    driver.add("t1")
+    task = driver.start("t1", "r1")
+    close = driver.close_for(task, "r1", Verdict(status=RunStatus.MERGED))
+    driver.ledger.close_run(close.model_copy(update={"document": RunDocument.build(PAYLOAD)}))
+    with driver.ledger._engine.begin() as conn:
+        conn.execute(sa.text("UPDATE run_documents SET payload = '[1, 2]'"))
     assert driver.ledger.run_document("r1") is None
 
 
