@@ -30,6 +30,9 @@ IN_FLIGHT = 256  # workflows one serve keeps going at once (the workers bound th
 OUTAGE_SECONDS = 300.0  # how long a Temporal that does not answer is waited for
 _RETRY_SECONDS = (1.0, 2.0, 5.0)  # between tries, the last repeated
 _UNREACHABLE = (RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED)
+# A call that failed after running this long had the server's answers meanwhile (a wait's long
+# polls): its failure starts a new outage, with its own bound.
+_NEW_OUTAGE_AFTER = 120.0
 
 
 class WorkflowStep:
@@ -101,14 +104,20 @@ class WorkflowStep:
 
     async def _patiently(self, call: Callable[[], Awaitable[T]]) -> T:
         """``call()``, tried again while Temporal does not answer (restarted, a network
-        blip), for :attr:`outage` seconds at most; the outage said once, and its end."""
+        blip), for :attr:`outage` seconds at most from the outage's first failure (a wait for
+        a workflow lasts as long as the workflow: the time before it failed was no outage, nor
+        the time between two outages); the outage said once, and its end."""
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.outage
+        deadline: float | None = None
         tries = 0
         while True:
+            began = loop.time()
             try:
                 result = await call()
             except RPCError as exc:
+                if deadline is None or loop.time() - began > _NEW_OUTAGE_AFTER:
+                    deadline = loop.time() + self.outage  # a new outage: the server answered
+                    tries = 0
                 if exc.status not in _UNREACHABLE or loop.time() >= deadline:
                     raise
                 if not self._down:

@@ -85,3 +85,78 @@ def test_an_outage_longer_than_the_bound_and_other_errors_are_not_retried(
     finally:
         made.close()
     assert said == []
+
+
+def test_an_outage_late_in_a_long_wait_is_still_waited_out(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The bound counts from the outage's first failure, not from when the wait began: a
+    workflow that ran longer than the bound and then met a blip is still waited for."""
+    import asyncio
+
+    class Slow(Handle):
+        async def result(self) -> RunOutcome:
+            if self.failures:
+                await asyncio.sleep(0.2)  # the workflow ran a while before Temporal restarted
+                raise self.failures.pop(0)
+            return RunOutcome("t1", status="merged")
+
+    made, said = step(monkeypatch, [], [], outage=0.1)
+    monkeypatch.setattr(serving, "submit", lambda *_a, **_k: _returns(Slow([DOWN])))
+    try:
+        assert made(task()).status == "merged"
+    finally:
+        made.close()
+    assert said[-1] == "Temporal answers again"
+
+
+async def _returns(value: Any) -> Any:
+    return value
+
+
+def test_stopping_during_an_outage_does_not_wait_it_out(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import threading
+    import time
+
+    made, said = step(monkeypatch, [DOWN] * 100_000, [], outage=300.0)
+    monkeypatch.setattr(serving, "_RETRY_SECONDS", (60.0,))
+    answers: list[RunOutcome] = []
+    waiting = threading.Thread(target=lambda: answers.append(made(task())))
+    waiting.start()
+    try:
+        deadline = time.monotonic() + 5
+        while not said and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert said, "the outage was never said"
+        made.abandon()
+        waiting.join(5)
+        assert not waiting.is_alive()
+    finally:
+        made.close()
+    assert answers[0].note == "serve stopped waiting; its workflow goes on"
+
+
+def test_a_second_outage_in_one_long_wait_has_its_own_bound(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Two blips during one wait, further apart than the bound: the second is waited out too
+    (the wait ran between them: the server answered)."""
+    import asyncio
+
+    class Twice(Handle):
+        async def result(self) -> RunOutcome:
+            if self.failures:
+                await asyncio.sleep(0.15)  # waited a while, then the server went away
+                raise self.failures.pop(0)
+            return RunOutcome("t1", status="merged")
+
+    made, said = step(monkeypatch, [], [], outage=0.1)
+    monkeypatch.setattr(serving, "_NEW_OUTAGE_AFTER", 0.1)
+    monkeypatch.setattr(serving, "submit", lambda *_a, **_k: _returns(Twice([DOWN, DOWN])))
+    try:
+        assert made(task()).status == "merged"
+    finally:
+        made.close()
+    assert said.count("Temporal answers again") == 1 and len(said) == 2
