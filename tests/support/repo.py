@@ -167,3 +167,20 @@ land: {land}
 def dirty(path: Path) -> bool:
     """Whether the work tree at ``path`` has changes, untracked files included."""
     return git(path, "status", "--porcelain", "--untracked-files=all") != ""
+
+
+def scope_breach_run(repo: Repo) -> tuple[str, str]:
+    """``assay run`` (in-process) of a coder that writes outside its scope: the run halts on
+    ``halt-scope-breach`` (exit 3) and the machine holds the task; (task id, run id)."""
+    breach = repo.contract(
+        "breach.yaml",
+        """task: fix it
+scope: {allow: ["src/**"]}
+coder: {kind: replay, steps: [{script: "echo x > README.md"}]}
+land: merge
+""",
+    )
+    ran = repo.main("run", "--contract", str(breach), "--json")
+    assert ran.returncode == 3, ran.stderr
+    done = json.loads(ran.stdout)
+    return done["task_id"], done["run_id"]

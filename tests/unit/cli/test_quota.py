@@ -17,7 +17,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from support.repo import Repo, make_repo
+from support.repo import Repo, make_repo, scope_breach_run
 
 from assay.core.backoff import RESET_MARGIN_SECONDS
 
@@ -139,17 +139,7 @@ def test_a_task_held_by_a_fired_halt_names_its_holder_and_both_ways_back(
     tmp_path: Path,
 ) -> None:
     repo = make_repo(tmp_path)
-    breach = repo.contract(
-        "breach.yaml",
-        """task: fix it
-scope: {allow: ["src/**"]}
-coder: {kind: replay, steps: [{script: "echo x > README.md"}]}
-land: merge
-""",
-    )
-    ran = repo.main("run", "--contract", str(breach), "--json")
-    assert ran.returncode == 3, ran.stderr
-    task_id, run_id = json.loads(ran.stdout)["task_id"], json.loads(ran.stdout)["run_id"]
+    task_id, run_id = scope_breach_run(repo)
 
     shown = repo.main("task", "show", task_id)
     assert shown.returncode == 0, shown.stderr

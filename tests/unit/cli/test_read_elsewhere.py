@@ -9,26 +9,12 @@ import shutil
 import sqlite3
 from pathlib import Path
 
-from support.repo import Repo, make_repo
-
-
-def _halted(repo: Repo) -> tuple[str, str]:
-    breach = repo.contract(
-        "breach.yaml",
-        """task: fix it
-scope: {allow: ["src/**"]}
-coder: {kind: replay, steps: [{script: "echo x > README.md"}]}
-land: merge
-""",
-    )
-    ran = repo.main("run", "--contract", str(breach), "--json")
-    assert ran.returncode == 3, ran.stderr
-    return json.loads(ran.stdout)["task_id"], json.loads(ran.stdout)["run_id"]
+from support.repo import make_repo, scope_breach_run
 
 
 def test_a_task_held_elsewhere_shows_what_fired_from_the_ledger(tmp_path: Path) -> None:
     repo = make_repo(tmp_path)
-    task_id, run_id = _halted(repo)
+    task_id, run_id = scope_breach_run(repo)
     home = repo.root / ".assay"
     # Another machine: neither the run's folder nor the halt state files are here.
     shutil.rmtree(home / "runs" / run_id)
@@ -49,7 +35,7 @@ def test_a_task_held_elsewhere_shows_what_fired_from_the_ledger(tmp_path: Path) 
 
 def test_a_corrupt_kept_document_falls_back_to_the_payload_file(tmp_path: Path) -> None:
     repo = make_repo(tmp_path)
-    task_id, run_id = _halted(repo)
+    task_id, run_id = scope_breach_run(repo)
     written = json.loads((repo.root / ".assay" / "runs" / run_id / "payload.json").read_text())
     with sqlite3.connect(repo.root / ".assay" / "assay.db") as db:
         changed = db.execute(
