@@ -6,7 +6,8 @@ tests/unit/engine/temporal/histories/<scenario>.json. Record them again only on 
 committed files are the workflow as released, and a change that cannot replay them would
 stall every workflow in flight when the workers are upgraded (use ``workflow.patched``).
 
-Usage: ``.venv/bin/python tools/record_histories.py``
+Usage: ``.venv/bin/python tools/record_histories.py [SCENARIO ...]`` (default: every one;
+name one to add it without recording the others again).
 """
 
 from __future__ import annotations
@@ -36,13 +37,19 @@ from temporalio.testing import WorkflowEnvironment  # noqa: E402
 
 from assay.engine.temporal.calls import StopRequest  # noqa: E402
 from assay.engine.temporal.config import STOP_SIGNAL  # noqa: E402
+from assay.engine.temporal.search import KEYS, at_start  # noqa: E402
 from assay.engine.temporal.workflow import RunWorkflow  # noqa: E402
 
 OUT = ROOT / "tests" / "unit" / "engine" / "temporal" / "histories"
 
 
 async def record(
-    client: Client, name: str, script: Callable[[int], Script], home: Path, stop: bool = False
+    client: Client,
+    name: str,
+    script: Callable[[int], Script],
+    home: Path,
+    stop: bool = False,
+    search: bool = False,
 ) -> None:
     shared = queue_name("shared")
     worker = ScriptedWorker(queue_name("own"), home / name, script)
@@ -54,6 +61,7 @@ async def record(
             run_input("t1", shared, heartbeat=1.0),
             id=workflow,
             task_queue=shared,
+            search_attributes=at_start("t1", "/srv/repo") if search else None,
         )
         if stop:
             await wait_for(lambda: bool(worker.effects) and len(worker.effects[0].calls) > 2)
@@ -64,8 +72,9 @@ async def record(
     print(f"{name}: {len(history.events)} events")
 
 
-async def main() -> None:
+async def main(only: list[str]) -> None:
     env = await WorkflowEnvironment.start_local(
+        search_attributes=KEYS,
         dev_server_existing_path=str(require_binary()),
         data_converter=pydantic_data_converter,
         ui=False,
@@ -75,19 +84,33 @@ async def main() -> None:
     try:
         with tempfile.TemporaryDirectory() as scratch:
             home = Path(scratch)
-            await record(env.client, "merged", lambda n: Script(), home)
-            await record(
-                env.client,
-                "lost_then_merged",
-                lambda n: Script(forgotten=True) if n == 1 else Script(),
-                home,
-            )
-            await record(
-                env.client, "stopped", lambda n: Script(dispatch_hangs=True), home, stop=True
-            )
+            scenarios = {
+                "merged": lambda: record(env.client, "merged", lambda n: Script(), home),
+                "lost_then_merged": lambda: record(
+                    env.client,
+                    "lost_then_merged",
+                    lambda n: Script(forgotten=True) if n == 1 else Script(),
+                    home,
+                ),
+                "stopped": lambda: record(
+                    env.client, "stopped", lambda n: Script(dispatch_hangs=True), home, stop=True
+                ),
+                # Started with the search attributes: the workflow upserts its status.
+                "merged_searchable": lambda: record(
+                    env.client, "merged_searchable", lambda n: Script(), home, search=True
+                ),
+            }
+            unknown = set(only) - set(scenarios)
+            if unknown:
+                raise SystemExit(
+                    f"no scenario {', '.join(sorted(unknown))}: {', '.join(scenarios)}"
+                )
+            for name, scenario in scenarios.items():
+                if not only or name in only:
+                    await scenario()
     finally:
         await env.shutdown()
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    asyncio.run(main(sys.argv[1:]))

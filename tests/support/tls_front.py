@@ -46,8 +46,9 @@ class Certs:
         }
 
 
-def make_certs(folder: Path) -> Certs:
-    """A CA, a server certificate for 127.0.0.1 / localhost and a client certificate."""
+def make_certs(folder: Path, server_names: str = "IP:127.0.0.1,DNS:localhost") -> Certs:
+    """A CA, a server certificate for ``server_names`` (subjectAltName entries) and a client
+    certificate."""
     openssl = shutil.which("openssl")
     if openssl is None:
         service_missing("the openssl command is needed to make throwaway TLS certificates")
@@ -64,7 +65,7 @@ def make_certs(folder: Path) -> Certs:
     run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca-key.pem",
         "-out", "ca.pem", *days, "-subj", "/CN=assay test CA")  # fmt: skip
     for name, extension in (
-        ("server", "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n"),
+        ("server", f"subjectAltName={server_names}\nextendedKeyUsage=serverAuth\n"),
         ("client", "extendedKeyUsage=clientAuth\n"),  # v3: rustls refuses a v1 certificate
     ):
         (folder / f"{name}.ext").write_text(extension)

@@ -396,3 +396,15 @@ def remote_url(repo: Path, remote: str = "origin") -> str | None:
     if done.returncode != 0:
         return None
     return _text(done.stdout).strip() or None
+
+
+def config_value(repo: Path, key: str) -> str | None:
+    """The repository's own setting ``key`` (its config file only), or None when unset."""
+    done = _run(repo, "config", "--get", "--", key, ok=(0, 1))
+    return _text(done.stdout).strip() or None
+
+
+def root_commits(repo: Path) -> list[str]:
+    """The root commits HEAD descends from (none in a repository with no commit)."""
+    done = _run(repo, "rev-list", "--max-parents=0", "HEAD", "--", ok=(0, 128))
+    return _text(done.stdout).split() if done.returncode == 0 else []

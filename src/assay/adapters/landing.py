@@ -113,9 +113,10 @@ class SquashMessage:
 def landed_commit(repo: Path, branch: str, run_id: str, since: str | None = None) -> str | None:
     """The commit on ``branch`` whose ``Assay-Run`` trailer names ``run_id``, if any.
 
-    ``since`` (the run's base commit) bounds the search to what came after it.
+    ``since`` (the run's base commit) bounds the search to what came after it. ``branch`` may
+    be a full ref (a remote's, as last fetched).
     """
-    tip = f"refs/heads/{branch}"
+    tip = branch if branch.startswith("refs/") else f"refs/heads/{branch}"
     done = _run(
         repo,
         "log",
@@ -237,11 +238,58 @@ def land_squash(
     if checkout is not None:
         _refuse_dirty(checkout, into_branch)
     candidate = _rev(repo, f"refs/heads/{branch}^{{commit}}")
+
+    def swap(old: str, commit: str, written: set[str]) -> bool:
+        _refuse_in_progress(repo, target, into_branch)  # again: one may have begun since
+        if checkout is not None:  # checked again: revalidation may have taken minutes
+            _ready_to_update(checkout, into_branch, written, _added(repo, old, commit))
+        swapped = _run(
+            repo, "update-ref", "-m", f"assay: land {branch}", target, commit, old, ok=(0, 1, 128)
+        )
+        return swapped.returncode == 0  # else another lander moved it first
+
+    old, commit = squash_onto(
+        repo,
+        candidate=candidate,
+        base_commit=base_commit,
+        message=message,
+        tip=lambda: _rev(repo, f"{target}^{{commit}}"),
+        swap=swap,
+        revalidate=revalidate,
+        validated=validated,
+        assay_homes=assay_homes,
+        tries=tries,
+        what=f"{into_branch} kept moving while {branch} was being landed",
+    )
+    moved()
+    if checkout is not None:
+        _bring_checkout(repo, checkout, target, old, commit)
+    return commit
+
+
+def squash_onto(
+    repo: Path,
+    *,
+    candidate: str,
+    base_commit: str,
+    message: SquashMessage,
+    tip: Callable[[], str],
+    swap: Callable[[str, str, set[str]], bool],
+    revalidate: Revalidate | None,
+    validated: Collection[str] | None,
+    assay_homes: Collection[str],
+    tries: int,
+    what: str,
+) -> tuple[str, str]:
+    """The compare-and-swap loop of a squashed landing, wherever the branch lives: read its
+    ``tip``, combine the candidate's change with it, revalidate a tree not checked yet, then
+    ``swap(old, commit, paths written)``, which moves the branch only if it still points at
+    ``old`` (False: it moved; recompute). (old, commit) once swapped; ``what`` says why not."""
     checked: set[str] = set(validated) if validated is not None else set()
     if validated is None:
         checked.add(_rev(repo, f"{candidate}^{{tree}}"))
     for _ in range(tries):
-        old = _rev(repo, f"{target}^{{commit}}")
+        old = tip()
         tree = _combine(repo, base_commit, old, candidate)
         commit = _commit_tree(repo, tree, old, message.text())
         if tree not in checked and old != base_commit:
@@ -259,19 +307,9 @@ def land_squash(
             raise LandRefused(f"the tree {tree[:12]} was not the one validated; nothing landed")
         written = _written(repo, old, commit)
         _refuse_assay_home(written, assay_homes)
-        _refuse_in_progress(repo, target, into_branch)  # again: one may have begun since
-        if checkout is not None:  # checked again: revalidation may have taken minutes
-            _ready_to_update(checkout, into_branch, written, _added(repo, old, commit))
-        swapped = _run(
-            repo, "update-ref", "-m", f"assay: land {branch}", target, commit, old, ok=(0, 1, 128)
-        )
-        if swapped.returncode != 0:
-            continue  # another lander moved it first: recompute on its tip
-        moved()
-        if checkout is not None:
-            _bring_checkout(repo, checkout, target, old, commit)
-        return commit
-    raise LandRefused(f"{into_branch} kept moving while {branch} was being landed ({tries} tries)")
+        if swap(old, commit, written):
+            return old, commit
+    raise LandRefused(f"{what} ({tries} tries)")
 
 
 def _combine(repo: Path, base_commit: str, tip: str, candidate: str) -> str:

@@ -4,8 +4,10 @@ Whoever can talk to the Temporal server can change any task (a ``stop`` signal h
 deployment reachable beyond loopback wants TLS with a client certificate (mTLS) or an API key.
 The settings come from a command's flags, else from the environment, so the commands without
 such flags (``assay task hold`` reaching a running workflow) use the same ones:
-``ASSAY_TEMPORAL_TLS_CERT`` / ``_TLS_KEY`` / ``_TLS_CA`` name PEM files and
-``ASSAY_TEMPORAL_API_KEY_ENV`` names the variable that holds the API key. The key itself is
+``ASSAY_TEMPORAL_TLS_CERT`` / ``_TLS_KEY`` / ``_TLS_CA`` name PEM files,
+``ASSAY_TEMPORAL_TLS_SERVER_NAME`` the name the server's certificate is checked against (and
+sent as SNI) when it is not the address's host, and ``ASSAY_TEMPORAL_API_KEY_ENV`` names the
+variable that holds the API key. The key itself is
 never a flag's value, and never printed. No Temporal import here: the engine maps these onto
 the SDK's ``TLSConfig``.
 """
@@ -23,12 +25,15 @@ from urllib.parse import urlsplit
 TLS_CERT_ENV = "ASSAY_TEMPORAL_TLS_CERT"
 TLS_KEY_ENV = "ASSAY_TEMPORAL_TLS_KEY"
 TLS_CA_ENV = "ASSAY_TEMPORAL_TLS_CA"
+TLS_SERVER_NAME_ENV = "ASSAY_TEMPORAL_TLS_SERVER_NAME"
 API_KEY_ENV_ENV = "ASSAY_TEMPORAL_API_KEY_ENV"
 CODEC_KEY_ENV = "ASSAY_TEMPORAL_CODEC_KEY"  # seals workflow histories (its value, a secret)
 MIN_CODEC_KEY = 32
 MIN_API_KEY_BYTES = 16
 
 _VARIABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# A DNS name or an IP address: what SNI and a certificate's subjectAltName can carry.
+_SERVER_NAME = re.compile(r"[A-Za-z0-9_.:-]{1,253}")
 _CERTIFICATE = b"-----BEGIN CERTIFICATE-----"
 _PRIVATE_KEY = re.compile(rb"-----BEGIN [A-Z ]*PRIVATE KEY-----")
 
@@ -46,10 +51,13 @@ class Credentials:
     server_ca: bytes | None = None
     api_key: str | None = field(default=None, repr=False)
     codec_key: str | None = field(default=None, repr=False)
+    server_name: str | None = None
 
     @property
     def tls(self) -> bool:
-        return any(item is not None for item in (self.client_cert, self.server_ca))
+        return any(
+            item is not None for item in (self.client_cert, self.server_ca, self.server_name)
+        )
 
 
 @dataclass(frozen=True)
@@ -62,6 +70,7 @@ class TemporalConnection:
     tls_key: Path | None = None
     tls_ca: Path | None = None
     api_key_env: str | None = None
+    tls_server_name: str | None = None
 
     @classmethod
     def settle(
@@ -73,6 +82,7 @@ class TemporalConnection:
         tls_key: Path | None = None,
         tls_ca: Path | None = None,
         api_key_env: str | None = None,
+        tls_server_name: str | None = None,
         environ: Mapping[str, str] | None = None,
     ) -> TemporalConnection:
         """Each setting from its flag, else its environment variable; the pairs checked
@@ -91,6 +101,13 @@ class TemporalConnection:
                 f"--api-key-env (or ${API_KEY_ENV_ENV}) takes the name of the variable that "
                 "holds the API key (such as TEMPORAL_API_KEY), not the key itself"
             )
+        given = tls_server_name if tls_server_name is not None else env.get(TLS_SERVER_NAME_ENV)
+        server_name = (given or "").strip() or None
+        if server_name is not None and not _SERVER_NAME.fullmatch(server_name):
+            raise ConnectionSettingsError(
+                f"--tls-server-name (or ${TLS_SERVER_NAME_ENV}) {server_name!r} is no host "
+                "name: the DNS name (or IP address) the server's certificate is issued for"
+            )
         made = cls(
             target=target,
             namespace=namespace,
@@ -98,6 +115,7 @@ class TemporalConnection:
             tls_key=path(tls_key, TLS_KEY_ENV),
             tls_ca=path(tls_ca, TLS_CA_ENV),
             api_key_env=key_env,
+            tls_server_name=server_name,
         )
         if made.tls_cert is not None and made.tls_key is None:
             raise ConnectionSettingsError(
@@ -114,15 +132,18 @@ class TemporalConnection:
     @property
     def secured(self) -> bool:
         """TLS or an API key (an API key always travels over TLS)."""
-        return any(s is not None for s in (self.tls_cert, self.tls_ca, self.api_key_env))
+        settings = (self.tls_cert, self.tls_ca, self.api_key_env, self.tls_server_name)
+        return any(s is not None for s in settings)
 
     def describe(self) -> str:
         """How it connects, for a line a human reads (names only, never a secret)."""
         ways = []
         if self.tls_cert is not None:
             ways.append("mTLS")
-        elif self.tls_ca is not None or self.api_key_env is not None:
+        elif self.secured:
             ways.append("TLS")
+        if self.tls_server_name is not None:
+            ways[-1] += f" as {self.tls_server_name}"
         if self.api_key_env is not None:
             ways.append(f"API key ${self.api_key_env}")
         return " + ".join(ways) or "no TLS, no API key"
@@ -138,6 +159,8 @@ class TemporalConnection:
         env = {name: str(path.absolute()) for name, path in named.items() if path is not None}
         if self.api_key_env is not None:
             env[API_KEY_ENV_ENV] = self.api_key_env
+        if self.tls_server_name is not None:
+            env[TLS_SERVER_NAME_ENV] = self.tls_server_name
         return env
 
     def credentials(self, environ: Mapping[str, str] | None = None) -> Credentials:
@@ -157,7 +180,12 @@ class TemporalConnection:
                 f"workflow histories needs at least {MIN_CODEC_KEY} (e.g. `openssl rand -hex 32`)"
             )
         return Credentials(
-            client_cert=cert, client_key=key, server_ca=ca, api_key=api_key, codec_key=codec_key
+            client_cert=cert,
+            client_key=key,
+            server_ca=ca,
+            api_key=api_key,
+            codec_key=codec_key,
+            server_name=self.tls_server_name,
         )
 
     def insecure_warning(self) -> str | None:

@@ -162,6 +162,13 @@ COMMANDS: tuple[Command, ...] = (
         "A task's counters and what its runs spent, derived from the ledger.",
     ),
     Command(
+        "logs",
+        "assay.cli.logs",
+        "logs",
+        Kind.COMMAND,
+        "A run's logs: list them (name, role, attempt, seat, size, cut or not), or print one.",
+    ),
+    Command(
         "payload",
         "assay.cli.payload",
         "app",

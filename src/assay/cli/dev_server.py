@@ -4,7 +4,9 @@ The binary is the ``temporal`` script installed beside the running Python (``pip
 'assay[temporal]'`` puts it there); nothing is ever downloaded. Its state (workflow histories,
 task queues) lives in ``<ASSAY_HOME or .assay>/temporal/dev.db``, so a restarted server picks
 up the runs it held; its log goes to ``dev.log`` beside it. One server per state folder: a lock
-file refuses a second one (two servers on one SQLite file would corrupt it).
+file refuses a second one (two servers on one SQLite file would corrupt it). It registers the
+search attributes the runs' workflows carry (AssayTaskId, AssayRepository, AssayStatus), so
+its UI finds a run by task, repository or status.
 """
 
 from __future__ import annotations
@@ -152,7 +154,9 @@ def dev_server(
     --temporal`) once the port accepts connections. The state (dev.db) survives a restart, so
     runs in flight go on. Exit 130 / 143 after a clean stop on SIGINT / SIGTERM; 1 when the
     server fails to start or dies (the end of its log is shown); 2 for a bad invocation, a
-    missing binary, a port in use or a state folder another dev server holds.
+    missing binary, a port in use or a state folder another dev server holds. It registers
+    the search attributes AssayTaskId, AssayRepository and AssayStatus, so its UI (--ui-port)
+    finds a run by task, repository or status.
 
     It binds 127.0.0.1 unless --ip says otherwise: the dev server has no TLS and no
     authentication, so another address is warned about (workers on other machines belong
@@ -201,6 +205,7 @@ def _serve(
     state, log_path = folder / STATE_FILE, folder / LOG_FILE
     args = [str(binary), "server", "start-dev", "--ip", ip, "--port", str(port)]
     args += ["--db-filename", str(state), "--log-level", "warn"]
+    args += _search_attribute_flags()
     args += ["--ui-port", str(ui_port)] if ui_port is not None else ["--headless"]
     received: list[int] = []
 
@@ -226,6 +231,7 @@ def _serve(
             _stop(child, signal.SIGTERM)
             _say_log_tail(log_path, f"the dev server did not start on {ip}:{port}")
             return EXIT_FAILED
+        _register_search_attributes(binary, ip, port)
         where = Listening(
             address=f"{ip}:{port}",
             ip=ip,
@@ -245,6 +251,37 @@ def _serve(
     finally:
         for sig, old in previous.items():
             signal.signal(sig, old)
+
+
+def _search_attribute_flags() -> list[str]:
+    """The flags that register the workflows' search attributes in a new state."""
+    from assay.engine.temporal.search import dev_server_flags
+
+    return dev_server_flags()
+
+
+def _register_search_attributes(binary: Path, ip: str, port: int) -> None:
+    """Register them in a state made before they were (the server's flags only reach a new
+    one); registering one it has is no error. A failure is said, not fatal: the workflows
+    then start without them."""
+    from assay.engine.temporal.search import create_flags
+
+    args = [str(binary), "operator", "search-attribute", "create"]
+    host = _dial_host(ip)
+    address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    args += ["--address", address, "--namespace", "default", *create_flags()]
+    try:
+        done = subprocess.run(
+            args, capture_output=True, text=True, timeout=READY_TIMEOUT_SECONDS, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        sys.stderr.write(f"assay: WARNING: cannot register the search attributes: {exc}\n")
+        return
+    if done.returncode != 0:
+        said = (done.stderr or done.stdout).strip().splitlines()
+        sys.stderr.write(
+            f"assay: WARNING: cannot register the search attributes: {said[-1] if said else ''}\n"
+        )
 
 
 def _announce(where: Listening, *, json_output: bool) -> None:
@@ -275,13 +312,18 @@ def _stop(child: subprocess.Popen[bytes], signum: int) -> int:
 def _wait_ready(child: subprocess.Popen[bytes], ip: str, port: int, received: list[int]) -> bool:
     """True once the gRPC port accepts a connection; False if the server exited, a stop
     signal came, or it took longer than READY_TIMEOUT_SECONDS."""
-    host = "127.0.0.1" if ip in ("0.0.0.0", "") else "::1" if ip == "::" else ip
+    host = _dial_host(ip)
     deadline = time.monotonic() + READY_TIMEOUT_SECONDS
     while time.monotonic() < deadline and not received and child.poll() is None:
         with contextlib.suppress(OSError), socket.create_connection((host, port), timeout=0.5):
             return True
         time.sleep(0.1)
     return False
+
+
+def _dial_host(ip: str) -> str:
+    """Where this machine reaches a server bound to ``ip`` (every interface: loopback)."""
+    return "127.0.0.1" if ip in ("0.0.0.0", "") else "::1" if ip == "::" else ip
 
 
 def _port_free(ip: str, port: int) -> bool:

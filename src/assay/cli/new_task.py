@@ -204,22 +204,32 @@ def refuse_flags_beside_a_contract(ctx: typer.Context) -> None:
         )
 
 
-def queue_task(ledger: Ledger, contract: Contract, now: datetime) -> Task:
+def queue_task(ledger: Ledger, contract: Contract, now: datetime, *, repo: Path) -> Task:
     """A new task for ``contract``, titled by its first line, added to the ledger together
     with its contract in one transaction: a task always has one, a failure leaves neither,
-    and a worker on any machine can read it."""
+    and a worker on any machine can read it. It records the repository ``repo`` is (only
+    that repository's workers run it) and the branch checked out there (its target)."""
     import secrets
 
     from assay.adapters.store.contracts import contract_document
     from assay.adapters.store.sql import LedgerConflict
+    from assay.cli.task_place import placement
     from assay.core.tasks import Task
     from assay.core.text import one_line_title
 
+    repository, branch = placement(repo)
     title = one_line_title(contract.task)
     document = contract_document(contract)
     for _ in range(3):  # 32 random bits per second make a clash rare; a clash just draws again
         task_id = f"t{now:%Y%m%d-%H%M%S}-{secrets.token_hex(4)}"
-        task = Task.new(id=task_id, title=title, instruction=contract.task, now=now)
+        task = Task.new(
+            id=task_id,
+            title=title,
+            instruction=contract.task,
+            now=now,
+            repository=repository,
+            branch=branch,
+        )
         try:
             ledger.add_task(task, contract=document)
         except LedgerConflict:

@@ -46,6 +46,7 @@ from assay.cli.new_task import (
 )
 from assay.cli.output_options import EventsFlag, ProgressFlag, ProgressMode
 from assay.cli.signals import graceful_stop, interrupted_exit
+from assay.cli.task_place import refuse_other_repository
 from assay.cli.workspace import (
     EXIT_DONE,
     EXIT_INTERNAL,
@@ -141,7 +142,8 @@ def run(
     """Run a task now: coders in seat repositories, validators decide, the task is settled.
 
     Give an instruction (and flags), or a contract file. The payload is written to
-    .assay/runs/<run>/payload.json. Exit: 0 done, 1 failed, 2 bad input, 3 held, 4 internal,
+    .assay/runs/<run>/payload.json. Exit: 0 done, 1 failed, 2 bad input (a --task of another
+    repository included: it runs only there, and nothing is changed), 3 held, 4 internal,
     130/143 stopped by SIGINT/SIGTERM (the task is held: `assay task release ID` queues it).
 
     Before anything is queued it checks that this machine can run the task as set: every
@@ -196,8 +198,10 @@ def run(
     jobs: list[tuple[Task, Contract]] = []
     recovered_code = EXIT_DONE
     if resume:
+        from assay.adapters.repo_identity import repository_id
         from assay.cli.resume import recovered_exit, recovered_line
 
+        here = repository_id(workspace.repo)
         recovered = recover_interrupted(
             repo=workspace.repo,
             home=workspace.home,
@@ -212,7 +216,7 @@ def run(
             outcomes.append(task)
             typer.echo(recovered_line(record, task, now), err=True)
             ours.add(task.id)
-            if task.runnable(now):
+            if task.runnable(now) and not task.belongs_elsewhere(here):  # its own workers'
                 jobs.append((task, workspace.load_contract(task.id)))
         recovered_code = recovered_exit(outcomes)
         if not recovered and instruction is None and contract is None and task_id is None:
@@ -231,6 +235,7 @@ def run(
             fail(str(exc), EXIT_INTERNAL)
         except TaskNotFound:
             fail(f"no task {task_id!r} (see `assay task list`)")
+        refuse_other_repository(task, workspace.repo)  # exit 2: another repository's
         if task.waiting(now) and not ignore_wait:
             from assay.cli.explain import waits_message
 
@@ -243,7 +248,7 @@ def run(
     elif built is not None:
         if not built.verified:
             typer.echo(unverified_warning(built, contract is None), err=True)
-        jobs.append((queue_task(ledger, built, now), built))
+        jobs.append((queue_task(ledger, built, now, repo=workspace.repo), built))
     for _, chosen in jobs:  # a stored task's contract (--task, --resume) too
         refuse_unconfinable(chosen)
         refuse_secret_env(chosen)

@@ -13,7 +13,7 @@ import typer
 from assay.cli.gc import GcEvery, GcOlderThan
 from assay.cli.output_options import EventsFlag, EventsFormat, ProgressFlag, ProgressMode
 from assay.cli.signals import graceful_stop, interrupted_exit
-from assay.cli.temporal_options import ApiKeyEnv, TlsCa, TlsCert, TlsKey
+from assay.cli.temporal_options import ApiKeyEnv, TlsCa, TlsCert, TlsKey, TlsServerName
 from assay.cli.web_options import (
     NoWeb,
     WebAnonymousRead,
@@ -69,6 +69,7 @@ def serve(
     tls_cert: TlsCert = None,
     tls_key: TlsKey = None,
     tls_ca: TlsCa = None,
+    tls_server_name: TlsServerName = None,
     api_key_env: ApiKeyEnv = None,
     no_web: NoWeb = False,
     web_only: WebOnly = False,
@@ -107,9 +108,10 @@ def serve(
     ledger (ASSAY_DATABASE_URL) and Temporal are reachable, inside a repository or not.
     A Temporal reachable beyond loopback must be locked down: a client
     certificate (mTLS: --tls-cert, --tls-key, --tls-ca) or an API key (--api-key-env NAME
-    reads it from $NAME; never a flag's value). Each flag defaults to its variable
-    (ASSAY_TEMPORAL_TLS_CERT, _TLS_KEY, _TLS_CA, _API_KEY_ENV). With neither, a non-loopback
-    address is warned about. Exit 2: a certificate without its key (or the reverse), an
+    reads it from $NAME; never a flag's value); --tls-server-name when the certificate
+    names another host than HOST. Each flag defaults to its variable (ASSAY_TEMPORAL_TLS_CERT,
+    _TLS_KEY, _TLS_CA, _TLS_SERVER_NAME, _API_KEY_ENV). With neither, a non-loopback address
+    is warned about. Exit 2: a certificate without its key (or the reverse), an
     unreadable or non-PEM file, an API key variable unset, empty or under 16 bytes, or a
     server that cannot be reached or refuses the credentials.
     """
@@ -124,9 +126,12 @@ def serve(
     )
     if web.only and (events is not None or json_output):
         fail("--web-only works no queue: --events and --json need the queue worker")
-    credentials = (tls_cert, tls_key, tls_ca, api_key_env)
+    credentials = (tls_cert, tls_key, tls_ca, tls_server_name, api_key_env)
     if temporal is None and any(c is not None for c in credentials):
-        fail("--tls-cert, --tls-key, --tls-ca and --api-key-env go with --temporal")
+        fail(
+            "--tls-cert, --tls-key, --tls-ca, --tls-server-name and --api-key-env go with "
+            "--temporal"
+        )
     if temporal is not None:
         from assay.cli.extras import require
         from assay.cli.temporal_options import temporal_connection
@@ -140,6 +145,7 @@ def serve(
             tls_key=tls_key,
             tls_ca=tls_ca,
             api_key_env=api_key_env,
+            tls_server_name=tls_server_name,
             warn=not web.only,
         )
         _serve_temporal(
@@ -168,6 +174,9 @@ def serve(
     every, retention = gc_durations(gc_every, gc_older_than)
     workspace = Workspace.find()
     ledger = workspace.ledger()
+    from assay.adapters.repo_identity import repository_id
+
+    repository = repository_id(workspace.repo)  # it runs this repository's tasks only
     stream = _event_stream(ledger, events, None)
     many = concurrency > 1
     display = progress_for(
@@ -229,6 +238,7 @@ def serve(
             Cadence(lambda: collect_between(workspace, ledger, retention, display.say, said), every)
         ],
         events=news(display, summary),
+        repository=repository,
     )
     with (
         graceful_stop(notice=display.notice),

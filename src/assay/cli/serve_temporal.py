@@ -50,6 +50,7 @@ def serve_temporal(
                 f"{task_id}: submitted as workflow {workflow}", err=True
             ),
             on_outage=lambda said: typer.echo(f"assay: {said}", err=True),
+            on_warning=lambda said: typer.echo(f"assay: WARNING: {said}", err=True),
         )
     except TemporalUnreachable as exc:
         fail(str(exc), EXIT_USAGE)

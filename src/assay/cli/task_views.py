@@ -156,6 +156,9 @@ def show_text(
         f"{shown(task.id)}: {shown(task.title)}",
         f"status: {task.status.value}  attempts: {task.attempts}",
     ]
+    if task.repository is not None or task.branch is not None:  # where it runs: only there
+        place = f"repository: {shown(task.repository or 'any')}"
+        lines.append(place + (f"  branch: {shown(task.branch)}" if task.branch else ""))
     if (who := explain.holder(task)) is not None:
         lines.append(f"held by {who}: {shown(task.hold_reason or '')}")
     if (note := explain.wait_note(task.not_before, now)) is not None:

@@ -156,7 +156,7 @@ def add(
         refuse_unconfinable(built)
         refuse_unrunnable(built, landing=False)
     workspace = Workspace.find(require_commit=True)
-    task = queue_task(workspace.ledger(), built, datetime.now(UTC))
+    task = queue_task(workspace.ledger(), built, datetime.now(UTC), repo=workspace.repo)
     if json_output:
         print_json(_dump(task))
     else:

@@ -17,6 +17,7 @@ from assay.adapters.temporal_connection import (
     TLS_CA_ENV,
     TLS_CERT_ENV,
     TLS_KEY_ENV,
+    TLS_SERVER_NAME_ENV,
 )
 from assay.cli.workspace import EXIT_USAGE, fail
 
@@ -50,6 +51,18 @@ TlsCa = Annotated[
         ),
     ),
 ]
+TlsServerName = Annotated[
+    str | None,
+    typer.Option(
+        "--tls-server-name",
+        metavar="NAME",
+        help=(
+            "The name the server's certificate is checked against and sent as SNI, when it "
+            "is not HOST (a load balancer's address, an IP); turns TLS on "
+            f"(default: ${TLS_SERVER_NAME_ENV})."
+        ),
+    ),
+]
 ApiKeyEnv = Annotated[
     str | None,
     typer.Option(
@@ -71,6 +84,7 @@ def temporal_connection(
     tls_key: Path | None = None,
     tls_ca: Path | None = None,
     api_key_env: str | None = None,
+    tls_server_name: str | None = None,
     warn: bool = True,
 ) -> TemporalConnection:
     """The connection the flags and environment describe, its files and key checked now
@@ -86,6 +100,7 @@ def temporal_connection(
             tls_key=tls_key,
             tls_ca=tls_ca,
             api_key_env=api_key_env,
+            tls_server_name=tls_server_name,
         )
         connection.credentials()
     except ConnectionSettingsError as exc:

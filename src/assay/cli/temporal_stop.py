@@ -1,7 +1,8 @@
 """``assay task cancel|hold`` of a running task reaches its Temporal workflow.
 
 Set ``ASSAY_TEMPORAL=HOST:PORT`` (and ``ASSAY_TEMPORAL_NAMESPACE``; the credentials in
-``ASSAY_TEMPORAL_TLS_CERT`` / ``_TLS_KEY`` / ``_TLS_CA`` / ``_API_KEY_ENV``) where the runs
+``ASSAY_TEMPORAL_TLS_CERT`` / ``_TLS_KEY`` / ``_TLS_CA`` / ``_TLS_SERVER_NAME`` /
+``_API_KEY_ENV``) where the runs
 are on Temporal: a running task cannot be held in the ledger (its run settles it), so its
 workflow is signalled instead; the workflow stops the run (coders stopped, the run closed as
 interrupted, refunded) and holds the task. This waits for that, up to ``wait`` seconds.

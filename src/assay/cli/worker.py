@@ -16,6 +16,7 @@ from assay.cli.temporal_options import (
     TlsCa,
     TlsCert,
     TlsKey,
+    TlsServerName,
     temporal_connection,
 )
 from assay.cli.workspace import EXIT_USAGE, Workspace, fail
@@ -70,6 +71,7 @@ def worker(
     tls_cert: TlsCert = None,
     tls_key: TlsKey = None,
     tls_ca: TlsCa = None,
+    tls_server_name: TlsServerName = None,
     api_key_env: ApiKeyEnv = None,
     gc_every: GcEvery = "1h",
     gc_older_than: GcOlderThan = "7d",
@@ -91,6 +93,17 @@ def worker(
             help="Serve the SDK's metrics for Prometheus at http://HOST:PORT/metrics.",
         ),
     ] = None,
+    origin: Annotated[
+        str,
+        typer.Option(
+            "--origin",
+            metavar="REMOTE",
+            envvar="ASSAY_ORIGIN",
+            help="The remote every machine shares: runs start from its tip of the task's "
+            "branch and land there (auto: the remote 'origin' if there is one; none: land in "
+            "this clone).",
+        ),
+    ] = "auto",
     as_json: Annotated[bool, typer.Option("--json", help="Say it in JSON lines.")] = False,
 ) -> None:
     """Serve runs from Temporal: open runs from the shared queue, hold their seats here.
@@ -105,8 +118,9 @@ def worker(
 
     A Temporal reachable beyond loopback must be locked down: a client certificate (mTLS:
     --tls-cert, --tls-key, --tls-ca) or an API key (--api-key-env NAME reads it from $NAME;
-    never a flag's value). Each flag defaults to its variable (ASSAY_TEMPORAL_TLS_CERT,
-    _TLS_KEY, _TLS_CA, _API_KEY_ENV). With neither, a non-loopback address is warned about.
+    never a flag's value); --tls-server-name when the certificate names another host than
+    HOST. Each flag defaults to its variable (ASSAY_TEMPORAL_TLS_CERT, _TLS_KEY, _TLS_CA,
+    _TLS_SERVER_NAME, _API_KEY_ENV). With neither, a non-loopback address is warned about.
     Exit 2: a certificate without its key (or the reverse), an unreadable or non-PEM file, an
     API key variable unset, empty or under 16 bytes, a server that cannot be reached or
     refuses the credentials, or a namespace it does not have. What its closed runs left here
@@ -114,6 +128,22 @@ def worker(
     does (see `assay gc`). Once it serves, every line on stderr (its log) starts with the
     UTC time; the ready line carries it too. --metrics serves the Temporal SDK's metrics
     (task latencies, polls, slots, RPCs) for Prometheus.
+
+    Upgrades: the ready line names the worker's build id, a hash of the code its workflows
+    replay (the workflow, the run graph, the core they decide with), computed at start;
+    Temporal records it with each workflow task (the UI, `temporal workflow describe`), so
+    which code ran a run, and which workers run which code mid-upgrade, can be told. Workers of
+    two build ids may serve one queue while they roll out: a change the workflows in flight
+    could not replay goes behind a patch, so any worker takes any workflow (no versioning
+    rules are set on the queue).
+
+    With an origin (by default the remote 'origin', when the clone has one), this clone is
+    only a workspace: each run fetches the branch its task targets from the origin and starts
+    from that tip; `land: merge` pushes the squashed, validated commit only if the origin's
+    branch still points where it was validated (else it fetches, combines, validates again:
+    8 tries), `land: branch` and a branch left for review are pushed there too. This clone's
+    own branches and checkout are never touched. An origin that cannot be fetched leaves the
+    task queued for a later try; a push that fails on the network fails the run, refunded.
     """
     import asyncio
 
@@ -124,8 +154,9 @@ def worker(
     from assay.cli.gc import collect_between, gc_durations
     from assay.cli.signals import exit_code_for_signal, graceful_stop, interrupted_exit
     from assay.cli.timestamped import stamp_stderr, utc_stamp
+    from assay.engine.temporal.build import build_id
     from assay.engine.temporal.client import TemporalUnreachable, connect, metrics_runtime
-    from assay.engine.temporal.config import own_queue
+    from assay.engine.temporal.config import own_queue, repository_queue
     from assay.engine.temporal.worker import run_worker
     from assay.engine.worker import Cadence
 
@@ -138,19 +169,25 @@ def worker(
         tls_key=tls_key,
         tls_ca=tls_ca,
         api_key_env=api_key_env,
+        tls_server_name=tls_server_name,
     )
     if home is not None:
         os.environ["ASSAY_HOME"] = str(home.absolute())
     # What the flags chose, where the run's secret checks look: no coder is handed the key.
     os.environ.update(connection.environment())
     workspace = Workspace.find(repo, require_commit=True)
+    remote = _origin(workspace, origin)
     ledger = temporal_ledger(workspace)
-    activities = _activities(workspace, ledger, own_queue(task_queue), max_dispatches)
+    activities = _activities(workspace, ledger, own_queue(task_queue), max_dispatches, remote)
     activities.stopping = lambda: stop_requested() is not None or drain.signum is not None
     said: set[str] = set()  # leftovers gc could not remove: told once
+    build = build_id()  # once: the code this process replays, whatever changes on disk later
 
     def tidy() -> None:  # its seats, run folders, branches: no one else collects them
         collect_between(workspace, ledger, retention, lambda line: typer.echo(line, err=True), said)
+
+    # Where its repository's tasks open (the shared queue's opens: the tasks of none).
+    opens = repository_queue(task_queue, activities.repository)
 
     def ready() -> None:
         if as_json:
@@ -159,10 +196,16 @@ def worker(
                 "at": utc_stamp(),
                 "task_queue": task_queue,
                 "worker_queue": activities.queue,
+                "build_id": build,
+                "origin": remote,
+                "repository": activities.repository,
+                "open_queue": opens,
             }
             typer.echo(json.dumps(line))
         else:
-            typer.echo(f"{utc_stamp()} worker ready: {task_queue} {activities.queue}")
+            lands = f"lands on {remote}" if remote else "lands in this clone"
+            queues = f"{task_queue} {opens} {activities.queue}"
+            typer.echo(f"{utc_stamp()} worker ready: {queues} ({lands}; build {build})")
 
     async def main() -> None:
         try:
@@ -183,6 +226,7 @@ def worker(
                 stop=stop,
                 ready=ready,
                 every=[Cadence(tidy, every)],
+                build_id=build,
             )
         finally:
             watcher.cancel()
@@ -244,9 +288,24 @@ def _drain_seconds(text: str) -> float:
         fail(f"--drain-timeout: {exc}")
 
 
+def _origin(workspace: Workspace, asked: str) -> str | None:
+    """The remote runs here start from and land on (exit 2 for one the clone lacks)."""
+    from assay.adapters.origin import OriginError, resolve
+
+    try:
+        return resolve(workspace.repo, asked)
+    except OriginError as exc:
+        fail(f"--origin: {exc}", EXIT_USAGE)
+
+
 def _activities(
-    workspace: Workspace, ledger: Ledger, queue: str, max_dispatches: int
+    workspace: Workspace,
+    ledger: Ledger,
+    queue: str,
+    max_dispatches: int,
+    origin: str | None = None,
 ) -> Activities:
+    from assay.adapters.repo_identity import repository_id
     from assay.adapters.store.contracts import load_task_contract
     from assay.engine.local.executor import LocalEffects
     from assay.engine.temporal.activities import Activities
@@ -259,6 +318,7 @@ def _activities(
             task=task,
             contract=contract,
             operator_env=os.environ,
+            origin=origin,
         )
 
     return Activities(
@@ -270,4 +330,6 @@ def _activities(
         # The ledger's copy (a worker on another machine has no task files of its own).
         contract_for=lambda task_id: load_task_contract(ledger, task_id, home=workspace.home),
         max_dispatches=max_dispatches,
+        # Its runs are this repository's tasks' (and those of none): never another's.
+        repository=repository_id(workspace.repo),
     )

@@ -48,6 +48,9 @@ class Task(BaseModel):
     ``not_before`` is a machine wait (a provider's quota): until then the task is not runnable,
     though its status still says it may run. A wait is a scheduling rule, not a lifecycle
     state, so ``start`` does not check it: a caller that means to run now may.
+    ``repository`` and ``branch`` are where it was queued: the id of the repository it belongs
+    to (only that repository's workers run it; None, as for a task queued before tasks kept
+    it: any worker) and the branch it targets. No move touches them.
     """
 
     model_config = ConfigDict(extra="ignore", validate_assignment=True)
@@ -65,11 +68,35 @@ class Task(BaseModel):
     not_before: AwareDatetime | None = None
     created_at: AwareDatetime
     updated_at: AwareDatetime
+    repository: str | None = None
+    branch: str | None = None
 
     @classmethod
-    def new(cls, *, id: str, title: str, instruction: str, now: AwareDatetime) -> Task:
+    def new(
+        cls,
+        *,
+        id: str,
+        title: str,
+        instruction: str,
+        now: AwareDatetime,
+        repository: str | None = None,
+        branch: str | None = None,
+    ) -> Task:
         """A fresh queued task created at ``now``."""
-        return cls(id=id, title=title, instruction=instruction, created_at=now, updated_at=now)
+        return cls(
+            id=id,
+            title=title,
+            instruction=instruction,
+            created_at=now,
+            updated_at=now,
+            repository=repository,
+            branch=branch,
+        )
+
+    def belongs_elsewhere(self, repository: str | None) -> bool:
+        """Whether the task is another repository's than ``repository`` (a worker's): it
+        names one, and not that one. A task that names none runs anywhere."""
+        return self.repository is not None and self.repository != repository
 
     def runnable(self, now: AwareDatetime) -> bool:
         """Whether a worker may start this task at ``now``: it is queued, or failed and

@@ -404,3 +404,13 @@ class UsageGrouping(StrEnum):
     CODER = "coder"  # the coder's kind; judges and validators each a group of their own
     MODEL = "model"
     DAY = "day"  # the UTC date of a dispatch's first report
+
+
+class LogRole(StrEnum):
+    """Whose log the ledger keeps (``run_logs.role``): told from where it lies in the run
+    folder."""
+
+    CODER = "coder"  # a seat's coder (its program's output, transcripts)
+    VALIDATOR = "validator"  # a check of a seat's candidate
+    JUDGE = "judge"  # a blind judge ranking an attempt's candidates
+    OTHER = "other"  # the run's own (an internal error's trace)

@@ -29,7 +29,8 @@ class RunPlan:
     """What a run is about; fixed when the run opens, before the graph starts.
 
     ``repo_root`` is the repository on the worker that opened the run (the one holding its
-    seats): only that worker reads it."""
+    seats): only that worker reads it. ``origin``: the remote the run started from and lands
+    on (``base_branch`` is then that remote's branch), or None to land in ``repo_root``."""
 
     task_id: str
     run_id: str
@@ -38,6 +39,7 @@ class RunPlan:
     repo_root: Path
     base_commit: str
     base_branch: str | None
+    origin: str | None = None
 
 
 @dataclass(frozen=True)

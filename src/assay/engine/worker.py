@@ -9,7 +9,9 @@ once, telling a wait or an unreadable task once, collecting what closed runs lef
 once, and told to a :class:`QueueEvents` (the CLI prints it).
 
 A task two workers both pick is run by one: the step's claim (``Ledger.start_run``) refuses
-the second with ``LedgerConflict``, which the worker takes as "someone else has it".
+the second with ``LedgerConflict``, which the worker takes as "someone else has it". A worker
+given its ``repository`` sees only that repository's tasks and those that name none: another
+repository's task is its own workers' to run, never touched here.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from datetime import UTC, datetime
 from typing import Generic, TypeVar
 
 from assay.adapters.process import stop_requested, wait_unless_stopped
-from assay.adapters.store.sql import Ledger, LedgerConflict, TaskNotFound
+from assay.adapters.store.sql import Everywhere, Ledger, LedgerConflict, TaskNotFound
 from assay.core.tasks import Task
 from assay.engine.admission import Unrunnable
 from assay.engine.local.interrupt import RunInterrupted
@@ -101,6 +103,7 @@ class QueueWorker(Generic[R]):
         clock: Callable[[], datetime] | None = None,
         stopping: Callable[[], bool] = lambda: stop_requested() is not None,
         abandon: Callable[[], None] | None = None,
+        repository: str | Everywhere | None = Everywhere.EVERY,
     ) -> None:
         if concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, got {concurrency}")
@@ -118,6 +121,7 @@ class QueueWorker(Generic[R]):
         # workflows): a stop must not wait out that work. The local steps need none: the stop
         # ends their runs itself.
         self.abandon = abandon
+        self.repository = repository  # whose tasks it runs (EVERY: all, for a submitter)
         self.served = Served()
         self._busy: set[str] = set()
         self._announced: dict[str, datetime] = {}  # task -> the wait already told
@@ -163,7 +167,7 @@ class QueueWorker(Generic[R]):
     def _hand_out(self, pool: ThreadPoolExecutor, futures: list[Future[None]]) -> list[str]:
         """One scan: tell what is new, and start a step for each runnable task a slot allows."""
         now = self.clock()
-        tasks, unreadable = self.ledger.scan_tasks()
+        tasks, unreadable = self.ledger.scan_tasks(runs_in=self.repository)
         for task_id, problem in unreadable:
             if task_id not in self._skipped:
                 self._skipped.add(task_id)
@@ -184,11 +188,16 @@ class QueueWorker(Generic[R]):
         futures.extend(pool.submit(self._work, task_id) for task_id in chosen)
         return chosen
 
+    def _elsewhere(self, task: Task) -> bool:
+        return not isinstance(self.repository, Everywhere) and task.belongs_elsewhere(
+            self.repository
+        )
+
     def _work(self, task_id: str) -> None:
         try:
             # Read again: another worker may have run it since the scan.
             task = self.ledger.get_task(task_id)
-            if not task.runnable(self.clock()):
+            if not task.runnable(self.clock()) or self._elsewhere(task):
                 return
             result = self.step(task)
             with self._guard:

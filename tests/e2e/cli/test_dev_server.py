@@ -113,3 +113,43 @@ def test_a_server_that_dies_says_so_with_its_log(tmp_path: Path):
     assert proc.returncode == 1, err
     assert "the dev server exited (signal 9)" in err
     assert str(home / "temporal" / "dev.log") in err
+
+
+def registered(port: int) -> dict[str, str]:
+    """The custom search attributes of the server's default namespace, by name."""
+    listed = subprocess.run(
+        [str(require_binary()), "operator", "search-attribute", "list",
+         "--address", f"127.0.0.1:{port}", "-o", "json"],
+        capture_output=True, text=True, timeout=60, check=True,
+    )  # fmt: skip
+    custom: dict[str, str] = json.loads(listed.stdout).get("customAttributes", {})
+    return custom
+
+
+def test_it_registers_the_runs_search_attributes_in_a_state_made_before_them(tmp_path: Path):
+    """The server's own flags only reach a new state: a dev.db an earlier assay made gets them
+    when assay dev-server starts on it again."""
+    binary = require_binary()
+    home, port = tmp_path / "home", free_port()
+    state = home / "temporal" / "dev.db"
+    state.parent.mkdir(parents=True)
+    older = subprocess.Popen(
+        [str(binary), "server", "start-dev", "--headless", "--port", str(port),
+         "--db-filename", str(state), "--log-level", "error"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while not accepts(port) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert registered(port) == {}
+    finally:
+        older.terminate()
+        older.wait(30)
+    proc = start(home, "--port", str(port), "--json")
+    announced(proc)
+    keyword = "INDEXED_VALUE_TYPE_KEYWORD"
+    expected = {"AssayTaskId": keyword, "AssayRepository": keyword, "AssayStatus": keyword}
+    assert registered(port) == expected
+    code, err = stop(proc, signal.SIGTERM)
+    assert code == 143 and "WARNING" not in err, err

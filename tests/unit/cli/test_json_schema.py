@@ -103,6 +103,7 @@ VOCABULARIES = {
     "leftover_kind": vocab.LeftoverKind,
     "halt_severity": vocab.HaltSeverity,
     "halt_lifecycle": vocab.HaltLifecycle,
+    "log_role": vocab.LogRole,
 }
 
 
@@ -208,6 +209,17 @@ def test_ledger_show_usage_and_gc(site: Site) -> None:
     collected = json_out(site.repo.main("gc", "--dry-run", "--json"))
     assert collected["skipped"], collected  # the run's branch, kept: the schema sees an item
     valid("gc", collected)
+
+
+def test_logs_lists_and_shows_a_run_s_logs(site: Site) -> None:
+    listed = json_out(site.repo.main("logs", site.run_id, "--json"))
+    valid("logs", listed)
+    names = {log["name"]: log for log in listed["logs"]}
+    coder = "attempt-1/seat-1/coder-attempt1.log"
+    assert names[coder]["role"] == "coder" and names[coder]["source"] == "ledger"
+    shown = json_out(site.repo.main("logs", site.run_id, coder, "--tail", "2", "--json"))
+    valid("log_show", shown)
+    assert shown["text"] and len(shown["text"].splitlines()) <= 2
 
 
 def test_brief_for_a_shell_coder_and_for_llm(site: Site) -> None:

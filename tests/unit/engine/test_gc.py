@@ -337,6 +337,7 @@ def test_recovery_says_a_seat_it_cannot_remove_and_goes_on(
         seat = repo.root / ".assay" / "seats" / run_id / "seat-1"
         seat.mkdir(parents=True)
         (seat / "work.py").write_text("x = 1\n")
+        (repo.root / ".assay" / "runs" / run_id).mkdir(parents=True)  # this home's run
     seats_of = repo.root / ".assay" / "seats"
     _stubborn(monkeypatch, lambda path: path == seats_of / runs[0])
     said: list[str] = []

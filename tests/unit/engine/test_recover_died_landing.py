@@ -92,3 +92,27 @@ def test_a_died_landing_that_cannot_be_finished_is_undone_and_the_run_refunded(
     task = ledger.get_task("t1")
     assert task.status is TaskStatus.FAILED and task.attempts == 0  # refunded, not merged
     assert ledger.get_run("r1").status is RunStatus.FAILED
+
+
+def test_a_run_that_pushed_to_its_origin_before_dying_closes_merged(tmp_path: Path) -> None:
+    """Its landing is on the origin (pushed, then the process died before the run closed):
+    recovery fetches the origin's branch and finds it there; the clone's main is untouched."""
+    bare = tmp_path / "origin.git"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(bare))
+    worker = tmp_path / "worker"
+    git(tmp_path, "init", "-q", "-b", "main", str(worker))
+    (worker / "a.txt").write_text("a\n")
+    git(worker, "add", "a.txt")
+    git(worker, "commit", "-qm", "base")
+    git(worker, "remote", "add", "origin", str(bare))
+    git(worker, "push", "-q", "origin", "main")
+    base = git(worker, "rev-parse", "main")
+    landed = git(
+        worker, "commit-tree", f"{base}^{{tree}}", "-p", base, "-m", f"t\n\n{RUN_TRAILER}: r1"
+    )
+    git(worker, "push", "-q", "origin", f"{landed}:refs/heads/main")  # the refs/remotes are stale
+    started = {"base_commit": base, "base_branch": "main", "origin": "origin"}
+    ledger = running_ledger(tmp_path, [("run.started", started)])
+    assert recover(worker, ledger) is RunStatus.MERGED
+    assert "on origin" in (ledger.get_run("r1").reason or "")
+    assert git(worker, "rev-parse", "main") == base

@@ -33,6 +33,7 @@ def interrupt(ledger: Ledger, home: Path, number: int, max_refunds: int = 3) -> 
     task = ledger.get_task("t1")
     task.start(now, run_id=f"r{number}")
     ledger.start_run(task, f"r{number}", started_at=now)
+    (home / "runs" / f"r{number}").mkdir(parents=True)  # a run of this home: its folder is here
     contract = Contract(task="i", budgets={"max_refunds": max_refunds})  # type: ignore[arg-type]
     subprocess.run(["git", "init", "-q", str(home)], check=True)
     recovered = recover_interrupted(

@@ -231,8 +231,8 @@ def test_a_step_that_saw_the_stop_while_the_loop_scanned_is_not_started_again(
     done: QueueWorker[TaskStatus]
     scan = ledger.scan_tasks
 
-    def slow_scan():  # type: ignore[no-untyped-def]
-        found = scan()
+    def slow_scan(**chosen):  # type: ignore[no-untyped-def]
+        found = scan(**chosen)
         if steps:  # the loop looked before the stop; the step returns while it scans
             scanning.set()
             while done._busy:
@@ -374,3 +374,31 @@ def test_a_stop_tells_the_steps_in_flight_to_give_up_and_does_not_wait_them_out(
     start = time.monotonic()
     done.run()
     assert given_up.is_set() and time.monotonic() - start < 5
+
+
+def test_a_worker_of_a_repository_runs_its_own_and_unplaced_tasks_never_another_s(
+    ledger: Ledger,
+) -> None:
+    """Another repository's task is skipped silently (its own workers run it): never claimed,
+    held, waited on or told; a task that names no repository runs anywhere, as before."""
+    for n, (task_id, repository) in enumerate(
+        [("mine", "gh.io/o/a"), ("theirs", "gh.io/o/b"), ("anyone", None)]
+    ):
+        task = Task.new(id=task_id, title=task_id, instruction="i", now=NOW + _s(n))
+        ledger.add_task(task.model_copy(update={"repository": repository, "branch": "main"}))
+    done, heard = worker(ledger, lambda task: run_to(ledger, task), repository="gh.io/o/a")
+    served = done.run()
+    assert served.runs == 2 and sorted(heard.of("finished")) == ["anyone=done", "mine=done"]
+    theirs = ledger.get_task("theirs")
+    assert theirs.status is TaskStatus.QUEUED and theirs.run_ids == [] and theirs.attempts == 0
+    assert not [detail for _, detail in heard.said if "theirs" in detail]
+
+
+def test_a_stale_pick_of_another_repository_s_task_is_left_alone(ledger: Ledger) -> None:
+    """Read again before its step (as after any scan): a task that is another repository's
+    by then never reaches the step."""
+    ledger.add_task(Task.new(id="t", title="t", instruction="i", now=NOW, repository="gh.io/o/b"))
+    steps: list[str] = []
+    done, _ = worker(ledger, lambda task: steps.append(task.id), repository="gh.io/o/a")
+    done._work("t")
+    assert steps == [] and ledger.get_task("t").status is TaskStatus.QUEUED

@@ -1,7 +1,7 @@
 """Deleting tasks: a task and everything the ledger keeps of it, in one transaction.
 
 A task's rows are its ``tasks`` row (with its contract), its stage records, its runs and each
-run's attempts, dispatches and documents, and the events and usage rows of the task or its
+run's attempts, dispatches, documents and logs, and the events and usage rows of the task or its
 runs. :func:`delete_tasks` locks the tasks first (so a run cannot start or close in between:
 on PostgreSQL the row lock, on SQLite the write lock), checks each against the caller's rule,
 then deletes children before parents, so no foreign key is ever left dangling. The event log
@@ -27,6 +27,7 @@ from assay.adapters.store.schema import (
     dispatches,
     events,
     run_documents,
+    run_logs,
     runs,
     stage_records,
     tasks,
@@ -129,6 +130,7 @@ def delete_tasks(
         conn.execute(sa.delete(usage).where(usage.c.run_id.in_(ids)))
         conn.execute(sa.delete(events).where(events.c.run_id.in_(ids)))
         conn.execute(sa.delete(run_documents).where(run_documents.c.run_id.in_(ids)))
+        conn.execute(sa.delete(run_logs).where(run_logs.c.run_id.in_(ids)))
         conn.execute(sa.delete(dispatches).where(dispatches.c.run_id.in_(ids)))
         conn.execute(sa.delete(attempts).where(attempts.c.run_id.in_(ids)))
     for ids in _chunks([] if dry_run else chosen):

@@ -20,6 +20,9 @@ from sqlalchemy.engine import Dialect
 
 NAME_LENGTH = 200
 TOKEN_LENGTH = 32
+REPOSITORY_LENGTH = 1000
+BRANCH_LENGTH = 255
+LOG_NAME_LENGTH = 1000
 
 
 class UTCDateTime(sa.TypeDecorator[datetime]):
@@ -78,10 +81,17 @@ tasks = sa.Table(
     # The dispatch contract the task was queued with, as set (defaults left out), so a worker
     # on any machine can run it; NULL for a task queued before contracts were kept here.
     sa.Column("contract", json_type(none_as_null=True)),
+    # Where it was queued: the repository it belongs to (only that repository's workers run
+    # it; NULL: any worker, as for a task queued before this was kept) and the branch it
+    # targets.
+    sa.Column("repository", sa.String(REPOSITORY_LENGTH)),
+    sa.Column("branch", sa.String(BRANCH_LENGTH)),
 )
 # In the order tasks are listed (oldest first), all of them or those of one status.
 sa.Index("ix_tasks_created", tasks.c.created_at, tasks.c.id)
 sa.Index("ix_tasks_status_created", tasks.c.status, tasks.c.created_at, tasks.c.id)
+# A worker's pick: its repository's tasks (and those of none), oldest first.
+sa.Index("ix_tasks_repository_created", tasks.c.repository, tasks.c.created_at, tasks.c.id)
 
 runs = sa.Table(
     "runs",
@@ -209,4 +219,22 @@ deleting_tasks = sa.Table(
     "deleting_tasks",
     metadata,
     sa.Column("task_id", sa.String(NAME_LENGTH), primary_key=True),
+)
+
+# A run's logs (a coder's, a check's, a judge's: ``name`` is the file's path in the run
+# folder), each bounded and redacted (see :mod:`assay.core.run_logs`), so a run that ran on
+# another machine can be read from this one. ``seat`` is NULL for a judge's and the run's own.
+run_logs = sa.Table(
+    "run_logs",
+    metadata,
+    sa.Column("run_id", sa.String(NAME_LENGTH), sa.ForeignKey("runs.id"), primary_key=True),
+    sa.Column("name", sa.String(LOG_NAME_LENGTH), primary_key=True),
+    sa.Column("attempt", sa.Integer()),
+    sa.Column("seat", sa.Integer()),
+    sa.Column("role", sa.String(TOKEN_LENGTH), nullable=False),
+    sa.Column("size", sa.BigInteger(), nullable=False),
+    sa.Column("text", sa.Text(), nullable=False),
+    sa.Column("truncated", sa.Boolean(), nullable=False),
+    sa.Column("updated_at", UTCDateTime(), nullable=False),
+    sa.CheckConstraint("size >= 0", name="ck_run_logs_size"),
 )

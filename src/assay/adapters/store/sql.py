@@ -25,6 +25,7 @@ import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
 from assay.adapters.store import deletes, moves, run_writes, task_sql, usage_log
+from assay.adapters.store import run_logs as log_rows
 from assay.adapters.store import statements as st
 from assay.adapters.store.connect import WRITE_OPTION, default_url, make_engine
 from assay.adapters.store.convergence import convergence_ledger
@@ -45,11 +46,14 @@ from assay.adapters.store.records import (
     RunDocument,
     RunRecord,
 )
+from assay.adapters.store.run_logs import LogEntry
 from assay.adapters.store.schema import attempts, dispatches, events, run_documents, runs, tasks
 from assay.adapters.store.task_rows import TaskRow
+from assay.adapters.store.task_sql import Everywhere
 from assay.adapters.store.usage_log import DispatchKey, DispatchUsage
 from assay.core.attempts import AttemptRecord
 from assay.core.ledger import ConvergenceLedger
+from assay.core.run_logs import KeptLog
 from assay.core.tasks import Task
 from assay.core.usage import UsageFigures
 from assay.core.vocab import EventKind, RunStatus, TaskStatus
@@ -59,6 +63,7 @@ _MIGRATE_LOCK = 0x61737361  # "assa": a PostgreSQL advisory lock id for concurre
 
 __all__ = [
     "HEAD_REVISION",
+    "Everywhere",
     "Ledger",
     "LedgerConflict",
     "LedgerError",
@@ -183,11 +188,17 @@ class Ledger:
         return self.scan_tasks(status)[0]
 
     def scan_tasks(
-        self, status: TaskStatus | None = None
+        self,
+        status: TaskStatus | None = None,
+        *,
+        runs_in: str | Everywhere | None = Everywhere.EVERY,
     ) -> tuple[list[Task], list[tuple[str, str]]]:
         """Tasks oldest first, and the rows that are not valid tasks as (id, what is wrong),
-        so one corrupt row never hides or blocks the others."""
+        so one corrupt row never hides or blocks the others. ``runs_in``: only the tasks a
+        worker of that repository may run (its own, and those that name none)."""
         chosen = task_sql.EVERY_TASK if status is None else task_sql.with_status(status.value)
+        if not isinstance(runs_in, Everywhere):
+            chosen = task_sql.all_of(chosen, task_sql.runs_in(runs_in))
         unreadable: list[tuple[str, str]] = []
         with self._read() as conn:
             return st.load_tasks(conn, chosen, unreadable), unreadable
@@ -415,6 +426,24 @@ class Ledger:
         """Each dispatch's journaled spending, of one task, one run, or since a time."""
         with self._read() as conn:
             return usage_log.dispatch_usage(conn, task_id=task_id, run_id=run_id, since=since)
+
+    # -- the run's logs -------------------------------------------------------------------------
+
+    def ship_logs(self, run_id: str, logs: Sequence[KeptLog], *, at: datetime) -> None:
+        """Keep ``logs`` (bounded and redacted already) with the run, in one transaction; each
+        replaces what an earlier ship kept of the same file."""
+        with self._write() as conn:
+            log_rows.write_logs(conn, run_id, logs, at)
+
+    def run_logs(self, run_id: str) -> list[LogEntry]:
+        """The logs kept with the run, without their text, by name."""
+        with self._read() as conn:
+            return log_rows.read_logs(conn, run_id)
+
+    def run_log(self, run_id: str, name: str) -> LogEntry | None:
+        """One log kept with the run, with its text; None when the ledger has no copy."""
+        with self._read() as conn:
+            return log_rows.read_log(conn, run_id, name)
 
     # -- connections --------------------------------------------------------------------------
 

@@ -66,6 +66,8 @@ def task_values(task: Task) -> dict[str, Any]:
         "created_at": task.created_at,
         "updated_at": task.updated_at,
         "not_before": task.not_before,
+        "repository": task.repository,
+        "branch": task.branch,
     }
 
 

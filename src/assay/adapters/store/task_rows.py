@@ -32,6 +32,7 @@ class TaskRow:
 
     __slots__ = (
         "attempts",
+        "branch",
         "diagnostic",
         "hold_reason",
         "hold_source",
@@ -39,6 +40,7 @@ class TaskRow:
         "instruction",
         "last_error",
         "not_before",
+        "repository",
         "run_ids",
         "status",
         "stored_created_at",  # as stored (checked): a list prints 10,000 of each
@@ -61,6 +63,8 @@ class TaskRow:
         not_before: datetime | None,
         stored_created_at: str,
         stored_updated_at: str,
+        repository: str | None = None,
+        branch: str | None = None,
     ) -> None:
         self.id = id
         self.title = title
@@ -75,6 +79,8 @@ class TaskRow:
         self.not_before = not_before
         self.stored_created_at = stored_created_at
         self.stored_updated_at = stored_updated_at
+        self.repository = repository
+        self.branch = branch
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -91,6 +97,8 @@ class TaskRow:
             "not_before": json_time(self.not_before),
             "created_at": json_stored_time(self.stored_created_at),
             "updated_at": json_stored_time(self.stored_updated_at),
+            "repository": self.repository,
+            "branch": self.branch,
         }
 
 
@@ -130,7 +138,7 @@ def read_rows(
 def task_row(row: Sequence[object], run_ids: list[str]) -> TaskRow:
     """One row of :data:`.task_sql.TASK_FIELDS` as a task; raises :class:`BadValue`."""
     task_id, title, instruction, status, last_error, hold_reason, hold_source = row[:7]
-    diagnostic, created_at, updated_at, not_before, attempts = row[7:]
+    diagnostic, created_at, updated_at, not_before, repository, branch, attempts = row[7:]
     # Checked inline, each at once: this runs once per task of a list of thousands.
     if not (
         type(task_id) is str
@@ -143,6 +151,8 @@ def task_row(row: Sequence[object], run_ids: list[str]) -> TaskRow:
         and type(last_error) in _OPTIONAL_TEXT
         and type(hold_reason) in _OPTIONAL_TEXT
         and type(diagnostic) in _OPTIONAL_TEXT
+        and type(repository) in _OPTIONAL_TEXT
+        and type(branch) in _OPTIONAL_TEXT
         and type(attempts) is int
         and attempts >= 0
     ):
@@ -161,15 +171,23 @@ def task_row(row: Sequence[object], run_ids: list[str]) -> TaskRow:
         None if not_before is None else _moment(not_before, "not_before"),
         stored_time(created_at, "created_at"),
         stored_time(updated_at, "updated_at"),
+        repository,  # type: ignore[arg-type]
+        branch,  # type: ignore[arg-type]
     )
 
 
 def _first_problem(row: Sequence[object]) -> BadValue:
     """What is wrong with a row :func:`task_row` refused, said of its first bad column."""
     task_id, title, instruction, status, last_error, hold_reason, hold_source = row[:7]
-    diagnostic, attempts = row[7], row[11]
+    diagnostic, repository, branch, attempts = row[7], row[11], row[12], row[13]
     text = {"title": title, "instruction": instruction}
-    optional = {"last_error": last_error, "hold_reason": hold_reason, "diagnostic": diagnostic}
+    optional = {
+        "last_error": last_error,
+        "hold_reason": hold_reason,
+        "diagnostic": diagnostic,
+        "repository": repository,
+        "branch": branch,
+    }
     if type(task_id) is not str or not task_id:
         return BadValue("id", task_id, "not a task id")
     for column, value in text.items():

@@ -10,6 +10,8 @@ Each query is a ``(where, params)`` pair with named parameters (``:status``), a 
 
 from __future__ import annotations
 
+from enum import Enum
+
 TASK_FIELDS = (
     "id",
     "title",
@@ -22,6 +24,8 @@ TASK_FIELDS = (
     "created_at",
     "updated_at",
     "not_before",
+    "repository",
+    "branch",
     "attempts",
 )
 """The columns a task is read from, in the order each row holds them (not its contract, read
@@ -53,6 +57,29 @@ def with_status(status: str) -> Chosen:
 
 def with_id(task_id: str) -> Chosen:
     return "tasks.id = :task_id", {"task_id": task_id}
+
+
+class Everywhere(Enum):
+    """Tasks of every repository: not a worker's pick (see :func:`runs_in`)."""
+
+    EVERY = "every"
+
+
+def all_of(*chosen: Chosen) -> Chosen:
+    """The tasks every one of ``chosen`` picks."""
+    where = " AND ".join(f"({part[0]})" for part in chosen)
+    params = {key: value for part in chosen for key, value in part[1].items()}
+    return where, params
+
+
+def runs_in(repository: str | None) -> Chosen:
+    """The tasks a worker of ``repository`` may run: its own and those that name none."""
+    if repository is None:
+        return "tasks.repository IS NULL", {}
+    return (
+        "(tasks.repository IS NULL OR tasks.repository = :repository)",
+        {"repository": repository},
+    )
 
 
 def tasks_sql(chosen: Chosen) -> str:

@@ -106,6 +106,8 @@ async def arm(plan: RunPlan, fx: Effects) -> RunResult | None:
         "base_commit": plan.base_commit,
         "base_branch": plan.base_branch,
     }
+    if plan.origin is not None:  # the base branch is the origin's: recovery looks there
+        started["origin"] = plan.origin
     await emit(fx, plan, EventKind.RUN_STARTED, started)
     unresolved = await fx.preflight(plan)
     await fx.arm(plan)

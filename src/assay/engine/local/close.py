@@ -20,6 +20,7 @@ from pathlib import Path
 
 from assay.adapters import git
 from assay.adapters.home import make_home
+from assay.adapters.origin import OriginError, fetch_branch
 from assay.adapters.run_files import cause_of
 from assay.adapters.store import halt_files
 from assay.core.contract import Contract
@@ -45,6 +46,21 @@ from assay.engine.run_result import RunResult
 from assay.engine.values import RunPlan
 
 
+def run_base(fx: RunSite) -> tuple[str, str | None]:
+    """The commit a run starts from and the branch it lands on: with an origin, that origin's
+    tip of the branch the task targets (fetched now: never this clone's own branch, which may
+    be behind or hold what no one validated), else this checkout's HEAD and branch."""
+    if fx.origin is None:
+        return git.head_commit(fx.repo), git.current_branch(fx.repo)
+    branch = fx.task.branch or git.current_branch(fx.repo)
+    if branch is None:
+        raise OriginError(
+            f"task {fx.task.id} names no branch and {fx.repo} has a detached HEAD: "
+            f"there is no branch of {fx.origin} to start from"
+        )
+    return fetch_branch(fx.repo, fx.origin, branch), branch
+
+
 def open_run(fx: RunSite, call: OpenRequest) -> tuple[RunPlan, datetime]:
     """Claim the task's attempt and create the run; the plan and when the run started."""
     task, repo = fx.task, fx.repo
@@ -52,14 +68,16 @@ def open_run(fx: RunSite, call: OpenRequest) -> tuple[RunPlan, datetime]:
         raise ValueError(f"this run is of task {task.id}, not {call.task_id}")
     started = fx.started_at or fx.clock()
     make_home(repo, fx.home)  # the run's folders go there, hidden from `git status`
+    base_commit, base_branch = run_base(fx)
     plan = RunPlan(
         task_id=task.id,
         run_id=call.run_id,
         dispatch_id=call.run_id,
         contract=fx.contract,
         repo_root=repo,
-        base_commit=git.head_commit(repo),
-        base_branch=git.current_branch(repo),
+        base_commit=base_commit,
+        base_branch=base_branch,
+        origin=fx.origin,
     )
     warm_up_model_client(fx.contract)
     run_dir = fx.run_dir(plan)

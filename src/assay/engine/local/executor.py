@@ -25,6 +25,7 @@ from typing import Any, ParamSpec, TypeVar
 from assay.adapters import git
 from assay.adapters.assay_exe import with_assay_on_path
 from assay.adapters.envpolicy import agent_environment
+from assay.adapters.log_shipping import LogShipper
 from assay.adapters.process import EnvironmentFault
 from assay.adapters.process_groups import GROUPS_FILE, recording_groups
 from assay.adapters.redact import SecretRedaction
@@ -42,8 +43,9 @@ from assay.core.contract import Contract
 from assay.core.payload import HaltNotice, Payload
 from assay.core.report import CoderReport, read_coder_report
 from assay.core.results import ValidatorResult
+from assay.core.run_logs import KeptLog
 from assay.core.tasks import Task
-from assay.core.vocab import CanonicalHalt, CrashPoint, EventKind, RunStatus
+from assay.core.vocab import CanonicalHalt, CrashPoint, EventKind, LogRole, RunStatus
 from assay.engine.crashpoints import crash_point
 from assay.engine.effects import (
     LOCAL_WORKER,
@@ -106,7 +108,8 @@ def machine_faults(
 class LocalEffects:
     """Effects for one run of ``task`` on this machine. ``home`` is the repository's
     ``.assay`` folder; ``sink`` the live display; ``started_at`` when the executor began
-    the run (else when it opens)."""
+    the run (else when it opens); ``origin`` the remote the run starts from and lands on
+    (None: this repository itself)."""
 
     def __init__(
         self,
@@ -120,8 +123,10 @@ class LocalEffects:
         sink: EventSink | None = None,
         clock: Clock = utc_now,
         started_at: datetime | None = None,
+        origin: str | None = None,
     ) -> None:
         self.repo = repo
+        self.origin = origin
         self.home = home
         self.ledger = ledger
         self.task = task
@@ -142,6 +147,13 @@ class LocalEffects:
         self.validated: set[str] = set()
         # Every secret value the scan found in this run, and what replaces it where it is kept.
         self.redaction = SecretRedaction()
+        # Ships the run's logs to the ledger as its dispatches and checks end, and at its close:
+        # a seat's once its checks ended (or it left nothing to check), an attempt's judges'
+        # once they ranked, so nothing the secret scan may still find is ever shipped.
+        self.logs = LogShipper(ledger, self.operator_env, clock)
+        self._coders_done: set[tuple[int, int]] = set()
+        self._checks_done: set[tuple[int, int]] = set()
+        self._judges_done: set[int] = set()
         # Events come from the graph's thread, the threads it hands work to, and the relay's.
         self._lock = threading.RLock()
         self.halts = HaltKeeper(
@@ -182,7 +194,10 @@ class LocalEffects:
         return journaled_firings(self.ledger.events(run_id=self.plan.run_id))
 
     async def record(self, call: RecordCall) -> RunRecorded:
-        return record_run(self, call.handle, call.result)
+        try:
+            return record_run(self, call.handle, call.result)
+        finally:  # every log, an internal error's trace too: the run is over
+            await self.ship_logs(call.handle.plan, everything=True)
 
     def interrupted(self, stop: RunInterrupted, stopped: UserStop | None = None) -> None:
         """A stop request ended the run: close it as interrupted, from its journal; ``stopped``:
@@ -221,8 +236,17 @@ class LocalEffects:
 
     @machine_faults
     async def dispatch(self, call: SeatCall) -> Candidate:
-        with self._recording(call.plan):
-            return await dispatch_seat(self, call)
+        try:
+            with self._recording(call.plan):
+                candidate = await dispatch_seat(self, call)
+        except Exception:  # crashed: what its coder wrote is shipped all the same
+            self._coders_done.add((call.attempt, call.seat))
+            await self.ship_logs(call.plan)
+            raise
+        if candidate.commit is None:  # nothing to check: its logs go now, else after its checks
+            self._coders_done.add((call.attempt, call.seat))
+            await self.ship_logs(call.plan)
+        return candidate
 
     @machine_faults
     async def validate(self, call: CandidateCall) -> list[Validation]:
@@ -238,10 +262,21 @@ class LocalEffects:
     ) -> list[ValidationOutcome]:
         """The checks of ``candidate`` (``change`` and ``commit``: another tree, when a landing
         revalidates the change combined with a moved base)."""
-        with self._recording(plan):
-            return await validate_seat(
-                self, plan, candidate.attempt, candidate.seat, change, commit
-            )
+        seat = (candidate.attempt, candidate.seat)
+        try:
+            with self._recording(plan):
+                outcomes = await validate_seat(
+                    self, plan, candidate.attempt, candidate.seat, change, commit
+                )
+        except Exception:
+            self._coders_done.add(seat)
+            self._checks_done.add(seat)
+            await self.ship_logs(plan)
+            raise
+        self._coders_done.add(seat)  # its output was scanned, and redacted if it held a secret
+        self._checks_done.add(seat)
+        await self.ship_logs(plan)
+        return outcomes
 
     @machine_faults
     async def judge(self, call: JudgeCall) -> JudgeRound:
@@ -259,6 +294,8 @@ class LocalEffects:
             )
         for problem in panel.problems:  # a judge that cannot run says so on stderr
             self._warn(f"attempt {attempt}: {problem}")
+        self._judges_done.add(attempt)
+        await self.ship_logs(plan)
         boundary(CrashPoint.JUDGED)
         spent = self.meter(plan).held_by()
         return replace(panel, budget=spent) if spent is not None else panel
@@ -334,6 +371,31 @@ class LocalEffects:
                     ),
                 )
             return self._meter
+
+    async def ship_logs(self, plan: RunPlan, *, everything: bool = False) -> None:
+        """Ship what changed of the run's finished logs (``everything``: all of them) to the
+        ledger, redacted and bounded (:mod:`assay.adapters.log_shipping`); a ledger that
+        refuses is a warning, never a fault of the run (its close ships them again)."""
+        ready = None if everything else self._log_ready
+        try:
+            await asyncio.to_thread(
+                self.logs.ship, plan.run_id, self.run_dir(plan), set(self.redaction.found), ready
+            )
+        except Exception as exc:
+            cause = " ".join(str(exc).split())[:200] or type(exc).__name__
+            # A ledger that is down refuses the warning's event too: it stays in the payload's
+            # warnings, and the run goes on (its next write says whether the ledger is back).
+            with contextlib.suppress(Exception):
+                self._warn(f"the run's logs were not shipped to the ledger: {cause}")
+
+    def _log_ready(self, log: KeptLog) -> bool:
+        if log.role is LogRole.CODER:
+            return (log.attempt, log.seat) in self._coders_done
+        if log.role is LogRole.VALIDATOR:
+            return (log.attempt, log.seat) in self._checks_done
+        if log.role is LogRole.JUDGE:
+            return log.attempt in self._judges_done
+        return False  # the run's own: at its close
 
     def warn(self, message: str) -> None:
         """A run warning, once per message: in the payload, the ledger's events and on the

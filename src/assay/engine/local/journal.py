@@ -47,6 +47,7 @@ class JournaledRun:
     attempts: list[AttemptRecord]
     dispatches: list[DispatchRecord]
     landing: JournaledLanding | None = None
+    origin: str | None = None  # the remote whose base branch it is, when not this repository
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,7 @@ def read_journal(events: Sequence[Event], *, dispatch_id: str, fault: str) -> Jo
     """
     base_commit: str | None = None
     base_branch: str | None = None
+    origin: str | None = None
     started: dict[tuple[int, int], str] = {}
     finished: dict[tuple[int, int], dict[str, object]] = {}
     decided: dict[int, dict[str, object]] = {}
@@ -77,6 +79,7 @@ def read_journal(events: Sequence[Event], *, dispatch_id: str, fault: str) -> Jo
         if event.kind == EventKind.RUN_STARTED:
             base_commit = _text(data.get("base_commit"))
             base_branch = _text(data.get("base_branch"))
+            origin = _text(data.get("origin"))
         elif event.kind == EventKind.DISPATCH_STARTED:
             started[(int(data["attempt"]), int(data["seat"]))] = str(data.get("coder") or "?")
         elif event.kind == EventKind.SEAT_FINISHED:
@@ -110,7 +113,7 @@ def read_journal(events: Sequence[Event], *, dispatch_id: str, fault: str) -> Jo
                 attempt=number, outcome=outcome, coder_dispatches=count, failures=failures
             )
         )
-    return JournaledRun(base_commit, base_branch, attempts, dispatches, landing)
+    return JournaledRun(base_commit, base_branch, attempts, dispatches, landing, origin)
 
 
 def _dispatch_record(

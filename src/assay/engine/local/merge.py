@@ -14,7 +14,7 @@ import contextlib
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from assay.adapters import landing
+from assay.adapters import landing, origin
 from assay.adapters.store import halt_files
 from assay.core.attempts import AttemptRecord
 from assay.core.policy import decide
@@ -66,7 +66,8 @@ def land_candidate(
             fx.warn(landing.warning)
         return landing.outcome
     if blocked:  # only `pr` leaves anything for a blocked run
-        return LandOutcome(RunStatus.BLOCKED, f"branch {branch} left", branch)
+        left = f"branch {branch} left{_published(fx, plan, branch)}"
+        return LandOutcome(RunStatus.BLOCKED, left, branch)
     if mode is LandMode.MERGE and plan.base_branch:
         if not plan.contract.verified and not plan.contract.land_unverified:
             reason = (
@@ -75,11 +76,12 @@ def land_candidate(
                 "can block (--validator, or the contract's validators:) or land_unverified: true"
             )
             fx.warn(reason)
-            return LandOutcome(RunStatus.READY, reason, branch)
+            return LandOutcome(RunStatus.READY, reason + _published(fx, plan, branch), branch)
         return merge_squashed(fx, plan, seat, branch, plan.base_branch, attempts)
     if mode is LandMode.MERGE:
         fx.warn(f"the base is a detached HEAD; branch {branch} left instead of merging")
-    return LandOutcome(RunStatus.READY, f"the change is left on branch {branch}", branch)
+    left = f"the change is left on branch {branch}{_published(fx, plan, branch)}"
+    return LandOutcome(RunStatus.READY, left, branch)
 
 
 def merge_squashed(
@@ -110,31 +112,71 @@ def merge_squashed(
 
     try:
         with land_lock(fx.home):
-            commit = landing.land_squash(
-                plan.repo_root,
-                branch=branch,
-                into_branch=into,
-                base_commit=plan.base_commit,
-                message=message,
-                revalidate=revalidate,
-                validated=fx.validated,
-                assay_homes=fx.seating.assay_homes(plan),
-                moved=lambda: crash_point(CrashPoint.CHECKOUT_PENDING),
-            )
+            if plan.origin is not None:
+                commit = origin.push_squash(
+                    plan.repo_root,
+                    remote=plan.origin,
+                    branch=branch,
+                    into_branch=into,
+                    base_commit=plan.base_commit,
+                    message=message,
+                    revalidate=revalidate,
+                    validated=fx.validated,
+                    assay_homes=fx.seating.assay_homes(plan),
+                )
+            else:
+                commit = landing.land_squash(
+                    plan.repo_root,
+                    branch=branch,
+                    into_branch=into,
+                    base_commit=plan.base_commit,
+                    message=message,
+                    revalidate=revalidate,
+                    validated=fx.validated,
+                    assay_homes=fx.seating.assay_homes(plan),
+                    moved=lambda: crash_point(CrashPoint.CHECKOUT_PENDING),
+                )
     except landing.LandBlocked as moved:
-        return LandOutcome(RunStatus.BLOCKED, str(moved), branch, validations=len(revalidations))
+        left = _published(fx, plan, branch)
+        return LandOutcome(
+            RunStatus.BLOCKED, f"{moved}{left}", branch, validations=len(revalidations)
+        )
+    except origin.OriginError as failed:  # the network or the remote: lands in a later run
+        said = f"{failed}; the change is left on branch {branch}"
+        fx.warn(f"merge failed: {said}")
+        return LandOutcome(
+            RunStatus.READY,
+            f"not merged: {said}",
+            branch,
+            validations=len(revalidations),
+            machine_fault=True,
+        )
     except landing.LandRefused as refused:
-        said = f"{refused}; the change is left on branch {branch}"
+        said = f"{refused}; the change is left on branch {branch}{_published(fx, plan, branch)}"
         fx.warn(f"merge refused: {said}")
         return LandOutcome(
             RunStatus.READY, f"not merged: {said}", branch, validations=len(revalidations)
         )
+    where = f"{into} on {plan.origin}" if plan.origin else into
     return LandOutcome(
         RunStatus.MERGED,
-        f"merged into {into} as one commit, {commit[:12]}",
+        f"merged into {where} as one commit, {commit[:12]}",
         branch,
         validations=len(revalidations),
     )
+
+
+def _published(fx: RunSite, plan: RunPlan, branch: str) -> str:
+    """With an origin, a branch left for a human goes there too (any machine sees it); what
+    became of it, as the end of a sentence ("" without an origin)."""
+    if plan.origin is None:
+        return ""
+    try:
+        origin.push_branch(plan.repo_root, plan.origin, branch)
+    except origin.OriginError as exc:
+        fx.warn(str(exc))
+        return f" (here only: {exc})"
+    return f", pushed to {plan.origin}"
 
 
 def validator_verdicts(plan: RunPlan, results: Sequence[ValidatorResult]) -> list[str]:

@@ -77,12 +77,14 @@ def run_task(
     keep_worktrees: bool = False,
     clock: Clock = utc_now,
     stopped_by: Actor | None = None,
+    origin: str | None = None,
 ) -> RunReport:
     """Run ``task`` once under ``contract`` and close it; the task comes back settled.
 
     ``stopped_by``: the person running it (``assay run``). A stop request that ends the run
     is theirs, and the task is held (manual) instead of runnable again; without it (``assay
-    serve``) a stop is the queue's, and its tasks run again."""
+    serve``) a stop is the queue's, and its tasks run again. ``origin``: the remote the run
+    starts from and lands on (None: ``repo`` itself)."""
     started = clock()
     fx = LocalEffects(
         repo=repo,
@@ -94,6 +96,7 @@ def run_task(
         sink=sink,
         clock=clock,
         started_at=started,
+        origin=origin,
     )
     request = OpenRequest(
         task_id=task.id, run_id=new_run_id(started), keep_worktrees=keep_worktrees

@@ -55,6 +55,7 @@ class RunSite(Protocol):
     clock: Clock
     started_at: datetime | None
     operator_env: dict[str, str]
+    origin: str | None  # the remote runs start from and land on; None: this repository
     plan: RunPlan | None
     run_lock: int | None  # the run folder's lock, held while the run lives
     keep_worktrees: bool

@@ -23,10 +23,13 @@ from typing import Any
 
 from assay.adapters import folders, git, seats
 from assay.adapters.landing import LandRefused, finish_landing, landed_commit
+from assay.adapters.origin import OriginError, fetch_branch, tracking_ref
 from assay.adapters.process_groups import GROUPS_FILE, stop_recorded_groups
 from assay.adapters.redact import Redactor
+from assay.adapters.repo_identity import repository_id
 from assay.adapters.run_files import cause_of
 from assay.adapters.store import halt_files, halt_ops
+from assay.adapters.store.errors import LedgerError
 from assay.adapters.store.halt_journal import journaled_firings
 from assay.adapters.store.records import EventIn, RunDocument, RunRecord
 from assay.adapters.store.sql import Ledger, RunNotFound
@@ -43,7 +46,12 @@ from assay.core.vocab import (
 from assay.engine.close import CloseFacts, close_run
 from assay.engine.local.halt_relay import remove_relay_folders
 from assay.engine.local.interrupt import UserStop
-from assay.engine.local.journal import JournaledLanding, interrupted_last, read_journal
+from assay.engine.local.journal import (
+    JournaledLanding,
+    JournaledRun,
+    interrupted_last,
+    read_journal,
+)
 from assay.engine.recovery.refunds import closed_quota_streak, refund_streak
 from assay.engine.run_result import RunResult
 from assay.engine.values import LandOutcome
@@ -88,6 +96,8 @@ def close_unfinished(
     # Coders of a run whose assay died live on in their own groups: end them before closing.
     stop_recorded_groups(home / "runs" / record.id / GROUPS_FILE)
     remove_relay_folders(dispatch_id)  # its halt relay's socket, which no one listens on now
+    # What its programs wrote before it died, when its folder is on this machine.
+    ship_left_logs(ledger, home / "runs" / record.id, record.id, env or os.environ, clock, warn)
     journal = read_journal(ledger.events(run_id=record.id), dispatch_id=dispatch_id, fault=reason)
     # What its programs reported after the host died is in their files: journaled now.
     account_left_logs(
@@ -102,12 +112,8 @@ def close_unfinished(
         ledger, home=home, contract=contract, task_id=record.task_id, run_id=record.id,
         clock=clock,
     )  # fmt: skip
-    commit = (
-        landed_commit(repo, journal.base_branch, record.id, since=journal.base_commit)
-        if journal.base_branch and journal.base_commit
-        else None
-    )
-    if commit is not None and journal.base_branch:
+    commit = _landed(repo, journal, record.id, warn)
+    if commit is not None and journal.base_branch and journal.origin is None:
         try:  # its process may have died before the checkout was brought along
             finish_landing(repo, journal.base_branch, commit)
         except LandRefused:
@@ -131,7 +137,10 @@ def close_unfinished(
     land: LandOutcome | None = None
     if commit is not None:
         status, halt_type = RunStatus.MERGED, HaltType.NONE
-        reason = f"merged into {journal.base_branch} as {commit[:12]} before the process died"
+        into = (
+            f"{journal.base_branch} on {journal.origin}" if journal.origin else journal.base_branch
+        )
+        reason = f"merged into {into} as {commit[:12]} before the process died"
         land = LandOutcome(status, reason)
     elif landing is not None and pr_url is not None:  # opened once; never opened again
         if landing.blocked:
@@ -203,6 +212,27 @@ def close_unfinished(
     return status
 
 
+def ship_left_logs(
+    ledger: Ledger,
+    run_dir: Path,
+    run_id: str,
+    env: Mapping[str, str],
+    clock: Clock,
+    warn: Warn | None,
+) -> None:
+    """Ship the logs a run left in its folder here (none when it ran elsewhere); a ledger that
+    refuses is a warning: the run still closes."""
+    from assay.adapters.log_shipping import LogShipper
+
+    if not run_dir.is_dir():
+        return
+    try:
+        LogShipper(ledger, env, clock).ship(run_id, run_dir)
+    except Exception as exc:
+        cause = " ".join(str(exc).split())[:200] or type(exc).__name__
+        _say(warn, [f"run {run_id}: its logs were not shipped to the ledger: {cause}"])
+
+
 def close_document(
     payload: dict[str, Any],
     *,
@@ -244,11 +274,20 @@ def recover_interrupted(
     clock: Clock = lambda: datetime.now(UTC),
     warn: Warn | None = None,
 ) -> list[str]:
-    """Close every open run whose process died; clear what dead, closed runs left behind.
-    What cannot be removed is said to ``warn``, once, and the rest goes on."""
+    """Close every open run of this home whose process died; clear what dead, closed runs left
+    behind. What cannot be removed is said to ``warn``, once, and the rest goes on.
+
+    A run is this home's when its folder is here: a run takes its folder (and its lock) before
+    its ledger row, so a run recorded in a shared ledger with no folder here runs on another
+    machine (or from another home) and is never closed from here, alive or not; nor is one of
+    a task of another repository."""
     recovered: list[str] = []
+    here = repository_id(repo)
     for record in ledger.open_runs():
-        if is_alive(home / "runs" / record.id):
+        run_dir = home / "runs" / record.id
+        if not run_dir.is_dir() or is_alive(run_dir):
+            continue
+        if _task_elsewhere(ledger, record.task_id, here):
             continue
         with _claimed(home / "runs" / record.id) as mine:
             # Another recoverer (a second `serve`) may hold it, or have closed it just now.
@@ -269,6 +308,13 @@ def recover_interrupted(
     sweep_leftovers(repo, home, ledger, is_alive, warn, done=set(recovered))
     sweep_unrecorded_run_folders(home, ledger, now=clock())
     return recovered
+
+
+def _task_elsewhere(ledger: Ledger, task_id: str, here: str | None) -> bool:
+    try:
+        return ledger.get_task(task_id).belongs_elsewhere(here)
+    except LedgerError:  # unreadable or gone: its run is this home's to close
+        return False
 
 
 def sweep_unrecorded_run_folders(home: Path, ledger: Ledger, *, now: datetime) -> None:
@@ -477,3 +523,18 @@ def _fired_block_halts(notices: list[HaltNotice]) -> list[HaltNotice]:
         if notice.severity is HaltSeverity.BLOCK:
             seen.setdefault(notice.name, notice)
     return list(seen.values())
+
+
+def _landed(repo: Path, journal: JournaledRun, run_id: str, warn: Warn | None) -> str | None:
+    """The commit the run landed before it died, if it did: on its origin's branch (fetched
+    now; what was last seen of it when the origin cannot be reached) or on its base branch."""
+    if not (journal.base_branch and journal.base_commit):
+        return None
+    if journal.origin is None:
+        return landed_commit(repo, journal.base_branch, run_id, since=journal.base_commit)
+    try:
+        fetch_branch(repo, journal.origin, journal.base_branch)
+    except OriginError as exc:
+        _say(warn, [f"run {run_id}: {exc}; what was last fetched decides whether it landed"])
+    seen = tracking_ref(journal.origin, journal.base_branch)
+    return landed_commit(repo, seen, run_id, since=journal.base_commit)

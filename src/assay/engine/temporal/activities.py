@@ -1,7 +1,9 @@
 """The activities of a worker process: opening and closing runs against the ledger.
 
-One :class:`Activities` per worker process. ``open`` (polled on the shared queue) checks the
-task can run here, builds the local executor's effects for the run, claims the task and holds
+One :class:`Activities` per worker process. ``open`` (polled on the shared queue and on its
+repository's) refuses a task of another repository than the worker's (never claimed, never
+held: the workflow asks again, and that repository's worker takes it), checks the task can run
+here, builds the local executor's effects for the run, claims the task and holds
 the run on this worker (:class:`~assay.engine.temporal.holding.RunsHeld` performs every later
 effect of it). ``close`` closes a run its graph never recorded, once, from the ledger's
 journal (:func:`assay.engine.recovery.close.close_unfinished`: the one close recovery uses).
@@ -19,6 +21,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from assay.adapters.envpolicy import contract_leak
+from assay.adapters.origin import OriginError
 from assay.adapters.process_groups import stop_recorded_groups
 from assay.adapters.store.sql import Ledger, LedgerConflict, RunNotFound
 from assay.core.contract import Contract
@@ -27,11 +30,12 @@ from assay.engine.admission import Unrunnable, admit
 from assay.engine.effects import OpenRequest
 from assay.engine.recovery.close import close_unfinished
 from assay.engine.temporal.calls import Closed, CloseIn, Opened
-from assay.engine.temporal.effects import RUN_NOT_HELD
+from assay.engine.temporal.effects import ORIGIN_UNREACHABLE, RUN_NOT_HELD, WORKER_STOPPING
 from assay.engine.temporal.holding import RunEffects, RunsHeld
 
 Clock = Callable[[], datetime]
 EffectsFor = Callable[[Task, Contract], RunEffects]
+OTHER_REPOSITORY = "OtherRepository"  # a close reached a worker of another repository: retried
 
 
 def utc_now() -> datetime:
@@ -39,7 +43,8 @@ def utc_now() -> datetime:
 
 
 class Activities(RunsHeld):
-    """The activities of one worker; ``queue`` is its own task queue."""
+    """The activities of one worker; ``queue`` is its own task queue, ``repository`` the id
+    of the repository it serves (:mod:`assay.adapters.repo_identity`)."""
 
     def __init__(
         self,
@@ -54,6 +59,7 @@ class Activities(RunsHeld):
         heartbeat_every: float = 2.0,
         env: Mapping[str, str] | None = None,
         clock: Clock = utc_now,
+        repository: str | None = None,
     ) -> None:
         super().__init__(
             queue=queue, max_dispatches=max_dispatches, heartbeat_every=heartbeat_every
@@ -65,6 +71,7 @@ class Activities(RunsHeld):
         self.contract_for = contract_for
         self.env = env
         self.clock = clock
+        self.repository = repository
 
     # -- the run's life ----------------------------------------------------------------------
 
@@ -84,6 +91,7 @@ class Activities(RunsHeld):
                     non_retryable=True,
                 )
             task = await asyncio.to_thread(self.ledger.get_task, call.task_id)
+            self._refuse_elsewhere(task, opening=True)
             if not task.runnable(self.clock()):
                 why = f"task {task.id} is {task.status.value}, not runnable"
                 return Opened(None, not_runnable=why)
@@ -117,12 +125,35 @@ class Activities(RunsHeld):
             except LedgerConflict as exc:  # another run claimed it first
                 fx.close()
                 return Opened(None, not_runnable=str(exc))
+            except OriginError as exc:  # before the task was claimed: it stays queued
+                fx.close()
+                said = f"task {task.id} waits: {exc}"
+                activity.logger.warning(said)
+                raise ApplicationError(said, type=ORIGIN_UNREACHABLE, non_retryable=True) from exc
+
+    def _refuse_elsewhere(self, task: Task, *, opening: bool) -> None:
+        """Another repository's task is never touched here. An open is refused as a stopping
+        worker refuses one (the workflow asks again, and that repository's worker takes it);
+        a close is retried (on any worker, until that repository's closes it)."""
+        if not task.belongs_elsewhere(self.repository):
+            return
+        said = (
+            f"task {task.id} belongs to the repository {task.repository}; this worker serves "
+            f"{self.repository}: it does not {'open' if opening else 'close'} its run"
+        )
+        activity.logger.warning(said)
+        if opening:
+            raise ApplicationError(said, type=WORKER_STOPPING, non_retryable=True)
+        raise ApplicationError(said, type=OTHER_REPOSITORY)
 
     async def close(self, call: CloseIn) -> Closed:
         """Close ``call.run_id`` if it is still open (once: a closed run is never closed again)
         and hold the task if asked; here, the run's coders are stopped and its seats removed."""
         async with self._beating(lambda: {"closing": call.run_id}):
             held = self.runs.get(call.run_id) if call.run_id else None
+            if held is None:  # closed from the journal: only by a worker of its repository
+                task = await asyncio.to_thread(self.ledger.get_task, call.task_id)
+                self._refuse_elsewhere(task, opening=False)
             if held is not None:
                 await asyncio.to_thread(stop_recorded_groups, held.groups)
                 self._let_go(held.handle.plan.run_id)

@@ -85,13 +85,21 @@ class Closed:
 
 @dataclass(frozen=True)
 class RunInput:
-    """A workflow's input: the task, the shared queue its opens go to, the timeouts."""
+    """A workflow's input: the task, the shared queue (its workflow's), the timeouts, and the
+    queue its opens and lost-run closes go to: its repository's (:func:`.config.
+    repository_queue`), so only that repository's workers run it; None: the shared queue (a
+    task that names no repository, or a workflow started before tasks kept one)."""
 
     task_id: str
     task_queue: str
     keep_worktrees: bool = False
     timeouts: Timeouts = field(default_factory=Timeouts)
     max_runs: int = 10  # lost workers in a row this workflow restarts the run for
+    open_queue: str | None = None
+
+    @property
+    def opens_on(self) -> str:
+        return self.open_queue or self.task_queue
 
 
 @dataclass(frozen=True)

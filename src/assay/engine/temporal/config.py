@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import secrets
 import socket
@@ -21,8 +22,18 @@ def workflow_id(task_id: str) -> str:
     return f"assay-{task_id}"
 
 
+def repository_queue(shared: str, repository: str | None) -> str:
+    """Where the runs of a repository's tasks are opened: only that repository's workers poll
+    it (a task that names none opens on the shared queue, as any worker may run it). The id
+    is hashed: it may be a long path, and a queue name need not show it."""
+    if repository is None:
+        return shared
+    return f"{shared}@{hashlib.sha256(repository.encode()).hexdigest()[:12]}"
+
+
 def close_queue(shared: str) -> str:
-    """Where a lost run is closed: any worker serves it, whatever runs it holds."""
+    """Where a lost run is closed: any worker of the queue's repository (``shared`` is its
+    :func:`repository_queue`) serves it, whatever runs it holds."""
     return f"{shared}-close"
 
 

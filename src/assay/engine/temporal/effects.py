@@ -68,11 +68,16 @@ EFFECT_FAULT = "EffectFault"
 RUN_NOT_HELD = "RunNotHeld"  # the worker does not hold the run (it restarted): lost
 RUN_STOPPED = "RunStopped"
 WORKER_STOPPING = "WorkerStopping"  # a worker asked to stop takes no new run: open it elsewhere
+# The shared repository could not be fetched: nothing started; asked again, less and less often.
+ORIGIN_UNREACHABLE = "OriginUnreachable"
 # A worker silent past its heartbeat, or an activity past its start-to-close, is a lost
 # worker: retrying it on that worker's queue would only wait for its schedule-to-start too.
 TIMED_OUT = ["TemporalTimeout:Heartbeat", "TemporalTimeout:StartToClose"]
-NOT_RETRIED = [EFFECT_FAULT, RUN_NOT_HELD, RUN_STOPPED, WORKER_STOPPING, *TIMED_OUT]
+NOT_RETRIED = [
+    EFFECT_FAULT, RUN_NOT_HELD, RUN_STOPPED, WORKER_STOPPING, ORIGIN_UNREACHABLE, *TIMED_OUT
+]  # fmt: skip
 REOPEN_AFTER = timedelta(seconds=1)  # a stopping worker refused the open: ask again
+REFETCH_AFTER = (timedelta(seconds=5), timedelta(minutes=5))  # first and longest wait
 
 INFRASTRUCTURE_RETRY = RetryPolicy(
     initial_interval=timedelta(milliseconds=500),
@@ -163,13 +168,19 @@ class TemporalEffects:
     record = _performed(RECORD)
 
     async def open(self, call: OpenRequest) -> RunHandle:
-        queue = self.run.task_queue
+        queue = self.run.opens_on
+        wait = REFETCH_AFTER[0]
         while True:
             try:
                 opened = await execute(OPEN, call, queue=queue, timeouts=self.run.timeouts)
                 break
             except ActivityError as err:
-                if not _refused_by_stopping_worker(err):
+                refused = _refused_as(err)
+                if refused == ORIGIN_UNREACHABLE:  # the worker logged why; nothing started
+                    await workflow.sleep(wait)
+                    wait = min(wait * 2, REFETCH_AFTER[1])
+                    continue
+                if refused != WORKER_STOPPING:
                     raise _translated(err, queue) from err
             await workflow.sleep(REOPEN_AFTER)  # by then it polls no more; another takes it
         if opened.handle is None:
@@ -239,9 +250,10 @@ class TemporalEffects:
         return result
 
 
-def _refused_by_stopping_worker(err: ActivityError) -> bool:
+def _refused_as(err: ActivityError) -> str | None:
+    """The type of an activity's refusal (an ``ApplicationError``), else None."""
     cause = err.cause
-    return isinstance(cause, ApplicationError) and cause.type == WORKER_STOPPING
+    return cause.type if isinstance(cause, ApplicationError) else None
 
 
 def _translated(err: ActivityError, worker: str) -> Exception:

@@ -97,6 +97,8 @@ class RunsHeld(ABC):
         self.changed: Callable[[], None] = lambda: None  # told when a run is let go
         self.stopping: Callable[[], bool] = lambda: stop_requested() is not None
         self.opening = 0  # opens in flight: each may hold a run once it ends
+        self.capacity: int | None = None  # runs it may hold (None: its gates alone bound it)
+        self.repository: str | None = None  # the repository it serves (None: only tasks of none)
 
     @property
     def busy(self) -> bool:
@@ -128,6 +130,15 @@ class RunsHeld(ABC):
                 # have no one to take its next call. Another worker opens it.
                 raise ApplicationError(
                     f"the worker {self.queue} is stopping: another worker opens the run",
+                    type=WORKER_STOPPING,
+                    non_retryable=True,
+                )
+            if self.capacity is not None and len(self.runs) + self.opening >= self.capacity:
+                # Two queues' gates (the shared one, its repository's) each let a poll begin
+                # below capacity: an open one of them brought beyond it goes elsewhere.
+                raise ApplicationError(
+                    f"the worker {self.queue} holds all the runs it may: another worker "
+                    "opens the run",
                     type=WORKER_STOPPING,
                     non_retryable=True,
                 )

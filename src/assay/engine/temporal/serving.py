@@ -48,6 +48,7 @@ class WorkflowStep:
         on_submit: Callable[[str, str], None] = lambda _task, _workflow: None,
         on_outage: Callable[[str], None] = lambda _said: None,
         outage: float = OUTAGE_SECONDS,
+        on_warning: Callable[[str], None] = lambda _said: None,
     ) -> None:
         self.task_queue = task_queue
         self.timeouts = timeouts
@@ -60,16 +61,16 @@ class WorkflowStep:
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         self._thread.start()
-        self.client: Client = self._run(connect(connection))
+        self.client: Client = self._run(connect(connection, on_warning=on_warning))
 
     def _run(self, coro: Coroutine[Any, Any, T]) -> T:
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
 
     def __call__(self, task: Task) -> RunOutcome:
-        return self._run(self._waited(task.id))
+        return self._run(self._waited(task.id, task.repository))
 
-    async def _waited(self, task_id: str) -> RunOutcome:
-        wait = asyncio.ensure_future(self._submit_and_wait(task_id))
+    async def _waited(self, task_id: str, repository: str | None = None) -> RunOutcome:
+        wait = asyncio.ensure_future(self._submit_and_wait(task_id, repository))
         self._waits.add(wait)
         try:
             return await wait
@@ -87,9 +88,15 @@ class WorkflowStep:
 
         self._loop.call_soon_threadsafe(cancel)
 
-    async def _submit_and_wait(self, task_id: str) -> RunOutcome:
+    async def _submit_and_wait(self, task_id: str, repository: str | None) -> RunOutcome:
         handle = await self._patiently(
-            lambda: submit(self.client, task_id, task_queue=self.task_queue, timeouts=self.timeouts)
+            lambda: submit(
+                self.client,
+                task_id,
+                task_queue=self.task_queue,
+                timeouts=self.timeouts,
+                repository=repository,  # its runs open on that repository's queue
+            )
         )
         if handle is not None:
             self.submitted += 1

@@ -7,7 +7,8 @@ closed once from its journal as an environment error (refunded through settle, w
 streak bounds how often) and a new run opens on another worker — unless settle held the task.
 The ``stop`` signal (``assay task cancel|hold``) and a cancellation of the workflow stop the
 graph: its activities are cancelled (the coders stopped), the run is closed as interrupted on
-its worker (or, lost, anywhere) and the task is held.
+its worker (or, lost, anywhere) and the task is held. A workflow started with the search
+attributes (:mod:`search`) keeps ``AssayStatus`` up to date as its run moves.
 """
 
 from __future__ import annotations
@@ -29,6 +30,14 @@ with workflow.unsafe.imports_passed_through():
     )
     from assay.engine.temporal.config import STOP_SIGNAL, WORKFLOW_NAME, close_queue
     from assay.engine.temporal.effects import NotRunnable, TemporalEffects, execute
+    from assay.engine.temporal.search import (
+        NOT_RUNNABLE,
+        QUEUED,
+        RUNNING,
+        STATUS,
+        STATUS_PATCH,
+        TASK_ID,
+    )
     from assay.engine.temporal.table import CLOSE
 
 CANCELLED = "the workflow was cancelled"
@@ -41,6 +50,7 @@ class RunWorkflow:
         self._stop: StopRequest | None = None
         self._graph: asyncio.Task[RunRecorded] | None = None
         self._run_id: str | None = None
+        self._shown: str | None = None  # the AssayStatus upserted last; None: none kept
 
     @workflow.signal(name=STOP_SIGNAL)
     def stop(self, request: StopRequest) -> None:
@@ -57,12 +67,29 @@ class RunWorkflow:
 
     @workflow.run
     async def run(self, run: RunInput) -> RunOutcome:
+        # Started without the attributes, the namespace lacks them: an upsert would fail
+        # every workflow task. Checked first so a history without them never sees the patch.
+        started_with_them = workflow.info().typed_search_attributes.get(TASK_ID) is not None
+        if started_with_them and workflow.patched(STATUS_PATCH):
+            self._shown = QUEUED
+        outcome = await self._runs(run)
+        self._show(outcome.task_status or NOT_RUNNABLE)
+        return outcome
+
+    def _show(self, status: str) -> None:
+        """``AssayStatus`` = ``status`` (the UI's column), when the workflow keeps it."""
+        if self._shown is not None and self._shown != status:
+            workflow.upsert_search_attributes([STATUS.value_set(status)])
+            self._shown = status
+
+    async def _runs(self, run: RunInput) -> RunOutcome:
         outcome = RunOutcome(task_id=run.task_id)
         for _ in range(run.max_runs):
             if self._stop is not None:  # before a run opened: only the hold is left to do
                 closed = await self._close(run, None, None, self._stop, lost=True)
                 return _stopped(outcome, closed, self._stop)
             fx = TemporalEffects(run)
+            self._show(RUNNING)
             self._run_id = self._new_run_id()
             outcome.runs.append(self._run_id)
             request = OpenRequest(run.task_id, self._run_id, run.keep_worktrees)
@@ -138,7 +165,7 @@ class RunWorkflow:
                 return await execute(CLOSE, call, queue=worker, timeouts=run.timeouts)
             except ActivityError:
                 pass  # its worker is gone too: any worker closes it from the journal
-        anywhere = close_queue(run.task_queue)
+        anywhere = close_queue(run.opens_on)  # its repository's workers (or any, for none)
         return await execute(CLOSE, call, queue=anywhere, timeouts=run.timeouts, until_done=True)
 
 

@@ -185,19 +185,18 @@ def test_the_migration_round_trips(target: LedgerTarget) -> None:
     from assay.adapters.store.sql import MIGRATIONS
 
     ledger = target.open()
-    assert ledger.revision() == HEAD_REVISION == "0008"
+    assert ledger.revision() == HEAD_REVISION
+    Driver(ledger).add("t1")  # at the head: the Ledger writes the newest columns
     config = Config()
     config.set_main_option("script_location", MIGRATIONS)
     with ledger._write() as conn:
         config.attributes["connection"] = conn
         command.downgrade(config, "0007")
     assert ledger.revision() == "0007"
-    driver = Driver(ledger)
-    driver.add("t1")
     with (
         pytest.raises(sa.exc.DBAPIError, match="append-only"),
         engine_of(ledger).begin() as conn,
     ):
         conn.exec_driver_sql("DELETE FROM events")
-    assert ledger.migrate() == "0008"
+    assert ledger.migrate() == HEAD_REVISION
     assert [t.id for t in ledger.delete_tasks(["t1"]).deleted] == ["t1"]

@@ -34,6 +34,10 @@ def _fill(ledger: Ledger) -> None:
     ledger.add_task(held)
     micro = T0 + timedelta(microseconds=120000)
     ledger.add_task(Task.new(id="t-micro", title="micro", instruction="y", now=micro))
+    placed = Task.new(
+        id="t-placed", title="p", instruction="z", now=T0, repository="gh.io/o/r", branch="dev"
+    )
+    ledger.add_task(placed)
     driver = Driver(ledger, start=T0 + timedelta(seconds=5))
     driver.add("t-runs")
     waves = (Wave(AttemptOutcome.BLOCKED, 2, ("a failed",)), Wave(AttemptOutcome.PASSED, 1, ()))
@@ -63,7 +67,14 @@ def test_every_backend_reads_the_models_values(target: LedgerTarget) -> None:
         assert _documents(ledger.scan_task_rows(status)) == expected, (target.backend, status)
     (rows, unreadable) = ledger.scan_task_rows()
     by_id = {row.id: row for row in rows}
-    assert unreadable == [] and list(by_id) == ["t-held", "t-uni", "t-micro", "t-runs", "t-wait"]
+    assert unreadable == [] and list(by_id) == [
+        "t-held",
+        "t-placed",
+        "t-uni",
+        "t-micro",
+        "t-runs",
+        "t-wait",
+    ]
     assert by_id["t-micro"].as_json()["created_at"] == "2026-03-04T05:06:07.120000Z"
     assert by_id["t-runs"].run_ids == ["r-2", "r-1"] and by_id["t-runs"].attempts == 2
     assert by_id["t-uni"].attempts == 0 and by_id["t-uni"].not_before is None

@@ -15,6 +15,7 @@ import typer
 from support.in_process import run_assay
 from support.repo import make_repo
 from support.scripted_effects import TemporalEnv
+from support.tls_front import TlsFront, make_certs
 from temporalio.service import TLSConfig
 
 from assay.adapters.temporal_connection import (
@@ -62,6 +63,38 @@ def test_mtls_maps_onto_the_sdks_tls_config(pems: dict[str, Path]) -> None:
     )
     assert options["api_key"] is None and options["namespace"] == "ns"
     assert made.secured and made.describe() == "mTLS"
+
+
+def test_a_server_name_is_the_tls_domain_and_turns_tls_on(pems: dict[str, Path]) -> None:
+    made = settle(tls_ca=pems["ca"], tls_server_name="temporal.internal")
+    options = connect_options(made.credentials({}), made.namespace)
+    assert options["tls"] == TLSConfig(server_root_ca_cert=CERT_PEM, domain="temporal.internal")
+    alone = settle({"ASSAY_TEMPORAL_TLS_SERVER_NAME": "temporal.internal"})
+    assert connect_options(alone.credentials({}), alone.namespace)["tls"] == TLSConfig(
+        domain="temporal.internal"
+    )
+    assert alone.secured and alone.describe() == "TLS as temporal.internal"
+    assert alone.environment() == {"ASSAY_TEMPORAL_TLS_SERVER_NAME": "temporal.internal"}
+    flagged = settle({"ASSAY_TEMPORAL_TLS_SERVER_NAME": "env.example"}, tls_server_name="a.b")
+    assert flagged.tls_server_name == "a.b"
+    assert "is no host name" in refused(tls_server_name="temporal internal")
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["worker", "--temporal", "10.0.0.1:7233"], ["serve", "--temporal", "10.0.0.1:7233", "--once"]],
+)
+def test_every_command_that_talks_to_temporal_takes_a_server_name(
+    tmp_path: Path, command: list[str]
+) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
+    helped = run_assay([command[0], "--help"], cwd=tmp_path, env=env)
+    assert "--tls-server-name" in helped.stdout and "TLS_SERVER_NAME" in helped.stdout
+    done = run_assay([*command, "--tls-server-name", "temporal internal"], cwd=tmp_path, env=env)
+    assert done.returncode == 2, done.stderr
+    assert "--tls-server-name (or $ASSAY_TEMPORAL_TLS_SERVER_NAME) 'temporal internal' is no" in (
+        done.stderr
+    )
 
 
 def test_an_api_key_is_read_from_the_variable_named_and_always_goes_over_tls() -> None:
@@ -165,6 +198,30 @@ def test_a_namespace_the_server_lacks_is_named_at_connect_not_after_ready(
         temporal_env.run(lambda _: reach("nope"))
     assert "has no namespace 'nope'" in str(missing.value)
     assert "--namespace" in str(missing.value)
+
+
+def test_a_certificate_for_another_name_is_reached_only_with_its_server_name(
+    temporal_env: TemporalEnv, tmp_path: Path
+) -> None:
+    """The real handshake: a server certificate issued for temporal.internal, dialled at
+    127.0.0.1, is refused unless --tls-server-name names it."""
+    target = temporal_env.env.client.service_client.config.target_host
+    certs = make_certs(tmp_path / "pki", server_names="DNS:temporal.internal")
+    flags = {"tls_cert": certs.client_cert, "tls_key": certs.client_key, "tls_ca": certs.ca}
+
+    async def reach(address: str, **extra: str) -> str:
+        connection = TemporalConnection.settle(address, "default", environ={}, **flags, **extra)  # type: ignore[arg-type]
+        client = await connect(connection, environ={})
+        return client.namespace
+
+    with TlsFront(target, certs) as front:
+        with pytest.raises(TemporalUnreachable) as refused:
+            temporal_env.run(lambda _: reach(front.address))
+        assert "--tls-server-name" in str(refused.value)
+        named = temporal_env.run(
+            lambda _: reach(front.address, tls_server_name="temporal.internal")
+        )
+        assert named == "default"
 
 
 def test_the_sdks_metrics_are_served_for_prometheus(temporal_env: TemporalEnv) -> None:

@@ -1,6 +1,7 @@
 """The workflow as released must replay on the workflow as it is: each recorded history
 (tools/record_histories.py: a run merged; a worker lost, the run opened again and merged; a
-run stopped mid-dispatch) replays without a nondeterminism error. A change to the sequence of
+run stopped mid-dispatch; a run merged by a workflow started with the search attributes, which
+upserts its status) replays without a nondeterminism error. A change to the sequence of
 activities that fails here would stall every workflow in flight at an upgrade (the worker
 retrying its workflow task for ever): such a change goes behind ``workflow.patched``."""
 
@@ -20,8 +21,9 @@ from assay.engine.temporal.workflow import RunWorkflow
 HISTORIES = sorted((Path(__file__).parent / "histories").glob("*.json"))
 
 
-def test_the_recorded_histories_cover_a_merge_a_lost_worker_and_a_stop() -> None:
-    assert [p.stem for p in HISTORIES] == ["lost_then_merged", "merged", "stopped"]
+def test_the_recorded_histories_cover_a_merge_a_lost_worker_a_stop_and_the_upserts() -> None:
+    recorded = ["lost_then_merged", "merged", "merged_searchable", "stopped"]
+    assert [p.stem for p in HISTORIES] == recorded
 
 
 @pytest.mark.parametrize("recorded", HISTORIES, ids=lambda p: p.stem)

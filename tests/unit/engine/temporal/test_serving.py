@@ -30,7 +30,7 @@ class Handle:
 def step(
     monkeypatch: pytest.MonkeyPatch, submits: list[Exception], results: list[Exception], **kw: Any
 ) -> tuple[serving.WorkflowStep, list[str]]:
-    async def connect(_connection: TemporalConnection) -> object:
+    async def connect(_connection: TemporalConnection, **_options: object) -> object:
         return object()
 
     async def submit(*_args: object, **_kw: object) -> Handle:

@@ -1,0 +1,164 @@
+"""Shipping a run's logs from its folder on this machine to the ledger, bounded and redacted.
+
+The ledger is the one place a result lives: a run that ran on another machine (a Temporal
+worker) is read from the ledger, never from that machine's disk. Which files are logs, and how
+much of each is kept, is :mod:`assay.core.run_logs`'s; here they are read (never through a
+link, never more than the two ends of a huge file) and redacted before anything is kept:
+
+- every secret value the run's scans found (``SecretRedaction.found``), and
+- the operator's own secrets that no child ever gets (:func:`assay.adapters.assay_secrets.
+  assay_secrets`: the ledger's URL and password, the dashboard's token, Temporal's keys) and
+  the values of the operator's credential-like variables (the coders' API keys, as the
+  secret scan knows them), which a program could still print (a debug line, an error).
+
+Each end of a huge file is read with room for the longest value beyond the cut, so a value
+that straddles a cut is redacted whole, never kept in part. The secret scan reads a coder's
+output only when its candidate is checked, so the executor ships a seat's logs once its checks
+have ended (or when it left nothing to check), never while they may still hold a secret the
+scan is about to find (:meth:`LogShipper.ship`'s ``ready``).
+"""
+
+from __future__ import annotations
+
+import codecs
+import hashlib
+import os
+import stat
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from datetime import datetime
+from pathlib import Path
+from typing import BinaryIO
+
+from assay.adapters import folders
+from assay.adapters.redact import Redactor, redactions
+from assay.adapters.store.schema import LOG_NAME_LENGTH
+from assay.adapters.store.sql import Ledger
+from assay.core.run_logs import (
+    HEAD_BYTES,
+    LOG_LIMIT,
+    KeptLog,
+    ends,
+    kept,
+    log_names,
+    place_of,
+    within_run_limit,
+)
+
+MAX_ENTRIES = 20_000  # of a run folder walked for its logs (judges' scratch folders too)
+MAX_DEPTH = 8  # attempt-N/judges/judge-K/round-R/<file> is 5 deep
+MAX_LOGS = 2_000  # more than any run writes: a bound, not a budget
+CHAR_BYTES = 4  # a UTF-8 character's bytes at most
+OPERATOR_SECRET = "assay secret"
+
+Clock = Callable[[], datetime]
+
+
+def operator_secrets(operator_env: Mapping[str, str]) -> set[tuple[str, str]]:
+    """``(type, value)`` of every operator secret a kept log must never hold."""
+    from assay.adapters.assay_secrets import MIN_CONTAINED, assay_secrets
+    from assay.adapters.validators.secrets import credential_values
+
+    found = {
+        (OPERATOR_SECRET, s.value)
+        for s in assay_secrets(operator_env).values
+        if len(s.value) >= MIN_CONTAINED  # shorter ones match as whole values only there
+    }
+    found |= {(f"${name}", value) for name, value in credential_values(operator_env).items()}
+    return found
+
+
+def read_run_logs(run_dir: Path, redactor: Redactor) -> list[KeptLog]:
+    """Every log of ``run_dir`` as it would be kept (redacted, each bounded; the run's budget
+    not applied yet), in the order of their names."""
+    files: dict[str, Path] = {}
+    for entry in folders.walk(run_dir, max_entries=MAX_ENTRIES, max_depth=MAX_DEPTH):
+        if entry.is_file:
+            name = entry.path.relative_to(run_dir).as_posix()
+            if len(name) <= LOG_NAME_LENGTH:
+                files[name] = entry.path
+    logs = []
+    for name in log_names(files)[:MAX_LOGS]:
+        log = read_log(files[name], name, redactor)
+        if log is not None:
+            logs.append(log)
+    return logs
+
+
+def read_log(path: Path, name: str, redactor: Redactor) -> KeptLog | None:
+    """What is kept of one log file; None when it is not a regular file (or is gone)."""
+    try:
+        # Never through a link; non-blocking: a FIFO under a log's name never holds us up.
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as source:
+        info = os.fstat(source.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            return None
+        size = info.st_size
+        margin = max((len(v.encode("utf-8")) for v in redactor.table), default=0) + CHAR_BYTES
+        if size <= LOG_LIMIT + 2 * margin:
+            whole = source.read(LOG_LIMIT + 2 * margin)
+            size = max(size, len(whole))
+            text, truncated = kept(redactor.text(whole.decode("utf-8", errors="replace")))
+        else:
+            start, end = _ends(source, size, margin)
+            text, truncated = ends(redactor.text(start), redactor.text(end), size), True
+    place = place_of(name)
+    return KeptLog(name, place.role, place.attempt, place.seat, size, text, truncated)
+
+
+def _ends(source: BinaryIO, size: int, margin: int) -> tuple[str, str]:
+    """The first and last bytes of a file too long to keep whole, each with ``margin`` more
+    than is kept (so a value across the cut is still seen whole), as text: a character cut
+    at the outer edge of a read is dropped, never shown as a replacement."""
+    head = source.read(HEAD_BYTES + margin)
+    source.seek(max(size - LOG_LIMIT - margin, 0))
+    tail = source.read(LOG_LIMIT + margin)
+    start = codecs.getincrementaldecoder("utf-8")(errors="replace").decode(head, final=False)
+    skip = 0
+    while skip < min(len(tail), CHAR_BYTES - 1) and tail[skip] & 0xC0 == 0x80:
+        skip += 1  # continuation bytes of a character that began before the read
+    return start, tail[skip:].decode("utf-8", errors="replace")
+
+
+class LogShipper:
+    """Ships one run's logs from its folder here; remembers what it shipped, so a later ship
+    writes only the logs that changed. Thread-safe (seats end in parallel)."""
+
+    def __init__(self, ledger: Ledger, operator_env: Mapping[str, str], clock: Clock) -> None:
+        self.ledger = ledger
+        self.clock = clock
+        self._operator = operator_secrets(operator_env)
+        self._shipped: dict[str, str] = {}  # name: digest of what the ledger holds
+        self._lock = threading.Lock()
+
+    def ship(
+        self,
+        run_id: str,
+        run_dir: Path,
+        found: Iterable[tuple[str, str]] = (),
+        ready: Callable[[KeptLog], bool] | None = None,
+    ) -> int:
+        """Ship what changed of the run's logs (``found``: the secrets the run's scans found;
+        ``ready``: which logs may go now, None: all); how many logs were written. Raises what
+        the ledger raises (the caller warns).
+
+        The run's budget is shared by all its logs, so every log is read each time: one that
+        is not ready still counts, and one shipped before is shipped again when a newer log
+        made its share smaller."""
+        redactor = Redactor(redactions(self._operator | set(found)))
+        with self._lock:
+            logs = within_run_limit(read_run_logs(run_dir, redactor))
+            chosen = logs if ready is None else [log for log in logs if ready(log)]
+            fresh = [log for log in chosen if self._shipped.get(log.name) != _digest(log)]
+            if fresh:
+                self.ledger.ship_logs(run_id, fresh, at=self.clock())
+            self._shipped.update({log.name: _digest(log) for log in fresh})
+            return len(fresh)
+
+
+def _digest(log: KeptLog) -> str:
+    said = f"{log.size}\0{log.truncated}\0{log.text}".encode("utf-8", errors="replace")
+    return hashlib.blake2b(said, digest_size=16).hexdigest()

@@ -1,0 +1,124 @@
+"""The shared repository's git side: which remote, a leased push that loses to another
+machine, a landing idempotent by its run's trailer. Real clones of a real bare repository."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from support.repo import git
+
+from assay.adapters import origin
+from assay.adapters.landing import LandBlocked, SquashMessage
+
+
+@pytest.fixture
+def clones(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """A bare origin with ``main``, and two clones of it (this machine, another)."""
+    bare, seed = tmp_path / "origin.git", tmp_path / "seed"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(bare))
+    git(tmp_path, "init", "-q", "-b", "main", str(seed))
+    (seed / "a.txt").write_text("a\n")
+    git(seed, "add", "a.txt")
+    git(seed, "commit", "-qm", "base")
+    git(seed, "push", "-q", str(bare), "main")
+    here, there = tmp_path / "here", tmp_path / "there"
+    for clone in (here, there):
+        git(tmp_path, "clone", "-q", str(bare), str(clone))
+    return bare, here, there
+
+
+def commit_file(clone: Path, name: str, text: str, push: bool = False) -> str:
+    (clone / name).write_text(text)
+    git(clone, "add", name)
+    git(clone, "commit", "-qm", f"write {name}")
+    if push:
+        git(clone, "push", "-q", "origin", "HEAD:main")
+    return git(clone, "rev-parse", "HEAD")
+
+
+def message(run_id: str = "r1") -> SquashMessage:
+    return SquashMessage(
+        task="Add b", task_id="t1", run_id=run_id, attempts=1, blocked=0, coder="c", seat=1
+    )
+
+
+def test_resolve_names_the_remote_or_refuses_one_the_clone_lacks(
+    clones: tuple[Path, Path, Path],
+) -> None:
+    _, here, _ = clones
+    assert origin.resolve(here, "auto") == "origin"
+    assert origin.resolve(here, "none") is None and origin.resolve(here, None) is None
+    with pytest.raises(origin.OriginError, match="no remote named 'upstream'"):
+        origin.resolve(here, "upstream")
+    git(here, "remote", "remove", "origin")
+    assert origin.resolve(here, "auto") is None
+
+
+def test_a_stale_lease_moves_nothing_and_says_so(clones: tuple[Path, Path, Path]) -> None:
+    bare, here, there = clones
+    base = origin.fetch_branch(here, "origin", "main")
+    theirs = commit_file(there, "t.txt", "t\n", push=True)
+    mine = commit_file(here, "m.txt", "m\n")
+    assert origin.push_commit(here, "origin", mine, "main", expected=base) is False
+    assert git(bare, "rev-parse", "main") == theirs
+    assert origin.push_commit(here, "origin", mine, "main", expected=theirs) is True
+    assert git(bare, "rev-parse", "main") == mine  # the lease is the compare, not ancestry
+    assert git(here, "rev-parse", "refs/remotes/origin/main") == mine
+
+
+def test_push_squash_lands_once_on_the_moved_tip_after_revalidating(
+    clones: tuple[Path, Path, Path],
+) -> None:
+    bare, here, there = clones
+    base = origin.fetch_branch(here, "origin", "main")
+    git(here, "checkout", "-q", "-b", "cand")
+    commit_file(here, "b.txt", "b\n")
+    theirs = commit_file(there, "t.txt", "t\n", push=True)
+    checked: list[str] = []
+
+    def revalidate(combined: str, tip: str) -> str | None:
+        checked.append(tip)
+        return None
+
+    landed = origin.push_squash(
+        here, remote="origin", branch="cand", into_branch="main", base_commit=base,
+        message=message(), revalidate=revalidate,
+    )  # fmt: skip
+    assert checked == [theirs] and git(bare, "rev-parse", "main") == landed
+    assert git(here, "rev-parse", f"{landed}^") == theirs
+    # Idempotent: the same run lands nothing twice (a recovered run asks again).
+    again = origin.push_squash(
+        here, remote="origin", branch="cand", into_branch="main", base_commit=base,
+        message=message(), revalidate=revalidate,
+    )  # fmt: skip
+    assert again == landed and git(bare, "rev-list", "--count", "main") == "3"
+
+
+def test_push_squash_blocks_on_a_conflict_with_what_another_machine_landed(
+    clones: tuple[Path, Path, Path],
+) -> None:
+    bare, here, there = clones
+    base = origin.fetch_branch(here, "origin", "main")
+    git(here, "checkout", "-q", "-b", "cand")
+    tree = commit_file(here, "a.txt", "mine\n")
+    theirs = commit_file(there, "a.txt", "theirs\n", push=True)
+    with pytest.raises(LandBlocked, match=r"conflicts in a\.txt"):
+        origin.push_squash(
+            here, remote="origin", branch="cand", into_branch="main", base_commit=base,
+            message=message(), validated={git(here, "rev-parse", f"{tree}^{{tree}}")},
+        )  # fmt: skip
+    assert git(bare, "rev-parse", "main") == theirs
+
+
+def test_a_failure_that_is_not_a_race_is_an_error_naming_no_credential(tmp_path: Path) -> None:
+    repo = tmp_path / "r"
+    git(tmp_path, "init", "-q", "-b", "main", str(repo))
+    commit_file(repo, "a.txt", "a\n")
+    git(repo, "remote", "add", "origin", "https://bob:hunter2@127.0.0.1:9/x.git")
+    with pytest.raises(origin.OriginError) as raised:
+        origin.fetch_branch(repo, "origin", "main")
+    with pytest.raises(origin.OriginError) as pushed:
+        origin.push_branch(repo, "origin", "main")
+    for failure in (raised.value, pushed.value):
+        assert "hunter2" not in str(failure) and "bob" not in str(failure)

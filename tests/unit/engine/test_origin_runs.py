@@ -1,0 +1,155 @@
+"""Runs that share an origin: each starts from the origin's tip of its branch (never the
+worker's own, possibly stale or diverged, branch) and lands there, by a leased push.
+
+Real runs of the replay coder in real clones of a real bare repository; "another machine" is
+another clone of the same origin that pushes meanwhile.
+"""
+
+from __future__ import annotations
+
+import shutil
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from support.repo import Repo, git, make_repo_with_origin
+
+from assay.adapters.store.sql import Ledger
+from assay.core.contract import parse_contract
+from assay.core.tasks import Task
+from assay.core.vocab import RunStatus
+from assay.engine.local.runner import RunReport, run_task
+
+
+@pytest.fixture
+def machines(tmp_path: Path) -> tuple[Repo, Path, Path]:
+    """The user's repository (pushed to a bare origin), a worker's clone of that origin, and
+    another machine's clone."""
+    made = make_repo_with_origin(tmp_path)
+    origin = tmp_path / "origin.git"
+    worker, other = tmp_path / "worker", tmp_path / "other"
+    git(origin, "symbolic-ref", "HEAD", "refs/heads/main")
+    for clone in (worker, other):
+        git(tmp_path, "clone", "-q", str(origin), str(clone))
+        git(clone, "config", "user.email", "m@example.com")
+        git(clone, "config", "user.name", "m")
+    return made, worker, other
+
+
+def push_unrelated(clone: Path, name: str = "NOTES.md") -> str:
+    """Another machine lands a change of its own on the origin's main; its commit."""
+    (clone / name).write_text(f"{name} from another machine\n")
+    git(clone, "add", name)
+    git(clone, "commit", "-qm", f"add {name}")
+    git(clone, "push", "-q", "origin", "main")
+    return git(clone, "rev-parse", "HEAD")
+
+
+def run_on(worker: Path, made: Repo, *, land: str, check: str = "true") -> RunReport:
+    contract = parse_contract(
+        f"""task: Make slugify keep digits.
+scope: {{allow: ["src/**"]}}
+coder:
+  kind: replay
+  steps:
+    - {{script: "{made.put("fixed.py", "src/slug.py")}"}}
+validators:
+  - {{id: check, kind: command, run: "{check}"}}
+sandbox: none
+land: {land}
+"""
+    )
+    home = worker / ".assay"
+    home.mkdir(exist_ok=True)
+    ledger = Ledger.open(f"sqlite:///{home / 'assay.db'}")
+    task = Task.new(id="t1", title="t", instruction=contract.task, now=datetime.now(UTC))
+    ledger.add_task(task)
+    return run_task(
+        repo=worker, home=home, ledger=ledger, task=task, contract=contract, origin="origin"
+    )
+
+
+def test_a_merge_starts_from_the_origins_tip_and_lands_there(
+    machines: tuple[Repo, Path, Path],
+) -> None:
+    made, worker, other = machines
+    theirs = push_unrelated(other)  # the origin moved after the worker cloned it
+    # The worker's own main holds a commit no one validated or pushed: never the base.
+    (worker / "LOCAL.md").write_text("local only\n")
+    git(worker, "add", "LOCAL.md")
+    git(worker, "commit", "-qm", "local only")
+    local = git(worker, "rev-parse", "main")
+
+    report = run_on(worker, made, land="merge")
+
+    assert report.payload.status is RunStatus.MERGED, report.payload.reason
+    landed = git(other, "ls-remote", "origin", "refs/heads/main").split()[0]
+    assert git(worker, "rev-parse", f"{landed}^") == theirs  # on the origin's tip
+    files = git(worker, "ls-tree", "-r", "--name-only", landed).split()
+    assert "NOTES.md" in files and "LOCAL.md" not in files
+    assert git(worker, "diff", "--name-only", theirs, landed).split() == ["src/slug.py"]
+    assert git(worker, "rev-parse", "main") == local  # the worker's own branch is untouched
+
+
+def test_a_push_that_lost_the_race_lands_on_the_new_tip_after_revalidating(
+    machines: tuple[Repo, Path, Path],
+) -> None:
+    made, worker, other = machines
+    # The validator itself is the race: its first run (on the candidate) lets the other
+    # machine push, so the landing's first lease is stale; the combined tree is validated.
+    marker = worker.parent / "raced"
+    race = (
+        f"if [ ! -e {marker} ]; then touch {marker}; "
+        f"cd {other} && echo x > RACE.md && git add RACE.md && git commit -qm race "
+        f"&& git push -q origin main; fi; true"
+    )
+    report = run_on(worker, made, land="merge", check=race)
+
+    assert report.payload.status is RunStatus.MERGED, report.payload.reason
+    landed = git(other, "ls-remote", "origin", "refs/heads/main").split()[0]
+    raced = git(other, "rev-parse", "HEAD")
+    assert git(worker, "rev-parse", f"{landed}^") == raced
+    files = git(worker, "ls-tree", "-r", "--name-only", landed).split()
+    assert "RACE.md" in files and "src/slug.py" in files
+
+
+def test_a_merge_whose_combined_tree_fails_is_blocked_and_nothing_reaches_the_origin(
+    machines: tuple[Repo, Path, Path],
+) -> None:
+    made, worker, other = machines
+    marker = worker.parent / "raced"
+    # Passes on the candidate; once the other machine pushed BREAK.md, fails.
+    race = (
+        f"if [ ! -e {marker} ]; then touch {marker}; "
+        f"cd {other} && echo x > BREAK.md && git add BREAK.md && git commit -qm break "
+        f"&& git push -q origin main; exit 0; fi; test ! -e BREAK.md"
+    )
+    report = run_on(worker, made, land="merge", check=race)
+
+    assert report.payload.status is RunStatus.BLOCKED, report.payload.reason
+    tip = git(other, "ls-remote", "origin", "refs/heads/main").split()[0]
+    assert tip == git(other, "rev-parse", "HEAD")  # only the other machine's commit
+    assert "pushed to origin" in report.payload.reason  # the branch is there to look at
+
+
+def test_land_branch_pushes_the_branch_to_the_origin(machines: tuple[Repo, Path, Path]) -> None:
+    made, worker, other = machines
+    report = run_on(worker, made, land="branch")
+
+    assert report.payload.status is RunStatus.READY, report.payload.reason
+    heads = git(other, "ls-remote", "--heads", "origin")
+    branch = report.payload.land.branch if report.payload.land else None
+    assert branch and f"refs/heads/{branch}" in heads
+
+
+def test_an_unreachable_origin_is_a_clear_error_without_credentials(
+    machines: tuple[Repo, Path, Path],
+) -> None:
+    from assay.adapters.origin import OriginError
+
+    made, worker, _ = machines
+    git(worker, "remote", "set-url", "origin", "https://alice:s3cret@127.0.0.1:9/nope.git")
+    with pytest.raises(OriginError) as raised:
+        run_on(worker, made, land="merge")
+    assert "s3cret" not in str(raised.value) and "fetching main from origin" in str(raised.value)
+    shutil.rmtree(worker / ".assay", ignore_errors=True)
