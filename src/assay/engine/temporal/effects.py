@@ -26,6 +26,7 @@ from temporalio.exceptions import (
     ApplicationError,
     CancelledError,
     TimeoutError,
+    TimeoutType,
 )
 from temporalio.workflow import ActivityCancellationType
 
@@ -77,6 +78,14 @@ NOT_RETRIED = [
     EFFECT_FAULT, RUN_NOT_HELD, RUN_STOPPED, WORKER_STOPPING, ORIGIN_UNREACHABLE, *TIMED_OUT
 ]  # fmt: skip
 REOPEN_AFTER = timedelta(seconds=1)  # a stopping worker refused the open: ask again
+BEAT_AT = "at"  # in a heartbeat's details: the worker's clock (epoch seconds) when it beat
+# A heartbeat timeout this late after the last beat fired when the server came back from an
+# outage (its timer was due while it was away), not because the worker went silent.
+# The SDK sends beats at most every 0.8 timeout, each with the latest details (beaten every
+# 2 s): a silent worker's timeout fires within 2 s of that timeout after its last beat.
+LATE_BY = 3.0  # seconds beyond the heartbeat timeout
+REJOIN_WITHIN = 30.0  # seconds a worker back from the outage has to take the call again
+REJOIN_PATCH = "rejoin-after-outage"
 REFETCH_AFTER = (timedelta(seconds=5), timedelta(minutes=5))  # first and longest wait
 
 INFRASTRUCTURE_RETRY = RetryPolicy(
@@ -101,6 +110,7 @@ async def execute(
     timeouts: Timeouts,
     pending: Pending | None = None,
     until_done: bool = False,
+    start_within: float | None = None,
 ) -> R:
     """Perform ``effect`` as its activity on ``queue``, with the table's timeout for it. On a
     run's worker queue a schedule-to-start bounds the wait (a live worker takes its own calls
@@ -113,7 +123,9 @@ async def execute(
         result_type=effect.result,
         task_queue=queue,
         start_to_close_timeout=timedelta(seconds=effect.timeout(timeouts, call)),
-        schedule_to_start_timeout=timedelta(seconds=timeouts.schedule_to_start) if own else None,
+        schedule_to_start_timeout=(
+            timedelta(seconds=start_within or timeouts.schedule_to_start) if own else None
+        ),
         heartbeat_timeout=timedelta(seconds=timeouts.heartbeat),
         retry_policy=UNTIL_DONE if until_done else INFRASTRUCTURE_RETRY,
         cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
@@ -236,18 +248,43 @@ class TemporalEffects:
         self.first += drop
 
     async def _call(self, effect: Effect[C, R], call: C) -> R:
-        """``effect`` on the run's worker, with the events not yet written."""
+        """``effect`` on the run's worker, with the events not yet written. A heartbeat timeout
+        that fired late (the server was away, not the worker) asks the worker once more: back
+        from the outage, it joins the work it kept going; a dead one never takes the call."""
         worker = self.worker
         assert worker is not None, "the run is not open"
         pending = self._pending()
+        timeouts = self.run.timeouts
+        asked = workflow.now().timestamp()
         try:
-            result = await execute(
-                effect, call, queue=worker, timeouts=self.run.timeouts, pending=pending
-            )
+            result = await execute(effect, call, queue=worker, timeouts=timeouts, pending=pending)
         except ActivityError as err:
-            raise _translated(err, worker) from err
+            late = _timed_out_late(err, timeouts, asked)
+            if not (late and workflow.patched(REJOIN_PATCH)):
+                raise _translated(err, worker) from err
+            try:
+                result = await execute(
+                    effect, call, queue=worker, timeouts=timeouts, pending=pending,
+                    start_within=REJOIN_WITHIN,
+                )  # fmt: skip
+            except ActivityError as again:
+                raise _translated(again, worker) from again
         self._acknowledge(pending)
         return result
+
+
+def _timed_out_late(err: ActivityError, timeouts: Timeouts, asked: float) -> bool:
+    """A heartbeat timeout further from the last sign of life (the last beat the server kept,
+    else the call itself, at ``asked``) than the timeout and a margin: the server fired it
+    late, on its return from an outage."""
+    cause = err.cause
+    if not isinstance(cause, TimeoutError) or cause.type is not TimeoutType.HEARTBEAT:
+        return False
+    details = list(cause.last_heartbeat_details)
+    beat = details[-1] if details else None
+    at = beat.get(BEAT_AT) if isinstance(beat, dict) else None
+    alive = max(asked, at) if isinstance(at, int | float) else asked
+    return workflow.now().timestamp() - alive > timeouts.heartbeat + LATE_BY
 
 
 def _refused_as(err: ActivityError) -> str | None:

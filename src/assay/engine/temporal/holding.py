@@ -41,6 +41,7 @@ from assay.engine.effects import (
 )
 from assay.engine.temporal.calls import Closed, CloseIn, Dispatched, Opened, Pending, Sent
 from assay.engine.temporal.effects import (
+    BEAT_AT,
     EFFECT_FAULT,
     RUN_NOT_HELD,
     RUN_STOPPED,
@@ -79,6 +80,8 @@ class Held:
     looks: int = 0  # looks at its fired halts taken after a dispatch
     opened: Opened | None = None  # what open answered (a retried open answers it again)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    # Calls in flight (or ended, their activity given up by the server), by what they ask.
+    inflight: dict[str, asyncio.Future[Any]] = field(default_factory=dict)
 
     @property
     def groups(self) -> Path:
@@ -154,7 +157,10 @@ class RunsHeld(ABC):
         sent: Sent[Any] = arg
         call = sent.call
         performed = await self._on_run(
-            plan_of(call).run_id, sent.pending, lambda fx: getattr(fx, effect.name)(call)
+            plan_of(call).run_id,
+            sent.pending,
+            lambda fx: getattr(fx, effect.name)(call),
+            key=f"{effect.name}:{call!r}",
         )
         return performed
 
@@ -203,12 +209,14 @@ class RunsHeld(ABC):
                 held.looks += 1
                 return Dispatched(candidate, halts, held.looks)
 
-        return await self._on_run(call.plan.run_id, arg.pending, run, progress, stops=True)
+        key = f"{DISPATCH.name}:{call.attempt}:{call.seat}"
+        return await self._on_run(call.plan.run_id, arg.pending, run, progress, stops=True, key=key)
 
     async def record(self, arg: Sent[RecordCall]) -> RunRecorded:
         run_id = arg.call.handle.plan.run_id
         try:
-            return await self._on_run(run_id, arg.pending, lambda fx: fx.record(arg.call))
+            record = lambda fx: fx.record(arg.call)  # noqa: E731
+            return await self._on_run(run_id, arg.pending, record, key=RECORD.name)
         except ApplicationError:
             raise
         except LedgerConflict as exc:  # closed meanwhile (its worker was thought lost)
@@ -226,9 +234,15 @@ class RunsHeld(ABC):
         progress: Callable[[], dict[str, Any]] | None = None,
         *,
         stops: bool = False,
+        key: str | None = None,
     ) -> T:
         """Perform ``effect`` with the run's effects: its pending events first, heartbeats
-        throughout; an effect's fault crosses as a non-retryable error the workflow reads."""
+        throughout; an effect's fault crosses as a non-retryable error the workflow reads.
+
+        ``key`` names the call: the same call again (the workflow asking once more after the
+        server gave up on its activity during an outage) joins the work still in flight, or
+        takes the result it came to, instead of starting it twice. Only a cancellation by
+        the server's timeout leaves the work going; any other stops it (and its coders)."""
         held = self.runs.get(run_id)
         if held is None:
             raise ApplicationError(
@@ -238,13 +252,31 @@ class RunsHeld(ABC):
             )
         async with self._beating(progress or (lambda: {"run": run_id})):
             with recording_groups(held.groups):
+                work = held.inflight.get(key) if key is not None else None
+                if work is None:
+                    work = asyncio.ensure_future(self._performed(held, pending, effect))
+                    if key is not None:
+                        held.inflight[key] = work
                 try:
-                    await self._write(held, pending)
-                    return await _faults(effect(held.fx))
+                    result: T = await asyncio.shield(work)
                 except asyncio.CancelledError:
+                    if key is not None and _given_up_by_the_server():
+                        raise  # the work goes on; the workflow calls again and joins it
+                    work.cancel()
                     if stops:  # the coders run on in their own groups: end them
                         await asyncio.shield(asyncio.to_thread(stop_recorded_groups, held.groups))
                     raise
+                except BaseException:
+                    held.inflight.pop(key or "", None)
+                    raise
+                held.inflight.pop(key or "", None)
+                return result
+
+    async def _performed(
+        self, held: Held, pending: Pending, effect: Callable[[RunEffects], Awaitable[T]]
+    ) -> T:
+        await self._write(held, pending)
+        return await _faults(effect(held.fx))
 
     async def _write(self, held: Held, pending: Pending) -> None:
         """Write the events this worker has not written yet, each number once."""
@@ -257,6 +289,8 @@ class RunsHeld(ABC):
     def _let_go(self, run_id: str) -> None:
         held = self.runs.pop(run_id, None)
         if held is not None:
+            for work in held.inflight.values():  # no call of the run will join them now
+                work.cancel()
             held.fx.close()
             self.changed()
 
@@ -268,7 +302,9 @@ class RunsHeld(ABC):
         async def beat() -> None:
             while True:
                 await asyncio.sleep(self.heartbeat_every)
-                activity.heartbeat(details())
+                # When: a timeout that fired long after the last beat met a server that was
+                # away, not a dead worker (the workflow then calls again instead of giving up).
+                activity.heartbeat({**details(), BEAT_AT: time.time()})
 
         beating = asyncio.create_task(beat())
         try:
@@ -277,6 +313,13 @@ class RunsHeld(ABC):
             beating.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await beating
+
+
+def _given_up_by_the_server() -> bool:
+    """Whether this activity was cancelled because the server no longer has it (its
+    heartbeat timed out while the server was away): not by the workflow, nor a shutdown."""
+    details = activity.cancellation_details()
+    return details is not None and (details.timed_out or details.not_found)
 
 
 async def _faults(effect: Awaitable[T]) -> T:
