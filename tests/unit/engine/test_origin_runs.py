@@ -8,17 +8,14 @@ another clone of the same origin that pushes meanwhile.
 from __future__ import annotations
 
 import shutil
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from support.fixed_run import run_fixed
 from support.repo import Repo, git, make_repo_with_origin
 
-from assay.adapters.store.sql import Ledger
-from assay.core.contract import parse_contract
-from assay.core.tasks import Task
 from assay.core.vocab import RunStatus
-from assay.engine.local.runner import RunReport, run_task
+from assay.engine.local.runner import RunReport
 
 
 @pytest.fixture
@@ -46,26 +43,16 @@ def push_unrelated(clone: Path, name: str = "NOTES.md") -> str:
 
 
 def run_on(worker: Path, made: Repo, *, land: str, check: str = "true") -> RunReport:
-    contract = parse_contract(
-        f"""task: Make slugify keep digits.
-scope: {{allow: ["src/**"]}}
-coder:
-  kind: replay
-  steps:
-    - {{script: "{made.put("fixed.py", "src/slug.py")}"}}
-validators:
-  - {{id: check, kind: command, run: "{check}"}}
-sandbox: none
-land: {land}
-"""
-    )
-    home = worker / ".assay"
-    home.mkdir(exist_ok=True)
-    ledger = Ledger.open(f"sqlite:///{home / 'assay.db'}")
-    task = Task.new(id="t1", title="t", instruction=contract.task, now=datetime.now(UTC))
-    ledger.add_task(task)
-    return run_task(
-        repo=worker, home=home, ledger=ledger, task=task, contract=contract, origin="origin"
+    return run_fixed(made, check, land=land, root=worker, origin="origin")
+
+
+def race_check(other: Path, marker: Path, name: str, then: str) -> str:
+    """A validator that, the first time it runs, has the other machine push ``name`` to the
+    origin (the landing's first lease is then stale), and runs ``then`` every time after."""
+    return (
+        f"if [ ! -e {marker} ]; then touch {marker}; "
+        f"cd {other} && echo x > {name} && git add {name} && git commit -qm {name} "
+        f"&& git push -q origin main; exit 0; fi; {then}"
     )
 
 
@@ -97,12 +84,7 @@ def test_a_push_that_lost_the_race_lands_on_the_new_tip_after_revalidating(
     made, worker, other = machines
     # The validator itself is the race: its first run (on the candidate) lets the other
     # machine push, so the landing's first lease is stale; the combined tree is validated.
-    marker = worker.parent / "raced"
-    race = (
-        f"if [ ! -e {marker} ]; then touch {marker}; "
-        f"cd {other} && echo x > RACE.md && git add RACE.md && git commit -qm race "
-        f"&& git push -q origin main; fi; true"
-    )
+    race = race_check(other, worker.parent / "raced", "RACE.md", then="true")
     report = run_on(worker, made, land="merge", check=race)
 
     assert report.payload.status is RunStatus.MERGED, report.payload.reason
@@ -117,13 +99,8 @@ def test_a_merge_whose_combined_tree_fails_is_blocked_and_nothing_reaches_the_or
     machines: tuple[Repo, Path, Path],
 ) -> None:
     made, worker, other = machines
-    marker = worker.parent / "raced"
     # Passes on the candidate; once the other machine pushed BREAK.md, fails.
-    race = (
-        f"if [ ! -e {marker} ]; then touch {marker}; "
-        f"cd {other} && echo x > BREAK.md && git add BREAK.md && git commit -qm break "
-        f"&& git push -q origin main; exit 0; fi; test ! -e BREAK.md"
-    )
+    race = race_check(other, worker.parent / "raced", "BREAK.md", then="test ! -e BREAK.md")
     report = run_on(worker, made, land="merge", check=race)
 
     assert report.payload.status is RunStatus.BLOCKED, report.payload.reason

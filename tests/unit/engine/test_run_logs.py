@@ -13,39 +13,25 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from support.fixed_run import run_fixed
 from support.repo import Repo, make_repo
 
 from assay.adapters.store.sql import Ledger
-from assay.core.contract import Contract, parse_contract
+from assay.core.contract import Contract
 from assay.core.tasks import Task
 from assay.core.vocab import LogRole
-from assay.engine.local.runner import RunReport, recover_interrupted, run_task
+from assay.engine.local.runner import RunReport, recover_interrupted
 
 TOKEN = "tok-" + "0123456789abcdefghij"  # the operator's credential, printed by the check
 CODER_LOG = "attempt-1/seat-1/coder-attempt1.log"
-CHECK_LOG = "attempt-1/seat-1/validators/validator-show.log"
+CHECK_LOG = "attempt-1/seat-1/validators/validator-check.log"
 NOW = datetime(2026, 12, 6, 12, 0, tzinfo=UTC)
 
 
 def _run(repo: Repo, ledger: Ledger) -> RunReport:
-    contract = parse_contract(
-        f"""task: Make slugify keep digits.
-scope: {{allow: ["src/**"]}}
-coder:
-  kind: replay
-  steps:
-    - {{script: "{repo.put("fixed.py", "src/slug.py")}"}}
-validators:
-  - {{id: show, kind: command, run: "echo checked-it; echo using {TOKEN}"}}
-sandbox: none
-land: branch
-"""
-    )
-    task = Task.new(id="t1", title="t", instruction=contract.task, now=datetime.now(UTC))
-    ledger.add_task(task)
     env = {**os.environ, "MY_SERVICE_TOKEN": TOKEN}
-    home = repo.root / ".assay"
-    return run_task(repo=repo.root, home=home, ledger=ledger, task=task, contract=contract, env=env)
+    check = f"echo checked-it; echo using {TOKEN}"
+    return run_fixed(repo, check, land="branch", ledger=ledger, env=env)
 
 
 def _ledger(repo: Repo) -> Ledger:

@@ -7,17 +7,14 @@ from __future__ import annotations
 
 import os
 import sys
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from support.fixed_run import run_fixed
 from support.repo import Repo, make_repo
 
 from assay.adapters.sandbox import bwrap_available
-from assay.adapters.store.sql import Ledger
-from assay.core.contract import parse_contract
-from assay.core.tasks import Task
-from assay.engine.local.runner import RunReport, run_task
+from assay.engine.local.runner import RunReport
 
 ASSAY_BIN = Path(sys.prefix) / "bin"  # the virtualenv these tests (and so assay) run from
 
@@ -33,29 +30,9 @@ def stub(folder: Path, name: str, says: str) -> None:
 def _run(repo: Repo, sandbox: str, path: str, expected: str) -> tuple[RunReport, str]:
     """A run whose validator passes only when ``python3`` is the one that says ``expected``."""
     check = f"python3 --version > which.txt; cat which.txt; grep -qx {expected} which.txt"
-    contract = parse_contract(
-        f"""task: Make slugify keep digits.
-scope: {{allow: ["src/**"]}}
-coder:
-  kind: replay
-  steps:
-    - {{script: "{repo.put("fixed.py", "src/slug.py")}"}}
-validators:
-  - {{id: which, kind: command, run: "{check}"}}
-sandbox: {sandbox}
-land: branch
-"""
-    )
-    home = repo.root / ".assay"
-    home.mkdir(exist_ok=True)
-    ledger = Ledger.open(f"sqlite:///{home / 'assay.db'}")
-    task = Task.new(id="t1", title="t", instruction=contract.task, now=datetime.now(UTC))
-    ledger.add_task(task)
     env = {**os.environ, "PATH": path}
-    report = run_task(
-        repo=repo.root, home=home, ledger=ledger, task=task, contract=contract, env=env
-    )
-    (which,) = [r for r in report.payload.validator_results if r.validator_id == "which"]
+    report = run_fixed(repo, check, land="branch", sandbox=sandbox, env=env)
+    (which,) = [r for r in report.payload.validator_results if r.validator_id == "check"]
     return report, which.justification
 
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Iterator, Sequence
+import functools
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from assay.adapters import landing, origin
@@ -112,30 +113,23 @@ def merge_squashed(
 
     try:
         with land_lock(fx.home):
-            if plan.origin is not None:
-                commit = origin.push_squash(
-                    plan.repo_root,
-                    remote=plan.origin,
-                    branch=branch,
-                    into_branch=into,
-                    base_commit=plan.base_commit,
-                    message=message,
-                    revalidate=revalidate,
-                    validated=fx.validated,
-                    assay_homes=fx.seating.assay_homes(plan),
+            land: Callable[..., str] = (
+                functools.partial(origin.push_squash, remote=plan.origin)
+                if plan.origin is not None
+                else functools.partial(
+                    landing.land_squash, moved=lambda: crash_point(CrashPoint.CHECKOUT_PENDING)
                 )
-            else:
-                commit = landing.land_squash(
-                    plan.repo_root,
-                    branch=branch,
-                    into_branch=into,
-                    base_commit=plan.base_commit,
-                    message=message,
-                    revalidate=revalidate,
-                    validated=fx.validated,
-                    assay_homes=fx.seating.assay_homes(plan),
-                    moved=lambda: crash_point(CrashPoint.CHECKOUT_PENDING),
-                )
+            )
+            commit = land(
+                plan.repo_root,
+                branch=branch,
+                into_branch=into,
+                base_commit=plan.base_commit,
+                message=message,
+                revalidate=revalidate,
+                validated=fx.validated,
+                assay_homes=fx.seating.assay_homes(plan),
+            )
     except landing.LandBlocked as moved:
         left = _published(fx, plan, branch)
         return LandOutcome(
