@@ -28,6 +28,16 @@ TLS_CA_ENV = "ASSAY_TEMPORAL_TLS_CA"
 TLS_SERVER_NAME_ENV = "ASSAY_TEMPORAL_TLS_SERVER_NAME"
 API_KEY_ENV_ENV = "ASSAY_TEMPORAL_API_KEY_ENV"
 CODEC_KEY_ENV = "ASSAY_TEMPORAL_CODEC_KEY"  # seals workflow histories (its value, a secret)
+# Temporal's own environment configuration (as its CLI and SDKs read it): the last fallback of
+# each setting, after the flag and assay's own variable.
+STANDARD = {
+    TLS_CERT_ENV: "TEMPORAL_TLS_CLIENT_CERT_PATH",
+    TLS_KEY_ENV: "TEMPORAL_TLS_CLIENT_KEY_PATH",
+    TLS_CA_ENV: "TEMPORAL_TLS_SERVER_CA_CERT_PATH",
+    TLS_SERVER_NAME_ENV: "TEMPORAL_TLS_SERVER_NAME",
+}
+STANDARD_API_KEY = "TEMPORAL_API_KEY"  # the key's value: assay names this variable
+STANDARD_TLS = "TEMPORAL_TLS"  # true: TLS on, the system's roots
 MIN_CODEC_KEY = 32
 MIN_API_KEY_BYTES = 16
 
@@ -89,11 +99,16 @@ class TemporalConnection:
         (a certificate needs its key). Files are read by :meth:`credentials`."""
         env = os.environ if environ is None else environ
 
+        def setting(name: str) -> str:
+            return env.get(name, "").strip() or env.get(STANDARD.get(name, ""), "").strip()
+
         def path(given: Path | None, name: str) -> Path | None:
-            text = env.get(name, "").strip()
+            text = setting(name)
             return given if given is not None else Path(text) if text else None
 
         named = api_key_env if api_key_env is not None else env.get(API_KEY_ENV_ENV, "")
+        if not named.strip() and env.get(STANDARD_API_KEY, "").strip():
+            named = STANDARD_API_KEY
         key_env = named.strip() or None
         if key_env is not None and not _VARIABLE_NAME.fullmatch(key_env):
             # Never echoed: a key given here by mistake must not reach a terminal or a log.
@@ -101,8 +116,10 @@ class TemporalConnection:
                 f"--api-key-env (or ${API_KEY_ENV_ENV}) takes the name of the variable that "
                 "holds the API key (such as TEMPORAL_API_KEY), not the key itself"
             )
-        given = tls_server_name if tls_server_name is not None else env.get(TLS_SERVER_NAME_ENV)
+        given = tls_server_name if tls_server_name is not None else setting(TLS_SERVER_NAME_ENV)
         server_name = (given or "").strip() or None
+        if server_name is None and _true(env.get(STANDARD_TLS, "")):
+            server_name = _host_of(target)  # TLS on, checked against the address's own host
         if server_name is not None and not _SERVER_NAME.fullmatch(server_name):
             raise ConnectionSettingsError(
                 f"--tls-server-name (or ${TLS_SERVER_NAME_ENV}) {server_name!r} is no host "
@@ -199,6 +216,15 @@ class TemporalConnection:
             "run any task); lock it down (mTLS or an API key) and pass --tls-cert/--tls-key/"
             "--tls-ca or --api-key-env"
         )
+
+
+def _true(text: str) -> bool:
+    return text.strip().lower() in ("1", "true", "yes", "on")
+
+
+def _host_of(target: str) -> str | None:
+    host = urlsplit(f"//{target}").hostname
+    return host or None
 
 
 def is_loopback(target: str) -> bool:

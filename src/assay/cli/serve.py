@@ -64,7 +64,11 @@ def serve(
         str, typer.Option("--task-queue", help="With --temporal: the workers' shared queue.")
     ] = "assay",
     namespace: Annotated[
-        str, typer.Option(help="With --temporal: the Temporal namespace.")
+        str,
+        typer.Option(
+            envvar=["ASSAY_TEMPORAL_NAMESPACE", "TEMPORAL_NAMESPACE"],
+            help="With --temporal: the Temporal namespace.",
+        ),
     ] = "default",
     tls_cert: TlsCert = None,
     tls_key: TlsKey = None,
@@ -110,7 +114,9 @@ def serve(
     certificate (mTLS: --tls-cert, --tls-key, --tls-ca) or an API key (--api-key-env NAME
     reads it from $NAME; never a flag's value); --tls-server-name when the certificate
     names another host than HOST. Each flag defaults to its variable (ASSAY_TEMPORAL_TLS_CERT,
-    _TLS_KEY, _TLS_CA, _TLS_SERVER_NAME, _API_KEY_ENV). With neither, a non-loopback address
+    _TLS_KEY, _TLS_CA, _TLS_SERVER_NAME, _API_KEY_ENV), else to Temporal's own
+    (TEMPORAL_NAMESPACE, TEMPORAL_TLS_CLIENT_CERT_PATH, _CLIENT_KEY_PATH, _SERVER_CA_CERT_PATH,
+    _SERVER_NAME, TEMPORAL_TLS=true, TEMPORAL_API_KEY). With neither, a non-loopback address
     is warned about. Exit 2: a certificate without its key (or the reverse), an
     unreadable or non-PEM file, an API key variable unset, empty or under 16 bytes, or a
     server that cannot be reached or refuses the credentials.

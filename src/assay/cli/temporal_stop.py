@@ -34,7 +34,9 @@ def stop_running(task: Task, reason: str, *, wait: float = 60.0) -> bool:
     from assay.cli.extras import require
 
     require("temporalio", f"stopping task {task.id} on Temporal ({TEMPORAL_ENV} is set)")
-    namespace = os.environ.get(NAMESPACE_ENV, DEFAULT_NAMESPACE)
+    namespace = (
+        os.environ.get(NAMESPACE_ENV) or os.environ.get("TEMPORAL_NAMESPACE") or DEFAULT_NAMESPACE
+    )
     connection = temporal_connection(target, namespace, warn=False)  # credentials: from env
 
     async def go() -> str | None:

@@ -48,12 +48,24 @@ def temporal_ledger(workspace: Workspace) -> Ledger:
 
 def worker(
     temporal: Annotated[
-        str, typer.Option("--temporal", metavar="HOST:PORT", help="The Temporal server.")
+        str,
+        typer.Option(
+            "--temporal",
+            metavar="HOST:PORT",
+            envvar="TEMPORAL_ADDRESS",
+            help="The Temporal server (default: $TEMPORAL_ADDRESS).",
+        ),
     ],
     task_queue: Annotated[
         str, typer.Option("--task-queue", help="The shared task queue serve submits to.")
     ] = "assay",
-    namespace: Annotated[str, typer.Option(help="The Temporal namespace.")] = "default",
+    namespace: Annotated[
+        str,
+        typer.Option(
+            envvar=["ASSAY_TEMPORAL_NAMESPACE", "TEMPORAL_NAMESPACE"],
+            help="The Temporal namespace.",
+        ),
+    ] = "default",
     max_dispatches: Annotated[
         int,
         typer.Option(
@@ -120,7 +132,10 @@ def worker(
     --tls-cert, --tls-key, --tls-ca) or an API key (--api-key-env NAME reads it from $NAME;
     never a flag's value); --tls-server-name when the certificate names another host than
     HOST. Each flag defaults to its variable (ASSAY_TEMPORAL_TLS_CERT, _TLS_KEY, _TLS_CA,
-    _TLS_SERVER_NAME, _API_KEY_ENV). With neither, a non-loopback address is warned about.
+    _TLS_SERVER_NAME, _API_KEY_ENV), else to Temporal's own (TEMPORAL_ADDRESS,
+    TEMPORAL_NAMESPACE, TEMPORAL_TLS_CLIENT_CERT_PATH, _CLIENT_KEY_PATH, _SERVER_CA_CERT_PATH,
+    _SERVER_NAME, TEMPORAL_TLS=true, TEMPORAL_API_KEY). With neither TLS nor a key, a
+    non-loopback address is warned about.
     Exit 2: a certificate without its key (or the reverse), an unreadable or non-PEM file, an
     API key variable unset, empty or under 16 bytes, a server that cannot be reached or
     refuses the credentials, or a namespace it does not have. What its closed runs left here

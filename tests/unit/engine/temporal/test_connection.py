@@ -133,6 +133,35 @@ def test_the_environment_fills_what_the_flags_leave_and_flags_win(
     assert made.environment()["ASSAY_TEMPORAL_TLS_CA"] == str(pems["ca"].absolute())
 
 
+def test_temporals_own_variables_come_last(pems: dict[str, Path], tmp_path: Path) -> None:
+    """Temporal's standard environment configuration is read as the CLI and SDKs read it,
+    after the flag and assay's own variable."""
+    standard = {
+        "TEMPORAL_TLS_CLIENT_CERT_PATH": str(pems["cert"]),
+        "TEMPORAL_TLS_CLIENT_KEY_PATH": str(pems["key"]),
+        "TEMPORAL_TLS_SERVER_CA_CERT_PATH": str(pems["ca"]),
+        "TEMPORAL_TLS_SERVER_NAME": "temporal.internal",
+        "TEMPORAL_API_KEY": KEY,
+    }
+    made = settle(standard)
+    assert (made.tls_cert, made.tls_key, made.tls_ca) == (pems["cert"], pems["key"], pems["ca"])
+    assert (made.tls_server_name, made.api_key_env) == ("temporal.internal", "TEMPORAL_API_KEY")
+    assert made.credentials(standard).api_key == KEY
+    ours = settle({**standard, "ASSAY_TEMPORAL_TLS_CA": str(tmp_path / "ours.pem")})
+    assert ours.tls_ca == tmp_path / "ours.pem"
+    tls_only = settle({"TEMPORAL_TLS": "true"})
+    assert tls_only.credentials({}).tls and tls_only.tls_server_name == "10.0.0.1"
+    assert not settle({"TEMPORAL_TLS": "false"}).credentials({}).tls
+
+
+def test_the_worker_reads_temporals_address_and_namespace(tmp_path: Path) -> None:
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "COLUMNS": "200"}
+    shown = run_assay(["worker", "--help"], cwd=tmp_path, env=env)
+    assert "TEMPORAL_ADDRESS" in shown.stdout and "TEMPORAL_NAMESPACE" in shown.stdout
+    missing = run_assay(["worker"], cwd=tmp_path, env=env)
+    assert missing.returncode == 2 and "--temporal" in missing.stderr
+
+
 @pytest.mark.parametrize(
     ("flags", "environ", "said"),
     [
