@@ -104,9 +104,29 @@ def read_log(path: Path, name: str, redactor: Redactor) -> KeptLog | None:
             text, truncated = kept(redactor.text(whole.decode("utf-8", errors="replace")))
         else:
             start, end = _ends(source, size, margin)
-            text, truncated = ends(redactor.text(start), redactor.text(end), size), True
+            values = list(redactor.table)
+            # Redaction shortens text: only what lies inside the read's inner edge is kept, so
+            # a value the read cut at its outer edge is never pulled into what is kept.
+            head = redactor.text(start[: _inner_edge(start, values, len(start) - margin)])
+            tail = redactor.text(end[_inner_edge(end, values, margin, after=True) :])
+            text, truncated = ends(head, tail, size), True
     place = place_of(name)
+    text = text.replace("\x00", "\ufffd")  # PostgreSQL's text holds no NUL (a binary dump)
     return KeptLog(name, place.role, place.attempt, place.seat, size, text, truncated)
+
+
+def _inner_edge(text: str, values: list[str], at: int, *, after: bool = False) -> int:
+    """Where to cut ``text`` near ``at`` so that no value in it is split: moved to the start
+    of a value that straddles ``at`` (to its end, ``after``: when the part after is kept)."""
+    edge, moved = max(0, min(at, len(text))), True
+    while moved:  # a move may put the edge inside another value: until none straddles it
+        moved = False
+        for value in values:
+            # The first occurrence this close before the edge is the one that straddles it.
+            found = text.find(value, max(0, edge - len(value) + 1))
+            if 0 <= found < edge < found + len(value):
+                edge, moved = (found + len(value) if after else found), True
+    return edge
 
 
 def _ends(source: BinaryIO, size: int, margin: int) -> tuple[str, str]:

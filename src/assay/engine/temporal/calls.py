@@ -34,6 +34,9 @@ class Sent(Generic[C]):
 
     call: C
     pending: Pending = field(default_factory=Pending)
+    # The workflow's number for this call (the same when it asks again after an outage), so
+    # the worker hands over the work of the first asking instead of doing it twice.
+    number: int | None = None
 
 
 @dataclass(frozen=True)

@@ -111,12 +111,13 @@ async def execute(
     pending: Pending | None = None,
     until_done: bool = False,
     start_within: float | None = None,
+    number: int | None = None,
 ) -> R:
     """Perform ``effect`` as its activity on ``queue``, with the table's timeout for it. On a
     run's worker queue a schedule-to-start bounds the wait (a live worker takes its own calls
     at once); ``until_done``: retried on any worker until one performs it."""
     own = effect.queue is Queue.RUN and not until_done
-    arg = Sent(call, pending or Pending()) if effect.events else call
+    arg = Sent(call, pending or Pending(), number) if effect.events else call
     result: R = await workflow.execute_activity(
         effect.activity,
         arg,
@@ -166,6 +167,7 @@ class TemporalEffects:
         self.pending: list[RunEvent] = []
         self.first = 1  # the run's number of ``pending[0]``
         self.dispatching = 0
+        self.asked = 0  # calls numbered so far (a call asked again keeps its number)
         self.seen: Dispatched | None = None  # the latest look at fired halts, still current
 
     @property
@@ -256,8 +258,12 @@ class TemporalEffects:
         pending = self._pending()
         timeouts = self.run.timeouts
         asked = workflow.now().timestamp()
+        self.asked += 1
+        number = self.asked
         try:
-            result = await execute(effect, call, queue=worker, timeouts=timeouts, pending=pending)
+            result = await execute(
+                effect, call, queue=worker, timeouts=timeouts, pending=pending, number=number
+            )
         except ActivityError as err:
             late = _timed_out_late(err, timeouts, asked)
             if not (late and workflow.patched(REJOIN_PATCH)):
@@ -265,7 +271,7 @@ class TemporalEffects:
             try:
                 result = await execute(
                     effect, call, queue=worker, timeouts=timeouts, pending=pending,
-                    start_within=REJOIN_WITHIN,
+                    start_within=REJOIN_WITHIN, number=number,
                 )  # fmt: skip
             except ActivityError as again:
                 raise _translated(again, worker) from again

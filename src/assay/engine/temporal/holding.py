@@ -160,7 +160,7 @@ class RunsHeld(ABC):
             plan_of(call).run_id,
             sent.pending,
             lambda fx: getattr(fx, effect.name)(call),
-            key=f"{effect.name}:{call!r}",
+            key=_key(effect, sent),
         )
         return performed
 
@@ -209,14 +209,14 @@ class RunsHeld(ABC):
                 held.looks += 1
                 return Dispatched(candidate, halts, held.looks)
 
-        key = f"{DISPATCH.name}:{call.attempt}:{call.seat}"
+        key = _key(DISPATCH, arg)
         return await self._on_run(call.plan.run_id, arg.pending, run, progress, stops=True, key=key)
 
     async def record(self, arg: Sent[RecordCall]) -> RunRecorded:
         run_id = arg.call.handle.plan.run_id
         try:
             record = lambda fx: fx.record(arg.call)  # noqa: E731
-            return await self._on_run(run_id, arg.pending, record, key=RECORD.name)
+            return await self._on_run(run_id, arg.pending, record, key=_key(RECORD, arg))
         except ApplicationError:
             raise
         except LedgerConflict as exc:  # closed meanwhile (its worker was thought lost)
@@ -239,10 +239,11 @@ class RunsHeld(ABC):
         """Perform ``effect`` with the run's effects: its pending events first, heartbeats
         throughout; an effect's fault crosses as a non-retryable error the workflow reads.
 
-        ``key`` names the call: the same call again (the workflow asking once more after the
-        server gave up on its activity during an outage) joins the work still in flight, or
-        takes the result it came to, instead of starting it twice. Only a cancellation by
-        the server's timeout leaves the work going; any other stops it (and its coders)."""
+        ``key`` names the call (the workflow's number for it): the same call again (asked
+        once more after the server gave up on its activity during an outage) joins the work
+        still in flight, or takes the result it came to, instead of doing it twice. Only a
+        cancellation by the server's timeout leaves the work going; any other stops it (and
+        its coders). A failed call is forgotten: a retry of it performs it again."""
         held = self.runs.get(run_id)
         if held is None:
             raise ApplicationError(
@@ -255,6 +256,7 @@ class RunsHeld(ABC):
                 work = held.inflight.get(key) if key is not None else None
                 if work is None:
                     work = asyncio.ensure_future(self._performed(held, pending, effect))
+                    work.add_done_callback(_retrieved)
                     if key is not None:
                         held.inflight[key] = work
                 try:
@@ -263,14 +265,14 @@ class RunsHeld(ABC):
                     if key is not None and _given_up_by_the_server():
                         raise  # the work goes on; the workflow calls again and joins it
                     work.cancel()
+                    held.inflight.pop(key or "", None)
                     if stops:  # the coders run on in their own groups: end them
                         await asyncio.shield(asyncio.to_thread(stop_recorded_groups, held.groups))
                     raise
                 except BaseException:
                     held.inflight.pop(key or "", None)
                     raise
-                held.inflight.pop(key or "", None)
-                return result
+                return result  # kept under its key: its completion may never reach the server
 
     async def _performed(
         self, held: Held, pending: Pending, effect: Callable[[RunEffects], Awaitable[T]]
@@ -313,6 +315,19 @@ class RunsHeld(ABC):
             beating.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await beating
+
+
+def _key(effect: Effect[Any, Any], sent: Sent[Any]) -> str | None:
+    """What names a call to the worker across its askings (None: a workflow that numbers
+    none, started before calls were numbered)."""
+    return None if sent.number is None else f"{effect.name}#{sent.number}"
+
+
+def _retrieved(work: asyncio.Future[Any]) -> None:
+    """Take a finished work's exception, so one no call awaits any more is not reported as
+    never retrieved (the call that awaits it still gets it)."""
+    if not work.cancelled():
+        work.exception()
 
 
 def _given_up_by_the_server() -> bool:

@@ -1,22 +1,16 @@
-"""Attack: a NUL byte in any program's output (a coder prints ``\\0``, a test prints a binary
-blob) on a PostgreSQL ledger, whose ``text`` refuses NUL.
-
-``read_log`` decodes with ``errors="replace"``, which keeps ``\\x00`` (valid UTF-8), and
-nothing between it and ``INSERT`` strips it. PostgreSQL refuses the whole batch, so *every*
-log of the run, shipped in the same batch, is lost, at every later ship too (the log is
-shipped again each time, and refused again each time). Run with ``/tmp/e2e.sh`` (sets
-``ASSAY_TEST_POSTGRES_URL``).
-"""
+"""A NUL byte in a program's output (a coder prints ``\\0``, a test dumps a binary blob)
+loses no log of the run on PostgreSQL, whose ``text`` refuses NUL: it is kept as U+FFFD."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 from pathlib import Path
 
+from support.postgres import postgres_url  # noqa: F401 (fixture)
+
 from assay.adapters.log_shipping import LogShipper
 from assay.adapters.store.sql import Ledger
 from assay.core.tasks import Task
-from support.postgres import postgres_url  # noqa: F401 (fixture)
 
 NOW = datetime(2026, 12, 6, tzinfo=UTC)
 

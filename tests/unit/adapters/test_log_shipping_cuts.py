@@ -1,12 +1,5 @@
-"""Attack: a secret straddling the edge of a *read* (not of a cut) leaks in part once the
-redaction of earlier copies of the same secret shrank the text.
-
-``read_log`` reads the head of a huge log with ``margin`` (longest value + 4) bytes beyond
-HEAD_BYTES, and its end with ``margin`` bytes before what it keeps, trusting that the value at
-the read's own edge lies beyond what is kept. But redaction runs *before* the cut and shortens
-the text whenever a value is longer than its ``[REDACTED:…]`` label: a few earlier copies of
-the value pull the unredacted fragment at the read's edge into the kept part.
-"""
+"""A secret at the outer edge of a huge log's read is never kept in part, however much the
+redaction of its earlier copies shortened the text before the cut."""
 
 from __future__ import annotations
 

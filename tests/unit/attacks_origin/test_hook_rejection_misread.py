@@ -1,0 +1,72 @@
+"""Attack (rule 1, robustness): a pre-receive hook on the origin that refuses the push.
+
+A plain refusal is an :class:`OriginError` naming the hook's words (held: first test). But
+``push_commit`` decides "the branch moved, fetch and retry" by looking for git's race words
+(``fetch first``, ``stale info``, ``non-fast-forward``, ``cannot lock ref``) anywhere in
+everything git printed, the remote's own ``remote:`` lines included. A hook whose refusal
+merely mentions one of them ("run `git fetch first`", "non-fast-forward pushes are
+forbidden") is read as a lost race: the landing fetches the same tip, recombines and pushes
+again 8 times, and ends as ``LandRefused("main on origin kept moving …")``, which the run
+reports as an ordinary refusal (READY, not a machine fault), with the hook's real reason
+lost. Only the porcelain status line of the ref (``!  <src>:<dst>  [rejected] (stale info)``)
+should decide that it was a race.
+"""
+
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+
+import pytest
+from support.repo import git
+
+from assay.adapters import origin
+from assay.adapters.landing import SquashMessage
+
+
+def _message() -> SquashMessage:
+    return SquashMessage(
+        task="Add b", task_id="t1", run_id="r1", attempts=1, blocked=0, coder="c", seat=1
+    )
+
+
+def _setup(tmp_path: Path, hook_says: str) -> tuple[Path, Path, str, Path]:
+    bare, here = tmp_path / "origin.git", tmp_path / "here"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(bare))
+    git(tmp_path, "clone", "-q", str(bare), str(here))
+    (here / "a.txt").write_text("a\n")
+    git(here, "add", "a.txt")
+    git(here, "commit", "-qm", "base")
+    git(here, "push", "-q", "origin", "main")
+    base = origin.fetch_branch(here, "origin", "main")
+    git(here, "checkout", "-q", "-b", "cand")
+    (here / "b.txt").write_text("b\n")
+    git(here, "add", "b.txt")
+    git(here, "commit", "-qm", "b")
+    counter = tmp_path / "pushes"
+    hook = bare / "hooks" / "pre-receive"
+    hook.write_text(f"#!/bin/sh\necho x >> {counter}\necho '{hook_says}' >&2\nexit 1\n")
+    hook.chmod(hook.stat().st_mode | stat.S_IXUSR)
+    return here, bare, base, counter
+
+
+def test_a_plain_hook_refusal_is_an_origin_error_tried_once(tmp_path: Path) -> None:
+    here, _bare, base, counter = _setup(tmp_path, "policy: no pushes on Fridays")
+    with pytest.raises(origin.OriginError, match="no pushes on Fridays"):
+        origin.push_squash(
+            here, remote="origin", branch="cand", into_branch="main", base_commit=base,
+            message=_message(),
+        )  # fmt: skip
+    assert counter.read_text().count("x") == 1
+
+
+def test_a_hook_refusal_that_mentions_fetch_first_is_not_a_lost_race(tmp_path: Path) -> None:
+    here, _bare, base, counter = _setup(
+        tmp_path, "policy: signed commits only; see the wiki, fetch first the key list"
+    )
+    with pytest.raises(origin.OriginError, match="signed commits only"):
+        origin.push_squash(
+            here, remote="origin", branch="cand", into_branch="main", base_commit=base,
+            message=_message(),
+        )  # fmt: skip
+    assert counter.read_text().count("x") == 1  # one refusal, not 8 pushes

@@ -1,0 +1,153 @@
+"""Attack: the origin's branch is rewritten (force-pushed back, e.g. to take out a commit that
+leaked a secret) while a run is between its start and its landing.
+
+The landing reads the new tip, sees it is not the run's base, and "combines" the change with
+it by ``git merge-tree <tip> <change squashed on base>``. git computes the merge base itself:
+for a tip that is an *ancestor* of the run's base (or on another history) that is not the
+run's base, so everything between the new tip and the run's base (the commits the other
+machine removed) comes back as if it were part of the change. The combined tree is the
+candidate's own tree, which was validated, so nothing is revalidated, and the leased push
+(a fast-forward of the rewritten tip) goes through: the other machine's force-push is
+silently undone, the removed secret is back on the origin.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+
+import pytest
+from support.fixed_run import run_fixed
+from support.repo import Repo, git, make_repo_with_origin
+
+from assay.adapters import origin
+from assay.adapters.landing import LandBlocked, LandRefused, SquashMessage
+from assay.core.vocab import RunStatus
+
+
+def _message() -> SquashMessage:
+    return SquashMessage(
+        task="Add b", task_id="t1", run_id="r1", attempts=1, blocked=0, coder="c", seat=1
+    )
+
+
+@pytest.fixture
+def clones(tmp_path: Path) -> tuple[Path, Path, Path]:
+    bare, seed = tmp_path / "origin.git", tmp_path / "seed"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(bare))
+    git(tmp_path, "init", "-q", "-b", "main", str(seed))
+    (seed / "a.txt").write_text("a\n")
+    git(seed, "add", "a.txt")
+    git(seed, "commit", "-qm", "base")
+    git(seed, "push", "-q", str(bare), "main")
+    here, there = tmp_path / "here", tmp_path / "there"
+    for clone in (here, there):
+        git(tmp_path, "clone", "-q", str(bare), str(clone))
+    return bare, here, there
+
+
+def test_a_force_push_that_removed_a_commit_is_not_undone_by_the_landing(
+    clones: tuple[Path, Path, Path],
+) -> None:
+    bare, here, there = clones
+    good = git(there, "rev-parse", "HEAD")
+    # The other machine pushes a commit that leaks a secret; the run starts from it.
+    (there / "SECRET.env").write_text("TOKEN=hunter2\n")
+    git(there, "add", "SECRET.env")
+    git(there, "commit", "-qm", "oops")
+    git(there, "push", "-q", "origin", "main")
+    base = origin.fetch_branch(here, "origin", "main")
+    git(here, "checkout", "-q", "-b", "cand", base)
+    (here / "b.txt").write_text("b\n")
+    git(here, "add", "b.txt")
+    git(here, "commit", "-qm", "change")
+    validated = {git(here, "rev-parse", "cand^{tree}")}
+    # Meanwhile the other machine takes the leak out again: a force-push back to ``good``.
+    git(there, "reset", "-q", "--hard", good)
+    git(there, "push", "-q", "--force", "origin", "main")
+
+    revalidated: list[str] = []
+    with contextlib.suppress(LandBlocked, LandRefused):  # refusing is a fine answer
+        origin.push_squash(
+            here, remote="origin", branch="cand", into_branch="main", base_commit=base,
+            message=_message(), validated=validated,
+            revalidate=lambda combined, tip: revalidated.append(tip) or None,
+        )  # fmt: skip
+    files = git(bare, "ls-tree", "-r", "--name-only", "main").split()
+    # The landing must only add the run's change (b.txt) to what the origin holds now.
+    assert "SECRET.env" not in files, (
+        "the landing resurrected a file the other machine's force-push had removed "
+        f"(revalidated on: {revalidated})"
+    )
+
+
+@pytest.fixture
+def machines(tmp_path: Path) -> tuple[Repo, Path, Path]:
+    made = make_repo_with_origin(tmp_path)
+    bare = tmp_path / "origin.git"
+    worker, other = tmp_path / "worker", tmp_path / "other"
+    git(bare, "symbolic-ref", "HEAD", "refs/heads/main")
+    for clone in (worker, other):
+        git(tmp_path, "clone", "-q", str(bare), str(clone))
+        git(clone, "config", "user.email", "m@example.com")
+        git(clone, "config", "user.name", "m")
+    return made, worker, other
+
+
+def test_a_run_does_not_put_back_what_a_force_push_took_off_the_origin(
+    machines: tuple[Repo, Path, Path],
+) -> None:
+    made, worker, other = machines
+    good = git(other, "rev-parse", "HEAD")
+    (other / "SECRET.env").write_text("TOKEN=hunter2\n")
+    git(other, "add", "SECRET.env")
+    git(other, "commit", "-qm", "oops")
+    git(other, "push", "-q", "origin", "main")
+    marker = worker.parent / "rewritten"
+    # The validator's first run (on the candidate) is when the other machine rewrites the
+    # origin's main back to before the leak; it passes every time.
+    check = (
+        f"if [ ! -e {marker} ]; then touch {marker}; cd {other} && git reset -q --hard {good} "
+        f"&& git push -q --force origin main; fi; exit 0"
+    )
+    report = run_fixed(made, check, land="merge", root=worker, origin="origin")
+
+    tip = git(other, "ls-remote", "origin", "refs/heads/main").split()[0]
+    git(other, "fetch", "-q", "origin")
+    files = git(other, "ls-tree", "-r", "--name-only", tip).split()
+    assert "SECRET.env" not in files, (
+        f"run {report.payload.status.value}: {report.payload.reason}; the origin's main holds "
+        "SECRET.env again, which the other machine's force-push had removed"
+    )
+    assert report.payload.status is not RunStatus.MERGED or "src/slug.py" in files
+
+
+def test_the_local_landing_does_not_undo_a_reset_of_the_base_branch(tmp_path: Path) -> None:
+    """The same combine, without an origin: the base branch reset back (``git reset --hard
+    HEAD~``, a bad commit taken out) during the run gets the removed commit's content back."""
+    from assay.adapters.landing import land_squash
+
+    repo = tmp_path / "r"
+    git(tmp_path, "init", "-q", "-b", "main", str(repo))
+    (repo / "a.txt").write_text("a\n")
+    git(repo, "add", "a.txt")
+    git(repo, "commit", "-qm", "a")
+    good = git(repo, "rev-parse", "HEAD")
+    (repo / "SECRET.env").write_text("TOKEN=hunter2\n")
+    git(repo, "add", "SECRET.env")
+    git(repo, "commit", "-qm", "oops")
+    base = git(repo, "rev-parse", "HEAD")
+    git(repo, "branch", "cand", base)
+    git(repo, "worktree", "add", "-q", str(tmp_path / "seat"), "cand")
+    (tmp_path / "seat" / "b.txt").write_text("b\n")
+    git(tmp_path / "seat", "add", "b.txt")
+    git(tmp_path / "seat", "commit", "-qm", "change")
+    validated = {git(repo, "rev-parse", "cand^{tree}")}
+    git(repo, "reset", "-q", "--hard", good)  # the user takes the leak out
+    with contextlib.suppress(LandBlocked, LandRefused):
+        land_squash(
+            repo, branch="cand", into_branch="main", base_commit=base, message=_message(),
+            validated=validated, revalidate=lambda combined, tip: None,
+        )  # fmt: skip
+    files = git(repo, "ls-tree", "-r", "--name-only", "main").split()
+    assert "SECRET.env" not in files, "the landing put back what the reset took out"
