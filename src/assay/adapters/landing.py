@@ -290,6 +290,13 @@ def squash_onto(
         checked.add(_rev(repo, f"{candidate}^{{tree}}"))
     for _ in range(tries):
         old = tip()
+        if old != base_commit and not _descends(repo, old, base_commit):
+            # Reset or force-pushed past the run's base: combining would put back what was
+            # taken off (git would pick another merge base), so nothing lands.
+            raise LandBlocked(
+                f"the base branch was rewritten: it is at {old[:12]}, which does not contain "
+                f"the run's base {base_commit[:12]}; nothing landed"
+            )
         tree = _combine(repo, base_commit, old, candidate)
         commit = _commit_tree(repo, tree, old, message.text())
         if tree not in checked and old != base_commit:
@@ -310,6 +317,12 @@ def squash_onto(
         if swap(old, commit, written):
             return old, commit
     raise LandRefused(f"{what} ({tries} tries)")
+
+
+def _descends(repo: Path, commit: str, ancestor: str) -> bool:
+    """Whether ``ancestor`` is in ``commit``'s history."""
+    done = _run(repo, "merge-base", "--is-ancestor", ancestor, commit, ok=(0, 1))
+    return done.returncode == 0
 
 
 def _combine(repo: Path, base_commit: str, tip: str, candidate: str) -> str:

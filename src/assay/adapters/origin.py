@@ -11,7 +11,10 @@ settings are theirs to give) but never a hook, and never prompt.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
+import signal
 import subprocess
 from collections.abc import Collection, Sequence
 from pathlib import Path
@@ -27,8 +30,10 @@ NETWORK_TIMEOUT_SECONDS = 300.0
 # new, revalidates; a busy origin with several workers loses more than a local branch does.
 PUSH_TRIES = 8
 
-# What git says when the remote's ref is no longer the value the push was made against.
-_MOVED = ("stale info", "fetch first", "non-fast-forward", "cannot lock ref")
+# The status git gives a ref whose value on the remote is no longer the one the push was
+# made against: the client's lease, or the receiving side's own compare under its ref lock.
+_MOVED = ("[rejected] (stale info", "[rejected] (fetch first", "[rejected] (non-fast-forward")
+_LOCKED = "[remote rejected] (cannot lock ref"
 _CREDENTIALS = re.compile(r"(\w+://)[^/@\s]+@")
 
 
@@ -60,11 +65,17 @@ def tracking_ref(remote: str, branch: str) -> str:
 
 def fetch_branch(repo: Path, remote: str, branch: str) -> str:
     """Fetch ``branch`` from ``remote``; the commit it points at there now."""
+    if _git(repo, "check-ref-format", "--branch", branch).returncode != 0 or "*" in branch:
+        raise OriginError(f"{branch!r} is not a branch name: nothing to fetch from {remote}")
     ref = tracking_ref(remote, branch)
     done = _git(repo, "fetch", "--no-tags", "--quiet", remote, f"+refs/heads/{branch}:{ref}")
     if done.returncode != 0:
         raise OriginError(f"fetching {branch} from {remote} failed: {_said(done)}")
-    return _text(_git(repo, "rev-parse", "--verify", f"{ref}^{{commit}}").stdout).strip()
+    found = _git(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
+    tip = _text(found.stdout).strip()
+    if found.returncode != 0 or not tip:
+        raise OriginError(f"{remote} has no branch {branch} (fetched, nothing there)")
+    return tip
 
 
 def push_commit(repo: Path, remote: str, commit: str, branch: str, expected: str) -> bool:
@@ -76,10 +87,9 @@ def push_commit(repo: Path, remote: str, commit: str, branch: str, expected: str
     if done.returncode == 0:
         _git(repo, "update-ref", tracking_ref(remote, branch), commit)
         return True
-    said = _said(done)
-    if any(word in said for word in _MOVED):
+    if _lost_race(done):
         return False
-    raise OriginError(f"pushing to {branch} on {remote} failed: {said}")
+    raise OriginError(f"pushing to {branch} on {remote} failed: {_said(done)}")
 
 
 def push_branch(repo: Path, remote: str, branch: str) -> None:
@@ -89,23 +99,40 @@ def push_branch(repo: Path, remote: str, branch: str) -> None:
         raise OriginError(f"pushing {branch} to {remote} failed: {_said(done)}")
 
 
+def _lost_race(done: subprocess.CompletedProcess[bytes]) -> bool:
+    """Whether the push's own status line (porcelain, on stdout: never a hook's words, which
+    come on stderr as ``remote:`` lines) says the ref had moved."""
+    for line in _text(done.stdout).splitlines():
+        status = line.rsplit("\t", 1)[-1]
+        if line.startswith("!") and (status.startswith(_MOVED) or status.startswith(_LOCKED)):
+            return True
+    return False
+
+
 def _git(repo: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
     env = config_env()
     env["GIT_TERMINAL_PROMPT"] = "0"  # a missing credential fails; it never waits for a human
-    try:
-        return subprocess.run(
-            ["git", "-C", str(repo), *_CONFIG, *args],
-            capture_output=True,
-            stdin=subprocess.DEVNULL,
-            env=env,
-            timeout=NETWORK_TIMEOUT_SECONDS,
-            check=False,
-            start_new_session=True,  # a terminal's Ctrl-C reaches assay, never its own git
-        )
-    except subprocess.TimeoutExpired as exc:
-        raise OriginError(
-            f"git {args[0]} gave no answer in {NETWORK_TIMEOUT_SECONDS:.0f} s"
-        ) from exc
+    argv = ["git", "-C", str(repo), *_CONFIG, *args]
+    # Its own session (a terminal's Ctrl-C reaches assay, never its own git), whose whole group
+    # goes on a timeout: an ssh or https helper must not finish a push after it was given up.
+    with subprocess.Popen(
+        argv,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        start_new_session=True,
+    ) as proc:
+        try:
+            out, err = proc.communicate(timeout=NETWORK_TIMEOUT_SECONDS)
+        except subprocess.TimeoutExpired as exc:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            raise OriginError(
+                f"git {args[0]} gave no answer in {NETWORK_TIMEOUT_SECONDS:.0f} s"
+            ) from exc
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
 
 
 def _said(done: subprocess.CompletedProcess[bytes]) -> str:
@@ -115,8 +142,8 @@ def _said(done: subprocess.CompletedProcess[bytes]) -> str:
         for line in (_text(done.stdout) + "\n" + _text(done.stderr)).splitlines()
         if line.strip() and line.strip() not in ("Done", "To")
     ]
-    text = "; ".join(line.strip() for line in lines)[-600:] or f"exit {done.returncode}"
-    return _CREDENTIALS.sub(r"\1", text)
+    text = _CREDENTIALS.sub(r"\1", "; ".join(line.strip() for line in lines))
+    return text[-600:] or f"exit {done.returncode}"  # cut after: a cut never uncovers one
 
 
 def push_squash(

@@ -9,8 +9,9 @@ worker runs only its own repository's tasks. The id is, in order:
    credentials (they must never reach the ledger), ``host/path`` with the host lowercased and
    no trailing ``/`` or ``.git``, so the ssh and https forms of one repository agree; a local
    path or ``file://`` URL is its resolved absolute path;
-3. without an origin, the repository's own resolved path: what a clone of it names as its
-   origin, so a repository and the clones made from it (one machine's workers, say) agree;
+3. with no origin, or one on this machine's disk, that path (the repository's own, or its
+   origin's) and its history's first commit, ``/srv/app#3f2a…``: a repository and the clones
+   made from it agree, and an unrelated repository at the same path elsewhere does not;
 
 and None for a repository with no commit.
 """
@@ -23,6 +24,7 @@ from pathlib import Path
 from assay.adapters import git
 
 OVERRIDE_KEY = "assay.repository"
+ROOT_DIGITS = 12
 
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
@@ -30,17 +32,19 @@ _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 def repository_id(repo: Path) -> str | None:
     """The id of the repository at ``repo`` (see the module's text)."""
     chosen = git.config_value(repo, OVERRIDE_KEY)
-    if chosen:
-        return chosen
+    if chosen:  # a URL pasted there loses its credentials too
+        return normalize_remote(chosen) if _SCHEME.match(_bare(chosen)) or "@" in chosen else chosen
     url = git.remote_url(repo, "origin")
-    if url:
-        local = local_path(url)
-        if local is not None:
-            return str((repo / local).resolve())
+    local = local_path(url) if url else None
+    if url and local is None:
         return normalize_remote(url)
-    if not git.root_commits(repo):
+    roots = git.root_commits(repo)
+    if not roots:
         return None
-    return str(repo.resolve())
+    # A path is one machine's name for a repository, and another repository may stand at the
+    # same path elsewhere: the history's first commit tells them apart.
+    where = (repo / local).resolve() if local is not None else repo.resolve()
+    return f"{where}#{min(roots)[:ROOT_DIGITS]}"
 
 
 def current_target_branch(repo: Path) -> str | None:
@@ -60,11 +64,17 @@ def local_path(url: str) -> str | None:
     return url
 
 
+def _bare(url: str) -> str:
+    """``url`` without a remote helper's ``<transport>::`` prefix (``https::https://…``)."""
+    head, sep, rest = url.strip().partition("::")
+    return rest if sep and re.fullmatch(r"[A-Za-z][A-Za-z0-9+.-]*", head) else url.strip()
+
+
 def normalize_remote(url: str) -> str:
-    """A network remote's URL as ``host/path``: scheme, credentials, port, query and fragment
-    dropped, host lowercased, trailing ``/`` and ``.git`` stripped. Idempotent: an id it made
-    (``host/path``) is read back as itself."""
-    text = url.strip()
+    """A network remote's URL as ``host/path``: a helper's ``<transport>::`` prefix, scheme,
+    credentials, port, query and fragment dropped, host lowercased, trailing ``/`` and
+    ``.git`` stripped. Idempotent: an id it made (``host/path``) is read back as itself."""
+    text = _bare(url)
     scheme = _SCHEME.match(text)
     if scheme is not None:
         rest = re.split(r"[?#]", text[scheme.end() :], maxsplit=1)[0]

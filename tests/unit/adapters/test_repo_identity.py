@@ -133,7 +133,8 @@ def test_a_repository_with_no_commit_and_no_origin_has_no_id(repo: Path) -> None
 @pytest.mark.usefixtures("isolated_git")
 def test_without_origin_its_own_path_names_it(repo: Path) -> None:
     commit(repo)
-    assert repository_id(repo) == str(repo.resolve())
+    root = sh(repo, "rev-list", "--max-parents=0", "HEAD").strip()
+    assert repository_id(repo) == f"{repo.resolve()}#{root[:12]}"
     assert current_target_branch(repo) == "main"
     # A clone made from it names it as its origin: both agree without any setting.
     clone = repo.parent / "clone"
@@ -155,6 +156,8 @@ def test_a_local_origin_is_its_resolved_absolute_path(repo: Path, tmp_path: Path
     commit(repo)
     (tmp_path / "origin.git").mkdir()
     sh(repo, "remote", "add", "origin", "../origin.git")
-    assert repository_id(repo) == str((tmp_path / "origin.git").resolve())
+    root = sh(repo, "rev-list", "--max-parents=0", "HEAD").strip()
+    at = f"{(tmp_path / 'origin.git').resolve()}#{root[:12]}"
+    assert repository_id(repo) == at
     sh(repo, "remote", "set-url", "origin", (tmp_path / "origin.git").as_uri())
-    assert repository_id(repo) == str((tmp_path / "origin.git").resolve())
+    assert repository_id(repo) == at

@@ -29,7 +29,8 @@ def _shown(repo: Repo, task_id: object) -> dict[str, object]:
 
 def test_a_task_records_its_repository_and_branch(tmp_path: Path) -> None:
     repo = make_repo(tmp_path)
-    here = str(repo.root.resolve())  # no origin: its own path (what its clones name)
+    root = git(repo.root, "rev-list", "--max-parents=0", "HEAD")
+    here = f"{repo.root.resolve()}#{root[:12]}"  # no origin: its path and its first commit
     task = _added(repo)
     assert (task["repository"], task["branch"]) == (here, "main")
     shown = _shown(repo, task["id"])

@@ -1,15 +1,6 @@
-"""Attack: the origin's branch is rewritten (force-pushed back, e.g. to take out a commit that
-leaked a secret) while a run is between its start and its landing.
-
-The landing reads the new tip, sees it is not the run's base, and "combines" the change with
-it by ``git merge-tree <tip> <change squashed on base>``. git computes the merge base itself:
-for a tip that is an *ancestor* of the run's base (or on another history) that is not the
-run's base, so everything between the new tip and the run's base (the commits the other
-machine removed) comes back as if it were part of the change. The combined tree is the
-candidate's own tree, which was validated, so nothing is revalidated, and the leased push
-(a fast-forward of the rewritten tip) goes through: the other machine's force-push is
-silently undone, the removed secret is back on the origin.
-"""
+"""A landing never undoes a rewrite of its base branch (force-pushed back, or reset, to take
+out a commit that leaked a secret) while the run was between its start and its landing: the
+run is blocked and nothing lands, on an origin and locally."""
 
 from __future__ import annotations
 

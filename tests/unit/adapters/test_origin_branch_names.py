@@ -1,10 +1,6 @@
-"""Attack (robustness of ``fetch_branch``): a task whose branch is a refspec pattern (``*``,
-``ma*n``; git refuses such a branch name, but ``tasks.branch`` is a plain column of a shared
-ledger). The fetch refspec ``+refs/heads/ma*n:refs/remotes/origin/ma*n`` is a glob: git
-force-updates every matching tracking ref and succeeds; the ``rev-parse`` of the pattern then
-fails, and ``fetch_branch`` returns its empty output as the commit instead of raising. The run
-would then start from the commit ``""``. Pushes of such a name are refused by git (held).
-"""
+"""A task's branch that is no branch name (a refspec pattern such as ``*``; ``tasks.branch``
+is a plain column of a shared ledger) is refused before anything is fetched, never taken as
+an empty base commit."""
 
 from __future__ import annotations
 

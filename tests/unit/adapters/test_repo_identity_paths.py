@@ -1,14 +1,6 @@
-"""Attack (rule 2): two machines share one ledger (PostgreSQL), each with its own, unrelated
-repository at the same path and no network origin (a container's ``/workspace``, a CI
-runner's ``/builds/project``; or each a clone of a local bare repository at the same path).
-
-Without an origin the id is the repository's resolved path, and with a local-path origin it is
-that path: a string that is only unique on one machine. A task queued on machine A records
-``/workspace/app``; machine B's worker, serving an unrelated repository at
-``/workspace/app``, sees its own id, takes the task and runs A's instruction and contract in
-B's code, landing there. Simulated here on one machine: the repository at the path is
-replaced by an unrelated one (another root commit) between the queueing and the worker.
-"""
+"""A repository id made from a path (no network origin) holds the history's first commit: an
+unrelated repository at the same path (another machine's ``/workspace/app``) is another
+repository, and its worker never takes the first one's tasks."""
 
 from __future__ import annotations
 

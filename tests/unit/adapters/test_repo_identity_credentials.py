@@ -1,19 +1,5 @@
-"""Attack (rule 3): credentials of the origin's URL reaching the ledger through the task's
-repository id.
-
-``normalize_remote`` strips ``user:password@`` from a ``scheme://`` URL and from git's
-scp-like form, but git also takes ``<transport>::<address>`` (``https::https://…``,
-``gcrypt::https://…``, any remote helper's): ``_SCHEME`` does not match it (``::``), so
-``_scp_split`` reads it as scp-like with the host ``https`` and keeps the whole address,
-password included, as the path. ``queue_task`` records that id in ``tasks.repository``, where
-every machine sharing the ledger (and ``task show``, and a worker's refusal message) reads it.
-
-The second test: ``git config assay.repository`` is recorded as given; an operator who pastes
-their clone URL there (the README's use for it: "clones that reach one origin by URLs that
-differ") puts its token in the ledger. The id is the operator's word, but it is still "a
-remote URL's credential" reaching the ledger; normalizing it (``normalize_remote`` is
-idempotent on an id it made) would keep both promises.
-"""
+"""No credential of an origin's URL reaches the ledger through a task's repository id: a
+remote helper's ``<transport>::`` prefix and a URL pasted as ``assay.repository`` included."""
 
 from __future__ import annotations
 

@@ -1,16 +1,6 @@
-"""Attack (rule 1, robustness): a pre-receive hook on the origin that refuses the push.
-
-A plain refusal is an :class:`OriginError` naming the hook's words (held: first test). But
-``push_commit`` decides "the branch moved, fetch and retry" by looking for git's race words
-(``fetch first``, ``stale info``, ``non-fast-forward``, ``cannot lock ref``) anywhere in
-everything git printed, the remote's own ``remote:`` lines included. A hook whose refusal
-merely mentions one of them ("run `git fetch first`", "non-fast-forward pushes are
-forbidden") is read as a lost race: the landing fetches the same tip, recombines and pushes
-again 8 times, and ends as ``LandRefused("main on origin kept moving …")``, which the run
-reports as an ordinary refusal (READY, not a machine fault), with the hook's real reason
-lost. Only the porcelain status line of the ref (``!  <src>:<dst>  [rejected] (stale info)``)
-should decide that it was a race.
-"""
+"""A pre-receive hook that refuses a push is an error naming its words, never read as a lost
+race (retried) because its message mentions git's race words: only the pushed ref's own
+porcelain status line says the branch moved."""
 
 from __future__ import annotations
 
