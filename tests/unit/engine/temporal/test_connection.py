@@ -204,6 +204,10 @@ def test_the_commands_refuse_bad_settings_with_exit_2_and_warn_loudly(
     assert stopped.value.exit_code == 2
     assert "is 5 bytes long" in capsys.readouterr().err
     monkeypatch.delenv("ASSAY_TEMPORAL_API_KEY_ENV")
+    with pytest.raises(typer.Exit):  # Temporal's own variable is read too
+        temporal_connection("10.0.0.1:7233", "default")
+    capsys.readouterr()
+    monkeypatch.delenv("TEMPORAL_API_KEY")
     temporal_connection("10.0.0.1:7233", "default")
     assert "assay: WARNING: Temporal at 10.0.0.1:7233 is reached with no TLS" in (
         capsys.readouterr().err
