@@ -147,6 +147,13 @@ COMMANDS: tuple[Command, ...] = (
         "counted apart, never as $0.",
     ),
     Command(
+        "logs",
+        "assay.cli.logs",
+        "logs",
+        Kind.COMMAND,
+        "A run's logs: list them (name, role, attempt, seat, size, cut or not), or print one.",
+    ),
+    Command(
         "task",
         "assay.cli.tasks",
         "app",
@@ -160,13 +167,6 @@ COMMANDS: tuple[Command, ...] = (
         "app",
         Kind.GROUP,
         "A task's counters and what its runs spent, derived from the ledger.",
-    ),
-    Command(
-        "logs",
-        "assay.cli.logs",
-        "logs",
-        Kind.COMMAND,
-        "A run's logs: list them (name, role, attempt, seat, size, cut or not), or print one.",
     ),
     Command(
         "payload",

@@ -13,6 +13,7 @@ from support.repo import Repo, make_repo
 from support.workers import add_task, service_env
 from temporalio.testing import ActivityEnvironment
 
+from assay.adapters.repo_identity import repository_id
 from assay.adapters.store.contracts import load_task_contract
 from assay.adapters.store.sql import Ledger
 from assay.core.contract import Contract
@@ -38,6 +39,7 @@ def _activities(repo: Path, ledger: Ledger) -> Activities:
 
     return Activities(
         queue="assay-test-worker",
+        repository=repository_id(repo),  # a worker of the repository its tasks belong to
         repo=repo,
         home=home,
         ledger=ledger,
