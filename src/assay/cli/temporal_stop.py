@@ -103,3 +103,20 @@ def cli_stopper(say: Callable[[str, str], None], *, wait: float = 60.0) -> Tempo
             fail(str(exc), EXIT_USAGE)
 
     return guarded
+
+
+def web_stopper(connection: TemporalConnection) -> TemporalStop:
+    """The dashboard's way to Temporal (``assay serve --temporal``): it sends the stop and
+    does not wait; an unreachable server refuses the stop (said on the page), never a 500."""
+    from assay.engine.operations.stopping import StopRefused
+    from assay.engine.temporal.client import TemporalUnreachable
+
+    send = temporal_stopper(connection)
+
+    def guarded(task: Task, ask: StopAsk) -> bool:
+        try:
+            return send(task, ask)
+        except TemporalUnreachable as exc:
+            raise StopRefused(f"the stop did not reach Temporal: {exc}", running=True) from exc
+
+    return guarded
