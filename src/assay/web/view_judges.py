@@ -43,7 +43,8 @@ def _judge(value: Any) -> JudgeView | None:
         return None
     ranking = value.get("ranking")
     labels = [str(v)[:40] for v in ranking[:MAX_LABELS]] if isinstance(ranking, list) else None
-    reasons = value.get("reasons") if isinstance(value.get("reasons"), str) else ""
+    said = value.get("reasons")
+    reasons = said if isinstance(said, str) else ""
     over = max(0, len(reasons) - MAX_REASONS)  # a ledger holding more than the engine keeps
     return JudgeView(
         judge=_int(value.get("judge")) or 0,
