@@ -106,10 +106,10 @@ def _settled(ledger: Ledger, task_id: str, wait: float) -> Task:
 def _print_stop(
     workspace: Workspace, ledger: Ledger, task: Task, sent: Stopping, closed: bool
 ) -> None:
-    from assay.cli.tasks import _show_document, _usage
+    from assay.cli.task_documents import show_document, task_usage
 
-    runs, usage = ledger.runs(task.id), _usage(ledger, task.id)
-    shown = _show_document(ledger, task, runs, workspace.home, datetime.now(UTC), usage)
+    runs, usage = ledger.runs(task.id), task_usage(ledger, task.id)
+    shown = show_document(ledger, task, runs, workspace.home, datetime.now(UTC), usage)
     ask = sent.ask
     print_json(
         {
@@ -128,7 +128,8 @@ def _print_stop(
 def retry(task_id: str, *, json_output: bool) -> None:
     """``assay task retry``: exit 0 runnable now, 2 no such task, 4 unreadable, 5 not failed."""
     from assay.adapters.actor import cli_actor
-    from assay.cli.tasks import _find, _show_document, _usage
+    from assay.cli.task_documents import show_document, task_usage
+    from assay.cli.tasks import _find
     from assay.engine.operations.stopping import RetryRefused, retry_task
 
     workspace = Workspace.find()
@@ -139,8 +140,8 @@ def retry(task_id: str, *, json_output: bool) -> None:
     except RetryRefused as exc:
         fail(str(exc), EXIT_NOT_NOW)
     if json_output:
-        runs, usage = ledger.runs(task.id), _usage(ledger, task.id)
-        shown = _show_document(ledger, task, runs, workspace.home, datetime.now(UTC), usage)
+        runs, usage = ledger.runs(task.id), task_usage(ledger, task.id)
+        shown = show_document(ledger, task, runs, workspace.home, datetime.now(UTC), usage)
         by, via = actor.by, actor.via.value
         print_json({"action": "retry", "by": by, "via": via, "reason": None, "task": shown})
     else:

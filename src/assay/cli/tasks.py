@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import sys
 from datetime import UTC, datetime
-from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -44,11 +43,8 @@ from assay.cli.workspace import (
 from assay.core.vocab import LandMode, OperatorMove, TaskStatus
 
 if TYPE_CHECKING:
-    from assay.adapters.store.records import RunRecord
     from assay.adapters.store.sql import Ledger
-    from assay.cli.usage_views import TaskUsage
     from assay.core.tasks import Task
-    from assay.engine.operations.moves import Actor
 
 app = command_group()
 
@@ -196,44 +192,15 @@ def show(task_id: TaskId, json_output: JsonFlag = False) -> None:
     workspace = Workspace.find()
     ledger, task = _find(workspace, task_id)
     records = ledger.runs(task_id)
-    usage = _usage(ledger, task_id)
-    document = _show_document(ledger, task, records, workspace.home, now, usage)
+    from assay.cli.task_documents import show_document, task_usage
+
+    usage = task_usage(ledger, task_id)
+    document = show_document(ledger, task, records, workspace.home, now, usage)
     if json_output:
         print_json(document)
     else:
         gone = views.gone_runs(records, workspace.home)
         sys.stdout.write(views.show_text(task, records, document, now, usage, gone))
-
-
-def _usage(ledger: Ledger, task_id: str) -> TaskUsage:
-    from assay.cli.usage_views import TaskUsage
-
-    return TaskUsage.of(ledger.usage(task_id=task_id))
-
-
-def _show_document(
-    ledger: Ledger,
-    task: Task,
-    runs: list[RunRecord],
-    home: Path,
-    now: datetime,
-    usage: TaskUsage,
-) -> dict[str, object]:
-    """What ``task show --json`` prints, from the Ledger's models (a held task's fired halts
-    from the payload the ledger keeps, so they show on any machine)."""
-    runs_json = [r.model_dump(mode="json") for r in runs]
-    kept = _kept_payload(ledger, runs) if task.hold_source else None
-    return views.show_document(task, _dump(task), runs, runs_json, home, now, usage, kept)
-
-
-def _kept_payload(ledger: Ledger, runs: list[RunRecord]) -> dict[str, Any] | None:
-    """The newest closed run's payload as the ledger keeps it; None when it keeps none or its
-    row cannot be read (its payload file, when here, is then read instead)."""
-    from assay.cli.explain_halts import newest_closed
-
-    run = newest_closed(runs)
-    document = ledger.run_document(run.id) if run is not None else None
-    return document.payload if document is not None else None
 
 
 def _move(
@@ -261,25 +228,11 @@ def _move(
         fail(str(exc), EXIT_USAGE)
     if json_output:
         recorded = None if move is OperatorMove.RELEASE else moved.task.hold_reason
-        _print_move(workspace, ledger, moved.task, move, actor, recorded)
+        from assay.cli.task_documents import print_move
+
+        print_move(workspace, ledger, moved.task, move, actor, recorded)
     else:
         typer.echo(f"{moved.task.id}: {moved.task.status.value}{moved.note}")
-
-
-def _print_move(
-    workspace: Workspace,
-    ledger: Ledger,
-    task: Task,
-    move: OperatorMove,
-    actor: Actor,
-    reason: str | None,
-) -> None:
-    """An operator move's JSON: what was done, by whom, from where, why, and the task as
-    ``task show --json`` prints it now."""
-    runs, usage = ledger.runs(task.id), _usage(ledger, task.id)
-    shown = _show_document(ledger, task, runs, workspace.home, datetime.now(UTC), usage)
-    via = actor.via.value
-    print_json({"action": move.value, "by": actor.by, "via": via, "reason": reason, "task": shown})
 
 
 @app.command()

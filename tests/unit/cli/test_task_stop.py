@@ -26,6 +26,25 @@ from assay.core.vocab import EventKind, HoldSource, RunStatus, TaskStatus
 from assay.engine.local.interrupt import RunInterrupted
 
 assay = run_main
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def _valid(name: str, document: object) -> None:
+    """``document`` is what the CLI schema's ``$defs`` entry ``name`` says."""
+    import jsonschema
+    from referencing import Registry, Resource
+    from referencing.jsonschema import DRAFT202012
+
+    schemas = [json.loads((ROOT / "schemas" / f).read_text()) for f in _SCHEMAS]
+    registry: Registry[object] = Registry().with_resources(
+        (s["$id"], Resource.from_contents(s, default_specification=DRAFT202012)) for s in schemas
+    )
+    ref = {"$ref": f"{schemas[0]['$id']}#/$defs/{name}"}
+    errors = list(jsonschema.Draft202012Validator(ref, registry=registry).iter_errors(document))
+    assert not errors, [f"{list(e.absolute_path)}: {e.message}" for e in errors[:5]]
+
+
+_SCHEMAS = ("cli.schema.json", "payload.schema.json")
 
 
 @pytest.fixture
@@ -110,6 +129,7 @@ def test_retry_lets_a_waiting_failed_task_run_now_and_records_who(
     code, out, err = assay(capsys, "task", "retry", task_id, "--json")
     assert code == 0, err
     said = json.loads(out)
+    _valid("task_move", said)
     assert (said["action"], said["via"], said["reason"]) == ("retry", "cli", None)
     assert said["by"].count("@") == 1
     assert said["task"]["status"] == "failed" and said["task"]["not_before"] is None
@@ -186,6 +206,7 @@ def test_stop_reaches_a_local_run_and_holds_its_task_recording_who(
     assert code == 0, err
     assert time.monotonic() - started < 30  # the coder's sleep 120 was ended, not waited out
     said = json.loads(out)
+    _valid("task_stop", said)
     assert said["action"] == "cancel" and said["reason"] == "wrong branch"
     assert said["executor"] == "local" and said["stopped"] is True and said["via"] == "cli"
     assert said["task"]["status"] == "held"
