@@ -21,6 +21,9 @@ from contextvars import ContextVar
 from pathlib import Path
 
 GROUPS_FILE = "pgids"
+STOP_FILE = "stop-request.json"
+"""An operator's request to stop the run (:mod:`assay.adapters.stop_request`), beside its
+groups: a group recorded once it is there is ended at once."""
 STOP_GRACE_SECONDS = 3.0
 
 _recording: ContextVar[Path | None] = ContextVar("assay_process_groups", default=None)
@@ -52,6 +55,11 @@ def record_group(pid: int, cwd: Path) -> None:
             os.write(fd, line)
         finally:
             os.close(fd)
+    # Recorded first, looked for after: a stopper that wrote the request before reading the
+    # groups either finds this one or is found here, so no group outlives a stop request.
+    if (path.parent / STOP_FILE).exists():
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGTERM)
 
 
 def start_time(pid: int) -> int | None:

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from assay.core.contract import Contract
     from assay.core.tasks import Task
     from assay.engine.effects import RunEvent
+    from assay.engine.local.interrupt import RunInterrupted
     from assay.engine.local.runner import RunReport
 
 
@@ -111,10 +112,15 @@ def run_jobs(
             )
         except RunInterrupted as stop:
             display.ended()
-            interrupted = (task.id, stop)
             if stop.payload_path:
                 with display.paused():
                     result(json.loads(Path(stop.payload_path).read_text(encoding="utf-8")))
+            if stop.ask is not None:  # an operator stopped this run alone: the others go on
+                unfinished.remove(task.id)
+                _say_stopped(ledger, task.id, stop)
+                code = max(code, EXIT_HELD)
+                continue
+            interrupted = (task.id, stop)
             break
         if stop_requested() is None:  # else its run ended as the stop came: it is stopped too
             unfinished.remove(task.id)
@@ -158,3 +164,13 @@ def _say_settled(chosen: Contract, report: RunReport, *, err: bool) -> None:
         from assay.cli.explain import waits_message
 
         typer.echo(waits_message(task, finished), err=err)
+
+
+def _say_stopped(ledger: Ledger, task_id: str, stop: RunInterrupted) -> None:
+    """``task t…: stopped by alice (web); the run closed as interrupted … and the task is
+    held: <reason>`` (an operator's request, ``assay task stop`` or the dashboard)."""
+    from assay.cli.stopped import interrupted_line
+
+    assert stop.ask is not None
+    task = ledger.get_task(task_id)
+    typer.echo(interrupted_line(ledger, task, stop, stop.ask.reason), err=True)

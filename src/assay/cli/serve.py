@@ -166,7 +166,8 @@ def serve(
         return
     if web.only:
         workspace = Workspace.find()
-        serve_web_only(web, workspace.ledger(), workspace.home / "halt-state")
+        home = workspace.home
+        serve_web_only(web, workspace.ledger(), home / "halt-state", home=home)
         return
     from datetime import UTC, datetime
 
@@ -248,7 +249,7 @@ def serve(
     )
     with (
         graceful_stop(notice=display.notice),
-        dashboard(web, ledger, workspace.home / "halt-state"),
+        dashboard(web, ledger, workspace.home / "halt-state", home=workspace.home),
         display,
     ):
         if stream is None:

@@ -106,6 +106,12 @@ def news(display: Progress, summary: ServeSummary) -> QueueEvents[RunReport]:
 
         def interrupted(self, task_id: str, stop: RunInterrupted) -> None:
             summary.interrupted.append(task_id)
+            if stop.ask is not None:  # an operator stopped this task's run: it is held
+                display.say(
+                    f"task {task_id}: {shown(str(stop))}; the run closed as interrupted "
+                    f"(refunded) and the task is held: {shown(stop.ask.reason)}"
+                )
+                return
             display.say(  # as run's line says it; the queue stopped, not its task
                 f"task {task_id}: {shown(str(stop))}; the run closed as interrupted (refunded, "
                 "this run does not count) and the task is failed, runnable again"

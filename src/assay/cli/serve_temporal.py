@@ -29,6 +29,7 @@ def serve_temporal(
     shared ledger; it can re-arm only halts whose state files are on this machine."""
     from assay.cli.outcome import workflow_said
     from assay.cli.signals import graceful_stop, interrupted_exit
+    from assay.cli.temporal_stop import web_stopper
     from assay.cli.worker import temporal_ledger
     from assay.engine.temporal.calls import RunOutcome
     from assay.engine.temporal.client import TemporalUnreachable
@@ -39,8 +40,9 @@ def serve_temporal(
     workspace = Workspace.shared()  # it only submits: no repository needed
     ledger = temporal_ledger(workspace)
     state_dir = workspace.home / "halt-state"
+    stopper = web_stopper(connection)  # the dashboard's stop reaches the task's workflow
     if web.only:
-        serve_web_only(web, ledger, state_dir)
+        serve_web_only(web, ledger, state_dir, temporal_stop=stopper)
         return
     try:
         step = WorkflowStep(
@@ -80,7 +82,7 @@ def serve_temporal(
         abandon=step.abandon,  # a stop stops waiting: the workflows go on, the workers end them
     )
     try:
-        with graceful_stop(), dashboard(web, ledger, state_dir):
+        with graceful_stop(), dashboard(web, ledger, state_dir, temporal_stop=stopper):
             served = worker.run()
     finally:
         step.close()

@@ -1,12 +1,11 @@
-"""``assay task add | list | show | hold | release | cancel | delete | prune``: the queue of
-tasks."""
+"""``assay task add | list | show | hold | release | cancel | stop | retry | delete | prune``:
+the queue of tasks."""
 
 from __future__ import annotations
 
 import sys
 from datetime import UTC, datetime
-from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -44,16 +43,12 @@ from assay.cli.workspace import (
 from assay.core.vocab import LandMode, OperatorMove, TaskStatus
 
 if TYPE_CHECKING:
-    from assay.adapters.store.records import RunRecord
     from assay.adapters.store.sql import Ledger
-    from assay.cli.usage_views import TaskUsage
     from assay.core.tasks import Task
-    from assay.engine.operations.moves import Actor
 
 app = command_group()
 
 HOLD_REASON = "held by an operator"
-_STOP_REASONS = {OperatorMove.HOLD: HOLD_REASON, OperatorMove.CANCEL: "cancelled by an operator"}
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Machine-readable JSON output.")]
 STATUSES = [s.value for s in TaskStatus]
@@ -197,8 +192,10 @@ def show(task_id: TaskId, json_output: JsonFlag = False) -> None:
     workspace = Workspace.find()
     ledger, task = _find(workspace, task_id)
     records = ledger.runs(task_id)
-    usage = _usage(ledger, task_id)
-    document = _show_document(ledger, task, records, workspace.home, now, usage)
+    from assay.cli.task_documents import show_document, task_usage
+
+    usage = task_usage(ledger, task_id)
+    document = show_document(ledger, task, records, workspace.home, now, usage)
     if json_output:
         print_json(document)
     else:
@@ -206,59 +203,24 @@ def show(task_id: TaskId, json_output: JsonFlag = False) -> None:
         sys.stdout.write(views.show_text(task, records, document, now, usage, gone))
 
 
-def _usage(ledger: Ledger, task_id: str) -> TaskUsage:
-    from assay.cli.usage_views import TaskUsage
-
-    return TaskUsage.of(ledger.usage(task_id=task_id))
-
-
-def _show_document(
-    ledger: Ledger,
-    task: Task,
-    runs: list[RunRecord],
-    home: Path,
-    now: datetime,
-    usage: TaskUsage,
-) -> dict[str, object]:
-    """What ``task show --json`` prints, from the Ledger's models (a held task's fired halts
-    from the payload the ledger keeps, so they show on any machine)."""
-    runs_json = [r.model_dump(mode="json") for r in runs]
-    kept = _kept_payload(ledger, runs) if task.hold_source else None
-    return views.show_document(task, _dump(task), runs, runs_json, home, now, usage, kept)
-
-
-def _kept_payload(ledger: Ledger, runs: list[RunRecord]) -> dict[str, Any] | None:
-    """The newest closed run's payload as the ledger keeps it; None when it keeps none or its
-    row cannot be read (its payload file, when here, is then read instead)."""
-    from assay.cli.explain_halts import newest_closed
-
-    run = newest_closed(runs)
-    document = ledger.run_document(run.id) if run is not None else None
-    return document.payload if document is not None else None
-
-
 def _move(
     task_id: str, move: OperatorMove, reason: str | None = None, *, json_output: bool = False
 ) -> None:
-    import contextlib
-
     from assay.adapters.actor import cli_actor
     from assay.engine.operations.moves import MoveRefused, move_task
 
     workspace = Workspace.find()
     ledger, task = _find(workspace, task_id)  # its not-found and unreadable messages
     actor = cli_actor()
-    if move is not OperatorMove.RELEASE:
-        from assay.cli.temporal_stop import stop_running
+    if move is not OperatorMove.RELEASE and task.status is TaskStatus.RUNNING:
+        from assay.cli.task_stop import stop_running
 
-        # Under --json, stdout holds the document only: the workflow's line goes to stderr.
-        said = contextlib.redirect_stdout(sys.stderr) if json_output else contextlib.nullcontext()
-        with said:
-            stopped = stop_running(task, reason or _STOP_REASONS[move])
-        if stopped:  # its workflow stops the run and holds the task
-            if json_output:
-                said_why = reason or _STOP_REASONS[move]
-                _print_move(workspace, ledger, _get(ledger, task_id), move, actor, said_why)
+        # Its run is asked to stop (as `task stop` asks): its close holds the task. One out of
+        # reach here falls to the move, which refuses it saying how to stop it.
+        cancel = move is OperatorMove.CANCEL
+        if stop_running(
+            workspace, ledger, task, cancel, reason, actor, json_output, 60.0, refuse=False
+        ):
             return
     try:
         moved = move_task(ledger, task_id, move, actor=actor, now=datetime.now(UTC), reason=reason)
@@ -266,25 +228,11 @@ def _move(
         fail(str(exc), EXIT_USAGE)
     if json_output:
         recorded = None if move is OperatorMove.RELEASE else moved.task.hold_reason
-        _print_move(workspace, ledger, moved.task, move, actor, recorded)
+        from assay.cli.task_documents import print_move
+
+        print_move(workspace, ledger, moved.task, move, actor, recorded)
     else:
         typer.echo(f"{moved.task.id}: {moved.task.status.value}{moved.note}")
-
-
-def _print_move(
-    workspace: Workspace,
-    ledger: Ledger,
-    task: Task,
-    move: OperatorMove,
-    actor: Actor,
-    reason: str | None,
-) -> None:
-    """An operator move's JSON: what was done, by whom, from where, why, and the task as
-    ``task show --json`` prints it now."""
-    runs, usage = ledger.runs(task.id), _usage(ledger, task.id)
-    shown = _show_document(ledger, task, runs, workspace.home, datetime.now(UTC), usage)
-    via = actor.via.value
-    print_json({"action": move.value, "by": actor.by, "via": via, "reason": reason, "task": shown})
 
 
 @app.command()
@@ -293,7 +241,8 @@ def hold(
     reason: Annotated[str, typer.Option(help="Why it is held.")] = HOLD_REASON,
     json_output: JsonFlag = False,
 ) -> None:
-    """Hold a queued or failed task (manual); `release` lets it run again."""
+    """Hold a queued or failed task (manual), or stop a running one as `task stop` does;
+    `release` lets it run again."""
     _move(task_id, OperatorMove.HOLD, reason, json_output=json_output)
 
 
@@ -306,8 +255,58 @@ def release(task_id: TaskId, json_output: JsonFlag = False) -> None:
 
 @app.command()
 def cancel(task_id: TaskId, json_output: JsonFlag = False) -> None:
-    """Cancel a queued or failed task: held (manual) with the reason "cancelled"."""
+    """Cancel a queued or failed task: held (manual) with the reason "cancelled" (a running
+    one is stopped, as `task stop --cancel` does)."""
     _move(task_id, OperatorMove.CANCEL, json_output=json_output)
+
+
+@app.command()
+def stop(
+    task_id: TaskId,
+    cancel: Annotated[
+        bool, typer.Option("--cancel", help="Record it as cancelled rather than held.")
+    ] = False,
+    reason: Annotated[
+        str | None, typer.Option(help="Why it is stopped (kept as its hold reason).")
+    ] = None,
+    wait: Annotated[
+        float,
+        typer.Option(
+            metavar="SECONDS", min=0, help="How long to wait for its run to close (0: not at all)."
+        ),
+    ] = 60.0,
+    json_output: JsonFlag = False,
+) -> None:
+    """Stop a running task: its run is stopped (coders ended, the run closed as interrupted
+    and refunded) and the task held (manual) with the reason; `release` lets it run again.
+
+    A run on this machine (`assay run`, `assay serve`) is asked to stop through its run
+    folder; a run on Temporal (ASSAY_TEMPORAL=HOST:PORT set) through its workflow. Either way
+    the request and the hold are recorded in the ledger with who asked. The dashboard's stop
+    button does the same.
+
+    Exit 0 stopped (or stopping, when --wait ran out), 2 no such task, or its run is not
+    reachable from here (another machine, or its process is gone: `assay run --resume`),
+    4 an unreadable task, 5 the task is not running (nothing done).
+    """
+    from assay.cli.task_stop import stop as stop_it
+
+    stop_it(task_id, cancel=cancel, reason=reason, json_output=json_output, wait=wait)
+
+
+@app.command()
+def retry(task_id: TaskId, json_output: JsonFlag = False) -> None:
+    """Re-run a failed task now: a failed task is runnable again, but may wait (a provider's
+    quota reset, a backoff after refunded runs); retry clears the wait, attempts kept, and
+    `assay serve` picks it up. Recorded in the ledger with who did it. A held task is
+    released instead (`assay task release`).
+
+    Exit 0 runnable now, 2 no such task, 4 an unreadable task, 5 the task is not failed
+    (nothing done).
+    """
+    from assay.cli.task_stop import retry as retry_it
+
+    retry_it(task_id, json_output=json_output)
 
 
 @app.command()

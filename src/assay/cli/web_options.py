@@ -26,6 +26,7 @@ from assay.web.tokens import MIN_SECRET_BYTES
 
 if TYPE_CHECKING:
     from assay.adapters.store.sql import Ledger
+    from assay.engine.operations.stopping import TemporalStop
     from assay.web.server import DashboardServer
     from assay.web.tokens import TokenStore
 
@@ -125,9 +126,16 @@ class WebOptions:
 
 @contextlib.contextmanager
 def dashboard(
-    options: WebOptions, ledger: Ledger, state_dir: Path | None
+    options: WebOptions,
+    ledger: Ledger,
+    state_dir: Path | None,
+    *,
+    home: Path | None = None,
+    temporal_stop: TemporalStop | None = None,
 ) -> Iterator[DashboardServer | None]:
-    """The dashboard served while the block runs (None with --no-web); a taken port is exit 2."""
+    """The dashboard served while the block runs (None with --no-web); a taken port is exit 2.
+    ``home``: this machine's ``.assay`` (its running runs can be stopped from the dashboard);
+    ``temporal_stop``: how a stop reaches a workflow, when the runs are on Temporal."""
     if not options.enabled:
         yield None
         return
@@ -149,6 +157,8 @@ def dashboard(
         anonymous_read=options.anonymous_read,
         host=options.host,
         port=options.port,
+        home=home,
+        temporal_stop=temporal_stop,
     )
     server = DashboardServer(config)
     try:
@@ -187,12 +197,20 @@ def login_line(url: str, made: str | None, store: TokenStore) -> str:
     )
 
 
-def serve_web_only(options: WebOptions, ledger: Ledger, state_dir: Path | None) -> None:
+def serve_web_only(
+    options: WebOptions,
+    ledger: Ledger,
+    state_dir: Path | None,
+    *,
+    home: Path | None = None,
+    temporal_stop: TemporalStop | None = None,
+) -> None:
     """The dashboard alone until SIGINT / SIGTERM (exit 130 / 143, like serve)."""
     from assay.adapters.process import stop_requested
     from assay.cli.signals import graceful_stop, interrupted_exit
 
-    with graceful_stop("stopping the dashboard"), dashboard(options, ledger, state_dir):
+    served = dashboard(options, ledger, state_dir, home=home, temporal_stop=temporal_stop)
+    with graceful_stop("stopping the dashboard"), served:
         while stop_requested() is None:
             time.sleep(POLL_SECONDS)
     typer.echo("dashboard stopped", err=True)

@@ -285,9 +285,10 @@ def check_max_attempts(max_attempts: int) -> None:
 
 def how_to_stop(task_id: str) -> str:
     """How a running task's run is stopped, said wherever a move waits for that: no ledger
-    move stops a local run (its process settles the task), so the way is the process's own."""
+    move stops a run (its process settles the task), so the way is to ask the run to stop."""
     return (
-        "Ctrl-C the `assay run` or `assay serve` that runs it (a run on Temporal: "
-        f"`ASSAY_TEMPORAL=HOST:PORT assay task cancel {task_id}`); a run whose process is gone "
-        "is closed by `assay run --resume`"
+        f"`assay task stop {task_id}` on the machine that runs it (a run on Temporal: "
+        f"`ASSAY_TEMPORAL=HOST:PORT assay task stop {task_id}`), or Ctrl-C the `assay run` or "
+        "`assay serve` that runs it; a run whose process is gone is closed by "
+        "`assay run --resume`"
     )

@@ -344,6 +344,7 @@ class OperatorMove(StrEnum):
     HOLD = "hold"
     RELEASE = "release"
     CANCEL = "cancel"
+    RETRY = "retry"  # a failed task runs now: its wait cleared, attempts kept
 
 
 class ActorVia(StrEnum):
@@ -362,6 +363,7 @@ class EventKind(StrEnum):
 
     TASK_ADDED = "task.added"
     TASK_SAVED = "task.saved"  # an operator's move outside a run (hold, release, a diagnostic)
+    TASK_STOP_REQUESTED = "task.stop_requested"  # an operator asked its running run to stop
     RUN_OPENED = "run.opened"  # the ledger claimed the task for a run (``start_run``)
     RUN_STARTED = "run.started"  # the graph began: base commit and branch
     ATTEMPT_STARTED = "attempt.started"

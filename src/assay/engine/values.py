@@ -147,9 +147,38 @@ class LandOutcome:
     refused: bool = False
 
 
+MAX_JUDGE_REASONS = 20_000
+"""A judge's reasons kept with the run, in characters: the rest is counted (``reasons_cut``)
+and stays in the judge's log. A judge is a model shown what coders wrote: its text is theirs
+to steer, so it is bounded like theirs."""
+
+
+@dataclass(frozen=True)
+class JudgeSaid:
+    """One judge's answer in one round (0: its ranking; 1 on: a deliberation, after it saw the
+    others' reasons): its ranking (labels, best first; None: none usable) and its reasons."""
+
+    judge: int  # 1-based, as the problems name it
+    name: str  # its kind and model
+    round: int
+    ranking: list[str] | None
+    reasons: str = ""
+    reasons_cut: int = 0  # characters of its reasons not kept here
+    error: str | None = None
+
+    @classmethod
+    def of(
+        cls, judge: int, name: str, round_: int, ranking: list[str] | None, reasons: str,
+        error: str | None,
+    ) -> JudgeSaid:  # fmt: skip
+        kept = reasons[:MAX_JUDGE_REASONS]
+        return cls(judge, name, round_, ranking, kept, len(reasons) - len(kept), error)
+
+
 @dataclass(frozen=True)
 class JudgeRound:
-    """What the blind judges of one attempt said, tallied."""
+    """What the blind judges of one attempt said, tallied; ``said``: each judge's answer in
+    each round it was asked (none for a judge never asked, as one of no ``judge:``)."""
 
     tally: Tally
     labels: dict[int, str]  # seat -> blind label
@@ -163,6 +192,7 @@ class JudgeRound:
     budget: str | None = None
     # Judges a setting the operator controls kept from running (named, with the problem).
     setting_errors: tuple[str, ...] = ()
+    said: tuple[JudgeSaid, ...] = ()
 
 
 @dataclass(frozen=True)

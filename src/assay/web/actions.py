@@ -1,6 +1,8 @@
-"""The operator's moves from the dashboard: hold, release and cancel a task, re-arm a fired halt.
+"""The operator's moves from the dashboard: hold, release and cancel a task, stop a running one,
+retry a failed one, re-arm a fired halt.
 
-Each goes through :mod:`assay.engine.operations.moves`, the same path as the CLI, recorded as done
+Each goes through :mod:`assay.engine.operations.moves` (a stop and a retry through
+:mod:`assay.engine.operations.stopping`), the same path as the CLI, recorded as done
 ``via`` web ``by`` the name of the credential the request carries (a ``by`` field, if posted,
 is ignored: who acts is never what a form says). The security middleware has checked the
 credential, the CSRF field and the origin before any of this runs.
@@ -29,6 +31,7 @@ from assay.engine.operations.moves import (
     move_task,
     rearm_halt,
 )
+from assay.engine.operations.stopping import RetryRefused, StopRefused, retry_task, stop_task
 from assay.web.config import WebConfig
 from assay.web.notices import Notice
 from assay.web.rendering import render
@@ -62,6 +65,57 @@ def cancel(
     reason: Annotated[str, Form()] = "",
 ) -> Response:
     return _move(request, task_id, OperatorMove.CANCEL, reason=reason)
+
+
+@router.post("/tasks/{task_id}/stop")
+def stop(
+    request: Request,
+    task_id: str,
+    reason: Annotated[str, Form()] = "",
+    mode: Annotated[str, Form()] = "hold",
+    back: Annotated[str, Form()] = "",
+) -> Response:
+    """Ask the running task's run to stop (``mode`` ``cancel``: recorded as cancelled); its
+    close holds the task. Back to the task page, or to the run page it was sent from."""
+    config = _config(request)
+    page = f"/tasks/{quote(task_id, safe='')}"
+    if back.startswith("/runs/") and "//" not in back and "?" not in back:
+        page = "/runs/" + quote(back.removeprefix("/runs/"), safe="")
+    reason = reason.strip()
+    if len(reason) > MAX_REASON:
+        return _message(request, 400, "Reason too long", f"At most {MAX_REASON} characters.", page)
+    if mode not in ("hold", "cancel"):
+        return _message(request, 400, "Not stopped", "Stop to hold it, or to cancel it.", page)
+    actor = _actor(request)
+    if actor is None:
+        return _message(request, 401, "Token required", _NO_ACTOR, page)
+    try:
+        stop_task(
+            config.ledger, config.home, task_id, cancel=mode == "cancel", actor=actor,
+            now=datetime.now(UTC), reason=reason or None, temporal=config.temporal_stop,
+        )  # fmt: skip
+    except TaskNotFound:
+        return _message(request, 404, "No such task", f"There is no task {task_id!r}.", "/")
+    except (UnreadableTask, StopRefused) as exc:
+        return _message(request, 409, "Not stopped", str(exc), page)
+    return _done(page, Notice.STOPPING)
+
+
+@router.post("/tasks/{task_id}/retry")
+def retry(request: Request, task_id: str) -> Response:
+    """Let a failed task run now (its wait cleared, attempts kept)."""
+    config = _config(request)
+    back = f"/tasks/{quote(task_id, safe='')}"
+    actor = _actor(request)
+    if actor is None:
+        return _message(request, 401, "Token required", _NO_ACTOR, back)
+    try:
+        retry_task(config.ledger, task_id, actor=actor, now=datetime.now(UTC))
+    except TaskNotFound:
+        return _message(request, 404, "No such task", f"There is no task {task_id!r}.", "/")
+    except (UnreadableTask, RetryRefused) as exc:
+        return _message(request, 409, "Not retried", str(exc), back)
+    return _done(back, Notice.RETRIED)
 
 
 @router.post("/runs/{run_id}/halts/{condition}/rearm")

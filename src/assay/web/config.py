@@ -11,6 +11,7 @@ from assay.web.auth import Credentials
 
 if TYPE_CHECKING:
     from assay.adapters.store.sql import Ledger
+    from assay.engine.operations.stopping import TemporalStop
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
@@ -25,7 +26,9 @@ STREAMS_PER_CLIENT = 4
 class WebConfig:
     """``state_dir``: the halt state files of runs on this machine (None: there are none here);
     ``credentials``: who may log in (none: nobody can, every page but /login is refused);
-    ``anonymous_read``: pages (never actions) without a credential, on loopback only."""
+    ``anonymous_read``: pages (never actions) without a credential, on loopback only;
+    ``home``: this machine's ``.assay``, whose running runs a stop reaches (None: none);
+    ``temporal_stop``: how a stop reaches a task's workflow (None: runs are not on Temporal)."""
 
     ledger: Ledger
     state_dir: Path | None = None
@@ -34,6 +37,8 @@ class WebConfig:
     host: str = DEFAULT_HOST
     port: int = DEFAULT_PORT
     stream_limit: int = STREAMS_PER_CLIENT
+    home: Path | None = None
+    temporal_stop: TemporalStop | None = None
 
     def __post_init__(self) -> None:
         if self.anonymous_read and not self.loopback:

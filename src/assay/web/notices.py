@@ -15,6 +15,8 @@ class Notice(StrEnum):
     WAIT_CLEARED = "wait-cleared"
     CANCELLED = "cancelled"
     REARMED = "rearmed"
+    STOPPING = "stopping"
+    RETRIED = "retried"
 
 
 TEXTS: dict[Notice, str] = {
@@ -23,6 +25,8 @@ TEXTS: dict[Notice, str] = {
     Notice.WAIT_CLEARED: "Task released: its quota wait is cleared and it can run now.",
     Notice.CANCELLED: "Task cancelled: held as cancelled until someone releases it.",
     Notice.REARMED: "Halt re-armed: the evidence is kept with it.",
+    Notice.STOPPING: "Stop sent: its run is being stopped, and the task is held once it closes.",
+    Notice.RETRIED: "Task will run again now: its wait is cleared, attempts kept.",
 }
 
 

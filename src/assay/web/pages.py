@@ -117,18 +117,18 @@ def queue_fragment(request: Request, status: str | None = None, page: PageNumber
 
 def task_moves(row: views.QueueRow, now: datetime) -> tuple[list[str], str]:
     """The operator's moves the task's status allows now (the lifecycle's own rules: hold and
-    cancel a queued or failed task, release a held or a waiting one), else why there are none."""
+    cancel a queued or failed task, release a held or a waiting one, retry a failed one, stop
+    a running one), else why there are none."""
     status = row.status
     waiting = row.not_before is not None and row.not_before > now
     if status == TaskStatus.HELD:
         return ["release"], ""
-    if status in (TaskStatus.QUEUED, TaskStatus.FAILED):
+    if status == TaskStatus.FAILED:  # retry: runs it now, the wait (if any) cleared
+        return ["retry", "hold", "cancel"], ""
+    if status == TaskStatus.QUEUED:
         return (["release"] if waiting else []) + ["hold", "cancel"], ""
     if status == TaskStatus.RUNNING:
-        return [], (
-            "A running task is settled by its run. On Temporal, `assay task hold "
-            f"{row.task_id}` (with ASSAY_TEMPORAL set) stops its workflow and holds it."
-        )
+        return ["stop"], ""
     if status == TaskStatus.DONE:
         return [], "The task is done; nothing to hold or release."
     return [], "This task row cannot be read, so it cannot be moved from here."
@@ -144,6 +144,7 @@ def _task_context(request: Request, task_id: str) -> dict[str, Any] | None:
         "moves": moves,
         "no_moves": no_moves,
         "fragment": f"/fragments/tasks/{quote(task_id, safe='')}",
+        "actions_fragment": f"/fragments/tasks/{quote(task_id, safe='')}/actions",
     }
 
 
@@ -155,6 +156,13 @@ def task(request: Request, task_id: str) -> Response:
 @router.get("/fragments/tasks/{task_id}")
 def task_fragment(request: Request, task_id: str) -> Response:
     return _shown(request, "_task.html", _task_context(request, task_id), "task", task_id)
+
+
+@router.get("/fragments/tasks/{task_id}/actions")
+def task_actions_fragment(request: Request, task_id: str) -> Response:
+    """The task's action forms, refreshed live as its status moves (a stop's hold arrives)."""
+    context = _task_context(request, task_id)
+    return _shown(request, "_task_actions.html", context, "task", task_id)
 
 
 def _run_context(request: Request, run_id: str) -> dict[str, Any] | None:

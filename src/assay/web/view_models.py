@@ -162,8 +162,24 @@ class ValidatorView:
 
 
 @dataclass(frozen=True)
+class JudgeView:
+    """One judge's answer in one round (0: its ranking; later: a deliberation): its ranking,
+    best first (None: none usable), and its reasons (untrusted: a model shown coders' work)."""
+
+    judge: int
+    name: str
+    round: int
+    ranking: list[str] | None
+    reasons: str
+    reasons_cut: int  # characters the run did not keep (they are in the judge's log)
+    error: str | None
+
+
+@dataclass(frozen=True)
 class TallyView:
-    """The judges' blind tally of one attempt; ``votes`` are first choices per label."""
+    """The judges' blind tally of one attempt: ``votes`` are first choices per label,
+    ``borda`` the Borda points (they break a tie on first choices), ``judges`` each judge's
+    answer per round (``deliberated``: a second round was asked)."""
 
     attempt: int
     winner: str | None
@@ -171,6 +187,13 @@ class TallyView:
     quorum: int
     met: bool
     votes: list[tuple[str, int]] = field(default_factory=list)
+    borda: list[tuple[str, int]] = field(default_factory=list)
+    tie_break: str | None = None
+    judges: list[JudgeView] = field(default_factory=list)
+
+    @property
+    def deliberated(self) -> bool:
+        return any(j.round > 0 for j in self.judges)
 
 
 @dataclass(frozen=True)

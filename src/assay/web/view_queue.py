@@ -205,7 +205,8 @@ def _settle_row(value: str | None) -> SettleRow | None:
 
 
 def actions_of(data_rows: Iterable[Any]) -> list[ActionView]:
-    """Operator moves (``task.saved`` with an action) and halt re-arms, oldest first."""
+    """Operator moves (``task.saved`` with an action), stop requests and halt re-arms, oldest
+    first."""
     found = []
     for row in data_rows:
         data = row.data if isinstance(row.data, dict) else {}
@@ -213,6 +214,8 @@ def actions_of(data_rows: Iterable[Any]) -> list[ActionView]:
             if not data.get("action"):
                 continue  # a plain save (a machine's, or an older assay's move)
             action, reason = str(data["action"]), data.get("reason")
+        elif row.kind == EventKind.TASK_STOP_REQUESTED.value:  # its hold follows at the close
+            action, reason = f"stop ({data.get('action') or 'hold'})", data.get("reason")
         else:
             condition = data.get("condition")
             action, reason = f"rearm {condition}" if condition else "rearm", data.get("evidence")
@@ -236,7 +239,11 @@ def task_page(conn: sa.Connection, task_id: str) -> TaskView | None:
         return None
     found = raw[task_id]
     history = _histories(conn, [task_id]).get(task_id, [])
-    kinds = (EventKind.TASK_SAVED.value, EventKind.HALT_REARMED.value)
+    kinds = (
+        EventKind.TASK_SAVED.value,
+        EventKind.TASK_STOP_REQUESTED.value,
+        EventKind.HALT_REARMED.value,
+    )
     moves = conn.execute(
         sa.select(events.c.at, events.c.kind, events.c.data, events.c.run_id)
         .where(events.c.task_id == task_id, events.c.kind.in_(kinds))

@@ -19,6 +19,7 @@ import sqlalchemy as sa
 from assay.adapters.store.schema import attempts, dispatches, events, run_documents, runs, tasks
 from assay.core.vocab import AttemptOutcome, EventKind
 from assay.web import view_halts, view_usage
+from assay.web.view_judges import tally_view
 from assay.web.view_models import (
     AttemptState,
     AttemptView,
@@ -129,14 +130,7 @@ def read_events(timeline: _Timeline, rows: Any) -> None:
         elif kind == EventKind.VALIDATOR_FINISHED.value and isinstance(data.get("validator"), str):
             attempt.validators.append(_validator(number, data))
         elif kind == EventKind.JUDGES_RANKED.value:
-            attempt.tally = TallyView(
-                attempt=number,
-                winner=data.get("winner") if isinstance(data.get("winner"), str) else None,
-                present=_int(data.get("present")) or 0,
-                quorum=_int(data.get("quorum")) or 0,
-                met=(_int(data.get("present")) or 0) >= (_int(data.get("quorum")) or 1)
-                and data.get("winner") is not None,
-            )
+            attempt.tally = tally_view(number, data)
         elif kind == EventKind.ATTEMPT_DECIDED.value:
             _decided(attempt, at, data)
 

@@ -8,14 +8,17 @@ page's CSRF token), and checked in the ledger: the task's new status and the ``t
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import pytest
 from fastapi.testclient import TestClient
 from support.dashboard import BASE, OPERATOR, credentials, log_in
+from support.ledger_driver import Driver
 
 from assay.adapters.store.sql import Ledger
-from assay.core.vocab import EventKind
+from assay.core.settle import Verdict
+from assay.core.vocab import EventKind, RunStatus
 from assay.web.app import create_app
 from assay.web.config import WebConfig
 from assay.web.tokens import TokenStore
@@ -186,7 +189,7 @@ def test_a_forged_action_is_refused_and_the_ledger_unchanged(
         c = client(world_copy, ledger, logged_in=logged_in)
         c.get("/")  # the CSRF cookie (401 without a login: the login form sets it too)
         before = len(ledger.events())
-        for move in ("release", "cancel"):
+        for move in ("release", "cancel", "stop", "retry"):
             refused = c.post(
                 f"/tasks/{world_copy.held_task}/{move}",
                 data={"csrf": c.cookies.get("assay_csrf", ""), "by": "alice"},
@@ -201,3 +204,51 @@ def test_a_forged_action_is_refused_and_the_ledger_unchanged(
         assert rearm.status_code == status, case
         assert ledger.get_task(world_copy.held_task).status == "held"
         assert len(ledger.events()) == before
+
+
+def test_stop_and_retry_are_refused_where_the_status_does_not_allow_them(
+    world_copy: World,
+) -> None:
+    with Ledger(world_copy.url) as ledger:
+        c = client(world_copy, ledger)
+        before = len(ledger.events())
+        page = f"/tasks/{world_copy.queued_task}"
+        stop = post(c, f"{page}/stop", page, reason="no run", mode="hold")
+        assert stop.status_code == 409 and "Not stopped" in stop.text
+        assert "is queued, not running: there is no run to stop" in stop.text
+        retry = post(c, f"{page}/retry", page)
+        assert retry.status_code == 409 and "Not retried" in retry.text
+        assert "is queued, not failed" in retry.text
+        odd = post(c, f"{page}/stop", page, mode="delete")
+        assert odd.status_code == 400
+        assert post(c, "/tasks/no-such-task/retry", "/").status_code == 404
+        assert ledger.get_task(world_copy.queued_task).status == "queued"
+        assert len(ledger.events()) == before
+        shown = c.get(page).text  # a queued task offers neither
+        assert f"/tasks/{world_copy.queued_task}/stop" not in shown
+        assert f"/tasks/{world_copy.queued_task}/retry" not in shown
+
+
+def test_retry_of_a_failed_waiting_task_runs_it_now_recorded_via_web(world_copy: World) -> None:
+    with Ledger(world_copy.url) as ledger:
+        driver = Driver(ledger)
+        driver.add("t-failed")
+        task = driver.start("t-failed", "r-failed")
+        close = driver.close_for(
+            task, "r-failed", Verdict(status=RunStatus.STALLED, quota_hit=True)
+        )
+        close.task.wait_until(datetime.now(UTC) + timedelta(hours=1), close.finished_at)
+        ledger.close_run(close)
+        c = client(world_copy, ledger)
+        page = "/tasks/t-failed"
+        shown = c.get(page).text
+        assert 'action="/tasks/t-failed/retry"' in shown and "Retry now" in shown
+        done = post(c, f"{page}/retry", page)
+        assert done.status_code == 303, done.text
+        assert done.headers["location"] == f"{page}?notice=retried"
+        task = ledger.get_task("t-failed")
+        assert task.status == "failed" and task.not_before is None
+        assert task.runnable(datetime.now(UTC))
+        move = saved(ledger, "t-failed")
+        assert (move["action"], move["by"], move["via"]) == ("retry", OPERATOR, "web")
+        assert "Task will run again now" in c.get(done.headers["location"]).text

@@ -167,3 +167,21 @@ def test_a_recorded_group_id_now_someone_elses_is_left_alone(tmp_path: Path) -> 
     finally:
         other.kill()
         other.wait()
+
+
+def test_a_group_recorded_after_a_stop_request_is_ended_at_once(tmp_path: Path) -> None:
+    """An operator's stop request (``stop-request.json`` beside the groups) was written before
+    this group started: recording it ends it, so nothing a run starts outlives the request."""
+    from assay.adapters.process_groups import STOP_FILE
+
+    (tmp_path / STOP_FILE).write_text("{}")
+    child = subprocess.Popen(["sleep", "30"], start_new_session=True)
+    try:
+        with recording_groups(tmp_path / GROUPS_FILE):
+            record_group(child.pid, tmp_path)
+        assert child.wait(timeout=5) == -signal.SIGTERM
+        assert (tmp_path / GROUPS_FILE).read_text().startswith(f"{child.pid} ")
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()

@@ -58,10 +58,12 @@ def test_bash_completes_a_groups_subcommands(tmp_path: Path) -> None:
         "hold",
         "release",
         "cancel",
+        "stop",
+        "retry",
         "delete",
         "prune",
     ]
-    assert bash_tab(tmp_path, "task", "re") == ["release"]
+    assert bash_tab(tmp_path, "task", "re") == ["release", "retry"]
 
 
 def test_bash_completes_a_commands_options(tmp_path: Path) -> None:

@@ -313,6 +313,19 @@ def test_task_hold_release_cancel_print_the_move(site: Site) -> None:
         assert document["action"] == action and document["task"]["id"] == task_id
 
 
+def test_task_retry_and_stop_print_the_move(site: Site) -> None:
+    """``task retry --json`` is a ``task_move``; ``task stop --json`` of a task that is not
+    running prints nothing (exit 5): the running case is tests/unit/cli/test_task_stop.py,
+    which validates its document as ``task_stop``."""
+    task_id = json_out(
+        site.repo.main("task", "add", "to retry", "--coder", "claude", "--no-check", "--json")
+    )["id"]
+    refused = site.repo.main("task", "retry", task_id, "--json")
+    assert refused.returncode == 5 and refused.stdout == ""
+    stop = site.repo.main("task", "stop", task_id, "--json")
+    assert stop.returncode == 5 and stop.stdout == ""
+
+
 def test_task_delete_and_prune_print_what_they_removed(site: Site) -> None:
     task_id = json_out(
         site.repo.main("task", "add", "to delete", "--coder", "claude", "--no-check", "--json")

@@ -136,8 +136,9 @@ def test_refused_all_or_nothing(repo: Path, capsys: pytest.CaptureFixture[str]) 
     code, out, err = assay(capsys, "task", "delete", failed["task_id"], "t-running", "t-nope")
     assert code == 2 and out == ""
     assert err.startswith("assay: nothing deleted: t-running: it is running (run r-open is open)")
-    # The way to stop it is the run's process: `task cancel` refuses a running task too.
-    assert "stop its run first: Ctrl-C the `assay run` or `assay serve` that runs it" in err
+    # The way is to stop its run: `task cancel` refuses a running task whose run it cannot reach.
+    assert "stop its run first: `assay task stop t-running` on the machine that runs it" in err
+    assert "Ctrl-C the `assay run` or `assay serve` that runs it" in err
     assert "a run whose process is gone is closed by `assay run --resume`" in err
     assert "t-nope: no such task (see `assay task list`)" in err
     with ledger_of(repo) as ledger:

@@ -24,11 +24,16 @@ CANDIDATE = re.compile(
 )
 
 
-def rank_by_digits(request: RecordedRequest) -> Turn:
+def digits_first(request: RecordedRequest) -> list[str]:
+    """The labels the request shows, the candidate whose diff keeps digits first."""
     text = json.dumps(request.body)
     text = json.loads(text)["messages"][1]["content"]
     blocks = {label: diff for label, _nonce, diff in CANDIDATE.findall(text)}
-    best = sorted(blocks, key=lambda label: "isalnum" not in blocks[label])
+    return sorted(blocks, key=lambda label: "isalnum" not in blocks[label])
+
+
+def rank_by_digits(request: RecordedRequest) -> Turn:
+    best = digits_first(request)
     return Turn.call("rank", {"ranking": best, "reasons": "the one that keeps digits is right"})
 
 
@@ -209,3 +214,70 @@ def test_judges_lost_to_a_provider_outage_refund_the_run_and_wait(tmp_path: Path
     assert shown["runs"][-1]["settle_row"] == "failed_machine_fault"
     assert shown["attempts"] == 0 and shown["waiting"] is True
     assert "lost to a provider fault" in repo.main("task", "show", payload["task_id"]).stdout
+
+
+def _ranked(repo: Repo, run_id: str) -> list[dict[str, Any]]:
+    from assay.adapters.store.sql import Ledger
+
+    with Ledger(f"sqlite:///{repo.root / '.assay' / 'assay.db'}") as ledger:
+        return [e.data for e in ledger.events(run_id=run_id) if e.kind == "judges.ranked"]
+
+
+def test_each_judges_ranking_and_reasons_are_kept_with_the_scores(tmp_path: Path) -> None:
+    """The run keeps what each judge said (``judges.ranked``: its ranking and reasons, the
+    first choices and Borda points), for the dashboard to show."""
+    repo = make_repo(tmp_path)
+    with ModelServer() as server:
+        server.script(rank_by_digits, rank_by_digits, rank_by_digits)
+        payload = run(repo, three_seat_contract(repo, server), 0)
+    (ranked,) = _ranked(repo, payload["run_id"])
+    tally = payload["tally"]
+    assert ranked["first_choices"] == tally["first_choices"]
+    assert ranked["borda"] == tally["borda"] and ranked["tie_break"] is None
+    judges = ranked["judges"]
+    assert [(j["judge"], j["round"], j["name"]) for j in judges] == [
+        (1, 0, "llm judge-model"), (2, 0, "llm judge-model"), (3, 0, "llm judge-model"),
+    ]  # fmt: skip
+    assert all(j["ranking"][0] == tally["winner"] and len(j["ranking"]) == 3 for j in judges)
+    assert {j["reasons"] for j in judges} == {"the one that keeps digits is right"}
+    assert all(j["reasons_cut"] == 0 and j["error"] is None for j in judges)
+
+
+def test_a_deliberation_is_kept_round_by_round_and_a_huge_reason_is_bounded(
+    tmp_path: Path,
+) -> None:
+    """Two judges split, then agree after reading each other: both rounds are kept; a 100 KB
+    reason is kept to its first 20,000 characters, the rest counted."""
+    import threading
+
+    asked: list[int] = []
+    guard = threading.Lock()
+    huge = "<b>wrong</b> \u202e" + "x" * 100_000
+
+    def split_then_agree(request: RecordedRequest) -> Turn:
+        text = json.loads(json.dumps(request.body))["messages"][1]["content"]
+        best = digits_first(request)
+        if "You ranked these candidates before" in text:
+            return Turn.call("rank", {"ranking": best, "reasons": "agreed"})
+        with guard:
+            asked.append(1)
+            second = len(asked) == 2
+        if second:  # the other judge: the right one last, at length
+            return Turn.call("rank", {"ranking": best[1:] + best[:1], "reasons": huge})
+        return Turn.call("rank", {"ranking": best, "reasons": "digits are kept"})
+
+    repo = make_repo(tmp_path)
+    with ModelServer() as server:
+        server.script(*[split_then_agree] * 4)
+        contract = three_seat_contract(repo, server, judges=2)
+        contract.write_text(contract.read_text() + "deliberate_rounds: 1\n")
+        payload = run(repo, contract, 0)
+    (ranked,) = _ranked(repo, payload["run_id"])
+    judges = ranked["judges"]
+    assert [(j["judge"], j["round"]) for j in judges] == [(1, 0), (2, 0), (1, 1), (2, 1)]
+    first = {j["judge"]: j for j in judges if j["round"] == 0}
+    cut = next(j for j in first.values() if j["reasons_cut"])
+    assert len(cut["reasons"]) == 20_000 and cut["reasons_cut"] == len(huge) - 20_000
+    assert cut["reasons"].startswith("<b>wrong</b> \u202e")  # kept as said: the page escapes
+    assert [j["reasons"] for j in judges if j["round"] == 1] == ["agreed", "agreed"]
+    assert ranked["first_choices"][payload["tally"]["winner"]] == 2

@@ -114,7 +114,14 @@ def test_the_task_and_queue_pages_show_hostile_text_escaped() -> None:
         usage=None, run_usage={}, last_event_id=0,
     )  # fmt: skip
     page = _render(
-        "task.html", task=task, fragment="", moves=[], no_moves="", notice=None, config=None
+        "task.html",
+        task=task,
+        fragment="",
+        actions_fragment="",
+        moves=[],
+        no_moves="",
+        notice=None,
+        config=None,
     )
     queue = QueuePage(
         rows=[_row()], counts={"all": 1}, status=None, page=1, per_page=50, total=1, pages=1,

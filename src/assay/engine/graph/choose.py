@@ -11,7 +11,7 @@ from assay.engine.effects import CandidateCall, Effects, FireCall, JudgeCall
 from assay.engine.graph.endings import cannot_run, end_run
 from assay.engine.graph.records import record_attempt
 from assay.engine.run_result import RunResult
-from assay.engine.values import Candidate, RunEvent, RunPlan, Validation
+from assay.engine.values import Candidate, JudgeSaid, RunEvent, RunPlan, Validation
 
 
 async def choose(
@@ -63,6 +63,10 @@ async def judge(
         "quorum": tally.quorum,
         "lost_to_quota": panel.lost_to_quota,
         "lost_to_fault": panel.lost_to_fault,
+        "first_choices": dict(tally.first_choices),
+        "borda": dict(tally.borda),
+        "tie_break": tally.tie_break.value if tally.tie_break else None,
+        "judges": [_said(s) for s in panel.said],
     }
     await fx.emit(RunEvent(EventKind.JUDGES_RANKED, ranked, run_id=plan.run_id))
     if panel.budget is not None:  # the judges spent the run's budget: held, as by a coder
@@ -116,3 +120,17 @@ async def validate_best(
         if decision.action is PolicyAction.PROCEED and all(o.fire is None for o in outcomes):
             return seat, outcomes
     return judged[0]
+
+
+def _said(said: JudgeSaid) -> dict[str, JsonValue]:
+    """A judge's answer in the ``judges.ranked`` event (its reasons as bounded as the panel
+    kept them)."""
+    return {
+        "judge": said.judge,
+        "name": said.name,
+        "round": said.round,
+        "ranking": list(said.ranking) if said.ranking is not None else None,
+        "reasons": said.reasons,
+        "reasons_cut": said.reasons_cut,
+        "error": said.error,
+    }

@@ -216,9 +216,16 @@ def close_interrupted(fx: RunSite, stop: RunInterrupted, stopped: UserStop | Non
         ledger=fx.ledger,
         record=fx.ledger.get_run(plan.run_id),
         contract=plan.contract,
-        reason=f"interrupted: assay was stopped by {signal.Signals(stop.signum).name}",
+        reason=_interrupted_reason(stop),
         clock=fx.clock,
         warn=fx.warn,
         stopped=stopped,
     )
     stop.payload_path = str(fx.run_dir(plan) / "payload.json")
+
+
+def _interrupted_reason(stop: RunInterrupted) -> str:
+    """Why the run closed: assay was stopped by a signal, or an operator stopped this run."""
+    if stop.ask is not None:
+        return f"interrupted: {stop}: {stop.ask.reason}"
+    return f"interrupted: assay was stopped by {signal.Signals(stop.signum).name}"

@@ -1,8 +1,11 @@
-"""A stop request (SIGINT or SIGTERM) reaches a run at its next effect boundary.
+"""A stop request reaches a run at its next effect boundary: SIGINT or SIGTERM to assay, or an
+operator's request to stop this one run (``assay task stop``, the dashboard's stop button).
 
 The signal handler only records the request and stops the live child process groups
-(:func:`assay.adapters.process.request_stop`); the run then raises :class:`RunInterrupted` at
-the next boundary it reaches, in whatever thread it runs, and is closed as interrupted.
+(:func:`assay.adapters.process.request_stop`); an operator's request is a file in the run's
+folder, its groups ended by whoever wrote it (:mod:`assay.adapters.stop_request`). The run
+then raises :class:`RunInterrupted` at the next boundary it reaches, in whatever thread it
+runs, and is closed as interrupted.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from assay.adapters.process import STOP_TICK_SECONDS, stop_requested
+from assay.adapters.stop_request import StopAsk, asked
 from assay.core.vocab import CrashPoint, OperatorMove, TaskStatus
 from assay.engine.crashpoints import crash_point
 from assay.engine.effects import RunStopped
@@ -46,12 +50,22 @@ async def _tick() -> None:
 
 
 class RunInterrupted(RunStopped):
-    """The operator asked assay to stop (``signum``); the run closes as interrupted."""
+    """The operator asked assay to stop (``signum``), or asked this run to stop (``ask``:
+    ``assay task stop``, the dashboard); the run closes as interrupted."""
 
-    def __init__(self, signum: int) -> None:
-        super().__init__(f"interrupted by {signal.Signals(signum).name}")
+    def __init__(self, signum: int, ask: StopAsk | None = None) -> None:
+        said = f"stopped by {ask.by} ({ask.via})" if ask else None
+        super().__init__(said or f"interrupted by {signal.Signals(signum).name}")
         self.signum = signum
+        self.ask = ask
         self.payload_path: str | None = None  # set once the run is closed as interrupted
+
+    def user_stop(self, by: str | None, via: str) -> UserStop | None:
+        """Who stopped the run, for its close to hold the task: the operator whose request
+        stopped it, else ``by`` (the run's own user, when there is one)."""
+        if self.ask is not None:
+            return UserStop.of_ask(self.ask)
+        return UserStop(self.signum, by, via) if by else None
 
 
 @dataclass(frozen=True)
@@ -63,14 +77,21 @@ class UserStop:
     signum: int
     by: str
     via: str
+    action: str = OperatorMove.HOLD.value  # an operator's stop request: hold or cancel
+    said: str | None = None  # its reason; None: the signal's (:func:`stop_reason`)
+
+    @classmethod
+    def of_ask(cls, ask: StopAsk) -> UserStop:
+        """An operator's request to stop the run, as the hold its close applies."""
+        return cls(signal.SIGTERM, ask.by, ask.via, action=ask.action, said=ask.reason)
 
     @property
     def reason(self) -> str:
-        return stop_reason(self.signum)
+        return self.said or stop_reason(self.signum)
 
     def saved(self) -> dict[str, Any]:
         """The ``task.saved`` event's data of the hold, as an operator's move records one."""
-        move = {"status": TaskStatus.HELD.value, "action": OperatorMove.HOLD.value}
+        move = {"status": TaskStatus.HELD.value, "action": self.action}
         return {**move, "by": self.by, "via": self.via, "reason": self.reason}
 
 
@@ -84,6 +105,9 @@ def raise_if_stopping() -> None:
     signum = stop_requested()
     if signum is not None:
         raise RunInterrupted(signum)
+    ask = asked()
+    if ask is not None:
+        raise RunInterrupted(signal.SIGTERM, ask)
 
 
 def boundary(point: CrashPoint) -> None:

@@ -22,7 +22,7 @@ from assay.core.contract import JudgeSpec
 from assay.core.usage import UsageFigures
 from assay.core.vocab import JudgeKind
 from assay.engine.local.metering import RunMeter, judge_key
-from assay.engine.values import JudgeRound, RunPlan
+from assay.engine.values import JudgeRound, JudgeSaid, RunPlan
 
 if TYPE_CHECKING:
     from assay.adapters.judging import RankingResult
@@ -111,6 +111,7 @@ async def judge_blind(
             *(asyncio.to_thread(ask, i, spec, 0, []) for i, spec in enumerate(specs))
         )
     )
+    said = _said(specs, results, 0, [])
     calls = sum(1 for spec in specs if spec is not None)
     for round_ in range(1, contract.deliberate_rounds + 1):
         if not needs_deliberation([r.ranking for r in results], ordered_labels):
@@ -121,6 +122,7 @@ async def judge_blind(
                 *(asyncio.to_thread(ask, i, spec, round_, prior) for i, spec in enumerate(specs))
             )
         )
+        said += _said(specs, results, round_, prior)
         calls += sum(1 for spec in specs if spec is not None)
     lost = [r for r in results if r.quota is not None and r.ranking is None]
     resets = [r.quota.reset_at for r in lost if r.quota and r.quota.reset_at]
@@ -145,7 +147,23 @@ async def judge_blind(
         lost_to_quota=len(lost),
         quota_reset_at=max(resets) if resets else None,
         lost_to_fault=len(faulted),
+        said=tuple(said),
     )
+
+
+def _said(
+    specs: list[JudgeSpec | None],
+    results: list[RankingResult],
+    round_: int,
+    prior: list[RankingResult],
+) -> list[JudgeSaid]:
+    """Each judge's answer this round, as the run keeps it: a judge never asked (no
+    ``judge:``) or not asked again in a deliberation (its answer stands) adds nothing."""
+    return [
+        JudgeSaid.of(i + 1, judge_name(spec), round_, r.ranking, r.reasons, r.error)
+        for i, (spec, r) in enumerate(zip(specs, results, strict=True))
+        if spec is not None and not (prior and r is prior[i])
+    ]
 
 
 def judge_name(spec: JudgeSpec | None) -> str:

@@ -27,6 +27,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from assay.adapters.actor import Actor
+from assay.adapters.stop_request import watching
 from assay.adapters.store.sql import Ledger
 from assay.core.contract import Contract
 from assay.core.payload import Payload
@@ -35,7 +36,7 @@ from assay.core.tasks import Task
 from assay.engine.effects import OpenRequest
 from assay.engine.graph.run import run_graph
 from assay.engine.local.executor import EventSink, LocalEffects
-from assay.engine.local.interrupt import RunInterrupted, UserStop, run_awake
+from assay.engine.local.interrupt import RunInterrupted, run_awake
 from assay.engine.local.run_lock import run_is_alive
 from assay.engine.recovery.close import recover_interrupted as recover_runs
 
@@ -102,10 +103,11 @@ def run_task(
         task_id=task.id, run_id=new_run_id(started), keep_worktrees=keep_worktrees
     )
     try:
-        recorded = run_awake(run_graph(request, fx))
+        with watching(home / "runs" / request.run_id):  # an operator's stop request, if any
+            recorded = run_awake(run_graph(request, fx))
     except RunInterrupted as stop:
         by = stopped_by
-        fx.interrupted(stop, UserStop(stop.signum, by.by, by.via.value) if by else None)
+        fx.interrupted(stop, stop.user_stop(by.by if by else None, by.via.value if by else ""))
         raise
     finally:
         fx.close()  # the halt relay (no coder runs any more) and the run folder's lock

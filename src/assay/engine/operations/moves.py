@@ -1,4 +1,4 @@
-"""An operator's moves outside a run: hold, release, cancel a task; re-arm a fired halt.
+"""An operator's moves outside a run: hold, release, cancel, retry a task; re-arm a fired halt.
 
 The CLI (``assay task hold|release|cancel``) and the dashboard's actions both come here, so a
 move is checked by the task's own lifecycle and recorded the same way whoever made it: the
@@ -36,6 +36,7 @@ __all__ = [
 HOLD_REASON = "held by an operator"
 CANCEL_REASON = "cancelled by an operator"
 RELEASED_NOTE = " (attempts reset to 0; run history kept)"
+_FAILED = frozenset({TaskStatus.FAILED})
 
 
 @dataclass(frozen=True)
@@ -91,6 +92,7 @@ _VERBS = {
     OperatorMove.HOLD: ("hold", "held"),
     OperatorMove.RELEASE: ("release", "released"),
     OperatorMove.CANCEL: ("cancel", "cancelled"),
+    OperatorMove.RETRY: ("retry", "retried"),
 }
 
 
@@ -116,6 +118,11 @@ def _apply(
     task: Task, move: OperatorMove, now: datetime, reason: str | None
 ) -> tuple[str, str | None]:
     """The lifecycle move itself; returns the note to print and the reason recorded."""
+    if move is OperatorMove.RETRY:  # a failed task runs now: its wait cleared, attempts kept
+        if task.status is not TaskStatus.FAILED:
+            raise TaskTransitionError(task.id, "retry", task.status, _FAILED)
+        task.skip_wait(now)
+        return f" (runnable now; attempts kept: {task.attempts})", reason
     if move is OperatorMove.RELEASE:
         if task.status is TaskStatus.HELD:
             task.release(now)

@@ -16,6 +16,7 @@ import os
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
@@ -25,7 +26,7 @@ from assay.adapters.origin import OriginError
 from assay.adapters.process_groups import stop_recorded_groups
 from assay.adapters.store.sql import Ledger, LedgerConflict, RunNotFound
 from assay.core.contract import Contract
-from assay.core.tasks import RUNNABLE_STATUSES, Task
+from assay.core.tasks import RUNNABLE_STATUSES, Task, TaskTransitionError
 from assay.engine.admission import Unrunnable, admit
 from assay.engine.effects import OpenRequest
 from assay.engine.recovery.close import close_unfinished
@@ -189,8 +190,7 @@ class Activities(RunsHeld):
                 status = record.status.value
         task = self.ledger.get_task(call.task_id)
         if call.hold is not None and task.status in RUNNABLE_STATUSES:
-            task.hold(call.hold, self.clock())
-            self.ledger.save_task(task)
+            task = self._hold(task, call, call.hold)
         return Closed(
             run_id=call.run_id,
             status=status,
@@ -198,6 +198,25 @@ class Activities(RunsHeld):
             task=task,
             runnable=task.runnable(self.clock()),
         )
+
+    def _hold(self, task: Task, call: CloseIn, reason: str) -> Task:
+        """Hold the task its operator stopped, recorded with who asked (a ``task.saved``
+        event with the action, by and via) when the stop said; a move that lost a race
+        (the task changed meanwhile) leaves the task as it is now."""
+        now = self.clock()
+        if call.by is None:  # a workflow cancelled in Temporal itself: nobody to name
+            task.hold(reason, now)
+            self.ledger.save_task(task)
+            return task
+
+        def apply(current: Task) -> dict[str, Any]:
+            current.hold(reason, now)
+            return {"action": call.action, "by": call.by, "via": call.via, "reason": reason}
+
+        try:
+            return self.ledger.change_task(call.task_id, apply)
+        except (TaskTransitionError, LedgerConflict):
+            return self.ledger.get_task(call.task_id)
 
     async def sweep(self) -> list[str]:
         """Let go of runs held here that the ledger has closed meanwhile (their workflow closed

@@ -72,6 +72,9 @@ class CloseIn:
     reason: str
     hold: str | None = None
     contract: Contract | None = None  # the run's (from its plan); else the ledger's
+    by: str | None = None  # who asked for the hold (``assay task stop``, the dashboard)
+    via: str | None = None
+    action: str = "hold"  # hold or cancel, as the operator asked
 
 
 @dataclass(frozen=True)
@@ -109,6 +112,9 @@ class RunInput:
 class StopRequest:
     reason: str
     hold: bool = True  # cancel and hold both hold the task (manual) once the run closed
+    by: str | None = None  # who sent it (recorded with the hold); None: a workflow cancel
+    via: str | None = None
+    action: str = "hold"  # hold or cancel
 
 
 @dataclass

@@ -229,14 +229,14 @@ async def running(client: Client, task_id: str) -> bool:
     return described.status is WorkflowExecutionStatus.RUNNING
 
 
-async def stop(client: Client, task_id: str, reason: str) -> bool:
-    """Signal the task's running workflow to stop its run and hold the task; False when no
-    workflow of the task is running."""
+async def stop(client: Client, task_id: str, request: StopRequest) -> bool:
+    """Signal the task's running workflow to stop its run and hold the task (recorded with
+    who asked, when ``request`` says); False when no workflow of the task is running."""
     if not await running(client, task_id):
         return False
     handle = client.get_workflow_handle(workflow_id(task_id))
     try:
-        await handle.signal(STOP_SIGNAL, StopRequest(reason))
+        await handle.signal(STOP_SIGNAL, request)
     except RPCError:  # it closed in between
         return False
     return True

@@ -159,6 +159,8 @@ class RunWorkflow:
         hold = stop.reason if stop is not None and stop.hold else None
         contract = fx.handle.plan.contract if fx is not None and fx.handle else None
         call = CloseIn(run.task_id, run_id, why, hold=hold, contract=contract)
+        if stop is not None and stop.by is not None:  # recorded with who asked
+            call = CloseIn(run.task_id, run_id, why, hold, contract, stop.by, stop.via, stop.action)
         worker = fx.worker if fx is not None else None
         if worker is not None and not lost:
             try:

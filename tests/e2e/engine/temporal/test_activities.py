@@ -103,13 +103,22 @@ def test_a_stop_closes_the_held_run_here_and_holds_the_task(
     # A second open of the same task is refused by the ledger's claim: never two runs.
     other = asyncio.run(env.run(acts.open, OpenRequest(task_id, "r-other")))
     assert other.handle is None and other.not_runnable
-    stop = CloseIn(task_id, "r-stop", "interrupted: cancelled", hold="cancelled by an operator")
+    stop = CloseIn(
+        task_id, "r-stop", "interrupted: cancelled", hold="cancelled by an operator",
+        by="ada", via="web", action="cancel",
+    )  # fmt: skip
     closed = asyncio.run(env.run(acts.close, stop))
     assert closed.closed_now and "r-stop" not in acts.runs  # let go here
     assert (
         closed.task.status.value == "held" and closed.task.hold_reason == "cancelled by an operator"
     )
     assert not closed.runnable
+    # The hold is recorded with who sent the stop, as an operator's move records one.
+    saved = [e.data for e in acts.ledger.events(task_id) if e.kind.value == "task.saved"]
+    assert saved[-1] == {
+        "status": "held", "action": "cancel", "by": "ada", "via": "web",
+        "reason": "cancelled by an operator",
+    }  # fmt: skip
 
 
 def test_open_refuses_a_contract_that_would_hand_on_the_ledgers_password(

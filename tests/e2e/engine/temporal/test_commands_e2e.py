@@ -21,6 +21,7 @@ from support.workers import Workers, serve_args, submit
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
+from assay.adapters.store.sql import Ledger
 from assay.adapters.temporal_connection import TemporalConnection
 from assay.engine.temporal.client import connect
 from assay.engine.temporal.config import DEFAULT_NAMESPACE, workflow_id
@@ -108,6 +109,8 @@ def test_cancel_and_hold_reach_the_running_workflows(repo: Repo, workers: Worker
     cases = {
         "cancel": ((), "cancelled", "sleep 127"),
         "hold": (("--reason", "not now"), "not now", "sleep 131"),
+        "stop": (("--cancel", "--reason", "wrong base"), "wrong base", "sleep 137"),
+        "web": ((), "from the page", "sleep 139"),  # the dashboard's stop button
     }
     ids = {}
     for command, (_args, _reason, sleeper) in cases.items():
@@ -133,6 +136,9 @@ sandbox: none
                 time.sleep(0.2)
         time.sleep(1.0)  # the coders are sleeping now
         for command, (args, _reason, _sleeper) in cases.items():
+            if command == "web":
+                _stop_from_the_dashboard(repo, workers, ids[command], "from the page")
+                continue
             done = run_assay(
                 ["task", command, ids[command], *args],
                 cwd=repo.root,
@@ -142,7 +148,7 @@ sandbox: none
             assert "held" in done.stdout, (done.stdout, done.stderr)
         _out, err = serve.communicate(timeout=60)
         assert serve.returncode == 0, err
-        assert err.count("; the task is held for a human") == 2, err
+        assert err.count("; the task is held for a human") == 4, err
     finally:
         if serve.poll() is None:
             serve.kill()
@@ -153,8 +159,48 @@ sandbox: none
         assert reason in str(shown["hold_reason"])
         runs = shown["runs"]
         assert isinstance(runs, list) and len(runs) == 1 and runs[0]["status"] == "failed"
+        # The hold is recorded with who asked, as the request was.
+        with Ledger(workers.database_url) as ledger:
+            events = ledger.events(ids[command])
+        asked = [e.data for e in events if e.kind == "task.stop_requested"]
+        held = [e.data for e in events if e.kind == "task.saved"][-1]
+        via = "web" if command == "web" else "cli"
+        action = "hold" if command in ("hold", "web") else "cancel"
+        assert [(a["action"], a["via"], a["on"]) for a in asked] == [(action, via, "temporal")]
+        assert (held["action"], held["via"], held["by"]) == (action, via, asked[0]["by"])
+        assert held["reason"] == shown["hold_reason"]
         # Nothing of the coder lives on: its process group was stopped.
         alive = subprocess.run(
             ["pgrep", "-f", sleeper], capture_output=True, text=True, check=False
         )
         assert alive.stdout.strip() == "", alive.stdout
+
+
+def _stop_from_the_dashboard(repo: Repo, workers: Workers, task_id: str, reason: str) -> None:
+    """Post the task page's stop form to a dashboard like ``serve --temporal``'s (the
+    workflow is signalled, the hold follows its close)."""
+    from fastapi.testclient import TestClient
+    from support.dashboard import BASE, credentials, log_in
+
+    from assay.cli.temporal_stop import web_stopper
+    from assay.web.app import create_app
+    from assay.web.config import WebConfig
+
+    connection = TemporalConnection(workers.address, DEFAULT_NAMESPACE)
+    with Ledger(workers.database_url) as ledger:
+        config = WebConfig(
+            ledger=ledger,
+            credentials=credentials(repo.root.parent / "web-config"),
+            temporal_stop=web_stopper(connection),
+        )
+        client = TestClient(create_app(config), base_url=BASE, follow_redirects=False)
+        log_in(client)
+        page = client.get(f"/tasks/{task_id}")
+        assert f'action="/tasks/{task_id}/stop"' in page.text
+        sent = client.post(
+            f"/tasks/{task_id}/stop",
+            data={"csrf": client.cookies["assay_csrf"], "reason": reason, "mode": "hold"},
+            headers={"Origin": BASE},
+        )
+        assert sent.status_code == 303, sent.text
+        assert sent.headers["location"] == f"/tasks/{task_id}?notice=stopping"

@@ -103,7 +103,9 @@ def test_a_stop_cancels_the_dispatch_closes_the_run_on_its_worker_and_holds_the_
             )
             await wait_for(lambda: bool(worker.effects) and "dispatch" in _names(worker))
             if how == "signal":
-                await handle.signal(STOP_SIGNAL, StopRequest("not now"))
+                await handle.signal(
+                    STOP_SIGNAL, StopRequest("not now", True, "ada", "web", "cancel")
+                )
             else:
                 await handle.cancel()
             return await _result(handle)
@@ -117,6 +119,9 @@ def test_a_stop_cancels_the_dispatch_closes_the_run_on_its_worker_and_holds_the_
     ((queue, close),) = worker.closes
     assert queue == worker.queue  # its own worker: it stops the coders and removes the seats
     assert (close.run_id, close.reason, close.hold) == (run_id, f"interrupted: {reason}", reason)
+    # Who sent the stop rides with the close, to be recorded with the hold.
+    who = ("ada", "web", "cancel") if how == "signal" else (None, None, "hold")
+    assert (close.by, close.via, close.action) == who
     assert close.contract == fx.calls[1].value.contract  # the run's, from its plan
     assert _names(worker)[-1] == "dispatch"  # nothing after the cancelled dispatch
     assert worker.runs == {} and fx.closed
