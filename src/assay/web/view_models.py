@@ -146,6 +146,7 @@ class SeatView:
     wall_time_ms: int | None
     stop_reason: str | None
     chosen: bool
+    log: str | None = None  # the name of its coder's log in the ledger (None: none kept)
 
 
 @dataclass(frozen=True)
@@ -159,6 +160,7 @@ class ValidatorView:
     error: bool
     justification: str
     findings: list[str]
+    log: str | None = None  # the name of its full log in the ledger (None: none kept)
 
 
 @dataclass(frozen=True)
@@ -255,6 +257,7 @@ class RunView:
     payload_available: bool
     usage: Spend | None
     last_event_id: int
+    logs: list[Any] = field(default_factory=list)  # the ledger's LogEntry listing, by name
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ file for a run closed before the ledger kept them.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ import sqlalchemy as sa
 
 from assay.adapters.store.schema import runs
 from assay.adapters.store.sql import Ledger
-from assay.web import view_halts, view_queue, view_run
+from assay.web import view_halts, view_logs, view_queue, view_run
 from assay.web.view_models import (
     UNREADABLE_STATUS,
     ActionView,
@@ -105,7 +106,11 @@ def run_view(ledger: Ledger, run_id: str, *, state_dir: Path | None) -> RunView 
     """A run's page, or None for an unknown run; ``state_dir``: this machine's halt state
     files (None: there are none here)."""
     with ledger.read() as conn:
-        return view_run.build_run_view(conn, run_id, state_dir)
+        run = view_run.build_run_view(conn, run_id, state_dir)
+        logs = view_logs.run_logs(conn, run_id) if run is not None else []
+    if run is None or not logs:
+        return run
+    return replace(run, attempts=view_logs.with_log_links(run.attempts, logs), logs=logs)
 
 
 def halts_page(
