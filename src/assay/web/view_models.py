@@ -84,12 +84,15 @@ class QueueRow:
     not_before: datetime | None
     updated_at: datetime
     last_run: RunBrief | None
+    last_error: str | None = None
+    created_at: datetime | None = None
 
 
 @dataclass(frozen=True)
 class QueuePage:
     """One page of the queue. ``counts`` has every status present plus ``all``; ``total`` is
-    the number of tasks matching ``status`` (None: all)."""
+    the number of tasks matching the view (its status and filters); ``needs_you`` the held
+    and failed tasks."""
 
     rows: list[QueueRow]
     counts: dict[str, int]
@@ -99,6 +102,7 @@ class QueuePage:
     total: int
     pages: int
     last_event_id: int
+    needs_you: int = 0
 
 
 @dataclass(frozen=True)

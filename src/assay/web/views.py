@@ -18,6 +18,7 @@ import sqlalchemy as sa
 from assay.adapters.store.schema import runs
 from assay.adapters.store.sql import Ledger
 from assay.web import view_halts, view_logs, view_queue, view_run
+from assay.web.queue_query import QueueQuery
 from assay.web.view_models import (
     UNREADABLE_STATUS,
     ActionView,
@@ -71,18 +72,36 @@ __all__ = [
 
 
 def queue_page(
-    ledger: Ledger, *, status: str | None = None, page: int = 1, per_page: int = 50
+    ledger: Ledger,
+    *,
+    status: str | None = None,
+    page: int = 1,
+    per_page: int = 50,
+    query: QueueQuery | None = None,
 ) -> QueuePage:
-    """One page of the queue, newest task first, optionally of one status (``unreadable``:
-    the rows that are not valid tasks). A page past the end shows the last one."""
+    """One page of the queue as ``query`` says (default: newest task first, of ``status``:
+    ``unreadable`` is the rows that are not valid tasks). A page past the end shows the last."""
+    query = query or QueueQuery(status=status, page=page)
+    status, page = query.status, query.page
     with ledger.read() as conn:
         newest = view_queue.last_event_id(conn)
         counts = view_queue.status_counts(conn)
         where = view_queue.status_filter(status)
-        total = counts["all"] if status is None else counts.get(status, 0)
+        if query.filtered:
+            where = sa.and_(where, query.where(conn.dialect.name))
+            total = view_queue.count_where(conn, where)
+        elif status == view_queue.NEEDS_YOU_STATUS:
+            total = view_queue.needs_you(counts)
+        else:
+            total = counts["all"] if status is None else counts.get(status, 0)
         page, per_page, pages = view_queue.page_bounds(total, page, per_page)
         rows, _raw = view_queue.queue_rows(
-            conn, where, limit=per_page, offset=(page - 1) * per_page
+            conn,
+            where,
+            order=query.order(),
+            by_attempts=query.joins_stages,
+            limit=per_page,
+            offset=(page - 1) * per_page,
         )
     return QueuePage(
         rows=rows,
@@ -93,7 +112,14 @@ def queue_page(
         total=total,
         pages=pages,
         last_event_id=newest,
+        needs_you=view_queue.needs_you(counts),
     )
+
+
+def needs_you(ledger: Ledger) -> int:
+    """The held and failed tasks: the count the navigation shows on every page."""
+    with ledger.read() as conn:
+        return view_queue.count_needing_you(conn)
 
 
 def task_view(ledger: Ledger, task_id: str) -> TaskView | None:

@@ -183,7 +183,9 @@ KNOWN_HREFS = {
     "{{ query(page=current - 1) or '?' }}",  # the pager: a query string of our own
     "{{ query(page=n) or '?' }}",
     "{{ query(page=current + 1) }}",
-    "{{ '/?status=' ~ value if value else '/' }}",  # a status of the fixed vocabulary
+    "{{ view.link(status=value) or '/' }}",  # the queue's own query, a status of the vocabulary
+    "{{ view.link(status='needs-you') }}",
+    "{{ view.sort_link(column) }}",  # a sort of the fixed vocabulary, the rest of the query
     "{{ pr|http_url }}",  # a pull request's URL: http(s) only
     "{{ more }}",  # a long text's "show all": /tasks/<id>/text/<field>, ids urlencoded
     "{{ full }}",  # a validator's full log: /runs/<id>/logs/<name>, both urlencoded

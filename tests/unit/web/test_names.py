@@ -8,6 +8,7 @@ import unicodedata
 from datetime import UTC, datetime
 from typing import Any
 
+from assay.web.queue_query import SORTS, QueueQuery
 from assay.web.rendering import templates
 from assay.web.view_models import (
     ActionView,
@@ -126,7 +127,7 @@ def test_the_task_and_queue_pages_show_hostile_text_escaped() -> None:
         rows=[_row()], counts={"all": 1}, status=None, page=1, per_page=50, total=1, pages=1,
         last_event_id=0,
     )  # fmt: skip
-    listing = _render("_queue.html", queue=queue, tabs=[])
+    listing = _render("_queue.html", queue=queue, tabs=[], view=QueueQuery(), sorts=SORTS)
     for html in (page, listing):
         assert not _hidden(html), _hidden(html)
         assert "fix invoice&lt;U+202E&gt;gnp.exe" in html
