@@ -20,6 +20,7 @@ from assay.adapters.store.schema import stage_records, tasks
 SORTS = {"created": "Created", "updated": "Updated", "attempts": "Attempts"}
 TASK_STAGE = sa.and_(stage_records.c.task_id == tasks.c.id, stage_records.c.stage == "task")
 ATTEMPTS = sa.func.coalesce(stage_records.c.attempts, 0)
+ESCAPE = "/"  # LIKE's escape character (a backslash is one more thing to quote in SQL text)
 MAX_SEARCH = 200  # characters of a search or a coder filter kept
 
 
@@ -98,7 +99,7 @@ class QueueQuery:
         found: list[sa.ColumnElement[bool]] = []
         if self.q:
             columns = (tasks.c.title, tasks.c.hold_reason, tasks.c.last_error, tasks.c.id)
-            found.append(sa.or_(*(c.icontains(self.q, autoescape=True) for c in columns)))
+            found.append(sa.or_(*(_contains(c, self.q, dialect) for c in columns)))
         if self.coder:
             found.append(_coder_is(self.coder, dialect))
         if self.since:
@@ -137,7 +138,21 @@ def _coder_is(coder: str, dialect: str) -> sa.ColumnElement[bool]:
     patterns = [f'"kind":{space}"{quoted}"' for space in ("", " ")] + [
         f'"model":{space}"{quoted}' for space in ("", " ")
     ]
-    return sa.or_(*(text.contains(p, autoescape=True) for p in patterns))
+    named = sa.or_(*(text.contains(p, autoescape=True) for p in patterns))
+    # The whole contract's text first (a cheap scan, no JSON parsed): only a contract that
+    # names the coder somewhere has its ``coder`` read.
+    anywhere = _contains(sa.cast(tasks.c.contract, sa.Text), quoted, dialect)
+    return sa.and_(anywhere, named)
+
+
+def _contains(column: sa.ColumnElement[Any], text: str, dialect: str) -> sa.ColumnElement[bool]:
+    """``column`` holds ``text``, whatever its case (a ``%`` or ``_`` in it is itself). SQLite's
+    LIKE ignores ASCII case already: a ``lower()`` of each row would double a scan's time."""
+    escaped = text.replace(ESCAPE, ESCAPE * 2).replace("%", ESCAPE + "%").replace("_", ESCAPE + "_")
+    pattern = f"%{escaped}%"
+    if dialect == "sqlite":
+        return column.like(pattern, escape=ESCAPE)
+    return column.ilike(pattern, escape=ESCAPE)
 
 
 def _day(value: str | None, name: str) -> date | None:

@@ -103,11 +103,37 @@ def queue_rows(
     """The queue rows matching ``where`` in ``order`` (newest task first), and the raw rows by
     id; ``by_attempts``: ``order`` reads the spent attempts (the task stage's row is joined)."""
     # The page's ids from the tasks table alone (sorting a narrow row), then their full rows.
-    source = tasks.outerjoin(stage_records, _TASK_STAGE) if by_attempts else tasks
-    chosen = sa.select(tasks.c.id).select_from(source).where(where).order_by(*order)
+    chosen = _ids_query(where, order, by_attempts)
     if limit is not None:
         chosen = chosen.limit(limit).offset(offset)
-    ids = list(conn.execute(chosen).scalars())
+    return rows_of(conn, list(conn.execute(chosen).scalars()))
+
+
+def _ids_query(
+    where: sa.ColumnElement[bool], order: Sequence[sa.ColumnElement[Any]], by_attempts: bool
+) -> sa.Select[Any]:
+    source = tasks.outerjoin(stage_records, _TASK_STAGE) if by_attempts else tasks
+    return sa.select(tasks.c.id).select_from(source).where(where).order_by(*order)
+
+
+def counted_page(
+    conn: sa.Connection,
+    where: sa.ColumnElement[bool],
+    order: Sequence[sa.ColumnElement[Any]],
+    by_attempts: bool,
+    limit: int,
+    offset: int,
+) -> tuple[list[str], int | None]:
+    """One page's ids of a searched queue and how many tasks match, read in one scan (a
+    search reads every row once; counting apart would read them twice). None: the page is
+    past the end, so the count is not known."""
+    query = _ids_query(where, order, by_attempts).add_columns(sa.func.count().over())
+    found = conn.execute(query.limit(limit).offset(offset)).all()
+    return [row[0] for row in found], (int(found[0][1]) if found else None)
+
+
+def rows_of(conn: sa.Connection, ids: list[str]) -> tuple[list[QueueRow], dict[str, Any]]:
+    """The queue rows of ``ids``, in that order, and the raw rows by id."""
     if not ids:
         return [], {}
     place = {task_id: at for at, task_id in enumerate(ids)}

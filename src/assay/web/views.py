@@ -89,8 +89,8 @@ def queue_page(
         where = view_queue.status_filter(status)
         if query.filtered:
             where = sa.and_(where, query.where(conn.dialect.name))
-            total = view_queue.count_where(conn, where)
-        elif status == view_queue.NEEDS_YOU_STATUS:
+            return _searched(conn, query, where, counts, per_page, newest)
+        if status == view_queue.NEEDS_YOU_STATUS:
             total = view_queue.needs_you(counts)
         else:
             total = counts["all"] if status is None else counts.get(status, 0)
@@ -107,6 +107,42 @@ def queue_page(
         rows=rows,
         counts=counts,
         status=status,
+        page=page,
+        per_page=per_page,
+        total=total,
+        pages=pages,
+        last_event_id=newest,
+        needs_you=view_queue.needs_you(counts),
+    )
+
+
+def _searched(
+    conn: sa.Connection,
+    query: QueueQuery,
+    where: sa.ColumnElement[bool],
+    counts: dict[str, int],
+    per_page: int,
+    newest: int,
+) -> QueuePage:
+    """A page of a searched or filtered queue: its ids and the count in one scan."""
+    page, per_page, _pages = view_queue.page_bounds(counts["all"], query.page, per_page)
+    order, joins = query.order(), query.joins_stages
+    ids, total = view_queue.counted_page(conn, where, order, joins, per_page, (page - 1) * per_page)
+    if total is None and page == 1:
+        total = 0  # nothing matches
+    if total is None:  # past the end: count, then show the last page
+        total = view_queue.count_where(conn, where)
+        page, per_page, _pages = view_queue.page_bounds(total, page, per_page)
+        if total:
+            ids, _ = view_queue.counted_page(
+                conn, where, order, joins, per_page, (page - 1) * per_page
+            )
+    page, per_page, pages = view_queue.page_bounds(total, page, per_page)
+    rows, _raw = view_queue.rows_of(conn, ids)
+    return QueuePage(
+        rows=rows,
+        counts=counts,
+        status=query.status,
         page=page,
         per_page=per_page,
         total=total,
