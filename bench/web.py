@@ -47,14 +47,29 @@ from assay.core.tasks import Task
 from assay.core.vocab import AttemptOutcome, EventKind, HaltType, RunStatus, Severity
 from assay.web import views
 from assay.web.config import WebConfig
+from assay.web.pages import STATUS_FILTERS
+from assay.web.queue_query import QueueQuery
 
 POSTGRES_ENV = "ASSAY_TEST_POSTGRES_URL"
 TARGET_MS = 150.0
 SSE_TARGET_MS = 1000.0
 STATUSES = ("done", "done", "failed", "held", "queued")
+CODERS = ("claude", "llm", "command")
 START = datetime(2026, 1, 1, tzinfo=UTC)
 BIG_TASK = "t-big"
 BIG_RUN = "r-big"
+# The queue's views an operator shares (web/queue_query.py): a search, filters, each sort.
+QUEUE_VIEWS: tuple[tuple[str, dict[str, str]], ...] = (
+    ("q=a title's words", {"q": "test number 4242"}),
+    ("q=no match", {"q": "no task says this"}),
+    ("status=needs-you", {"status": "needs-you"}),
+    ("coder=claude", {"coder": "claude"}),
+    ("created in one week", {"since": "2026-01-02", "until": "2026-01-08"}),
+    ("sort=updated", {"sort": "updated"}),
+    ("sort=updated&dir=asc, status=held", {"sort": "updated", "dir": "asc", "status": "held"}),
+    ("sort=attempts", {"sort": "attempts"}),
+    ("q + coder + sort", {"q": "flaky", "coder": "llm", "sort": "attempts", "dir": "asc"}),
+)
 # Every dashboard request needs a credential: the bench's own, sent as a script would.
 BENCH_TOKEN = "bench-token-0123456789abcdef"
 BEARER = {"Authorization": f"Bearer {BENCH_TOKEN}"}
@@ -82,21 +97,25 @@ def fill_queue(engine: sa.Engine, count: int) -> None:
                 "title": f"Fix the flaky test number {n}",
                 "instruction": f"Make test {n} pass reliably.",
                 "status": status,
-                "last_error": None,
+                "last_error": f"run r{n:05d}: tests failed" if status == "failed" else None,
                 "hold_reason": "needs a human" if status == "held" else None,
                 "hold_source": "manual" if status == "held" else None,
                 "diagnostic": None,
                 "created_at": at,
                 "updated_at": at + timedelta(minutes=5),
                 "not_before": None,
-                "contract": {"task": f"Make test {n} pass", "budgets": {"max_attempts": 5}},
+                "contract": {
+                    "task": f"Make test {n} pass",
+                    "coder": {"kind": CODERS[n % len(CODERS)]},
+                    "budgets": {"max_attempts": 5},
+                },
             }
         )
         stage_rows.append(
             {
                 "task_id": task_id,
                 "stage": "task",
-                "attempts": 1,
+                "attempts": 1 + n % 4,
                 "last_verdict": "advance",
                 "last_finding_signatures": [],
             }
@@ -338,6 +357,12 @@ def bench(ledger: Ledger, engine: sa.Engine, args: argparse.Namespace) -> None:
         f"queue_page (page {last})",
         median_ms(lambda: views.queue_page(ledger, page=last), args.repeat),
     )
+    for name, params in QUEUE_VIEWS:
+        view = QueueQuery.of(params, STATUS_FILTERS)
+        line(
+            f"queue_page ({name})",
+            median_ms(lambda v=view: views.queue_page(ledger, query=v), args.repeat),  # type: ignore[misc]
+        )
     run = views.run_view(ledger, BIG_RUN, state_dir=None)
     assert run is not None and len(run.attempts) == args.attempts
     line(
@@ -360,6 +385,9 @@ def bench(ledger: Ledger, engine: sa.Engine, args: argparse.Namespace) -> None:
 
     line("GET / (rendered)", median_ms(get("/"), args.repeat))
     line("GET /?status=held (rendered)", median_ms(get("/?status=held"), args.repeat))
+    shared = "/?q=number+4242&coder=claude&sort=updated&dir=asc"
+    line("GET " + shared[:31] + "… (rendered)", median_ms(get(shared), args.repeat))
+    line("GET /?sort=attempts (rendered)", median_ms(get("/?sort=attempts"), args.repeat))
     line(f"GET /runs/{BIG_RUN} (rendered)", median_ms(get(f"/runs/{BIG_RUN}"), args.repeat))
     line(f"GET /tasks/{BIG_TASK} (rendered)", median_ms(get(f"/tasks/{BIG_TASK}"), args.repeat))
     line("GET /halts (rendered)", median_ms(get("/halts"), args.repeat))

@@ -20,6 +20,7 @@ from markupsafe import Markup, escape
 
 from assay.core.text import shown
 from assay.core.usage import Spend
+from assay.web import ansi
 
 UNKNOWN = "—"
 
@@ -164,15 +165,60 @@ def shorten(text: str | None, limit: int = 120) -> str:
 
 
 def shown_text(value: object) -> str:
-    """A name or a text as :func:`~assay.core.text.shown` shows it, on one line; ``None`` is
-    empty (a template's ``dash`` then reads it as unknown)."""
-    return "" if value is None else shown(str(value))
+    """A name or a text as :func:`~assay.core.text.shown` shows it, on one line, its ANSI
+    escape sequences dropped; ``None`` is empty (a template's ``dash`` then reads it as
+    unknown)."""
+    return "" if value is None else shown(ansi.strip(str(value)))
 
 
 def shown_lines(value: object) -> str:
-    """A block (a validator's output, an instruction) with its lines kept, every other control
-    and bidi character shown."""
-    return "" if value is None else shown(str(value), lines=True)
+    """A block (a validator's output, an instruction) with its lines kept, its ANSI escape
+    sequences dropped, every other control and bidi character shown."""
+    return "" if value is None else shown(ansi.strip(str(value)), lines=True)
+
+
+def ansi_html(value: object) -> Markup:
+    """A block of a program's output as HTML for a ``<pre>``: its ANSI colours rendered,
+    everything else escaped (:mod:`assay.web.ansi`)."""
+    return Markup("") if value is None else ansi.to_html(str(value))
+
+
+LINE_LIMIT = 240  # characters of a one-line text (a reason, evidence) a page shows at first
+BLOCK_LIMIT = 4000  # characters of a block (a summary, a validator's output) shown at first
+FULL_LIMIT = 64 * 1024  # what a page holds of a text at all; the rest is behind a link
+
+
+@dataclass(frozen=True)
+class Clip:
+    """The start of a text a page shows (``head``), whether that is all of it, and its size."""
+
+    head: str
+    cut: bool
+    size: int
+
+
+def clip(value: object, limit: int = LINE_LIMIT) -> Clip:
+    """At most ``limit`` characters of ``value`` (a cut is made on a line or a space near the
+    limit when there is one), so a 1 MB summary or a 60 KB word is sent as a readable start."""
+    text = "" if value is None else str(value)
+    if len(text) <= limit:
+        return Clip(text, False, len(text))
+    head = text[:limit]
+    for mark in ("\n", " "):
+        at = head.rfind(mark)
+        if at > limit * 3 // 4:
+            head = head[:at]
+            break
+    return Clip(head, True, len(text))
+
+
+def size_text(chars: int) -> str:
+    """A length as a reader weighs it: ``812 characters``, ``60 KB``, ``1.0 MB``."""
+    if chars < 1000:
+        return f"{chars} characters"
+    if chars < 1_000_000:
+        return f"{chars / 1000:.0f} KB"
+    return f"{chars / 1_000_000:.1f} MB"
 
 
 LINK_SCHEMES = frozenset({"http", "https"})
@@ -272,4 +318,7 @@ FILTERS = {
     "shown": shown_text,
     "shown_lines": shown_lines,
     "diff_html": diff_html,
+    "ansi": ansi_html,
+    "clip": clip,
+    "size_text": size_text,
 }

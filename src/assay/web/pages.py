@@ -18,7 +18,9 @@ from fastapi.responses import Response
 from assay.core.vocab import TaskStatus
 from assay.web import views
 from assay.web.config import WebConfig
+from assay.web.queue_query import SORTS, BadQuery, QueueQuery
 from assay.web.rendering import render
+from assay.web.view_queue import NEEDS_YOU_STATUS
 
 router = APIRouter()
 
@@ -33,6 +35,8 @@ STATUS_ORDER = [
     TaskStatus.DONE.value,
     views.UNREADABLE_STATUS,
 ]
+# What the status filter takes: a status, or every task that waits for an operator.
+STATUS_FILTERS = [NEEDS_YOU_STATUS, *STATUS_ORDER]
 PageNumber = Annotated[int, Query(ge=1, le=1_000_000, description="1-based page")]
 
 
@@ -59,37 +63,32 @@ def _shown(
     return render(request, template, context)
 
 
-def _status_filter(request: Request, status: str | None) -> str | Response | None:
-    """The queue's ``status`` filter: blank is none, an unknown one is a 400 page."""
-    if not status:
-        return None
-    if status not in STATUS_ORDER:
-        known = ", ".join(STATUS_ORDER)
+def _queue_query(request: Request) -> QueueQuery | Response:
+    """The queue's view from the query string; a value it cannot show is a 400 page."""
+    try:
+        return QueueQuery.of(dict(request.query_params), STATUS_FILTERS)
+    except BadQuery as exc:
         return render(
-            request,
-            "message.html",
-            {
-                "title": "Bad request",
-                "message": f"There is no task status {status!r}; the statuses are {known}.",
-                "back": "/",
-            },
-            400,
+            request, "message.html", {"title": "Bad request", "message": str(exc), "back": "/"}, 400
         )
-    return status
 
 
-def _queue_context(request: Request, status: str | None, page: int) -> dict[str, Any]:
-    queue = views.queue_page(_config(request).ledger, status=status, page=page, per_page=PER_PAGE)
+def _queue_context(request: Request, view: QueueQuery) -> dict[str, Any]:
+    queue = views.queue_page(_config(request).ledger, query=view, per_page=PER_PAGE)
+    status = view.status
     tabs = [(None, "all", queue.counts.get("all", 0))] + [
         (s, s, queue.counts[s]) for s in STATUS_ORDER if queue.counts.get(s)
     ]
-    if status and status not in queue.counts:
+    if status and status not in queue.counts and status != NEEDS_YOU_STATUS:
         tabs.append((status, status, 0))
     return {
         "queue": queue,
+        "view": view,
+        "sorts": SORTS,
         "tabs": tabs,
-        "query": lambda **changes: _query(**{"status": status, "page": page, **changes}),
-        "fragment": "/fragments/queue" + _query(status=status, page=page),
+        "needs_you": queue.needs_you,
+        "query": lambda **changes: view.link(**{"page": view.page, **changes}),
+        "fragment": "/fragments/queue" + view.link(),
     }
 
 
@@ -100,19 +99,19 @@ def _query(**params: Any) -> str:
 
 
 @router.get("/")
-def queue(request: Request, status: str | None = None, page: PageNumber = 1) -> Response:
-    chosen = _status_filter(request, status)
-    if isinstance(chosen, Response):
-        return chosen
-    return render(request, "queue.html", _queue_context(request, chosen, page))
+def queue(request: Request) -> Response:
+    view = _queue_query(request)
+    if isinstance(view, Response):
+        return view
+    return render(request, "queue.html", _queue_context(request, view))
 
 
 @router.get("/fragments/queue")
-def queue_fragment(request: Request, status: str | None = None, page: PageNumber = 1) -> Response:
-    chosen = _status_filter(request, status)
-    if isinstance(chosen, Response):
-        return chosen
-    return render(request, "_queue.html", _queue_context(request, chosen, page))
+def queue_fragment(request: Request) -> Response:
+    view = _queue_query(request)
+    if isinstance(view, Response):
+        return view
+    return render(request, "_queue.html", _queue_context(request, view))
 
 
 def task_moves(row: views.QueueRow, now: datetime) -> tuple[list[str], str]:

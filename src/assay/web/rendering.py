@@ -16,6 +16,8 @@ from fastapi import Request
 from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
 
+from assay.web import views
+from assay.web.config import WebConfig
 from assay.web.format import FILTERS
 from assay.web.notices import notice_text
 
@@ -33,6 +35,9 @@ def render(
     """``name`` rendered with ``context`` plus ``request``, ``csrf``, ``actor``, ``notice``
     and ``config``."""
     state = request.state
+    config = getattr(request.app.state, "config", None)
+    if "needs_you" not in context and config is not None and status_code < 500:
+        context = {**context, "needs_you": _needs_you(config)}
     full = {
         **context,
         "csrf": getattr(state, "csrf", ""),
@@ -41,3 +46,12 @@ def render(
         "notice": notice_text(request.query_params.get("notice")),
     }
     return templates.TemplateResponse(request, name, full, status_code=status_code)
+
+
+def _needs_you(config: WebConfig) -> int | None:
+    """The held and failed tasks, for the navigation; None when the ledger cannot say (the
+    page still renders: it may be the page that says the ledger is down)."""
+    try:
+        return views.needs_you(config.ledger)
+    except Exception:
+        return None

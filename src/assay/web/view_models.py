@@ -84,12 +84,15 @@ class QueueRow:
     not_before: datetime | None
     updated_at: datetime
     last_run: RunBrief | None
+    last_error: str | None = None
+    created_at: datetime | None = None
 
 
 @dataclass(frozen=True)
 class QueuePage:
     """One page of the queue. ``counts`` has every status present plus ``all``; ``total`` is
-    the number of tasks matching ``status`` (None: all)."""
+    the number of tasks matching the view (its status and filters); ``needs_you`` the held
+    and failed tasks."""
 
     rows: list[QueueRow]
     counts: dict[str, int]
@@ -99,6 +102,7 @@ class QueuePage:
     total: int
     pages: int
     last_event_id: int
+    needs_you: int = 0
 
 
 @dataclass(frozen=True)
@@ -146,6 +150,7 @@ class SeatView:
     wall_time_ms: int | None
     stop_reason: str | None
     chosen: bool
+    log: str | None = None  # the name of its coder's log in the ledger (None: none kept)
 
 
 @dataclass(frozen=True)
@@ -159,6 +164,7 @@ class ValidatorView:
     error: bool
     justification: str
     findings: list[str]
+    log: str | None = None  # the name of its full log in the ledger (None: none kept)
 
 
 @dataclass(frozen=True)
@@ -278,6 +284,7 @@ class RunView:
     payload_available: bool
     usage: Spend | None
     last_event_id: int
+    logs: list[Any] = field(default_factory=list)  # the ledger's LogEntry listing, by name
 
 
 @dataclass(frozen=True)

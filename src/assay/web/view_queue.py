@@ -50,9 +50,32 @@ def status_counts(conn: sa.Connection) -> dict[str, int]:
     return counts
 
 
+NEEDS_YOU = (TaskStatus.HELD.value, TaskStatus.FAILED.value)
+NEEDS_YOU_STATUS = "needs-you"
+"""The queue's filter for what waits for an operator: held and failed tasks."""
+
+
+def needs_you(counts: dict[str, int]) -> int:
+    """The tasks that wait for an operator: held and failed."""
+    return sum(counts.get(status, 0) for status in NEEDS_YOU)
+
+
+def count_needing_you(conn: sa.Connection) -> int:
+    query = sa.select(sa.func.count()).select_from(tasks).where(tasks.c.status.in_(NEEDS_YOU))
+    return int(conn.execute(query).scalar_one())
+
+
+def count_where(conn: sa.Connection, where: sa.ColumnElement[bool]) -> int:
+    return int(
+        conn.execute(sa.select(sa.func.count()).select_from(tasks).where(where)).scalar_one()
+    )
+
+
 def status_filter(status: str | None) -> sa.ColumnElement[bool]:
     if status is None:
         return sa.true()
+    if status == NEEDS_YOU_STATUS:
+        return tasks.c.status.in_(NEEDS_YOU)
     if status == UNREADABLE_STATUS:
         return tasks.c.status.not_in(sorted(_KNOWN_STATUSES))
     return tasks.c.status == status
@@ -65,23 +88,58 @@ def page_bounds(total: int, page: int, per_page: int) -> tuple[int, int, int]:
     return max(1, min(page, pages)), per_page, pages
 
 
+NEWEST_FIRST = (tasks.c.created_at.desc(), tasks.c.id.desc())
+
+
 def queue_rows(
     conn: sa.Connection,
     where: sa.ColumnElement[bool],
     *,
+    order: Sequence[sa.ColumnElement[Any]] = NEWEST_FIRST,
+    by_attempts: bool = False,
     limit: int | None = None,
     offset: int = 0,
 ) -> tuple[list[QueueRow], dict[str, Any]]:
-    """The queue rows matching ``where``, newest task first, and the raw rows by id."""
-    newest_first = (tasks.c.created_at.desc(), tasks.c.id.desc())
+    """The queue rows matching ``where`` in ``order`` (newest task first), and the raw rows by
+    id; ``by_attempts``: ``order`` reads the spent attempts (the task stage's row is joined)."""
     # The page's ids from the tasks table alone (sorting a narrow row), then their full rows.
-    chosen = sa.select(tasks.c.id).where(where).order_by(*newest_first)
+    chosen = _ids_query(where, order, by_attempts)
     if limit is not None:
         chosen = chosen.limit(limit).offset(offset)
-    ids = list(conn.execute(chosen).scalars())
+    return rows_of(conn, list(conn.execute(chosen).scalars()))
+
+
+def _ids_query(
+    where: sa.ColumnElement[bool], order: Sequence[sa.ColumnElement[Any]], by_attempts: bool
+) -> sa.Select[Any]:
+    source = tasks.outerjoin(stage_records, _TASK_STAGE) if by_attempts else tasks
+    return sa.select(tasks.c.id).select_from(source).where(where).order_by(*order)
+
+
+def counted_page(
+    conn: sa.Connection,
+    where: sa.ColumnElement[bool],
+    order: Sequence[sa.ColumnElement[Any]],
+    by_attempts: bool,
+    limit: int,
+    offset: int,
+) -> tuple[list[str], int | None]:
+    """One page's ids of a searched queue and how many tasks match, read in one scan (a
+    search reads every row once; counting apart would read them twice). None: the page is
+    past the end, so the count is not known."""
+    query = _ids_query(where, order, by_attempts).add_columns(sa.func.count().over())
+    found = conn.execute(query.limit(limit).offset(offset)).all()
+    return [row[0] for row in found], (int(found[0][1]) if found else None)
+
+
+def rows_of(conn: sa.Connection, ids: list[str]) -> tuple[list[QueueRow], dict[str, Any]]:
+    """The queue rows of ``ids``, in that order, and the raw rows by id."""
     if not ids:
         return [], {}
-    raw = conn.execute(_ROW_QUERY.where(tasks.c.id.in_(ids)).order_by(*newest_first)).all()
+    place = {task_id: at for at, task_id in enumerate(ids)}
+    raw = sorted(
+        conn.execute(_ROW_QUERY.where(tasks.c.id.in_(ids))).all(), key=lambda r: place[r.id]
+    )
     budgets = _budgets(conn, ids)
     histories = _histories(conn, ids)
     streaks = _refund_streaks(conn, ids, histories)
@@ -121,6 +179,8 @@ def _row(
         not_before=raw.not_before,
         updated_at=raw.updated_at,
         last_run=last[0] if last else None,
+        last_error=raw.last_error,
+        created_at=raw.created_at,
     )
 
 

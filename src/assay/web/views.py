@@ -9,6 +9,7 @@ file for a run closed before the ledger kept them.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,8 @@ import sqlalchemy as sa
 
 from assay.adapters.store.schema import runs
 from assay.adapters.store.sql import Ledger
-from assay.web import view_halts, view_queue, view_run
+from assay.web import view_halts, view_logs, view_queue, view_run
+from assay.web.queue_query import QueueQuery
 from assay.web.view_models import (
     UNREADABLE_STATUS,
     ActionView,
@@ -70,18 +72,36 @@ __all__ = [
 
 
 def queue_page(
-    ledger: Ledger, *, status: str | None = None, page: int = 1, per_page: int = 50
+    ledger: Ledger,
+    *,
+    status: str | None = None,
+    page: int = 1,
+    per_page: int = 50,
+    query: QueueQuery | None = None,
 ) -> QueuePage:
-    """One page of the queue, newest task first, optionally of one status (``unreadable``:
-    the rows that are not valid tasks). A page past the end shows the last one."""
+    """One page of the queue as ``query`` says (default: newest task first, of ``status``:
+    ``unreadable`` is the rows that are not valid tasks). A page past the end shows the last."""
+    query = query or QueueQuery(status=status, page=page)
+    status, page = query.status, query.page
     with ledger.read() as conn:
         newest = view_queue.last_event_id(conn)
         counts = view_queue.status_counts(conn)
         where = view_queue.status_filter(status)
-        total = counts["all"] if status is None else counts.get(status, 0)
+        if query.filtered:
+            where = sa.and_(where, query.where(conn.dialect.name))
+            return _searched(conn, query, where, counts, per_page, newest)
+        if status == view_queue.NEEDS_YOU_STATUS:
+            total = view_queue.needs_you(counts)
+        else:
+            total = counts["all"] if status is None else counts.get(status, 0)
         page, per_page, pages = view_queue.page_bounds(total, page, per_page)
         rows, _raw = view_queue.queue_rows(
-            conn, where, limit=per_page, offset=(page - 1) * per_page
+            conn,
+            where,
+            order=query.order(),
+            by_attempts=query.joins_stages,
+            limit=per_page,
+            offset=(page - 1) * per_page,
         )
     return QueuePage(
         rows=rows,
@@ -92,7 +112,50 @@ def queue_page(
         total=total,
         pages=pages,
         last_event_id=newest,
+        needs_you=view_queue.needs_you(counts),
     )
+
+
+def _searched(
+    conn: sa.Connection,
+    query: QueueQuery,
+    where: sa.ColumnElement[bool],
+    counts: dict[str, int],
+    per_page: int,
+    newest: int,
+) -> QueuePage:
+    """A page of a searched or filtered queue: its ids and the count in one scan."""
+    page, per_page, _pages = view_queue.page_bounds(counts["all"], query.page, per_page)
+    order, joins = query.order(), query.joins_stages
+    ids, total = view_queue.counted_page(conn, where, order, joins, per_page, (page - 1) * per_page)
+    if total is None and page == 1:
+        total = 0  # nothing matches
+    if total is None:  # past the end: count, then show the last page
+        total = view_queue.count_where(conn, where)
+        page, per_page, _pages = view_queue.page_bounds(total, page, per_page)
+        if total:
+            ids, _ = view_queue.counted_page(
+                conn, where, order, joins, per_page, (page - 1) * per_page
+            )
+    page, per_page, pages = view_queue.page_bounds(total, page, per_page)
+    rows, _raw = view_queue.rows_of(conn, ids)
+    return QueuePage(
+        rows=rows,
+        counts=counts,
+        status=query.status,
+        page=page,
+        per_page=per_page,
+        total=total,
+        pages=pages,
+        last_event_id=newest,
+        needs_you=view_queue.needs_you(counts),
+    )
+
+
+def needs_you(ledger: Ledger) -> int:
+    """The held and failed tasks: the count the navigation shows on every page."""
+    with ledger.read() as conn:
+        return view_queue.count_needing_you(conn)
 
 
 def task_view(ledger: Ledger, task_id: str) -> TaskView | None:
@@ -105,7 +168,11 @@ def run_view(ledger: Ledger, run_id: str, *, state_dir: Path | None) -> RunView 
     """A run's page, or None for an unknown run; ``state_dir``: this machine's halt state
     files (None: there are none here)."""
     with ledger.read() as conn:
-        return view_run.build_run_view(conn, run_id, state_dir)
+        run = view_run.build_run_view(conn, run_id, state_dir)
+        logs = view_logs.run_logs(conn, run_id) if run is not None else []
+    if run is None or not logs:
+        return run
+    return replace(run, attempts=view_logs.with_log_links(run.attempts, logs), logs=logs)
 
 
 def halts_page(

@@ -135,7 +135,10 @@ def test_names_and_blocks_are_shown_without_controls_or_bidi() -> None:
 
     assert shown_text("a\nb\u202ec") == '"a\\nb<U+202E>c"'
     assert shown_text(None) == "" and shown_text("src/slug.py") == "src/slug.py"
-    assert shown_lines("one\n\ttwo\x1b[2J\u2066") == "one\n\ttwo\\x1b[2J<U+2066>"
+    # An escape sequence is dropped (a block that keeps its colours goes through ``ansi``);
+    # a lone ESC is escaped.
+    assert shown_lines("one\n\ttwo\x1b[2J\u2066\x1b") == "one\n\ttwo<U+2066>\\x1b"
+    assert shown_text("\x1b[1m\x1b[31mE boom\x1b[39;49;00m") == "E boom"
     html = str(diff_html("+++ b/x\n@@ -1 +1 @@\n+if user\u202e != admin:\n"))
     assert "\u202e" not in html and '<span class="d-add">+if user&lt;U+202E&gt; != admin:' in html
 
@@ -180,8 +183,12 @@ KNOWN_HREFS = {
     "{{ query(page=current - 1) or '?' }}",  # the pager: a query string of our own
     "{{ query(page=n) or '?' }}",
     "{{ query(page=current + 1) }}",
-    "{{ '/?status=' ~ value if value else '/' }}",  # a status of the fixed vocabulary
+    "{{ view.link(status=value) or '/' }}",  # the queue's own query, a status of the vocabulary
+    "{{ view.link(status='needs-you') }}",
+    "{{ view.sort_link(column) }}",  # a sort of the fixed vocabulary, the rest of the query
     "{{ pr|http_url }}",  # a pull request's URL: http(s) only
+    "{{ more }}",  # a long text's "show all": /tasks/<id>/text/<field>, ids urlencoded
+    "{{ full }}",  # a validator's full log: /runs/<id>/logs/<name>, both urlencoded
 }
 
 

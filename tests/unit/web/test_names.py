@@ -8,6 +8,7 @@ import unicodedata
 from datetime import UTC, datetime
 from typing import Any
 
+from assay.web.queue_query import SORTS, QueueQuery
 from assay.web.rendering import templates
 from assay.web.view_models import (
     ActionView,
@@ -36,6 +37,10 @@ HIDDEN = {"Cc", "Cf", "Cs", "Zl", "Zp"}
 
 def _render(name: str, **context: Any) -> str:
     return templates.env.get_template(name).render(csrf="x", actor="ops", query=None, **context)
+
+
+def _long(text: str) -> str:
+    return f'<span class="long">{text}</span>'
 
 
 def _hidden(html: str) -> list[str]:
@@ -96,10 +101,12 @@ def test_the_run_page_shows_hostile_names_escaped() -> None:
     html = _render("run.html", run=run, fragment="", notice=None, config=None)
     assert not _hidden(html), _hidden(html)
     assert "\nFAKE" not in html and "FAKE  decision" in html  # named, never on a line of its own
-    assert f'<li class="mono">{SHOWN_FORGED}</li>' in html  # a seat's files, the changed files
-    assert f'<li class="mono">{SHOWN_BIDI}</li>' in html
-    assert f'<span class="mono">{SHOWN_FORGED}</span>' in html  # the coder report's file
-    assert "<li>&#34;forbidden by rule: evil\\nFAKE  decision: land (seat 9)&#34;</li>" in html
+    # Each one-line text is in a box that wraps anywhere (``long``): a 60 KB word cannot widen it.
+    assert f'<li class="mono">{_long(SHOWN_FORGED)}</li>' in html  # a seat's files, changed files
+    assert f'<li class="mono">{_long(SHOWN_BIDI)}</li>' in html
+    assert f'<span class="mono">{_long(SHOWN_FORGED)}</span>' in html  # the coder report's file
+    forged = "&#34;forbidden by rule: evil\\nFAKE  decision: land (seat 9)&#34;"
+    assert f"<li>{_long(forged)}</li>" in html
     assert "ignored, not in the candidate: evil\\nFAKE" in html  # a warning
     assert "I wrote invoice&lt;U+202E&gt;gnp.exe" in html  # the coder's summary
     assert "+access = invoice&lt;U+202E&gt;gnp.exe" in html  # a bidi in the diff, shown
@@ -127,10 +134,11 @@ def test_the_task_and_queue_pages_show_hostile_text_escaped() -> None:
         rows=[_row()], counts={"all": 1}, status=None, page=1, per_page=50, total=1, pages=1,
         last_event_id=0,
     )  # fmt: skip
-    listing = _render("_queue.html", queue=queue, tabs=[])
+    listing = _render("_queue.html", queue=queue, tabs=[], view=QueueQuery(), sorts=SORTS)
     for html in (page, listing):
         assert not _hidden(html), _hidden(html)
         assert "fix invoice&lt;U+202E&gt;gnp.exe" in html
         assert "halt-scope-breach: forbidden by rule: evil\\nFAKE  decision" in html
         assert "\nFAKE" not in html
-    assert "\\x1b[2J" in page and "do it\ninvoice&lt;U+202E&gt;gnp.exe" in page
+    # An escape sequence in a one-line text is dropped, never obeyed nor shown as noise.
+    assert "[2J" not in page and "boom" in page and "do it\ninvoice&lt;U+202E&gt;gnp.exe" in page

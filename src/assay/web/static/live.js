@@ -45,6 +45,9 @@
           .then(function (html) {
             if (keepsFocus(el)) return;  // never wipe a form the operator is typing into
             el.innerHTML = html;
+            var needsYou = el.querySelector("[data-needs-you]");
+            var badge = document.getElementById("needs-you-count");
+            if (needsYou && badge) badge.textContent = needsYou.dataset.needsYou;
             el.dispatchEvent(new CustomEvent("live:updated", { bubbles: true }));
           });
       });

@@ -1,0 +1,67 @@
+"""The log view: one of a run's logs, or one long text of a task or run, shown whole.
+
+``/runs/{run}/logs/{name}`` shows a log the ledger keeps (its ANSI colours rendered, its lines
+numbered, a search box); ``/tasks/{task}/text/{field}`` and ``/runs/{run}/text/{field}`` show
+a text a page cut (a hold reason, a last error, a coder's summary). ``?download=1`` sends the
+text as it is kept, as a ``text/plain`` attachment. GET only, behind the same credentials as
+every page (:mod:`assay.web.security`).
+"""
+
+from __future__ import annotations
+
+from urllib.parse import quote
+
+from fastapi import APIRouter, Request
+from fastapi.responses import Response
+
+from assay.adapters.store.sql import Ledger
+from assay.web import view_logs
+from assay.web.config import WebConfig
+from assay.web.rendering import render
+
+router = APIRouter()
+
+
+def _ledger(request: Request) -> Ledger:
+    config: WebConfig = request.app.state.config
+    return config.ledger
+
+
+def _shown(
+    request: Request, page: view_logs.LogPage | None, download: bool, missing: str, back: str
+) -> Response:
+    if page is None:
+        return render(
+            request,
+            "message.html",
+            {"title": "Not found", "message": missing, "back": back},
+            404,
+        )
+    if download:
+        return Response(
+            page.text,
+            media_type="text/plain; charset=utf-8",
+            headers={"Content-Disposition": f'attachment; filename="{page.download}"'},
+        )
+    return render(request, "log.html", {"log": page})
+
+
+@router.get("/runs/{run_id}/logs/{name:path}")
+def run_log(request: Request, run_id: str, name: str, download: bool = False) -> Response:
+    page = view_logs.log_page(_ledger(request), run_id, name)
+    missing = f"The ledger keeps no log {name!r} of run {run_id!r}."
+    return _shown(request, page, download, missing, f"/runs/{quote(run_id, safe='')}")
+
+
+@router.get("/runs/{run_id}/text/{field}")
+def run_text(request: Request, run_id: str, field: str, download: bool = False) -> Response:
+    page = view_logs.run_text(_ledger(request), run_id, field)
+    missing = f"Run {run_id!r} has no {field!r} to show."
+    return _shown(request, page, download, missing, f"/runs/{quote(run_id, safe='')}")
+
+
+@router.get("/tasks/{task_id}/text/{field}")
+def task_text(request: Request, task_id: str, field: str, download: bool = False) -> Response:
+    page = view_logs.task_text(_ledger(request), task_id, field)
+    missing = f"Task {task_id!r} has no {field!r} to show."
+    return _shown(request, page, download, missing, f"/tasks/{quote(task_id, safe='')}")

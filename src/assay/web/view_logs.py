@@ -1,0 +1,189 @@
+"""A run's logs as the dashboard shows them, and every long text opened whole.
+
+The logs are the ledger's copies (``run_logs``: bounded and redacted when they were shipped),
+so a run that ran on a Temporal worker reads the same as a local one. The run page lists them
+and links each seat's and each validator's to its own; the log page shows one, its ANSI
+colours rendered, its lines numbered. A text a page cuts (a hold reason, a last error, a
+summary) opens in the same view.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from datetime import datetime
+
+import sqlalchemy as sa
+from markupsafe import Markup
+
+from assay.adapters.store.run_logs import LogEntry, read_log, read_logs
+from assay.adapters.store.schema import runs, tasks
+from assay.adapters.store.sql import Ledger
+from assay.core.vocab import LogRole
+from assay.web import ansi, view_run
+from assay.web.view_models import AttemptView
+
+TASK_TEXTS = {
+    "instruction": "Instruction",
+    "hold_reason": "Hold reason",
+    "last_error": "Last error",
+    "diagnostic": "Diagnostic",
+}
+RUN_TEXTS = {"summary": "Coder summary", "reason": "Run reason"}
+_SAFE = re.compile(r"[^A-Za-z0-9_.-]")
+
+
+@dataclass(frozen=True)
+class LogPage:
+    """One log (or one long text) to show whole: its lines as HTML, where it belongs."""
+
+    title: str
+    name: str
+    run_id: str | None
+    task_id: str
+    task_title: str
+    role: str | None
+    attempt: int | None
+    seat: int | None
+    size: int
+    truncated: bool
+    updated_at: datetime | None
+    text: str
+    download: str  # the file name a download is saved as
+
+    @property
+    def lines(self) -> list[Markup]:
+        return ansi.html_lines(self.text)
+
+
+def download_name(*parts: str) -> str:
+    """A file name made of ``parts`` that no header or file system can misread."""
+    return _SAFE.sub("_", "-".join(p.replace("/", "-") for p in parts if p))[:200] or "log"
+
+
+def validator_log(logs: list[LogEntry], attempt: int, seat: int, validator_id: str) -> str | None:
+    """The name of the log a validator wrote for one seat's candidate: a command's
+    ``validator-<id>.log``, a judge's ``judge-<id>.jsonl`` (the id made safe as each names it)."""
+    safe = {re.sub(r"[^A-Za-z0-9_.-]+", "_", validator_id), _SAFE.sub("_", validator_id)}
+    wanted = {f"validator-{s}.log" for s in safe} | {f"judge-{s}.jsonl" for s in safe}
+    for log in logs:
+        here = log.role == LogRole.VALIDATOR and (log.attempt, log.seat) == (attempt, seat)
+        if here and log.name.rsplit("/", 1)[-1] in wanted:
+            return log.name
+    return None
+
+
+def coder_log(logs: list[LogEntry], attempt: int, seat: int) -> str | None:
+    """The seat's main log: its program's output (``*.log``) before a transcript."""
+    mine = [
+        log.name
+        for log in logs
+        if log.role == LogRole.CODER and (log.attempt, log.seat) == (attempt, seat)
+    ]
+    mine.sort(key=lambda name: (not name.endswith(".log"), name))
+    return mine[0] if mine else None
+
+
+def with_log_links(attempts: list[AttemptView], logs: list[LogEntry]) -> list[AttemptView]:
+    """The attempts with each seat's and each validator's log named (None: none kept)."""
+    if not logs:
+        return attempts
+    linked = []
+    for a in attempts:
+        seats = [replace(s, log=coder_log(logs, s.attempt, s.seat)) for s in a.seats]
+        validators = [
+            replace(v, log=validator_log(logs, v.attempt, v.seat, v.validator_id))
+            for v in a.validators
+        ]
+        linked.append(replace(a, seats=seats, validators=validators))
+    return linked
+
+
+def run_logs(conn: sa.Connection, run_id: str) -> list[LogEntry]:
+    return read_logs(conn, run_id)
+
+
+def _task_of_run(conn: sa.Connection, run_id: str) -> tuple[str, str] | None:
+    row = conn.execute(
+        sa.select(runs.c.task_id, tasks.c.title)
+        .select_from(runs.join(tasks, tasks.c.id == runs.c.task_id))
+        .where(runs.c.id == run_id)
+    ).first()
+    return None if row is None else (str(row.task_id), str(row.title))
+
+
+def log_page(ledger: Ledger, run_id: str, name: str) -> LogPage | None:
+    """One of the run's logs from the ledger; None for an unknown run or log."""
+    with ledger.read() as conn:
+        owner = _task_of_run(conn, run_id)
+        entry = read_log(conn, run_id, name) if owner else None
+    if owner is None or entry is None:
+        return None
+    return LogPage(
+        title=name,
+        name=name,
+        run_id=run_id,
+        task_id=owner[0],
+        task_title=owner[1],
+        role=entry.role.value,
+        attempt=entry.attempt,
+        seat=entry.seat,
+        size=entry.size,
+        truncated=entry.truncated,
+        updated_at=entry.updated_at,
+        text=entry.text or "",
+        download=download_name(run_id, name),
+    )
+
+
+def task_text(ledger: Ledger, task_id: str, field: str) -> LogPage | None:
+    """A task's long text (``TASK_TEXTS``) whole; None for an unknown task, field or none."""
+    if field not in TASK_TEXTS:
+        return None
+    with ledger.read() as conn:
+        row = conn.execute(
+            sa.select(tasks.c.title, tasks.c[field]).where(tasks.c.id == task_id)
+        ).first()
+    if row is None or not row[1]:
+        return None
+    return _text_page(TASK_TEXTS[field], field, None, task_id, str(row[0]), str(row[1]))
+
+
+def run_text(ledger: Ledger, run_id: str, field: str) -> LogPage | None:
+    """A run's long text (``RUN_TEXTS``: its reason, its coder's summary) whole."""
+    if field not in RUN_TEXTS:
+        return None
+    with ledger.read() as conn:
+        owner = _task_of_run(conn, run_id)
+        if owner is None:
+            return None
+        if field == "reason":
+            text = conn.execute(sa.select(runs.c.reason).where(runs.c.id == run_id)).scalar()
+        else:
+            path = conn.execute(sa.select(runs.c.payload_path).where(runs.c.id == run_id)).scalar()
+            payload = view_run.payload_of(conn, run_id, path)
+            report = payload.get("coder_report") if payload else None
+            text = report.get("summary") if isinstance(report, dict) else None
+    if not isinstance(text, str) or not text:
+        return None
+    return _text_page(RUN_TEXTS[field], field, run_id, owner[0], owner[1], text)
+
+
+def _text_page(
+    title: str, field: str, run_id: str | None, task_id: str, task_title: str, text: str
+) -> LogPage:
+    return LogPage(
+        title=title,
+        name=field,
+        run_id=run_id,
+        task_id=task_id,
+        task_title=task_title,
+        role=None,
+        attempt=None,
+        seat=None,
+        size=len(text.encode("utf-8", "replace")),
+        truncated=False,
+        updated_at=None,
+        text=text,
+        download=download_name(run_id or task_id, field) + ".txt",
+    )

@@ -1,0 +1,153 @@
+"""The queue to work from: a text search, filters (status, coder, created days), sortable
+columns, a last-error column and the "needs you" count, all in the URL. Over a SQLite ledger
+written through the Ledger; the SQL is the same on PostgreSQL (the browser tier runs both)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+from support.dashboard import BASE, credentials, log_in
+
+from assay.adapters.store.sql import Ledger
+from assay.core.settle import Verdict
+from assay.core.tasks import Task
+from assay.core.vocab import RunStatus
+from assay.web import views
+from assay.web.app import create_app
+from assay.web.config import WebConfig
+from assay.web.queue_query import BadQuery, QueueQuery
+
+sys.path.insert(0, str(Path(__file__).parents[2] / "support"))
+
+from ledger_driver import Driver
+
+T0 = datetime(2026, 3, 1, 12, tzinfo=UTC)
+STATUSES = ["needs-you", "queued", "running", "held", "failed", "done", "unreadable"]
+
+
+def _add(ledger: Ledger, n: int, title: str, coder: object, **change: str) -> Task:
+    task = Task.new(id=f"t{n}", title=title, instruction="do it", now=T0 + timedelta(days=n))
+    ledger.add_task(task, contract={"task": title, "coder": coder})
+    at = T0 + timedelta(days=n, hours=1)
+    if "hold" in change:
+        task.hold(change["hold"], at)
+        ledger.save_task(task)
+    if "fail" in change:  # a real run that failed it, its reason the last error
+        driver = Driver(ledger, start=at)
+        started = driver.start(task.id, change["fail"])
+        verdict = Verdict(status=RunStatus.FAILED)
+        ledger.close_run(driver.close_for(started, change["fail"], verdict, max_attempts=1))
+    return task
+
+
+@pytest.fixture
+def ledger(tmp_path: Path) -> Iterator[Ledger]:
+    with Ledger.open(f"sqlite:///{tmp_path / 'assay.db'}") as made:
+        _add(made, 1, "Fix the flaky date test", {"kind": "claude", "model": "claude-sonnet-4-5"})
+        _add(made, 2, "Speed up the parser", [{"kind": "llm", "model": "gpt-5"}, {"kind": "aider"}])
+        _add(made, 3, "Rename the package", {"kind": "claude"}, hold="waiting for the API freeze")
+        _add(made, 4, "Drop Python 3.9", {"kind": "command"}, fail="r100%_done")
+        yield made
+
+
+def _titles(ledger: Ledger, **params: str) -> list[str]:
+    page = views.queue_page(ledger, query=QueueQuery.of(params, STATUSES))
+    return [row.title for row in page.rows]
+
+
+def test_search_reads_titles_hold_reasons_and_last_errors(ledger: Ledger) -> None:
+    assert _titles(ledger, q="FLAKY") == ["Fix the flaky date test"]
+    assert _titles(ledger, q="api freeze") == ["Rename the package"]
+    assert _titles(ledger, q="run r100") == ["Drop Python 3.9"]  # its last error
+    assert _titles(ledger, q="100%_") == ["Drop Python 3.9"]  # wildcards are text
+    assert _titles(ledger, q="%") == ["Drop Python 3.9"]
+    assert _titles(ledger, q="nothing like it") == []
+
+
+def test_coder_filter_reads_the_contract_one_coder_or_a_list(ledger: Ledger) -> None:
+    assert _titles(ledger, coder="claude") == ["Rename the package", "Fix the flaky date test"]
+    assert _titles(ledger, coder="aider") == ["Speed up the parser"]
+    assert _titles(ledger, coder="gpt") == ["Speed up the parser"]  # a model's start
+    assert _titles(ledger, coder="claude", status="held") == ["Rename the package"]
+
+
+def test_created_days_are_whole_and_both_included(ledger: Ledger) -> None:
+    # Task n was created on March n+1, at noon.
+    assert _titles(ledger, since="2026-03-04") == ["Drop Python 3.9", "Rename the package"]
+    assert _titles(ledger, until="2026-03-03") == ["Speed up the parser", "Fix the flaky date test"]
+    assert _titles(ledger, since="2026-03-03", until="2026-03-03") == ["Speed up the parser"]
+
+
+def test_sorts_and_their_direction(ledger: Ledger) -> None:
+    assert _titles(ledger)[0] == "Drop Python 3.9"  # newest first
+    assert _titles(ledger, sort="created", dir="asc")[0] == "Fix the flaky date test"
+    assert _titles(ledger, sort="updated", dir="desc")[0] == "Drop Python 3.9"
+    most = views.queue_page(ledger, query=QueueQuery.of({"sort": "attempts"}, STATUSES))
+    assert [r.attempts_spent for r in most.rows] == sorted(
+        (r.attempts_spent for r in most.rows), reverse=True
+    )
+
+
+def test_needs_you_is_held_and_failed(ledger: Ledger) -> None:
+    page = views.queue_page(ledger, query=QueueQuery.of({"status": "needs-you"}, STATUSES))
+    assert page.needs_you == 2 and page.total == 2
+    assert {r.title for r in page.rows} == {"Rename the package", "Drop Python 3.9"}
+    assert views.needs_you(ledger) == 2
+
+
+def test_the_last_error_is_on_its_row(ledger: Ledger) -> None:
+    page = views.queue_page(ledger, query=QueueQuery.of({"q": "python"}, STATUSES))
+    assert page.total == 1 and "run r100%_done" in (page.rows[0].last_error or "")
+
+
+@pytest.mark.parametrize(
+    "params",
+    [{"status": "lost"}, {"sort": "cost"}, {"dir": "up"}, {"since": "yesterday"}, {"page": "0"}],
+)
+def test_a_value_the_queue_cannot_show_is_refused(params: dict[str, str]) -> None:
+    with pytest.raises(BadQuery):
+        QueueQuery.of(params, STATUSES)
+
+
+def test_links_keep_the_view_and_drop_the_defaults() -> None:
+    view = QueueQuery(q="flaky test", status="failed", since=date(2026, 3, 1), page=3)
+    assert view.link() == "?q=flaky+test&status=failed&since=2026-03-01&page=3"
+    assert view.link(status=None) == "?q=flaky+test&since=2026-03-01"  # a new filter: page 1
+    assert view.sort_link("updated") == "?q=flaky+test&status=failed&since=2026-03-01&sort=updated"
+    flipped = QueueQuery(sort="updated").sort_link("updated")
+    assert flipped == "?sort=updated&dir=asc"
+    assert QueueQuery().link() == ""
+
+
+@pytest.fixture
+def client(ledger: Ledger, tmp_path: Path) -> Iterator[TestClient]:
+    config = WebConfig(ledger=ledger, credentials=credentials(tmp_path / "config"))
+    with TestClient(create_app(config), base_url=BASE, raise_server_exceptions=False) as c:
+        log_in(c)
+        yield c
+
+
+def test_the_page_says_it_all_in_its_url(client: TestClient) -> None:
+    html = client.get("/?q=freeze&coder=claude&sort=updated&dir=asc").text
+    assert "Rename the package" in html and "Fix the flaky" not in html
+    assert 'value="freeze"' in html and 'value="claude"' in html
+    assert 'aria-sort="ascending"' in html
+    assert "1 task match." in html
+    # The live fragment is the same view.
+    assert 'data-live-fragment="/fragments/queue?q=freeze&amp;coder=claude&amp;sort=updated' in html
+    assert '<span class="count" id="needs-you-count">2</span>' in html  # the navigation
+
+
+def test_every_page_counts_what_needs_you(client: TestClient) -> None:
+    for path in ("/halts", "/tasks/t1"):
+        assert '<span class="count" id="needs-you-count">2</span>' in client.get(path).text
+
+
+def test_a_bad_query_is_a_400_page(client: TestClient) -> None:
+    got = client.get("/?sort=cost")
+    assert got.status_code == 400 and "sorts by created, updated, attempts" in got.text
