@@ -31,10 +31,10 @@ def stop(task_id: str, *, cancel: bool, reason: str | None, json_output: bool, w
     """``assay task stop``: exit 0 stopped (or stopping, when ``wait`` ran out), 2 no such
     task or its run is out of reach, 4 an unreadable task, 5 the task is not running."""
     from assay.adapters.actor import cli_actor
-    from assay.cli.tasks import _find
+    from assay.cli.task_lookup import find_task
 
     workspace = Workspace.find()
-    ledger, task = _find(workspace, task_id)
+    ledger, task = find_task(workspace, task_id)
     if task.status is not TaskStatus.RUNNING:
         from assay.engine.operations.stopping import not_running
 
@@ -129,11 +129,11 @@ def retry(task_id: str, *, json_output: bool) -> None:
     """``assay task retry``: exit 0 runnable now, 2 no such task, 4 unreadable, 5 not failed."""
     from assay.adapters.actor import cli_actor
     from assay.cli.task_documents import show_document, task_usage
-    from assay.cli.tasks import _find
+    from assay.cli.task_lookup import find_task
     from assay.engine.operations.stopping import RetryRefused, retry_task
 
     workspace = Workspace.find()
-    ledger, _task = _find(workspace, task_id)
+    ledger, _task = find_task(workspace, task_id)
     actor = cli_actor()
     try:
         task = retry_task(ledger, task_id, actor=actor, now=datetime.now(UTC))

@@ -29,8 +29,8 @@ from assay.cli.flags import (
     TaskMaxTokensFlag,
     ValidatorFlag,
 )
+from assay.cli.task_lookup import find_task as _find
 from assay.cli.workspace import (
-    EXIT_INTERNAL,
     EXIT_USAGE,
     Workspace,
     command_group,
@@ -43,7 +43,6 @@ from assay.cli.workspace import (
 from assay.core.vocab import LandMode, OperatorMove, TaskStatus
 
 if TYPE_CHECKING:
-    from assay.adapters.store.sql import Ledger
     from assay.core.tasks import Task
 
 app = command_group()
@@ -55,33 +54,6 @@ STATUSES = [s.value for s in TaskStatus]
 PRUNABLE = [s.value for s in (TaskStatus.DONE, TaskStatus.HELD, TaskStatus.FAILED)]
 """What ``task prune --status`` may name (``operations.task_removal.PRUNABLE``, which a test
 checks this against: the engine is not imported to build the options)."""
-
-
-def _get(ledger: Ledger | None, task_id: str) -> Task:
-    """The task, or exit 2 (4 for an unreadable row) saying why not; ``ledger`` None: there is
-    none yet, so no task either."""
-    from assay.adapters.store.sql import TaskNotFound, UnreadableTask
-    from assay.core.contract import unstorable_text
-
-    if unstorable_text(task_id) is not None:
-        fail(f"no task {task_id!r}: the id is not valid text (see `assay task list`)")
-    if ledger is None:
-        fail(f"no task {task_id!r} (see `assay task list`)")
-    try:
-        return ledger.get_task(task_id)
-    except UnreadableTask as exc:
-        fail(str(exc), EXIT_INTERNAL)
-    except TaskNotFound:
-        fail(f"no task {task_id!r} (see `assay task list`)")
-
-
-def _find(workspace: Workspace, task_id: str) -> tuple[Ledger, Task]:
-    """The ledger and the task in it, or exit saying why not; where there is no ledger yet
-    none is created (there is no task either)."""
-    ledger = workspace.existing_ledger()
-    task = _get(ledger, task_id)
-    assert ledger is not None  # (_get exits without one)
-    return ledger, task
 
 
 def _dump(task: Task) -> dict[str, object]:
