@@ -39,7 +39,7 @@ def temporal_settings() -> TemporalConnection | None:
         return None
     from assay.cli.extras import require
 
-    require("temporalio", f"stopping a task on Temporal ({TEMPORAL_ENV} is set)")
+    require("temporalio", f"stopping a running task on Temporal ({TEMPORAL_ENV} is set)")
     namespace = (
         os.environ.get(NAMESPACE_ENV) or os.environ.get("TEMPORAL_NAMESPACE") or DEFAULT_NAMESPACE
     )
@@ -87,11 +87,11 @@ def temporal_stopper(
 def cli_stopper(say: Callable[[str, str], None], *, wait: float = 60.0) -> TemporalStop | None:
     """The CLI's way to Temporal, when ``ASSAY_TEMPORAL`` is set: an unreachable server is a
     clear error, exit 2."""
-    from assay.engine.temporal.client import TemporalUnreachable
-
-    connection = temporal_settings()
+    connection = temporal_settings()  # first: without the extra, its install hint
     if connection is None:
         return None
+    from assay.engine.temporal.client import TemporalUnreachable
+
     send = temporal_stopper(connection, wait=wait, say=say)
 
     def guarded(task: Task, ask: StopAsk) -> bool:

@@ -119,7 +119,7 @@ def test_holding_a_running_task_on_temporal_says_how_to_install_it(
     monkeypatch.setenv("ASSAY_TEMPORAL", "127.0.0.1:7233")
     code, err = assay(capsys, "task", "hold", "t-1")
     assert code == 2, err
-    assert "stopping task t-1 on Temporal (ASSAY_TEMPORAL is set) needs the Temporal" in err
+    assert "stopping a running task on Temporal (ASSAY_TEMPORAL is set) needs the Temporal" in err
     assert HINT in err
 
 
