@@ -9,32 +9,17 @@ from pathlib import Path
 
 import pytest
 from support.fixed_run import run_fixed
+from support.origins import bare_and_clones, squash_message
 from support.repo import Repo, git, make_repo_with_origin
 
 from assay.adapters import origin
-from assay.adapters.landing import LandBlocked, LandRefused, SquashMessage
+from assay.adapters.landing import LandBlocked, LandRefused
 from assay.core.vocab import RunStatus
-
-
-def _message() -> SquashMessage:
-    return SquashMessage(
-        task="Add b", task_id="t1", run_id="r1", attempts=1, blocked=0, coder="c", seat=1
-    )
 
 
 @pytest.fixture
 def clones(tmp_path: Path) -> tuple[Path, Path, Path]:
-    bare, seed = tmp_path / "origin.git", tmp_path / "seed"
-    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(bare))
-    git(tmp_path, "init", "-q", "-b", "main", str(seed))
-    (seed / "a.txt").write_text("a\n")
-    git(seed, "add", "a.txt")
-    git(seed, "commit", "-qm", "base")
-    git(seed, "push", "-q", str(bare), "main")
-    here, there = tmp_path / "here", tmp_path / "there"
-    for clone in (here, there):
-        git(tmp_path, "clone", "-q", str(bare), str(clone))
-    return bare, here, there
+    return bare_and_clones(tmp_path)
 
 
 def test_a_force_push_that_removed_a_commit_is_not_undone_by_the_landing(
@@ -61,7 +46,7 @@ def test_a_force_push_that_removed_a_commit_is_not_undone_by_the_landing(
     with contextlib.suppress(LandBlocked, LandRefused):  # refusing is a fine answer
         origin.push_squash(
             here, remote="origin", branch="cand", into_branch="main", base_commit=base,
-            message=_message(), validated=validated,
+            message=squash_message(), validated=validated,
             revalidate=lambda combined, tip: revalidated.append(tip) or None,
         )  # fmt: skip
     files = git(bare, "ls-tree", "-r", "--name-only", "main").split()
@@ -137,7 +122,7 @@ def test_the_local_landing_does_not_undo_a_reset_of_the_base_branch(tmp_path: Pa
     git(repo, "reset", "-q", "--hard", good)  # the user takes the leak out
     with contextlib.suppress(LandBlocked, LandRefused):
         land_squash(
-            repo, branch="cand", into_branch="main", base_commit=base, message=_message(),
+            repo, branch="cand", into_branch="main", base_commit=base, message=squash_message(),
             validated=validated, revalidate=lambda combined, tip: None,
         )  # fmt: skip
     files = git(repo, "ls-tree", "-r", "--name-only", "main").split()

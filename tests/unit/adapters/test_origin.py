@@ -6,26 +6,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from support.origins import bare_and_clones, squash_message
 from support.repo import git
 
 from assay.adapters import origin
-from assay.adapters.landing import LandBlocked, SquashMessage
+from assay.adapters.landing import LandBlocked
 
 
 @pytest.fixture
 def clones(tmp_path: Path) -> tuple[Path, Path, Path]:
-    """A bare origin with ``main``, and two clones of it (this machine, another)."""
-    bare, seed = tmp_path / "origin.git", tmp_path / "seed"
-    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(bare))
-    git(tmp_path, "init", "-q", "-b", "main", str(seed))
-    (seed / "a.txt").write_text("a\n")
-    git(seed, "add", "a.txt")
-    git(seed, "commit", "-qm", "base")
-    git(seed, "push", "-q", str(bare), "main")
-    here, there = tmp_path / "here", tmp_path / "there"
-    for clone in (here, there):
-        git(tmp_path, "clone", "-q", str(bare), str(clone))
-    return bare, here, there
+    return bare_and_clones(tmp_path)
 
 
 def commit_file(clone: Path, name: str, text: str, push: bool = False) -> str:
@@ -35,12 +25,6 @@ def commit_file(clone: Path, name: str, text: str, push: bool = False) -> str:
     if push:
         git(clone, "push", "-q", "origin", "HEAD:main")
     return git(clone, "rev-parse", "HEAD")
-
-
-def message(run_id: str = "r1") -> SquashMessage:
-    return SquashMessage(
-        task="Add b", task_id="t1", run_id=run_id, attempts=1, blocked=0, coder="c", seat=1
-    )
 
 
 def test_resolve_names_the_remote_or_refuses_one_the_clone_lacks(
@@ -83,14 +67,14 @@ def test_push_squash_lands_once_on_the_moved_tip_after_revalidating(
 
     landed = origin.push_squash(
         here, remote="origin", branch="cand", into_branch="main", base_commit=base,
-        message=message(), revalidate=revalidate,
+        message=squash_message(), revalidate=revalidate,
     )  # fmt: skip
     assert checked == [theirs] and git(bare, "rev-parse", "main") == landed
     assert git(here, "rev-parse", f"{landed}^") == theirs
     # Idempotent: the same run lands nothing twice (a recovered run asks again).
     again = origin.push_squash(
         here, remote="origin", branch="cand", into_branch="main", base_commit=base,
-        message=message(), revalidate=revalidate,
+        message=squash_message(), revalidate=revalidate,
     )  # fmt: skip
     assert again == landed and git(bare, "rev-list", "--count", "main") == "3"
 
@@ -106,7 +90,7 @@ def test_push_squash_blocks_on_a_conflict_with_what_another_machine_landed(
     with pytest.raises(LandBlocked, match=r"conflicts in a\.txt"):
         origin.push_squash(
             here, remote="origin", branch="cand", into_branch="main", base_commit=base,
-            message=message(), validated={git(here, "rev-parse", f"{tree}^{{tree}}")},
+            message=squash_message(), validated={git(here, "rev-parse", f"{tree}^{{tree}}")},
         )  # fmt: skip
     assert git(bare, "rev-parse", "main") == theirs
 
