@@ -19,7 +19,6 @@ import json
 import os
 import sys
 import tempfile
-import time
 import uuid
 from pathlib import Path
 
@@ -27,10 +26,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from scale import SERVER, Database, queue_tasks  # noqa: E402
+from scale import SERVER, Database, queue_tasks, serve_temporal  # noqa: E402
 from support.repo import git, make_repo_with_origin  # noqa: E402
 from support.temporal import DevServer  # noqa: E402
-from support.workers import Worker, assay, service_env  # noqa: E402
+from support.workers import Worker, service_env  # noqa: E402
 
 # Each run adds a file named by a fresh UUID: no two tasks' changes conflict.
 CONTRACT = """task: Add a note.
@@ -55,25 +54,14 @@ def phase(work: Path, server: str, address: str, count: int, workers: int) -> fl
         env = service_env(database.url)
         ids = queue_tasks(user.root, contract, env, count)
         queue = f"origin-{uuid.uuid4().hex[:8]}"
-        started = []
-        for n in range(1, workers + 1):
-            clone = work / f"clone-{n}"
+        clones = [work / f"clone-{n}" for n in range(1, workers + 1)]
+        for clone in clones:
             git(work, "clone", "-q", str(origin), str(clone))
-            started.append(Worker(address, clone, work / f"home-{n}", database.url, queue, 1))
-        try:
-            for worker in started:
-                worker.start()
-            start = time.perf_counter()
-            done = assay(
-                user.root, "serve", "--temporal", address, "--task-queue", queue, "--once",
-                env=env, timeout=3600,
-            )  # fmt: skip
-            elapsed = time.perf_counter() - start
-        finally:
-            for worker in started:
-                worker.stop()
-        if done.returncode != 0:
-            raise SystemExit(f"assay serve failed ({done.returncode}): {done.stderr[-2000:]}")
+        started = [
+            Worker(address, clone, work / f"home-{n}", database.url, queue, 1)
+            for n, clone in enumerate(clones, 1)
+        ]
+        elapsed = serve_temporal(user.root, started, address, queue, env)
         git(user.root, "fetch", "-q", "origin")
         trailers = git(user.root, "log", "--format=%(trailers:key=Assay-Task,valueonly)",
                        f"{base}..origin/main")  # fmt: skip

@@ -25,6 +25,7 @@ import json
 import os
 import resource
 import secrets
+import subprocess
 import sys
 import tempfile
 import time
@@ -100,30 +101,44 @@ def phase(work: Path, server: str, count: int, workers: int, address: str | None
             start = time.perf_counter()
             done = assay(repo.root, "serve", "--once", "--poll", "0.2", env=env, timeout=3600)
             elapsed = time.perf_counter() - start
+            _served(done)
         else:
             queue = f"bench-{uuid.uuid4().hex[:8]}"
             started = [
                 Worker(address, repo.root, work / f"machine-{n}", database.url, queue, 1)
                 for n in range(1, workers + 1)
             ]
-            try:
-                for worker in started:
-                    worker.start()
-                start = time.perf_counter()
-                done = assay(
-                    repo.root, "serve", "--temporal", address, "--task-queue", queue, "--once",
-                    env=env, timeout=3600,
-                )  # fmt: skip
-                elapsed = time.perf_counter() - start
-            finally:
-                for worker in started:
-                    worker.stop()
-        if done.returncode != 0:
-            raise SystemExit(f"assay serve failed ({done.returncode}): {done.stderr[-2000:]}")
+            elapsed = serve_temporal(repo.root, started, address, queue, env)
         check_done(repo.root, env, ids)
         return Timed(elapsed, _children_cpu() - before, os.getloadavg()[0])
     finally:
         database.drop()
+
+
+def serve_temporal(
+    submitter: Path, workers: list[Worker], address: str, queue: str, env: dict[str, str]
+) -> float:
+    """Start ``workers``, then the seconds ``assay serve --temporal --once`` takes from
+    ``submitter`` to see every queued task through; the workers are stopped after."""
+    try:
+        for worker in workers:
+            worker.start()
+        start = time.perf_counter()
+        done = assay(
+            submitter, "serve", "--temporal", address, "--task-queue", queue, "--once",
+            env=env, timeout=3600,
+        )  # fmt: skip
+        elapsed = time.perf_counter() - start
+    finally:
+        for worker in workers:
+            worker.stop()
+    _served(done)
+    return elapsed
+
+
+def _served(done: subprocess.CompletedProcess[str]) -> None:
+    if done.returncode != 0:
+        raise SystemExit(f"assay serve failed ({done.returncode}): {done.stderr[-2000:]}")
 
 
 def _children_cpu() -> float:
