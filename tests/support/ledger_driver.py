@@ -9,8 +9,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
+from alembic import command
+from alembic.config import Config
+
 from assay.adapters.store.records import DispatchRecord, EventIn, RunClose, RunRecord
-from assay.adapters.store.sql import Ledger
+from assay.adapters.store.sql import MIGRATIONS, Ledger
 from assay.core.attempts import AttemptRecord
 from assay.core.settle import Verdict, settle
 from assay.core.tasks import Task
@@ -168,3 +171,12 @@ if __name__ == "__main__":
 
     _url, _schema, _prefix, _tasks, _runs = sys.argv[1:]
     work(_url, _schema or None, _prefix, int(_tasks), int(_runs))
+
+
+def alembic_to(ledger: Ledger, revision: str, *, down: bool = False) -> None:
+    """Upgrade (or, ``down``, downgrade) ``ledger``'s schema to ``revision`` with Alembic."""
+    config = Config()
+    config.set_main_option("script_location", MIGRATIONS)
+    with ledger._engine.begin() as conn:
+        config.attributes["connection"] = conn
+        (command.downgrade if down else command.upgrade)(config, revision)

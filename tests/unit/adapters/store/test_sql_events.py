@@ -7,27 +7,17 @@ import time
 
 import pytest
 import sqlalchemy as sa
-from alembic import command
-from alembic.config import Config
-from ledger_driver import Driver, LedgerTarget
+from ledger_driver import Driver, LedgerTarget, alembic_to
 from pydantic import ValidationError
 
 from assay.adapters.store import statements
 from assay.adapters.store.records import EventIn
-from assay.adapters.store.sql import HEAD_REVISION, MIGRATIONS, Ledger
+from assay.adapters.store.sql import HEAD_REVISION, Ledger
 from assay.core.settle import Verdict
 from assay.core.vocab import EventKind, RunStatus, SettleRow
 from assay.engine.recovery.refunds import refund_streak
 
 AT = {"at": "2026-01-01 00:00:00"}
-
-
-def _alembic(ledger: Ledger, revision: str, *, down: bool = False) -> None:
-    config = Config()
-    config.set_main_option("script_location", MIGRATIONS)
-    with ledger._engine.begin() as conn:
-        config.attributes["connection"] = conn
-        (command.downgrade if down else command.upgrade)(config, revision)
 
 
 def _kinds(ledger: Ledger) -> list[str]:
@@ -83,7 +73,7 @@ def _old_ledger(target: LedgerTarget) -> Ledger:
     """A ledger at revision 0002 holding what the old spellings wrote: two refunded runs of a
     task, a warning, the graph's own ``run.started``, and a kind from a newer version."""
     ledger = target.open(migrate=False)
-    _alembic(ledger, "0002")
+    alembic_to(ledger, "0002")
     run = (
         "INSERT INTO runs (id, task_id, status, settle_row, attempt_spent, task_status, reason,"
         " started_at, finished_at) VALUES (:id, 'old', 'failed', 'failed_machine_fault',"
@@ -154,7 +144,7 @@ def test_a_downgrade_puts_the_old_spellings_back(target: LedgerTarget) -> None:
     ledger = _old_ledger(target)
     before = _kinds(ledger)
     ledger.migrate()
-    _alembic(ledger, "0002", down=True)
+    alembic_to(ledger, "0002", down=True)
     assert _kinds(ledger) == before
 
 

@@ -6,23 +6,13 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import sqlalchemy as sa
-from alembic import command
-from alembic.config import Config
-from ledger_driver import LedgerTarget
+from ledger_driver import LedgerTarget, alembic_to
 
 from assay.adapters.store.schema import tasks
-from assay.adapters.store.sql import HEAD_REVISION, MIGRATIONS, Ledger
+from assay.adapters.store.sql import HEAD_REVISION
 from assay.core.tasks import Task
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
-
-
-def _alembic(ledger: Ledger, revision: str, *, down: bool = False) -> None:
-    config = Config()
-    config.set_main_option("script_location", MIGRATIONS)
-    with ledger._engine.begin() as conn:
-        config.attributes["connection"] = conn
-        (command.downgrade if down else command.upgrade)(config, revision)
 
 
 def test_a_task_s_repository_and_branch_round_trip(target: LedgerTarget) -> None:
@@ -59,7 +49,7 @@ def test_migrating_keeps_every_task_with_no_repository_and_round_trips(
     target: LedgerTarget,
 ) -> None:
     ledger = target.open(migrate=False)
-    _alembic(ledger, "0008")
+    alembic_to(ledger, "0008")
     with ledger._engine.begin() as conn:
         conn.execute(
             sa.text(
@@ -72,7 +62,7 @@ def test_migrating_keeps_every_task_with_no_repository_and_round_trips(
     old = ledger.get_task("old")
     assert (old.repository, old.branch, old.title) == (None, None, "old task")
     ledger.add_task(Task.new(id="new", title="n", instruction="i", now=NOW, repository="r"))
-    _alembic(ledger, "0008", down=True)
+    alembic_to(ledger, "0008", down=True)
     with ledger._engine.connect() as conn:
         columns = {c["name"] for c in sa.inspect(conn).get_columns("tasks")}
         kept = conn.execute(sa.text("SELECT id FROM tasks ORDER BY id")).scalars().all()

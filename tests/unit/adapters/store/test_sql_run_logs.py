@@ -8,11 +8,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 import sqlalchemy as sa
-from alembic import command
-from alembic.config import Config
-from ledger_driver import Driver, LedgerTarget
+from ledger_driver import Driver, LedgerTarget, alembic_to
 
-from assay.adapters.store.sql import HEAD_REVISION, MIGRATIONS, Ledger, LedgerConflict
+from assay.adapters.store.sql import HEAD_REVISION, LedgerConflict
 from assay.core.run_logs import KeptLog
 from assay.core.settle import Verdict
 from assay.core.vocab import LogRole, RunStatus
@@ -22,14 +20,6 @@ CODER = KeptLog("attempt-1/seat-1/coder-attempt1.log", LogRole.CODER, 1, 1, 12, 
                 False)  # fmt: skip
 JUDGE = KeptLog("attempt-1/judges/judge-1/round-1/judge.jsonl", LogRole.JUDGE, 1, None, 9_000,
                 "{}\n… 8,997 bytes cut …\n", True)  # fmt: skip
-
-
-def _alembic(ledger: Ledger, revision: str, *, down: bool = False) -> None:
-    config = Config()
-    config.set_main_option("script_location", MIGRATIONS)
-    with ledger._engine.begin() as conn:
-        config.attributes["connection"] = conn
-        (command.downgrade if down else command.upgrade)(config, revision)
 
 
 def test_logs_are_shipped_listed_without_text_and_read_by_name(driver: Driver) -> None:
@@ -90,7 +80,7 @@ def test_a_0009_ledger_upgrades_to_keep_logs_and_downgrades_without_them(
     target: LedgerTarget,
 ) -> None:
     ledger = target.open(migrate=False)
-    _alembic(ledger, "0009")
+    alembic_to(ledger, "0009")
     with ledger._engine.connect() as conn:
         assert not sa.inspect(conn).has_table("run_logs")
     assert ledger.migrate() == HEAD_REVISION == "0010"
@@ -99,7 +89,7 @@ def test_a_0009_ledger_upgrades_to_keep_logs_and_downgrades_without_them(
     driver.start("t1", "r1")
     ledger.ship_logs("r1", [CODER], at=NOW)
     assert [e.name for e in ledger.run_logs("r1")] == [CODER.name]
-    _alembic(ledger, "0009", down=True)
+    alembic_to(ledger, "0009", down=True)
     with ledger._engine.connect() as conn:
         assert not sa.inspect(conn).has_table("run_logs")
         assert conn.exec_driver_sql("SELECT count(*) FROM runs").scalar() == 1
