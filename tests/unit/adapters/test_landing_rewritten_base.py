@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 from support.fixed_run import run_fixed
-from support.origins import bare_and_clones, squash_message
-from support.repo import Repo, git, make_repo_with_origin
+from support.origins import bare_and_clones, commit_file, squash_message, user_and_clones
+from support.repo import Repo, git
 
 from assay.adapters import origin
 from assay.adapters.landing import LandBlocked, LandRefused
@@ -28,10 +28,7 @@ def test_a_force_push_that_removed_a_commit_is_not_undone_by_the_landing(
     bare, here, there = clones
     good = git(there, "rev-parse", "HEAD")
     # The other machine pushes a commit that leaks a secret; the run starts from it.
-    (there / "SECRET.env").write_text("TOKEN=hunter2\n")
-    git(there, "add", "SECRET.env")
-    git(there, "commit", "-qm", "oops")
-    git(there, "push", "-q", "origin", "main")
+    commit_file(there, "SECRET.env", "TOKEN=hunter2\n", push=True)
     base = origin.fetch_branch(here, "origin", "main")
     git(here, "checkout", "-q", "-b", "cand", base)
     (here / "b.txt").write_text("b\n")
@@ -59,15 +56,7 @@ def test_a_force_push_that_removed_a_commit_is_not_undone_by_the_landing(
 
 @pytest.fixture
 def machines(tmp_path: Path) -> tuple[Repo, Path, Path]:
-    made = make_repo_with_origin(tmp_path)
-    bare = tmp_path / "origin.git"
-    worker, other = tmp_path / "worker", tmp_path / "other"
-    git(bare, "symbolic-ref", "HEAD", "refs/heads/main")
-    for clone in (worker, other):
-        git(tmp_path, "clone", "-q", str(bare), str(clone))
-        git(clone, "config", "user.email", "m@example.com")
-        git(clone, "config", "user.name", "m")
-    return made, worker, other
+    return user_and_clones(tmp_path)
 
 
 def test_a_run_does_not_put_back_what_a_force_push_took_off_the_origin(
@@ -75,10 +64,7 @@ def test_a_run_does_not_put_back_what_a_force_push_took_off_the_origin(
 ) -> None:
     made, worker, other = machines
     good = git(other, "rev-parse", "HEAD")
-    (other / "SECRET.env").write_text("TOKEN=hunter2\n")
-    git(other, "add", "SECRET.env")
-    git(other, "commit", "-qm", "oops")
-    git(other, "push", "-q", "origin", "main")
+    commit_file(other, "SECRET.env", "TOKEN=hunter2\n", push=True)
     marker = worker.parent / "rewritten"
     # The validator's first run (on the candidate) is when the other machine rewrites the
     # origin's main back to before the leak; it passes every time.

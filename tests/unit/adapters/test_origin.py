@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from support.origins import bare_and_clones, squash_message
+from support.origins import bare_and_clones, commit_file, squash_message
 from support.repo import git
 
 from assay.adapters import origin
@@ -16,15 +16,6 @@ from assay.adapters.landing import LandBlocked
 @pytest.fixture
 def clones(tmp_path: Path) -> tuple[Path, Path, Path]:
     return bare_and_clones(tmp_path)
-
-
-def commit_file(clone: Path, name: str, text: str, push: bool = False) -> str:
-    (clone / name).write_text(text)
-    git(clone, "add", name)
-    git(clone, "commit", "-qm", f"write {name}")
-    if push:
-        git(clone, "push", "-q", "origin", "HEAD:main")
-    return git(clone, "rev-parse", "HEAD")
 
 
 def test_resolve_names_the_remote_or_refuses_one_the_clone_lacks(
@@ -106,3 +97,34 @@ def test_a_failure_that_is_not_a_race_is_an_error_naming_no_credential(tmp_path:
         origin.push_branch(repo, "origin", "main")
     for failure in (raised.value, pushed.value):
         assert "hunter2" not in str(failure) and "bob" not in str(failure)
+
+
+def test_a_remote_that_never_answers_is_given_up_and_its_helper_killed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The timeout kills git's whole group: the ssh program it started does not live on."""
+    import os
+    import time
+
+    repo = tmp_path / "r"
+    git(tmp_path, "init", "-q", "-b", "main", str(repo))
+    pidfile, ssh = tmp_path / "ssh.pid", tmp_path / "ssh"
+    ssh.write_text(f"#!/bin/sh\necho $$ > {pidfile}\nexec sleep 60\n")
+    ssh.chmod(0o755)
+    git(repo, "config", "core.sshCommand", str(ssh))
+    git(repo, "remote", "add", "origin", "ssh://git@example.invalid/x.git")
+    monkeypatch.setattr(origin, "NETWORK_TIMEOUT_SECONDS", 1.0)
+    with pytest.raises(origin.OriginError, match="gave no answer in 1 s"):
+        origin.fetch_branch(repo, "origin", "main")
+    pid = int(pidfile.read_text())
+    for _ in range(50):  # gone, or a zombie no one reaped yet: not running either way
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except FileNotFoundError:
+            break
+        if state == "Z":
+            break
+        time.sleep(0.05)
+    else:
+        os.kill(pid, 9)
+        pytest.fail(f"the ssh helper {pid} outlived the timeout")

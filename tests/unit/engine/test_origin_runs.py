@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 from support.fixed_run import run_fixed
-from support.repo import Repo, git, make_repo_with_origin
+from support.origins import commit_file, user_and_clones
+from support.repo import Repo, git
 
 from assay.core.vocab import RunStatus
 from assay.engine.local.runner import RunReport
@@ -20,26 +21,12 @@ from assay.engine.local.runner import RunReport
 
 @pytest.fixture
 def machines(tmp_path: Path) -> tuple[Repo, Path, Path]:
-    """The user's repository (pushed to a bare origin), a worker's clone of that origin, and
-    another machine's clone."""
-    made = make_repo_with_origin(tmp_path)
-    origin = tmp_path / "origin.git"
-    worker, other = tmp_path / "worker", tmp_path / "other"
-    git(origin, "symbolic-ref", "HEAD", "refs/heads/main")
-    for clone in (worker, other):
-        git(tmp_path, "clone", "-q", str(origin), str(clone))
-        git(clone, "config", "user.email", "m@example.com")
-        git(clone, "config", "user.name", "m")
-    return made, worker, other
+    return user_and_clones(tmp_path)
 
 
 def push_unrelated(clone: Path, name: str = "NOTES.md") -> str:
     """Another machine lands a change of its own on the origin's main; its commit."""
-    (clone / name).write_text(f"{name} from another machine\n")
-    git(clone, "add", name)
-    git(clone, "commit", "-qm", f"add {name}")
-    git(clone, "push", "-q", "origin", "main")
-    return git(clone, "rev-parse", "HEAD")
+    return commit_file(clone, name, f"{name} from another machine\n", push=True)
 
 
 def run_on(worker: Path, made: Repo, *, land: str, check: str = "true") -> RunReport:
