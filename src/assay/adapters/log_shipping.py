@@ -68,20 +68,37 @@ def operator_secrets(operator_env: Mapping[str, str]) -> set[tuple[str, str]]:
     return found
 
 
-def read_run_logs(run_dir: Path, redactor: Redactor) -> list[KeptLog]:
-    """Every log of ``run_dir`` as it would be kept (redacted, each bounded; the run's budget
-    not applied yet), in the order of their names."""
-    files: dict[str, Path] = {}
+def log_files(run_dir: Path) -> dict[str, folders.Entry]:
+    """The logs of ``run_dir`` by name, in the order of their names, within the walk's bounds
+    and the ledger's (a name it can hold, at most :data:`MAX_LOGS`)."""
+    files: dict[str, folders.Entry] = {}
     for entry in folders.walk(run_dir, max_entries=MAX_ENTRIES, max_depth=MAX_DEPTH):
         if entry.is_file:
             name = entry.path.relative_to(run_dir).as_posix()
             if len(name) <= LOG_NAME_LENGTH:
-                files[name] = entry.path
+                files[name] = entry
+    return {name: files[name] for name in log_names(files)[:MAX_LOGS]}
+
+
+# What a file was (its ``lstat``: device, inode, size, times) when it was last read, and what
+# was kept of it then: a file that has not changed since is not read again.
+Seen = dict[str, tuple[tuple[int, ...], KeptLog]]
+
+
+def read_run_logs(run_dir: Path, redactor: Redactor, seen: Seen | None = None) -> list[KeptLog]:
+    """Every log of ``run_dir`` as it would be kept (redacted, each bounded; the run's budget
+    not applied yet), in the order of their names. ``seen``: what earlier reads kept with the
+    same ``redactor`` (updated here), so an unchanged file is not read again."""
     logs = []
-    for name in log_names(files)[:MAX_LOGS]:
-        log = read_log(files[name], name, redactor)
+    for name, entry in log_files(run_dir).items():
+        info = entry.info
+        mark = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+        known = None if seen is None else seen.get(str(entry.path))
+        log = known[1] if known and known[0] == mark else read_log(entry.path, name, redactor)
         if log is not None:
             logs.append(log)
+            if seen is not None:
+                seen[str(entry.path)] = (mark, log)
     return logs
 
 
@@ -152,6 +169,8 @@ class LogShipper:
         self.clock = clock
         self._operator = operator_secrets(operator_env)
         self._shipped: dict[str, str] = {}  # name: digest of what the ledger holds
+        self._seen: Seen = {}  # what was read, while the redaction stays the same
+        self._seen_table: dict[str, str] = {}
         self._lock = threading.Lock()
 
     def ship(
@@ -167,10 +186,13 @@ class LogShipper:
 
         The run's budget is shared by all its logs, so every log is read each time: one that
         is not ready still counts, and one shipped before is shipped again when a newer log
-        made its share smaller."""
+        made its share smaller. A file unchanged since the last ship, under the same
+        redaction, is not read again."""
         redactor = Redactor(redactions(self._operator | set(found)))
         with self._lock:
-            logs = within_run_limit(read_run_logs(run_dir, redactor))
+            if redactor.table != self._seen_table:  # a new secret: every file is read again
+                self._seen, self._seen_table = {}, redactor.table
+            logs = within_run_limit(read_run_logs(run_dir, redactor, self._seen))
             chosen = logs if ready is None else [log for log in logs if ready(log)]
             fresh = [log for log in chosen if self._shipped.get(log.name) != _digest(log)]
             if fresh:

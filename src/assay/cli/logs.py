@@ -20,6 +20,7 @@ from assay.cli.completion import RunId
 from assay.cli.workspace import Workspace, fail, print_json
 
 if TYPE_CHECKING:
+    from assay.adapters.redact import Redactor
     from assay.adapters.store.run_logs import LogEntry
     from assay.adapters.store.sql import Ledger
 
@@ -107,12 +108,13 @@ def _one(ledger: Ledger, run_id: str, name: str, run_dir: Path) -> Found:
     entry = ledger.run_log(run_id, name)
     if entry is not None:
         return Found(entry, LEDGER)
-    from assay.core.run_logs import log_names
+    from assay.adapters.log_shipping import log_files
 
-    if name not in log_names(_folder_names(run_dir)):  # only a log of the folder, never ../
+    file = log_files(run_dir).get(name)  # only a log of the folder, never ../
+    if file is None:
         fail(f"run {run_id} has no log {name!r} (see `assay logs {run_id}`)")
     try:
-        read = _read_file(run_dir, name)
+        read = _read_file(file.path, name, _redactor())
     except OSError as exc:
         fail(f"cannot read the log {name!r} of {run_id}: {exc}", 4)
     if read is None:
@@ -120,22 +122,15 @@ def _one(ledger: Ledger, run_id: str, name: str, run_dir: Path) -> Found:
     return Found(read, FILE)
 
 
-def _folder_names(run_dir: Path) -> list[str]:
-    from assay.adapters import folders
-    from assay.adapters.log_shipping import MAX_DEPTH, MAX_ENTRIES
-
-    walked = folders.walk(run_dir, max_entries=MAX_ENTRIES, max_depth=MAX_DEPTH)
-    return [e.path.relative_to(run_dir).as_posix() for e in walked if e.is_file]
-
-
 def _folder_logs(run_dir: Path) -> list[LogEntry]:
     """The run folder's logs as a listing shows them (their files' sizes, nothing cut yet)."""
-    from assay.core.run_logs import log_names
+    from assay.adapters.log_shipping import log_files
 
+    redactor = _redactor()
     entries = []
-    for name in log_names(_folder_names(run_dir)):
+    for name, file in log_files(run_dir).items():
         try:
-            entry = _read_file(run_dir, name, text=False)
+            entry = _read_file(file.path, name, redactor, text=False)
         except OSError:
             continue
         if entry is not None:
@@ -143,17 +138,23 @@ def _folder_logs(run_dir: Path) -> list[LogEntry]:
     return entries
 
 
-def _read_file(run_dir: Path, name: str, *, text: bool = True) -> LogEntry | None:
+def _redactor() -> Redactor:
+    """The operator's secrets, redacted as a shipped log's are."""
+    from assay.adapters.log_shipping import operator_secrets
+    from assay.adapters.redact import Redactor, redactions
+
+    return Redactor(redactions(operator_secrets(os.environ)))
+
+
+def _read_file(path: Path, name: str, redactor: Redactor, *, text: bool = True) -> LogEntry | None:
     """One log of the run folder, bounded and redacted as the ledger would keep it."""
     from datetime import UTC, datetime
 
-    from assay.adapters.log_shipping import operator_secrets, read_log
-    from assay.adapters.redact import Redactor, redactions
+    from assay.adapters.log_shipping import read_log
     from assay.adapters.store.run_logs import LogEntry
 
-    path = run_dir / name
     changed = datetime.fromtimestamp(path.lstat().st_mtime, UTC)
-    log = read_log(path, name, Redactor(redactions(operator_secrets(os.environ))))
+    log = read_log(path, name, redactor)
     if log is None:
         return None
     return LogEntry(

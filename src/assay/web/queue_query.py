@@ -18,7 +18,6 @@ import sqlalchemy as sa
 from assay.adapters.store.schema import stage_records, tasks
 
 SORTS = {"created": "Created", "updated": "Updated", "attempts": "Attempts"}
-TASK_STAGE = sa.and_(stage_records.c.task_id == tasks.c.id, stage_records.c.stage == "task")
 ATTEMPTS = sa.func.coalesce(stage_records.c.attempts, 0)
 ESCAPE = "/"  # LIKE's escape character (a backslash is one more thing to quote in SQL text)
 MAX_SEARCH = 200  # characters of a search or a coder filter kept

@@ -36,7 +36,10 @@ def render(
     and ``config``."""
     state = request.state
     config = getattr(request.app.state, "config", None)
-    if "needs_you" not in context and config is not None and status_code < 500:
+    # Only a whole page's navigation shows it: a fragment (``_x.html``, refreshed on every
+    # live event) never pays for the count.
+    page = not name.startswith("_")
+    if page and "needs_you" not in context and config is not None and status_code < 500:
         context = {**context, "needs_you": _needs_you(config)}
     full = {
         **context,

@@ -16,7 +16,7 @@ from datetime import datetime
 import sqlalchemy as sa
 from markupsafe import Markup
 
-from assay.adapters.store.run_logs import LogEntry, read_log, read_logs
+from assay.adapters.store.run_logs import LogEntry, read_log
 from assay.adapters.store.schema import runs, tasks
 from assay.adapters.store.sql import Ledger
 from assay.core.vocab import LogRole
@@ -97,10 +97,6 @@ def with_log_links(attempts: list[AttemptView], logs: list[LogEntry]) -> list[At
         ]
         linked.append(replace(a, seats=seats, validators=validators))
     return linked
-
-
-def run_logs(conn: sa.Connection, run_id: str) -> list[LogEntry]:
-    return read_logs(conn, run_id)
 
 
 def _task_of_run(conn: sa.Connection, run_id: str) -> tuple[str, str] | None:

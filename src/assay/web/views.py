@@ -15,6 +15,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from assay.adapters.store.run_logs import read_logs
 from assay.adapters.store.schema import runs
 from assay.adapters.store.sql import Ledger
 from assay.web import view_halts, view_logs, view_queue, view_run
@@ -169,7 +170,7 @@ def run_view(ledger: Ledger, run_id: str, *, state_dir: Path | None) -> RunView 
     files (None: there are none here)."""
     with ledger.read() as conn:
         run = view_run.build_run_view(conn, run_id, state_dir)
-        logs = view_logs.run_logs(conn, run_id) if run is not None else []
+        logs = read_logs(conn, run_id) if run is not None else []
     if run is None or not logs:
         return run
     return replace(run, attempts=view_logs.with_log_links(run.attempts, logs), logs=logs)

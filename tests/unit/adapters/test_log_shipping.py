@@ -8,6 +8,7 @@ import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -127,3 +128,34 @@ def test_a_shipper_writes_what_changed_and_a_found_secret_replaces_what_it_shipp
         "attempt-1/seat-1/coder-attempt1.log",
         "attempt-1/seat-1/validators/validator-t.log",
     ]
+
+
+def test_a_shipper_reads_again_only_a_file_that_changed_or_a_new_secret(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from assay.adapters import log_shipping
+
+    read: list[str] = []
+
+    def counted(path: Path, name: str, redactor: Redactor) -> object:
+        read.append(name)
+        return read_log(path, name, redactor)
+
+    monkeypatch.setattr(log_shipping, "read_log", counted)
+    ledger = _ledger(tmp_path)
+    run = tmp_path / "runs" / "r1"
+    coder = _write(run, "attempt-1/seat-1/coder-attempt1.log", f"printed {KEY}\n".encode())
+    _write(run, "attempt-1/seat-1/validators/validator-t.log", b"ok\n")
+    shipper = LogShipper(ledger, {}, lambda: NOW)
+    assert shipper.ship("r1", run) == 2
+    assert len(read) == 2
+    assert shipper.ship("r1", run) == 0
+    assert len(read) == 2  # nothing changed: nothing read
+    with coder.open("ab") as out:
+        out.write(b"more\n")
+    assert shipper.ship("r1", run) == 1
+    assert read[2:] == ["attempt-1/seat-1/coder-attempt1.log"]
+    assert shipper.ship("r1", run, {("API Key", KEY)}) == 1  # a new secret: all read again
+    assert len(read) == 5
+    kept = ledger.run_log("r1", "attempt-1/seat-1/coder-attempt1.log")
+    assert kept is not None and kept.text == "printed [REDACTED:API Key]\nmore\n"

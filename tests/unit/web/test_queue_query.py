@@ -151,3 +151,15 @@ def test_every_page_counts_what_needs_you(client: TestClient) -> None:
 def test_a_bad_query_is_a_400_page(client: TestClient) -> None:
     got = client.get("/?sort=cost")
     assert got.status_code == 400 and "sorts by created, updated, attempts" in got.text
+
+
+def test_a_fragment_never_counts_what_needs_you(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    counted: list[int] = []
+    real = views.needs_you
+    monkeypatch.setattr(views, "needs_you", lambda ledger: counted.append(1) or real(ledger))
+    assert client.get("/fragments/tasks/t1").status_code == 200
+    assert counted == []  # refreshed on every live event: no count it does not show
+    assert '<span class="count" id="needs-you-count">2</span>' in client.get("/tasks/t1").text
+    assert counted == [1]
