@@ -202,10 +202,12 @@ def dev_server(
 def _serve(
     binary: Path, folder: Path, ip: str, port: int, ui_port: int | None, *, json_output: bool
 ) -> int:
+    from assay.engine.temporal.search import dev_server_flags
+
     state, log_path = folder / STATE_FILE, folder / LOG_FILE
     args = [str(binary), "server", "start-dev", "--ip", ip, "--port", str(port)]
     args += ["--db-filename", str(state), "--log-level", "warn"]
-    args += _search_attribute_flags()
+    args += dev_server_flags()  # the workflows' search attributes, in a new state
     args += ["--ui-port", str(ui_port)] if ui_port is not None else ["--headless"]
     received: list[int] = []
 
@@ -251,13 +253,6 @@ def _serve(
     finally:
         for sig, old in previous.items():
             signal.signal(sig, old)
-
-
-def _search_attribute_flags() -> list[str]:
-    """The flags that register the workflows' search attributes in a new state."""
-    from assay.engine.temporal.search import dev_server_flags
-
-    return dev_server_flags()
 
 
 def _register_search_attributes(binary: Path, ip: str, port: int) -> None:

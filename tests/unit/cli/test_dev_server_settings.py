@@ -71,3 +71,37 @@ def test_it_binds_loopback_unless_told_and_warns_about_any_other_address() -> No
     for ip in ("0.0.0.0", "::", "10.0.0.1", "temporal.example"):
         warning = dev_server.exposure_warning(ip)
         assert warning is not None and "no TLS and no authentication" in warning, ip
+
+
+def test_a_registration_that_fails_is_said_and_not_fatal(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The search attributes registered in a state made before them: a `temporal` that
+    refuses says its last line as a warning; one that cannot run at all says why."""
+    refusing = tmp_path / "temporal"
+    refusing.write_text(
+        "#!/bin/sh\necho 'first line' >&2\necho 'namespace not found' >&2\nexit 1\n"
+    )
+    refusing.chmod(0o755)
+    dev_server._register_search_attributes(refusing, "0.0.0.0", 7233)
+    said = capsys.readouterr().err
+    assert said == "assay: WARNING: cannot register the search attributes: namespace not found\n"
+
+    dev_server._register_search_attributes(tmp_path / "missing", "::", 7233)
+    said = capsys.readouterr().err
+    assert said.startswith("assay: WARNING: cannot register the search attributes: ")
+    assert "missing" in said
+
+
+def test_registration_dials_the_loopback_of_every_interface(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    recorder = tmp_path / "temporal"
+    recorder.write_text(f'#!/bin/sh\necho "$@" > {tmp_path / "args"}\n')
+    recorder.chmod(0o755)
+    dev_server._register_search_attributes(recorder, "::", 7233)
+    args = (tmp_path / "args").read_text().split()
+    assert args[:3] == ["operator", "search-attribute", "create"]
+    assert args[args.index("--address") + 1] == "[::1]:7233"
+    assert args[7:11] == ["--name", "AssayTaskId", "--type", "Keyword"]
+    assert capsys.readouterr().err == ""

@@ -95,12 +95,14 @@ async def connect(
     environ: Mapping[str, str] | None = None,
     *,
     runtime: Runtime | None = None,
-    on_warning: Callable[[str], None] = lambda _said: None,
+    on_warning: Callable[[str], None] | None = None,
 ) -> Client:
     """A client of ``connection``'s server (its metrics through ``runtime`` when given);
     :class:`TemporalUnreachable` when its credentials cannot be read, or the server cannot be
-    reached or refuses them. A namespace without the search attributes is said once to
-    ``on_warning``; the workflows this client starts then go without them."""
+    reached or refuses them. ``on_warning`` is given by a client that starts workflows
+    (serve's): the namespace's search attributes are looked up (once, here), their absence
+    said once to it, and the workflows it starts go without them then. Without it (a worker,
+    a stop: they start none) nothing is looked up, and :func:`submit` sets none."""
     try:
         credentials = connection.credentials(environ)
     except ConnectionSettingsError as exc:  # checked at start; a file may have gone since
@@ -127,7 +129,8 @@ async def connect(
             f"cannot reach Temporal at {where} ({connection.describe()}): {exc}{hint}"
         ) from exc
     await _namespace_exists(client, connection)
-    _INDEXING[client] = await _indexing(client, connection.namespace, on_warning)
+    if on_warning is not None:
+        _INDEXING[client] = await _indexing(client, connection.namespace, on_warning)
     return client
 
 
