@@ -15,7 +15,6 @@ import enum
 import json
 import math
 import re
-import signal
 import threading
 import time
 import uuid
@@ -27,7 +26,8 @@ from email.utils import parsedate_to_datetime
 from typing import Any
 
 from assay.adapters.envpolicy import BASE_URL_ENV, DEFAULT_API_KEY_ENV
-from assay.adapters.process import sleep_unless_stopped, stop_requested, wait_unless_stopped
+from assay.adapters.process import sleep_unless_stopped, wait_unless_stopped
+from assay.adapters.stop_request import stopping_now
 from assay.core.contract_rules import base_url_problem
 from assay.core.quota import Quota
 from assay.core.text import address_shown
@@ -75,10 +75,9 @@ class LlmStopped(LlmError):
 
 
 def _raise_if_stopped() -> None:
-    signum = stop_requested()
-    if signum is not None:
-        name = signal.Signals(signum).name
-        raise LlmStopped(f"stopped by assay ({name}) before the model answered")
+    why = stopping_now()
+    if why is not None:
+        raise LlmStopped(f"stopped by assay ({why}) before the model answered")
 
 
 @dataclass(frozen=True)

@@ -57,7 +57,7 @@ def record_group(pid: int, cwd: Path) -> None:
             os.close(fd)
     # Recorded first, looked for after: a stopper that wrote the request before reading the
     # groups either finds this one or is found here, so no group outlives a stop request.
-    if (path.parent / STOP_FILE).exists():
+    if os.path.lexists(path.parent / STOP_FILE):  # any entry there: a link counts too
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pid, signal.SIGTERM)
 

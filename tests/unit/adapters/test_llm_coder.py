@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from support.model_server import HttpError, ModelServer, ToolCall, Turn
 
-from assay.adapters.coders import llm
+from assay.adapters import stop_request
 from assay.adapters.coders.base import DispatchRequest, DispatchResult
 from assay.adapters.coders.llm import LlmCoder, PathRefused, confine
 from assay.adapters.store import halt_ops
@@ -318,7 +318,7 @@ def test_a_stop_signal_ends_the_loop_before_its_next_call(
     """SIGINT/SIGTERM stop a run's coders: the in-process loop makes no call after it."""
     model_server.script(*[Turn.call("list_files", {"path": "."}) for _ in range(6)])
     stopping = lambda: signal.SIGTERM if len(model_server.completions) >= 2 else None  # noqa: E731
-    monkeypatch.setattr(llm, "stop_requested", stopping)
+    monkeypatch.setattr(stop_request, "stop_requested", stopping)  # what stopping_now reads
     result = dispatch(model_server, worktree)
     assert len(model_server.completions) == 2
     assert result.error == "stopped by assay: SIGTERM" and result.turns_used == 2

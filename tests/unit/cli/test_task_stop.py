@@ -19,7 +19,7 @@ from support.in_process import fresh_repo, ledger_of, run_main
 from support.ledger_driver import Driver
 
 from assay.adapters.process_groups import GROUPS_FILE, stop_recorded_groups
-from assay.adapters.stop_request import STOP_FILE
+from assay.adapters.stop_request import STOP_FILE, WATCHED_FILE
 from assay.core.settle import Verdict
 from assay.core.tasks import Task
 from assay.core.vocab import EventKind, HoldSource, RunStatus, TaskStatus
@@ -99,6 +99,7 @@ def test_stop_refuses_a_running_task_whose_process_is_gone(
         task.start(datetime.now(UTC), run_id="r-dead")
         ledger.start_run(task, "r-dead")
     (repo / ".assay" / "runs" / "r-dead").mkdir(parents=True)
+    (repo / ".assay" / "runs" / "r-dead" / WATCHED_FILE).touch()  # a local run's, as it left it
     code, out, err = assay(capsys, "task", "stop", task_id)
     assert (code, out) == (2, "")
     assert "the process of its run r-dead is gone; `assay run --resume` closes the run" in err

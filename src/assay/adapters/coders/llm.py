@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import time
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -29,9 +28,10 @@ from assay.adapters.llm_client import (
     function_tool,
     resolve_endpoint,
 )
-from assay.adapters.process import SHELL, run_process, stop_requested
+from assay.adapters.process import SHELL, run_process
 from assay.adapters.run_files import writing
 from assay.adapters.safe_files import append_file, write_file
+from assay.adapters.stop_request import stopping_now
 from assay.adapters.store import halt_ops
 from assay.core.quota import Quota
 from assay.core.report import CoderReport, FileChange
@@ -202,9 +202,9 @@ class _Session:
                 error = f"stopped by assay: {stopped}"
                 self._log(event="stopped", reason=stopped)
                 break
-            if (signum := stop_requested()) is not None:  # the run is being stopped
-                error = f"stopped by assay: {signal.Signals(signum).name}"
-                self._log(event="stopped", reason=signal.Signals(signum).name)
+            if (why := stopping_now()) is not None:  # the run is being stopped
+                error = f"stopped by assay: {why}"
+                self._log(event="stopped", reason=why)
                 break
             # Written before the call: a host that dies while it waits leaves this last, so its
             # recovery knows the provider may have spent on an answer nobody journaled.

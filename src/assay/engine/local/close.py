@@ -22,6 +22,7 @@ from assay.adapters import git
 from assay.adapters.home import make_home
 from assay.adapters.origin import OriginError, fetch_branch
 from assay.adapters.run_files import cause_of
+from assay.adapters.stop_request import mark_watched
 from assay.adapters.store import halt_files
 from assay.core.contract import Contract
 from assay.core.payload import HaltNotice
@@ -82,6 +83,7 @@ def open_run(fx: RunSite, call: OpenRequest) -> tuple[RunPlan, datetime]:
     warm_up_model_client(fx.contract)
     run_dir = fx.run_dir(plan)
     run_dir.mkdir(parents=True, exist_ok=True)
+    mark_watched(run_dir)  # a stop request sent here reaches this run (a local one)
     lock = hold_run_lock(run_dir)  # before the row: a starting run never looks dead
     try:
         task.start(started, run_id=plan.run_id)

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from assay.adapters.actor import Actor
-from assay.adapters.stop_request import StopAsk, send_ask
+from assay.adapters.stop_request import StopAsk, send_ask, watched
 from assay.adapters.store.errors import RunNotFound
 from assay.core.tasks import Task
 from assay.core.vocab import EventKind, OperatorMove, TaskStatus
@@ -126,8 +126,8 @@ def _live_run_dir(ledger: Ledger, home: Path | None, task: Task, run_id: str | N
     except RunNotFound:
         raise StopRefused(elsewhere, running=True) from None
     run_dir = home / "runs" / run_id
-    if not record.open or not run_dir.is_dir():
-        raise StopRefused(elsewhere, running=True)
+    if not record.open or not run_dir.is_dir() or not watched(run_dir):
+        raise StopRefused(elsewhere, running=True)  # (a worker's run: its workflow stops it)
     if not run_is_alive(run_dir):
         raise StopRefused(
             f"task {task.id!r}: the process of its run {run_id} is gone; "
