@@ -20,7 +20,7 @@ from collections.abc import Collection, Sequence
 from pathlib import Path
 
 from assay.adapters.git import _CONFIG, _text, config_env
-from assay.adapters.landing import Revalidate, SquashMessage, landed_commit, squash_onto
+from assay.adapters.landing import Revalidate, SquashMessage, _rev, landed_commit, squash_onto
 from assay.core.forbidden import ASSAY_HOME
 
 AUTO = "auto"
@@ -35,6 +35,34 @@ PUSH_TRIES = 8
 _MOVED = ("[rejected] (stale info", "[rejected] (fetch first", "[rejected] (non-fast-forward")
 _LOCKED = "[remote rejected] (cannot lock ref"
 _CREDENTIALS = re.compile(r"(\w+://)[^/@\s]+@")
+
+
+# A push that failed on the way, not on the remote's word: retried by a later run.
+_NETWORK = (
+    "could not resolve host",
+    "connection refused",
+    "failed to connect",  # curl, for http(s) remotes
+    "couldn't connect to server",
+    "connection timed out",
+    "connection reset",
+    "operation timed out",
+    "timed out",
+    "network is unreachable",
+    "no route to host",
+    "the remote end hung up unexpectedly",
+    "early eof",
+    "returned error: 5",
+    "http 5",
+    "ssl_error",
+    "gnutls",
+)
+
+
+def failed_on_the_network(message: str) -> bool:
+    """Whether a failed fetch's or push's message is the network's (a machine fault, tried
+    again later) rather than the remote's refusal (a human's to resolve)."""
+    low = message.lower()
+    return any(marker in low for marker in _NETWORK)
 
 
 class OriginError(Exception):
@@ -170,7 +198,7 @@ def push_squash(
     found = landed_commit(repo, seen, message.run_id, since=base_commit)
     if found is not None:
         return found
-    candidate = _text(_git(repo, "rev-parse", "--verify", f"refs/heads/{branch}^{{commit}}").stdout)
+    candidate = _rev(repo, f"refs/heads/{branch}^{{commit}}")  # local: no network, no timeout
     fetched = [tip]
 
     def read_tip() -> str:
@@ -180,7 +208,7 @@ def push_squash(
 
     _, commit = squash_onto(
         repo,
-        candidate=candidate.strip(),
+        candidate=candidate,
         base_commit=base_commit,
         message=message,
         tip=read_tip,

@@ -145,6 +145,7 @@ class LandOutcome:
     machine_fault: bool = False
     # The landing was refused (401, 403, a setting missing): a human must resolve it.
     refused: bool = False
+    refusal: str = "the pull request was refused"  # what refused it, in words
 
 
 MAX_JUDGE_REASONS = 20_000

@@ -109,13 +109,15 @@ def test_a_remote_that_never_answers_is_given_up_and_its_helper_killed(
     repo = tmp_path / "r"
     git(tmp_path, "init", "-q", "-b", "main", str(repo))
     pidfile, ssh = tmp_path / "ssh.pid", tmp_path / "ssh"
-    ssh.write_text(f"#!/bin/sh\necho $$ > {pidfile}\nexec sleep 60\n")
+    ssh.write_text(f"#!/bin/sh\necho $$ > {pidfile}\nexec sleep 40\n")
     ssh.chmod(0o755)
     git(repo, "config", "core.sshCommand", str(ssh))
     git(repo, "remote", "add", "origin", "ssh://git@example.invalid/x.git")
     monkeypatch.setattr(origin, "NETWORK_TIMEOUT_SECONDS", 1.0)
+    began = time.monotonic()
     with pytest.raises(origin.OriginError, match="gave no answer in 1 s"):
         origin.fetch_branch(repo, "origin", "main")
+    assert time.monotonic() - began < 20  # not held open by the helper's pipe until it ends
     pid = int(pidfile.read_text())
     for _ in range(50):  # gone, or a zombie no one reaped yet: not running either way
         try:

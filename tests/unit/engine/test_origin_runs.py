@@ -117,3 +117,54 @@ def test_an_unreachable_origin_is_a_clear_error_without_credentials(
         run_on(worker, made, land="merge")
     assert "s3cret" not in str(raised.value) and "fetching main from origin" in str(raised.value)
     shutil.rmtree(worker / ".assay", ignore_errors=True)
+
+
+def refuse_pushes(machines_root: Path) -> None:
+    """The origin's hook refuses every push (fetches still work): a failure, not a race."""
+    hook = machines_root / "origin.git" / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\necho 'no pushes today' >&2\nexit 1\n")
+    hook.chmod(0o755)
+
+
+def test_a_push_the_origin_refuses_goes_to_a_human_naming_its_words(
+    machines: tuple[Repo, Path, Path],
+) -> None:
+    made, worker, other = machines
+    before = git(other, "ls-remote", "origin", "refs/heads/main").split()[0]
+    refuse_pushes(worker.parent)
+    report = run_on(worker, made, land="merge")
+
+    # The remote's word (a hook, a protected branch): trying again would meet it again.
+    assert report.payload.status is RunStatus.BLOCKED, report.payload.reason
+    assert "the validators passed; the push to origin was refused" in report.payload.reason
+    assert "not merged: pushing to main on origin failed" in report.payload.reason
+    assert "no pushes today" in report.payload.reason
+    assert git(other, "ls-remote", "origin", "refs/heads/main").split()[0] == before
+
+
+def test_a_push_that_fails_on_the_network_is_a_machine_fault_and_refunds_the_attempt(
+    machines: tuple[Repo, Path, Path],
+) -> None:
+    made, worker, other = machines
+    before = git(other, "ls-remote", "origin", "refs/heads/main").split()[0]
+    # Fetches reach the origin; the push, by its own URL, finds nothing listening.
+    git(worker, "config", "remote.origin.pushurl", "http://127.0.0.1:9/origin.git")
+    report = run_on(worker, made, land="merge")
+
+    assert report.payload.status is RunStatus.FAILED, report.payload.reason
+    assert "the landing failed on a machine fault" in report.payload.reason
+    assert "not merged: pushing to main on origin failed" in report.payload.reason
+    assert report.task.attempts == 0, report.task
+    assert git(other, "ls-remote", "origin", "refs/heads/main").split()[0] == before
+
+
+def test_a_branch_left_where_it_cannot_be_pushed_says_it_is_here_only(
+    machines: tuple[Repo, Path, Path],
+) -> None:
+    made, worker, _ = machines
+    refuse_pushes(worker.parent)
+    report = run_on(worker, made, land="branch")
+
+    assert report.payload.status is RunStatus.READY, report.payload.reason
+    assert "(here only: pushing" in report.payload.reason
+    assert any("no pushes today" in line for line in report.warnings), report.warnings

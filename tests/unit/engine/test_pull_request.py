@@ -11,10 +11,11 @@ import pytest
 from support.github_server import GitHubServer, Reply, rate_limited
 from support.repo import git, make_repo
 
+from assay.adapters.origin import failed_on_the_network as push_failed_on_the_network
 from assay.core.contract import Contract
 from assay.core.vocab import RunStatus
 from assay.engine.effects import RunPlan
-from assay.engine.local.pull_request import land_pull_request, push_failed_on_the_network
+from assay.engine.local.pull_request import land_pull_request
 
 TOKEN = "ghp_unit_token"
 BRANCH = "assay/r1/seat-1"
@@ -270,6 +271,11 @@ def test_a_blocked_landing_that_fails_stays_blocked(root: Path, github: GitHubSe
         ("fatal: unable to access 'https://x/': Failed to connect: Connection refused", True),
         ("error: RPC failed; HTTP 503 curl 22 The requested URL returned error: 503", True),
         ("fatal: the remote end hung up unexpectedly", True),
+        (
+            "fatal: unable to access 'http://127.0.0.1:9/o.git/': Failed to connect to 127.0.0.1 "
+            "port 9 after 0 ms: Couldn't connect to server",
+            True,
+        ),
         ("remote: Permission to o/r.git denied to bot.\nfatal: ... returned error: 403", False),
         ("fatal: '/x/missing.git' does not appear to be a git repository", False),
         ("! [remote rejected] b -> b (protected branch hook declined)", False),

@@ -8,6 +8,7 @@ made as the lander leaves it: the ref moved with ``update-ref``, the index and f
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -44,23 +45,27 @@ def ledger(tmp_path: Path, repo: Path) -> Ledger:
     )
 
 
-def died_landing(repo: Path) -> str:
-    """A squashed commit of run r1 on ``main``, its checkout not brought along."""
+def died_landing(repo: Path, files: dict[str, str] | None = None) -> str:
+    """A squashed commit of run r1 on ``main`` (``files``: its tree, ``a.txt`` changed by
+    default), its checkout not brought along."""
     old = git(repo, "rev-parse", "main")
-    blob = subprocess.run(
-        ["git", "-C", str(repo), "hash-object", "-w", "--stdin"],
-        input="landed\n", capture_output=True, text=True, check=True,
-    ).stdout.strip()  # fmt: skip
+    entries = ""
+    for name, text in (files or {"a.txt": "landed\n"}).items():
+        blob = subprocess.run(
+            ["git", "-C", str(repo), "hash-object", "-w", "--stdin"],
+            input=text, capture_output=True, text=True, check=True,
+        ).stdout.strip()  # fmt: skip
+        entries += f"100644 blob {blob}\t{name}\n"
     tree = subprocess.run(
         ["git", "-C", str(repo), "mktree"],
-        input=f"100644 blob {blob}\ta.txt\n", capture_output=True, text=True, check=True,
+        input=entries, capture_output=True, text=True, check=True,
     ).stdout.strip()  # fmt: skip
     commit = git(repo, "commit-tree", tree, "-p", old, "-m", f"t\n\n{RUN_TRAILER}: r1")
     git(repo, "update-ref", "refs/heads/main", commit, old)
     return commit
 
 
-def recover(repo: Path, ledger: Ledger) -> RunStatus:
+def recover(repo: Path, ledger: Ledger, warn: Callable[[str], None] | None = None) -> RunStatus:
     return close_unfinished(
         repo=repo,
         home=repo / ".assay",
@@ -69,6 +74,7 @@ def recover(repo: Path, ledger: Ledger) -> RunStatus:
         contract=Contract(task="i"),
         reason="interrupted: the process running it died before the run closed",
         clock=lambda: START,
+        warn=warn,
     )
 
 
@@ -94,6 +100,22 @@ def test_a_died_landing_that_cannot_be_finished_is_undone_and_the_run_refunded(
     assert ledger.get_run("r1").status is RunStatus.FAILED
 
 
+def test_a_died_landing_with_an_ignored_file_in_the_way_is_undone(
+    repo: Path, ledger: Ledger
+) -> None:
+    """The landing adds ``b.txt``; the user made an ignored ``b.txt`` since (one git itself
+    would overwrite): bringing the checkout would lose it, so the ref goes back and the run is
+    not counted merged."""
+    base = git(repo, "rev-parse", "main")
+    died_landing(repo, {"a.txt": "a\n", "b.txt": "landed\n"})
+    (repo / ".git" / "info" / "exclude").write_text("b.txt\n")
+    (repo / "b.txt").write_text("the user's own\n")
+    assert recover(repo, ledger) is RunStatus.FAILED
+    assert git(repo, "rev-parse", "main") == base
+    assert (repo / "b.txt").read_text() == "the user's own\n"
+    assert ledger.get_run("r1").status is RunStatus.FAILED
+
+
 def test_a_run_that_pushed_to_its_origin_before_dying_closes_merged(tmp_path: Path) -> None:
     """Its landing is on the origin (pushed, then the process died before the run closed):
     recovery fetches the origin's branch and finds it there; the clone's main is untouched."""
@@ -116,3 +138,31 @@ def test_a_run_that_pushed_to_its_origin_before_dying_closes_merged(tmp_path: Pa
     assert recover(worker, ledger) is RunStatus.MERGED
     assert "on origin" in (ledger.get_run("r1").reason or "")
     assert git(worker, "rev-parse", "main") == base
+
+
+def test_an_unreachable_origin_is_a_warning_and_what_was_last_fetched_decides(
+    tmp_path: Path,
+) -> None:
+    """The origin cannot be fetched at recovery: the run's landing, already seen by an
+    earlier fetch, still closes it merged, and the failed fetch is said."""
+    bare = tmp_path / "origin.git"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(bare))
+    worker = tmp_path / "worker"
+    git(tmp_path, "init", "-q", "-b", "main", str(worker))
+    (worker / "a.txt").write_text("a\n")
+    git(worker, "add", "a.txt")
+    git(worker, "commit", "-qm", "base")
+    git(worker, "remote", "add", "origin", str(bare))
+    git(worker, "push", "-q", "origin", "main")
+    base = git(worker, "rev-parse", "main")
+    landed = git(
+        worker, "commit-tree", f"{base}^{{tree}}", "-p", base, "-m", f"t\n\n{RUN_TRAILER}: r1"
+    )
+    git(worker, "push", "-q", "origin", f"{landed}:refs/heads/main")
+    git(worker, "fetch", "-q", "origin")  # seen here before the origin went away
+    git(worker, "remote", "set-url", "origin", str(tmp_path / "gone.git"))
+    started = {"base_commit": base, "base_branch": "main", "origin": "origin"}
+    ledger = running_ledger(tmp_path, [("run.started", started)])
+    said: list[str] = []
+    assert recover(worker, ledger, said.append) is RunStatus.MERGED
+    assert any("what was last fetched decides" in line for line in said), said

@@ -133,7 +133,7 @@ def landed(run: RunResult, land: LandOutcome) -> RunResult:
         )
     if land.refused:
         # Blocked by the landing alone: say first that the change itself passed.
-        reason = f"the validators passed; the pull request was refused: {land.detail}"
+        reason = f"the validators passed; {land.refusal}: {land.detail}"
         return end_run(
             run, RunStatus.BLOCKED, HaltType.ESCALATE, reason, land=land, land_refused=True
         )

@@ -135,15 +135,18 @@ def merge_squashed(
         return LandOutcome(
             RunStatus.BLOCKED, f"{moved}{left}", branch, validations=len(revalidations)
         )
-    except origin.OriginError as failed:  # the network or the remote: lands in a later run
+    except origin.OriginError as failed:
         said = f"{failed}; the change is left on branch {branch}"
         fx.warn(f"merge failed: {said}")
+        network = origin.failed_on_the_network(str(failed))  # else the remote's word (a hook)
         return LandOutcome(
-            RunStatus.READY,
+            RunStatus.READY if network else RunStatus.BLOCKED,
             f"not merged: {said}",
             branch,
             validations=len(revalidations),
-            machine_fault=True,
+            machine_fault=network,  # lands in a later run
+            refused=not network,  # a human's to resolve
+            refusal=f"the push to {plan.origin} was refused",
         )
     except landing.LandRefused as refused:
         said = f"{refused}; the change is left on branch {branch}{_published(fx, plan, branch)}"

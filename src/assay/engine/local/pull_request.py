@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.adapters import git, github
+from assay.adapters.origin import failed_on_the_network
 from assay.core.contract import Contract
 from assay.core.vocab import EventKind, RunStatus
 from assay.engine.effects import LandOutcome, RunPlan
@@ -55,31 +56,6 @@ class _NotOpened(Exception):
         self.fault = fault
 
 
-# A push that failed on the way, not on the remote's word: retried by a later run.
-_PUSH_NETWORK = (
-    "could not resolve host",
-    "connection refused",
-    "connection timed out",
-    "connection reset",
-    "operation timed out",
-    "timed out",
-    "network is unreachable",
-    "no route to host",
-    "the remote end hung up unexpectedly",
-    "early eof",
-    "returned error: 5",
-    "http 5",
-    "ssl_error",
-    "gnutls",
-)
-
-
-def push_failed_on_the_network(message: str) -> bool:
-    """Whether a failed push's message is the network's (a fault) rather than a refusal."""
-    low = message.lower()
-    return any(marker in low for marker in _PUSH_NETWORK)
-
-
 def api_fault(exc: github.GitHubError) -> bool:
     """Whether the API's failure is the machine's: unreachable, a timeout, 5xx, a rate limit,
     or an answer it could not have meant; 4xx answers are refusals."""
@@ -109,7 +85,7 @@ def land_pull_request(
         except git.GitError as exc:
             raise _NotOpened(
                 f"pushing {branch} to {request.remote} failed: {exc}",
-                fault=push_failed_on_the_network(str(exc)),
+                fault=failed_on_the_network(str(exc)),
             ) from None
         pushed = request.remote
         note(

@@ -289,7 +289,7 @@ def recover_interrupted(
             continue
         if _task_elsewhere(ledger, record.task_id, here):
             continue
-        with _claimed(home / "runs" / record.id) as mine:
+        with _claimed(run_dir) as mine:
             # Another recoverer (a second `serve`) may hold it, or have closed it just now.
             if not mine or not ledger.get_run(record.id).open:
                 continue
