@@ -83,7 +83,6 @@ def open_run(fx: RunSite, call: OpenRequest) -> tuple[RunPlan, datetime]:
     warm_up_model_client(fx.contract)
     run_dir = fx.run_dir(plan)
     run_dir.mkdir(parents=True, exist_ok=True)
-    mark_watched(run_dir)  # a stop request sent here reaches this run (a local one)
     lock = hold_run_lock(run_dir)  # before the row: a starting run never looks dead
     try:
         task.start(started, run_id=plan.run_id)
@@ -93,6 +92,7 @@ def open_run(fx: RunSite, call: OpenRequest) -> tuple[RunPlan, datetime]:
         os.close(lock)
         raise
     fx.run_lock, fx.plan, fx.started_at = lock, plan, started
+    mark_watched(run_dir)  # recorded: a stop request sent here reaches this run (a local one)
     fx.keep_worktrees = call.keep_worktrees
     if call.keep_worktrees:  # asked for: recovery's sweep leaves this run's seats alone
         (run_dir / KEEP_MARKER).touch()
