@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import signal
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
+from support.llm_requests import make_request
 from support.model_server import HttpError, ModelServer, ToolCall, Turn
 
 from assay.adapters import stop_request
-from assay.adapters.coders.base import DispatchRequest, DispatchResult
+from assay.adapters.coders.base import DispatchResult
 from assay.adapters.coders.llm import LlmCoder, PathRefused, confine
 from assay.adapters.store import halt_ops
 from assay.core.contract import canonical_halt_classes
@@ -28,33 +28,6 @@ def worktree(tmp_path: Path) -> Path:
     (root / "src" / "greet.py").write_text("def greet():\n    return 'hi'\n")
     (root / ".git").write_text("gitdir: elsewhere\n")
     return root
-
-
-def make_request(
-    server: ModelServer, worktree: Path, *, max_turns: int | None = 10, **settings: Any
-) -> DispatchRequest:
-    base = worktree.parent
-    return DispatchRequest(
-        worktree=worktree,
-        prompt="Create hello.txt saying hello.",
-        dispatch_id="d-1",
-        attempt=1,
-        seat=1,
-        halt_state_dir=base / "halts",
-        report_path=base / "report.json",
-        log_dir=base / "logs",
-        env={"PATH": os.environ["PATH"], "LOCAL_KEY": "anything"},
-        settings={
-            "kind": "llm",
-            "model": "scripted-model",
-            "base_url": server.base_url,
-            "api_key_env": "LOCAL_KEY",
-            **settings,
-        },
-        timeout_seconds=30,
-        max_turns=max_turns,
-        validator_commands={"check": "test -f hello.txt && cat hello.txt"},
-    )
 
 
 def dispatch(server: ModelServer, worktree: Path, **kw: Any) -> DispatchResult:

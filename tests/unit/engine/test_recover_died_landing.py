@@ -116,35 +116,10 @@ def test_a_died_landing_with_an_ignored_file_in_the_way_is_undone(
     assert ledger.get_run("r1").status is RunStatus.FAILED
 
 
-def test_a_run_that_pushed_to_its_origin_before_dying_closes_merged(tmp_path: Path) -> None:
-    """Its landing is on the origin (pushed, then the process died before the run closed):
-    recovery fetches the origin's branch and finds it there; the clone's main is untouched."""
-    bare = tmp_path / "origin.git"
-    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(bare))
-    worker = tmp_path / "worker"
-    git(tmp_path, "init", "-q", "-b", "main", str(worker))
-    (worker / "a.txt").write_text("a\n")
-    git(worker, "add", "a.txt")
-    git(worker, "commit", "-qm", "base")
-    git(worker, "remote", "add", "origin", str(bare))
-    git(worker, "push", "-q", "origin", "main")
-    base = git(worker, "rev-parse", "main")
-    landed = git(
-        worker, "commit-tree", f"{base}^{{tree}}", "-p", base, "-m", f"t\n\n{RUN_TRAILER}: r1"
-    )
-    git(worker, "push", "-q", "origin", f"{landed}:refs/heads/main")  # the refs/remotes are stale
-    started = {"base_commit": base, "base_branch": "main", "origin": "origin"}
-    ledger = running_ledger(tmp_path, [("run.started", started)])
-    assert recover(worker, ledger) is RunStatus.MERGED
-    assert "on origin" in (ledger.get_run("r1").reason or "")
-    assert git(worker, "rev-parse", "main") == base
-
-
-def test_an_unreachable_origin_is_a_warning_and_what_was_last_fetched_decides(
-    tmp_path: Path,
-) -> None:
-    """The origin cannot be fetched at recovery: the run's landing, already seen by an
-    earlier fetch, still closes it merged, and the failed fetch is said."""
+def landed_on_origin(tmp_path: Path) -> tuple[Path, str]:
+    """A worker's clone whose origin's main holds run r1's landing, pushed, the clone's own
+    remote-tracking ref not updated (the process died right after the push); the clone and
+    the run's base."""
     bare = tmp_path / "origin.git"
     git(tmp_path, "init", "-q", "--bare", "-b", "main", str(bare))
     worker = tmp_path / "worker"
@@ -159,6 +134,26 @@ def test_an_unreachable_origin_is_a_warning_and_what_was_last_fetched_decides(
         worker, "commit-tree", f"{base}^{{tree}}", "-p", base, "-m", f"t\n\n{RUN_TRAILER}: r1"
     )
     git(worker, "push", "-q", "origin", f"{landed}:refs/heads/main")
+    return worker, base
+
+
+def test_a_run_that_pushed_to_its_origin_before_dying_closes_merged(tmp_path: Path) -> None:
+    """Its landing is on the origin (pushed, then the process died before the run closed):
+    recovery fetches the origin's branch and finds it there; the clone's main is untouched."""
+    worker, base = landed_on_origin(tmp_path)  # the refs/remotes are stale
+    started = {"base_commit": base, "base_branch": "main", "origin": "origin"}
+    ledger = running_ledger(tmp_path, [("run.started", started)])
+    assert recover(worker, ledger) is RunStatus.MERGED
+    assert "on origin" in (ledger.get_run("r1").reason or "")
+    assert git(worker, "rev-parse", "main") == base
+
+
+def test_an_unreachable_origin_is_a_warning_and_what_was_last_fetched_decides(
+    tmp_path: Path,
+) -> None:
+    """The origin cannot be fetched at recovery: the run's landing, already seen by an
+    earlier fetch, still closes it merged, and the failed fetch is said."""
+    worker, base = landed_on_origin(tmp_path)
     git(worker, "fetch", "-q", "origin")  # seen here before the origin went away
     git(worker, "remote", "set-url", "origin", str(tmp_path / "gone.git"))
     started = {"base_commit": base, "base_branch": "main", "origin": "origin"}

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 from support.in_process import fresh_repo, ledger_of, run_main
+from support.llm_requests import make_request
 from support.model_server import ModelServer, Turn
 
 from assay.adapters import process_groups
-from assay.adapters.coders.base import DispatchRequest
 from assay.adapters.coders.llm import LlmCoder
 from assay.adapters.stop_request import STOP_FILE, StopAsk, asked, read_ask, watching
 from assay.engine.local.run_lock import hold_run_lock
@@ -79,29 +79,6 @@ def test_a_group_started_after_a_dangling_link_request_is_ended(
     assert ended == [(4242, signal.SIGTERM)]
 
 
-def _request(server: ModelServer, worktree: Path) -> DispatchRequest:
-    base = worktree.parent
-    return DispatchRequest(
-        worktree=worktree,
-        prompt="List the files.",
-        dispatch_id="d-1",
-        attempt=1,
-        seat=1,
-        halt_state_dir=base / "halts",
-        report_path=base / "report.json",
-        log_dir=base / "logs",
-        env={"PATH": os.environ["PATH"], "LOCAL_KEY": "anything"},
-        settings={
-            "kind": "llm",
-            "model": "scripted-model",
-            "base_url": server.base_url,
-            "api_key_env": "LOCAL_KEY",
-        },
-        timeout_seconds=30,
-        max_turns=10,
-    )
-
-
 def test_an_in_process_coder_stops_at_a_stop_request_as_at_a_signal(
     model_server: ModelServer, tmp_path: Path
 ) -> None:
@@ -115,7 +92,7 @@ def test_an_in_process_coder_stops_at_a_stop_request_as_at_a_signal(
     (run_dir / STOP_FILE).write_text(json.dumps({"action": "hold", "by": "ada", "via": "cli"}))
     model_server.script(*[Turn.call("list_files", {"path": "."}) for _ in range(5)])
     with watching(run_dir):
-        result = LlmCoder().dispatch(_request(model_server, worktree))
+        result = LlmCoder().dispatch(make_request(model_server, worktree))
     assert len(model_server.completions) == 0, f"{len(model_server.completions)} model calls"
     assert result.error is not None and "stopped" in result.error
 
