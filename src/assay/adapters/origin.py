@@ -33,7 +33,14 @@ PUSH_TRIES = 8
 # The status git gives a ref whose value on the remote is no longer the one the push was
 # made against: the client's lease, or the receiving side's own compare under its ref lock.
 _MOVED = ("[rejected] (stale info", "[rejected] (fetch first", "[rejected] (non-fast-forward")
-_LOCKED = "[remote rejected] (cannot lock ref"
+# The receiving side's own compare (its ref lock, the old value it was sent) failing: another
+# push moved or is moving the ref. git says it in its status as one of these; a hook's refusal
+# says "hook declined", a protected branch its own words.
+_LOCKED = (
+    "[remote rejected] (cannot lock ref",
+    "[remote rejected] (failed to update ref",
+    "[remote rejected] (failed to lock",
+)
 _CREDENTIALS = re.compile(r"(\w+://)[^/@\s]+@")
 
 
@@ -132,7 +139,7 @@ def _lost_race(done: subprocess.CompletedProcess[bytes]) -> bool:
     come on stderr as ``remote:`` lines) says the ref had moved."""
     for line in _text(done.stdout).splitlines():
         status = line.rsplit("\t", 1)[-1]
-        if line.startswith("!") and (status.startswith(_MOVED) or status.startswith(_LOCKED)):
+        if line.startswith("!") and status.startswith(_MOVED + _LOCKED):
             return True
     return False
 

@@ -5,6 +5,7 @@ porcelain status line says the branch moved."""
 from __future__ import annotations
 
 import stat
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -60,3 +61,26 @@ def test_a_hook_refusal_that_mentions_fetch_first_is_not_a_lost_race(tmp_path: P
             message=_message(),
         )  # fmt: skip
     assert counter.read_text().count("x") == 1  # one refusal, not 8 pushes
+
+
+@pytest.mark.parametrize(
+    ("status", "race"),
+    [
+        ("[rejected] (stale info)", True),
+        ("[rejected] (fetch first)", True),
+        # Two pushes at once: the receiving side's compare under its ref lock fails.
+        ("[remote rejected] (failed to update ref)", True),
+        ("[remote rejected] (cannot lock ref 'refs/heads/main': is at 1a but expected 2b)", True),
+        ("[remote rejected] (failed to lock)", True),
+        ("[remote rejected] (pre-receive hook declined)", False),
+        ("[remote rejected] (protected branch hook declined)", False),
+    ],
+)
+def test_only_the_refs_own_status_says_the_branch_moved(status: str, race: bool) -> None:
+    pushed = subprocess.CompletedProcess(
+        ["git", "push"],
+        1,
+        f"To /x/origin.git\n!\tabc:refs/heads/main\t{status}\nDone\n".encode(),
+        b"remote: the words of a hook: fetch first, cannot lock ref, failed to update ref\n",
+    )
+    assert origin._lost_race(pushed) is race

@@ -14,7 +14,7 @@ from pathlib import Path
 from support.repo import Repo, git, make_repo_with_origin
 from support.services import require_temporal_executor
 from support.temporal import DevServer, ExternalServer
-from support.workers import Worker, add_task, serve_once, service_env
+from support.workers import Worker, add_task, serve_once, service_env, show
 
 TASKS = 4
 
@@ -61,7 +61,11 @@ def test_two_machines_land_every_change_on_the_origin_once(
 
     git(user.root, "fetch", "-q", "origin")
     landed = git(user.root, "log", "--format=%(trailers:key=Assay-Task,valueonly)", "origin/main")
-    assert sorted(line for line in landed.splitlines() if line.strip()) == sorted(ids)
+    reasons = [
+        (t["id"], t["status"], t.get("last_error"))
+        for t in show(user.root, "task", "list", env=env)
+    ]
+    assert sorted(line for line in landed.splitlines() if line.strip()) == sorted(ids), reasons
     # One straight line of landings on the origin, each on the one before it.
     line = git(user.root, "rev-list", "--first-parent", f"{base}..origin/main").split()
     assert len(line) == TASKS and git(user.root, "rev-list", "--merges", "origin/main") == ""
