@@ -150,21 +150,28 @@ def test_a_claude_that_outlives_its_killed_assay_is_accounted_for(tmp_path: Path
         finally:
             victim.send_signal(signal.SIGKILL)
             victim.wait(timeout=30)
+        # Its sixth call waits until recovery has ended it: an answer sent while recovery reads
+        # its log could reach no log, and the count below is of answers sent in full.
+        sixth = server.hold(6)
         held.open()  # claude still reads: answered, and it goes on
-        deadline = time.monotonic() + 30
-        while server.handed_out.answers < 5:  # two more calls after its assay died
-            assert time.monotonic() < deadline, "the orphaned claude made no more calls"
-            time.sleep(0.05)
-        resumed = subprocess.run(
-            [str(ASSAY), "run", "--resume", "--json"],
-            cwd=repo.root,
-            env=agent_environ(home),
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
-        handed = server.handed_out
+        try:
+            deadline = time.monotonic() + 30
+            while server.handed_out.answers < 5:  # two more calls after its assay died
+                assert time.monotonic() < deadline, "the orphaned claude made no more calls"
+                time.sleep(0.05)
+            assert sixth.wait(30), "the orphaned claude made no sixth call"  # before the rerun's
+            resumed = subprocess.run(
+                [str(ASSAY), "run", "--resume", "--json"],
+                cwd=repo.root,
+                env=agent_environ(home),
+                capture_output=True,
+                text=True,
+                timeout=120,
+                check=False,
+            )
+            handed = server.handed_out
+        finally:
+            sixth.open()
     assert "interrupted, refunded" in resumed.stderr, resumed.stderr
     runs = payloads(repo.root)
     killed = next(iter(runs.values()))
