@@ -14,8 +14,8 @@ overrides shown as ``<U+202E>``) and is HTML-escaped, so the result never holds 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 
 from markupsafe import Markup, escape
 
@@ -43,12 +43,17 @@ class Style:
 
     @property
     def classes(self) -> str:
-        names = []
-        if self.fg is not None:
-            names.append(f"ansi-fg-{self.fg}")
-        if self.bold:
-            names.append("ansi-bold")
-        return " ".join(names)
+        return _classes(self.fg, self.bold)
+
+
+@lru_cache(maxsize=64)
+def _classes(fg: int | None, bold: bool) -> str:
+    names = []
+    if fg is not None:
+        names.append(f"ansi-fg-{fg}")
+    if bold:
+        names.append("ansi-bold")
+    return " ".join(names)
 
 
 PLAIN = Style()
@@ -56,10 +61,14 @@ PLAIN = Style()
 
 def apply_sgr(style: Style, params: str) -> Style:
     """``style`` after one SGR sequence's parameters (``1;31``; empty is ``0``)."""
+    return Style(*_next(style.fg, style.bold, params))
+
+
+@lru_cache(maxsize=4096)  # a test run's output repeats a few sequences thousands of times
+def _next(fg: int | None, bold: bool, params: str) -> tuple[int | None, bool]:
     if not _SGR_PARAMS.fullmatch(params):
-        return style
+        return fg, bold
     codes = [int(p) if p.isdigit() else 0 for p in re.split("[;:]", params)] if params else [0]
-    fg, bold = style.fg, style.bold
     at = 0
     while at < len(codes):
         code = codes[at]
@@ -77,7 +86,7 @@ def apply_sgr(style: Style, params: str) -> Style:
             # An extended colour: 5;N or 2;R;G;B follow; not shown, and not read as codes.
             at += 2 if codes[at + 1] == 5 else 4 if codes[at + 1] == 2 else 0
         at += 1
-    return Style(fg, bold)
+    return fg, bold
 
 
 def strip(text: str) -> str:
@@ -85,39 +94,92 @@ def strip(text: str) -> str:
     return _SEQUENCE.sub("", text)
 
 
-def _pieces(line: str, style: Style) -> Iterator[tuple[str, Style]]:
-    """The line's text runs with the style each is shown in; the last item's style is the one
-    the line ends with (its text may be empty)."""
-    at = 0
-    for match in _SEQUENCE.finditer(line):
-        if match.start() > at:
-            yield line[at : match.start()], style
-        if match.group("final") == "m" and not match.group("inter"):
-            style = apply_sgr(style, match.group("params"))
-        at = match.end()
-    yield line[at:], style
+# The same sequences over a whole text, each ending at the end of its line as in one line.
+_SEQUENCE_LINES = re.compile(
+    r"(?:\x1b\[|\x9b)(?P<params>[0-?]*)(?P<inter>[ -/]*)(?P<final>[@-~])"
+    r"|(?:\x1b\[|\x9b)[0-?]*[ -/]*$"
+    r"|\x1b[\]PX^_][^\x07\x1b\n]*(?:\x07|\x1b\\|$)"
+    r"|\x1b[ -/]*[0-~]",
+    re.MULTILINE,
+)
+# Where a colour sequence was, while the rest is escaped in one pass: a printable character
+# that escaping leaves alone (a text that holds it takes the slower way, run by run).
+MARK = "\U0001d11e"
 
 
-def _html_run(text: str, style: Style) -> str:
-    if not text:
-        return ""
-    safe = str(escape(shown(text, lines=True)))
-    return f'<span class="{style.classes}">{safe}</span>' if style != PLAIN else safe
+def _html_run(text: str, classes: str) -> str:
+    safe = str(escape(text if text.isprintable() else shown(text, lines=True)))
+    return f'<span class="{classes}">{safe}</span>' if classes else safe
+
+
+COLOUR_LIMIT = 1_000_000  # characters: a longer text is shown without its colours
 
 
 def html_lines(text: str) -> list[Markup]:
     """``text`` as HTML, one item per line, its colours kept across lines (each line's spans
-    closed on that line)."""
+    closed on that line). Past :data:`COLOUR_LIMIT` its escapes are dropped instead: a few MB
+    of test output are a few hundred thousand coloured runs, an element each, that take a
+    browser many seconds to lay out; as plain lines they open in a few."""
     text = text.replace("\r\n", "\n")
+    if len(text) > COLOUR_LIMIT and has_escapes(text):
+        text = strip(text)
     if not has_escapes(text):  # the common case: escaped once, then split
         return [Markup(line) for line in str(escape(shown(text, lines=True))).split("\n")]
+    if MARK in text:
+        return html_lines_by_run(text)
+    # A test run's output is thousands of short coloured runs: every colour sequence becomes a
+    # mark and every other sequence goes (one split), the text is escaped at once, then each
+    # line is cut at its marks.
+    pieces = _SEQUENCE_LINES.split(text)  # text, then each sequence's three groups and text
+    flat = [pieces[0]]
+    colours: list[str] = []
+    for k in range(1, len(pieces), 4):
+        if pieces[k + 2] == "m" and not pieces[k + 1]:
+            colours.append(pieces[k])
+            flat.append(MARK)
+        flat.append(pieces[k + 3])
+    safe = str(escape(shown("".join(flat), lines=True)))
+    out: list[Markup] = []
+    fg: int | None = None
+    bold = False
+    classes = ""
+    at = 0
+    for line in safe.split("\n"):
+        if MARK not in line:
+            out.append(Markup(_span(line, classes)))
+            continue
+        first, *rest = line.split(MARK)
+        parts = [_span(first, classes)]
+        for piece in rest:
+            fg, bold = _next(fg, bold, colours[at])
+            classes = _classes(fg, bold)
+            at += 1
+            parts.append(_span(piece, classes))
+        out.append(Markup("".join(parts)))
+    return out
+
+
+def _span(safe: str, classes: str) -> str:
+    if not safe:
+        return ""
+    return f'<span class="{classes}">{safe}</span>' if classes else safe
+
+
+def html_lines_by_run(text: str) -> list[Markup]:
+    """:func:`html_lines` one coloured run at a time (``text``'s lines split on ``\\n``)."""
     out: list[Markup] = []
     style = PLAIN
     for line in text.split("\n"):
         parts = []
-        for run, run_style in _pieces(line, style):
-            parts.append(_html_run(run, run_style))
-            style = run_style
+        at = 0
+        for match in _SEQUENCE.finditer(line):
+            if match.start() > at:
+                parts.append(_html_run(line[at : match.start()], style.classes))
+            if match.group("final") == "m" and not match.group("inter"):
+                style = apply_sgr(style, match.group("params"))
+            at = match.end()
+        if at < len(line):
+            parts.append(_html_run(line[at:], style.classes))
         out.append(Markup("".join(parts)))
     return out
 

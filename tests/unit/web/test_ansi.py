@@ -130,3 +130,25 @@ def test_controls_and_bidi_are_shown() -> None:
 def test_strip_for_one_line() -> None:
     assert ansi.strip(f"{ESC}[1m{ESC}[31mE boom{ESC}[39;49;00m") == "E boom"
     assert ansi.strip("plain") == "plain"
+
+
+@settings(max_examples=400)
+@given(HOSTILE)
+def test_the_one_pass_rendering_is_the_run_by_run_one(text: str) -> None:
+    """Colours marked and the text escaped at once, as a long log is: the same HTML as each
+    run escaped on its own (the way a text holding the mark character still takes)."""
+    assert ansi.html_lines(text) == ansi.html_lines_by_run(text.replace("\r\n", "\n"))
+
+
+def test_a_text_holding_the_mark_is_rendered_run_by_run() -> None:
+    text = f"{ESC}[31mred{ansi.MARK}{ESC}[0m plain"
+    assert str(ansi.to_html(text)) == f'<span class="ansi-fg-31">red{ansi.MARK}</span> plain'
+
+
+def test_a_text_past_the_colour_limit_is_shown_plain() -> None:
+    line = f"{ESC}[33mwarn{ESC}[0m <b>x</b>\n"
+    small = ansi.to_html(line * 10)
+    big = ansi.to_html(line * (ansi.COLOUR_LIMIT // len(line) + 1))
+    assert 'class="ansi-fg-33"' in small
+    assert "span" not in big and ESC not in big and "[33m" not in big
+    assert big.startswith("warn &lt;b&gt;x&lt;/b&gt;\nwarn")
