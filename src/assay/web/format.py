@@ -212,6 +212,14 @@ def clip(value: object, limit: int = LINE_LIMIT) -> Clip:
     return Clip(head, True, len(text))
 
 
+def line(value: object, limit: int = LINE_LIMIT) -> str:
+    """``value``'s start on one line, as :func:`shown_text` shows it, with ``…`` when cut: for
+    a text that must stay plain (a link's label, a page's ``<title>``), where
+    ``line_text`` cannot put its "show all"."""
+    c = clip(value, limit)
+    return shown_text(c.head) + (" …" if c.cut else "")
+
+
 def size_text(chars: int) -> str:
     """A length as a reader weighs it: ``812 characters``, ``60 KB``, ``1.0 MB``."""
     if chars < 1000:
@@ -320,5 +328,6 @@ FILTERS = {
     "diff_html": diff_html,
     "ansi": ansi_html,
     "clip": clip,
+    "line": line,
     "size_text": size_text,
 }

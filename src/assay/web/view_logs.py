@@ -24,6 +24,7 @@ from assay.web import ansi, view_run
 from assay.web.view_models import AttemptView
 
 TASK_TEXTS = {
+    "title": "Title",
     "instruction": "Instruction",
     "hold_reason": "Hold reason",
     "last_error": "Last error",

@@ -201,3 +201,14 @@ def test_every_href_built_from_a_value_is_a_known_safe_one() -> None:
             else:
                 assert href.startswith(("/", "#", "?")), (template.name, href)
     assert found == KNOWN_HREFS
+
+
+def test_line_is_a_text_start_on_one_line() -> None:
+    from assay.web.format import line
+
+    title = "fix \u202e" + "x" * 200_000
+    shown = line(title, 80)
+    assert len(shown) < 100 and shown.endswith(" …") and "<U+202E>" in shown
+    assert "\u202e" not in shown
+    assert line("short") == "short" and line(None) == ""
+    assert line("a\x1b[31mred\x1b[0m\nb") == '"ared\\nb"'

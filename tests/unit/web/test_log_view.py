@@ -152,3 +152,25 @@ def test_validator_log_names_match_how_each_kind_names_its_file() -> None:
 
 def test_download_names_cannot_break_a_header() -> None:
     assert view_logs.download_name('r"1', "a/b\r\nc.log") == "r_1-a-b__c.log"
+
+
+def test_a_huge_title_is_cut_on_every_page_and_opens_whole(
+    ledger: Ledger, client: TestClient
+) -> None:
+    import sqlalchemy as sa
+
+    from assay.adapters.store.schema import tasks
+
+    title = "\u202e<script>" + "t" * 200_000
+    with ledger._engine.begin() as conn:
+        conn.execute(sa.update(tasks).where(tasks.c.id == "t1").values(title=title))
+    for path in ("/", "/tasks/t1", "/runs/r1", "/tasks/t1/text/hold_reason"):
+        html = client.get(path).text
+        assert "t" * 1000 not in html, path  # a readable start, never the 200 KB
+        assert "<script>" not in html and "\u202e" not in html, path
+        head = re.search(r"<title>(.*)</title>", html)
+        assert head is not None and len(head.group(1)) < 200, path
+    for path in ("/tasks/t1", "/runs/r1"):
+        assert 'href="/tasks/t1/text/title"' in client.get(path).text
+    whole = client.get("/tasks/t1/text/title")
+    assert whole.status_code == 200 and "t" * 200_000 in whole.text
