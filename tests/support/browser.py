@@ -128,9 +128,11 @@ def page(browser: Browser) -> Iterator[Page]:
     context.close()
 
 
-def shot(page: Page, name: str) -> None:
+def shot(page: Page, name: str, *, full_page: bool = True) -> None:
+    """The page as ``<name>.png``: all of it, or (``full_page=False``: a page of thousands of
+    lines, too tall to take whole) what the window shows."""
     SHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=full_page)
 
 
 def log_in(page: Page, dashboard: Dashboard) -> None:
