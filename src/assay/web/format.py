@@ -11,6 +11,7 @@ chosen (file names, findings, reasons, evidence, summaries, output) goes through
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -304,10 +305,37 @@ def diff_html(diff: str | None) -> Markup:
     Escaped once as a whole, then split: escaping leaves newlines and the markers a line is
     told by (``+ - @ d``) alone, and a 512 KiB diff is thousands of lines, where a
     ``Markup.format`` per line cost more than the rest of the run page."""
-    escaped = str(escape(shown(diff or "", lines=True)))
+    escaped = str(escape(_cut_lines(shown(diff or "", lines=True))))
+    if _CUT in escaped:
+        escaped = _CUT_AT.sub(_cut_note, escaped)
     return Markup(
         "".join(f'<span class="d-{kind}">{text}</span>' for kind, text in _kinds(escaped))
     )
+
+
+DIFF_LINE_LIMIT = 2000  # characters of one diff line shown (a minified file is one 200 KB line)
+_CUT = "\x00"  # never in a shown text (a NUL is written \x00 there); escaping leaves it
+_CUT_AT = re.compile("\x00([0-9]+)\x00")
+
+
+def _cut_lines(text: str) -> str:
+    """``text`` with every line past :data:`DIFF_LINE_LIMIT` cut, its rest counted (a browser
+    takes seconds to lay out and paint a line a million pixels wide)."""
+    if len(text) <= DIFF_LINE_LIMIT:
+        return text
+    lines = text.split("\n")
+    if all(len(line) <= DIFF_LINE_LIMIT for line in lines):
+        return text
+    return "\n".join(
+        line
+        if len(line) <= DIFF_LINE_LIMIT
+        else f"{line[:DIFF_LINE_LIMIT]}{_CUT}{len(line) - DIFF_LINE_LIMIT}{_CUT}"
+        for line in lines
+    )
+
+
+def _cut_note(match: re.Match[str]) -> str:
+    return f'<em class="d-cut"> … {size_text(int(match.group(1)))} more on this line</em>'
 
 
 FILTERS = {

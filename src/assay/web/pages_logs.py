@@ -55,7 +55,8 @@ def run_log(request: Request, run_id: str, name: str, download: bool = False) ->
 
 @router.get("/runs/{run_id}/text/{field}")
 def run_text(request: Request, run_id: str, field: str, download: bool = False) -> Response:
-    page = view_logs.run_text(_ledger(request), run_id, field)
+    config: WebConfig = request.app.state.config
+    page = view_logs.run_text(config.ledger, run_id, field, config.state_dir)
     missing = f"Run {run_id!r} has no {field!r} to show."
     return _shown(request, page, download, missing, f"/runs/{quote(run_id, safe='')}")
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 from datetime import datetime
+from pathlib import Path
 
 import sqlalchemy as sa
 from markupsafe import Markup
@@ -31,6 +32,7 @@ TASK_TEXTS = {
     "diagnostic": "Diagnostic",
 }
 RUN_TEXTS = {"summary": "Coder summary", "reason": "Run reason"}
+HALT_TEXT = "halt:"  # ``halt:NAME``: the evidence a run's halt fired with
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]")
 
 
@@ -146,15 +148,24 @@ def task_text(ledger: Ledger, task_id: str, field: str) -> LogPage | None:
     return _text_page(TASK_TEXTS[field], field, None, task_id, str(row[0]), str(row[1]))
 
 
-def run_text(ledger: Ledger, run_id: str, field: str) -> LogPage | None:
-    """A run's long text (``RUN_TEXTS``: its reason, its coder's summary) whole."""
-    if field not in RUN_TEXTS:
+def run_text(
+    ledger: Ledger, run_id: str, field: str, state_dir: Path | None = None
+) -> LogPage | None:
+    """A run's long text (``RUN_TEXTS``: its reason, its coder's summary; ``halt:NAME``: the
+    evidence its halt fired with, as the run page reads it) whole."""
+    halt = field.removeprefix(HALT_TEXT) if field.startswith(HALT_TEXT) else None
+    if field not in RUN_TEXTS and not halt:
         return None
+    title = RUN_TEXTS.get(field) or f"Evidence of {halt}"
     with ledger.read() as conn:
         owner = _task_of_run(conn, run_id)
         if owner is None:
             return None
-        if field == "reason":
+        if halt:
+            run = view_run.build_run_view(conn, run_id, state_dir)
+            found = [h.detail for h in run.halts if h.name == halt] if run else []
+            text = found[0] if found else None
+        elif field == "reason":
             text = conn.execute(sa.select(runs.c.reason).where(runs.c.id == run_id)).scalar()
         else:
             path = conn.execute(sa.select(runs.c.payload_path).where(runs.c.id == run_id)).scalar()
@@ -163,7 +174,7 @@ def run_text(ledger: Ledger, run_id: str, field: str) -> LogPage | None:
             text = report.get("summary") if isinstance(report, dict) else None
     if not isinstance(text, str) or not text:
         return None
-    return _text_page(RUN_TEXTS[field], field, run_id, owner[0], owner[1], text)
+    return _text_page(title, field, run_id, owner[0], owner[1], text)
 
 
 def _text_page(

@@ -212,3 +212,17 @@ def test_line_is_a_text_start_on_one_line() -> None:
     assert "\u202e" not in shown
     assert line("short") == "short" and line(None) == ""
     assert line("a\x1b[31mred\x1b[0m\nb") == '"ared\\nb"'
+
+
+def test_a_huge_diff_line_is_cut_and_its_rest_counted() -> None:
+    from assay.web.format import DIFF_LINE_LIMIT
+
+    line = "+" + "<a>" * 70_000  # a minified file: one 210 KB line
+    html = str(diff_html(f"diff --git a/x b/x\n@@ -0,0 +1 @@\n{line}\n ctx\x00"))
+    added = html.split('<span class="d-add">')[1].split("</span>", maxsplit=1)[0]
+    assert added.startswith("+&lt;a&gt;") and "&lt;" not in added.split("<em")[1]
+    assert len(added) < DIFF_LINE_LIMIT * 4  # the kept start (each < escaped) and the note
+    assert '<em class="d-cut"> … 208 KB more on this line</em>' in added
+    assert '<span class="d-ctx"> ctx\\x00</span>' in html  # a NUL in the diff is no cut
+    small = str(diff_html("@@ -1 +1 @@\n+short\n"))
+    assert "d-cut" not in small
