@@ -132,7 +132,8 @@ def shot(page: Page, name: str, *, full_page: bool = True) -> None:
     """The page as ``<name>.png``: all of it, or (``full_page=False``: a page of thousands of
     lines, too tall to take whole) what the window shows."""
     SHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=full_page)
+    # A long page on a loaded machine takes more than the default 15 s to capture whole.
+    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=full_page, timeout=60_000)
 
 
 def log_in(page: Page, dashboard: Dashboard) -> None:
