@@ -15,7 +15,9 @@ Each end of a huge file is read with room for the longest value beyond the cut, 
 that straddles a cut is redacted whole, never kept in part. The secret scan reads a coder's
 output only when its candidate is checked, so the executor ships a seat's logs once its checks
 have ended (or when it left nothing to check), never while they may still hold a secret the
-scan is about to find (:meth:`LogShipper.ship`'s ``ready``).
+scan is about to find (:meth:`LogShipper.ship`'s ``ready``). While a coder runs, a provisional
+copy of its logs' ends is shipped instead (:meth:`LogShipper.ship_live`,
+:mod:`assay.adapters.live_logs`), made safe without the scan.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from assay.adapters import folders
+from assay.adapters.live_logs import ScanIncomplete, live_copy
 from assay.adapters.redact import Redactor, redactions
 from assay.adapters.store.schema import LOG_NAME_LENGTH
 from assay.adapters.store.sql import Ledger
@@ -44,6 +47,7 @@ from assay.core.run_logs import (
     place_of,
     within_run_limit,
 )
+from assay.core.vocab import LogRole
 
 MAX_ENTRIES = 20_000  # of a run folder walked for its logs (judges' scratch folders too)
 MAX_DEPTH = 8  # attempt-N/judges/judge-K/round-R/<file> is 5 deep
@@ -168,6 +172,7 @@ class LogShipper:
         self.ledger = ledger
         self.clock = clock
         self._operator = operator_secrets(operator_env)
+        self._known = _credentials(operator_env)
         self._shipped: dict[str, str] = {}  # name: digest of what the ledger holds
         self._seen: Seen = {}  # what was read, while the redaction stays the same
         self._seen_table: dict[str, str] = {}
@@ -199,6 +204,47 @@ class LogShipper:
                 self.ledger.ship_logs(run_id, fresh, at=self.clock())
             self._shipped.update({log.name: _digest(log) for log in fresh})
             return len(fresh)
+
+    def ship_live(
+        self,
+        run_id: str,
+        run_dir: Path,
+        found: Iterable[tuple[str, str]],
+        running: Callable[[KeptLog], bool],
+    ) -> int:
+        """Ship a provisional copy of each log of a coder that is ``running`` (its role, attempt
+        and seat: asked again under the lock, just before the write, so a copy never lands after
+        the seat's final ship) that changed since; how many were written. At most one write
+        for all of them. A log whose detectors could not read it all is not shipped."""
+        secrets = self._operator | set(found)
+        copies = []
+        for name, entry in log_files(run_dir).items():
+            place = place_of(name)
+            probe = KeptLog(name, place.role, place.attempt, place.seat, 0, "", False)
+            if place.role is not LogRole.CODER or not running(probe):
+                continue
+            try:
+                log = live_copy(entry.path, name, secrets, self._known)
+            except ScanIncomplete:
+                continue
+            if log is not None:
+                copies.append(log)
+        with self._lock:
+            fresh = [
+                log
+                for log in copies
+                if running(log) and self._shipped.get(log.name) != _digest(log)
+            ]
+            if fresh:
+                self.ledger.ship_logs(run_id, fresh, at=self.clock())
+            self._shipped.update({log.name: _digest(log) for log in fresh})
+            return len(fresh)
+
+
+def _credentials(operator_env: Mapping[str, str]) -> dict[str, str]:
+    from assay.adapters.validators.secrets import credential_values
+
+    return credential_values(operator_env)
 
 
 def _digest(log: KeptLog) -> str:
