@@ -113,3 +113,50 @@ def test_a_live_copy_of_a_key_in_a_running_log_holds_none_of_it(tmp_path: Path) 
     _append(path, "start\n-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5v\n")
     log = live_copy(path, STREAM, set(), {})
     assert log is not None and "b3BlbnNz" not in log.text and "PRIVATE KEY" not in log.text
+
+
+def test_a_seat_that_ended_while_its_copy_was_read_gets_no_write(tmp_path: Path) -> None:
+    ledger = _ledger(tmp_path)
+    run = tmp_path / "runs" / "r1"
+    _append(run / STREAM, "working\n")
+    asked: list[str] = []
+
+    def ended_meanwhile(log: KeptLog) -> bool:  # running when read, ended when about to write
+        asked.append(log.name)
+        return len(asked) == 1
+
+    assert LogShipper(ledger, {}, lambda: NOW).ship_live("r1", run, set(), ended_meanwhile) == 0
+    assert asked == [STREAM, STREAM] and ledger.run_logs("r1") == []
+
+
+def test_a_dispatch_ships_its_coder_s_log_while_it_runs_and_never_after(tmp_path: Path) -> None:
+    import asyncio
+
+    from assay.engine.local.live_logs import LiveLogs
+
+    ledger = _ledger(tmp_path)
+    run = tmp_path / "runs" / "r1"
+    live = LiveLogs(LogShipper(ledger, {}, lambda: NOW), set, every=0.02)
+    seen: list[str | None] = []
+
+    async def coder() -> str:
+        _append(run / STREAM, f"step one {GITHUB}\n")
+        for _ in range(200):  # until the ledger holds it: the seat still runs
+            await asyncio.sleep(0.02)
+            kept = ledger.run_log("r1", STREAM)
+            if kept is not None:
+                seen.append(kept.text)
+                break
+        return "done"
+
+    async def seat_then_more() -> str:
+        said = await live.during("r1", run, (1, 1), coder)
+        _append(run / STREAM, "after the end\n")  # in the same loop: a live loop would see it
+        await asyncio.sleep(0.1)
+        return said
+
+    assert asyncio.run(seat_then_more()) == "done"
+    assert seen and seen[0] is not None and "step one [REDACTED:GitHub Token]" in seen[0]
+    assert live.running == set()
+    kept = ledger.run_log("r1", STREAM)
+    assert kept is not None and "after the end" not in kept.text

@@ -25,7 +25,6 @@ from typing import Any, ParamSpec, TypeVar
 from assay.adapters import git
 from assay.adapters.assay_exe import with_assay_on_path
 from assay.adapters.envpolicy import agent_environment
-from assay.adapters.live_logs import LIVE_EVERY
 from assay.adapters.log_shipping import LogShipper
 from assay.adapters.process import EnvironmentFault
 from assay.adapters.process_groups import GROUPS_FILE, recording_groups
@@ -72,6 +71,7 @@ from assay.engine.local.close import close_interrupted, open_run, record_run
 from assay.engine.local.halts import HaltKeeper
 from assay.engine.local.interrupt import RunInterrupted, UserStop, boundary
 from assay.engine.local.journal import journaled
+from assay.engine.local.live_logs import LiveLogs
 from assay.engine.local.merge import land_candidate
 from assay.engine.local.metering import RunMeter
 from assay.engine.local.panel import judge_blind
@@ -152,7 +152,8 @@ class LocalEffects:
         # a seat's once its checks ended (or it left nothing to check), an attempt's judges'
         # once they ranked, so nothing the secret scan may still find is ever shipped.
         self.logs = LogShipper(ledger, self.operator_env, clock)
-        self._coding: set[tuple[int, int]] = set()  # seats whose coder runs: shipped live
+        # While a seat's coder runs, a provisional copy of its logs (made safe without the scan).
+        self.live = LiveLogs(self.logs, lambda: set(self.redaction.found))
         self._coders_done: set[tuple[int, int]] = set()
         self._checks_done: set[tuple[int, int]] = set()
         self._judges_done: set[int] = set()
@@ -240,7 +241,12 @@ class LocalEffects:
     async def dispatch(self, call: SeatCall) -> Candidate:
         try:
             with self._recording(call.plan):
-                candidate = await self._dispatch_live(call)
+                candidate = await self.live.during(
+                    call.plan.run_id,
+                    self.run_dir(call.plan),
+                    (call.attempt, call.seat),
+                    lambda: dispatch_seat(self, call),
+                )
         except Exception:  # crashed: what its coder wrote is shipped all the same
             self._coders_done.add((call.attempt, call.seat))
             await self.ship_logs(call.plan)
@@ -249,37 +255,6 @@ class LocalEffects:
             self._coders_done.add((call.attempt, call.seat))
             await self.ship_logs(call.plan)
         return candidate
-
-    async def _dispatch_live(self, call: SeatCall) -> Candidate:
-        """The seat's dispatch, its coder's logs shipped live while it runs (a provisional
-        copy, :meth:`LogShipper.ship_live`); its final ship replaces them."""
-        seat = (call.attempt, call.seat)
-        self._coding.add(seat)
-        live = asyncio.create_task(self._ship_live(call.plan, seat))
-        try:
-            return await dispatch_seat(self, call)
-        finally:
-            self._coding.discard(seat)  # before any final ship: no live copy lands after it
-            live.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await live
-
-    async def _ship_live(self, plan: RunPlan, seat: tuple[int, int]) -> None:
-        def running(log: KeptLog) -> bool:
-            return (log.attempt, log.seat) == seat and seat in self._coding
-
-        while seat in self._coding:
-            await asyncio.sleep(LIVE_EVERY)
-            try:
-                await asyncio.to_thread(
-                    self.logs.ship_live,
-                    plan.run_id,
-                    self.run_dir(plan),
-                    set(self.redaction.found),
-                    running,
-                )
-            except Exception:  # a live copy is a courtesy: the final ship warns
-                continue
 
     @machine_faults
     async def validate(self, call: CandidateCall) -> list[Validation]:
