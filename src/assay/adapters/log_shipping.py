@@ -28,12 +28,13 @@ import os
 import stat
 import threading
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import BinaryIO
 
 from assay.adapters import folders
-from assay.adapters.live_logs import ScanIncomplete, live_copy
+from assay.adapters.live_logs import ScanIncomplete, detected, live_copy
 from assay.adapters.redact import Redactor, redactions
 from assay.adapters.store.schema import LOG_NAME_LENGTH
 from assay.adapters.store.sql import Ledger
@@ -54,6 +55,7 @@ MAX_DEPTH = 8  # attempt-N/judges/judge-K/round-R/<file> is 5 deep
 MAX_LOGS = 2_000  # more than any run writes: a bound, not a budget
 CHAR_BYTES = 4  # a UTF-8 character's bytes at most
 OPERATOR_SECRET = "assay secret"
+WITHHELD = "… withheld: no secret scan read this log, and the detectors could not read it all …\n"
 
 Clock = Callable[[], datetime]
 
@@ -184,10 +186,13 @@ class LogShipper:
         run_dir: Path,
         found: Iterable[tuple[str, str]] = (),
         ready: Callable[[KeptLog], bool] | None = None,
+        unscanned: Callable[[KeptLog], bool] | None = None,
     ) -> int:
         """Ship what changed of the run's logs (``found``: the secrets the run's scans found;
-        ``ready``: which logs may go now, None: all); how many logs were written. Raises what
-        the ledger raises (the caller warns).
+        ``ready``: which logs may go now, None: all; ``unscanned``: which ones no scan read, a
+        run that died before its checks: the scan's detectors are run over what is kept of
+        them, as over a live copy); how many logs were written. Raises what the ledger raises
+        (the caller warns).
 
         The run's budget is shared by all its logs, so every log is read each time: one that
         is not ready still counts, and one shipped before is shipped again when a newer log
@@ -199,6 +204,8 @@ class LogShipper:
                 self._seen, self._seen_table = {}, redactor.table
             logs = within_run_limit(read_run_logs(run_dir, redactor, self._seen))
             chosen = logs if ready is None else [log for log in logs if ready(log)]
+            if unscanned is not None:
+                chosen = [_detected(log, self._known) if unscanned(log) else log for log in chosen]
             fresh = [log for log in chosen if self._shipped.get(log.name) != _digest(log)]
             if fresh:
                 self.ledger.ship_logs(run_id, fresh, at=self.clock())
@@ -239,6 +246,16 @@ class LogShipper:
                 self.ledger.ship_logs(run_id, fresh, at=self.clock())
             self._shipped.update({log.name: _digest(log) for log in fresh})
             return len(fresh)
+
+
+def _detected(log: KeptLog, known: dict[str, str]) -> KeptLog:
+    """``log`` with every secret the scan's detectors find in it redacted; withheld whole
+    when they could not read it all."""
+    try:
+        found = detected(log.text, known)
+    except ScanIncomplete:
+        return replace(log, text=WITHHELD, truncated=True)
+    return replace(log, text=Redactor(redactions(found)).text(log.text)) if found else log
 
 
 def _credentials(operator_env: Mapping[str, str]) -> dict[str, str]:

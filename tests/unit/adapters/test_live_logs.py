@@ -160,3 +160,22 @@ def test_a_dispatch_ships_its_coder_s_log_while_it_runs_and_never_after(tmp_path
     assert live.running == set()
     kept = ledger.run_log("r1", STREAM)
     assert kept is not None and "after the end" not in kept.text
+
+
+def test_a_log_no_scan_read_is_shipped_with_what_the_detectors_find_redacted(
+    tmp_path: Path,
+) -> None:
+    ledger = _ledger(tmp_path)
+    run = tmp_path / "runs" / "r1"
+    coder, check = "attempt-1/seat-1/claude.log", "attempt-1/seat-1/validators/validator-t.log"
+    _append(run / coder, f"$ claude\n--- stdout ---\nused {GITHUB}\n")
+    _append(run / check, f"{AWS}\n")
+
+    def coders(log: KeptLog) -> bool:
+        return log.role.value == "coder"
+
+    assert LogShipper(ledger, {}, lambda: NOW).ship("r1", run, unscanned=coders) == 2
+    kept = ledger.run_log("r1", coder)
+    assert kept is not None and GITHUB not in kept.text and "[REDACTED:GitHub Token]" in kept.text
+    other = ledger.run_log("r1", check)  # not asked for: as it was (its own scan's business)
+    assert other is not None and other.text == f"{AWS}\n"
