@@ -175,6 +175,7 @@ class LogShipper:
         self.clock = clock
         self._operator = operator_secrets(operator_env)
         self._known = _credentials(operator_env)
+        self._live_marks: dict[str, tuple[int, ...]] = {}  # what each live copy was read from
         self._shipped: dict[str, str] = {}  # name: digest of what the ledger holds
         self._seen: Seen = {}  # what was read, while the redaction stays the same
         self._seen_table: dict[str, str] = {}
@@ -230,12 +231,17 @@ class LogShipper:
             probe = KeptLog(name, place.role, place.attempt, place.seat, 0, "", False)
             if place.role is not LogRole.CODER or not running(probe):
                 continue
+            info = entry.info
+            mark = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, len(secrets))
+            if self._live_marks.get(name) == mark:  # unchanged since its last copy: not read
+                continue
             try:
                 log = live_copy(entry.path, name, secrets, self._known)
             except ScanIncomplete:
                 continue
             if log is not None:
                 copies.append(log)
+                self._live_marks[name] = mark
         with self._lock:
             fresh = [
                 log
