@@ -18,6 +18,7 @@ from fastapi.responses import JSONResponse, Response
 from assay.adapters.store.sql import Ledger
 from assay.web import view_logs
 from assay.web.config import WebConfig
+from assay.web.format import size_text
 from assay.web.rendering import render
 
 router = APIRouter()
@@ -77,6 +78,9 @@ def run_log_update(
             "length": update.length,
             "sig": update.sig,
             "live": update.live,
+            # The header's figures: the file's size, and when this copy was kept.
+            "size": size_text(page.size).replace("characters", "bytes"),
+            "kept": page.updated_at.isoformat() if page.updated_at else None,
         },
         headers={"Cache-Control": "no-store"},
     )

@@ -386,6 +386,7 @@ def test_a_running_seat_ticks_and_its_log_view_follows_the_tail(site: Site, page
         )
     expect(page.locator("#L32")).to_contain_text("step 32: running the tests", timeout=10_000)
     assert page.locator("#L32 a.ln").inner_text() == "32"
+    assert page.locator("#log-size").inner_text() == "990 bytes"  # the header follows too
     assert page.evaluate("document.getElementById('L1').dataset.seen") == "yes"  # appended
     expect(page.locator("#log-count")).to_have_text("4 matching lines")  # the search holds
     assert page.locator("#log-download").get_attribute("href") == "?download=1"

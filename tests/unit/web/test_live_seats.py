@@ -169,6 +169,7 @@ def test_the_log_follow_route_answers_in_json_and_404s_a_missing_log(client: Tes
     assert same.status_code == 200 and same.headers["cache-control"] == "no-store"
     assert same.json()["lines"] == [] and same.json()["live"] is True
     fresh = client.get(url).json()
+    assert fresh["size"] == "999 bytes" and fresh["kept"] == NOW.isoformat()
     assert fresh["start"] == 0 and fresh["total"] == len(fresh["lines"]) == 22
     assert fresh["lines"][0] == view_logs.ansi.html_lines("step 1")[0]
     assert client.get("/fragments/runs/r1/logs/attempt-1/none.log").status_code == 404

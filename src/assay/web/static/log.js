@@ -106,6 +106,10 @@
             changed();
             if (bottom) window.scrollTo(0, document.body.scrollHeight);
           }
+          var size = document.getElementById("log-size");
+          var kept = document.querySelector("#log-kept time");
+          if (size && update.size) size.textContent = update.size;
+          if (kept && update.kept) kept.setAttribute("datetime", update.kept);  // clock.js ticks it
           log.dataset.length = update.length;
           log.dataset.sig = update.sig;
           if (!update.live) {
