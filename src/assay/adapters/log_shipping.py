@@ -15,7 +15,9 @@ Each end of a huge file is read with room for the longest value beyond the cut, 
 that straddles a cut is redacted whole, never kept in part. The secret scan reads a coder's
 output only when its candidate is checked, so the executor ships a seat's logs once its checks
 have ended (or when it left nothing to check), never while they may still hold a secret the
-scan is about to find (:meth:`LogShipper.ship`'s ``ready``).
+scan is about to find (:meth:`LogShipper.ship`'s ``ready``). While a coder runs, a provisional
+copy of its logs' ends is shipped instead (:meth:`LogShipper.ship_live`,
+:mod:`assay.adapters.live_logs`), made safe without the scan.
 """
 
 from __future__ import annotations
@@ -26,11 +28,13 @@ import os
 import stat
 import threading
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import BinaryIO
 
 from assay.adapters import folders
+from assay.adapters.live_logs import ScanIncomplete, detected, live_copy
 from assay.adapters.redact import Redactor, redactions
 from assay.adapters.store.schema import LOG_NAME_LENGTH
 from assay.adapters.store.sql import Ledger
@@ -44,12 +48,14 @@ from assay.core.run_logs import (
     place_of,
     within_run_limit,
 )
+from assay.core.vocab import LogRole
 
 MAX_ENTRIES = 20_000  # of a run folder walked for its logs (judges' scratch folders too)
 MAX_DEPTH = 8  # attempt-N/judges/judge-K/round-R/<file> is 5 deep
 MAX_LOGS = 2_000  # more than any run writes: a bound, not a budget
 CHAR_BYTES = 4  # a UTF-8 character's bytes at most
 OPERATOR_SECRET = "assay secret"
+WITHHELD = "… withheld: no secret scan read this log, and the detectors could not read it all …\n"
 
 Clock = Callable[[], datetime]
 
@@ -168,6 +174,8 @@ class LogShipper:
         self.ledger = ledger
         self.clock = clock
         self._operator = operator_secrets(operator_env)
+        self._known = _credentials(operator_env)
+        self._live_marks: dict[str, tuple[int, ...]] = {}  # what each live copy was read from
         self._shipped: dict[str, str] = {}  # name: digest of what the ledger holds
         self._seen: Seen = {}  # what was read, while the redaction stays the same
         self._seen_table: dict[str, str] = {}
@@ -179,10 +187,13 @@ class LogShipper:
         run_dir: Path,
         found: Iterable[tuple[str, str]] = (),
         ready: Callable[[KeptLog], bool] | None = None,
+        unscanned: Callable[[KeptLog], bool] | None = None,
     ) -> int:
         """Ship what changed of the run's logs (``found``: the secrets the run's scans found;
-        ``ready``: which logs may go now, None: all); how many logs were written. Raises what
-        the ledger raises (the caller warns).
+        ``ready``: which logs may go now, None: all; ``unscanned``: which ones no scan read, a
+        run that died before its checks: the scan's detectors are run over what is kept of
+        them, as over a live copy); how many logs were written. Raises what the ledger raises
+        (the caller warns).
 
         The run's budget is shared by all its logs, so every log is read each time: one that
         is not ready still counts, and one shipped before is shipped again when a newer log
@@ -194,11 +205,69 @@ class LogShipper:
                 self._seen, self._seen_table = {}, redactor.table
             logs = within_run_limit(read_run_logs(run_dir, redactor, self._seen))
             chosen = logs if ready is None else [log for log in logs if ready(log)]
+            if unscanned is not None:
+                chosen = [_detected(log, self._known) if unscanned(log) else log for log in chosen]
             fresh = [log for log in chosen if self._shipped.get(log.name) != _digest(log)]
             if fresh:
                 self.ledger.ship_logs(run_id, fresh, at=self.clock())
             self._shipped.update({log.name: _digest(log) for log in fresh})
             return len(fresh)
+
+    def ship_live(
+        self,
+        run_id: str,
+        run_dir: Path,
+        found: Iterable[tuple[str, str]],
+        running: Callable[[KeptLog], bool],
+    ) -> int:
+        """Ship a provisional copy of each log of a coder that is ``running`` (its role, attempt
+        and seat: asked again under the lock, just before the write, so a copy never lands after
+        the seat's final ship) that changed since; how many were written. At most one write
+        for all of them. A log whose detectors could not read it all is not shipped."""
+        secrets = self._operator | set(found)
+        copies = []
+        for name, entry in log_files(run_dir).items():
+            place = place_of(name)
+            probe = KeptLog(name, place.role, place.attempt, place.seat, 0, "", False)
+            if place.role is not LogRole.CODER or not running(probe):
+                continue
+            info = entry.info
+            mark = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, len(secrets))
+            if self._live_marks.get(name) == mark:  # unchanged since its last copy: not read
+                continue
+            try:
+                log = live_copy(entry.path, name, secrets, self._known)
+            except ScanIncomplete:
+                continue
+            if log is not None:
+                copies.append(log)
+                self._live_marks[name] = mark
+        with self._lock:
+            fresh = [
+                log
+                for log in copies
+                if running(log) and self._shipped.get(log.name) != _digest(log)
+            ]
+            if fresh:
+                self.ledger.ship_logs(run_id, fresh, at=self.clock())
+            self._shipped.update({log.name: _digest(log) for log in fresh})
+            return len(fresh)
+
+
+def _detected(log: KeptLog, known: dict[str, str]) -> KeptLog:
+    """``log`` with every secret the scan's detectors find in it redacted; withheld whole
+    when they could not read it all."""
+    try:
+        found = detected(log.text, known)
+    except ScanIncomplete:
+        return replace(log, text=WITHHELD, truncated=True)
+    return replace(log, text=Redactor(redactions(found)).text(log.text)) if found else log
+
+
+def _credentials(operator_env: Mapping[str, str]) -> dict[str, str]:
+    from assay.adapters.validators.secrets import credential_values
+
+    return credential_values(operator_env)
 
 
 def _digest(log: KeptLog) -> str:

@@ -87,6 +87,20 @@ def timetag(value: Moment, now: datetime | None = None) -> Markup:
     return Markup(f'<time datetime="{iso}" title="{when(moment)}">{ago(moment, now)}</time>')
 
 
+def since(value: Moment, now: datetime | None = None) -> Markup:
+    """How long something has been running since ``value``, as :func:`duration` writes it, in
+    an element whose ``data-since`` lets ``clock.js`` keep it ticking in the browser."""
+    moment = _moment(value)
+    if moment is None:
+        return Markup('<span class="muted">{}</span>').format(value or UNKNOWN)
+    start = _aware(moment).astimezone(UTC)
+    shown = elapsed(start, _aware(now) if now is not None else datetime.now(UTC))
+    iso = start.isoformat(timespec="milliseconds")
+    return Markup(
+        f'<span class="elapsed" data-since="{iso}" title="since {when(start)}">{shown}</span>'
+    )
+
+
 def usd(value: float | None) -> str:
     """Dollars: ``$1.23``; below a dollar four decimals (``$0.0123``), so cents of a cheap
     model are not all ``$0.00``."""
@@ -348,6 +362,7 @@ FILTERS = {
     "tokens": tokens,
     "duration": duration,
     "elapsed": elapsed,
+    "since": since,
     "slug": slug,
     "http_url": http_url,
     "shorten": shorten,

@@ -9,14 +9,16 @@ every page (:mod:`assay.web.security`).
 
 from __future__ import annotations
 
+from typing import Annotated
 from urllib.parse import quote
 
-from fastapi import APIRouter, Request
-from fastapi.responses import Response
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import JSONResponse, Response
 
 from assay.adapters.store.sql import Ledger
 from assay.web import view_logs
 from assay.web.config import WebConfig
+from assay.web.format import size_text
 from assay.web.rendering import render
 
 router = APIRouter()
@@ -51,6 +53,37 @@ def run_log(request: Request, run_id: str, name: str, download: bool = False) ->
     page = view_logs.log_page(_ledger(request), run_id, name)
     missing = f"The ledger keeps no log {name!r} of run {run_id!r}."
     return _shown(request, page, download, missing, f"/runs/{quote(run_id, safe='')}")
+
+
+@router.get("/fragments/runs/{run_id}/logs/{name:path}")
+def run_log_update(
+    request: Request,
+    run_id: str,
+    name: str,
+    length: Annotated[int, Query(ge=0, le=1 << 40)] = 0,
+    sig: Annotated[str, Query(max_length=64)] = "",
+) -> Response:
+    """What a log view showing ``length`` characters signed ``sig`` must change (log.js
+    follows a log while its run is open): JSON, its lines as escaped HTML (see
+    :class:`view_logs.LogUpdate`); 404 when the log is gone."""
+    page = view_logs.log_page(_ledger(request), run_id, name)
+    if page is None:
+        return JSONResponse({"error": f"no log {name!r} of run {run_id!r}"}, status_code=404)
+    update = view_logs.log_update(page, length, sig)
+    return JSONResponse(
+        {
+            "start": update.start,
+            "lines": [str(line) for line in update.lines],
+            "total": update.total,
+            "length": update.length,
+            "sig": update.sig,
+            "live": update.live,
+            # The header's figures: the file's size, and when this copy was kept.
+            "size": size_text(page.size).replace("characters", "bytes"),
+            "kept": page.updated_at.isoformat() if page.updated_at else None,
+        },
+        headers={"Cache-Control": "no-store"},
+    )
 
 
 @router.get("/runs/{run_id}/text/{field}")

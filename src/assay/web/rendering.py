@@ -8,6 +8,7 @@ can forget them.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,8 @@ TEMPLATES = Path(__file__).with_name("templates")
 
 templates = Jinja2Templates(directory=str(TEMPLATES))
 templates.env.filters.update(FILTERS)
+# The server's clock, for clock.js to tick relative times by it rather than the browser's.
+templates.env.globals["server_now"] = lambda: datetime.now(UTC).isoformat()
 # A missing attribute is a bug in a template, not an empty string on a page.
 templates.env.undefined = jinja2.StrictUndefined
 

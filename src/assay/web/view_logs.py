@@ -9,6 +9,7 @@ summary) opens in the same view.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -53,10 +54,57 @@ class LogPage:
     updated_at: datetime | None
     text: str
     download: str  # the file name a download is saved as
+    live: bool = False  # its run is still open: the kept copy may still change
 
     @property
     def lines(self) -> list[Markup]:
         return ansi.html_lines(self.text)
+
+    @property
+    def sig(self) -> str:
+        return text_sig(self.text)
+
+    @property
+    def length(self) -> int:
+        return len(_normal(self.text))
+
+
+@dataclass(frozen=True)
+class LogUpdate:
+    """What a log view that shows ``length`` characters signed ``sig`` must change to show the
+    kept copy now: its lines from ``start`` (0-based) replaced by ``lines``; ``length`` and
+    ``sig`` those of the copy now. Only the lines that moved are sent when the copy grew by
+    an append (the usual case); the whole log when it was replaced (a live copy's window moved,
+    the final copy came)."""
+
+    start: int
+    lines: list[Markup]
+    total: int
+    length: int
+    sig: str
+    live: bool
+
+
+def _normal(text: str) -> str:
+    return text.replace("\r\n", "\n")  # as html_lines reads it
+
+
+def text_sig(text: str) -> str:
+    return hashlib.blake2b(_normal(text).encode("utf-8", "replace"), digest_size=8).hexdigest()
+
+
+def log_update(page: LogPage, length: int, sig: str) -> LogUpdate:
+    """The change from what the view shows (``length`` characters signed ``sig``) to ``page``."""
+    text = _normal(page.text)
+    lines = ansi.html_lines(text)
+    same = (page.length, page.sig)
+    if same == (length, sig):
+        return LogUpdate(len(lines), [], len(lines), *same, page.live)
+    start = 0
+    if 0 <= length <= len(text) and text_sig(text[:length]) == sig:
+        start = text[:length].count("\n")  # the last line shown may have grown: sent again
+    # Colours carry across lines: rendered whole, then only the lines from ``start`` are sent.
+    return LogUpdate(start, lines[start:], len(lines), *same, page.live)
 
 
 def download_name(*parts: str) -> str:
@@ -77,13 +125,14 @@ def validator_log(logs: list[LogEntry], attempt: int, seat: int, validator_id: s
 
 
 def coder_log(logs: list[LogEntry], attempt: int, seat: int) -> str | None:
-    """The seat's main log: its program's output (``*.log``) before a transcript."""
+    """The seat's main log: its program's output (``*.log``) before a transcript; while it
+    runs, the raw stream it writes to (``*.log.out``, then ``*.log.err``)."""
     mine = [
         log.name
         for log in logs
         if log.role == LogRole.CODER and (log.attempt, log.seat) == (attempt, seat)
     ]
-    mine.sort(key=lambda name: (not name.endswith(".log"), name))
+    mine.sort(key=lambda name: (not name.endswith(".log"), not name.endswith(".log.out"), name))
     return mine[0] if mine else None
 
 
@@ -102,13 +151,14 @@ def with_log_links(attempts: list[AttemptView], logs: list[LogEntry]) -> list[At
     return linked
 
 
-def _task_of_run(conn: sa.Connection, run_id: str) -> tuple[str, str] | None:
+def _task_of_run(conn: sa.Connection, run_id: str) -> tuple[str, str, bool] | None:
+    """The run's task id and title, and whether the run is still open."""
     row = conn.execute(
-        sa.select(runs.c.task_id, tasks.c.title)
+        sa.select(runs.c.task_id, tasks.c.title, runs.c.finished_at.is_(None))
         .select_from(runs.join(tasks, tasks.c.id == runs.c.task_id))
         .where(runs.c.id == run_id)
     ).first()
-    return None if row is None else (str(row.task_id), str(row.title))
+    return None if row is None else (str(row[0]), str(row[1]), bool(row[2]))
 
 
 def log_page(ledger: Ledger, run_id: str, name: str) -> LogPage | None:
@@ -132,6 +182,7 @@ def log_page(ledger: Ledger, run_id: str, name: str) -> LogPage | None:
         updated_at=entry.updated_at,
         text=entry.text or "",
         download=download_name(run_id, name),
+        live=owner[2],
     )
 
 

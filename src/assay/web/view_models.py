@@ -151,6 +151,22 @@ class SeatView:
     stop_reason: str | None
     chosen: bool
     log: str | None = None  # the name of its coder's log in the ledger (None: none kept)
+    started_at: datetime | None = None  # its dispatch.started event
+    live: LiveSeat | None = None  # what its coder did so far, while it runs
+
+
+@dataclass(frozen=True)
+class LiveSeat:
+    """What a running seat's coder did so far: ``reports`` how many times its program reported
+    usage (its turns, as far as they are known); ``tokens`` and ``cost_usd`` the sums of
+    those reports (None: unknown); ``tail`` the last lines of its log the ledger keeps ("":
+    none kept yet), ``log_updated_at`` when that copy was shipped."""
+
+    reports: int
+    tokens: int | None
+    cost_usd: float | None
+    tail: str
+    log_updated_at: datetime | None
 
 
 @dataclass(frozen=True)

@@ -59,6 +59,7 @@ class _Seat:
     cost_usd: float | None = None
     wall_time_ms: int | None = None
     stop_reason: str | None = None
+    started_at: datetime | None = None
 
 
 @dataclass
@@ -124,6 +125,7 @@ def read_events(timeline: _Timeline, rows: Any) -> None:
         elif kind == EventKind.DISPATCH_STARTED.value and _int(data.get("seat")) is not None:
             seat = attempt.seat(data["seat"])
             seat.coder = str(data.get("coder") or seat.coder)
+            seat.started_at = at
             attempt.started_at = attempt.started_at or at
         elif kind == EventKind.SEAT_FINISHED.value and _int(data.get("seat")) is not None:
             _seat_finished(attempt.seat(data["seat"]), data)
@@ -217,6 +219,7 @@ def _seat_view(seat: _Seat, closed: bool, chosen: bool) -> SeatView:
         wall_time_ms=seat.wall_time_ms,
         stop_reason=seat.stop_reason,
         chosen=chosen,
+        started_at=seat.started_at,
     )
 
 

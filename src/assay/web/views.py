@@ -18,7 +18,7 @@ import sqlalchemy as sa
 from assay.adapters.store.run_logs import read_logs
 from assay.adapters.store.schema import runs
 from assay.adapters.store.sql import Ledger
-from assay.web import view_halts, view_logs, view_queue, view_run
+from assay.web import view_halts, view_live, view_logs, view_queue, view_run
 from assay.web.queue_query import QueueQuery
 from assay.web.view_models import (
     UNREADABLE_STATUS,
@@ -171,6 +171,8 @@ def run_view(ledger: Ledger, run_id: str, *, state_dir: Path | None) -> RunView 
     with ledger.read() as conn:
         run = view_run.build_run_view(conn, run_id, state_dir)
         logs = read_logs(conn, run_id) if run is not None else []
+        if run is not None and run.run.open:
+            run = replace(run, attempts=view_live.with_live_seats(conn, run_id, run.attempts, logs))
     if run is None or not logs:
         return run
     return replace(run, attempts=view_logs.with_log_links(run.attempts, logs), logs=logs)

@@ -17,7 +17,7 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -25,8 +25,11 @@ from support.browser import READY, TOKEN, Dashboard, environ, log_in, shot
 from support.repo import ASSAY, CHECK_TESTS, Repo
 
 from assay.adapters.store.sql import Ledger
+from assay.adapters.store.usage_log import DispatchKey
+from assay.core.run_logs import KeptLog
 from assay.core.tasks import Task
-from assay.core.vocab import EventKind
+from assay.core.usage import UsageFigures
+from assay.core.vocab import EventKind, LogRole, UsageRole
 
 if TYPE_CHECKING:
     from conftest import World
@@ -130,7 +133,7 @@ def test_a_live_run_page_changes_while_the_run_goes_on(site: Site, page: Page) -
         "live.yaml",
         f"""task: Note what slugify keeps.
 scope: {{allow: ["src/**"]}}
-coder: {{kind: replay, steps: [{{script: "sleep 4; {wrong}"}},
+coder: {{kind: replay, steps: [{{script: "echo {CODING}; sleep 4; {wrong}"}},
   {{script: "{fixed}; echo '# keeps letters and digits' >> src/slug.py"}}]}}
 validators: [{{id: tests, kind: command, run: "{CHECK_TESTS}"}}]
 land: none
@@ -151,6 +154,9 @@ land: none
         page.wait_for_selector("#live-status.live-on")
         page.evaluate("window.__notReloaded = true")
         assert page.locator("#attempt-2").count() == 0  # attempt 1 still sleeps: nothing yet
+        # The running coder's output is in the ledger before its seat ends (shipped live).
+        shipped = _live_log(site, run_id, CODING)
+        assert shipped.endswith(".log.out") and page.locator("#attempt-2").count() == 0
         page.wait_for_selector("#attempt-2", timeout=60_000)  # appeared without a reload
         assert page.evaluate("window.__notReloaded === true")
         # A locator's wait (wait_for_function evaluates a string: the page's CSP forbids that).
@@ -163,12 +169,31 @@ land: none
     assert run.returncode == 0, err
 
 
+CODING = "coding-live-0123"
+
+
+def _live_log(site: Site, run_id: str, said: str) -> str:
+    """The name of the run's log that holds ``said``, once the ledger has it, while the
+    run's first seat has not finished."""
+    with site.ledger() as ledger:
+        deadline = time.monotonic() + READY
+        while time.monotonic() < deadline:
+            kinds = {e.kind for e in ledger.events(run_id=run_id)}
+            assert EventKind.SEAT_FINISHED not in kinds, "the seat ended before its log was seen"
+            for entry in ledger.run_logs(run_id):
+                kept = ledger.run_log(run_id, entry.name)
+                if kept is not None and said in (kept.text or ""):
+                    return entry.name
+            time.sleep(0.2)
+    raise AssertionError("the running coder's log never reached the ledger")
+
+
 def _open_run(site: Site, before: float) -> str:
     """The id of the run the test just started, once the ledger has it open (the copied
-    world has no other open run but the hostile one a test below opens)."""
+    world has no other open run but the ones tests below open)."""
     with site.ledger() as ledger:
         while time.monotonic() - before < READY:
-            found = [r for r in ledger.open_runs() if r.id != HOSTILE_RUN]
+            found = [r for r in ledger.open_runs() if r.id not in (HOSTILE_RUN, LIVE_RUN)]
             if found:
                 return found[0].id
             time.sleep(0.1)
@@ -307,3 +332,62 @@ def test_a_javascript_pull_request_url_is_text_not_a_link(site: Site, page: Page
     page.wait_for_timeout(300)
     assert dialogs == [] and page.url == f"{site.open.url}/runs/{HOSTILE_RUN}"
     shot(page, "hostile-url")
+
+
+LIVE_RUN = "r-live-seat"
+LIVE_LOG = "attempt-1/seat-1/claude.log.out"
+
+
+def test_a_running_seat_ticks_and_its_log_view_follows_the_tail(site: Site, page: Page) -> None:
+    from playwright.sync_api import expect
+
+    now = datetime.now(UTC)
+    lines = "".join(f"step {n}: reading src/slug.py\n" for n in range(1, 31))
+    key = DispatchKey("t-live-seat", LIVE_RUN, "a1.s1", UsageRole.CODER, "claude", 1, 1)
+    with site.ledger() as ledger:
+        task = Task.new(id="t-live-seat", title="A seat at work", instruction="x", now=now)
+        ledger.add_task(task)
+        task.start(now, run_id=LIVE_RUN)
+        ledger.start_run(task, LIVE_RUN, started_at=now - timedelta(seconds=70))
+        ledger.append_event(
+            EventKind.DISPATCH_STARTED,
+            {"attempt": 1, "seat": 1, "coder": "claude"},
+            at=now - timedelta(seconds=65),
+            task_id=task.id,
+            run_id=LIVE_RUN,
+        )
+        ledger.record_usage(key, UsageFigures(tokens_in=1200, tokens_out=300), priced=False, at=now)
+        ledger.ship_logs(
+            LIVE_RUN, [KeptLog(LIVE_LOG, LogRole.CODER, 1, 1, 900, lines, False)], at=now
+        )
+    log_in(page, site.open)
+    page.goto(f"{site.open.url}/runs/{LIVE_RUN}")
+    elapsed = page.locator("table.seats .elapsed")
+    assert elapsed.count() == 1
+    shown = elapsed.inner_text()
+    assert shown.startswith("1 m ")  # the seat started 65 s ago
+    expect(elapsed).not_to_have_text(shown, timeout=5_000)  # ticked by the browser's script
+    live = page.locator("tr.seat-live")
+    assert "1.5k" in live.locator(".live-tokens").inner_text()
+    assert live.locator(".live-cost").inner_text() == "unknown"  # no cost reported: never $0
+    assert "step 30: reading src/slug.py" in live.locator("pre").inner_text()
+    shot(page, "live-seat")
+
+    page.goto(f"{site.open.url}/runs/{LIVE_RUN}/logs/{LIVE_LOG}")
+    log = page.locator("#log li")
+    assert log.count() == 31  # 30 lines and the empty one after the last newline
+    page.evaluate("document.getElementById('L1').dataset.seen = 'yes'")
+    page.fill("#log-search", "step 3")
+    expect(page.locator("#log-count")).to_have_text("2 matching lines")  # 3 and 30
+    with site.ledger() as ledger:  # the coder wrote on: the next ship holds two lines more
+        grown = lines + "step 31: writing src/slug.py\nstep 32: running the tests\n"
+        ledger.ship_logs(
+            LIVE_RUN, [KeptLog(LIVE_LOG, LogRole.CODER, 1, 1, 990, grown, False)], at=now
+        )
+    expect(page.locator("#L32")).to_contain_text("step 32: running the tests", timeout=10_000)
+    assert page.locator("#L32 a.ln").inner_text() == "32"
+    assert page.locator("#log-size").inner_text() == "990 bytes"  # the header follows too
+    assert page.evaluate("document.getElementById('L1').dataset.seen") == "yes"  # appended
+    expect(page.locator("#log-count")).to_have_text("4 matching lines")  # the search holds
+    assert page.locator("#log-download").get_attribute("href") == "?download=1"
+    shot(page, "log-view-live")

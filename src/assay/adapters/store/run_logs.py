@@ -49,9 +49,23 @@ class LogEntry(BaseModel):
 
 
 def write_logs(conn: sa.Connection, run_id: str, logs: Sequence[KeptLog], at: datetime) -> None:
-    """Insert or replace each of ``logs`` (by run and name)."""
+    """Insert or replace each of ``logs`` (by run and name). A program's ``X.log`` holds its
+    raw streams (``X.log.out``, ``X.log.err``, shipped while it ran, provisional): written, it
+    replaces them, in the same transaction."""
     if not logs:
         return
+    written = {log.name for log in logs}
+    replaced = [
+        f"{log.name}{stream}"
+        for log in logs
+        if log.name.endswith(".log")
+        for stream in (".out", ".err")
+        if f"{log.name}{stream}" not in written
+    ]
+    if replaced:
+        conn.execute(
+            sa.delete(run_logs).where(run_logs.c.run_id == run_id, run_logs.c.name.in_(replaced))
+        )
     rows = [
         {
             "run_id": run_id,

@@ -71,6 +71,7 @@ from assay.engine.local.close import close_interrupted, open_run, record_run
 from assay.engine.local.halts import HaltKeeper
 from assay.engine.local.interrupt import RunInterrupted, UserStop, boundary
 from assay.engine.local.journal import journaled
+from assay.engine.local.live_logs import LiveLogs
 from assay.engine.local.merge import land_candidate
 from assay.engine.local.metering import RunMeter
 from assay.engine.local.panel import judge_blind
@@ -151,6 +152,8 @@ class LocalEffects:
         # a seat's once its checks ended (or it left nothing to check), an attempt's judges'
         # once they ranked, so nothing the secret scan may still find is ever shipped.
         self.logs = LogShipper(ledger, self.operator_env, clock)
+        # While a seat's coder runs, a provisional copy of its logs (made safe without the scan).
+        self.live = LiveLogs(self.logs, lambda: set(self.redaction.found))
         self._coders_done: set[tuple[int, int]] = set()
         self._checks_done: set[tuple[int, int]] = set()
         self._judges_done: set[int] = set()
@@ -238,7 +241,12 @@ class LocalEffects:
     async def dispatch(self, call: SeatCall) -> Candidate:
         try:
             with self._recording(call.plan):
-                candidate = await dispatch_seat(self, call)
+                candidate = await self.live.during(
+                    call.plan.run_id,
+                    self.run_dir(call.plan),
+                    (call.attempt, call.seat),
+                    lambda: dispatch_seat(self, call),
+                )
         except Exception:  # crashed: what its coder wrote is shipped all the same
             self._coders_done.add((call.attempt, call.seat))
             await self.ship_logs(call.plan)

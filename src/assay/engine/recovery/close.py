@@ -35,12 +35,14 @@ from assay.adapters.store.records import EventIn, RunDocument, RunRecord
 from assay.adapters.store.sql import Ledger, RunNotFound
 from assay.core.contract import Contract
 from assay.core.payload import HaltNotice
+from assay.core.run_logs import KeptLog
 from assay.core.vocab import (
     CanonicalHalt,
     EventKind,
     HaltLifecycle,
     HaltSeverity,
     HaltType,
+    LogRole,
     RunStatus,
 )
 from assay.engine.close import CloseFacts, close_run
@@ -212,6 +214,10 @@ def close_unfinished(
     return status
 
 
+def _coders(log: KeptLog) -> bool:
+    return log.role is LogRole.CODER
+
+
 def ship_left_logs(
     ledger: Ledger,
     run_dir: Path,
@@ -227,7 +233,9 @@ def ship_left_logs(
     if not run_dir.is_dir():
         return
     try:
-        LogShipper(ledger, env, clock).ship(run_id, run_dir)
+        # The run died before its checks could scan its coders' output: the scan's detectors
+        # read what is kept of it, as they read a running coder's live copy.
+        LogShipper(ledger, env, clock).ship(run_id, run_dir, unscanned=_coders)
     except Exception as exc:
         cause = " ".join(str(exc).split())[:200] or type(exc).__name__
         _say(warn, [f"run {run_id}: its logs were not shipped to the ledger: {cause}"])

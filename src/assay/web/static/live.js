@@ -9,6 +9,7 @@
   "use strict";
 
   var DEBOUNCE_MS = 200;
+  var POLL_MS = 3000;
 
   function start() {
     var body = document.body;
@@ -74,6 +75,11 @@
     source.onopen = function () { say("on", "live: connected"); };
     source.onerror = function () { say("off", "live: reconnecting"); };
     source.onmessage = schedule;  // plain=1: every kind arrives as a "message"
+    // A running coder's log reaches the ledger without an event (it is shipped, not
+    // journaled): while the page shows one (data-live-poll), it is refreshed every few seconds.
+    setInterval(function () {
+      if (!document.hidden && document.querySelector("[data-live-poll]")) schedule();
+    }, POLL_MS);
     window.addEventListener("beforeunload", function () { source.close(); });
   }
 

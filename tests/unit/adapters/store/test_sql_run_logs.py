@@ -51,6 +51,22 @@ def test_a_second_ship_replaces_what_the_first_kept(driver: Driver) -> None:
     assert len(ledger.run_logs("r1")) == 2
 
 
+def test_a_program_s_log_replaces_its_raw_streams_shipped_while_it_ran(driver: Driver) -> None:
+    ledger = driver.ledger
+    driver.add("t1")
+    driver.start("t1", "r1")
+    out, err, other = (
+        KeptLog(f"attempt-1/seat-1/claude.log{s}", LogRole.CODER, 1, 1, 5, "live\n", False)
+        for s in (".out", ".err", ".jsonl")
+    )
+    ledger.ship_logs("r1", [out, err, other], at=NOW)
+    ledger.ship_logs("r1", [CODER], at=NOW)  # another program's .log: nothing of it goes
+    assert len(ledger.run_logs("r1")) == 4
+    final = KeptLog("attempt-1/seat-1/claude.log", LogRole.CODER, 1, 1, 9, "$ claude\n", False)
+    ledger.ship_logs("r1", [final], at=NOW)
+    assert [e.name for e in ledger.run_logs("r1")] == [final.name, other.name, CODER.name]
+
+
 def test_a_ship_is_all_or_nothing_and_needs_its_run(driver: Driver) -> None:
     ledger = driver.ledger
     driver.add("t1")

@@ -1,0 +1,116 @@
+"""A running coder's log, read for the ledger while it still grows: a provisional copy.
+
+The final copy of a coder's log is shipped only once the secret scan read the coder's output
+(:mod:`assay.adapters.log_shipping`), so a secret it finds is redacted from what is kept. A live
+copy cannot wait for that, so it is made safe on its own, more strictly than the final one:
+
+- only the end of the file (:data:`LIVE_LIMIT` bytes), cut at line ends: a line the program is
+  still writing (a secret half printed) waits for its end, and a line the cut would split
+  (the start of the window) is left out;
+- the same secret detectors the scan runs over a coder's output (:func:`scan_streams` with the
+  output's rules), run over that text itself; every value they find is redacted, as are the
+  operator's secrets and whatever the run's scans found already;
+- a private key's lines are never shown in part: lines before a key's end whose start the
+  window cut off, and a key whose end is not written yet, are left out;
+- a scan that could not read everything (too many findings, a budget hit) or failed ships
+  nothing.
+
+The copy is kept under the file's own name (``attempt-N/seat-M/<program>.log.out``, the raw
+stream the program writes to) and says so in its first line; the final ship replaces it
+(the ledger drops a program's raw streams once its ``.log`` is kept,
+:func:`assay.adapters.store.run_logs.write_logs`).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from collections.abc import Iterable
+from pathlib import Path
+
+from assay.adapters.redact import Redactor, redactions
+from assay.core.run_logs import KeptLog, place_of
+
+LIVE_LIMIT = 64 * 1024  # bytes of a running log's end shipped live
+LIVE_EVERY = 2.0  # seconds between two live shipments of a running seat's logs
+PROVISIONAL = "… live copy while the coder runs (redacted; replaced when its seat ends) …\n"
+
+_KEY_BEGIN = re.compile(r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY")
+_KEY_END = re.compile(r"-----END[A-Z0-9 ]*PRIVATE KEY")
+
+
+class ScanIncomplete(Exception):
+    """The detectors could not read the whole text: nothing of it may be shipped."""
+
+
+def read_tail(path: Path, limit: int = LIVE_LIMIT) -> tuple[str, int, bool] | None:
+    """The complete lines among the last ``limit`` bytes of ``path``: (text, the file's size,
+    whether lines before them were left out); None when it is no regular file (or is gone)."""
+    try:
+        # Never through a link; non-blocking: a FIFO under a log's name never holds us up.
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as source:
+        info = os.fstat(source.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            return None
+        size = info.st_size
+        start = max(size - limit, 0)
+        source.seek(start)
+        data = source.read(limit)
+    end = data.rfind(b"\n") + 1  # the line still being written waits for its end
+    data = data[:end]
+    cut = start > 0
+    if cut:  # the window's first line began before it: left out whole
+        data = data[data.find(b"\n") + 1 :] if b"\n" in data else b""
+    return data.decode("utf-8", errors="replace").replace("\x00", "\ufffd"), size, cut
+
+
+def whole_keys_only(text: str) -> str:
+    """``text`` without a private key's lines cut off from its start (before an end whose
+    begin is not there) or from its end (after a begin whose end is not written yet)."""
+    end = _KEY_END.search(text)
+    if end is not None and not _KEY_BEGIN.search(text, 0, end.start()):
+        after = text.find("\n", end.end())
+        text = "" if after < 0 else text[after + 1 :]
+    begins = list(_KEY_BEGIN.finditer(text))
+    if begins and not _KEY_END.search(text, begins[-1].end()):
+        text = text[: text.rfind("\n", 0, begins[-1].start()) + 1]
+    return text
+
+
+def detected(text: str, known: dict[str, str]) -> set[tuple[str, str]]:
+    """``(type, value)`` of every secret the coder-output detectors find in ``text``; raises
+    :class:`ScanIncomplete` when they could not read all of it."""
+    from assay.adapters.validators.secret_scan import OUTPUT_SOURCE, ScanSource, scan_streams
+
+    lines = list(enumerate(text.splitlines(), start=1))
+    if not lines:
+        return set()
+    try:
+        scanned = scan_streams([ScanSource(OUTPUT_SOURCE, lines).stream()], known=known)
+    except Exception as exc:  # a detector that fails never lets its text through
+        raise ScanIncomplete(str(exc)) from exc
+    if scanned.overflow or scanned.generic_skipped:
+        raise ScanIncomplete("the detectors did not read every line")
+    return {(hit.type, value) for hit in scanned.hits for value in hit.values if value}
+
+
+def live_copy(
+    path: Path, name: str, secrets: Iterable[tuple[str, str]], known: dict[str, str]
+) -> KeptLog | None:
+    """What the ledger may keep of a running log now (see the module's doc); None when there
+    is no file to read. ``secrets``: values always redacted (the operator's, the run's found
+    ones); ``known``: exact values the detectors look for, by the variable that holds them."""
+    read = read_tail(path)
+    if read is None:
+        return None
+    text, size, cut = read
+    text = whole_keys_only(text)
+    redactor = Redactor(redactions(set(secrets) | detected(text, known)))
+    place = place_of(name)
+    return KeptLog(
+        name, place.role, place.attempt, place.seat, size, PROVISIONAL + redactor.text(text), cut
+    )

@@ -1,0 +1,181 @@
+"""A running coder's log shipped live: only whole lines of its end, every secret the scan's
+detectors would find redacted before it reaches the ledger, replaced by the final ship."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+from assay.adapters.live_logs import LIVE_LIMIT, PROVISIONAL, live_copy, whole_keys_only
+from assay.adapters.log_shipping import LogShipper
+from assay.adapters.store.sql import Ledger
+from assay.core.run_logs import KeptLog
+from assay.core.tasks import Task
+
+NOW = datetime(2026, 12, 6, tzinfo=UTC)
+GITHUB = "ghp_aB3dE5gH7jK9mN1pQ3rS5tU7vW9xY1zA2cD4"  # found by a provider's detector
+AWS = "AKIAZ3QW7RT5YU2OP4LK"
+OPERATOR = "operator-db-password-0123"  # the ledger's password: never a child's to print
+STREAM = "attempt-1/seat-1/claude.log.out"
+
+
+def _ledger(tmp_path: Path) -> Ledger:
+    ledger = Ledger.open(f"sqlite:///{tmp_path / 'assay.db'}")
+    task = Task.new(id="t1", title="t", instruction="i", now=NOW)
+    ledger.add_task(task)
+    task.start(NOW, run_id="r1")
+    ledger.start_run(task, "r1", started_at=NOW)
+    return ledger
+
+
+def _append(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a", encoding="utf-8") as out:
+        out.write(text)
+
+
+def _running(log: KeptLog) -> bool:
+    return (log.attempt, log.seat) == (1, 1)
+
+
+def test_a_secret_a_running_coder_prints_never_reaches_the_ledger_unredacted(
+    tmp_path: Path,
+) -> None:
+    ledger = _ledger(tmp_path)
+    run = tmp_path / "runs" / "r1"
+    stream = run / STREAM
+    env = {"ASSAY_DATABASE_URL": f"postgresql+psycopg://u:{OPERATOR}@db/assay"}
+    shipper = LogShipper(ledger, env, lambda: NOW)
+    _append(stream, f'{{"text": "found {GITHUB} in the config"}}\nkey {AWS}\n')
+    _append(stream, f"the ledger said {OPERATOR}\n")
+    half = len(GITHUB) // 2
+    _append(stream, f"and half a token: {GITHUB[:half]}")  # still being written
+    assert shipper.ship_live("r1", run, set(), _running) == 1
+    kept = ledger.run_log("r1", STREAM)
+    assert kept is not None
+    assert kept.text.startswith(PROVISIONAL)
+    for secret in (GITHUB, AWS, OPERATOR, GITHUB[:half]):
+        assert secret not in kept.text
+    assert "[REDACTED:GitHub Token]" in kept.text and "[REDACTED:AWS Access Key]" in kept.text
+    assert "in the config" in kept.text and "half a token" not in kept.text
+    # The line ends: the whole token is seen, and redacted.
+    _append(stream, f"{GITHUB[half:]} printed\n")
+    assert shipper.ship_live("r1", run, set(), _running) == 1
+    kept = ledger.run_log("r1", STREAM)
+    assert kept is not None and "ghp_" not in kept.text
+    assert kept.text.endswith("and half a token: [REDACTED:GitHub Token] printed\n")
+    assert shipper.ship_live("r1", run, set(), _running) == 0  # unchanged: no write
+
+
+def test_a_seat_no_longer_running_gets_no_live_copy_and_its_final_ship_replaces_it(
+    tmp_path: Path,
+) -> None:
+    ledger = _ledger(tmp_path)
+    run = tmp_path / "runs" / "r1"
+    _append(run / STREAM, "working\n")
+    _append(run / "attempt-1/seat-2/codex.log.out", "other seat\n")
+    shipper = LogShipper(ledger, {}, lambda: NOW)
+    assert shipper.ship_live("r1", run, set(), _running) == 1  # seat 2 is not running
+    assert [e.name for e in ledger.run_logs("r1")] == [STREAM]
+    assert shipper.ship_live("r1", run, set(), lambda log: False) == 0
+    # The program ended: its .log holds both streams and replaces them in the ledger.
+    _append(run / "attempt-1/seat-1/claude.log", "$ claude\n--- stdout ---\nworking\n")
+    assert shipper.ship("r1", run, ready=_running) == 1
+    names = [e.name for e in ledger.run_logs("r1")]
+    assert names == ["attempt-1/seat-1/claude.log"]
+    kept = ledger.run_log("r1", "attempt-1/seat-1/claude.log")
+    assert kept is not None and PROVISIONAL not in kept.text
+
+
+def test_a_long_running_log_ships_whole_lines_of_its_end_only(tmp_path: Path) -> None:
+    path = tmp_path / STREAM
+    line = "x" * 99 + "\n"
+    _append(path, f"secret-ish start {GITHUB[:20]}" + line * (2 * LIVE_LIMIT // 100))
+    _append(path, "the newest line\n")
+    log = live_copy(path, STREAM, set(), {})
+    assert log is not None and log.truncated and log.size == path.stat().st_size
+    body = log.text.removeprefix(PROVISIONAL)
+    assert body.endswith("the newest line\n") and body.startswith("x" * 99 + "\n")
+    assert len(body.encode()) <= LIVE_LIMIT and "secret-ish" not in body
+
+
+def test_a_private_key_cut_by_the_window_or_not_yet_ended_is_left_out() -> None:
+    head = "before\n-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA1\n"
+    assert whole_keys_only(head + "MIIEpA2\n") == "before\n"
+    cut = "MIIEpAIBAAKCAQEA1\n-----END RSA PRIVATE KEY-----\nafter\n"
+    assert whole_keys_only(cut) == "after\n"
+    whole = head + "-----END RSA PRIVATE KEY-----\nafter\n"
+    assert whole_keys_only(whole) == whole  # the detectors see it whole (and redact it)
+
+
+def test_a_live_copy_of_a_key_in_a_running_log_holds_none_of_it(tmp_path: Path) -> None:
+    path = tmp_path / STREAM
+    _append(path, "start\n-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5v\n")
+    log = live_copy(path, STREAM, set(), {})
+    assert log is not None and "b3BlbnNz" not in log.text and "PRIVATE KEY" not in log.text
+
+
+def test_a_seat_that_ended_while_its_copy_was_read_gets_no_write(tmp_path: Path) -> None:
+    ledger = _ledger(tmp_path)
+    run = tmp_path / "runs" / "r1"
+    _append(run / STREAM, "working\n")
+    asked: list[str] = []
+
+    def ended_meanwhile(log: KeptLog) -> bool:  # running when read, ended when about to write
+        asked.append(log.name)
+        return len(asked) == 1
+
+    assert LogShipper(ledger, {}, lambda: NOW).ship_live("r1", run, set(), ended_meanwhile) == 0
+    assert asked == [STREAM, STREAM] and ledger.run_logs("r1") == []
+
+
+def test_a_dispatch_ships_its_coder_s_log_while_it_runs_and_never_after(tmp_path: Path) -> None:
+    import asyncio
+
+    from assay.engine.local.live_logs import LiveLogs
+
+    ledger = _ledger(tmp_path)
+    run = tmp_path / "runs" / "r1"
+    live = LiveLogs(LogShipper(ledger, {}, lambda: NOW), set, every=0.02)
+    seen: list[str | None] = []
+
+    async def coder() -> str:
+        _append(run / STREAM, f"step one {GITHUB}\n")
+        for _ in range(200):  # until the ledger holds it: the seat still runs
+            await asyncio.sleep(0.02)
+            kept = ledger.run_log("r1", STREAM)
+            if kept is not None:
+                seen.append(kept.text)
+                break
+        return "done"
+
+    async def seat_then_more() -> str:
+        said = await live.during("r1", run, (1, 1), coder)
+        _append(run / STREAM, "after the end\n")  # in the same loop: a live loop would see it
+        await asyncio.sleep(0.1)
+        return said
+
+    assert asyncio.run(seat_then_more()) == "done"
+    assert seen and seen[0] is not None and "step one [REDACTED:GitHub Token]" in seen[0]
+    assert live.running == set()
+    kept = ledger.run_log("r1", STREAM)
+    assert kept is not None and "after the end" not in kept.text
+
+
+def test_a_log_no_scan_read_is_shipped_with_what_the_detectors_find_redacted(
+    tmp_path: Path,
+) -> None:
+    ledger = _ledger(tmp_path)
+    run = tmp_path / "runs" / "r1"
+    coder, check = "attempt-1/seat-1/claude.log", "attempt-1/seat-1/validators/validator-t.log"
+    _append(run / coder, f"$ claude\n--- stdout ---\nused {GITHUB}\n")
+    _append(run / check, f"{AWS}\n")
+
+    def coders(log: KeptLog) -> bool:
+        return log.role.value == "coder"
+
+    assert LogShipper(ledger, {}, lambda: NOW).ship("r1", run, unscanned=coders) == 2
+    kept = ledger.run_log("r1", coder)
+    assert kept is not None and GITHUB not in kept.text and "[REDACTED:GitHub Token]" in kept.text
+    other = ledger.run_log("r1", check)  # not asked for: as it was (its own scan's business)
+    assert other is not None and other.text == f"{AWS}\n"
