@@ -1,0 +1,160 @@
+"""The usage journal summed in SQL, per task, coder, model, day or charge: what ``assay usage``
+and the dashboard's usage page both read.
+
+A dispatch's figures are folded as :func:`assay.adapters.store.usage_log.fold` folds them (its
+tokens and known cost the sum of its rows; priced when its newest row says so and some cost
+came; unreported when no row reported usage; its model the newest one named; its day the UTC
+date of its earliest report), then summed per group by the database, so a page over a large
+ledger reads a few rows per day rather than every report.
+
+A range keeps the dispatches that reported in it, each with all it spent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, date, datetime, time, timedelta
+from typing import Any
+
+import sqlalchemy as sa
+
+from assay.adapters.store.schema import runs, usage
+from assay.core.usage import Spend
+from assay.core.usage_report import Charge, UsageCell, UsageKey
+from assay.core.vocab import UsageRole
+
+__all__ = ["day_start", "run_days", "usage_cells"]
+
+
+def day_start(day: date) -> datetime:
+    """Midnight UTC of ``day``."""
+    return datetime.combine(day, time(), tzinfo=UTC)
+
+
+def _utc_day(conn: sa.Connection, column: Any) -> Any:
+    """The UTC date of a time column, as ``YYYY-MM-DD`` text."""
+    if conn.dialect.name == "postgresql":
+        return sa.func.to_char(sa.func.timezone(_text("UTC"), column), _text("YYYY-MM-DD"))
+    # SQLite keeps a naive UTC time as ISO text.
+    return sa.func.substr(column, sa.literal_column("1"), sa.literal_column("10"))
+
+
+def _text(constant: str) -> Any:
+    """A constant of ours written into the SQL rather than bound: PostgreSQL matches a
+    grouped expression to the selected one only when their parameters are the same text."""
+    assert "'" not in constant
+    return sa.literal_column(f"'{constant}'")
+
+
+def _charge(spent: Any) -> Any:
+    return sa.case(
+        (spent.is_(True), _text(Charge.SPENT)),
+        (spent.is_(False), _text(Charge.REFUNDED)),
+        else_=_text(Charge.OPEN),
+    )
+
+
+def _dispatches(since: datetime | None, until: datetime | None) -> sa.Subquery:
+    """One row per dispatch with its sums and the ids of its rows that say the rest."""
+    query = sa.select(
+        usage.c.run_id,
+        usage.c.dispatch,
+        sa.func.min(usage.c.id).label("first_id"),
+        sa.func.max(usage.c.id).label("last_id"),
+        sa.func.max(sa.case((usage.c.model.is_not(None), usage.c.id))).label("model_id"),
+        sa.func.min(usage.c.at).label("first_at"),
+        sa.func.sum(usage.c.tokens_in).label("tokens_in"),
+        sa.func.sum(usage.c.tokens_out).label("tokens_out"),
+        sa.func.sum(usage.c.cost_usd).label("cost"),  # NULL: no row came with a cost
+        sa.func.max(sa.case((usage.c.reported, 1), else_=0)).label("reported"),
+    ).group_by(usage.c.run_id, usage.c.dispatch)
+    if since is not None or until is not None:
+        window = sa.select(usage.c.run_id, usage.c.dispatch)
+        if since is not None:
+            window = window.where(usage.c.at >= since)
+        if until is not None:
+            window = window.where(usage.c.at < until)
+        inside = window.distinct().subquery("inside")
+        query = query.join(
+            inside,
+            sa.and_(inside.c.run_id == usage.c.run_id, inside.c.dispatch == usage.c.dispatch),
+        )
+    return query.subquery("d")
+
+
+def usage_cells(
+    conn: sa.Connection,
+    keys: Sequence[UsageKey],
+    *,
+    since: datetime | None = None,
+    until: datetime | None = None,
+) -> list[UsageCell]:
+    """The journal's dispatches that reported in ``since``..``until`` (``until`` excluded;
+    None: no bound), summed per combination of ``keys`` (none: one cell of everything, or no
+    cell when nothing is journaled), in the order each cell's dispatches first reported."""
+    d = _dispatches(since, until)
+    last, named = usage.alias("last"), usage.alias("named")
+    priced = sa.and_(d.c.reported == 1, d.c.cost.is_not(None), last.c.priced.is_(True))
+    expressions = {
+        UsageKey.TASK: last.c.task_id,
+        UsageKey.CODER: sa.case(
+            (last.c.role == _text(UsageRole.CODER), last.c.source),
+            else_=last.c.role.concat(_text(":")).concat(last.c.source),
+        ),
+        UsageKey.MODEL: named.c.model,
+        UsageKey.DAY: _utc_day(conn, d.c.first_at),
+        UsageKey.CHARGE: _charge(runs.c.attempt_spent),
+    }
+    chosen = [expressions[k].label(f"k{n}") for n, k in enumerate(keys)]
+    source = d.join(last, last.c.id == d.c.last_id)
+    if UsageKey.MODEL in keys:
+        source = source.outerjoin(named, named.c.id == d.c.model_id)
+    if UsageKey.CHARGE in keys:
+        source = source.join(runs, runs.c.id == d.c.run_id)
+    query = (
+        sa.select(
+            *chosen,
+            sa.func.count(sa.distinct(d.c.run_id)).label("runs"),
+            sa.func.coalesce(sa.func.sum(d.c.tokens_in), 0).label("tokens_in"),
+            sa.func.coalesce(sa.func.sum(d.c.tokens_out), 0).label("tokens_out"),
+            sa.func.coalesce(sa.func.sum(sa.func.coalesce(d.c.cost, 0.0)), 0.0).label("cost"),
+            sa.func.count().label("dispatches"),
+            sa.func.sum(sa.case((sa.and_(d.c.reported == 1, sa.not_(priced)), 1), else_=0)).label(
+                "unpriced"
+            ),
+            sa.func.sum(sa.case((d.c.reported == 0, 1), else_=0)).label("unreported"),
+            sa.func.min(d.c.first_id).label("first"),
+        )
+        .select_from(source)
+        .group_by(*chosen)
+        .order_by(sa.func.min(d.c.first_id))
+    )
+    cells = []
+    for row in conn.execute(query):
+        if not row.dispatches:
+            continue  # no key: the one row of an empty journal
+        spend = Spend(
+            tokens_in=int(row.tokens_in),
+            tokens_out=int(row.tokens_out),
+            priced_cost_usd=round(float(row.cost), 9),
+            dispatches=int(row.dispatches),
+            unpriced=int(row.unpriced or 0),
+            unreported=int(row.unreported or 0),
+        )
+        values = tuple(None if v is None else str(v) for v in row[: len(keys)])
+        cells.append(UsageCell(values, int(row.runs), spend, int(row.first)))
+    return cells
+
+
+def run_days(conn: sa.Connection, since: date, until: date) -> dict[tuple[str, Charge], int]:
+    """The runs that started on each UTC day of ``since``..``until`` (both included), counted
+    by what they cost their task in attempts."""
+    day = _utc_day(conn, runs.c.started_at).label("day")
+    charge = _charge(runs.c.attempt_spent).label("charge")
+    query = (
+        sa.select(day, charge, sa.func.count().label("runs"))
+        .where(runs.c.started_at >= day_start(since))
+        .where(runs.c.started_at < day_start(until + timedelta(days=1)))
+        .group_by(day, charge)
+    )
+    return {(str(r.day), Charge(r.charge)): int(r.runs) for r in conn.execute(query)}
