@@ -82,7 +82,10 @@ def _text(value: str, limit: int = LABEL_LIMIT) -> str:
 def _title(bar: Bar, chart: Chart) -> str:
     if bar.note:
         return shown_text(bar.note)
-    parts = [f"{shown_text(name)} {chart.fmt(v)}" for name, v in zip(chart.series, bar.values, strict=False)]
+    parts = [
+        f"{shown_text(name)} {chart.fmt(v)}"
+        for name, v in zip(chart.series, bar.values, strict=False)
+    ]
     more = f" (at least: {bar.unknown} unknown)" if bar.unknown else ""
     return f"{shown_text(bar.label)}: {', '.join(parts)}{more}"
 

@@ -136,4 +136,4 @@ def test_labels_and_titles_are_text_never_markup() -> None:
     assert bar.get("data-label", "").startswith('"</text><script>alert(1)</script>\\"<U+202E>&')
     drawn = [t.text or "" for t in root.iter(f"{SVG}text") if t.get("class") == "label"]
     assert drawn == ['"</text><script>alert(1…']  # cut: the figures table has it whole
-    assert re.search(r"<title[^>]*>Cost &lt;b&gt;", text)
+    assert re.search(r"<title[^>]*>&#34;Cost &lt;b&gt;", text)
