@@ -55,18 +55,23 @@ def _charge(spent: Any) -> Any:
 
 
 def _dispatches(since: datetime | None, until: datetime | None) -> sa.Subquery:
-    """One row per dispatch with its sums and the ids of its rows that say the rest."""
+    """One row per dispatch with its sums, what its rows say of it (its task, role and
+    source are the same in each), and the ids of its newest row and newest priced row."""
     query = sa.select(
         usage.c.run_id,
         usage.c.dispatch,
+        sa.func.min(usage.c.task_id).label("task_id"),
+        sa.func.min(usage.c.role).label("role"),
+        sa.func.min(usage.c.source).label("source"),
         sa.func.min(usage.c.id).label("first_id"),
         sa.func.max(usage.c.id).label("last_id"),
+        sa.func.max(sa.case((usage.c.priced.is_(True), usage.c.id))).label("priced_id"),
         sa.func.max(sa.case((usage.c.model.is_not(None), usage.c.id))).label("model_id"),
         sa.func.min(usage.c.at).label("first_at"),
         sa.func.sum(usage.c.tokens_in).label("tokens_in"),
         sa.func.sum(usage.c.tokens_out).label("tokens_out"),
         sa.func.sum(usage.c.cost_usd).label("cost"),  # NULL: no row came with a cost
-        sa.func.max(sa.case((usage.c.reported, 1), else_=0)).label("reported"),
+        sa.func.max(sa.case((usage.c.reported.is_(True), 1), else_=0)).label("reported"),
     ).group_by(usage.c.run_id, usage.c.dispatch)
     if since is not None or until is not None:
         window = sa.select(usage.c.run_id, usage.c.dispatch)
@@ -74,11 +79,7 @@ def _dispatches(since: datetime | None, until: datetime | None) -> sa.Subquery:
             window = window.where(usage.c.at >= since)
         if until is not None:
             window = window.where(usage.c.at < until)
-        inside = window.distinct().subquery("inside")
-        query = query.join(
-            inside,
-            sa.and_(inside.c.run_id == usage.c.run_id, inside.c.dispatch == usage.c.dispatch),
-        )
+        query = query.where(sa.tuple_(usage.c.run_id, usage.c.dispatch).in_(window))
     return query.subquery("d")
 
 
@@ -93,20 +94,21 @@ def usage_cells(
     None: no bound), summed per combination of ``keys`` (none: one cell of everything, or no
     cell when nothing is journaled), in the order each cell's dispatches first reported."""
     d = _dispatches(since, until)
-    last, named = usage.alias("last"), usage.alias("named")
-    priced = sa.and_(d.c.reported == 1, d.c.cost.is_not(None), last.c.priced.is_(True))
+    named = usage.alias("named")
+    # Priced: its newest row says its whole cost is known, and some cost came.
+    priced = sa.and_(d.c.reported == 1, d.c.cost.is_not(None), d.c.priced_id == d.c.last_id)
     expressions = {
-        UsageKey.TASK: last.c.task_id,
+        UsageKey.TASK: d.c.task_id,
         UsageKey.CODER: sa.case(
-            (last.c.role == _text(UsageRole.CODER), last.c.source),
-            else_=last.c.role.concat(_text(":")).concat(last.c.source),
+            (d.c.role == _text(UsageRole.CODER), d.c.source),
+            else_=d.c.role.concat(_text(":")).concat(d.c.source),
         ),
         UsageKey.MODEL: named.c.model,
         UsageKey.DAY: _utc_day(conn, d.c.first_at),
         UsageKey.CHARGE: _charge(runs.c.attempt_spent),
     }
     chosen = [expressions[k].label(f"k{n}") for n, k in enumerate(keys)]
-    source = d.join(last, last.c.id == d.c.last_id)
+    source: Any = d
     if UsageKey.MODEL in keys:
         source = source.outerjoin(named, named.c.id == d.c.model_id)
     if UsageKey.CHARGE in keys:
