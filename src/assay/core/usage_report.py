@@ -129,30 +129,38 @@ class UsageOverTime:
 
 def over_time(
     dates: Sequence[str],
-    day_cells: Sequence[UsageCell],
-    coder_cells: Sequence[UsageCell],
+    cells: Sequence[UsageCell],
+    coder_runs: dict[tuple[str, Charge], int],
     run_days: dict[tuple[str, Charge], int],
 ) -> UsageOverTime:
-    """Lay out the cells summed per day (keys ``(day,)``) and per coder and charge (keys
-    ``(coder, charge)``) and the runs started per day and charge over ``dates`` (every day of
-    the range, ISO, in order)."""
-    spent = {c.keys[0]: c.spend for c in day_cells}
+    """Lay out the spending summed per day and coder (cells keyed ``(day, coder)``), the runs
+    each coder's dispatches reported in and the runs started per day, each by charge, over
+    ``dates`` (every day of the range, ISO, in order)."""
+    per_day: dict[str, Spend] = {}
+    per_coder: dict[str, Spend] = {}
+    for cell in cells:
+        day, coder = cell.keys[0] or "", cell.keys[1] or ""
+        per_day[day] = per_day.get(day, Spend()).plus(cell.spend)
+        per_coder[coder] = per_coder.get(coder, Spend()).plus(cell.spend)
     days = []
     for iso in dates:
         runs = {c: run_days[(iso, c)] for c in Charge if run_days.get((iso, c))}
-        days.append(DayUsage(iso, spent.pop(iso, Spend()), runs))
+        days.append(DayUsage(iso, per_day.pop(iso, Spend()), runs))
     first = dates[0] if dates else ""
-    earlier = _sum(s for key, s in spent.items() if key is not None and key < first)
-    coders: dict[str, DayUsage] = {}
-    for cell in coder_cells:
-        name, charge = cell.keys[0] or "", Charge(cell.keys[1] or Charge.OPEN)
-        before = coders.get(name, DayUsage(name))
-        runs = {**before.runs, charge: before.charged(charge) + cell.runs}
-        coders[name] = DayUsage(name, before.spend.plus(cell.spend), runs)
-    ranked = sorted(coders.values(), key=lambda c: (-c.spend.tokens, -c.run_count, c.key))
+    earlier = _sum(s for key, s in per_day.items() if key < first)
+    named = set(per_coder) | {coder for coder, _ in coder_runs}
+    coders = [
+        DayUsage(
+            name,
+            per_coder.get(name, Spend()),
+            {c: coder_runs[(name, c)] for c in Charge if coder_runs.get((name, c))},
+        )
+        for name in named
+    ]
+    coders.sort(key=lambda c: (-c.spend.tokens, -c.run_count, c.key))
     total_runs = {c: sum(d.charged(c) for d in days) for c in Charge}
     total = DayUsage("total", _sum(d.spend for d in days).plus(earlier), total_runs)
-    return UsageOverTime(days, ranked, total, earlier)
+    return UsageOverTime(days, coders, total, earlier)
 
 
 def _sum(spends: Iterable[Spend]) -> Spend:

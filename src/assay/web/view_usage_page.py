@@ -15,7 +15,7 @@ from datetime import timedelta
 from typing import Any
 
 from assay.adapters.store.sql import Ledger
-from assay.adapters.store.usage_sums import day_start, run_days, usage_cells
+from assay.adapters.store.usage_sums import coder_runs, day_start, run_days, usage_cells
 from assay.core.usage import Spend
 from assay.core.usage_report import (
     Charge,
@@ -59,10 +59,10 @@ def read(ledger: Ledger, query: UsageQuery) -> UsageOverTime:
     """The range's figures, in one read transaction."""
     since, until = day_start(query.since), day_start(query.until) + timedelta(days=1)
     with ledger.read() as conn:
-        days = usage_cells(conn, [UsageKey.DAY], since=since, until=until)
-        coders = usage_cells(conn, [UsageKey.CODER, UsageKey.CHARGE], since=since, until=until)
+        cells = usage_cells(conn, [UsageKey.DAY, UsageKey.CODER], since=since, until=until)
+        reported_in = coder_runs(conn, since, until)
         started = run_days(conn, query.since, query.until)
-    return over_time(query.dates, days, coders, started)
+    return over_time(query.dates, cells, reported_in, started)
 
 
 def usage_page(ledger: Ledger, query: UsageQuery) -> UsagePage:

@@ -44,26 +44,38 @@ def test_nothing_journaled_is_a_known_zero() -> None:
 
 
 def test_over_time_has_every_day_and_keeps_unknown_costs_apart() -> None:
-    days = [cell("2026-11-29", cost=5), cell("2026-12-01", unpriced=1), cell("2026-12-03")]
-    coders = [
-        cell("claude", Charge.SPENT, runs=2, tokens=300),
-        cell("claude", Charge.REFUNDED, runs=1, tokens=50, unreported=1),
-        cell("llm", Charge.OPEN, runs=1, tokens=30),
+    cells = [
+        cell("2026-11-29", "claude", cost=5),
+        cell("2026-12-01", "claude", tokens=300),
+        cell("2026-12-01", "llm", tokens=30, unpriced=1),
+        cell("2026-12-03", "claude", tokens=50, unreported=1),
     ]
+    coder_runs = {
+        ("claude", Charge.SPENT): 2,
+        ("claude", Charge.REFUNDED): 1,
+        ("llm", Charge.OPEN): 1,
+    }
     started = {("2026-12-01", Charge.SPENT): 2, ("2026-12-02", Charge.REFUNDED): 1}
-    view = over_time(["2026-12-01", "2026-12-02", "2026-12-03"], days, coders, started)
+    view = over_time(["2026-12-01", "2026-12-02", "2026-12-03"], cells, coder_runs, started)
     assert [d.key for d in view.days] == ["2026-12-01", "2026-12-02", "2026-12-03"]
     first, empty, third = view.days
-    assert first.spend.cost_usd is None and first.spend.priced_cost_usd == 1.0
+    assert first.spend.cost_usd is None and first.spend.priced_cost_usd == 2.0
+    assert first.spend.tokens == 330 and first.spend.dispatches == 2
     assert empty.spend == Spend() and empty.spend.cost_usd == 0 and empty.run_count == 1
-    assert third.spend.cost_usd == 1.0 and third.runs == {}
+    assert third.spend.cost_usd is None and third.runs == {}
     assert first.runs == {Charge.SPENT: 2}
     # A dispatch that first reported before the range, and still reported in it.
     assert view.earlier.priced_cost_usd == 5 and view.earlier.dispatches == 1
-    assert view.total.spend.priced_cost_usd == 7 and view.total.spend.cost_usd is None
+    assert view.total.spend.priced_cost_usd == 8 and view.total.spend.cost_usd is None
     assert view.total.runs == {Charge.SPENT: 2, Charge.REFUNDED: 1, Charge.OPEN: 0}
     claude, llm = view.coders
     assert claude.key == "claude" and claude.runs == {Charge.SPENT: 2, Charge.REFUNDED: 1}
-    assert claude.spend.tokens == 350 and claude.spend.unreported == 1
-    assert claude.spend.cost_usd is None
-    assert llm.runs == {Charge.OPEN: 1} and llm.run_count == 1
+    assert claude.spend.tokens == 450 and claude.spend.unreported == 1
+    assert claude.spend.cost_usd is None and claude.spend.priced_cost_usd == 7
+    assert llm.runs == {Charge.OPEN: 1} and llm.run_count == 1 and llm.spend.unpriced == 1
+
+
+def test_a_coder_with_runs_but_nothing_journaled_in_the_range_is_listed() -> None:
+    view = over_time(["2026-12-01"], [], {("claude", Charge.SPENT): 1}, {})
+    (claude,) = view.coders
+    assert claude.spend == Spend() and claude.runs == {Charge.SPENT: 1}

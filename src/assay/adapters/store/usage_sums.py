@@ -23,7 +23,7 @@ from assay.core.usage import Spend
 from assay.core.usage_report import Charge, UsageCell, UsageKey
 from assay.core.vocab import UsageRole
 
-__all__ = ["day_start", "run_days", "usage_cells"]
+__all__ = ["coder_runs", "day_start", "run_days", "usage_cells"]
 
 
 def day_start(day: date) -> datetime:
@@ -44,6 +44,14 @@ def _text(constant: str) -> Any:
     grouped expression to the selected one only when their parameters are the same text."""
     assert "'" not in constant
     return sa.literal_column(f"'{constant}'")
+
+
+def _coder(role: Any, source: Any) -> Any:
+    """A coder's kind; ``judge:NAME``, ``validator:NAME`` for the others."""
+    return sa.case(
+        (role == _text(UsageRole.CODER), source),
+        else_=role.concat(_text(":")).concat(source),
+    )
 
 
 def _charge(spent: Any) -> Any:
@@ -99,10 +107,7 @@ def usage_cells(
     priced = sa.and_(d.c.reported == 1, d.c.cost.is_not(None), d.c.priced_id == d.c.last_id)
     expressions = {
         UsageKey.TASK: d.c.task_id,
-        UsageKey.CODER: sa.case(
-            (d.c.role == _text(UsageRole.CODER), d.c.source),
-            else_=d.c.role.concat(_text(":")).concat(d.c.source),
-        ),
+        UsageKey.CODER: _coder(d.c.role, d.c.source),
         UsageKey.MODEL: named.c.model,
         UsageKey.DAY: _utc_day(conn, d.c.first_at),
         UsageKey.CHARGE: _charge(runs.c.attempt_spent),
@@ -146,6 +151,23 @@ def usage_cells(
         values = tuple(None if v is None else str(v) for v in row[: len(keys)])
         cells.append(UsageCell(values, int(row.runs), spend, int(row.first)))
     return cells
+
+
+def coder_runs(
+    conn: sa.Connection, since: datetime, until: datetime
+) -> dict[tuple[str, Charge], int]:
+    """The runs each coder's dispatches reported in, in ``since``..``until`` (``until``
+    excluded), counted by what they cost their task in attempts: the runs of
+    :func:`usage_cells`' coder groups (a dispatch is there when it reported in the range)."""
+    coder = _coder(usage.c.role, usage.c.source).label("coder")
+    charge = _charge(runs.c.attempt_spent).label("charge")
+    query = (
+        sa.select(coder, charge, sa.func.count(sa.distinct(usage.c.run_id)).label("runs"))
+        .select_from(usage.join(runs, runs.c.id == usage.c.run_id))
+        .where(usage.c.at >= since, usage.c.at < until)
+        .group_by(coder, charge)
+    )
+    return {(str(r.coder), Charge(r.charge)): int(r.runs) for r in conn.execute(query)}
 
 
 def run_days(conn: sa.Connection, since: date, until: date) -> dict[tuple[str, Charge], int]:
