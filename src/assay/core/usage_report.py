@@ -118,13 +118,11 @@ class DayUsage:
 @dataclass(frozen=True)
 class UsageOverTime:
     """The usage page: every day of the range, as ISO dates (a day with nothing is all zeros,
-    its cost a known $0), each coder (the heaviest first), the total, and ``earlier``: what the
-    dispatches that first reported before the range (and still reported in it) spent."""
+    its cost a known $0), each coder (the heaviest first) and the total."""
 
     days: list[DayUsage]
     coders: list[DayUsage]
     total: DayUsage
-    earlier: Spend
 
 
 def over_time(
@@ -146,8 +144,6 @@ def over_time(
     for iso in dates:
         runs = {c: run_days[(iso, c)] for c in Charge if run_days.get((iso, c))}
         days.append(DayUsage(iso, per_day.pop(iso, Spend()), runs))
-    first = dates[0] if dates else ""
-    earlier = _sum(s for key, s in per_day.items() if key < first)
     named = set(per_coder) | {coder for coder, _ in coder_runs}
     coders = [
         DayUsage(
@@ -159,8 +155,8 @@ def over_time(
     ]
     coders.sort(key=lambda c: (-c.spend.tokens, -c.run_count, c.key))
     total_runs = {c: sum(d.charged(c) for d in days) for c in Charge}
-    total = DayUsage("total", _sum(d.spend for d in days).plus(earlier), total_runs)
-    return UsageOverTime(days, coders, total, earlier)
+    total = DayUsage("total", _sum(c.spend for c in cells), total_runs)
+    return UsageOverTime(days, coders, total)
 
 
 def _sum(spends: Iterable[Spend]) -> Spend:

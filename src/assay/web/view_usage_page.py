@@ -1,9 +1,10 @@
 """The usage page's read model: cost, tokens, runs and attempts per UTC day and per coder, as
 charts with their figures, and as JSON for scripts.
 
-The spending is what ``assay usage`` sums (:func:`assay.adapters.store.usage_sums.usage_cells`:
-the dispatches that reported in the range, each with all it spent, on the day of its first
-report); the runs are those that started in the range, counted by what they cost their task
+The spending is what ``assay usage`` sums (:func:`assay.adapters.store.usage_sums.usage_cells`),
+of the reports made in the range: a dispatch on the day of its first report in it, with what
+it reported in it (one that also reported before or after the range counts that part there,
+not here); the runs are those that started in the range, counted by what they cost their task
 in attempts (spent, refunded, or open while they run). A cost nobody reported is never $0: a
 day's cost bar is its known part, marked, with the count of dispatches without a cost.
 """
@@ -59,7 +60,8 @@ def read(ledger: Ledger, query: UsageQuery) -> UsageOverTime:
     """The range's figures, in one read transaction."""
     since, until = day_start(query.since), day_start(query.until) + timedelta(days=1)
     with ledger.read() as conn:
-        cells = usage_cells(conn, [UsageKey.DAY, UsageKey.CODER], since=since, until=until)
+        keys = [UsageKey.DAY, UsageKey.CODER]
+        cells = usage_cells(conn, keys, since=since, until=until, whole=False)
         reported_in = coder_runs(conn, since, until)
         started = run_days(conn, query.since, query.until)
     return over_time(query.dates, cells, reported_in, started)
@@ -192,13 +194,12 @@ def _runs_json(entry: DayUsage) -> dict[str, int]:
 
 
 def as_json(query: UsageQuery, usage: UsageOverTime) -> dict[str, Any]:
-    """The page as a document: each day and each coder with its spending and runs, what
-    dispatches that first reported before the range spent, and the total."""
+    """The page as a document: each day and each coder with its spending and runs, and the
+    total."""
     return {
         "since": query.since.isoformat(),
         "until": query.until.isoformat(),
         "days": [{"day": d.key, **_runs_json(d), **spend_json(d.spend)} for d in usage.days],
         "coders": [{"coder": c.key, **_runs_json(c), **spend_json(c.spend)} for c in usage.coders],
-        "earlier": spend_json(usage.earlier),
         "total": {**_runs_json(usage.total), **spend_json(usage.total.spend)},
     }

@@ -45,7 +45,6 @@ def test_nothing_journaled_is_a_known_zero() -> None:
 
 def test_over_time_has_every_day_and_keeps_unknown_costs_apart() -> None:
     cells = [
-        cell("2026-11-29", "claude", cost=5),
         cell("2026-12-01", "claude", tokens=300),
         cell("2026-12-01", "llm", tokens=30, unpriced=1),
         cell("2026-12-03", "claude", tokens=50, unreported=1),
@@ -64,14 +63,13 @@ def test_over_time_has_every_day_and_keeps_unknown_costs_apart() -> None:
     assert empty.spend == Spend() and empty.spend.cost_usd == 0 and empty.run_count == 1
     assert third.spend.cost_usd is None and third.runs == {}
     assert first.runs == {Charge.SPENT: 2}
-    # A dispatch that first reported before the range, and still reported in it.
-    assert view.earlier.priced_cost_usd == 5 and view.earlier.dispatches == 1
-    assert view.total.spend.priced_cost_usd == 8 and view.total.spend.cost_usd is None
+    assert view.total.spend.priced_cost_usd == 3 and view.total.spend.cost_usd is None
+    assert view.total.spend.dispatches == 3
     assert view.total.runs == {Charge.SPENT: 2, Charge.REFUNDED: 1, Charge.OPEN: 0}
     claude, llm = view.coders
     assert claude.key == "claude" and claude.runs == {Charge.SPENT: 2, Charge.REFUNDED: 1}
-    assert claude.spend.tokens == 450 and claude.spend.unreported == 1
-    assert claude.spend.cost_usd is None and claude.spend.priced_cost_usd == 7
+    assert claude.spend.tokens == 350 and claude.spend.unreported == 1
+    assert claude.spend.cost_usd is None and claude.spend.priced_cost_usd == 2
     assert llm.runs == {Charge.OPEN: 1} and llm.run_count == 1 and llm.spend.unpriced == 1
 
 

@@ -109,8 +109,8 @@ def spend(entry: dict[str, Any]) -> tuple[Any, ...]:
 
 
 def test_the_page_sums_what_assay_usage_sums(client: TestClient) -> None:
-    since = (TODAY - timedelta(days=29)).isoformat()
-    page = client.get("/usage.json").json()
+    since = (TODAY - timedelta(days=45)).isoformat()  # every dispatch whole in the range
+    page = client.get("/usage.json", params={"since": since}).json()
     assert (page["since"], page["until"]) == (since, TODAY.isoformat())
     coders = cli_usage("--by", "coder", "--since", since)
     assert {c["coder"]: spend(c) for c in page["coders"]} == {
@@ -118,14 +118,31 @@ def test_the_page_sums_what_assay_usage_sums(client: TestClient) -> None:
     }
     assert spend(page["total"]) == spend(coders["total"])
     days = {g["key"]: spend(g) for g in cli_usage("--by", "day", "--since", since)["groups"]}
-    earlier = (TODAY - timedelta(days=40)).isoformat()
-    assert days.pop(earlier) == spend(page["earlier"])  # t-long's dispatch
     assert {d["day"]: spend(d) for d in page["days"] if d["dispatches"]} == days
     # Unknown costs: the llm coder's tokens without a cost, aider's no usage at all.
     total = page["total"]
     assert total["cost_usd"] is None
     assert total["priced_cost_usd"] == round(PRICED_COST + 0.02 + 0.75, 6)
     assert (total["unpriced_dispatches"], total["unreported_dispatches"]) == (1, 1)
+
+
+def test_a_dispatch_that_reported_before_the_range_counts_its_part_in_it(
+    client: TestClient,
+) -> None:
+    """``t-long``'s claude dispatch reported 40 days ago and yesterday: the last 30 days
+    have yesterday's report, on yesterday; ``assay usage --since`` counts it whole, on the
+    day of its first report."""
+    page = client.get("/usage.json").json()
+    since = page["since"]
+    yesterday = (TODAY - timedelta(days=1)).isoformat()
+    (day,) = (d for d in page["days"] if d["day"] == yesterday)
+    assert (day["dispatches"], day["tokens_in"], day["cost_usd"]) == (1, 1_000, 0.25)
+    coders = {g["key"]: g for g in cli_usage("--by", "coder", "--since", since)["groups"]}
+    shown = {c["coder"]: c for c in page["coders"]}
+    assert coders["claude"]["tokens_in"] - shown["claude"]["tokens_in"] == 1_000
+    assert coders["claude"]["priced_cost_usd"] - shown["claude"]["priced_cost_usd"] == 0.5
+    for name in ("llm", "aider", "judge:j1", HOSTILE):
+        assert spend(shown[name]) == spend(coders[name]), name
 
 
 def test_every_day_of_the_range_and_the_runs_by_what_they_cost(client: TestClient) -> None:

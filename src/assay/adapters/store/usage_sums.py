@@ -7,12 +7,14 @@ came; unreported when no row reported usage; its model the newest one named; its
 date of its earliest report), then summed per group by the database, so a page over a large
 ledger reads a few rows per day rather than every report.
 
-A range keeps the dispatches that reported in it, each with all it spent.
+A range keeps the dispatches that reported in it, each with all it spent (``assay usage
+--since``) or with what it reported in the range (the usage page, which reads only the rows
+in its range: a page over a year of a large ledger does not fold the journal's every row).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
@@ -62,26 +64,44 @@ def _charge(spent: Any) -> Any:
     )
 
 
-def _dispatches(since: datetime | None, until: datetime | None) -> sa.Subquery:
-    """One row per dispatch with its sums, what its rows say of it (its task, role and
-    source are the same in each), and the ids of its newest row and newest priced row."""
+def _dispatches(
+    since: datetime | None, until: datetime | None, whole: bool, keys: Sequence[UsageKey]
+) -> sa.Subquery:
+    """One row per dispatch with its sums, the ids of its first, newest and newest priced
+    rows, and what ``keys`` need of it (its task, role and source are the same in each row);
+    of the dispatches that reported in the range, with all their rows (``whole``) or with the
+    rows in the range only."""
+    # Only what the keys read: each aggregate is paid for on every row folded.
+    wanted: dict[UsageKey, list[Any]] = {
+        UsageKey.TASK: [sa.func.min(usage.c.task_id).label("task_id")],
+        UsageKey.CODER: [
+            sa.func.min(usage.c.role).label("role"),
+            sa.func.min(usage.c.source).label("source"),
+        ],
+        UsageKey.MODEL: [
+            sa.func.max(sa.case((usage.c.model.is_not(None), usage.c.id))).label("model_id")
+        ],
+        UsageKey.DAY: [sa.func.min(usage.c.at).label("first_at")],
+        UsageKey.CHARGE: [],
+    }
     query = sa.select(
         usage.c.run_id,
         usage.c.dispatch,
-        sa.func.min(usage.c.task_id).label("task_id"),
-        sa.func.min(usage.c.role).label("role"),
-        sa.func.min(usage.c.source).label("source"),
+        *(column for key in dict.fromkeys(keys) for column in wanted[key]),
         sa.func.min(usage.c.id).label("first_id"),
         sa.func.max(usage.c.id).label("last_id"),
         sa.func.max(sa.case((usage.c.priced.is_(True), usage.c.id))).label("priced_id"),
-        sa.func.max(sa.case((usage.c.model.is_not(None), usage.c.id))).label("model_id"),
-        sa.func.min(usage.c.at).label("first_at"),
         sa.func.sum(usage.c.tokens_in).label("tokens_in"),
         sa.func.sum(usage.c.tokens_out).label("tokens_out"),
         sa.func.sum(usage.c.cost_usd).label("cost"),  # NULL: no row came with a cost
         sa.func.max(sa.case((usage.c.reported.is_(True), 1), else_=0)).label("reported"),
     ).group_by(usage.c.run_id, usage.c.dispatch)
-    if since is not None or until is not None:
+    if not whole:
+        if since is not None:
+            query = query.where(usage.c.at >= since)
+        if until is not None:
+            query = query.where(usage.c.at < until)
+    elif since is not None or until is not None:
         window = sa.select(usage.c.run_id, usage.c.dispatch)
         if since is not None:
             window = window.where(usage.c.at >= since)
@@ -97,22 +117,29 @@ def usage_cells(
     *,
     since: datetime | None = None,
     until: datetime | None = None,
+    whole: bool = True,
 ) -> list[UsageCell]:
     """The journal's dispatches that reported in ``since``..``until`` (``until`` excluded;
     None: no bound), summed per combination of ``keys`` (none: one cell of everything, or no
-    cell when nothing is journaled), in the order each cell's dispatches first reported."""
-    d = _dispatches(since, until)
+    cell when nothing is journaled), in the order each cell's dispatches first reported.
+
+    ``whole``: each dispatch with all it spent, on the day of its first report (``assay
+    usage --since``); else only what it reported in the range, on the day of its first
+    report there (the usage page: read from the rows in the range alone, so its cost follows
+    the range, not the journal). A dispatch whose cost was unknown as of its newest row in
+    the range stays unknown, even when its part in the range came with costs."""
+    d = _dispatches(since, until, whole, keys)
     named = usage.alias("named")
     # Priced: its newest row says its whole cost is known, and some cost came.
     priced = sa.and_(d.c.reported == 1, d.c.cost.is_not(None), d.c.priced_id == d.c.last_id)
-    expressions = {
-        UsageKey.TASK: d.c.task_id,
-        UsageKey.CODER: _coder(d.c.role, d.c.source),
-        UsageKey.MODEL: named.c.model,
-        UsageKey.DAY: _utc_day(conn, d.c.first_at),
-        UsageKey.CHARGE: _charge(runs.c.attempt_spent),
+    expressions: dict[UsageKey, Callable[[], Any]] = {
+        UsageKey.TASK: lambda: d.c.task_id,
+        UsageKey.CODER: lambda: _coder(d.c.role, d.c.source),
+        UsageKey.MODEL: lambda: named.c.model,
+        UsageKey.DAY: lambda: _utc_day(conn, d.c.first_at),
+        UsageKey.CHARGE: lambda: _charge(runs.c.attempt_spent),
     }
-    chosen = [expressions[k].label(f"k{n}") for n, k in enumerate(keys)]
+    chosen = [expressions[k]().label(f"k{n}") for n, k in enumerate(keys)]
     source: Any = d
     if UsageKey.MODEL in keys:
         source = source.outerjoin(named, named.c.id == d.c.model_id)
