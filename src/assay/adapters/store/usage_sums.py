@@ -4,8 +4,8 @@ and the dashboard's usage page both read.
 A dispatch's figures are folded as :func:`assay.adapters.store.usage_log.fold` folds them (its
 tokens and known cost the sum of its rows; priced when its newest row says so and some cost
 came; unreported when no row reported usage; its model the newest one named; its day the UTC
-date of its earliest report), then summed per group by the database, so a page over a large
-ledger reads a few rows per day rather than every report.
+date of its earliest report), then summed per group by the database, so a caller gets a row
+per group rather than every report to fold in Python.
 
 A range keeps the dispatches that reported in it, each with all it spent (``assay usage
 --since``) or with what it reported in the range (the usage page, which reads only the rows
