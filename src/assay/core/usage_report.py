@@ -32,14 +32,12 @@ __all__ = [
 
 
 class UsageKey(StrEnum):
-    """What the store can sum the journal per: ``assay usage``'s groupings, and whether the
-    dispatch's run spent an attempt (:class:`Charge`)."""
+    """What the store can sum the journal per: ``assay usage``'s groupings."""
 
     TASK = "task"
     CODER = "coder"  # the coder's kind; ``judge:NAME``, ``validator:NAME`` for the others
     MODEL = "model"
     DAY = "day"  # the UTC date of a dispatch's first report
-    CHARGE = "charge"
 
 
 class Charge(StrEnum):

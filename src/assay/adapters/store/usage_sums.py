@@ -1,5 +1,6 @@
-"""The usage journal summed in SQL, per task, coder, model, day or charge: what ``assay usage``
-and the dashboard's usage page both read.
+"""The usage journal summed in SQL, per task, coder, model or day: what ``assay usage`` and
+the dashboard's usage page both read; and the runs per day and per coder, by what they cost
+their task in attempts, for the page.
 
 A dispatch's figures are folded as :func:`assay.adapters.store.usage_log.fold` folds them (its
 tokens and known cost the sum of its rows; priced when its newest row says so and some cost
@@ -82,7 +83,6 @@ def _dispatches(
             sa.func.max(sa.case((usage.c.model.is_not(None), usage.c.id))).label("model_id")
         ],
         UsageKey.DAY: [sa.func.min(usage.c.at).label("first_at")],
-        UsageKey.CHARGE: [],
     }
     query = sa.select(
         usage.c.run_id,
@@ -137,14 +137,11 @@ def usage_cells(
         UsageKey.CODER: lambda: _coder(d.c.role, d.c.source),
         UsageKey.MODEL: lambda: named.c.model,
         UsageKey.DAY: lambda: _utc_day(conn, d.c.first_at),
-        UsageKey.CHARGE: lambda: _charge(runs.c.attempt_spent),
     }
     chosen = [expressions[k]().label(f"k{n}") for n, k in enumerate(keys)]
     source: Any = d
     if UsageKey.MODEL in keys:
         source = source.outerjoin(named, named.c.id == d.c.model_id)
-    if UsageKey.CHARGE in keys:
-        source = source.join(runs, runs.c.id == d.c.run_id)
     query = (
         sa.select(
             *chosen,
