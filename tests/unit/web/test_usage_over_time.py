@@ -24,7 +24,7 @@ from typer.testing import CliRunner
 from assay.adapters.store.sql import Ledger
 from assay.cli.app import build_app
 from assay.core.settle import Verdict
-from assay.core.usage import UsageFigures
+from assay.core.usage import MAX_COUNT, UsageFigures
 from assay.core.vocab import RunStatus
 from assay.web.app import create_app
 from assay.web.config import WebConfig
@@ -273,3 +273,17 @@ def test_postgresql_sums_what_sqlite_sums(
             log_in(c)
             documents.append(c.get("/usage.json").json())
     assert documents[0] == documents[1]
+
+
+def test_counts_past_64_bits_are_summed_not_a_failure(ledger: Ledger, client: TestClient) -> None:
+    """Three dispatches at the most a report is counted at: their sum is past SQLite's
+    integer ``sum()``; the page and ``assay usage`` still answer."""
+    for dispatch in ("a1.s3", "a1.s4", "a1.s5"):
+        report(ledger, NOW, "t-docs", "r-2", dispatch, "huge",
+               UsageFigures(MAX_COUNT, MAX_COUNT, None, "m"), seat=3)  # fmt: skip
+    page = client.get("/usage.json").json()
+    (huge,) = (c for c in page["coders"] if c["coder"] == "huge")
+    assert huge["tokens_in"] == pytest.approx(3 * MAX_COUNT) and huge["cost_usd"] is None
+    assert client.get("/usage").status_code == 200
+    (grouped,) = (g for g in cli_usage("--by", "coder")["groups"] if g["key"] == "huge")
+    assert grouped["tokens"] == pytest.approx(6 * MAX_COUNT)

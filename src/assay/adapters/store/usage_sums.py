@@ -65,8 +65,19 @@ def _charge(spent: Any) -> Any:
     )
 
 
+def _count_sum(dialect: str, column: Any) -> Any:
+    """A sum of token counts that cannot overflow: SQLite's ``sum()`` of integers fails past
+    2**63 (a program may report any count; two dispatches at the bound pass it), its
+    ``total()`` is a float, exact to 2**53 tokens; PostgreSQL sums bigints as numeric."""
+    return sa.func.total(column) if dialect == "sqlite" else sa.func.sum(column)
+
+
 def _dispatches(
-    since: datetime | None, until: datetime | None, whole: bool, keys: Sequence[UsageKey]
+    dialect: str,
+    since: datetime | None,
+    until: datetime | None,
+    whole: bool,
+    keys: Sequence[UsageKey],
 ) -> sa.Subquery:
     """One row per dispatch with its sums, the ids of its first, newest and newest priced
     rows, and what ``keys`` need of it (its task, role and source are the same in each row);
@@ -91,8 +102,8 @@ def _dispatches(
         sa.func.min(usage.c.id).label("first_id"),
         sa.func.max(usage.c.id).label("last_id"),
         sa.func.max(sa.case((usage.c.priced.is_(True), usage.c.id))).label("priced_id"),
-        sa.func.sum(usage.c.tokens_in).label("tokens_in"),
-        sa.func.sum(usage.c.tokens_out).label("tokens_out"),
+        _count_sum(dialect, usage.c.tokens_in).label("tokens_in"),
+        _count_sum(dialect, usage.c.tokens_out).label("tokens_out"),
         sa.func.sum(usage.c.cost_usd).label("cost"),  # NULL: no row came with a cost
         sa.func.max(sa.case((usage.c.reported.is_(True), 1), else_=0)).label("reported"),
     ).group_by(usage.c.run_id, usage.c.dispatch)
@@ -128,7 +139,8 @@ def usage_cells(
     report there (the usage page: read from the rows in the range alone, so its cost follows
     the range, not the journal). A dispatch whose cost was unknown as of its newest row in
     the range stays unknown, even when its part in the range came with costs."""
-    d = _dispatches(since, until, whole, keys)
+    dialect = conn.dialect.name
+    d = _dispatches(dialect, since, until, whole, keys)
     named = usage.alias("named")
     # Priced: its newest row says its whole cost is known, and some cost came.
     priced = sa.and_(d.c.reported == 1, d.c.cost.is_not(None), d.c.priced_id == d.c.last_id)
@@ -146,8 +158,8 @@ def usage_cells(
         sa.select(
             *chosen,
             sa.func.count(sa.distinct(d.c.run_id)).label("runs"),
-            sa.func.coalesce(sa.func.sum(d.c.tokens_in), 0).label("tokens_in"),
-            sa.func.coalesce(sa.func.sum(d.c.tokens_out), 0).label("tokens_out"),
+            sa.func.coalesce(_count_sum(dialect, d.c.tokens_in), 0).label("tokens_in"),
+            sa.func.coalesce(_count_sum(dialect, d.c.tokens_out), 0).label("tokens_out"),
             sa.func.coalesce(sa.func.sum(sa.func.coalesce(d.c.cost, 0.0)), 0.0).label("cost"),
             sa.func.count().label("dispatches"),
             sa.func.sum(sa.case((sa.and_(d.c.reported == 1, sa.not_(priced)), 1), else_=0)).label(
