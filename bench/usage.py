@@ -6,7 +6,7 @@ model calls. This times, on a fresh SQLite ledger (or ``--url`` for PostgreSQL):
 
 - a report journaled through the run meter (budget checked), per report;
 - folding a task's journal back into per-dispatch totals (``task show``, a meter's start);
-- ``assay usage`` grouping a whole journal of ``--dispatches`` dispatches, in-process.
+- ``assay usage`` summing a whole journal of ``--dispatches`` dispatches (in SQL), in-process.
 
     PYTHONPATH=src .venv/bin/python bench/usage.py [--reports 2000] [--dispatches 5000]
 """
@@ -23,10 +23,10 @@ import sqlalchemy as sa
 
 from assay.adapters.store.schema import runs
 from assay.adapters.store.sql import Ledger
-from assay.adapters.store.usage_log import dispatch_usage
+from assay.adapters.store.usage_sums import usage_cells
 from assay.core.tasks import Task
 from assay.core.usage import BudgetLimits, UsageFigures
-from assay.core.usage_report import Spent, summarise
+from assay.core.usage_report import UsageKey, summary_of
 from assay.core.vocab import UsageGrouping
 from assay.engine.local.metering import RunMeter, coder_key
 
@@ -106,13 +106,11 @@ def main() -> None:
     for by in (UsageGrouping.TASK, UsageGrouping.DAY):
         started = time.perf_counter()
         with ledger.read() as conn:
-            folded = dispatch_usage(conn)
-        rows = (
-            Spent(d.key.task_id, d.key.run_id, d.key.role, d.key.source, None, d.figures)
-            for d in folded
-        )
-        summarise(rows, by)
-        print(f"assay usage --by {by.value} over {len(folded)} dispatches: {_ms(started)}")
+            groups = usage_cells(conn, [UsageKey(by.value)])
+            total = usage_cells(conn, [])
+        summary = summary_of(groups, total[0] if total else None, by)
+        dispatches = summary.total.spend.dispatches
+        print(f"assay usage --by {by.value} over {dispatches} dispatches: {_ms(started)}")
 
 
 def _ms(started: float) -> str:

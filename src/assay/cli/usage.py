@@ -1,9 +1,9 @@
 """``assay usage``: what the coders, judges and validators spent, from the usage journal.
 
-Each dispatch's running total is folded by :func:`assay.adapters.store.usage_log.dispatch_usage`
-(``--since`` keeps the dispatches that reported since then, each with all it spent) and summed
-per group by :mod:`assay.core.usage_report`. It only reads: where no ledger exists yet it says
-so and creates none.
+The journal is summed per group by :func:`assay.adapters.store.usage_sums.usage_cells` (the
+dashboard's usage page reads the same sums; ``--since`` keeps the dispatches that reported since
+then, each with all it spent) and ordered by :mod:`assay.core.usage_report`. It only reads:
+where no ledger exists yet it says so and creates none.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from assay.core.vocab import UsageGrouping
 if TYPE_CHECKING:
     import sqlalchemy as sa
 
-    from assay.adapters.store.usage_log import DispatchUsage
+    from assay.core.usage_report import UsageSummary
 
 SINCE_FORMS = "a duration back from now (30m, 12h, 7d, 2w) or an ISO date or time (2026-12-01)"
 _DURATION_LIKE = re.compile(r"\d+[smhdwSMHDW]?")
@@ -63,18 +63,21 @@ def usage(
             cutoff = parse_since(since, datetime.now(UTC))
         except ValueError as exc:
             fail(f"--since: {exc}")
+    from assay.adapters.store.usage_sums import usage_cells
+    from assay.core.usage_report import UsageKey, summary_of
+
     workspace = Workspace.find()
     ledger = workspace.existing_ledger()
-    dispatches: list[DispatchUsage] = []
+    summary = summary_of([], None, by)
     titles: dict[str, str] = {}
     if ledger is not None:
-        from assay.adapters.store.usage_log import dispatch_usage
-
         with ledger.read() as conn:
-            dispatches = dispatch_usage(conn, since=cutoff)
+            groups = usage_cells(conn, [UsageKey(by.value)], since=cutoff)
+            total = usage_cells(conn, [], since=cutoff)
+            summary = summary_of(groups, total[0] if total else None, by)
             if by is UsageGrouping.TASK:
                 titles = _task_titles(conn)
-    _print(dispatches, by, cutoff, titles, json_output, no_ledger=ledger is None)
+    _print(summary, by, cutoff, titles, json_output, no_ledger=ledger is None)
 
 
 def parse_since(text: str, now: datetime) -> datetime:
@@ -94,7 +97,7 @@ def parse_since(text: str, now: datetime) -> datetime:
 
 
 def _print(
-    dispatches: list[DispatchUsage],
+    summary: UsageSummary,
     by: UsageGrouping,
     cutoff: datetime | None,
     titles: dict[str, str],
@@ -103,15 +106,7 @@ def _print(
     no_ledger: bool,
 ) -> None:
     from assay.cli import usage_views
-    from assay.core.usage_report import Spent, summarise
 
-    summary = summarise(
-        (
-            Spent(d.key.task_id, d.key.run_id, d.key.role, d.key.source, _day(d), d.figures)
-            for d in dispatches
-        ),
-        by,
-    )
     since = cutoff.isoformat().replace("+00:00", "Z") if cutoff is not None else None
     if json_output:
         print_json(usage_views.summary_json(summary, by, since, titles))
@@ -121,11 +116,6 @@ def _print(
         typer.echo("no usage journaled" + (f" since {since}" if since else ""))
     else:
         sys.stdout.write(usage_views.summary_text(summary, by, titles))
-
-
-def _day(dispatch: DispatchUsage) -> str | None:
-    first = dispatch.first_at
-    return None if first is None else first.astimezone(UTC).date().isoformat()
 
 
 def _task_titles(conn: sa.Connection) -> dict[str, str]:

@@ -14,30 +14,16 @@ from typing import TYPE_CHECKING, Any
 
 from assay.cli.table import render, terminal_width
 from assay.core.usage import Spend, money
-from assay.core.usage_report import UsageGroup, UsageSummary
+from assay.core.usage_report import UsageGroup, UsageSummary, spend_json
 from assay.core.vocab import UsageGrouping
 
 if TYPE_CHECKING:
     from assay.adapters.store.usage_log import DispatchUsage
 
+__all__ = ["TaskUsage", "cost_cell", "spend_json", "spend_line", "summary_json", "summary_text"]
+
 UNKNOWN = "unknown"
 NUMBERS = ("runs", "dispatches", "tokens_in", "tokens_out", "tokens", "cost", "unpriced")
-
-
-def spend_json(spend: Spend) -> dict[str, Any]:
-    """A sum of dispatches as JSON, named as the payload's ``usage`` names them: ``cost_usd``
-    null when any cost is unknown, and then ``priced_cost_usd`` (the sum of the known ones) is
-    a lower bound."""
-    return {
-        "dispatches": spend.dispatches,
-        "tokens_in": spend.tokens_in,
-        "tokens_out": spend.tokens_out,
-        "tokens": spend.tokens,
-        "cost_usd": spend.cost_usd,
-        "priced_cost_usd": round(spend.priced_cost_usd, 6),
-        "unpriced_dispatches": spend.unpriced,
-        "unreported_dispatches": spend.unreported,
-    }
 
 
 def cost_cell(spend: Spend) -> str:

@@ -15,7 +15,7 @@ from fastapi.responses import Response
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException
 
-from assay.web import actions, live, pages, pages_logs, security
+from assay.web import actions, live, pages, pages_logs, pages_usage, security
 from assay.web.config import WebConfig
 from assay.web.rendering import TEMPLATES, render
 
@@ -27,6 +27,7 @@ def create_app(config: WebConfig) -> FastAPI:
     app = FastAPI(title="assay", docs_url=None, redoc_url=None, openapi_url=None)
     app.include_router(pages.router)
     app.include_router(pages_logs.router)
+    app.include_router(pages_usage.router)
     app.include_router(actions.router)
     app.include_router(live.router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")

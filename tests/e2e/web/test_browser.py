@@ -391,3 +391,44 @@ def test_a_running_seat_ticks_and_its_log_view_follows_the_tail(site: Site, page
     expect(page.locator("#log-count")).to_have_text("4 matching lines")  # the search holds
     assert page.locator("#log-download").get_attribute("href") == "?download=1"
     shot(page, "log-view-live")
+
+
+def test_the_usage_page_charts_each_day_and_marks_unknown_costs(site: Site, page: Page) -> None:
+    from assay.adapters.store.usage_log import DispatchKey
+    from assay.core.usage import UsageFigures
+    from assay.core.vocab import UsageRole
+
+    w, now = site.world, datetime.now(UTC)
+    with site.ledger() as ledger:  # today: one priced dispatch and one without a cost
+        for dispatch, source, cost in (
+            ("a9.s1", "usage-priced", 0.42),
+            ("a9.s2", "usage-llm", None),
+        ):
+            key = DispatchKey(w.done_task, w.pass_run, dispatch, UsageRole.CODER, source, 9, 1)
+            figures = UsageFigures(40_000, 2_000, cost, "m")
+            ledger.record_usage(key, figures, priced=cost is not None, at=now)
+    log_in(page, site.open)
+    page.locator('header nav a[href="/usage"]').click()
+    page.wait_for_url("**/usage")
+    days = page.locator("#day-cost svg.chart g.bar")
+    assert days.count() == 30
+    today = days.nth(29)
+    assert today.get_attribute("data-label") == now.date().isoformat()[5:]
+    assert "partial" in (today.get_attribute("class") or "")  # a lower bound, marked
+    mark = today.locator("rect.unknown-mark")
+    known = today.locator("rect.part")
+    mark_box, known_box = mark.bounding_box(), known.bounding_box()
+    assert mark_box and known_box and mark_box["height"] > 0 and known_box["height"] > 20
+    assert mark_box["y"] + mark_box["height"] <= known_box["y"] + 1  # drawn above the bar
+    quiet = days.nth(0).locator("rect.part").bounding_box()
+    assert quiet is None or quiet["height"] == 0  # a day with nothing: a zero-height bar
+    coders = page.locator("#coder-cost svg.chart g.bar")
+    priced = coders.filter(has=page.locator("xpath=self::*[@data-label='usage-priced']"))
+    assert priced.count() == 1 and "partial" not in (priced.get_attribute("class") or "")
+    assert "usage-llm" in page.locator("#coder-cost").inner_text()
+    figures = page.locator("#day-cost details")
+    figures.locator("summary").click()
+    row = figures.locator("tbody tr").nth(29)
+    assert row.locator("td").first.inner_text().startswith("≥ $0.42")
+    assert "at least" in page.locator(".unknown-costs").inner_text()
+    shot(page, "usage")

@@ -1,99 +1,79 @@
-"""Spending summed per task, coder, model and day: unknown costs stay unknown and counted."""
+"""Spending ordered per task, coder, model and day, and laid out over time (pure): unknown
+costs stay unknown and counted; a day with nothing is a known zero."""
 
 from __future__ import annotations
 
-from assay.core.usage import UsageFigures
-from assay.core.usage_report import Spent, group_key, summarise
-from assay.core.vocab import UsageGrouping, UsageRole
-
-CODER, JUDGE, VALIDATOR = UsageRole.CODER, UsageRole.JUDGE, UsageRole.VALIDATOR
+from assay.core.usage import Spend
+from assay.core.usage_report import Charge, UsageCell, over_time, summary_of
+from assay.core.vocab import UsageGrouping
 
 
-def spent(
-    task: str,
-    run: str,
-    source: str = "claude",
-    *,
-    role: UsageRole = CODER,
-    day: str | None = "2026-12-01",
-    tokens: tuple[int, int] = (100, 10),
-    cost: float | None = 0.01,
-    model: str | None = "sonnet",
-    reported: bool = True,
-) -> Spent:
-    figures = UsageFigures(tokens[0], tokens[1], cost, model, reported=reported)
-    return Spent(task, run, role, source, day, figures)
+def cell(
+    *keys: str | None, runs: int = 1, tokens: int = 100, first: int = 0, **spend: int
+) -> UsageCell:
+    cost = float(spend.pop("cost", 1))
+    return UsageCell(
+        keys, runs, Spend(tokens_in=tokens, priced_cost_usd=cost, dispatches=1, **spend), first
+    )
 
 
-DISPATCHES = [
-    spent("t-2", "r-1", tokens=(1000, 100), cost=0.5),
-    spent("t-2", "r-1", "llm", tokens=(400, 40), cost=None, model="mini"),  # unpriced
-    spent("t-2", "r-1", "j1", role=JUDGE, tokens=(50, 5), cost=0.001, model="haiku"),
-    spent("t-1", "r-2", day="2026-11-30", tokens=(300, 30), cost=0.2),
-    spent("t-1", "r-3", "aider", tokens=(0, 0), cost=None, model=None, reported=False),
-    spent("t-1", "r-3", "v1", role=VALIDATOR, tokens=(10, 1), cost=0.0, model="haiku"),
-]
+def test_tasks_come_in_the_order_they_first_reported() -> None:
+    summary = summary_of([cell("t-2", first=7), cell("t-1", first=3)], None, UsageGrouping.TASK)
+    assert [g.key for g in summary.groups] == ["t-1", "t-2"]
 
 
-def test_by_task_in_the_order_tasks_first_reported_with_their_runs() -> None:
-    summary = summarise(DISPATCHES, UsageGrouping.TASK)
-    assert [(g.key, g.runs, g.spend.dispatches) for g in summary.groups] == [
-        ("t-2", 1, 3),
-        ("t-1", 2, 3),
-    ]
-    first, second = (g.spend for g in summary.groups)
-    assert (first.tokens_in, first.tokens_out, first.tokens) == (1450, 145, 1595)
-    # One dispatch unpriced: the cost is unknown, the priced part a lower bound.
-    assert first.cost_usd is None and first.priced_cost_usd == 0.501
-    assert (first.unpriced, first.unreported) == (1, 0)
-    assert second.cost_usd is None and second.priced_cost_usd == 0.2
-    assert (second.unpriced, second.unreported) == (0, 1)
+def test_coders_and_models_heaviest_first_the_unknown_model_last() -> None:
+    cells = [cell(None, tokens=10**9), cell("mini", tokens=5), cell("sonnet", tokens=50)]
+    summary = summary_of(cells, cell(None, runs=3), UsageGrouping.MODEL)
+    assert [g.key for g in summary.groups] == ["sonnet", "mini", None]
+    assert summary.total.runs == 3 and summary.total.key is None
 
 
-def test_the_total_counts_every_dispatch_and_distinct_run() -> None:
-    total = summarise(DISPATCHES, UsageGrouping.MODEL).total
-    assert total.key is None and total.runs == 3
-    assert (total.spend.dispatches, total.spend.tokens) == (6, 1936)
-    assert (total.spend.unpriced, total.spend.unreported) == (1, 1)
-    assert total.spend.cost_usd is None and total.spend.priced_cost_usd == 0.701
-
-
-def test_by_coder_keeps_judges_and_validators_apart_heaviest_first() -> None:
-    groups = summarise(DISPATCHES, UsageGrouping.CODER).groups
-    assert [g.key for g in groups] == ["claude", "llm", "judge:j1", "validator:v1", "aider"]
-    claude = groups[0].spend
-    assert (claude.dispatches, claude.cost_usd, groups[0].runs) == (2, 0.7, 2)
-    aider = groups[-1].spend
-    assert aider.cost_usd is None and aider.priced_cost_usd == 0 and aider.unreported == 1
-    # A cost reported as 0 is known: 0, not unknown.
-    assert groups[3].spend.cost_usd == 0.0
-
-
-def test_by_model_puts_the_unknown_model_last() -> None:
-    groups = summarise(DISPATCHES, UsageGrouping.MODEL).groups
-    assert [g.key for g in groups] == ["sonnet", "mini", "haiku", None]
-    assert groups[2].spend.dispatches == 2 and groups[2].runs == 2
-
-
-def test_by_day_in_date_order() -> None:
-    dispatches = [*DISPATCHES, spent("t-3", "r-4", day=None)]
-    groups = summarise(dispatches, UsageGrouping.DAY).groups
-    assert [(g.key, g.spend.dispatches) for g in groups] == [
-        ("2026-11-30", 1),
-        ("2026-12-01", 5),
-        (None, 1),
+def test_days_in_date_order() -> None:
+    cells = [cell("2026-12-02", first=1), cell("2026-11-30", first=2)]
+    assert [g.key for g in summary_of(cells, None, UsageGrouping.DAY).groups] == [
+        "2026-11-30",
+        "2026-12-02",
     ]
 
 
-def test_nothing_spent_is_a_known_zero() -> None:
-    summary = summarise([], UsageGrouping.TASK)
+def test_nothing_journaled_is_a_known_zero() -> None:
+    summary = summary_of([], None, UsageGrouping.TASK)
     assert summary.groups == [] and summary.total.runs == 0
     assert summary.total.spend.cost_usd == 0 and summary.total.spend.dispatches == 0
 
 
-def test_group_keys() -> None:
-    judge = spent("t", "r", "j2", role=JUDGE, day="2026-12-02")
-    assert group_key(judge, UsageGrouping.TASK) == "t"
-    assert group_key(judge, UsageGrouping.CODER) == "judge:j2"
-    assert group_key(judge, UsageGrouping.MODEL) == "sonnet"
-    assert group_key(judge, UsageGrouping.DAY) == "2026-12-02"
+def test_over_time_has_every_day_and_keeps_unknown_costs_apart() -> None:
+    cells = [
+        cell("2026-12-01", "claude", tokens=300),
+        cell("2026-12-01", "llm", tokens=30, unpriced=1),
+        cell("2026-12-03", "claude", tokens=50, unreported=1),
+    ]
+    coder_runs = {
+        ("claude", Charge.SPENT): 2,
+        ("claude", Charge.REFUNDED): 1,
+        ("llm", Charge.OPEN): 1,
+    }
+    started = {("2026-12-01", Charge.SPENT): 2, ("2026-12-02", Charge.REFUNDED): 1}
+    view = over_time(["2026-12-01", "2026-12-02", "2026-12-03"], cells, coder_runs, started)
+    assert [d.key for d in view.days] == ["2026-12-01", "2026-12-02", "2026-12-03"]
+    first, empty, third = view.days
+    assert first.spend.cost_usd is None and first.spend.priced_cost_usd == 2.0
+    assert first.spend.tokens == 330 and first.spend.dispatches == 2
+    assert empty.spend == Spend() and empty.spend.cost_usd == 0 and empty.run_count == 1
+    assert third.spend.cost_usd is None and third.runs == {}
+    assert first.runs == {Charge.SPENT: 2}
+    assert view.total.spend.priced_cost_usd == 3 and view.total.spend.cost_usd is None
+    assert view.total.spend.dispatches == 3
+    assert view.total.runs == {Charge.SPENT: 2, Charge.REFUNDED: 1, Charge.OPEN: 0}
+    claude, llm = view.coders
+    assert claude.key == "claude" and claude.runs == {Charge.SPENT: 2, Charge.REFUNDED: 1}
+    assert claude.spend.tokens == 350 and claude.spend.unreported == 1
+    assert claude.spend.cost_usd is None and claude.spend.priced_cost_usd == 2
+    assert llm.runs == {Charge.OPEN: 1} and llm.run_count == 1 and llm.spend.unpriced == 1
+
+
+def test_a_coder_with_runs_but_nothing_journaled_in_the_range_is_listed() -> None:
+    view = over_time(["2026-12-01"], [], {("claude", Charge.SPENT): 1}, {})
+    (claude,) = view.coders
+    assert claude.spend == Spend() and claude.runs == {Charge.SPENT: 1}
