@@ -73,7 +73,7 @@ def _json_text(column: Any, key: str, dialect: str) -> sa.ColumnElement[str]:
     return sa.func.json_extract(column, f"$.{key}")
 
 
-def _closing_row() -> sa.ColumnElement[str]:
+def closing_row() -> sa.ColumnElement[str]:
     """The settle row of the run whose close last decided the task (NULL: a save did)."""
     closing_run = (
         sa.select(sa.case((events.c.kind == EventKind.RUN_CLOSED.value, events.c.run_id)))
@@ -103,27 +103,26 @@ def operator_name(dialect: str) -> sa.ColumnElement[str]:
     )
 
 
-def machine_kind() -> sa.ColumnElement[str]:
-    """What held a machine-held task (:class:`HeldBy` but ``operator`` and ``machine``)."""
-    row = _closing_row()
-    whens = [(row.in_([r.value for r in rows]), kind.value) for kind, rows in _ROWS.items()]
-    return sa.case(*whens, else_=HeldBy.UNRUNNABLE.value)
-
-
-def held_by_label(dialect: str) -> sa.ColumnElement[str]:
-    """What a held row shows: ``operator:NAME`` (``operator`` when no name was recorded) or
-    the machine kind; NULL for a task that is not held."""
-    manual = sa.func.coalesce(sa.literal(OPERATOR_PREFIX) + operator_name(dialect), "operator")
-    return sa.case(
-        (tasks.c.status != TaskStatus.HELD.value, sa.null()),
-        (tasks.c.hold_source == HoldSource.MANUAL.value, manual),
-        (tasks.c.hold_source == HoldSource.MACHINE.value, machine_kind()),
-        else_=sa.null(),
-    )
+def label(
+    status: str, hold_source: str | None, closing: str | None, operator: str | None
+) -> str | None:
+    """What a row shows (the value that filters it): ``operator:NAME`` (``operator`` when no
+    name was recorded) or the machine kind, from :func:`closing_row` and
+    :func:`operator_name`; None for a task that is not held."""
+    if status != TaskStatus.HELD.value:
+        return None
+    if hold_source == HoldSource.MANUAL.value:
+        return OPERATOR_PREFIX + operator if operator else HeldBy.OPERATOR.value
+    if hold_source != HoldSource.MACHINE.value:
+        return None
+    for kind, rows in _ROWS.items():
+        if closing in rows:
+            return kind.value
+    return HeldBy.UNRUNNABLE.value
 
 
 def held_by_filter(value: str, dialect: str) -> sa.ColumnElement[bool]:
-    """The held tasks ``value`` names (see the module's doc)."""
+    """The held tasks ``value`` names (see the module's doc), as :func:`label` tells them."""
     held = tasks.c.status == TaskStatus.HELD.value
     manual = sa.and_(held, tasks.c.hold_source == HoldSource.MANUAL.value)
     machine = sa.and_(held, tasks.c.hold_source == HoldSource.MACHINE.value)
@@ -133,4 +132,9 @@ def held_by_filter(value: str, dialect: str) -> sa.ColumnElement[bool]:
         return sa.and_(manual, operator_name(dialect) == value[len(OPERATOR_PREFIX) :])
     if value == HeldBy.MACHINE:
         return machine
-    return sa.and_(machine, machine_kind() == value)
+    closing = closing_row()
+    for kind, rows in _ROWS.items():
+        if value == kind:
+            return sa.and_(machine, closing.in_([r.value for r in rows]))
+    others = [r.value for rows in _ROWS.values() for r in rows]
+    return sa.and_(machine, sa.or_(closing.is_(None), closing.not_in(others)))

@@ -308,6 +308,7 @@ class FiredHaltRow:
     task_status: str | None
     run_id: str
     halt: HaltView
+    task_title: str | None = None  # untrusted text (whoever queued the task wrote it)
 
 
 @dataclass(frozen=True)

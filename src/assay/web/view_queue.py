@@ -21,8 +21,7 @@ from assay.core.contract import Budgets
 from assay.core.settle import RefundStreak
 from assay.core.tasks import Task
 from assay.core.vocab import EventKind, SettleRow, TaskStatus
-from assay.web import view_usage
-from assay.web.held_by import held_by_label
+from assay.web import held_by, view_usage
 from assay.web.view_models import UNREADABLE_STATUS, ActionView, QueueRow, RunBrief, TaskView
 
 MAX_PER_PAGE = 500
@@ -33,14 +32,15 @@ _TASK_STAGE = sa.and_(stage_records.c.task_id == tasks.c.id, stage_records.c.sta
 @cache
 def _row_query(dialect: str) -> sa.Select[Any]:
     """A queue row's columns: the task's, its spent attempts, its stored totals and who holds
-    it (:func:`assay.web.held_by.held_by_label`)."""
+    it (what :func:`assay.web.held_by.label` reads)."""
     return sa.select(
         *st.TASK_COLUMNS,
         sa.func.coalesce(stage_records.c.attempts, 0).label("attempts"),
         tasks.c.cost_usd,
         tasks.c.cost_unknown,
         tasks.c.run_seconds,
-        held_by_label(dialect).label("held_by"),
+        held_by.closing_row().label("closing_row"),
+        held_by.operator_name(dialect).label("held_operator"),
     ).select_from(tasks.outerjoin(stage_records, _TASK_STAGE))
 
 
@@ -197,7 +197,7 @@ def _row(
         last_run=last[0] if last else None,
         last_error=raw.last_error,
         created_at=raw.created_at,
-        held_by=raw.held_by,
+        held_by=held_by.label(raw.status, raw.hold_source, raw.closing_row, raw.held_operator),
         cost_usd=float(raw.cost_usd),
         cost_unknown=int(raw.cost_unknown),
         run_seconds=float(raw.run_seconds),
