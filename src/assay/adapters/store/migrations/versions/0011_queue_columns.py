@@ -25,7 +25,7 @@ down_revision: str | None = "0010"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
-SEARCHED = ("title", "hold_reason", "last_error", "id", "coders")
+SEARCHED = ("title", "hold_reason", "last_error", "id")  # each, so an OR of them is indexed
 
 # A dispatch's cost is unknown when it reported no usage, no cost, or its newest row came
 # without one (as the usage journal's fold counts it); its known cost is what it reported.
