@@ -111,7 +111,7 @@ class QueueQuery:
             columns = (tasks.c.title, tasks.c.hold_reason, tasks.c.last_error, tasks.c.id)
             found.append(sa.or_(*(_contains(c, self.q, dialect) for c in columns)))
         if self.coder:
-            found.append(_coder_is(self.coder, dialect))
+            found.append(_coder_is(self.coder))
         if self.since:
             found.append(tasks.c.created_at >= datetime.combine(self.since, time(), UTC))
         if self.until:
@@ -141,24 +141,30 @@ class QueueQuery:
         return self.sort == "attempts"
 
 
-def _coder_is(coder: str, dialect: str) -> sa.ColumnElement[bool]:
+def _coder_is(coder: str) -> sa.ColumnElement[bool]:
     """The task's contract names ``coder`` as a coder's kind, or a model starting with it (one
     coder or a list), as its stored ``coders`` (``|kind=claude|model=opus-4|``) says."""
     sep = task_totals.CODERS_SEPARATOR
+    named = coder.lower()  # as the stored coders are: a plain LIKE, on either backend
     return sa.or_(
-        _contains(tasks.c.coders, f"{sep}kind={coder}{sep}", dialect),
-        _contains(tasks.c.coders, f"{sep}model={coder}", dialect),
+        tasks.c.coders.like(_pattern(f"{sep}kind={named}{sep}"), escape=ESCAPE),
+        tasks.c.coders.like(_pattern(f"{sep}model={named}"), escape=ESCAPE),
     )
 
 
 def _contains(column: sa.ColumnElement[Any], text: str, dialect: str) -> sa.ColumnElement[bool]:
     """``column`` holds ``text``, whatever its case (a ``%`` or ``_`` in it is itself). SQLite's
     LIKE ignores ASCII case already: a ``lower()`` of each row would double a scan's time."""
-    escaped = text.replace(ESCAPE, ESCAPE * 2).replace("%", ESCAPE + "%").replace("_", ESCAPE + "_")
-    pattern = f"%{escaped}%"
+    pattern = _pattern(text)
     if dialect == "sqlite":
         return column.like(pattern, escape=ESCAPE)
     return column.ilike(pattern, escape=ESCAPE)
+
+
+def _pattern(text: str) -> str:
+    """A LIKE pattern for ``text`` anywhere (a ``%`` or ``_`` in it is itself)."""
+    escaped = text.replace(ESCAPE, ESCAPE * 2).replace("%", ESCAPE + "%").replace("_", ESCAPE + "_")
+    return f"%{escaped}%"
 
 
 def _day(value: str | None, name: str) -> date | None:

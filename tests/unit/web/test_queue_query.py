@@ -73,6 +73,8 @@ def test_coder_filter_reads_the_contract_one_coder_or_a_list(ledger: Ledger) -> 
     assert _titles(ledger, coder="claude") == ["Rename the package", "Fix the flaky date test"]
     assert _titles(ledger, coder="aider") == ["Speed up the parser"]
     assert _titles(ledger, coder="gpt") == ["Speed up the parser"]  # a model's start
+    assert _titles(ledger, coder="GPT-5") == ["Speed up the parser"]  # any case
+    assert _titles(ledger, coder="aid") == []  # a kind is whole
     assert _titles(ledger, coder="claude", status="held") == ["Rename the package"]
 
 

@@ -9,7 +9,7 @@ from datetime import timedelta
 
 import pytest
 import sqlalchemy as sa
-from ledger_driver import Driver
+from ledger_driver import Driver, alembic_to
 
 from assay.adapters.store.schema import tasks
 from assay.adapters.store.sql import Ledger
@@ -43,7 +43,7 @@ def test_coders_are_each_kind_and_model_named() -> None:
     assert coders_text(None) is None
     assert coders_text({"task": "x"}) is None  # the default coder, not named
     assert coders_text({"coder": "llm"}) == "|kind=llm|"
-    listed = [{"kind": "claude", "model": "opus|4"}, "aider"]
+    listed = [{"kind": "claude", "model": "Opus|4"}, "aider"]
     assert coders_text({"coder": listed}) == "|kind=claude|model=opus/4|kind=aider|"
 
 
@@ -87,3 +87,28 @@ def test_stored_totals_agree_with_the_journal_and_the_runs(ledger: Ledger, drive
         3,
         pytest.approx(took.total_seconds(), abs=1e-3),
     )
+
+
+def test_the_migration_fills_what_the_writes_keep(ledger: Ledger, driver: Driver) -> None:
+    """Down to 0010 (the columns gone) and up again: the backfill says what the writes did."""
+    contract = {"task": "t", "coder": [{"kind": "llm", "model": "gpt-5"}, "aider"]}
+    ledger.add_task(
+        Task.new(id="t1", title="t", instruction="x", now=driver.now()), contract=contract
+    )
+    driver.add("t2")  # no contract kept, never run
+    started = driver.start("t1", "r1")
+    _spend(ledger, _key("r1", "a1.s1"), UsageFigures(3, 3, cost_usd=0.2), True)
+    _spend(ledger, _key("r1", "a1.s2"), UsageFigures(3, 3), False)
+    driver.clock += timedelta(minutes=3)
+    ledger.close_run(driver.close_for(started, "r1", Verdict(status=RunStatus.FAILED)))
+    driver.start("t1", "r2")  # open: no time of its own yet
+    _spend(ledger, _key("r2", "a1.s1"), UsageFigures(1, 1, cost_usd=0.05), True)
+    written = [_stored(ledger, task_id) for task_id in ("t1", "t2")]
+    assert written[0][0] == "|kind=llm|model=gpt-5|kind=aider|" and written[0][2] == 1
+    alembic_to(ledger, "0010", down=True)
+    alembic_to(ledger, "head")
+    filled = [_stored(ledger, task_id) for task_id in ("t1", "t2")]
+    assert filled[1] == written[1] == (None, 0.0, 0, 0.0)
+    assert filled[0][0] == written[0][0] and filled[0][2] == written[0][2]
+    assert filled[0][1] == pytest.approx(written[0][1]) == pytest.approx(0.25)
+    assert filled[0][3] == pytest.approx(written[0][3], abs=1e-3) and filled[0][3] > 180

@@ -65,7 +65,7 @@ def coders_text(contract: Any) -> str | None:
                 value = entry.get(key)
                 if isinstance(value, str) and value:
                     parts.append(f"{key}={value}")
-    return "|" + "".join(p.replace("|", "/") + "|" for p in parts) if parts else None
+    return "|" + "".join(p.lower().replace("|", "/") + "|" for p in parts) if parts else None
 
 
 def upgrade() -> None:
