@@ -23,8 +23,7 @@ CODERS_SEPARATOR = "|"
 def coders_text(contract: Mapping[str, Any] | None) -> str | None:
     """The coders a stored contract names, as ``|kind=claude|model=opus-4|kind=llm|`` (each
     entry closed by ``|``, so a filter matches a whole kind or a model's start; lower-cased);
-    None when it
-    names none (no contract, or the default coder left unset)."""
+    None when it names none (no contract, or the default coder left unset)."""
     if contract is None:
         return None
     named = contract.get("coder")
