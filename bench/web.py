@@ -127,6 +127,7 @@ def fill_queue(engine: sa.Engine, count: int) -> None:
                 "cost_usd": 0.0 if n % 7 == 0 else round(0.01 * (n % 97), 4),
                 "cost_unknown": 1 if n % 7 == 0 else 0,
                 "run_seconds": 180.0 + n % 600,
+                "sort_attempts": 1 + n % 4,  # the task stage record's, below
             }
         )
         stage_rows.append(

@@ -16,7 +16,7 @@ from urllib.parse import urlencode
 import sqlalchemy as sa
 
 from assay.adapters.store import task_totals
-from assay.adapters.store.schema import stage_records, tasks
+from assay.adapters.store.schema import tasks
 from assay.web.held_by import HeldBy, held_by_filter
 
 SORTS = {
@@ -26,7 +26,6 @@ SORTS = {
     "cost": "Cost",
     "duration": "Run time",
 }
-ATTEMPTS = sa.func.coalesce(stage_records.c.attempts, 0)
 ESCAPE = "/"  # LIKE's escape character (a backslash is one more thing to quote in SQL text)
 MAX_SEARCH = 200  # characters of a search or a coder filter kept
 
@@ -126,7 +125,7 @@ class QueueQuery:
         key: sa.ColumnElement[Any] = {
             "created": tasks.c.created_at,
             "updated": tasks.c.updated_at,
-            "attempts": ATTEMPTS,
+            "attempts": tasks.c.sort_attempts,  # the stage record's copy, indexed for this sort
             "cost": tasks.c.cost_usd,
             "duration": tasks.c.run_seconds,
         }[self.sort]
@@ -135,10 +134,6 @@ class QueueQuery:
             return (key.asc(), *tail) if self.sort != "created" else tail
         tail = (tasks.c.created_at.desc(), tasks.c.id.desc())
         return (key.desc(), *tail) if self.sort != "created" else tail
-
-    @property
-    def joins_stages(self) -> bool:
-        return self.sort == "attempts"
 
 
 def _coder_is(coder: str) -> sa.ColumnElement[bool]:

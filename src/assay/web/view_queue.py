@@ -111,38 +111,35 @@ def queue_rows(
     where: sa.ColumnElement[bool],
     *,
     order: Sequence[sa.ColumnElement[Any]] = NEWEST_FIRST,
-    by_attempts: bool = False,
     limit: int | None = None,
     offset: int = 0,
 ) -> tuple[list[QueueRow], dict[str, Any]]:
     """The queue rows matching ``where`` in ``order`` (newest task first), and the raw rows by
-    id; ``by_attempts``: ``order`` reads the spent attempts (the task stage's row is joined)."""
+    id."""
     # The page's ids from the tasks table alone (sorting a narrow row), then their full rows.
-    chosen = _ids_query(where, order, by_attempts)
+    chosen = _ids_query(where, order)
     if limit is not None:
         chosen = chosen.limit(limit).offset(offset)
     return rows_of(conn, list(conn.execute(chosen).scalars()))
 
 
 def _ids_query(
-    where: sa.ColumnElement[bool], order: Sequence[sa.ColumnElement[Any]], by_attempts: bool
+    where: sa.ColumnElement[bool], order: Sequence[sa.ColumnElement[Any]]
 ) -> sa.Select[Any]:
-    source = tasks.outerjoin(stage_records, _TASK_STAGE) if by_attempts else tasks
-    return sa.select(tasks.c.id).select_from(source).where(where).order_by(*order)
+    return sa.select(tasks.c.id).where(where).order_by(*order)
 
 
 def counted_page(
     conn: sa.Connection,
     where: sa.ColumnElement[bool],
     order: Sequence[sa.ColumnElement[Any]],
-    by_attempts: bool,
     limit: int,
     offset: int,
 ) -> tuple[list[str], int | None]:
     """One page's ids of a searched queue and how many tasks match, read in one scan (a
     search reads every row once; counting apart would read them twice). None: the page is
     past the end, so the count is not known."""
-    query = _ids_query(where, order, by_attempts).add_columns(sa.func.count().over())
+    query = _ids_query(where, order).add_columns(sa.func.count().over())
     found = conn.execute(query.limit(limit).offset(offset)).all()
     return [row[0] for row in found], (int(found[0][1]) if found else None)
 

@@ -290,7 +290,7 @@ class Ledger:
         """
         with self._write() as conn:
             closed = run_writes.close_run(conn, close)
-            task_totals.refresh_run_seconds(conn, close.task_id)
+            task_totals.refresh_after_close(conn, close.task_id)
             return closed
 
     def get_run(self, run_id: str) -> RunRecord:

@@ -5,7 +5,10 @@ Each is written in the transaction that changes what it is made of (the contract
 ``add_task``/``adopt_contract``, a usage row journaled, a run closed), recomputed from those
 rows (never incremented), so it is what summing them would say: the known cost is the sum of
 :func:`.usage_log.spend_of`'s ``priced_cost_usd``, ``cost_unknown`` its ``unpriced +
-unreported``; ``run_seconds`` the sum over the task's closed runs of finished minus started.
+unreported``; ``run_seconds`` the sum over the task's closed runs of finished minus started;
+``sort_attempts`` the count of its ``task`` stage record (the one place that counter lives: this
+copy, read back from it after every write of that row, only lets the queue sort by it through
+an index).
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from assay.adapters.store.schema import runs, tasks, usage
+from assay.adapters.store.schema import runs, stage_records, tasks, usage
 
 CODERS_SEPARATOR = "|"
 
@@ -101,7 +104,28 @@ def refresh_cost(conn: sa.Connection, task_id: str) -> None:
     )
 
 
-def refresh_run_seconds(conn: sa.Connection, task_id: str) -> None:
-    """After a run of ``task_id`` is closed."""
-    value = _seconds_value(sa.literal(task_id), conn.dialect.name)
-    conn.execute(sa.update(tasks).where(tasks.c.id == task_id).values(run_seconds=value))
+def _attempts_value(task_id: sa.ColumnElement[Any]) -> Any:
+    return (
+        sa.select(sa.func.coalesce(sa.func.max(stage_records.c.attempts), 0))
+        .where(stage_records.c.task_id == task_id, stage_records.c.stage == "task")
+        .scalar_subquery()
+    )
+
+
+def refresh_attempts(conn: sa.Connection, task_id: str) -> None:
+    """After the ``task`` stage record of ``task_id`` is written."""
+    value = _attempts_value(sa.literal(task_id))
+    conn.execute(sa.update(tasks).where(tasks.c.id == task_id).values(sort_attempts=value))
+
+
+def refresh_after_close(conn: sa.Connection, task_id: str) -> None:
+    """After a run of ``task_id`` is closed: its time, and its attempts (the close set them),
+    in one statement."""
+    key = sa.literal(task_id)
+    conn.execute(
+        sa.update(tasks)
+        .where(tasks.c.id == task_id)
+        .values(
+            run_seconds=_seconds_value(key, conn.dialect.name), sort_attempts=_attempts_value(key)
+        )
+    )

@@ -1,7 +1,7 @@
 """The totals kept on each task's row for the queue (its coders, known cost, unknown-cost
-dispatches, run time) are what the rows they sum say, after real writes through the Ledger, on
-SQLite and PostgreSQL: a run killed mid-way (its usage journaled, its close written later, as
-recovery writes it) included."""
+dispatches, run time, spent attempts) are what the rows they sum say, after real writes through
+the Ledger, on SQLite and PostgreSQL: a run killed mid-way (its usage journaled, its close
+written later, as recovery writes it) included."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 import sqlalchemy as sa
 from ledger_driver import Driver, alembic_to
 
-from assay.adapters.store.schema import tasks
+from assay.adapters.store.schema import stage_records, tasks
 from assay.adapters.store.sql import Ledger
 from assay.adapters.store.task_totals import coders_text
 from assay.adapters.store.usage_log import DispatchKey
@@ -89,6 +89,59 @@ def test_stored_totals_agree_with_the_journal_and_the_runs(ledger: Ledger, drive
     )
 
 
+def _attempts_apart(ledger: Ledger) -> dict[str, tuple[int, int]]:
+    """Each task's (copied attempts, its ``task`` stage record's count) where they differ."""
+    stage = sa.and_(stage_records.c.task_id == tasks.c.id, stage_records.c.stage == "task")
+    query = sa.select(
+        tasks.c.id, tasks.c.sort_attempts, sa.func.coalesce(stage_records.c.attempts, 0)
+    ).select_from(tasks.outerjoin(stage_records, stage))
+    with ledger.read() as conn:
+        return {row[0]: (row[1], row[2]) for row in conn.execute(query) if row[1] != row[2]}
+
+
+def _copied_attempts(ledger: Ledger) -> dict[str, int]:
+    with ledger.read() as conn:
+        return {
+            row[0]: row[1] for row in conn.execute(sa.select(tasks.c.id, tasks.c.sort_attempts))
+        }
+
+
+def test_copied_attempts_are_the_stage_records_after_every_write(
+    ledger: Ledger, driver: Driver
+) -> None:
+    """Added, run (spent), refunded, held and released (reset), run again, deleted: after each
+    write the queue's copy of every task's spent attempts is its stage record's count."""
+    for task_id in ("t1", "t2", "t3"):
+        driver.add(task_id)
+    assert _copied_attempts(ledger) == {"t1": 0, "t2": 0, "t3": 0}
+    started = driver.start("t1", "r1")  # the start spends one
+    assert _copied_attempts(ledger)["t1"] == 1 and not _attempts_apart(ledger)
+    ledger.close_run(driver.close_for(started, "r1", Verdict(status=RunStatus.FAILED)))
+    driver.cycle("t1", "r2", RunStatus.FAILED)
+    driver.cycle("t2", "r3", RunStatus.FAILED)
+    assert _copied_attempts(ledger) == {"t1": 2, "t2": 1, "t3": 0}
+    assert not _attempts_apart(ledger)
+
+    started = driver.start("t2", "r4")
+    assert _copied_attempts(ledger)["t2"] == 2
+    # A provider fault lost every seat: the close refunds the attempt.
+    fault = Verdict(status=RunStatus.FAILED, machine_fault=True, no_viable_candidates=True)
+    close = driver.close_for(started, "r4", fault)
+    assert not close.settlement.attempt_spent
+    ledger.close_run(close)
+    assert _copied_attempts(ledger)["t2"] == 1 and not _attempts_apart(ledger)
+
+    held = ledger.get_task("t1")  # an operator parks it, then lets it run afresh
+    held.hold("look first", driver.now())
+    ledger.save_task(held)
+    ledger.change_task("t1", lambda task: task.release(driver.now()) or {})
+    assert _copied_attempts(ledger)["t1"] == 0 and not _attempts_apart(ledger)
+    driver.cycle("t1", "r5", RunStatus.FAILED)
+    ledger.delete_tasks(["t3"])
+    assert _copied_attempts(ledger) == {"t1": 1, "t2": 1}
+    assert not _attempts_apart(ledger)
+
+
 def test_the_migration_fills_what_the_writes_keep(ledger: Ledger, driver: Driver) -> None:
     """Down to 0010 (the columns gone) and up again: the backfill says what the writes did."""
     contract = {"task": "t", "coder": [{"kind": "llm", "model": "gpt-5"}, "aider"]}
@@ -104,10 +157,12 @@ def test_the_migration_fills_what_the_writes_keep(ledger: Ledger, driver: Driver
     driver.start("t1", "r2")  # open: no time of its own yet
     _spend(ledger, _key("r2", "a1.s1"), UsageFigures(1, 1, cost_usd=0.05), True)
     written = [_stored(ledger, task_id) for task_id in ("t1", "t2")]
+    spent = _copied_attempts(ledger)
     assert written[0][0] == "|kind=llm|model=gpt-5|kind=aider|" and written[0][2] == 1
     alembic_to(ledger, "0010", down=True)
     alembic_to(ledger, "head")
     filled = [_stored(ledger, task_id) for task_id in ("t1", "t2")]
+    assert _copied_attempts(ledger) == spent == {"t1": 2, "t2": 0}
     assert filled[1] == written[1] == (None, 0.0, 0, 0.0)
     assert filled[0][0] == written[0][0] and filled[0][2] == written[0][2]
     assert filled[0][1] == pytest.approx(written[0][1]) == pytest.approx(0.25)

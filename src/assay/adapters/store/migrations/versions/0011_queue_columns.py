@@ -1,7 +1,8 @@
 """What the queue filters and sorts by, kept on each task's row so a page over 100,000 tasks
 reads one row per task: ``tasks.coders`` (the coders its contract names), ``cost_usd`` and
 ``cost_unknown`` (its dispatches' known cost, and how many have an unknown one), and
-``run_seconds`` (the time its closed runs took), filled from the rows they sum; indexes for the
+``run_seconds`` (the time its closed runs took) and ``sort_attempts`` (its ``task`` stage record's
+count, copied for the sort), filled from the rows they sum; indexes for the
 sorts by cost, time spent and last update; on PostgreSQL, trigram indexes for the queue's text
 search when the ``pg_trgm`` extension can be created (without it the search still works, by
 reading every row).
@@ -76,6 +77,9 @@ def upgrade() -> None:
         "tasks", sa.Column("cost_unknown", sa.Integer(), nullable=False, server_default="0")
     )
     op.add_column("tasks", sa.Column("run_seconds", sa.Float(), nullable=False, server_default="0"))
+    op.add_column(
+        "tasks", sa.Column("sort_attempts", sa.Integer(), nullable=False, server_default="0")
+    )
     conn = op.get_bind()
     named = [
         {"k": task_id, "c": text}
@@ -92,15 +96,21 @@ def upgrade() -> None:
             f" cost_usd = (SELECT coalesce(sum(d.known), 0.0) FROM ({_DISPATCHES}) d),"
             f" cost_unknown = (SELECT coalesce(sum(d.unknown), 0) FROM ({_DISPATCHES}) d),"
             f" run_seconds = (SELECT coalesce(sum({_SECONDS[dialect]}), 0.0) FROM runs r"
-            f"  WHERE r.task_id = tasks.id AND r.finished_at IS NOT NULL)"
+            f"  WHERE r.task_id = tasks.id AND r.finished_at IS NOT NULL),"
+            f" sort_attempts = (SELECT coalesce(max(s.attempts), 0) FROM stage_records s"
+            f"  WHERE s.task_id = tasks.id AND s.stage = 'task')"
         )
     )
     op.create_index("ix_tasks_cost", "tasks", ["cost_usd", "created_at", "id"])
     op.create_index("ix_tasks_run_seconds", "tasks", ["run_seconds", "created_at", "id"])
+    op.create_index("ix_tasks_sort_attempts", "tasks", ["sort_attempts", "created_at", "id"])
     op.create_index("ix_tasks_updated", "tasks", ["updated_at", "created_at", "id"])
     # The coder filter's LIKE reads this narrow index (with what a status and a sort need)
     # instead of every row.
-    coders_index = ["coders", "created_at", "id", "status", "updated_at", "cost_usd", "run_seconds"]
+    coders_index = [
+        *("coders", "created_at", "id", "status", "updated_at", "cost_usd", "run_seconds"),
+        "sort_attempts",
+    ]
     op.create_index("ix_tasks_coders", "tasks", coders_index)
     where = _trigrams(conn) if dialect == "postgresql" else None
     if where is not None:
@@ -135,8 +145,9 @@ def downgrade() -> None:
             op.execute(f"DROP INDEX IF EXISTS ix_tasks_{column}_trgm")
     op.drop_index("ix_tasks_coders", "tasks")
     op.drop_index("ix_tasks_updated", "tasks")
+    op.drop_index("ix_tasks_sort_attempts", "tasks")
     op.drop_index("ix_tasks_run_seconds", "tasks")
     op.drop_index("ix_tasks_cost", "tasks")
     # ALTER TABLE DROP COLUMN (SQLite 3.35+): a batch copy of tasks would trip its foreign keys.
-    for column in ("run_seconds", "cost_unknown", "cost_usd", "coders"):
+    for column in ("sort_attempts", "run_seconds", "cost_unknown", "cost_usd", "coders"):
         op.drop_column("tasks", column)
