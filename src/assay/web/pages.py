@@ -13,7 +13,7 @@ from typing import Annotated, Any
 from urllib.parse import quote, urlencode
 
 from fastapi import APIRouter, Query, Request
-from fastapi.responses import Response
+from fastapi.responses import PlainTextResponse, Response
 
 from assay.core.vocab import TaskStatus
 from assay.web import views
@@ -126,6 +126,14 @@ def queue_fragment(request: Request) -> Response:
     if isinstance(view, Response):
         return view
     return render(request, "_queue.html", _queue_context(request, view))
+
+
+@router.get("/fragments/needs-you")
+def needs_you_count(request: Request) -> Response:
+    """The navigation's "needs you" count alone (held and failed tasks), as text: what
+    ``live.js`` re-reads once per burst of events on a page whose fragments do not carry it."""
+    count = views.needs_you(_config(request).ledger)
+    return PlainTextResponse(str(count), headers={"Cache-Control": "no-store"})
 
 
 def task_moves(row: views.QueueRow, now: datetime) -> tuple[list[str], str]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import http.server
+import re
 import shutil
 import subprocess
 import threading
@@ -177,6 +178,16 @@ land: none
         page.goto(f"{site.open.url}/runs/{run_id}")
         page.wait_for_selector("#live-status.live-on")
         page.evaluate("window.__notReloaded = true")
+        # The navigation's badge follows another task's hold too, without a reload.
+        needs_you = int(page.locator("#needs-you-count").inner_text())
+        now = datetime.now(UTC)
+        with site.ledger() as ledger:
+            elsewhere = Task.new(id="t-run-badge", title="Held elsewhere", instruction="x", now=now)
+            ledger.add_task(elsewhere)
+            elsewhere.hold("seen from a run page", now)
+            ledger.save_task(elsewhere)
+        badge = page.locator("#needs-you-count", has_text=re.compile(f"^{needs_you + 1}$"))
+        badge.wait_for(timeout=10_000)
         assert page.locator("#attempt-2").count() == 0  # attempt 1 still sleeps: nothing yet
         page.wait_for_selector("#attempt-2", timeout=60_000)  # appeared without a reload
         assert page.evaluate("window.__notReloaded === true")

@@ -89,10 +89,15 @@ def test_sorts_and_their_direction(ledger: Ledger) -> None:
     assert _titles(ledger)[0] == "Drop Python 3.9"  # newest first
     assert _titles(ledger, sort="created", dir="asc")[0] == "Fix the flaky date test"
     assert _titles(ledger, sort="updated", dir="desc")[0] == "Drop Python 3.9"
+    Driver(ledger, start=T0 + timedelta(days=9)).cycle("t1", "r1", RunStatus.BLOCKED)
     most = views.queue_page(ledger, query=QueueQuery.of({"sort": "attempts"}, STATUSES))
     assert [r.attempts_spent for r in most.rows] == sorted(
         (r.attempts_spent for r in most.rows), reverse=True
     )
+    # The oldest task ran once: it comes before the newer ones that never did.
+    assert _titles(ledger, sort="attempts")[:2] == ["Drop Python 3.9", "Fix the flaky date test"]
+    searched = _titles(ledger, q="e", sort="attempts", dir="asc")  # the searched page too
+    assert searched[-2:] == ["Fix the flaky date test", "Drop Python 3.9"]
 
 
 def test_needs_you_is_held_and_failed(ledger: Ledger) -> None:
@@ -156,6 +161,18 @@ def test_the_page_says_it_all_in_its_url(client: TestClient) -> None:
 def test_every_page_counts_what_needs_you(client: TestClient) -> None:
     for path in ("/halts", "/tasks/t1"):
         assert '<span class="count" id="needs-you-count">2</span>' in client.get(path).text
+
+
+def test_the_needs_you_count_is_served_alone(client: TestClient, ledger: Ledger) -> None:
+    """What live.js re-reads for the navigation's badge on a page whose fragments lack it."""
+    got = client.get("/fragments/needs-you")
+    assert got.status_code == 200 and got.text == "2"
+    assert got.headers["content-type"].startswith("text/plain")
+    assert got.headers["cache-control"] == "no-store"
+    _add(ledger, 5, "Bump the lock file", {"kind": "claude"}, hold="wait for the release")
+    assert client.get("/fragments/needs-you").text == "3"
+    client.cookies.clear()  # the count is the ledger's: only for a logged-in operator
+    assert client.get("/fragments/needs-you").status_code in (302, 303, 401)
 
 
 def test_a_bad_query_is_a_400_page(client: TestClient) -> None:
