@@ -13,11 +13,12 @@ from typing import Annotated, Any
 from urllib.parse import quote, urlencode
 
 from fastapi import APIRouter, Query, Request
-from fastapi.responses import Response
+from fastapi.responses import PlainTextResponse, Response
 
 from assay.core.vocab import TaskStatus
 from assay.web import views
 from assay.web.config import WebConfig
+from assay.web.held_by import HeldBy
 from assay.web.queue_query import SORTS, BadQuery, QueueQuery
 from assay.web.rendering import render
 from assay.web.view_queue import NEEDS_YOU_STATUS
@@ -63,6 +64,16 @@ def _shown(
     return render(request, template, context)
 
 
+HELD_BY_CHOICES = [
+    (HeldBy.OPERATOR.value, "an operator"),
+    (HeldBy.MACHINE.value, "the machine (any)"),
+    (HeldBy.HALT.value, "a halt"),
+    (HeldBy.BUDGET.value, "a spent budget"),
+    (HeldBy.GATE.value, "a human gate (PR, landing, no-op)"),
+    (HeldBy.UNRUNNABLE.value, "unrunnable here"),
+]
+
+
 def _queue_query(request: Request) -> QueueQuery | Response:
     """The queue's view from the query string; a value it cannot show is a 400 page."""
     try:
@@ -89,6 +100,9 @@ def _queue_context(request: Request, view: QueueQuery) -> dict[str, Any]:
         "needs_you": queue.needs_you,
         "query": lambda **changes: view.link(**{"page": view.page, **changes}),
         "fragment": "/fragments/queue" + view.link(),
+        "held_by_choices": HELD_BY_CHOICES,
+        "held_by_values": [value for value, _label in HELD_BY_CHOICES],
+        "now": datetime.now(UTC),
     }
 
 
@@ -112,6 +126,14 @@ def queue_fragment(request: Request) -> Response:
     if isinstance(view, Response):
         return view
     return render(request, "_queue.html", _queue_context(request, view))
+
+
+@router.get("/fragments/needs-you")
+def needs_you_count(request: Request) -> Response:
+    """The navigation's "needs you" count alone (held and failed tasks), as text: what
+    ``live.js`` re-reads once per burst of events on a page whose fragments do not carry it."""
+    count = views.needs_you(_config(request).ledger)
+    return PlainTextResponse(str(count), headers={"Cache-Control": "no-store"})
 
 
 def task_moves(row: views.QueueRow, now: datetime) -> tuple[list[str], str]:

@@ -15,10 +15,17 @@ from urllib.parse import urlencode
 
 import sqlalchemy as sa
 
-from assay.adapters.store.schema import stage_records, tasks
+from assay.adapters.store import task_totals
+from assay.adapters.store.schema import tasks
+from assay.web.held_by import HeldBy, held_by_filter
 
-SORTS = {"created": "Created", "updated": "Updated", "attempts": "Attempts"}
-ATTEMPTS = sa.func.coalesce(stage_records.c.attempts, 0)
+SORTS = {
+    "created": "Created",
+    "updated": "Updated",
+    "attempts": "Attempts",
+    "cost": "Cost",
+    "duration": "Run time",
+}
 ESCAPE = "/"  # LIKE's escape character (a backslash is one more thing to quote in SQL text)
 MAX_SEARCH = 200  # characters of a search or a coder filter kept
 
@@ -31,12 +38,14 @@ class BadQuery(ValueError):
 class QueueQuery:
     """The queue's view: ``q`` searched in titles, hold reasons and last errors; ``status``;
     ``coder`` (a coder kind, or the start of a model name, in the task's contract); created
-    ``since``/``until`` (whole UTC days, both included); ``sort`` (``created``, ``updated``,
-    ``attempts``) and ``dir``; ``page``."""
+    ``since``/``until`` (whole UTC days, both included); ``held_by`` (who holds a held task:
+    :class:`assay.web.held_by.HeldBy`); ``sort`` (``created``, ``updated``, ``attempts``,
+    ``cost``: the known cost, ``duration``: the closed runs' time) and ``dir``; ``page``."""
 
     q: str = ""
     status: str | None = None
     coder: str = ""
+    held_by: str = ""
     since: date | None = None
     until: date | None = None
     sort: str = "created"
@@ -62,6 +71,7 @@ class QueueQuery:
             q=" ".join((params.get("q") or "").split())[:MAX_SEARCH],
             status=status,
             coder=(params.get("coder") or "").strip()[:MAX_SEARCH],
+            held_by=HeldBy.parse(params.get("held_by") or "", BadQuery),
             since=_day(params.get("since"), "since"),
             until=_day(params.get("until"), "until"),
             sort=sort,
@@ -72,7 +82,7 @@ class QueueQuery:
     @property
     def filtered(self) -> bool:
         """Whether anything but the status narrows the queue (then its total is counted)."""
-        return bool(self.q or self.coder or self.since or self.until)
+        return bool(self.q or self.coder or self.since or self.until or self.held_by)
 
     def link(self, **changes: Any) -> str:
         """This view's query string with ``changes`` (a filter's change starts at page 1),
@@ -100,12 +110,14 @@ class QueueQuery:
             columns = (tasks.c.title, tasks.c.hold_reason, tasks.c.last_error, tasks.c.id)
             found.append(sa.or_(*(_contains(c, self.q, dialect) for c in columns)))
         if self.coder:
-            found.append(_coder_is(self.coder, dialect))
+            found.append(_coder_is(self.coder))
         if self.since:
             found.append(tasks.c.created_at >= datetime.combine(self.since, time(), UTC))
         if self.until:
             end = datetime.combine(self.until + timedelta(days=1), time(), UTC)
             found.append(tasks.c.created_at < end)
+        if self.held_by:
+            found.append(held_by_filter(self.held_by, dialect))
         return sa.and_(sa.true(), *found)
 
     def order(self) -> tuple[sa.ColumnElement[Any], ...]:
@@ -113,7 +125,9 @@ class QueueQuery:
         key: sa.ColumnElement[Any] = {
             "created": tasks.c.created_at,
             "updated": tasks.c.updated_at,
-            "attempts": ATTEMPTS,
+            "attempts": tasks.c.sort_attempts,  # the stage record's copy, indexed for this sort
+            "cost": tasks.c.cost_usd,
+            "duration": tasks.c.run_seconds,
         }[self.sort]
         if self.dir == "asc":
             tail = (tasks.c.created_at.asc(), tasks.c.id.asc())
@@ -121,37 +135,31 @@ class QueueQuery:
         tail = (tasks.c.created_at.desc(), tasks.c.id.desc())
         return (key.desc(), *tail) if self.sort != "created" else tail
 
-    @property
-    def joins_stages(self) -> bool:
-        return self.sort == "attempts"
 
-
-def _coder_is(coder: str, dialect: str) -> sa.ColumnElement[bool]:
+def _coder_is(coder: str) -> sa.ColumnElement[bool]:
     """The task's contract names ``coder`` as a coder's kind, or a model starting with it (one
-    coder or a list). Matched in the contract's ``coder`` as JSON text, either spacing."""
-    if dialect == "postgresql":
-        text: sa.ColumnElement[str] = sa.cast(tasks.c.contract.op("->")("coder"), sa.Text)
-    else:
-        text = sa.func.json_extract(tasks.c.contract, "$.coder")
-    quoted = coder.replace("\\", "\\\\").replace('"', '\\"')
-    patterns = [f'"kind":{space}"{quoted}"' for space in ("", " ")] + [
-        f'"model":{space}"{quoted}' for space in ("", " ")
-    ]
-    named = sa.or_(*(text.contains(p, autoescape=True) for p in patterns))
-    # The whole contract's text first (a cheap scan, no JSON parsed): only a contract that
-    # names the coder somewhere has its ``coder`` read.
-    anywhere = _contains(sa.cast(tasks.c.contract, sa.Text), quoted, dialect)
-    return sa.and_(anywhere, named)
+    coder or a list), as its stored ``coders`` (``|kind=claude|model=opus-4|``) says."""
+    sep = task_totals.CODERS_SEPARATOR
+    named = coder.lower()  # as the stored coders are: a plain LIKE, on either backend
+    return sa.or_(
+        tasks.c.coders.like(_pattern(f"{sep}kind={named}{sep}"), escape=ESCAPE),
+        tasks.c.coders.like(_pattern(f"{sep}model={named}"), escape=ESCAPE),
+    )
 
 
 def _contains(column: sa.ColumnElement[Any], text: str, dialect: str) -> sa.ColumnElement[bool]:
     """``column`` holds ``text``, whatever its case (a ``%`` or ``_`` in it is itself). SQLite's
     LIKE ignores ASCII case already: a ``lower()`` of each row would double a scan's time."""
-    escaped = text.replace(ESCAPE, ESCAPE * 2).replace("%", ESCAPE + "%").replace("_", ESCAPE + "_")
-    pattern = f"%{escaped}%"
+    pattern = _pattern(text)
     if dialect == "sqlite":
         return column.like(pattern, escape=ESCAPE)
     return column.ilike(pattern, escape=ESCAPE)
+
+
+def _pattern(text: str) -> str:
+    """A LIKE pattern for ``text`` anywhere (a ``%`` or ``_`` in it is itself)."""
+    escaped = text.replace(ESCAPE, ESCAPE * 2).replace("%", ESCAPE + "%").replace("_", ESCAPE + "_")
+    return f"%{escaped}%"
 
 
 def _day(value: str | None, name: str) -> date | None:

@@ -100,7 +100,6 @@ def queue_page(
             conn,
             where,
             order=query.order(),
-            by_attempts=query.joins_stages,
             limit=per_page,
             offset=(page - 1) * per_page,
         )
@@ -127,17 +126,15 @@ def _searched(
 ) -> QueuePage:
     """A page of a searched or filtered queue: its ids and the count in one scan."""
     page, per_page, _pages = view_queue.page_bounds(counts["all"], query.page, per_page)
-    order, joins = query.order(), query.joins_stages
-    ids, total = view_queue.counted_page(conn, where, order, joins, per_page, (page - 1) * per_page)
+    order = query.order()
+    ids, total = view_queue.counted_page(conn, where, order, per_page, (page - 1) * per_page)
     if total is None and page == 1:
         total = 0  # nothing matches
     if total is None:  # past the end: count, then show the last page
         total = view_queue.count_where(conn, where)
         page, per_page, _pages = view_queue.page_bounds(total, page, per_page)
         if total:
-            ids, _ = view_queue.counted_page(
-                conn, where, order, joins, per_page, (page - 1) * per_page
-            )
+            ids, _ = view_queue.counted_page(conn, where, order, per_page, (page - 1) * per_page)
     page, per_page, pages = view_queue.page_bounds(total, page, per_page)
     rows, _raw = view_queue.rows_of(conn, ids)
     return QueuePage(

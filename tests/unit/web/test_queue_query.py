@@ -73,6 +73,8 @@ def test_coder_filter_reads_the_contract_one_coder_or_a_list(ledger: Ledger) -> 
     assert _titles(ledger, coder="claude") == ["Rename the package", "Fix the flaky date test"]
     assert _titles(ledger, coder="aider") == ["Speed up the parser"]
     assert _titles(ledger, coder="gpt") == ["Speed up the parser"]  # a model's start
+    assert _titles(ledger, coder="GPT-5") == ["Speed up the parser"]  # any case
+    assert _titles(ledger, coder="aid") == []  # a kind is whole
     assert _titles(ledger, coder="claude", status="held") == ["Rename the package"]
 
 
@@ -87,10 +89,15 @@ def test_sorts_and_their_direction(ledger: Ledger) -> None:
     assert _titles(ledger)[0] == "Drop Python 3.9"  # newest first
     assert _titles(ledger, sort="created", dir="asc")[0] == "Fix the flaky date test"
     assert _titles(ledger, sort="updated", dir="desc")[0] == "Drop Python 3.9"
+    Driver(ledger, start=T0 + timedelta(days=9)).cycle("t1", "r1", RunStatus.BLOCKED)
     most = views.queue_page(ledger, query=QueueQuery.of({"sort": "attempts"}, STATUSES))
     assert [r.attempts_spent for r in most.rows] == sorted(
         (r.attempts_spent for r in most.rows), reverse=True
     )
+    # The oldest task ran once: it comes before the newer ones that never did.
+    assert _titles(ledger, sort="attempts")[:2] == ["Drop Python 3.9", "Fix the flaky date test"]
+    searched = _titles(ledger, q="e", sort="attempts", dir="asc")  # the searched page too
+    assert searched[-2:] == ["Fix the flaky date test", "Drop Python 3.9"]
 
 
 def test_needs_you_is_held_and_failed(ledger: Ledger) -> None:
@@ -107,7 +114,15 @@ def test_the_last_error_is_on_its_row(ledger: Ledger) -> None:
 
 @pytest.mark.parametrize(
     "params",
-    [{"status": "lost"}, {"sort": "cost"}, {"dir": "up"}, {"since": "yesterday"}, {"page": "0"}],
+    [
+        {"status": "lost"},
+        {"sort": "price"},
+        {"dir": "up"},
+        {"since": "yesterday"},
+        {"page": "0"},
+        {"held_by": "nobody"},
+        {"held_by": "operator:"},
+    ],
 )
 def test_a_value_the_queue_cannot_show_is_refused(params: dict[str, str]) -> None:
     with pytest.raises(BadQuery):
@@ -148,9 +163,23 @@ def test_every_page_counts_what_needs_you(client: TestClient) -> None:
         assert '<span class="count" id="needs-you-count">2</span>' in client.get(path).text
 
 
+def test_the_needs_you_count_is_served_alone(client: TestClient, ledger: Ledger) -> None:
+    """What live.js re-reads for the navigation's badge on a page whose fragments lack it."""
+    got = client.get("/fragments/needs-you")
+    assert got.status_code == 200 and got.text == "2"
+    assert got.headers["content-type"].startswith("text/plain")
+    assert got.headers["cache-control"] == "no-store"
+    _add(ledger, 5, "Bump the lock file", {"kind": "claude"}, hold="wait for the release")
+    assert client.get("/fragments/needs-you").text == "3"
+    client.cookies.clear()  # the count is the ledger's: only for a logged-in operator
+    assert client.get("/fragments/needs-you").status_code in (302, 303, 401)
+
+
 def test_a_bad_query_is_a_400_page(client: TestClient) -> None:
-    got = client.get("/?sort=cost")
-    assert got.status_code == 400 and "sorts by created, updated, attempts" in got.text
+    got = client.get("/?sort=price")
+    assert got.status_code == 400 and "sorts by created, updated, attempts, cost" in got.text
+    got = client.get("/?held_by=the+cat")
+    assert got.status_code == 400 and "held_by is one of operator, halt" in got.text
 
 
 def test_a_fragment_never_counts_what_needs_you(

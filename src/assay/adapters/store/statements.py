@@ -18,7 +18,7 @@ import sqlalchemy as sa
 from pydantic import ValidationError
 from sqlalchemy.dialects import postgresql, sqlite
 
-from assay.adapters.store import task_sql
+from assay.adapters.store import task_sql, task_totals
 from assay.adapters.store.errors import TaskNotFound
 from assay.adapters.store.records import DispatchRecord, RunRecord
 from assay.adapters.store.schema import events, runs, stage_records, tasks
@@ -43,7 +43,9 @@ _LOCK_TASK = (
 _LOCK_RUN = (
     sa.select(runs).where(runs.c.id == sa.bindparam("run_id")).with_for_update(key_share=True)
 )
-TASK_COLUMNS = tuple(c for c in tasks.c if c.name != "contract")
+DERIVED_TASK_COLUMNS = ("coders", "cost_usd", "cost_unknown", "run_seconds", "sort_attempts")
+"""Columns kept from other rows (:mod:`.task_totals`), never from a task's own fields."""
+TASK_COLUMNS = tuple(c for c in tasks.c if c.name not in ("contract", *DERIVED_TASK_COLUMNS))
 """What a task is read from: not its contract, read alone when a run needs it."""
 # task_sql's columns typed as the table declares them (its times are UTCDateTime).
 _TASK_FIELD_TYPES = tuple(
@@ -200,8 +202,10 @@ def _set_task_stage(dialect: str) -> sa.Insert:
 
 
 def set_task_attempts(conn: sa.Connection, task_id: str, value: int) -> None:
-    """Set the task's spent attempts: the one place that count is kept."""
+    """Set the task's spent attempts: the one place that count is kept (and the queue's copy
+    of it, read back from there)."""
     conn.execute(_set_task_stage(conn.dialect.name), stage_row(task_id, Stage.TASK, value))
+    task_totals.refresh_attempts(conn, task_id)
 
 
 def dispatch_from_row(row: dict[str, Any]) -> DispatchRecord:
