@@ -11,9 +11,10 @@ status filter, the last page) and ``run_view``; the same pages through the real 
 ``append_event`` to the event's arrival on ``GET /events`` of a real uvicorn server (the
 dashboard's own ``DashboardServer``). On SQLite (a temporary file) and on PostgreSQL when
 ``--postgres URL`` or ``ASSAY_TEST_POSTGRES_URL`` is given (a fresh schema, dropped after;
-ANALYZEd after the bulk load, as autovacuum would, so the planner is not guessing).
+VACUUM ANALYZEd after the bulk load, as autovacuum would, so the planner is not guessing).
 
     .venv/bin/python bench/web.py [--tasks 10000] [--attempts 20] [--seats 3] [--repeat 25]
+        [--postgres URL] [--skip-sqlite]
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from _schemas import bench_schema
 
 from assay.adapters.store.connect import make_engine
 from assay.adapters.store.records import DispatchRecord, RunClose, RunDocument
-from assay.adapters.store.schema import events, runs, stage_records, tasks
+from assay.adapters.store.schema import events, runs, stage_records, tasks, usage
 from assay.adapters.store.sql import Ledger
 from assay.core.attempts import AttemptRecord
 from assay.core.payload import build_payload
@@ -55,6 +56,7 @@ TARGET_MS = 150.0
 SSE_TARGET_MS = 1000.0
 STATUSES = ("done", "done", "failed", "held", "queued")
 CODERS = ("claude", "llm", "command")
+SETTLE_ROWS = ("halted", "blocked", "blocked_with_pr", "unrunnable")
 START = datetime(2026, 1, 1, tzinfo=UTC)
 BIG_TASK = "t-big"
 BIG_RUN = "r-big"
@@ -69,6 +71,17 @@ QUEUE_VIEWS: tuple[tuple[str, dict[str, str]], ...] = (
     ("sort=updated&dir=asc, status=held", {"sort": "updated", "dir": "asc", "status": "held"}),
     ("sort=attempts", {"sort": "attempts"}),
     ("q + coder + sort", {"q": "flaky", "coder": "llm", "sort": "attempts", "dir": "asc"}),
+    ("sort=cost", {"sort": "cost"}),
+    ("sort=duration&dir=asc", {"sort": "duration", "dir": "asc"}),
+    ("held_by=operator", {"held_by": "operator"}),
+    ("held_by=operator:alice", {"held_by": "operator:alice"}),
+    ("held_by=halt", {"held_by": "halt"}),
+    ("held_by=budget + sort=cost", {"held_by": "budget", "sort": "cost"}),
+    (
+        "q + coder + held_by + since",
+        {"q": "flaky", "coder": "claude", "held_by": "machine", "since": "2026-01-01"},
+    ),
+    ("coder=llm + sort=duration", {"coder": "llm", "sort": "duration"}),
 )
 # Every dashboard request needs a credential: the bench's own, sent as a script would.
 BENCH_TOKEN = "bench-token-0123456789abcdef"
@@ -86,7 +99,7 @@ def bench_config(ledger: Ledger, **settings: Any) -> WebConfig:
 def fill_queue(engine: sa.Engine, count: int) -> None:
     """``count`` tasks, each with a contract, its spent attempt and one closed run (and the
     events a real task and run leave: added, opened, closed), in a few bulk inserts."""
-    task_rows, stage_rows, run_rows, event_rows = [], [], [], []
+    task_rows, stage_rows, run_rows, event_rows, usage_rows = [], [], [], [], []
     for n in range(count):
         at = START + timedelta(seconds=n)
         status = STATUSES[n % len(STATUSES)]
@@ -99,7 +112,7 @@ def fill_queue(engine: sa.Engine, count: int) -> None:
                 "status": status,
                 "last_error": f"run r{n:05d}: tests failed" if status == "failed" else None,
                 "hold_reason": "needs a human" if status == "held" else None,
-                "hold_source": "manual" if status == "held" else None,
+                "hold_source": ("manual" if n % 2 else "machine") if status == "held" else None,
                 "diagnostic": None,
                 "created_at": at,
                 "updated_at": at + timedelta(minutes=5),
@@ -109,6 +122,11 @@ def fill_queue(engine: sa.Engine, count: int) -> None:
                     "coder": {"kind": CODERS[n % len(CODERS)]},
                     "budgets": {"max_attempts": 5},
                 },
+                # What the ledger keeps from the rows below (task_totals), as a write would.
+                "coders": f"|kind={CODERS[n % len(CODERS)]}|",
+                "cost_usd": 0.0 if n % 7 == 0 else round(0.01 * (n % 97), 4),
+                "cost_unknown": 1 if n % 7 == 0 else 0,
+                "run_seconds": 180.0 + n % 600,
             }
         )
         stage_rows.append(
@@ -126,13 +144,15 @@ def fill_queue(engine: sa.Engine, count: int) -> None:
                 "task_id": task_id,
                 "dispatch_id": run_id,
                 "status": "merged" if status == "done" else "blocked",
-                "settle_row": "succeeded" if status == "done" else "blocked",
+                "settle_row": (
+                    "succeeded" if status == "done" else SETTLE_ROWS[n % len(SETTLE_ROWS)]
+                ),
                 "attempt_spent": True,
                 "task_status": status,
                 "reason": "bench",
                 "payload_path": None,
                 "started_at": at + timedelta(minutes=1),
-                "finished_at": at + timedelta(minutes=4),
+                "finished_at": at + timedelta(minutes=1, seconds=180 + n % 600),
             }
         )
         event_rows.extend(
@@ -142,10 +162,35 @@ def fill_queue(engine: sa.Engine, count: int) -> None:
                 {"at": at, "task_id": task_id, "run_id": run_id, "kind": "run.closed", "data": {}},
             ]
         )
+        if status == "held" and n % 2:  # an operator's hold, after the run
+            by = ("alice", "bob")[n % 4 // 2]
+            data = {"status": "held", "action": "hold", "by": by, "via": "cli"}
+            event_rows.append(
+                {"at": at, "task_id": task_id, "run_id": None, "kind": "task.saved", "data": data}
+            )
+        usage_rows.append(
+            {
+                "at": at,
+                "task_id": task_id,
+                "run_id": run_id,
+                "dispatch": "a1.s1",
+                "attempt": 1,
+                "seat": 1,
+                "role": "coder",
+                "source": CODERS[n % len(CODERS)],
+                "model": None,
+                "tokens_in": 1000 + n,
+                "tokens_out": 100,
+                "cost_usd": None if n % 7 == 0 else round(0.01 * (n % 97), 4),
+                "priced": n % 7 != 0,
+                "reported": True,
+            }
+        )
     with engine.begin() as conn:
         for table, rows in ((tasks, task_rows), (stage_records, stage_rows), (runs, run_rows)):
             conn.execute(sa.insert(table), rows)
         conn.execute(sa.insert(events), event_rows)
+        conn.execute(sa.insert(usage), usage_rows)
 
 
 def fill_big_run(ledger: Ledger, attempts: int, seats: int) -> None:
@@ -344,8 +389,10 @@ def bench(ledger: Ledger, engine: sa.Engine, args: argparse.Namespace) -> None:
     fill_queue(engine, args.tasks)
     fill_big_run(ledger, args.attempts, args.seats)
     if engine.dialect.name == "postgresql":
-        with engine.begin() as conn:  # the statistics autovacuum gathers after a bulk load
-            conn.execute(sa.text("ANALYZE"))
+        # What autovacuum does after a bulk load: the statistics, and a vacuum (the trigram
+        # indexes' pending entries merged, the visibility map set for index-only scans).
+        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            conn.execute(sa.text("VACUUM ANALYZE"))
     print(f"  (built in {time.perf_counter() - began:.1f} s)")
     last = -(-args.tasks // 50)
     line("queue_page (page 1)", median_ms(lambda: views.queue_page(ledger), args.repeat))
@@ -385,6 +432,8 @@ def bench(ledger: Ledger, engine: sa.Engine, args: argparse.Namespace) -> None:
 
     line("GET / (rendered)", median_ms(get("/"), args.repeat))
     line("GET /?status=held (rendered)", median_ms(get("/?status=held"), args.repeat))
+    line("GET /?sort=cost (rendered)", median_ms(get("/?sort=cost"), args.repeat))
+    line("GET /?held_by=halt (rendered)", median_ms(get("/?held_by=halt"), args.repeat))
     shared = "/?q=number+4242&coder=claude&sort=updated&dir=asc"
     line("GET " + shared[:31] + "… (rendered)", median_ms(get(shared), args.repeat))
     line("GET /?sort=attempts (rendered)", median_ms(get("/?sort=attempts"), args.repeat))
@@ -433,6 +482,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=25, help="timed calls per figure")
     parser.add_argument("--sse-samples", type=int, default=10, help="events timed on /events")
     parser.add_argument("--postgres", help=f"PostgreSQL URL (default: ${POSTGRES_ENV})")
+    parser.add_argument("--skip-sqlite", action="store_true", help="PostgreSQL's figures only")
     args = parser.parse_args()
     if min(args.tasks, args.attempts, args.seats, args.repeat, args.sse_samples) < 1:
         parser.error("every count must be at least 1")
@@ -440,9 +490,10 @@ def main() -> None:
         f"{args.tasks} tasks; a run of {args.attempts} attempts x {args.seats} seats; "
         f"medians of {args.repeat} calls"
     )
-    print("sqlite")
-    with sqlite_ledger() as (ledger, engine):
-        bench(ledger, engine, args)
+    if not args.skip_sqlite:
+        print("sqlite")
+        with sqlite_ledger() as (ledger, engine):
+            bench(ledger, engine, args)
     url = args.postgres or os.environ.get(POSTGRES_ENV)
     if url:
         print("postgresql")

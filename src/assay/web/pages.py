@@ -18,6 +18,7 @@ from fastapi.responses import Response
 from assay.core.vocab import TaskStatus
 from assay.web import views
 from assay.web.config import WebConfig
+from assay.web.held_by import HeldBy
 from assay.web.queue_query import SORTS, BadQuery, QueueQuery
 from assay.web.rendering import render
 from assay.web.view_queue import NEEDS_YOU_STATUS
@@ -63,6 +64,16 @@ def _shown(
     return render(request, template, context)
 
 
+HELD_BY_CHOICES = [
+    (HeldBy.OPERATOR.value, "an operator"),
+    (HeldBy.MACHINE.value, "the machine (any)"),
+    (HeldBy.HALT.value, "a halt"),
+    (HeldBy.BUDGET.value, "a spent budget"),
+    (HeldBy.GATE.value, "a human gate (PR, landing, no-op)"),
+    (HeldBy.UNRUNNABLE.value, "unrunnable here"),
+]
+
+
 def _queue_query(request: Request) -> QueueQuery | Response:
     """The queue's view from the query string; a value it cannot show is a 400 page."""
     try:
@@ -89,6 +100,9 @@ def _queue_context(request: Request, view: QueueQuery) -> dict[str, Any]:
         "needs_you": queue.needs_you,
         "query": lambda **changes: view.link(**{"page": view.page, **changes}),
         "fragment": "/fragments/queue" + view.link(),
+        "held_by_choices": HELD_BY_CHOICES,
+        "held_by_values": [value for value, _label in HELD_BY_CHOICES],
+        "now": datetime.now(UTC),
     }
 
 

@@ -15,9 +15,17 @@ from urllib.parse import urlencode
 
 import sqlalchemy as sa
 
+from assay.adapters.store import task_totals
 from assay.adapters.store.schema import stage_records, tasks
+from assay.web.held_by import HeldBy, held_by_filter
 
-SORTS = {"created": "Created", "updated": "Updated", "attempts": "Attempts"}
+SORTS = {
+    "created": "Created",
+    "updated": "Updated",
+    "attempts": "Attempts",
+    "cost": "Cost",
+    "duration": "Run time",
+}
 ATTEMPTS = sa.func.coalesce(stage_records.c.attempts, 0)
 ESCAPE = "/"  # LIKE's escape character (a backslash is one more thing to quote in SQL text)
 MAX_SEARCH = 200  # characters of a search or a coder filter kept
@@ -31,12 +39,14 @@ class BadQuery(ValueError):
 class QueueQuery:
     """The queue's view: ``q`` searched in titles, hold reasons and last errors; ``status``;
     ``coder`` (a coder kind, or the start of a model name, in the task's contract); created
-    ``since``/``until`` (whole UTC days, both included); ``sort`` (``created``, ``updated``,
-    ``attempts``) and ``dir``; ``page``."""
+    ``since``/``until`` (whole UTC days, both included); ``held_by`` (who holds a held task:
+    :class:`assay.web.held_by.HeldBy`); ``sort`` (``created``, ``updated``, ``attempts``,
+    ``cost``: the known cost, ``duration``: the closed runs' time) and ``dir``; ``page``."""
 
     q: str = ""
     status: str | None = None
     coder: str = ""
+    held_by: str = ""
     since: date | None = None
     until: date | None = None
     sort: str = "created"
@@ -62,6 +72,7 @@ class QueueQuery:
             q=" ".join((params.get("q") or "").split())[:MAX_SEARCH],
             status=status,
             coder=(params.get("coder") or "").strip()[:MAX_SEARCH],
+            held_by=HeldBy.parse(params.get("held_by") or "", BadQuery),
             since=_day(params.get("since"), "since"),
             until=_day(params.get("until"), "until"),
             sort=sort,
@@ -72,7 +83,7 @@ class QueueQuery:
     @property
     def filtered(self) -> bool:
         """Whether anything but the status narrows the queue (then its total is counted)."""
-        return bool(self.q or self.coder or self.since or self.until)
+        return bool(self.q or self.coder or self.since or self.until or self.held_by)
 
     def link(self, **changes: Any) -> str:
         """This view's query string with ``changes`` (a filter's change starts at page 1),
@@ -106,6 +117,8 @@ class QueueQuery:
         if self.until:
             end = datetime.combine(self.until + timedelta(days=1), time(), UTC)
             found.append(tasks.c.created_at < end)
+        if self.held_by:
+            found.append(held_by_filter(self.held_by, dialect))
         return sa.and_(sa.true(), *found)
 
     def order(self) -> tuple[sa.ColumnElement[Any], ...]:
@@ -114,6 +127,8 @@ class QueueQuery:
             "created": tasks.c.created_at,
             "updated": tasks.c.updated_at,
             "attempts": ATTEMPTS,
+            "cost": tasks.c.cost_usd,
+            "duration": tasks.c.run_seconds,
         }[self.sort]
         if self.dir == "asc":
             tail = (tasks.c.created_at.asc(), tasks.c.id.asc())
@@ -128,20 +143,12 @@ class QueueQuery:
 
 def _coder_is(coder: str, dialect: str) -> sa.ColumnElement[bool]:
     """The task's contract names ``coder`` as a coder's kind, or a model starting with it (one
-    coder or a list). Matched in the contract's ``coder`` as JSON text, either spacing."""
-    if dialect == "postgresql":
-        text: sa.ColumnElement[str] = sa.cast(tasks.c.contract.op("->")("coder"), sa.Text)
-    else:
-        text = sa.func.json_extract(tasks.c.contract, "$.coder")
-    quoted = coder.replace("\\", "\\\\").replace('"', '\\"')
-    patterns = [f'"kind":{space}"{quoted}"' for space in ("", " ")] + [
-        f'"model":{space}"{quoted}' for space in ("", " ")
-    ]
-    named = sa.or_(*(text.contains(p, autoescape=True) for p in patterns))
-    # The whole contract's text first (a cheap scan, no JSON parsed): only a contract that
-    # names the coder somewhere has its ``coder`` read.
-    anywhere = _contains(sa.cast(tasks.c.contract, sa.Text), quoted, dialect)
-    return sa.and_(anywhere, named)
+    coder or a list), as its stored ``coders`` (``|kind=claude|model=opus-4|``) says."""
+    sep = task_totals.CODERS_SEPARATOR
+    return sa.or_(
+        _contains(tasks.c.coders, f"{sep}kind={coder}{sep}", dialect),
+        _contains(tasks.c.coders, f"{sep}model={coder}", dialect),
+    )
 
 
 def _contains(column: sa.ColumnElement[Any], text: str, dialect: str) -> sa.ColumnElement[bool]:

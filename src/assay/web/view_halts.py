@@ -212,6 +212,7 @@ def fired_rows(conn: sa.Connection, state_dir: Path | None) -> list[FiredHaltRow
             runs.c.dispatch_id,
             runs.c.started_at,
             tasks.c.status,
+            tasks.c.title,
             run_documents.c.halt_states,
         )
         .select_from(
@@ -231,7 +232,7 @@ def fired_rows(conn: sa.Connection, state_dir: Path | None) -> list[FiredHaltRow
         )
         for view in views:
             if needs_operator(view):
-                fired = FiredHaltRow(row.task_id, row.status, row.id, view)
+                fired = FiredHaltRow(row.task_id, row.status, row.id, view, row.title)
                 found.append((view.fired_at or "", row.started_at, fired))
     found.sort(key=lambda entry: (entry[0], entry[1]), reverse=True)
     return [row for _fired, _started, row in found]

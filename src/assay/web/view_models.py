@@ -86,6 +86,19 @@ class QueueRow:
     last_run: RunBrief | None
     last_error: str | None = None
     created_at: datetime | None = None
+    held_by: str | None = None  # a held task's holder (assay.web.held_by)
+    cost_usd: float = 0.0  # the known cost (a lower bound when cost_unknown)
+    cost_unknown: int = 0  # dispatches whose cost is unknown
+    run_seconds: float = 0.0  # the closed runs' time (an open run's is added when shown)
+
+    def run_time_ms(self, now: datetime) -> int | None:
+        """The time its runs took, an open last run's up to ``now``; None: never run."""
+        if self.last_run is None and not self.run_seconds:
+            return None
+        running = 0.0
+        if self.last_run is not None and self.last_run.open:
+            running = max(0.0, (now - self.last_run.started_at).total_seconds())
+        return int((self.run_seconds + running) * 1000)
 
 
 @dataclass(frozen=True)
@@ -311,6 +324,7 @@ class FiredHaltRow:
     task_status: str | None
     run_id: str
     halt: HaltView
+    task_title: str | None = None  # untrusted text (whoever queued the task wrote it)
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
+from functools import cache
 from typing import Any
 
 import sqlalchemy as sa
@@ -20,15 +21,29 @@ from assay.core.contract import Budgets
 from assay.core.settle import RefundStreak
 from assay.core.tasks import Task
 from assay.core.vocab import EventKind, SettleRow, TaskStatus
-from assay.web import view_usage
+from assay.web import held_by, view_usage
 from assay.web.view_models import UNREADABLE_STATUS, ActionView, QueueRow, RunBrief, TaskView
 
 MAX_PER_PAGE = 500
 _KNOWN_STATUSES = frozenset(s.value for s in TaskStatus)
 _TASK_STAGE = sa.and_(stage_records.c.task_id == tasks.c.id, stage_records.c.stage == "task")
-_ROW_QUERY = sa.select(
-    *st.TASK_COLUMNS, sa.func.coalesce(stage_records.c.attempts, 0).label("attempts")
-).select_from(tasks.outerjoin(stage_records, _TASK_STAGE))
+
+
+@cache
+def _row_query(dialect: str) -> sa.Select[Any]:
+    """A queue row's columns: the task's, its spent attempts, its stored totals and who holds
+    it (what :func:`assay.web.held_by.label` reads)."""
+    return sa.select(
+        *st.TASK_COLUMNS,
+        sa.func.coalesce(stage_records.c.attempts, 0).label("attempts"),
+        tasks.c.cost_usd,
+        tasks.c.cost_unknown,
+        tasks.c.run_seconds,
+        held_by.closing_row().label("closing_row"),
+        held_by.operator_name(dialect).label("held_operator"),
+    ).select_from(tasks.outerjoin(stage_records, _TASK_STAGE))
+
+
 _STREAK_KINDS = (EventKind.TASK_SAVED.value, EventKind.RUN_OPENED.value)
 
 
@@ -138,7 +153,8 @@ def rows_of(conn: sa.Connection, ids: list[str]) -> tuple[list[QueueRow], dict[s
         return [], {}
     place = {task_id: at for at, task_id in enumerate(ids)}
     raw = sorted(
-        conn.execute(_ROW_QUERY.where(tasks.c.id.in_(ids))).all(), key=lambda r: place[r.id]
+        conn.execute(_row_query(conn.dialect.name).where(tasks.c.id.in_(ids))).all(),
+        key=lambda r: place[r.id],
     )
     budgets = _budgets(conn, ids)
     histories = _histories(conn, ids)
@@ -181,6 +197,10 @@ def _row(
         last_run=last[0] if last else None,
         last_error=raw.last_error,
         created_at=raw.created_at,
+        held_by=held_by.label(raw.status, raw.hold_source, raw.closing_row, raw.held_operator),
+        cost_usd=float(raw.cost_usd),
+        cost_unknown=int(raw.cost_unknown),
+        run_seconds=float(raw.run_seconds),
     )
 
 

@@ -84,6 +84,30 @@ def test_the_queue_lists_every_task(site: Site, page: Page) -> None:
     assert "held" in rows.filter(has_text=w.held_task).inner_text()
     page.wait_for_selector("#live-status.live-on")  # live.js connected to /events
     shot(page, "queue")
+    # Held by the halt its run fired: the filter, then a sort link that keeps it.
+    page.goto(f"{site.open.url}/?held_by=halt")
+    assert rows.count() == 1 and rows.filter(has_text=w.halted_task).count() == 1
+    assert rows.locator("a.held-by").inner_text() == "halt"
+    page.locator("th.sortable a", has_text="Cost").click()
+    page.wait_for_url("**/?held_by=halt&sort=cost")
+    assert rows.count() == 1 and page.locator('select[name="held_by"]').input_value() == "halt"
+    page.wait_for_selector("#live-status.live-on")
+    # The header's counts follow the ledger live: a new task held by an operator.
+    total = page.locator(".queue-total")
+    before = int(total.inner_text().split()[0])
+    needs_you = int(page.locator("#needs-you-count").inner_text())
+    now = datetime.now(UTC)
+    with site.ledger() as ledger:
+        task = Task.new(id="t-live-count", title="Added while watched", instruction="x", now=now)
+        ledger.add_task(task)
+        task.hold("watch the counts", now)
+        ledger.save_task(task)
+    page.wait_for_function(
+        "n => document.querySelector('.queue-total').textContent.startsWith(n + ' tasks')",
+        arg=before + 1,
+    )
+    assert int(page.locator("#needs-you-count").inner_text()) == needs_you + 1
+    shot(page, "queue-filtered")
 
 
 def test_a_held_task_is_released_from_its_page(site: Site, page: Page) -> None:
@@ -121,6 +145,9 @@ def test_the_halts_page_lists_the_fired_halt(site: Site, page: Page) -> None:
     body = page.locator("main").inner_text()
     assert site.world.halted_task in body and "halt-scope-breach" in body
     assert "assay halt rearm" in body
+    title = page.locator("table.halts-table a.title")  # the task's title, linked
+    assert title.inner_text().startswith("Rename the package")
+    assert title.get_attribute("href") == f"/tasks/{site.world.halted_task}"
     shot(page, "halts")
 
 

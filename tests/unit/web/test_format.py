@@ -186,6 +186,7 @@ KNOWN_HREFS = {
     "{{ view.link(status=value) or '/' }}",  # the queue's own query, a status of the vocabulary
     "{{ view.link(status='needs-you') }}",
     "{{ view.sort_link(column) }}",  # a sort of the fixed vocabulary, the rest of the query
+    "{{ view.link(held_by=row.held_by) }}",  # a holder the ledger names, as a filter
     "{{ pr|http_url }}",  # a pull request's URL: http(s) only
     "{{ more }}",  # a long text's "show all": /tasks/<id>/text/<field>, ids urlencoded
     "{{ full }}",  # a validator's full log: /runs/<id>/logs/<name>, both urlencoded

@@ -134,7 +134,16 @@ def test_the_task_and_queue_pages_show_hostile_text_escaped() -> None:
         rows=[_row()], counts={"all": 1}, status=None, page=1, per_page=50, total=1, pages=1,
         last_event_id=0,
     )  # fmt: skip
-    listing = _render("_queue.html", queue=queue, tabs=[], view=QueueQuery(), sorts=SORTS)
+    listing = _render(
+        "_queue.html",
+        queue=queue,
+        tabs=[],
+        view=QueueQuery(),
+        sorts=SORTS,
+        held_by_choices=[],
+        held_by_values=[],
+        now=datetime.now(UTC),
+    )
     for html in (page, listing):
         assert not _hidden(html), _hidden(html)
         assert "fix invoice&lt;U+202E&gt;gnp.exe" in html

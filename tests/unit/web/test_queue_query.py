@@ -107,7 +107,15 @@ def test_the_last_error_is_on_its_row(ledger: Ledger) -> None:
 
 @pytest.mark.parametrize(
     "params",
-    [{"status": "lost"}, {"sort": "cost"}, {"dir": "up"}, {"since": "yesterday"}, {"page": "0"}],
+    [
+        {"status": "lost"},
+        {"sort": "price"},
+        {"dir": "up"},
+        {"since": "yesterday"},
+        {"page": "0"},
+        {"held_by": "nobody"},
+        {"held_by": "operator:"},
+    ],
 )
 def test_a_value_the_queue_cannot_show_is_refused(params: dict[str, str]) -> None:
     with pytest.raises(BadQuery):
@@ -149,8 +157,10 @@ def test_every_page_counts_what_needs_you(client: TestClient) -> None:
 
 
 def test_a_bad_query_is_a_400_page(client: TestClient) -> None:
-    got = client.get("/?sort=cost")
-    assert got.status_code == 400 and "sorts by created, updated, attempts" in got.text
+    got = client.get("/?sort=price")
+    assert got.status_code == 400 and "sorts by created, updated, attempts, cost" in got.text
+    got = client.get("/?held_by=the+cat")
+    assert got.status_code == 400 and "held_by is one of operator, halt" in got.text
 
 
 def test_a_fragment_never_counts_what_needs_you(

@@ -86,12 +86,37 @@ tasks = sa.Table(
     # targets.
     sa.Column("repository", sa.String(REPOSITORY_LENGTH)),
     sa.Column("branch", sa.String(BRANCH_LENGTH)),
+    # What the queue filters and sorts by, kept here so a page over any number of tasks reads
+    # one row per task (see ``task_totals``, which writes them in the transaction that changes
+    # what they sum): the coders its contract names (``|kind=claude|model=opus|``); the known
+    # cost its dispatches journaled and how many of them have an unknown cost (so the known
+    # cost is then a lower bound, never a whole); the seconds its closed runs took.
+    sa.Column("coders", sa.Text()),
+    sa.Column("cost_usd", sa.Float(), nullable=False, server_default="0"),
+    sa.Column("cost_unknown", sa.Integer(), nullable=False, server_default="0"),
+    sa.Column("run_seconds", sa.Float(), nullable=False, server_default="0"),
 )
 # In the order tasks are listed (oldest first), all of them or those of one status.
 sa.Index("ix_tasks_created", tasks.c.created_at, tasks.c.id)
 sa.Index("ix_tasks_status_created", tasks.c.status, tasks.c.created_at, tasks.c.id)
 # A worker's pick: its repository's tasks (and those of none), oldest first.
 sa.Index("ix_tasks_repository_created", tasks.c.repository, tasks.c.created_at, tasks.c.id)
+# The queue's sorts by cost and by time spent, walked in order for a page.
+sa.Index("ix_tasks_cost", tasks.c.cost_usd, tasks.c.created_at, tasks.c.id)
+sa.Index("ix_tasks_run_seconds", tasks.c.run_seconds, tasks.c.created_at, tasks.c.id)
+sa.Index("ix_tasks_updated", tasks.c.updated_at, tasks.c.created_at, tasks.c.id)
+# The coder filter (a LIKE no index can seek) reads this narrow index instead of every row,
+# with what its status filter and sorts need beside it.
+sa.Index(
+    "ix_tasks_coders",
+    tasks.c.coders,
+    tasks.c.created_at,
+    tasks.c.id,
+    tasks.c.status,
+    tasks.c.updated_at,
+    tasks.c.cost_usd,
+    tasks.c.run_seconds,
+)
 
 runs = sa.Table(
     "runs",

@@ -24,7 +24,7 @@ from typing import Any, Self
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
-from assay.adapters.store import deletes, moves, run_writes, task_sql, usage_log
+from assay.adapters.store import deletes, moves, run_writes, task_sql, task_totals, usage_log
 from assay.adapters.store import run_logs as log_rows
 from assay.adapters.store import statements as st
 from assay.adapters.store.connect import WRITE_OPTION, default_url, make_engine
@@ -137,7 +137,12 @@ class Ledger:
         document = None if contract is None else dict(contract)
         with self._write() as conn:
             conn.execute(
-                sa.insert(tasks).values(id=task.id, contract=document, **st.task_values(task))
+                sa.insert(tasks).values(
+                    id=task.id,
+                    contract=document,
+                    coders=task_totals.coders_text(document),
+                    **st.task_values(task),
+                )
             )
             st.set_task_attempts(conn, task.id, task.attempts)
             st.append_event(
@@ -177,7 +182,7 @@ class Ledger:
         query = (
             sa.update(tasks)
             .where(tasks.c.id == task_id, tasks.c.contract.is_(None))
-            .values(contract=dict(contract))
+            .values(contract=dict(contract), coders=task_totals.coders_text(contract))
         )
         with self._write() as conn:
             return conn.execute(query).rowcount == 1
@@ -284,7 +289,9 @@ class Ledger:
         the settlement imply.
         """
         with self._write() as conn:
-            return run_writes.close_run(conn, close)
+            closed = run_writes.close_run(conn, close)
+            task_totals.refresh_run_seconds(conn, close.task_id)
+            return closed
 
     def get_run(self, run_id: str) -> RunRecord:
         with self._read() as conn:
@@ -414,7 +421,9 @@ class Ledger:
     ) -> int:
         """Journal one increase of a dispatch's spending (a usage row and its event)."""
         with self._write() as conn:
-            return usage_log.insert_usage(conn, at, key, increase, priced)
+            row_id = usage_log.insert_usage(conn, at, key, increase, priced)
+            task_totals.refresh_cost(conn, key.task_id)
+            return row_id
 
     def usage(
         self,

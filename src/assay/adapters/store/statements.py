@@ -43,7 +43,9 @@ _LOCK_TASK = (
 _LOCK_RUN = (
     sa.select(runs).where(runs.c.id == sa.bindparam("run_id")).with_for_update(key_share=True)
 )
-TASK_COLUMNS = tuple(c for c in tasks.c if c.name != "contract")
+DERIVED_TASK_COLUMNS = ("coders", "cost_usd", "cost_unknown", "run_seconds")
+"""Columns kept from other rows (:mod:`.task_totals`), never from a task's own fields."""
+TASK_COLUMNS = tuple(c for c in tasks.c if c.name not in ("contract", *DERIVED_TASK_COLUMNS))
 """What a task is read from: not its contract, read alone when a run needs it."""
 # task_sql's columns typed as the table declares them (its times are UTCDateTime).
 _TASK_FIELD_TYPES = tuple(

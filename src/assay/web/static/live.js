@@ -48,7 +48,10 @@
             el.innerHTML = html;
             var needsYou = el.querySelector("[data-needs-you]");
             var badge = document.getElementById("needs-you-count");
-            if (needsYou && badge) badge.textContent = needsYou.dataset.needsYou;
+            if (needsYou && badge) {
+              badge.textContent = needsYou.dataset.needsYou;
+              badge.parentNode.classList.toggle("some", needsYou.dataset.needsYou !== "0");
+            }
             el.dispatchEvent(new CustomEvent("live:updated", { bubbles: true }));
           });
       });

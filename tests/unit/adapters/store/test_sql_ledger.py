@@ -75,7 +75,9 @@ def test_migrate_is_idempotent(ledger: Ledger, driver: Driver) -> None:
 def test_migrations_match_the_metadata(ledger: Ledger) -> None:
     with engine_of(ledger).connect() as conn:
         diff = compare_metadata(MigrationContext.configure(conn), metadata)
-    assert diff == []
+    # PostgreSQL's trigram indexes for the queue's search are made only where pg_trgm can be.
+    kept = [d for d in diff if not (d[0] == "remove_index" and d[1].name.endswith("_trgm"))]
+    assert kept == []
 
 
 def test_tasks_table_holds_no_counter(ledger: Ledger) -> None:
