@@ -19,7 +19,6 @@ the bulk load, as autovacuum would).
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import time
 from collections.abc import Callable
@@ -36,15 +35,11 @@ from web import (
     median_ms,
     postgres_ledger,
     sqlite_ledger,
+    sum_dispatches,
 )
 
 from assay.adapters.store.schema import runs, usage
 from assay.adapters.store.sql import Ledger
-
-# The revision's own backfill (its module name starts with a digit: imported by name).
-DISPATCH_TOTALS = importlib.import_module(
-    "assay.adapters.store.migrations.versions.0012_dispatch_totals"
-)
 
 BATCH = 20_000
 
@@ -116,9 +111,7 @@ def journal(engine: sa.Engine, count: int, days: int, now: datetime) -> int:
     with engine.begin() as conn:
         for at in range(0, len(rows), BATCH):
             conn.execute(sa.insert(usage), rows[at : at + BATCH])
-        # Rows bulk-inserted bypass the ledger's write of each dispatch's totals: summed as
-        # revision 0012 sums the rows journaled before it.
-        DISPATCH_TOTALS.backfill(conn)
+        sum_dispatches(conn)  # fill_queue's rows and these
     return len(rows)
 
 
@@ -129,7 +122,7 @@ def bench(ledger: Ledger, engine: sa.Engine, args: argparse.Namespace) -> None:
 
     began = time.perf_counter()
     now = datetime.now(UTC)
-    fill_queue(engine, args.tasks)
+    fill_queue(engine, args.tasks, totals=False)
     spread(engine, args.tasks, args.days, now)
     journaled = journal(engine, args.tasks, args.days, now)
     analyze(engine)
