@@ -3,9 +3,10 @@ names, what its dispatches cost and how long its runs took.
 
 Each is written in the transaction that changes what it is made of (the contract stored at
 ``add_task``/``adopt_contract``, a usage row journaled, a run closed), recomputed from those
-rows (never incremented), so it is what summing them would say: the known cost is the sum of
-:func:`.usage_log.spend_of`'s ``priced_cost_usd``, ``cost_unknown`` its ``unpriced +
-unreported``; ``run_seconds`` the sum over the task's closed runs of finished minus started.
+rows (the cost from each dispatch's totals; never incremented), so it is what summing them
+would say: the known cost is the sum of :func:`.usage_log.spend_of`'s ``priced_cost_usd``,
+``cost_unknown`` its ``unpriced + unreported``; ``run_seconds`` the sum over the task's closed
+runs of finished minus started.
 """
 
 from __future__ import annotations
