@@ -20,6 +20,7 @@ VACUUM ANALYZEd after the bulk load, as autovacuum would, so the planner is not 
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import queue
 import statistics
@@ -96,7 +97,7 @@ def bench_config(ledger: Ledger, **settings: Any) -> WebConfig:
     return WebConfig(ledger=ledger, credentials=Credentials.of(token=BENCH_TOKEN), **settings)
 
 
-def fill_queue(engine: sa.Engine, count: int) -> None:
+def fill_queue(engine: sa.Engine, count: int, *, totals: bool = True) -> None:
     """``count`` tasks, each with a contract, its spent attempt and one closed run (and the
     events a real task and run leave: added, opened, closed), in a few bulk inserts."""
     task_rows, stage_rows, run_rows, event_rows, usage_rows = [], [], [], [], []
@@ -192,6 +193,17 @@ def fill_queue(engine: sa.Engine, count: int) -> None:
             conn.execute(sa.insert(table), rows)
         conn.execute(sa.insert(events), event_rows)
         conn.execute(sa.insert(usage), usage_rows)
+        if totals:  # ``totals`` False: the caller bulk-inserts more usage rows, then sums them
+            sum_dispatches(conn)
+
+
+def sum_dispatches(conn: sa.Connection) -> None:
+    """Each dispatch's totals summed from the usage rows bulk-inserted (which bypass the
+    ledger's write of them), by revision 0012's own backfill, as an upgraded ledger has them."""
+    revision = importlib.import_module(
+        "assay.adapters.store.migrations.versions.0012_dispatch_totals"
+    )
+    revision.backfill(conn)
 
 
 def fill_big_run(ledger: Ledger, attempts: int, seats: int) -> None:

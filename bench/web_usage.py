@@ -7,8 +7,9 @@ one in fifty still open), and journals each run's usage as programs report it: t
 at all) and a judge, bulk-inserted into the ``usage`` table. Times, as medians over
 ``--repeat`` calls after a warm-up, through the real app (``create_app`` under FastAPI's
 TestClient, templates rendered): ``GET /usage`` (the last 30 days), ``GET /usage.json``, and
-a whole year (every run of the ledger). Then again with each ``--index`` created by hand (no
-migration: the figures say which one the page needs). On SQLite (a temporary file) and on
+a whole year (every run of the ledger). The usage rows are bulk-inserted, so each dispatch's
+totals are then summed from them by revision 0012's backfill (as a ledger upgraded to it has
+them). On SQLite (a temporary file) and on
 PostgreSQL when ``--postgres URL`` or ``ASSAY_TEST_POSTGRES_URL`` is given (ANALYZEd after
 the bulk load, as autovacuum would).
 
@@ -34,20 +35,12 @@ from web import (
     median_ms,
     postgres_ledger,
     sqlite_ledger,
+    sum_dispatches,
 )
 
 from assay.adapters.store.schema import runs, usage
 from assay.adapters.store.sql import Ledger
 
-# Indexes the page could use, created by hand to measure them (name, table, columns).
-INDEXES: dict[str, tuple[str, str]] = {
-    "runs_started": ("runs", "started_at"),
-    # Every column the page's fold reads, so the range is read from the index alone.
-    "usage_covering": (
-        "usage",
-        "at, run_id, dispatch, role, source, id, priced, reported, tokens_in, tokens_out, cost_usd",
-    ),
-}
 BATCH = 20_000
 
 
@@ -118,6 +111,7 @@ def journal(engine: sa.Engine, count: int, days: int, now: datetime) -> int:
     with engine.begin() as conn:
         for at in range(0, len(rows), BATCH):
             conn.execute(sa.insert(usage), rows[at : at + BATCH])
+        sum_dispatches(conn)  # fill_queue's rows and these
     return len(rows)
 
 
@@ -128,7 +122,7 @@ def bench(ledger: Ledger, engine: sa.Engine, args: argparse.Namespace) -> None:
 
     began = time.perf_counter()
     now = datetime.now(UTC)
-    fill_queue(engine, args.tasks)
+    fill_queue(engine, args.tasks, totals=False)
     spread(engine, args.tasks, args.days, now)
     journaled = journal(engine, args.tasks, args.days, now)
     analyze(engine)
@@ -153,14 +147,6 @@ def bench(ledger: Ledger, engine: sa.Engine, args: argparse.Namespace) -> None:
     ]
     for name, path in pages:
         line(name, median_ms(get(path), args.repeat))
-    for index in args.index:
-        table, columns = INDEXES[index]
-        with engine.begin() as conn:
-            conn.execute(sa.text(f"CREATE INDEX bench_{index} ON {table} ({columns})"))
-        analyze(engine)
-        print(f"  with an index on {table} ({columns}):")
-        for name, path in pages:
-            line(name, median_ms(get(path), args.repeat))
 
 
 def analyze(engine: sa.Engine) -> None:
@@ -175,13 +161,6 @@ def main() -> None:
     parser.add_argument("--tasks", type=int, default=100_000, help="tasks, one run each")
     parser.add_argument("--days", type=int, default=200, help="days the runs are spread over")
     parser.add_argument("--repeat", type=int, default=15, help="timed calls per figure")
-    parser.add_argument(
-        "--index",
-        action="append",
-        choices=sorted(INDEXES),
-        default=[],
-        help="then time again with this index (repeatable; cumulative)",
-    )
     parser.add_argument("--postgres", help=f"PostgreSQL URL (default: ${POSTGRES_ENV})")
     parser.add_argument("--no-sqlite", action="store_true", help="PostgreSQL only")
     args = parser.parse_args()

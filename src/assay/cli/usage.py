@@ -1,8 +1,8 @@
 """``assay usage``: what the coders, judges and validators spent, from the usage journal.
 
 The journal is summed per group by :func:`assay.adapters.store.usage_sums.usage_cells` (the
-dashboard's usage page reads the same sums; ``--since`` keeps the dispatches that reported since
-then, each with all it spent) and ordered by :mod:`assay.core.usage_report`. It only reads:
+dashboard's usage page reads the same sums; ``--since`` keeps the dispatches that first reported
+since then, each with all it spent) and ordered by :mod:`assay.core.usage_report`. It only reads:
 where no ledger exists yet it says so and creates none.
 """
 
@@ -31,7 +31,7 @@ SinceFlag = Annotated[
     typer.Option(
         "--since",
         metavar="WHEN",
-        help="Only dispatches that reported since WHEN (each with all it spent): a duration "
+        help="Only dispatches that first reported since WHEN (each with all it spent): a duration "
         "back from now (30m, 12h, 7d, 2w) or an ISO date or time (UTC unless it says).",
     ),
 ]

@@ -2,11 +2,11 @@
 charts with their figures, and as JSON for scripts.
 
 The spending is what ``assay usage`` sums (:func:`assay.adapters.store.usage_sums.usage_cells`),
-of the reports made in the range: a dispatch on the day of its first report in it, with what
-it reported in it (one that also reported before or after the range counts that part there,
-not here); the runs are those that started in the range, counted by what they cost their task
-in attempts (spent, refunded, or open while they run). A cost nobody reported is never $0: a
-day's cost bar is its known part, marked, with the count of dispatches without a cost.
+of the dispatches that first reported in the range, each whole (what it reported after the
+range too), on the day of its first report; the runs are those that started in the range,
+counted by what they cost their task in attempts (spent, refunded, or open while they run).
+A cost nobody reported is never $0: a day's cost bar is its known part, marked, with the
+count of dispatches without a cost.
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ def read(ledger: Ledger, query: UsageQuery) -> UsageOverTime:
     since, until = day_start(query.since), day_start(query.until) + timedelta(days=1)
     with ledger.read() as conn:
         keys = [UsageKey.DAY, UsageKey.CODER]
-        cells = usage_cells(conn, keys, since=since, until=until, whole=False)
+        cells = usage_cells(conn, keys, since=since, until=until)
         reported_in = coder_runs(conn, since, until)
         started = run_days(conn, query.since, query.until)
     return over_time(query.dates, cells, reported_in, started)
@@ -136,7 +136,7 @@ def _charts(
         _tokens_axis,
         horizontal,
     )
-    started = "started" if not horizontal else "its dispatches reported in"
+    started = "started" if not horizontal else "its dispatches first reported in"
     runs = Chart(
         f"Runs {of} ({started}), by what they cost in attempts",
         RUN_SERIES,

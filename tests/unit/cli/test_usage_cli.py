@@ -152,15 +152,19 @@ def test_by_coder_model_and_day(journal: datetime) -> None:
     assert days[0]["dispatches"] == 3 and days[0]["tokens_in"] == 20_900
 
 
-def test_since_keeps_the_dispatches_that_reported_since_each_with_all_it_spent(
+def test_since_keeps_the_dispatches_that_first_reported_since_each_with_all_it_spent(
     journal: datetime,
 ) -> None:
     document = usage_json("--since", "2d", "--by", "coder")
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z", document["since"])
     coders = {g["key"]: g for g in document["groups"]}
     assert set(coders) == {"claude", "aider"}  # the llm coder and the judge spoke 3 days ago
-    # r-1's claude seat reported 3 days ago and again yesterday: its whole total counts.
-    assert coders["claude"]["tokens_in"] == 15_000 + 7_000
+    # r-1's claude seat first reported 3 days ago (and again yesterday): left out whole; r-2's
+    # counts, as the usage page counts a range.
+    assert coders["claude"]["tokens_in"] == 7_000 and coders["claude"]["dispatches"] == 1
+    since_three = usage_json("--since", "3d", "--by", "coder")
+    (claude,) = (g for g in since_three["groups"] if g["key"] == "claude")
+    assert claude["tokens_in"] == 15_000 + 7_000
     assert usage_json("--since", "30d")["total"]["dispatches"] == 5
     assert usage_json("--since", "2999-01-01")["groups"] == []
 

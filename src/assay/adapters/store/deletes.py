@@ -24,6 +24,7 @@ from assay.adapters.store.records import RunRecord
 from assay.adapters.store.schema import (
     attempts,
     deleting_tasks,
+    dispatch_totals,
     dispatches,
     events,
     run_documents,
@@ -128,6 +129,7 @@ def delete_tasks(
     # Children before parents: no foreign key is left pointing at a deleted row.
     for ids in _chunks([] if dry_run else run_ids):
         conn.execute(sa.delete(usage).where(usage.c.run_id.in_(ids)))
+        conn.execute(sa.delete(dispatch_totals).where(dispatch_totals.c.run_id.in_(ids)))
         conn.execute(sa.delete(events).where(events.c.run_id.in_(ids)))
         conn.execute(sa.delete(run_documents).where(run_documents.c.run_id.in_(ids)))
         conn.execute(sa.delete(run_logs).where(run_logs.c.run_id.in_(ids)))
@@ -135,6 +137,7 @@ def delete_tasks(
         conn.execute(sa.delete(attempts).where(attempts.c.run_id.in_(ids)))
     for ids in _chunks([] if dry_run else chosen):
         conn.execute(sa.delete(usage).where(usage.c.task_id.in_(ids)))
+        conn.execute(sa.delete(dispatch_totals).where(dispatch_totals.c.task_id.in_(ids)))
         conn.execute(sa.delete(events).where(events.c.task_id.in_(ids)))
         conn.execute(sa.delete(runs).where(runs.c.task_id.in_(ids)))
         conn.execute(sa.delete(stage_records).where(stage_records.c.task_id.in_(ids)))

@@ -10,6 +10,6 @@ from __future__ import annotations
 DATABASE_URL_ENV = "ASSAY_DATABASE_URL"
 HOME_ENV = "ASSAY_HOME"
 DEFAULT_HOME = ".assay"
-HEAD_REVISION = "0011"
+HEAD_REVISION = "0012"
 """The ledger's newest migration: the Ledger migrates to it and the quick reader reads only it
 (it runs the Ledger's own SQL text); a test checks it against alembic's own head."""

@@ -140,6 +140,8 @@ runs = sa.Table(
     sa.Column("finished_at", UTCDateTime()),
 )
 sa.Index("ix_runs_task_started", runs.c.task_id, runs.c.started_at)
+# The usage page's runs started per day.
+sa.Index("ix_runs_started", runs.c.started_at)
 
 attempts = sa.Table(
     "attempts",
@@ -242,6 +244,51 @@ usage = sa.Table(
 sa.Index("ix_usage_task", usage.c.task_id, usage.c.id)
 sa.Index("ix_usage_run", usage.c.run_id, usage.c.dispatch)
 sa.Index("ix_usage_at", usage.c.at)
+
+# Each dispatch's journal summed (see ``dispatch_totals``, which writes its row in the
+# transaction that journals each of its usage rows): what its rows add up to, how many there
+# are, when the first and newest came (``first_id``/``last_id`` order them), whether the newest
+# was priced (its whole cost known) and whether any reported usage at all; ``cost_usd`` NULL
+# when no row came with a cost; ``model`` the newest one named.
+dispatch_totals = sa.Table(
+    "dispatch_totals",
+    metadata,
+    sa.Column("run_id", sa.String(NAME_LENGTH), sa.ForeignKey("runs.id"), primary_key=True),
+    sa.Column("dispatch", sa.String(NAME_LENGTH), primary_key=True),
+    sa.Column("task_id", sa.String(NAME_LENGTH), sa.ForeignKey("tasks.id"), nullable=False),
+    sa.Column("attempt", sa.Integer()),
+    sa.Column("seat", sa.Integer()),
+    sa.Column("role", sa.String(TOKEN_LENGTH), nullable=False),
+    sa.Column("source", sa.String(NAME_LENGTH), nullable=False),
+    sa.Column("model", sa.String(NAME_LENGTH)),
+    sa.Column("tokens_in", sa.BigInteger(), nullable=False),
+    sa.Column("tokens_out", sa.BigInteger(), nullable=False),
+    sa.Column("cost_usd", sa.Float()),
+    sa.Column("reports", sa.Integer(), nullable=False),
+    sa.Column("first_at", UTCDateTime(), nullable=False),
+    sa.Column("last_at", UTCDateTime(), nullable=False),
+    sa.Column("first_id", event_id_type(), nullable=False),
+    sa.Column("last_id", event_id_type(), nullable=False),
+    sa.Column("priced", sa.Boolean(), nullable=False),
+    sa.Column("reported", sa.Boolean(), nullable=False),
+)
+sa.Index("ix_dispatch_totals_task", dispatch_totals.c.task_id, dispatch_totals.c.first_id)
+# The usage page's and ``assay usage``'s range (dispatches by when they first reported), with
+# what they sum beside it so the range is read from the index alone.
+sa.Index(
+    "ix_dispatch_totals_first_at",
+    dispatch_totals.c.first_at,
+    dispatch_totals.c.role,
+    dispatch_totals.c.source,
+    dispatch_totals.c.run_id,
+    dispatch_totals.c.first_id,
+    dispatch_totals.c.tokens_in,
+    dispatch_totals.c.tokens_out,
+    dispatch_totals.c.cost_usd,
+    dispatch_totals.c.priced,
+    dispatch_totals.c.reported,
+)
+sa.Index("ix_dispatch_totals_last_at", dispatch_totals.c.last_at)
 
 # The tasks a transaction is deleting, while it does (empty otherwise): the events table's
 # trigger lets an event be deleted only when its task, or its run's task, is listed here

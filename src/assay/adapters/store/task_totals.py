@@ -3,12 +3,12 @@ names, what its dispatches cost and how long its runs took.
 
 Each is written in the transaction that changes what it is made of (the contract stored at
 ``add_task``/``adopt_contract``, a usage row journaled, a run closed), recomputed from those
-rows (never incremented), so it is what summing them would say: the known cost is the sum of
-:func:`.usage_log.spend_of`'s ``priced_cost_usd``, ``cost_unknown`` its ``unpriced +
-unreported``; ``run_seconds`` the sum over the task's closed runs of finished minus started;
-``sort_attempts`` the count of its ``task`` stage record (the one place that counter lives: this
-copy, read back from it after every write of that row, only lets the queue sort by it through
-an index).
+rows (the cost from each dispatch's totals; never incremented), so it is what summing them
+would say: the known cost is the sum of :func:`.usage_log.spend_of`'s ``priced_cost_usd``,
+``cost_unknown`` its ``unpriced + unreported``; ``run_seconds`` the sum over the task's closed
+runs of finished minus started; ``sort_attempts`` the count of its ``task`` stage record (the
+one place that counter lives: this copy, read back from it after every write of that row, only
+lets the queue sort by it through an index).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from assay.adapters.store.schema import runs, stage_records, tasks, usage
+from assay.adapters.store.schema import dispatch_totals, runs, stage_records, tasks
 
 CODERS_SEPARATOR = "|"
 
@@ -47,37 +47,20 @@ def coders_text(contract: Mapping[str, Any] | None) -> str | None:
     return CODERS_SEPARATOR + "".join(kept)
 
 
-def _dispatches(task_id: sa.ColumnElement[Any]) -> sa.Subquery:
-    """The task's dispatches: each one's known cost, and 1 where its cost is unknown (it
-    reported no usage, no cost, or its newest row came without one), as
-    :func:`.usage_log.fold` and :class:`assay.core.usage.Spend` count them."""
-    grouped = (
-        sa.select(
-            sa.func.max(usage.c.id).label("newest"),
-            sa.func.max(sa.case((usage.c.reported, 1), else_=0)).label("reported"),
-            sa.func.count(usage.c.cost_usd).label("costs"),
-            sa.func.coalesce(sa.func.sum(usage.c.cost_usd), 0.0).label("known"),
-        )
-        .where(usage.c.task_id == task_id)
-        .group_by(usage.c.run_id, usage.c.dispatch)
-        .subquery()
-    )
-    newest = usage.alias("newest")
-    priced = sa.and_(grouped.c.reported == 1, grouped.c.costs > 0, newest.c.priced)
-    return (
-        sa.select(grouped.c.known, sa.case((priced, 0), else_=1).label("unknown"))
-        .select_from(grouped.join(newest, newest.c.id == grouped.c.newest))
-        .subquery()
-    )
-
-
 def _cost_values(task_id: sa.ColumnElement[Any]) -> dict[str, Any]:
-    spent = _dispatches(task_id)
+    """The task's known cost, and how many of its dispatches have an unknown one (it reported
+    no usage, no cost, or its newest report came without one), from each dispatch's totals,
+    as :class:`assay.core.usage.Spend` counts them."""
+    t = dispatch_totals
+    known = sa.and_(t.c.reported, t.c.cost_usd.is_not(None), t.c.priced)
+    mine = t.c.task_id == task_id
     return {
-        "cost_usd": sa.select(sa.func.coalesce(sa.func.sum(spent.c.known), 0.0)).scalar_subquery(),
-        "cost_unknown": sa.select(
-            sa.func.coalesce(sa.func.sum(spent.c.unknown), 0)
-        ).scalar_subquery(),
+        "cost_usd": sa.select(sa.func.coalesce(sa.func.sum(t.c.cost_usd), 0.0))
+        .where(mine)
+        .scalar_subquery(),
+        "cost_unknown": sa.select(sa.func.coalesce(sa.func.sum(sa.case((known, 0), else_=1)), 0))
+        .where(mine)
+        .scalar_subquery(),
     }
 
 
@@ -98,7 +81,7 @@ def _seconds_value(task_id: sa.ColumnElement[Any], dialect: str) -> Any:
 
 
 def refresh_cost(conn: sa.Connection, task_id: str) -> None:
-    """After a usage row of ``task_id`` is journaled."""
+    """After a usage row of ``task_id`` is journaled (and its dispatch's totals written)."""
     conn.execute(
         sa.update(tasks).where(tasks.c.id == task_id).values(**_cost_values(sa.literal(task_id)))
     )

@@ -3,6 +3,8 @@
 A row and its ``usage.reported`` event are written in one transaction, the moment the report
 arrives, so a run killed at any point still accounts for what its dispatches spent. A
 dispatch's figures are the sum of its rows; its cost is known when its newest row is priced.
+Each row is summed into its dispatch's totals in the same transaction, which every read of
+what dispatches spent reads instead of the rows.
 """
 
 from __future__ import annotations
@@ -14,7 +16,9 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from assay.adapters.store import dispatch_totals
 from assay.adapters.store import statements as st
+from assay.adapters.store.schema import dispatch_totals as totals_table
 from assay.adapters.store.schema import usage
 from assay.core.usage import Spend, UsageFigures
 from assay.core.vocab import EventKind, UsageRole
@@ -46,7 +50,8 @@ class DispatchUsage:
 def insert_usage(
     conn: sa.Connection, at: datetime, key: DispatchKey, increase: UsageFigures, priced: bool
 ) -> int:
-    """Journal one increase of ``key``'s spending (its row and its event); returns the row id."""
+    """Journal one increase of ``key``'s spending (its row, its dispatch's totals and its
+    event); returns the row id."""
     values: dict[str, Any] = {
         "at": at,
         "task_id": key.task_id,
@@ -65,6 +70,7 @@ def insert_usage(
     }
     inserted = conn.execute(sa.insert(usage).values(**values)).inserted_primary_key
     row_id = int(inserted[0]) if inserted is not None else 0
+    dispatch_totals.upsert(conn, row_id, at, values)
     # The event says the same, without what its row already places it by.
     data = {k: v for k, v in values.items() if k not in ("at", "task_id", "run_id")}
     st.append_event(conn, at, EventKind.USAGE_REPORTED, data, key.task_id, key.run_id)
@@ -79,49 +85,32 @@ def dispatch_usage(
     since: datetime | None = None,
 ) -> list[DispatchUsage]:
     """Each dispatch's running total (in the order each first reported), of one task, one run
-    or every dispatch that reported since ``since``."""
-    query = sa.select(usage).order_by(usage.c.id)
+    or every dispatch that reported since ``since``: read from its row of totals, one per
+    dispatch (:mod:`.dispatch_totals`), not folded from the journal."""
+    t = totals_table
+    query = sa.select(t).order_by(t.c.first_id)
     if task_id is not None:
-        query = query.where(usage.c.task_id == task_id)
+        query = query.where(t.c.task_id == task_id)
     if run_id is not None:
-        query = query.where(usage.c.run_id == run_id)
+        query = query.where(t.c.run_id == run_id)
     if since is not None:
-        first = (
-            sa.select(usage.c.run_id, usage.c.dispatch)
-            .where(usage.c.at >= since)
-            .distinct()
-            .subquery()
-        )
-        query = query.join(
-            first, sa.and_(first.c.run_id == usage.c.run_id, first.c.dispatch == usage.c.dispatch)
-        )
-    return fold(r._asdict() for r in conn.execute(query))
+        query = query.where(t.c.last_at >= since)
+    return [_dispatch(row._asdict()) for row in conn.execute(query)]
 
 
-def fold(rows: Iterable[dict[str, Any]]) -> list[DispatchUsage]:
-    """Rows (oldest first) summed per dispatch."""
-    totals: dict[tuple[str, str], DispatchUsage] = {}
-    for row in rows:
-        ident = (str(row["run_id"]), str(row["dispatch"]))
-        before = totals.get(ident)
-        cost = before.figures.cost_usd if before is not None else None
-        if row["cost_usd"] is not None:
-            cost = round((cost or 0.0) + float(row["cost_usd"]), 9)
-        figures = UsageFigures(
-            tokens_in=int(row["tokens_in"]) + (before.figures.tokens_in if before else 0),
-            tokens_out=int(row["tokens_out"]) + (before.figures.tokens_out if before else 0),
-            cost_usd=cost,
-            model=row["model"] or (before.figures.model if before else None),
-            calls=0,
-            reported=bool(row["reported"]) or (before.figures.reported if before else False),
-            # Known in part: some of it came without a cost (the newest row says).
-            unpriced=not row["priced"] and cost is not None,
-        )
-        if before is not None:
-            totals[ident] = DispatchUsage(before.key, figures, before.first_at)
-        else:
-            totals[ident] = DispatchUsage(_key(row), figures, row.get("at"))
-    return list(totals.values())
+def _dispatch(row: dict[str, Any]) -> DispatchUsage:
+    cost = None if row["cost_usd"] is None else round(float(row["cost_usd"]), 9)
+    figures = UsageFigures(
+        tokens_in=int(row["tokens_in"]),
+        tokens_out=int(row["tokens_out"]),
+        cost_usd=cost,
+        model=row["model"],
+        calls=0,
+        reported=bool(row["reported"]),
+        # Known in part: some of it came without a cost (its newest report says).
+        unpriced=not row["priced"] and cost is not None,
+    )
+    return DispatchUsage(_key(row), figures, row["first_at"])
 
 
 def spend_of(dispatches: Iterable[DispatchUsage], *, exclude_run: str | None = None) -> Spend:

@@ -1,16 +1,13 @@
-"""The usage journal summed in SQL, per task, coder, model or day: what ``assay usage`` and
-the dashboard's usage page both read; and the runs per day and per coder, by what they cost
-their task in attempts, for the page.
+"""Each dispatch's usage (its row of totals, :mod:`.dispatch_totals`) summed per task, coder,
+model or day: what ``assay usage`` and the dashboard's usage page both read; and the runs per
+day and per coder, by what they cost their task in attempts, for the page.
 
-A dispatch's figures are folded as :func:`assay.adapters.store.usage_log.fold` folds them (its
-tokens and known cost the sum of its rows; priced when its newest row says so and some cost
-came; unreported when no row reported usage; its model the newest one named; its day the UTC
-date of its earliest report), then summed per group by the database, so a caller gets a row
-per group rather than every report to fold in Python.
-
-A range keeps the dispatches that reported in it, each with all it spent (``assay usage
---since``) or with what it reported in the range (the usage page, which reads only the rows
-in its range: a page over a year of a large ledger does not fold the journal's every row).
+A range keeps the dispatches that first reported in it, each whole, on the UTC date of its
+first report: the page and ``assay usage --since`` count the same dispatches the same way. A
+dispatch's cost is known when its newest report was priced and some cost came; an unknown one
+is counted apart (unpriced: tokens without a whole cost; unreported: no usage at all), never
+added as zero. The database sums one row per dispatch in the range, so a caller gets a row per
+group.
 """
 
 from __future__ import annotations
@@ -21,7 +18,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from assay.adapters.store.schema import runs, usage
+from assay.adapters.store.schema import dispatch_totals, runs
 from assay.core.usage import Spend
 from assay.core.usage_report import Charge, UsageCell, UsageKey
 from assay.core.vocab import UsageRole
@@ -72,103 +69,42 @@ def _count_sum(dialect: str, column: Any) -> Any:
     return sa.func.total(column) if dialect == "sqlite" else sa.func.sum(column)
 
 
-def _dispatches(
-    dialect: str,
-    since: datetime | None,
-    until: datetime | None,
-    whole: bool,
-    keys: Sequence[UsageKey],
-) -> sa.Subquery:
-    """One row per dispatch with its sums, the ids of its first, newest and newest priced
-    rows, and what ``keys`` need of it (its task, role and source are the same in each row);
-    of the dispatches that reported in the range, with all their rows (``whole``) or with the
-    rows in the range only."""
-    # Only what the keys read: each aggregate is paid for on every row folded.
-    wanted: dict[UsageKey, list[Any]] = {
-        UsageKey.TASK: [sa.func.min(usage.c.task_id).label("task_id")],
-        UsageKey.CODER: [
-            sa.func.min(usage.c.role).label("role"),
-            sa.func.min(usage.c.source).label("source"),
-        ],
-        UsageKey.MODEL: [
-            sa.func.max(sa.case((usage.c.model.is_not(None), usage.c.id))).label("model_id")
-        ],
-        UsageKey.DAY: [sa.func.min(usage.c.at).label("first_at")],
-    }
-    query = sa.select(
-        usage.c.run_id,
-        usage.c.dispatch,
-        *(column for key in dict.fromkeys(keys) for column in wanted[key]),
-        sa.func.min(usage.c.id).label("first_id"),
-        sa.func.max(usage.c.id).label("last_id"),
-        sa.func.max(sa.case((usage.c.priced.is_(True), usage.c.id))).label("priced_id"),
-        _count_sum(dialect, usage.c.tokens_in).label("tokens_in"),
-        _count_sum(dialect, usage.c.tokens_out).label("tokens_out"),
-        sa.func.sum(usage.c.cost_usd).label("cost"),  # NULL: no row came with a cost
-        sa.func.max(sa.case((usage.c.reported.is_(True), 1), else_=0)).label("reported"),
-    ).group_by(usage.c.run_id, usage.c.dispatch)
-    if not whole:
-        if since is not None:
-            query = query.where(usage.c.at >= since)
-        if until is not None:
-            query = query.where(usage.c.at < until)
-    elif since is not None or until is not None:
-        window = sa.select(usage.c.run_id, usage.c.dispatch)
-        if since is not None:
-            window = window.where(usage.c.at >= since)
-        if until is not None:
-            window = window.where(usage.c.at < until)
-        query = query.where(sa.tuple_(usage.c.run_id, usage.c.dispatch).in_(window))
-    return query.subquery("d")
-
-
 def usage_cells(
     conn: sa.Connection,
     keys: Sequence[UsageKey],
     *,
     since: datetime | None = None,
     until: datetime | None = None,
-    whole: bool = True,
 ) -> list[UsageCell]:
-    """The journal's dispatches that reported in ``since``..``until`` (``until`` excluded;
-    None: no bound), summed per combination of ``keys`` (none: one cell of everything, or no
-    cell when nothing is journaled), in the order each cell's dispatches first reported.
-
-    ``whole``: each dispatch with all it spent, on the day of its first report (``assay
-    usage --since``); else only what it reported in the range, on the day of its first
-    report there (the usage page: read from the rows in the range alone, so its cost follows
-    the range, not the journal). A dispatch whose cost was unknown as of its newest row in
-    the range stays unknown, even when its part in the range came with costs."""
+    """The dispatches that first reported in ``since``..``until`` (``until`` excluded; None: no
+    bound), each whole, summed per combination of ``keys`` (none: one cell of everything, or
+    no cell when nothing is journaled), in the order each cell's dispatches first reported."""
     dialect = conn.dialect.name
-    d = _dispatches(dialect, since, until, whole, keys)
-    named = usage.alias("named")
-    # Priced: its newest row says its whole cost is known, and some cost came.
-    priced = sa.and_(d.c.reported == 1, d.c.cost.is_not(None), d.c.priced_id == d.c.last_id)
+    d = dispatch_totals
+    # Priced: its newest report says its whole cost is known, and some cost came.
+    priced = sa.and_(d.c.reported, d.c.cost_usd.is_not(None), d.c.priced)
     expressions: dict[UsageKey, Callable[[], Any]] = {
         UsageKey.TASK: lambda: d.c.task_id,
         UsageKey.CODER: lambda: _coder(d.c.role, d.c.source),
-        UsageKey.MODEL: lambda: named.c.model,
+        UsageKey.MODEL: lambda: d.c.model,
         UsageKey.DAY: lambda: _utc_day(conn, d.c.first_at),
     }
     chosen = [expressions[k]().label(f"k{n}") for n, k in enumerate(keys)]
-    source: Any = d
-    if UsageKey.MODEL in keys:
-        source = source.outerjoin(named, named.c.id == d.c.model_id)
     query = (
         sa.select(
             *chosen,
             sa.func.count(sa.distinct(d.c.run_id)).label("runs"),
             sa.func.coalesce(_count_sum(dialect, d.c.tokens_in), 0).label("tokens_in"),
             sa.func.coalesce(_count_sum(dialect, d.c.tokens_out), 0).label("tokens_out"),
-            sa.func.coalesce(sa.func.sum(sa.func.coalesce(d.c.cost, 0.0)), 0.0).label("cost"),
+            sa.func.coalesce(sa.func.sum(d.c.cost_usd), 0.0).label("cost"),
             sa.func.count().label("dispatches"),
-            sa.func.sum(sa.case((sa.and_(d.c.reported == 1, sa.not_(priced)), 1), else_=0)).label(
+            sa.func.sum(sa.case((sa.and_(d.c.reported, sa.not_(priced)), 1), else_=0)).label(
                 "unpriced"
             ),
-            sa.func.sum(sa.case((d.c.reported == 0, 1), else_=0)).label("unreported"),
+            sa.func.sum(sa.case((d.c.reported, 0), else_=1)).label("unreported"),
             sa.func.min(d.c.first_id).label("first"),
         )
-        .select_from(source)
+        .where(*_first_in(since, until))
         .group_by(*chosen)
         .order_by(sa.func.min(d.c.first_id))
     )
@@ -189,18 +125,29 @@ def usage_cells(
     return cells
 
 
+def _first_in(since: datetime | None, until: datetime | None) -> list[Any]:
+    """The dispatches that first reported in the range."""
+    found = []
+    if since is not None:
+        found.append(dispatch_totals.c.first_at >= since)
+    if until is not None:
+        found.append(dispatch_totals.c.first_at < until)
+    return found
+
+
 def coder_runs(
     conn: sa.Connection, since: datetime, until: datetime
 ) -> dict[tuple[str, Charge], int]:
-    """The runs each coder's dispatches reported in, in ``since``..``until`` (``until``
-    excluded), counted by what they cost their task in attempts: the runs of
-    :func:`usage_cells`' coder groups (a dispatch is there when it reported in the range)."""
-    coder = _coder(usage.c.role, usage.c.source).label("coder")
+    """The runs of each coder's dispatches that first reported in ``since``..``until``
+    (``until`` excluded), counted by what they cost their task in attempts: the runs of
+    :func:`usage_cells`' coder groups."""
+    d = dispatch_totals
+    coder = _coder(d.c.role, d.c.source).label("coder")
     charge = _charge(runs.c.attempt_spent).label("charge")
     query = (
-        sa.select(coder, charge, sa.func.count(sa.distinct(usage.c.run_id)).label("runs"))
-        .select_from(usage.join(runs, runs.c.id == usage.c.run_id))
-        .where(usage.c.at >= since, usage.c.at < until)
+        sa.select(coder, charge, sa.func.count(sa.distinct(d.c.run_id)).label("runs"))
+        .select_from(d.join(runs, runs.c.id == d.c.run_id))
+        .where(*_first_in(since, until))
         .group_by(coder, charge)
     )
     return {(str(r.coder), Charge(r.charge)): int(r.runs) for r in conn.execute(query)}
