@@ -166,6 +166,10 @@ def _ends(source: BinaryIO, size: int, margin: int) -> tuple[str, str]:
     return start, tail[skip:].decode("utf-8", errors="replace")
 
 
+# A judge's transcript is shipped whole when its panel is done: only these run long alone.
+_LIVE_ROLES = frozenset({LogRole.CODER, LogRole.VALIDATOR})
+
+
 class LogShipper:
     """Ships one run's logs from its folder here; remembers what it shipped, so a later ship
     writes only the logs that changed. Thread-safe (seats end in parallel)."""
@@ -220,16 +224,16 @@ class LogShipper:
         found: Iterable[tuple[str, str]],
         running: Callable[[KeptLog], bool],
     ) -> int:
-        """Ship a provisional copy of each log of a coder that is ``running`` (its role, attempt
-        and seat: asked again under the lock, just before the write, so a copy never lands after
-        the seat's final ship) that changed since; how many were written. At most one write
-        for all of them. A log whose detectors could not read it all is not shipped."""
+        """Ship a provisional copy of each log of a coder or a check that is ``running`` (its
+        role, attempt and seat: asked again under the lock, just before the write, so a copy
+        never lands after the seat's final ship) that changed since; how many were written. At
+        most one write for all of them. A log whose detectors could not read it all is not shipped."""
         secrets = self._operator | set(found)
         copies = []
         for name, entry in log_files(run_dir).items():
             place = place_of(name)
             probe = KeptLog(name, place.role, place.attempt, place.seat, 0, "", False)
-            if place.role is not LogRole.CODER or not running(probe):
+            if place.role not in _LIVE_ROLES or not running(probe):
                 continue
             info = entry.info
             mark = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, len(secrets))

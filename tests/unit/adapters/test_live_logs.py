@@ -179,3 +179,35 @@ def test_a_log_no_scan_read_is_shipped_with_what_the_detectors_find_redacted(
     assert kept is not None and GITHUB not in kept.text and "[REDACTED:GitHub Token]" in kept.text
     other = ledger.run_log("r1", check)  # not asked for: as it was (its own scan's business)
     assert other is not None and other.text == f"{AWS}\n"
+
+
+def test_a_seat_s_checks_ship_their_logs_while_they_run_and_not_its_coder_s(
+    tmp_path: Path,
+) -> None:
+    import asyncio
+
+    from assay.core.vocab import LogRole
+    from assay.engine.local.live_logs import LiveLogs
+
+    ledger = _ledger(tmp_path)
+    run = tmp_path / "runs" / "r1"
+    check = "attempt-1/seat-1/validators/validator-tests.log"
+    live = LiveLogs(LogShipper(ledger, {}, lambda: NOW), set, every=0.02)
+    _append(run / STREAM, "the coder's last words\n")
+    seen: list[str] = []
+
+    async def checks() -> str:
+        _append(run / check, f"collected 3 items {GITHUB}\n")
+        for _ in range(200):  # until the ledger holds it: the checks still run
+            await asyncio.sleep(0.02)
+            kept = ledger.run_log("r1", check)
+            if kept is not None:
+                seen.append(kept.text)
+                break
+        return "checked"
+
+    said = asyncio.run(live.during("r1", run, (1, 1), checks, LogRole.VALIDATOR))
+    assert said == "checked"
+    assert seen and "collected 3 items [REDACTED:GitHub Token]" in seen[0]
+    assert GITHUB not in seen[0]
+    assert ledger.run_log("r1", STREAM) is None  # the coder's copy is not the checks' to ship

@@ -16,7 +16,7 @@ import functools
 import json
 import os
 import threading
-from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -271,11 +271,18 @@ class LocalEffects:
         """The checks of ``candidate`` (``change`` and ``commit``: another tree, when a landing
         revalidates the change combined with a moved base)."""
         seat = (candidate.attempt, candidate.seat)
+
+        def checks() -> Awaitable[list[ValidationOutcome]]:
+            return validate_seat(self, plan, candidate.attempt, candidate.seat, change, commit)
+
         try:
             with self._recording(plan):
-                outcomes = await validate_seat(
-                    self, plan, candidate.attempt, candidate.seat, change, commit
-                )
+                if seat in self._checks_done:  # a landing's revalidation: no live copies
+                    outcomes = await checks()
+                else:  # the validators' output reaches the ledger while they run
+                    run_dir = self.run_dir(plan)
+                    role = LogRole.VALIDATOR
+                    outcomes = await self.live.during(plan.run_id, run_dir, seat, checks, role)
         except Exception:
             self._coders_done.add(seat)
             self._checks_done.add(seat)

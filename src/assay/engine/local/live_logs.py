@@ -1,5 +1,6 @@
-"""A running coder's logs shipped to the ledger while it runs, on whichever machine runs it
-(this one, or a Temporal worker: both run seats through :class:`LocalEffects`).
+"""A running seat's logs (its coder's, then its validators') shipped to the ledger while they
+run, on whichever machine runs it (this one, or a Temporal worker: both run seats through
+:class:`LocalEffects`).
 
 While a seat's coder runs, a provisional copy of its logs' ends goes to the ledger every
 :data:`LIVE_EVERY` seconds when it changed (:meth:`LogShipper.ship_live`: at most one write
@@ -20,6 +21,7 @@ from typing import TypeVar
 from assay.adapters.live_logs import LIVE_EVERY
 from assay.adapters.log_shipping import LogShipper
 from assay.core.run_logs import KeptLog
+from assay.core.vocab import LogRole
 
 _T = TypeVar("_T")
 Seat = tuple[int, int]  # (attempt, seat)
@@ -40,11 +42,17 @@ class LiveLogs:
         self.running: set[Seat] = set()
 
     async def during(
-        self, run_id: str, run_dir: Path, seat: Seat, work: Callable[[], Awaitable[_T]]
+        self,
+        run_id: str,
+        run_dir: Path,
+        seat: Seat,
+        work: Callable[[], Awaitable[_T]],
+        role: LogRole = LogRole.CODER,
     ) -> _T:
-        """``work()`` (the seat's dispatch), its coder's logs shipped live until it ends."""
+        """``work()`` (the seat's dispatch, or its checks), the seat's logs of ``role`` (its
+        coder's, or its validators') shipped live until it ends."""
         self.running.add(seat)
-        live = asyncio.create_task(self._ship(run_id, run_dir, seat))
+        live = asyncio.create_task(self._ship(run_id, run_dir, seat, role))
         try:
             return await work()
         finally:
@@ -53,9 +61,9 @@ class LiveLogs:
             with contextlib.suppress(asyncio.CancelledError):
                 await live
 
-    async def _ship(self, run_id: str, run_dir: Path, seat: Seat) -> None:
+    async def _ship(self, run_id: str, run_dir: Path, seat: Seat, role: LogRole) -> None:
         def running(log: KeptLog) -> bool:
-            return (log.attempt, log.seat) == seat and seat in self.running
+            return log.role is role and (log.attempt, log.seat) == seat and seat in self.running
 
         while seat in self.running:
             await asyncio.sleep(self.every)
