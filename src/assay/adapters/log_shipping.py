@@ -227,7 +227,8 @@ class LogShipper:
         """Ship a provisional copy of each log of a coder or a check that is ``running`` (its
         role, attempt and seat: asked again under the lock, just before the write, so a copy
         never lands after the seat's final ship) that changed since; how many were written. At
-        most one write for all of them. A log whose detectors could not read it all is not shipped."""
+        most one write for all of them. A log whose detectors could not read it all is not
+        shipped."""
         secrets = self._operator | set(found)
         copies = []
         for name, entry in log_files(run_dir).items():
