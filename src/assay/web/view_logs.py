@@ -22,7 +22,7 @@ from assay.adapters.store.run_logs import LogEntry, read_log
 from assay.adapters.store.schema import runs, tasks
 from assay.adapters.store.sql import Ledger
 from assay.core.vocab import LogRole
-from assay.web import ansi, view_run
+from assay.web import ansi, view_run, view_texts
 from assay.web.view_models import AttemptView
 
 TASK_TEXTS = {
@@ -188,6 +188,16 @@ def log_page(ledger: Ledger, run_id: str, name: str) -> LogPage | None:
 
 def task_text(ledger: Ledger, task_id: str, field: str) -> LogPage | None:
     """A task's long text (``TASK_TEXTS``) whole; None for an unknown task, field or none."""
+    if field.startswith(view_texts.ACTION):
+        from assay.web.view_queue import task_page
+
+        with ledger.read() as conn:
+            task = task_page(conn, task_id)
+        said = view_texts.task_part(task, field) if task else None
+        if task is None or not said:
+            return None
+        title = f"Reason of move {field.removeprefix(view_texts.ACTION)}"
+        return _text_page(title, field, None, task_id, task.row.title, said)
     if field not in TASK_TEXTS:
         return None
     with ledger.read() as conn:
@@ -205,14 +215,18 @@ def run_text(
     """A run's long text (``RUN_TEXTS``: its reason, its coder's summary; ``halt:NAME``: the
     evidence its halt fired with, as the run page reads it) whole."""
     halt = field.removeprefix(HALT_TEXT) if field.startswith(HALT_TEXT) else None
-    if field not in RUN_TEXTS and not halt:
+    part = view_texts.is_run_part(field)
+    if field not in RUN_TEXTS and not halt and not part:
         return None
     title = RUN_TEXTS.get(field) or f"Evidence of {halt}"
     with ledger.read() as conn:
         owner = _task_of_run(conn, run_id)
         if owner is None:
             return None
-        if halt:
+        if part:
+            run = view_run.build_run_view(conn, run_id, state_dir)
+            title, text = view_texts.run_part(run, field) if run else ("", None)
+        elif halt:
             run = view_run.build_run_view(conn, run_id, state_dir)
             found = [h.detail for h in run.halts if h.name == halt] if run else []
             text = found[0] if found else None
