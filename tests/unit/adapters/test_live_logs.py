@@ -6,6 +6,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
+
 from assay.adapters.live_logs import LIVE_LIMIT, PROVISIONAL, live_copy, whole_keys_only
 from assay.adapters.log_shipping import LogShipper
 from assay.adapters.store.sql import Ledger
@@ -179,3 +181,47 @@ def test_a_log_no_scan_read_is_shipped_with_what_the_detectors_find_redacted(
     assert kept is not None and GITHUB not in kept.text and "[REDACTED:GitHub Token]" in kept.text
     other = ledger.run_log("r1", check)  # not asked for: as it was (its own scan's business)
     assert other is not None and other.text == f"{AWS}\n"
+
+
+_BODY = [f"MIIEow{n:02d}Kx9Qz3Lp7Vb2Nc8Rt4Yh6Uj1Mk5Wd0Sf3Ga7Hb2Jc9" for n in range(12)]
+_KEYS = {
+    # A key printed without its end (``head -20 id_rsa``): the scan takes the lines that follow.
+    "pem without its end": "-----BEGIN RSA PRIVATE KEY-----\n" + "\n".join(_BODY) + "\ndone\n",
+    "ssh2": '---- BEGIN SSH2 ENCRYPTED PRIVATE KEY ----\nComment: "k"\n'
+    + "\n".join(_BODY)
+    + "\n---- END SSH2 ENCRYPTED PRIVATE KEY ----\n",
+    "putty": "PuTTY-User-Key-File-2: ssh-rsa\nEncryption: none\nPrivate-Lines: 12\n"
+    + "\n".join(_BODY)
+    + "\nPrivate-MAC: 0a1b2c3d\n",
+    # Its lines broken by carriage returns, or escaped as a string literal holds them.
+    "pem with cr": "-----BEGIN EC PRIVATE KEY-----\r" + "\r".join(_BODY) + "\rdone\n",
+    "pem escaped": "-----BEGIN PRIVATE KEY-----\n"
+    + "\n".join(f"{b}\\n" for b in _BODY)
+    + "\nlater\n",
+}
+
+
+@pytest.mark.parametrize("kind", sorted(_KEYS))
+def test_a_key_whose_header_the_window_cut_off_leaves_none_of_its_body(
+    tmp_path: Path, kind: str
+) -> None:
+    """The window's start falls inside a key's body, its header before it: the final copy
+    redacts every line of that body (the scan reads the header), so the live copy may hold
+    none of them, whatever the key's kind and whether its end was printed."""
+    from assay.adapters.live_logs import detected
+
+    key = _KEYS[kind]
+    assert {b for b in _BODY if any(b in v for _, v in detected(key, {}))} == set(_BODY)
+    for n in range(1, len(_BODY)):  # the window starts 3 characters before line n of the body
+        at = key.index(_BODY[n]) - 3
+        line = "the coder's work goes on\n"
+        filler = line * (LIVE_LIMIT // len(line) + 1)
+        filler = filler[: LIVE_LIMIT + at - len(key) - 1] + "\n"
+        path = tmp_path / f"at-{n}" / STREAM
+        _append(path, key + filler)
+        assert path.stat().st_size - LIVE_LIMIT == at
+        log = live_copy(path, STREAM, set(), {})
+        assert log is not None and log.truncated
+        left = [b for b in _BODY if b[8:] in log.text]
+        assert left == [], f"{kind}: a window from line {n} shows {left}"
+        assert "the coder's work goes on" in log.text
