@@ -8,8 +8,10 @@ copy cannot wait for that, so it is made safe on its own, more strictly than the
   still writing (a secret half printed) waits for its end, and a line the cut would split
   (the start of the window) is left out;
 - the same secret detectors the scan runs over a coder's output (:func:`scan_streams` with the
-  output's rules), run over that text itself; every value they find is redacted, as are the
-  operator's secrets and whatever the run's scans found already;
+  output's rules) and over the files of its change (the generic ones too: a value they find
+  in the change is redacted from the final copy of the log), run over that text itself;
+  every value they find is redacted, as are the operator's secrets and whatever the run's
+  scans found already;
 - a private key's lines are never shown in part: lines before a key's end whose start the
   window cut off, and a key whose end is not written yet, are left out; so are the lines at
   the window's start that may be the rest of a key whose header it cut off (key material,
@@ -41,6 +43,9 @@ PROVISIONAL = "… live copy while the coder runs (redacted; replaced when its s
 
 _KEY_BEGIN = re.compile(r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY")
 _KEY_END = re.compile(r"-----END[A-Z0-9 ]*PRIVATE KEY")
+
+
+AS_FILE = "live-copy.log"  # the name the live text is scanned under as a file of a change
 
 
 class ScanIncomplete(Exception):
@@ -120,8 +125,13 @@ def detected(text: str, known: dict[str, str]) -> set[tuple[str, str]]:
     lines = list(enumerate(text.splitlines(), start=1))
     if not lines:
         return set()
+    # Read as the coder's output, and as a file of its change: a value the change's scan finds
+    # (a keyword's, a high-entropy string's: the generic detectors read a change only) is
+    # redacted from the final copy wherever it is, the log too, so the live copy redacts what
+    # those detectors find in the log itself (it cannot know the change before its scan).
+    sources = [ScanSource(OUTPUT_SOURCE, lines), ScanSource(AS_FILE, lines)]
     try:
-        scanned = scan_streams([ScanSource(OUTPUT_SOURCE, lines).stream()], known=known)
+        scanned = scan_streams([source.stream() for source in sources], known=known)
     except Exception as exc:  # a detector that fails never lets its text through
         raise ScanIncomplete(str(exc)) from exc
     if scanned.overflow or scanned.generic_skipped:

@@ -225,3 +225,22 @@ def test_a_key_whose_header_the_window_cut_off_leaves_none_of_its_body(
         left = [b for b in _BODY if b[8:] in log.text]
         assert left == [], f"{kind}: a window from line {n} shows {left}"
         assert "the coder's work goes on" in log.text
+
+
+def test_a_value_the_change_s_scan_would_find_is_redacted_from_the_live_copy(
+    tmp_path: Path,
+) -> None:
+    """A coder that writes ``password = "…"`` to a file and prints that line: the change's scan
+    (its generic detectors) finds the value, and the final copy of the log is redacted of it;
+    the live copy, shipped before that scan, must not show it either."""
+    from assay.adapters.validators.secret_scan import ScanSource, scan_streams
+
+    value = "Zx9kQ2mW8vB4nR7tY3uI"
+    line = f'password = "{value}"'
+    in_change = scan_streams([ScanSource("app/config.py", [(1, line)]).stream()])
+    assert {v for hit in in_change.hits for v in hit.values} == {value}
+    path = tmp_path / STREAM
+    _append(path, f"wrote app/config.py:\n{line}\n")
+    log = live_copy(path, STREAM, set(), {})
+    assert log is not None and value not in log.text
+    assert "[REDACTED:Secret Keyword]" in log.text
