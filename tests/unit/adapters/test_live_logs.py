@@ -244,3 +244,27 @@ def test_a_value_the_change_s_scan_would_find_is_redacted_from_the_live_copy(
     log = live_copy(path, STREAM, set(), {})
     assert log is not None and value not in log.text
     assert "[REDACTED:Secret Keyword]" in log.text
+
+
+def test_a_log_no_scan_read_keeps_no_key_body_whose_header_its_cut_left_out(
+    tmp_path: Path,
+) -> None:
+    """A run that died before its checks: its coder's huge log is kept by its two ends, its
+    detectors run over what is kept. A key whose header lies in the cut middle would show its
+    body's last lines in clear at the tail's start: they are left out, as from a live copy."""
+    from assay.core.run_logs import HEAD_BYTES, LOG_LIMIT
+
+    key = _KEYS["pem without its end"]
+    head = "h" * 60 + "\n"
+    for shift in range(0, 700, 100):  # the tail's start moved through the key's body
+        run = tmp_path / f"runs-{shift}" / "r1"
+        after = "the coder's work goes on\n" * ((LOG_LIMIT - HEAD_BYTES) // 25 - 40)
+        text = head * (2 * HEAD_BYTES // len(head)) + key + "x" * shift + "\n" + after
+        _append(run / "attempt-1/seat-1/claude.log", text)
+        ledger = _ledger(tmp_path / f"l-{shift}")
+        LogShipper(ledger, {}, lambda: NOW).ship("r1", run, unscanned=lambda log: True)
+        kept = ledger.run_log("r1", "attempt-1/seat-1/claude.log")
+        assert kept is not None and kept.truncated and "bytes cut" in kept.text
+        left = [b for b in _BODY if b[8:] in kept.text]
+        assert left == [], f"a tail moved by {shift} shows {left}"
+        assert kept.text.endswith("the coder's work goes on\n")
