@@ -256,6 +256,8 @@ def run_text(
         if part:
             run = view_run.build_run_view(conn, run_id, state_dir)
             title, text = view_texts.run_part(run, field) if run else ("", None)
+            if text is not None and field.startswith(view_texts.JUDGE_PARTS):
+                text = view_texts.judge_part(conn, run_id, field) or text
         elif halt:
             run = view_run.build_run_view(conn, run_id, state_dir)
             found = [h.detail for h in run.halts if h.name == halt] if run else []

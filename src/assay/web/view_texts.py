@@ -20,6 +20,11 @@ import re
 from enum import StrEnum
 from typing import TypeVar
 
+import sqlalchemy as sa
+
+from assay.adapters.store.schema import events
+from assay.core.vocab import EventKind
+from assay.web.view_judges import tally_view
 from assay.web.view_models import AttemptView, RunView, TaskView
 
 _T = TypeVar("_T")
@@ -55,6 +60,7 @@ _ARITY = {
     RunPart.JUDGE_ERROR: 3,
 }
 ACTION = "action:"
+JUDGE_PARTS = (f"{RunPart.JUDGE}:", f"{RunPart.JUDGE_ERROR}:")
 
 
 def _parsed(field: str) -> tuple[RunPart, list[int]] | None:
@@ -81,6 +87,28 @@ def run_part(run: RunView, field: str) -> tuple[str, str | None]:
         return title, _at(run.warnings, n[0])
     attempt = next((a for a in run.attempts if a.attempt == n[0]), None)
     return title, None if attempt is None else _of_attempt(attempt, part, n[1:])
+
+
+def judge_part(conn: sa.Connection, run_id: str, field: str) -> str | None:
+    """A judge's reasons or error (``judge:A.J.R``, ``judge-error:A.J.R``) as the ledger holds
+    them: the run page keeps the start of each, the log view shows the whole."""
+    parsed = _parsed(field)
+    if parsed is None or parsed[0] not in (RunPart.JUDGE, RunPart.JUDGE_ERROR):
+        return None
+    part, (attempt, judge, round_) = parsed
+    rows = conn.execute(
+        sa.select(events.c.data)
+        .where(events.c.run_id == run_id, events.c.kind == EventKind.JUDGES_RANKED.value)
+        .order_by(events.c.id.desc())
+    )
+    for (data,) in rows:  # the newest tally of the attempt, as the page reads it
+        if isinstance(data, dict) and data.get("attempt") == attempt:
+            tally = tally_view(attempt, data, whole=True)
+            found = [j for j in tally.judges if (j.judge, j.round) == (judge, round_)]
+            if not found:
+                return None
+            return found[0].reasons if part is RunPart.JUDGE else found[0].error
+    return None
 
 
 def _of_attempt(a: AttemptView, part: RunPart, n: list[int]) -> str | None:
