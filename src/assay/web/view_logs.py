@@ -246,14 +246,19 @@ def run_text(
     evidence its halt fired with, as the run page reads it) whole."""
     halt = field.removeprefix(HALT_TEXT) if field.startswith(HALT_TEXT) else None
     part = view_texts.is_run_part(field)
-    if field not in RUN_TEXTS and not halt and not part:
+    rearm = field.startswith(view_texts.REARM)
+    if field not in RUN_TEXTS and not halt and not part and not rearm:
         return None
     title = RUN_TEXTS.get(field) or f"Evidence of {halt}"
     with ledger.read() as conn:
         owner = _task_of_run(conn, run_id)
         if owner is None:
             return None
-        if part:
+        if rearm:
+            run = view_run.build_run_view(conn, run_id, state_dir)
+            text = view_texts.rearm_part(run, field) if run else None
+            title = f"Evidence of re-arm {field.removeprefix(view_texts.REARM)}"
+        elif part:
             run = view_run.build_run_view(conn, run_id, state_dir)
             title, text = view_texts.run_part(run, field) if run else ("", None)
             if text is not None and field.startswith(view_texts.JUDGE_PARTS):

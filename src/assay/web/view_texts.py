@@ -11,6 +11,7 @@ from, so the log view shows exactly what the page cut:
 - ``why:A`` and ``failure:A.F``: attempt A's decision, and the F-th failure it recorded;
 - ``judge:A.J.R`` and ``judge-error:A.J.R``: judge J's reasons (its error) in round R of
   attempt A's tally;
+- ``rearm:K:NAME``: the evidence of the K-th re-arm in the history of the run's halt NAME;
 - ``action:I`` (a task's): the reason of the I-th operator move on its page (0-based).
 """
 
@@ -87,6 +88,22 @@ def run_part(run: RunView, field: str) -> tuple[str, str | None]:
         return title, _at(run.warnings, n[0])
     attempt = next((a for a in run.attempts if a.attempt == n[0]), None)
     return title, None if attempt is None else _of_attempt(attempt, part, n[1:])
+
+
+REARM = "rearm:"
+
+
+def rearm_part(run: RunView, field: str) -> str | None:
+    """The evidence ``rearm:K:NAME`` names, as text (a mapping's items one a line)."""
+    number, sep, name = field.removeprefix(REARM).partition(":")
+    if not field.startswith(REARM) or not sep or not number.isdigit() or len(number) > 9:
+        return None
+    halt = next((h for h in run.halts if h.name == name), None)
+    item = _at(halt.history, int(number)) if halt else None
+    said = item.get("evidence") if isinstance(item, dict) else None
+    if isinstance(said, dict):
+        return "\n".join(f"{k}: {v}" for k, v in said.items()) or None
+    return str(said) if said else None
 
 
 def judge_part(conn: sa.Connection, run_id: str, field: str) -> str | None:

@@ -137,3 +137,39 @@ def test_a_part_that_is_not_there_is_a_404(client: TestClient, path: str) -> Non
     got = client.get(path)
     assert got.status_code == 404
     assert re.search(r"has no .* to show", unescape(got.text))
+
+
+def test_a_re_arms_long_evidence_is_cut_and_opens_whole() -> None:
+    """A halt's history keeps each re-arm's evidence (a coder's, of any size): the run page
+    shows its start and links the whole, which the text route reads from the run's view."""
+    from assay.web.rendering import templates
+    from assay.web.view_models import HaltView, RunBrief, RunView, Totals
+    from assay.web.view_texts import rearm_part
+
+    evidence = {"why": "rearm-start " + "e" * 100_000 + " rearm-end", "by": "ops"}
+    halt = HaltView(
+        dispatch_id="d1", name="halt-scope-breach", severity="block", lifecycle="FIRED",
+        detail="x", fired_at=None, rearm_command=None, rearmable_here=False,
+        history=[{"rearmed_at": None, "cleared": 1, "evidence": "short"},
+                 {"rearmed_at": None, "cleared": 2, "evidence": evidence}],
+    )  # fmt: skip
+    brief = RunBrief(
+        run_id="r1", task_id="t1", status="blocked", open=False, started_at=NOW,
+        finished_at=NOW, settle_row="halted", attempt_spent=True, task_status="held", reason=None,
+    )  # fmt: skip
+    run = RunView(
+        run=brief, title="t", attempts=[], totals=Totals(None, None, None), coder_report=None,
+        changed_files=[], diff=None, diff_truncated=False, halts=[halt], warnings=[],
+        land=None, sandbox=None, payload_available=False, usage=None, last_event_id=0,
+    )  # fmt: skip
+    html = templates.env.get_template("run.html").render(
+        csrf="x", actor="ops", query=None, run=run, fragment="", notice=None, config=None
+    )
+    assert "rearm-start" in html and "rearm-end" not in html
+    link = "/runs/r1/text/rearm%3A1%3Ahalt-scope-breach"
+    assert f'href="{link}"' in html
+    whole = rearm_part(run, "rearm:1:halt-scope-breach")
+    assert whole is not None and whole.endswith(" rearm-end\nby: ops")
+    assert rearm_part(run, "rearm:0:halt-scope-breach") == "short"
+    for missing in ("rearm:2:halt-scope-breach", "rearm:0:other", "rearm:x:halt-scope-breach"):
+        assert rearm_part(run, missing) is None
