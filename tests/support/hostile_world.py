@@ -155,14 +155,14 @@ def build_hostile_world(root: Path) -> HostileWorld:
         "assay": str(Path(sys.executable).with_name("assay")),
     }
     (folder / "names.json").write_text(json.dumps(names))
-    for name, text in (("coder.py", CODER), ("check.py", CHECK), ("halt.py", HALT)):
+    for name, text in (("coder.py", CODER), ("check.py", CHECK), ("fire_halt.py", HALT)):
         (folder / name).write_text(text)
     git(repo.root, "add", "hostile")
     git(repo.root, "commit", "-q", "-m", "hostile fixtures")
 
     made = _contract(repo, "hostile.yaml", "Keep digits.", "coder.py", "pytest-color", "warn")
     ran = json.loads(_ok(repo.main("run", "--contract", str(made), "--json"), 0).stdout)
-    halting = _contract(repo, "halt.yaml", "Rename it.", "halt.py", "never-run", "warn")
+    halting = _contract(repo, "halt.yaml", "Rename it.", "fire_halt.py", "never-run", "warn")
     halted = json.loads(_ok(repo.main("run", "--contract", str(halting), "--json"), 3).stdout)
 
     url = f"sqlite:///{repo.root / '.assay' / 'assay.db'}"
