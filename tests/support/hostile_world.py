@@ -203,7 +203,7 @@ def build_hostile_world(root: Path) -> HostileWorld:
                         "ranking": [HOSTILE],
                         "reasons": JUDGE_REASONS,
                         "reasons_cut": 0,
-                        "error": HOSTILE * 20,
+                        "error": HOSTILE * 20 + BROKEN,  # ends as every hostile text
                     }
                 ],
             },

@@ -8,10 +8,15 @@ copy cannot wait for that, so it is made safe on its own, more strictly than the
   still writing (a secret half printed) waits for its end, and a line the cut would split
   (the start of the window) is left out;
 - the same secret detectors the scan runs over a coder's output (:func:`scan_streams` with the
-  output's rules), run over that text itself; every value they find is redacted, as are the
-  operator's secrets and whatever the run's scans found already;
+  output's rules) and over the files of its change (the generic ones too: a value they find
+  in the change is redacted from the final copy of the log), run over that text itself;
+  every value they find is redacted, as are the operator's secrets and whatever the run's
+  scans found already;
 - a private key's lines are never shown in part: lines before a key's end whose start the
-  window cut off, and a key whose end is not written yet, are left out;
+  window cut off, and a key whose end is not written yet, are left out; so are the lines at
+  the window's start that may be the rest of a key whose header it cut off (key material,
+  header fields, blank lines, up to the key's end), whatever the key's kind (an SSH2 or a
+  PuTTY key, or a key printed without its end): the detectors know a key by its header;
 - a scan that could not read everything (too many findings, a budget hit) or failed ships
   nothing.
 
@@ -38,6 +43,9 @@ PROVISIONAL = "… live copy while the coder runs (redacted; replaced when its s
 
 _KEY_BEGIN = re.compile(r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY")
 _KEY_END = re.compile(r"-----END[A-Z0-9 ]*PRIVATE KEY")
+
+
+AS_FILE = "live-copy.log"  # the name the live text is scanned under as a file of a change
 
 
 class ScanIncomplete(Exception):
@@ -81,6 +89,34 @@ def whole_keys_only(text: str) -> str:
     return text
 
 
+def without_cut_key(text: str) -> str:
+    """``text`` without its first lines while they may be the rest of a private key whose
+    header lies before ``text`` (a window's start): the scan takes a key's body from its
+    header down to its end or the first line that is no key material (at most
+    ``MAX_KEY_LINES``), and that body is what the final copy redacts. Lines are read as the
+    detectors read them (every line break, and the escaped ones of a string literal or a JSON
+    stream); lines of letters only are passed over as the scan passes over them, and are left
+    alone when no key material follows among them."""
+    from assay.adapters.validators.secret_values import (
+        KEY_END,
+        MAX_KEY_LINES,
+        inside_key,
+        key_material,
+    )
+
+    lines = text.splitlines(keepends=True)
+    skip, material = 0, False
+    for line in lines[:MAX_KEY_LINES]:
+        parts = re.split(r"\\[rn]", line.rstrip("\r\n"))
+        if any(KEY_END.search(part) for part in parts):
+            return "".join(lines[skip + 1 :])  # the key's end: left out with its body
+        if not all(inside_key(part) for part in parts):
+            break
+        material = material or any(key_material(part) for part in parts)
+        skip += 1
+    return "".join(lines[skip:]) if material else text
+
+
 def detected(text: str, known: dict[str, str]) -> set[tuple[str, str]]:
     """``(type, value)`` of every secret the coder-output detectors find in ``text``; raises
     :class:`ScanIncomplete` when they could not read all of it."""
@@ -89,8 +125,13 @@ def detected(text: str, known: dict[str, str]) -> set[tuple[str, str]]:
     lines = list(enumerate(text.splitlines(), start=1))
     if not lines:
         return set()
+    # Read as the coder's output, and as a file of its change: a value the change's scan finds
+    # (a keyword's, a high-entropy string's: the generic detectors read a change only) is
+    # redacted from the final copy wherever it is, the log too, so the live copy redacts what
+    # those detectors find in the log itself (it cannot know the change before its scan).
+    sources = [ScanSource(OUTPUT_SOURCE, lines), ScanSource(AS_FILE, lines)]
     try:
-        scanned = scan_streams([ScanSource(OUTPUT_SOURCE, lines).stream()], known=known)
+        scanned = scan_streams([source.stream() for source in sources], known=known)
     except Exception as exc:  # a detector that fails never lets its text through
         raise ScanIncomplete(str(exc)) from exc
     if scanned.overflow or scanned.generic_skipped:
@@ -108,7 +149,7 @@ def live_copy(
     if read is None:
         return None
     text, size, cut = read
-    text = whole_keys_only(text)
+    text = whole_keys_only(without_cut_key(text) if cut else text)
     redactor = Redactor(redactions(set(secrets) | detected(text, known)))
     place = place_of(name)
     return KeptLog(

@@ -25,6 +25,7 @@ from __future__ import annotations
 import codecs
 import hashlib
 import os
+import re
 import stat
 import threading
 from collections.abc import Callable, Iterable, Mapping
@@ -34,7 +35,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from assay.adapters import folders
-from assay.adapters.live_logs import ScanIncomplete, detected, live_copy
+from assay.adapters.live_logs import ScanIncomplete, detected, live_copy, without_cut_key
 from assay.adapters.redact import Redactor, redactions
 from assay.adapters.store.schema import LOG_NAME_LENGTH
 from assay.adapters.store.sql import Ledger
@@ -259,14 +260,31 @@ class LogShipper:
             return len(fresh)
 
 
+# The line that marks what a kept log's two ends leave out (:func:`assay.core.run_logs.marker`).
+_CUT = re.compile(r"\n… [0-9,]+ bytes cut …\n")
+
+
 def _detected(log: KeptLog, known: dict[str, str]) -> KeptLog:
     """``log`` with every secret the scan's detectors find in it redacted; withheld whole
-    when they could not read it all."""
+    when they could not read it all. After a cut, as at a live window's start, the line the
+    cut split and the rest of a key whose header it left out are left out too: the detectors
+    could not know them for what they are."""
+    text = log.text
+    if _CUT.search(text):
+        pieces = _CUT.split(text)
+        marks = _CUT.findall(text)
+        kept = [pieces[0]]
+        for mark, piece in zip(marks, pieces[1:], strict=True):
+            after = piece[piece.find("\n") + 1 :] if "\n" in piece else ""
+            kept += [mark, without_cut_key(after)]
+        text = "".join(kept)
     try:
-        found = detected(log.text, known)
+        found = detected(text, known)
     except ScanIncomplete:
         return replace(log, text=WITHHELD, truncated=True)
-    return replace(log, text=Redactor(redactions(found)).text(log.text)) if found else log
+    if not found and text == log.text:
+        return log
+    return replace(log, text=Redactor(redactions(found)).text(text))
 
 
 def _credentials(operator_env: Mapping[str, str]) -> dict[str, str]:

@@ -56,7 +56,8 @@ def shown(text: str, *, lines: bool = False) -> str:
     """``text`` as it may be shown on a screen: every control character (C0, DEL, C1) escaped
     (``\\n``, ``\\x1b``, ``\\u0085``), a lone surrogate escaped (``\\udcff``), and every
     invisible format character (the bidi controls U+202A-U+202E, U+2066-U+2069, U+200E,
-    U+200F, U+061C, zero-width characters, U+2028) shown as ``<U+202E>``.
+    U+200F, U+061C, zero-width characters, U+2028) shown as ``<U+202E>``, as is every
+    combining mark past :data:`MAX_MARKS` stacked on one character.
 
     Text with nothing to escape is returned as it is. Text that needs escaping is put in
     double quotes, with ``\\`` and ``"`` escaped inside (as git quotes a path): so two
@@ -65,16 +66,21 @@ def shown(text: str, *, lines: bool = False) -> str:
     diff), where newlines and tabs are kept and nothing is quoted.
     """
     if lines:
+        if _STACKED.search(text):
+            text = _unstacked_line(text)
         if text.replace("\n", "").replace("\t", "").isprintable():
             return text  # a diff or a test's output: thousands of lines, checked in C
         return "\n".join(map(_shown_line, text.split("\n")))
-    if text.isprintable() and not _looks_quoted(text):
+    excess = _excess_marks(text) if _STACKED.search(text) else set()
+    if not excess and text.isprintable() and not _looks_quoted(text):
         return text  # the common case, in one C call
-    if not _looks_quoted(text) and not any(map(_hidden, text)):
+    if not excess and not _looks_quoted(text) and not any(map(_hidden, text)):
         return text  # only other spaces or unassigned characters: nothing is hidden
     out = []
     for at, char in enumerate(text):
-        if char == "<" and text.startswith("U+", at + 1):
+        if at in excess:
+            out.append(f"<U+{ord(char):04X}>")
+        elif char == "<" and text.startswith("U+", at + 1):
             out.append("\\x3c")  # a literal "<U+" cannot pass for a shown character
         else:
             out.append(_escaped(char, _QUOTED_SHORT))
@@ -89,6 +95,31 @@ def _shown_line(line: str) -> str:
 
 def _looks_quoted(text: str) -> bool:
     return len(text) > 1 and text[0] == '"' == text[-1]
+
+
+# Combining marks stacked on one character: a language's accents are a few; dozens ("zalgo")
+# draw the character hundreds of pixels above and below its line, over the text around it.
+# Past MAX_MARKS in a row, each further mark is shown by its code point.
+MAX_MARKS = 4
+_STACKED = re.compile(
+    "[\u0300-\u036f\u0483-\u0489\u0591-\u05c7\u0610-\u061a\u064b-\u065f\u0e31-\u0e3a"
+    "\u0e47-\u0e4e\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]"
+    f"{{{MAX_MARKS + 1},}}"
+)
+
+
+def _excess_marks(text: str) -> set[int]:
+    """Where ``text`` holds a combining mark past :data:`MAX_MARKS` in a row."""
+    return {at for m in _STACKED.finditer(text) for at in range(m.start() + MAX_MARKS, m.end())}
+
+
+def _unstacked_line(line: str) -> str:
+    return _STACKED.sub(
+        lambda m: (
+            m.group()[:MAX_MARKS] + "".join(f"<U+{ord(c):04X}>" for c in m.group()[MAX_MARKS:])
+        ),
+        line,
+    )
 
 
 def _hidden(char: str) -> bool:

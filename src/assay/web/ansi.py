@@ -108,7 +108,7 @@ MARK = "\U0001d11e"
 
 
 def _html_run(text: str, classes: str) -> str:
-    safe = str(escape(text if text.isprintable() else shown(text, lines=True)))
+    safe = str(escape(shown(text, lines=True)))
     return f'<span class="{classes}">{safe}</span>' if classes else safe
 
 

@@ -78,6 +78,7 @@ def run_log_update(
             "length": update.length,
             "sig": update.sig,
             "live": update.live,
+            "note": update.note,
             # The header's figures: the file's size, and when this copy was kept.
             "size": size_text(page.size).replace("characters", "bytes"),
             "kept": page.updated_at.isoformat() if page.updated_at else None,

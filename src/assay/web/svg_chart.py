@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from markupsafe import Markup, escape
 
-from assay.web.format import shown_text
+from assay.web.format import line, shown_text
 
 __all__ = ["Bar", "Chart", "nice_top", "render"]
 
@@ -28,6 +28,9 @@ TOP = 18.0  # room for the unknown marks
 ROW = 24.0  # a horizontal chart's bar
 NAME_WIDTH = 170.0  # a horizontal chart's labels
 LABEL_LIMIT = 24  # characters of a label drawn (the table has it whole)
+# Characters of a name in a bar's tooltip and data: a coder's or model's name is anyone's
+# text, and each bar repeats it.
+NAME_LIMIT = 200
 MAX_LABELS = 12  # labels along a vertical chart's axis; the rest are in each bar's title
 
 
@@ -81,13 +84,13 @@ def _text(value: str, limit: int = LABEL_LIMIT) -> str:
 
 def _title(bar: Bar, chart: Chart) -> str:
     if bar.note:
-        return shown_text(bar.note)
+        return line(bar.note, NAME_LIMIT)
     parts = [
-        f"{shown_text(name)} {chart.fmt(v)}"
+        f"{line(name, NAME_LIMIT)} {chart.fmt(v)}"
         for name, v in zip(chart.series, bar.values, strict=False)
     ]
     more = f" (at least: {bar.unknown} unknown)" if bar.unknown else ""
-    return f"{shown_text(bar.label)}: {', '.join(parts)}{more}"
+    return f"{line(bar.label, NAME_LIMIT)}: {', '.join(parts)}{more}"
 
 
 def render(chart: Chart, ident: str) -> Markup:
@@ -218,7 +221,7 @@ def _unknown_mark(bar: Bar, x: float, y: float, width: float, height: float) -> 
 def _bar(bar: Bar, chart: Chart, inner: str) -> str:
     unknown = f' data-unknown="{bar.unknown}"' if bar.unknown else ""
     values = " ".join(repr(float(v)) for v in bar.values)
-    label = escape(shown_text(bar.label))
+    label = escape(line(bar.label, NAME_LIMIT))
     return (
         f'<g class="bar{" partial" if bar.unknown else ""}" data-label="{label}" '
         f'data-values="{values}"{unknown}><title>{escape(_title(bar, chart))}</title>{inner}</g>'

@@ -18,9 +18,10 @@ MAX_LABELS = 26  # blind labels A..Z
 MAX_REASONS = 20_000  # what the engine keeps of a judge's reasons
 
 
-def tally_view(attempt: int, data: dict[str, Any]) -> TallyView:
+def tally_view(attempt: int, data: dict[str, Any], whole: bool = False) -> TallyView:
     """The attempt's tally from its ``judges.ranked`` event; a field it does not hold well
-    reads as unknown (an older event has neither scores nor judges)."""
+    reads as unknown (an older event has neither scores nor judges). ``whole``: each judge's
+    reasons and error as the ledger holds them (the log view's), not cut for a page."""
     present, quorum = _int(data.get("present")) or 0, _int(data.get("quorum")) or 0
     winner = data.get("winner") if isinstance(data.get("winner"), str) else None
     raw = data.get("judges")
@@ -34,26 +35,27 @@ def tally_view(attempt: int, data: dict[str, Any]) -> TallyView:
         votes=_scores(data.get("first_choices")),
         borda=_scores(data.get("borda")),
         tie_break=_text(data.get("tie_break"), 40),
-        judges=[j for j in map(_judge, answers) if j is not None],
+        judges=[j for j in (_judge(a, whole) for a in answers) if j is not None],
     )
 
 
-def _judge(value: Any) -> JudgeView | None:
+def _judge(value: Any, whole: bool = False) -> JudgeView | None:
     if not isinstance(value, dict) or _int(value.get("judge")) is None:
         return None
     ranking = value.get("ranking")
     labels = [str(v)[:40] for v in ranking[:MAX_LABELS]] if isinstance(ranking, list) else None
     said = value.get("reasons")
     reasons = said if isinstance(said, str) else ""
-    over = max(0, len(reasons) - MAX_REASONS)  # a ledger holding more than the engine keeps
+    keep = len(reasons) if whole else MAX_REASONS
+    over = max(0, len(reasons) - keep)  # a ledger holding more than the engine keeps
     return JudgeView(
         judge=_int(value.get("judge")) or 0,
         name=_text(value.get("name"), 200) or "judge",
         round=max(0, _int(value.get("round")) or 0),
         ranking=labels,
-        reasons=reasons[:MAX_REASONS],
+        reasons=reasons[:keep],
         reasons_cut=max(0, _int(value.get("reasons_cut")) or 0) + over,
-        error=_text(value.get("error"), 4000),
+        error=_text(value.get("error"), 1 << 62 if whole else 4000),
     )
 
 

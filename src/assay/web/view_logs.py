@@ -13,6 +13,7 @@ import hashlib
 import re
 from dataclasses import dataclass, replace
 from datetime import datetime
+from functools import cached_property
 from pathlib import Path
 
 import sqlalchemy as sa
@@ -22,7 +23,7 @@ from assay.adapters.store.run_logs import LogEntry, read_log
 from assay.adapters.store.schema import runs, tasks
 from assay.adapters.store.sql import Ledger
 from assay.core.vocab import LogRole
-from assay.web import ansi, view_run
+from assay.web import ansi, view_run, view_texts
 from assay.web.view_models import AttemptView
 
 TASK_TEXTS = {
@@ -35,6 +36,14 @@ TASK_TEXTS = {
 RUN_TEXTS = {"summary": "Coder summary", "reason": "Run reason"}
 HALT_TEXT = "halt:"  # ``halt:NAME``: the evidence a run's halt fired with
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]")
+# Lines a log view shows at most: its first and its last half of them, with a line between
+# that says how many it leaves out (the download holds them all). A text of a few hundred
+# thousand short lines made a page of tens of MB, an element a line.
+MAX_SHOWN_LINES = 20_000
+TOO_LONG = (
+    "this log now has more lines than the view shows: reload the page to see its end, "
+    "or download it"
+)
 
 
 @dataclass(frozen=True)
@@ -56,9 +65,27 @@ class LogPage:
     download: str  # the file name a download is saved as
     live: bool = False  # its run is still open: the kept copy may still change
 
-    @property
+    @cached_property  # rendered once: the page asks for them, their count and their cut
     def lines(self) -> list[Markup]:
         return ansi.html_lines(self.text)
+
+    @property
+    def numbered(self) -> list[tuple[int, Markup]]:
+        """The lines shown, each with its number; a number 0 is the line that says how many
+        are left out between the first and the last :data:`MAX_SHOWN_LINES` halves."""
+        lines = self.lines
+        if len(lines) <= MAX_SHOWN_LINES:
+            return list(enumerate(lines, start=1))
+        half = MAX_SHOWN_LINES // 2
+        gap = len(lines) - 2 * half
+        note = Markup(f'<em class="log-gap">… {gap:,} lines not shown here: download the log '
+                      "to read them …</em>")  # fmt: skip
+        tail = list(enumerate(lines[-half:], start=len(lines) - half + 1))
+        return [*enumerate(lines[:half], start=1), (0, note), *tail]
+
+    @property
+    def lines_cut(self) -> bool:
+        return len(self.lines) > MAX_SHOWN_LINES
 
     @property
     def sig(self) -> str:
@@ -83,6 +110,7 @@ class LogUpdate:
     length: int
     sig: str
     live: bool
+    note: str | None = None  # why the view stops following (its lines are too many)
 
 
 def _normal(text: str) -> str:
@@ -98,6 +126,8 @@ def log_update(page: LogPage, length: int, sig: str) -> LogUpdate:
     text = _normal(page.text)
     lines = ansi.html_lines(text)
     same = (page.length, page.sig)
+    if len(lines) > MAX_SHOWN_LINES:  # the view would outgrow what a page shows: it stops
+        return LogUpdate(1 << 31, [], len(lines), length, sig, False, TOO_LONG)
     if same == (length, sig):
         return LogUpdate(len(lines), [], len(lines), *same, page.live)
     start = 0
@@ -188,6 +218,16 @@ def log_page(ledger: Ledger, run_id: str, name: str) -> LogPage | None:
 
 def task_text(ledger: Ledger, task_id: str, field: str) -> LogPage | None:
     """A task's long text (``TASK_TEXTS``) whole; None for an unknown task, field or none."""
+    if field.startswith(view_texts.ACTION):
+        from assay.web.view_queue import task_page
+
+        with ledger.read() as conn:
+            task = task_page(conn, task_id)
+        said = view_texts.task_part(task, field) if task else None
+        if task is None or not said:
+            return None
+        title = f"Reason of move {field.removeprefix(view_texts.ACTION)}"
+        return _text_page(title, field, None, task_id, task.row.title, said)
     if field not in TASK_TEXTS:
         return None
     with ledger.read() as conn:
@@ -205,14 +245,25 @@ def run_text(
     """A run's long text (``RUN_TEXTS``: its reason, its coder's summary; ``halt:NAME``: the
     evidence its halt fired with, as the run page reads it) whole."""
     halt = field.removeprefix(HALT_TEXT) if field.startswith(HALT_TEXT) else None
-    if field not in RUN_TEXTS and not halt:
+    part = view_texts.is_run_part(field)
+    rearm = field.startswith(view_texts.REARM)
+    if field not in RUN_TEXTS and not halt and not part and not rearm:
         return None
     title = RUN_TEXTS.get(field) or f"Evidence of {halt}"
     with ledger.read() as conn:
         owner = _task_of_run(conn, run_id)
         if owner is None:
             return None
-        if halt:
+        if rearm:
+            run = view_run.build_run_view(conn, run_id, state_dir)
+            text = view_texts.rearm_part(run, field) if run else None
+            title = f"Evidence of re-arm {field.removeprefix(view_texts.REARM)}"
+        elif part:
+            run = view_run.build_run_view(conn, run_id, state_dir)
+            title, text = view_texts.run_part(run, field) if run else ("", None)
+            if text is not None and field.startswith(view_texts.JUDGE_PARTS):
+                text = view_texts.judge_part(conn, run_id, field) or text
+        elif halt:
             run = view_run.build_run_view(conn, run_id, state_dir)
             found = [h.detail for h in run.halts if h.name == halt] if run else []
             text = found[0] if found else None

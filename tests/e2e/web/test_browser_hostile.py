@@ -156,7 +156,9 @@ def test_hostile_text_cannot_break_any_page(
     for href, source in sorted(probe.show_all.items()):
         if href == biggest:
             continue  # opened below, timed
-        text = probe.visit(href)
+        # A seat's error holds the last 1,200 characters of its output: the hostile text's
+        # end, not its start (where the bidi overrides and controls are).
+        text = probe.visit(href, hostile="/text/seat-error" not in href)
         if END not in text:  # every hostile text ends so: the whole of it is there
             probe.broken.append(f"{source}: its show all {href} does not show the whole text")
     probe.visit(f"/runs/{run}/text/summary")

@@ -6,6 +6,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
+
 from assay.adapters.live_logs import LIVE_LIMIT, PROVISIONAL, live_copy, whole_keys_only
 from assay.adapters.log_shipping import LogShipper
 from assay.adapters.store.sql import Ledger
@@ -211,3 +213,90 @@ def test_a_seat_s_checks_ship_their_logs_while_they_run_and_not_its_coder_s(
     assert seen and "collected 3 items [REDACTED:GitHub Token]" in seen[0]
     assert GITHUB not in seen[0]
     assert ledger.run_log("r1", STREAM) is None  # the coder's copy is not the checks' to ship
+
+
+_BODY = [f"MIIEow{n:02d}Kx9Qz3Lp7Vb2Nc8Rt4Yh6Uj1Mk5Wd0Sf3Ga7Hb2Jc9" for n in range(12)]
+_KEYS = {
+    # A key printed without its end (``head -20 id_rsa``): the scan takes the lines that follow.
+    "pem without its end": "-----BEGIN RSA PRIVATE KEY-----\n" + "\n".join(_BODY) + "\ndone\n",
+    "ssh2": '---- BEGIN SSH2 ENCRYPTED PRIVATE KEY ----\nComment: "k"\n'
+    + "\n".join(_BODY)
+    + "\n---- END SSH2 ENCRYPTED PRIVATE KEY ----\n",
+    "putty": "PuTTY-User-Key-File-2: ssh-rsa\nEncryption: none\nPrivate-Lines: 12\n"
+    + "\n".join(_BODY)
+    + "\nPrivate-MAC: 0a1b2c3d\n",
+    # Its lines broken by carriage returns, or escaped as a string literal holds them.
+    "pem with cr": "-----BEGIN EC PRIVATE KEY-----\r" + "\r".join(_BODY) + "\rdone\n",
+    "pem escaped": "-----BEGIN PRIVATE KEY-----\n"
+    + "\n".join(f"{b}\\n" for b in _BODY)
+    + "\nlater\n",
+}
+
+
+@pytest.mark.parametrize("kind", sorted(_KEYS))
+def test_a_key_whose_header_the_window_cut_off_leaves_none_of_its_body(
+    tmp_path: Path, kind: str
+) -> None:
+    """The window's start falls inside a key's body, its header before it: the final copy
+    redacts every line of that body (the scan reads the header), so the live copy may hold
+    none of them, whatever the key's kind and whether its end was printed."""
+    from assay.adapters.live_logs import detected
+
+    key = _KEYS[kind]
+    assert {b for b in _BODY if any(b in v for _, v in detected(key, {}))} == set(_BODY)
+    for n in range(1, len(_BODY)):  # the window starts 3 characters before line n of the body
+        at = key.index(_BODY[n]) - 3
+        line = "the coder's work goes on\n"
+        filler = line * (LIVE_LIMIT // len(line) + 1)
+        filler = filler[: LIVE_LIMIT + at - len(key) - 1] + "\n"
+        path = tmp_path / f"at-{n}" / STREAM
+        _append(path, key + filler)
+        assert path.stat().st_size - LIVE_LIMIT == at
+        log = live_copy(path, STREAM, set(), {})
+        assert log is not None and log.truncated
+        left = [b for b in _BODY if b[8:] in log.text]
+        assert left == [], f"{kind}: a window from line {n} shows {left}"
+        assert "the coder's work goes on" in log.text
+
+
+def test_a_value_the_change_s_scan_would_find_is_redacted_from_the_live_copy(
+    tmp_path: Path,
+) -> None:
+    """A coder that writes ``password = "…"`` to a file and prints that line: the change's scan
+    (its generic detectors) finds the value, and the final copy of the log is redacted of it;
+    the live copy, shipped before that scan, must not show it either."""
+    from assay.adapters.validators.secret_scan import ScanSource, scan_streams
+
+    value = "Zx9kQ2mW8vB4nR7tY3uI"
+    line = f'password = "{value}"'
+    in_change = scan_streams([ScanSource("app/config.py", [(1, line)]).stream()])
+    assert {v for hit in in_change.hits for v in hit.values} == {value}
+    path = tmp_path / STREAM
+    _append(path, f"wrote app/config.py:\n{line}\n")
+    log = live_copy(path, STREAM, set(), {})
+    assert log is not None and value not in log.text
+    assert "[REDACTED:Secret Keyword]" in log.text
+
+
+def test_a_log_no_scan_read_keeps_no_key_body_whose_header_its_cut_left_out(
+    tmp_path: Path,
+) -> None:
+    """A run that died before its checks: its coder's huge log is kept by its two ends, its
+    detectors run over what is kept. A key whose header lies in the cut middle would show its
+    body's last lines in clear at the tail's start: they are left out, as from a live copy."""
+    from assay.core.run_logs import HEAD_BYTES, LOG_LIMIT
+
+    key = _KEYS["pem without its end"]
+    head = "h" * 60 + "\n"
+    for shift in range(0, 700, 100):  # the tail's start moved through the key's body
+        run = tmp_path / f"runs-{shift}" / "r1"
+        after = "the coder's work goes on\n" * ((LOG_LIMIT - HEAD_BYTES) // 25 - 40)
+        text = head * (2 * HEAD_BYTES // len(head)) + key + "x" * shift + "\n" + after
+        _append(run / "attempt-1/seat-1/claude.log", text)
+        ledger = _ledger(tmp_path / f"l-{shift}")
+        LogShipper(ledger, {}, lambda: NOW).ship("r1", run, unscanned=lambda log: True)
+        kept = ledger.run_log("r1", "attempt-1/seat-1/claude.log")
+        assert kept is not None and kept.truncated and "bytes cut" in kept.text
+        left = [b for b in _BODY if b[8:] in kept.text]
+        assert left == [], f"a tail moved by {shift} shows {left}"
+        assert kept.text.endswith("the coder's work goes on\n")

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 PRIVATE_KEY_TYPE = "Private Key"
 _TOKEN_CHAR = re.compile(r"[A-Za-z0-9_\-]")
 _EDGE = " \t\"'`=:,;"
-_KEY_END = re.compile(r"-----END [A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----|---- END SSH2")
+KEY_END = re.compile(r"-----END [A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----|---- END SSH2")
 # A key line, bare or inside a string literal (`"MIIE...\n" +`, `+ 'MIIE...'`, `("MIIE...",`).
 _KEY_LINE = re.compile(
     r"""[\s"'`(]*(?:\+[\s"'`(]+)?([A-Za-z0-9+/=]{8,})[\s"'`,;)\\]*(?:\+[\s"'`,;)\\]*)?"""
@@ -60,7 +60,7 @@ def inside_key(line: str) -> bool:
     material, a header field (``Proc-Type:``), a blank line or a literal's quotes alone."""
     if not line.strip(" \t\"'`,;()+\\") or _HEADER_FIELD.match(line):
         return True
-    return _KEY_LINE.fullmatch(line) is not None and not _KEY_END.search(line)
+    return _KEY_LINE.fullmatch(line) is not None and not KEY_END.search(line)
 
 
 def private_key_body(lines: Sequence[str], at: int) -> set[str]:
@@ -74,14 +74,14 @@ def private_key_body(lines: Sequence[str], at: int) -> set[str]:
     text = []
     for line in lines[at : at + MAX_KEY_LINES]:
         text.append(line)
-        if _KEY_END.search(line.replace("\\n", "\n")):
+        if KEY_END.search(line.replace("\\n", "\n")):
             break
     block = "\n".join(text).replace("\\r", "\n").replace("\\n", "\n").replace("\r", "\n")
     begin = max(block.find("PRIVATE KEY"), 0)  # PuTTY's header does not say it
     segments = block[begin:].split("\n")[1:]
     found: set[str] = set()
     for segment in segments:
-        if _KEY_END.search(segment):
+        if KEY_END.search(segment):
             break
         if not segment.strip(" \t\"'`,;()+\\") or _HEADER_FIELD.match(segment):
             continue  # a blank line, a literal's quotes alone, a header field

@@ -113,7 +113,7 @@
           log.dataset.length = update.length;
           log.dataset.sig = update.sig;
           if (!update.live) {
-            if (state) state.textContent = "the run has ended: this is the log as kept";
+            if (state) state.textContent = update.note || "the run has ended: this is the log as kept";
             return;
           }
           if (state) state.textContent = "following: checked " + new Date().toLocaleTimeString();
