@@ -37,6 +37,13 @@ def _key(seat: int) -> DispatchKey:
     return DispatchKey("t1", "r1", f"a1.s{seat}", UsageRole.CODER, "claude", 1, seat)
 
 
+@pytest.fixture(autouse=True)
+def now() -> None:
+    """``NOW`` as each test starts: a run's elapsed time is read against the real clock."""
+    global NOW  # noqa: PLW0603
+    NOW = datetime.now(UTC)
+
+
 @pytest.fixture
 def ledger(tmp_path: Path) -> Iterator[Ledger]:
     with Ledger.open(f"sqlite:///{tmp_path / 'assay.db'}") as made:
