@@ -28,13 +28,12 @@ stream the program writes to) and says so in its first line; the final ship repl
 
 from __future__ import annotations
 
-import os
 import re
-import stat
 from collections.abc import Iterable
 from pathlib import Path
 
 from assay.adapters.redact import Redactor, redactions
+from assay.adapters.safe_files import open_regular
 from assay.core.run_logs import KeptLog, place_of
 
 LIVE_LIMIT = 64 * 1024  # bytes of a running log's end shipped live
@@ -55,15 +54,10 @@ class ScanIncomplete(Exception):
 def read_tail(path: Path, limit: int = LIVE_LIMIT) -> tuple[str, int, bool] | None:
     """The complete lines among the last ``limit`` bytes of ``path``: (text, the file's size,
     whether lines before them were left out); None when it is no regular file (or is gone)."""
-    try:
-        # Never through a link; non-blocking: a FIFO under a log's name never holds us up.
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
-        return None
-    with os.fdopen(fd, "rb") as source:
-        info = os.fstat(source.fileno())
-        if not stat.S_ISREG(info.st_mode):
+    with open_regular(path) as opened:
+        if opened is None:
             return None
+        source, info = opened
         size = info.st_size
         start = max(size - limit, 0)
         source.seek(start)

@@ -24,9 +24,7 @@ from __future__ import annotations
 
 import codecs
 import hashlib
-import os
 import re
-import stat
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
@@ -37,6 +35,7 @@ from typing import BinaryIO
 from assay.adapters import folders
 from assay.adapters.live_logs import ScanIncomplete, detected, live_copy, without_cut_key
 from assay.adapters.redact import Redactor, redactions
+from assay.adapters.safe_files import open_regular
 from assay.adapters.store.schema import LOG_NAME_LENGTH
 from assay.adapters.store.sql import Ledger
 from assay.core.run_logs import (
@@ -111,15 +110,10 @@ def read_run_logs(run_dir: Path, redactor: Redactor, seen: Seen | None = None) -
 
 def read_log(path: Path, name: str, redactor: Redactor) -> KeptLog | None:
     """What is kept of one log file; None when it is not a regular file (or is gone)."""
-    try:
-        # Never through a link; non-blocking: a FIFO under a log's name never holds us up.
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
-        return None
-    with os.fdopen(fd, "rb") as source:
-        info = os.fstat(source.fileno())
-        if not stat.S_ISREG(info.st_mode):
+    with open_regular(path) as opened:
+        if opened is None:
             return None
+        source, info = opened
         size = info.st_size
         margin = max((len(v.encode("utf-8")) for v in redactor.table), default=0) + CHAR_BYTES
         if size <= LOG_LIMIT + 2 * margin:

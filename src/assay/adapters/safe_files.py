@@ -7,7 +7,7 @@ opens, a device, a hard link to a file elsewhere, a file of gigabytes. So:
 - :func:`read_limited` reads one file directly inside a folder: never through a link, without
   blocking, a regular file only, at most ``limit`` bytes (or its last ``limit`` bytes).
 - :func:`open_reading` opens a file below a folder the same way, for a reader that follows it
-  as a program appends to it.
+  as a program appends to it; :func:`open_regular` opens one at a path the engine names.
 - :func:`write_file`, :func:`create_file` and :func:`append_file` write below a folder the
   engine names, opening every folder on the way relative to the one before it, never through
   a link: a link (or any non-folder) where a folder belongs is replaced by a real folder, and
@@ -54,6 +54,20 @@ class LimitedRead:
 
 
 # -- reading --------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def open_regular(path: Path) -> Iterator[tuple[BinaryIO, os.stat_result] | None]:
+    """``path`` open for reading with its status, when it is a regular file (never through a
+    link; a FIFO under its name never holds us up); None when it is not, or is gone."""
+    try:
+        fd = os.open(path, _READ)
+    except OSError:
+        yield None
+        return
+    with os.fdopen(fd, "rb") as source:
+        info = os.fstat(source.fileno())
+        yield (source, info) if stat.S_ISREG(info.st_mode) else None
 
 
 def read_limited(path: Path, folder: Path, limit: int, *, tail: bool = False) -> LimitedRead:
