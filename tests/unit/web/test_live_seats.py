@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
-from support.dashboard import BASE, credentials, log_in
 
 from assay.adapters.store.sql import Ledger
 from assay.adapters.store.usage_log import DispatchKey
@@ -21,8 +20,6 @@ from assay.core.usage import UsageFigures
 from assay.core.vocab import EventKind, LogRole, UsageRole
 from assay.web import format as fmt
 from assay.web import view_logs, views
-from assay.web.app import create_app
-from assay.web.config import WebConfig
 
 sys.path.insert(0, str(Path(__file__).parents[2] / "support"))
 
@@ -66,14 +63,6 @@ def ledger(tmp_path: Path) -> Iterator[Ledger]:
         lines = "".join(f"step {n}\n" for n in range(1, 21)) + f"{ESC}[31mE the newest{ESC}[0m\n"
         made.ship_logs("r1", [KeptLog(STREAM, LogRole.CODER, 1, 1, 999, lines, True)], at=NOW)
         yield made
-
-
-@pytest.fixture
-def client(ledger: Ledger, tmp_path: Path) -> Iterator[TestClient]:
-    config = WebConfig(ledger=ledger, credentials=credentials(tmp_path / "config"))
-    with TestClient(create_app(config), base_url=BASE, raise_server_exceptions=False) as c:
-        log_in(c)
-        yield c
 
 
 def test_a_running_seat_says_what_its_coder_did_so_far(ledger: Ledger) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
-from support.dashboard import BASE, credentials, log_in
+from support.dashboard import BASE, credentials
 
 from assay.adapters.store.sql import Ledger
 from assay.core.run_logs import KeptLog
@@ -62,14 +62,6 @@ def ledger(tmp_path: Path) -> Iterator[Ledger]:
             held.hold(f"evidence: {WORD}", driver.now())
             made.save_task(held)
         yield made
-
-
-@pytest.fixture
-def client(ledger: Ledger, tmp_path: Path) -> Iterator[TestClient]:
-    config = WebConfig(ledger=ledger, credentials=credentials(tmp_path / "config"))
-    with TestClient(create_app(config), base_url=BASE, raise_server_exceptions=False) as c:
-        log_in(c)
-        yield c
 
 
 def test_a_log_page_shows_colours_numbered_lines_and_the_cut(client: TestClient) -> None:

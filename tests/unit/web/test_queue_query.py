@@ -11,15 +11,12 @@ from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
-from support.dashboard import BASE, credentials, log_in
 
 from assay.adapters.store.sql import Ledger
 from assay.core.settle import Verdict
 from assay.core.tasks import Task
 from assay.core.vocab import RunStatus
 from assay.web import views
-from assay.web.app import create_app
-from assay.web.config import WebConfig
 from assay.web.queue_query import BadQuery, QueueQuery
 
 sys.path.insert(0, str(Path(__file__).parents[2] / "support"))
@@ -137,14 +134,6 @@ def test_links_keep_the_view_and_drop_the_defaults() -> None:
     flipped = QueueQuery(sort="updated").sort_link("updated")
     assert flipped == "?sort=updated&dir=asc"
     assert QueueQuery().link() == ""
-
-
-@pytest.fixture
-def client(ledger: Ledger, tmp_path: Path) -> Iterator[TestClient]:
-    config = WebConfig(ledger=ledger, credentials=credentials(tmp_path / "config"))
-    with TestClient(create_app(config), base_url=BASE, raise_server_exceptions=False) as c:
-        log_in(c)
-        yield c
 
 
 def test_the_page_says_it_all_in_its_url(client: TestClient) -> None:

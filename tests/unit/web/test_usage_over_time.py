@@ -79,13 +79,6 @@ def client_of(ledger: Ledger, folder: Path) -> TestClient:
     return TestClient(create_app(config), base_url=BASE, raise_server_exceptions=False)
 
 
-@pytest.fixture
-def client(ledger: Ledger, tmp_path: Path) -> Iterator[TestClient]:
-    with client_of(ledger, tmp_path / "config") as c:
-        log_in(c)
-        yield c
-
-
 def cli_usage(*args: str) -> dict[str, Any]:
     done = CliRunner().invoke(build_app("usage"), ["usage", "--json", *args])
     assert done.exit_code == 0, done.output

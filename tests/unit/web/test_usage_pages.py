@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
-from support.dashboard import BASE, credentials, log_in
 from support.usage_journal import fill, report
 
 from assay.adapters.store.sql import Ledger
@@ -21,8 +20,6 @@ from assay.core.settle import Verdict
 from assay.core.usage import UsageFigures
 from assay.core.vocab import RunStatus, UsageRole
 from assay.web import views
-from assay.web.app import create_app
-from assay.web.config import WebConfig
 
 sys.path.insert(0, str(Path(__file__).parents[2] / "support"))
 
@@ -50,14 +47,6 @@ def ledger(tmp_path: Path) -> Iterator[Ledger]:
         verdict = Verdict(status=RunStatus.FAILED)
         made.close_run(driver.close_for(task, "r-new", verdict, (Wave(dispatches=1),)))
         yield made
-
-
-@pytest.fixture
-def client(ledger: Ledger, tmp_path: Path) -> Iterator[TestClient]:
-    config = WebConfig(ledger=ledger, credentials=credentials(tmp_path / "config"))
-    with TestClient(create_app(config), base_url=BASE, raise_server_exceptions=False) as c:
-        log_in(c)
-        yield c
 
 
 def _text(html: str) -> str:
