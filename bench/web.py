@@ -503,15 +503,23 @@ def main() -> None:
         f"{args.tasks} tasks; a run of {args.attempts} attempts x {args.seats} seats; "
         f"medians of {args.repeat} calls"
     )
+    on_each_backend(bench, args)
+
+
+def on_each_backend(
+    measure: Callable[[Ledger, sa.Engine, argparse.Namespace], None], args: argparse.Namespace
+) -> None:
+    """``measure`` on SQLite (unless ``--skip-sqlite``), then on PostgreSQL when a URL is given
+    (``--postgres`` or ``$ASSAY_TEST_POSTGRES_URL``)."""
     if not args.skip_sqlite:
         print("sqlite")
         with sqlite_ledger() as (ledger, engine):
-            bench(ledger, engine, args)
+            measure(ledger, engine, args)
     url = args.postgres or os.environ.get(POSTGRES_ENV)
     if url:
         print("postgresql")
         with postgres_ledger(url) as (ledger, engine):
-            bench(ledger, engine, args)
+            measure(ledger, engine, args)
     else:
         print(f"postgresql skipped: give --postgres URL or set {POSTGRES_ENV}")
 

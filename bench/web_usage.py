@@ -19,7 +19,6 @@ the bulk load, as autovacuum would).
 from __future__ import annotations
 
 import argparse
-import os
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -33,8 +32,7 @@ from web import (
     fill_queue,
     line,
     median_ms,
-    postgres_ledger,
-    sqlite_ledger,
+    on_each_backend,
     sum_dispatches,
 )
 
@@ -162,22 +160,12 @@ def main() -> None:
     parser.add_argument("--days", type=int, default=200, help="days the runs are spread over")
     parser.add_argument("--repeat", type=int, default=15, help="timed calls per figure")
     parser.add_argument("--postgres", help=f"PostgreSQL URL (default: ${POSTGRES_ENV})")
-    parser.add_argument("--no-sqlite", action="store_true", help="PostgreSQL only")
+    parser.add_argument("--skip-sqlite", action="store_true", help="PostgreSQL only")
     args = parser.parse_args()
     if min(args.tasks, args.days, args.repeat) < 1:
         parser.error("every count must be at least 1")
     print(f"{args.tasks} tasks over {args.days} days; medians of {args.repeat} calls")
-    if not args.no_sqlite:
-        print("sqlite")
-        with sqlite_ledger() as (ledger, engine):
-            bench(ledger, engine, args)
-    url = args.postgres or os.environ.get(POSTGRES_ENV)
-    if url:
-        print("postgresql")
-        with postgres_ledger(url) as (ledger, engine):
-            bench(ledger, engine, args)
-    else:
-        print(f"postgresql skipped: give --postgres URL or set {POSTGRES_ENV}")
+    on_each_backend(bench, args)
 
 
 if __name__ == "__main__":
