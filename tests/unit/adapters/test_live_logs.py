@@ -300,3 +300,37 @@ def test_a_log_no_scan_read_keeps_no_key_body_whose_header_its_cut_left_out(
         left = [b for b in _BODY if b[8:] in kept.text]
         assert left == [], f"a tail moved by {shift} shows {left}"
         assert kept.text.endswith("the coder's work goes on\n")
+
+
+def test_a_ledger_that_refuses_a_live_copy_leaves_the_seat_running_and_the_next_copy_lands(
+    tmp_path: Path,
+) -> None:
+    import asyncio
+
+    import sqlalchemy.exc
+
+    from assay.engine.local.live_logs import LiveLogs
+
+    ledger = _ledger(tmp_path)
+    run = tmp_path / "runs" / "r1"
+    refusals: list[int] = []
+
+    class Locked(LogShipper):
+        def ship_live(self, *args: object, **kwargs: object) -> int:
+            if not refusals:  # the first write meets a locked ledger
+                refusals.append(1)
+                raise sqlalchemy.exc.OperationalError("UPDATE", {}, Exception("database locked"))
+            return super().ship_live(*args, **kwargs)  # type: ignore[arg-type]
+
+    live = LiveLogs(Locked(ledger, {}, lambda: NOW), set, every=0.02)
+
+    async def coder() -> str:
+        _append(run / STREAM, "step one\n")
+        for _ in range(200):  # until a later interval's copy lands
+            await asyncio.sleep(0.02)
+            if ledger.run_log("r1", STREAM) is not None:
+                return "done"
+        return "never shipped"
+
+    assert asyncio.run(live.during("r1", run, (1, 1), coder)) == "done"
+    assert refusals == [1]
